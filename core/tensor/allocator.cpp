@@ -1,0 +1,75 @@
+#include "core/tensor/allocator.h"
+
+#include <cstdlib>
+#include <new>
+
+namespace parascope {
+
+namespace {
+constexpr std::size_t kAlignment = 64;
+
+void raiseTo(std::atomic<std::int64_t>& peak, std::int64_t value) {
+  std::int64_t seen = peak.load(std::memory_order_relaxed);
+  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+}
+}  // namespace
+
+std::string_view memoryCategoryName(MemoryCategory c) {
+  switch (c) {
+    case MemoryCategory::Parameter: return "parameter";
+    case MemoryCategory::Gradient: return "gradient";
+    case MemoryCategory::OptimizerState: return "optimizer_state";
+    case MemoryCategory::Activation: return "activation";
+    case MemoryCategory::CommBuffer: return "communication_buffer";
+    case MemoryCategory::Workspace: return "workspace";
+  }
+  return "?";
+}
+
+void* Allocator::allocate(std::size_t bytes, MemoryCategory category) {
+  const std::size_t rounded = ((bytes + kAlignment - 1) / kAlignment) * kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  if (p == nullptr) throw std::bad_alloc();
+  account(p, static_cast<std::int64_t>(bytes), category);
+  return p;
+}
+
+void Allocator::deallocate(void* p, std::size_t bytes, MemoryCategory category) noexcept {
+  if (p == nullptr) return;
+  account(p, -static_cast<std::int64_t>(bytes), category);  // before free: the hook sees p live
+  std::free(p);
+}
+
+void Allocator::account(const void* p, std::int64_t delta, MemoryCategory c) {
+  const auto i = static_cast<std::size_t>(c);
+  const std::int64_t live = live_[i].fetch_add(delta, std::memory_order_relaxed) + delta;
+  const std::int64_t total = liveTotal_.fetch_add(delta, std::memory_order_relaxed) + delta;
+  if (delta > 0) {
+    raiseTo(peak_[i], live);
+    raiseTo(peakTotal_, total);
+  }
+  if (hook_) hook_(AllocationEvent{p, delta, c, live, total});
+}
+
+std::int64_t Allocator::liveBytes(MemoryCategory c) const {
+  return live_[static_cast<std::size_t>(c)].load(std::memory_order_relaxed);
+}
+
+std::int64_t Allocator::peakBytes(MemoryCategory c) const {
+  return peak_[static_cast<std::size_t>(c)].load(std::memory_order_relaxed);
+}
+
+void Allocator::resetPeaks() {
+  for (std::size_t i = 0; i < kMemoryCategoryCount; ++i) {
+    peak_[i].store(live_[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
+  peakTotal_.store(liveTotal_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+Allocator& defaultAllocator() {
+  static Allocator allocator;
+  return allocator;
+}
+
+}  // namespace parascope

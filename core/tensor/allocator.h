@@ -1,0 +1,78 @@
+// Tracked host memory. Every tensor's storage comes from an Allocator, which keeps live and peak
+// bytes per category (thread-safe counters) and reports each allocation and release to an
+// optional hook, so the profiler can draw memory over time. One Allocator per rank.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+namespace parascope {
+
+enum class MemoryCategory : std::uint8_t {
+  Parameter,
+  Gradient,
+  OptimizerState,
+  Activation,
+  CommBuffer,
+  Workspace,
+};
+inline constexpr std::size_t kMemoryCategoryCount = 6;
+std::string_view memoryCategoryName(MemoryCategory c);
+
+struct Device {
+  enum class Kind : std::uint8_t { Cpu, Cuda };
+  Kind kind = Kind::Cpu;
+  int index = 0;
+  static Device cpu() { return {}; }
+  bool operator==(const Device&) const = default;
+};
+
+struct AllocationEvent {
+  const void* address;
+  std::int64_t bytes;  // positive for an allocation, negative for a release
+  MemoryCategory category;
+  std::int64_t liveInCategory;  // bytes live in this category after the event
+  std::int64_t liveTotal;       // bytes live in all categories after the event
+};
+using AllocationHook = std::function<void(const AllocationEvent&)>;
+
+class Allocator {
+ public:
+  explicit Allocator(Device device = Device::cpu()) : device_(device) {}
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
+
+  // 64-byte aligned; zero bytes yields a valid unique pointer. Throws std::bad_alloc.
+  void* allocate(std::size_t bytes, MemoryCategory category);
+  void deallocate(void* p, std::size_t bytes, MemoryCategory category) noexcept;
+
+  std::int64_t liveBytes(MemoryCategory c) const;
+  std::int64_t peakBytes(MemoryCategory c) const;
+  std::int64_t liveTotal() const { return liveTotal_.load(std::memory_order_relaxed); }
+  std::int64_t peakTotal() const { return peakTotal_.load(std::memory_order_relaxed); }
+  // Peaks restart from the current live bytes (e.g. at a step boundary).
+  void resetPeaks();
+
+  // Set before the allocator is shared between threads; called on the allocating thread.
+  void setHook(AllocationHook hook) { hook_ = std::move(hook); }
+  Device device() const { return device_; }
+
+ private:
+  void account(const void* p, std::int64_t delta, MemoryCategory c);
+
+  Device device_;
+  std::array<std::atomic<std::int64_t>, kMemoryCategoryCount> live_{};
+  std::array<std::atomic<std::int64_t>, kMemoryCategoryCount> peak_{};
+  std::atomic<std::int64_t> liveTotal_{0};
+  std::atomic<std::int64_t> peakTotal_{0};
+  AllocationHook hook_;
+};
+
+// The process-wide allocator used when none is given (single-rank tools and tests).
+Allocator& defaultAllocator();
+
+}  // namespace parascope

@@ -1,0 +1,133 @@
+// Tensors, the tracked allocator and the exact dtype conversions.
+#include <QtTest>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/common/error.h"
+#include "core/tensor/tensor.h"
+
+using namespace parascope;
+
+class TestTensor : public QObject {
+  Q_OBJECT
+ private slots:
+  void bf16RoundsToNearestEven();
+  void f16RoundsToNearestEvenAcrossRanges();
+  void f16ConversionMatchesCompilerHalf();
+  void allocatorTracksLiveAndPeakPerCategory();
+  void allocatorHookSeesEveryEvent();
+  void viewsShareStorage();
+  void dtypeNamesParseAndRejectUnknown();
+};
+
+void TestTensor::bf16RoundsToNearestEven() {
+  // 1 + 2^-8 is exactly halfway between bf16 1.0 and 1 + 2^-7: ties go to the even mantissa.
+  QCOMPARE(bf16ToFloat(floatToBf16(1.0f + 0x1p-8f)), 1.0f);
+  QCOMPARE(bf16ToFloat(floatToBf16(1.0f + 3 * 0x1p-8f)), 1.0f + 0x1p-6f);
+  QCOMPARE(bf16ToFloat(floatToBf16(1.0f + 0x1p-8f + 0x1p-20f)), 1.0f + 0x1p-7f);
+  QCOMPARE(floatToBf16(-0.0f), std::uint16_t{0x8000});
+  QVERIFY(std::isnan(bf16ToFloat(floatToBf16(std::numeric_limits<float>::quiet_NaN()))));
+  QVERIFY(std::isinf(bf16ToFloat(floatToBf16(std::numeric_limits<float>::max()))));
+}
+
+void TestTensor::f16RoundsToNearestEvenAcrossRanges() {
+  QCOMPARE(f16ToFloat(floatToF16(65504.0f)), 65504.0f);
+  QCOMPARE(f16ToFloat(floatToF16(65519.0f)), 65504.0f);
+  QVERIFY(std::isinf(f16ToFloat(floatToF16(65520.0f))));  // tie rounds to even: infinity
+  QCOMPARE(f16ToFloat(floatToF16(0x1p-24f)), 0x1p-24f);   // smallest subnormal
+  QCOMPARE(f16ToFloat(floatToF16(0x1p-25f)), 0.0f);       // tie to even: zero
+  QCOMPARE(f16ToFloat(floatToF16(0x1.8p-25f)), 0x1p-24f);
+  QCOMPARE(f16ToFloat(floatToF16(3 * 0x1p-25f)), 2 * 0x1p-24f);  // 1.5 ulp: tie to even (2)
+  QCOMPARE(f16ToFloat(floatToF16(1.0f + 0x1p-11f)), 1.0f);
+  QCOMPARE(f16ToFloat(floatToF16(1.0f + 3 * 0x1p-11f)), 1.0f + 0x1p-9f);
+  QVERIFY(std::isnan(f16ToFloat(floatToF16(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+void TestTensor::f16ConversionMatchesCompilerHalf() {
+  // Every f16 pattern converts to float and back unchanged; a sweep of float bit patterns
+  // converts exactly as the compiler's own _Float16 (IEEE round-to-nearest-even).
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    const auto bits = static_cast<std::uint16_t>(h);
+    const float f = f16ToFloat(bits);
+    if (std::isnan(f)) continue;
+    QCOMPARE(floatToF16(f), bits);
+  }
+  for (std::uint64_t u = 0; u < 0x100000000ull; u += 0x1003) {
+    const float f = bitsFloat(static_cast<std::uint32_t>(u));
+    if (std::isnan(f)) continue;
+    const auto expected = static_cast<_Float16>(f);
+    std::uint16_t expectedBits;
+    std::memcpy(&expectedBits, &expected, 2);
+    if (floatToF16(f) != expectedBits) {
+      QFAIL(qPrintable(QString("f16(%1) = %2, expected %3")
+                           .arg(static_cast<double>(f))
+                           .arg(floatToF16(f))
+                           .arg(expectedBits)));
+    }
+  }
+}
+
+void TestTensor::allocatorTracksLiveAndPeakPerCategory() {
+  Allocator a;
+  {
+    Tensor p = Tensor::empty({10, 10}, DType::F32, MemoryCategory::Parameter, a);
+    QCOMPARE(a.liveBytes(MemoryCategory::Parameter), 400);
+    {
+      Tensor x = Tensor::zeros({3, 5}, DType::BF16, MemoryCategory::Activation, a);
+      QCOMPARE(a.liveBytes(MemoryCategory::Activation), 30);
+      QCOMPARE(a.liveTotal(), 430);
+    }
+    QCOMPARE(a.liveBytes(MemoryCategory::Activation), 0);
+    QCOMPARE(a.peakBytes(MemoryCategory::Activation), 30);
+    QCOMPARE(a.peakTotal(), 430);
+    a.resetPeaks();
+    QCOMPARE(a.peakTotal(), 400);
+  }
+  QCOMPARE(a.liveTotal(), 0);
+  QCOMPARE(a.peakBytes(MemoryCategory::Parameter), 400);
+}
+
+void TestTensor::allocatorHookSeesEveryEvent() {
+  Allocator a;
+  std::vector<AllocationEvent> events;
+  a.setHook([&](const AllocationEvent& e) { events.push_back(e); });
+  {
+    Tensor g = Tensor::empty({8}, DType::F32, MemoryCategory::Gradient, a);
+    Tensor w = Tensor::empty({2}, DType::I64, MemoryCategory::Workspace, a);
+  }
+  QCOMPARE(events.size(), std::size_t{4});
+  QCOMPARE(events[0].bytes, 32);
+  QCOMPARE(events[0].category, MemoryCategory::Gradient);
+  QCOMPARE(events[1].liveTotal, 48);
+  QCOMPARE(events[2].bytes, -16);  // destroyed in reverse order
+  QCOMPARE(events[3].liveTotal, 0);
+}
+
+void TestTensor::viewsShareStorage() {
+  Tensor t = Tensor::zeros({2, 3}, DType::F32, MemoryCategory::Workspace);
+  Tensor v = t.view({6});
+  v.data<float>()[4] = 7.0f;
+  QCOMPARE(t.data<float>()[4], 7.0f);
+  Tensor s = t.slice(3, 3);
+  QCOMPARE(s.data<float>()[1], 7.0f);
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, t.view({4}));
+  QVERIFY_THROWS_EXCEPTION(std::out_of_range, t.slice(4, 3));
+  QVERIFY_THROWS_EXCEPTION(std::logic_error, t.data<std::uint16_t>());
+}
+
+void TestTensor::dtypeNamesParseAndRejectUnknown() {
+  QCOMPARE(parseDType("bfloat16"), DType::BF16);
+  QCOMPARE(parseDType("fp16"), DType::F16);
+  try {
+    parseDType("f8");
+    QFAIL("expected a UserError");
+  } catch (const UserError& e) {
+    QVERIFY(QString(e.what()).contains("'f8'"));
+    QVERIFY(QString(e.what()).contains("bf16"));
+  }
+}
+
+QTEST_GUILESS_MAIN(TestTensor)
+#include "test_tensor.moc"
