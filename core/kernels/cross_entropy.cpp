@@ -1,0 +1,50 @@
+#include "core/kernels/cross_entropy.h"
+
+#include <cmath>
+
+#include "core/kernels/math.h"
+
+namespace parascope::kernels {
+
+template <typename T>
+void crossEntropyForward(T* losses, T* probs, const T* logits, const std::int32_t* targets, int N,
+                         int V) {
+  for (int n = 0; n < N; ++n) {
+    const T* x = logits + static_cast<long>(n) * V;
+    T* p = probs + static_cast<long>(n) * V;
+    T maxv = x[0];
+    for (int v = 1; v < V; ++v) maxv = x[v] > maxv ? x[v] : maxv;
+    const T target = x[targets[n]];
+    T sum = 0;
+    for (int v = 0; v < V; ++v) {
+      p[v] = fastExp(x[v] - maxv);
+      sum += p[v];
+    }
+    const T inv = T(1) / sum;
+    for (int v = 0; v < V; ++v) p[v] *= inv;
+    losses[n] = std::log(sum) - (target - maxv);
+  }
+}
+
+template <typename T>
+void crossEntropyBackward(T* dlogits, const T* probs, const std::int32_t* targets,
+                          const T* dlosses, int N, int V) {
+  for (int n = 0; n < N; ++n) {
+    const T* p = probs + static_cast<long>(n) * V;
+    T* d = dlogits + static_cast<long>(n) * V;
+    const T dl = dlosses[n];
+    for (int v = 0; v < V; ++v) d[v] = p[v] * dl;
+    d[targets[n]] -= dl;
+  }
+}
+
+template void crossEntropyForward<float>(float*, float*, const float*, const std::int32_t*, int,
+                                         int);
+template void crossEntropyForward<double>(double*, double*, const double*, const std::int32_t*,
+                                          int, int);
+template void crossEntropyBackward<float>(float*, const float*, const std::int32_t*, const float*,
+                                          int, int);
+template void crossEntropyBackward<double>(double*, const double*, const std::int32_t*,
+                                           const double*, int, int);
+
+}  // namespace parascope::kernels

@@ -1,0 +1,39 @@
+#include "core/kernels/gelu.h"
+
+#include "core/kernels/math.h"
+
+namespace parascope::kernels {
+
+namespace {
+template <typename T>
+constexpr T kScale = T(0.7978845608028654);  // sqrt(2 / pi)
+}
+
+template <typename T>
+void geluForward(T* out, const T* inp, long N) {
+  for (long i = 0; i < N; ++i) {
+    const T x = inp[i];
+    const T u = kScale<T> * (x + T(0.044715) * x * x * x);
+    out[i] = T(0.5) * x * (T(1) + fastTanh(u));
+  }
+}
+
+template <typename T>
+void geluBackward(T* dinp, const T* inp, const T* dout, long N) {
+  for (long i = 0; i < N; ++i) {
+    const T x = inp[i];
+    const T u = kScale<T> * (x + T(0.044715) * x * x * x);
+    const T th = fastTanh(u);
+    const T sech2 = T(1) - th * th;
+    const T local = T(0.5) * (T(1) + th) +
+                    T(0.5) * x * sech2 * kScale<T> * (T(1) + T(3) * T(0.044715) * x * x);
+    dinp[i] = local * dout[i];
+  }
+}
+
+template void geluForward<float>(float*, const float*, long);
+template void geluForward<double>(double*, const double*, long);
+template void geluBackward<float>(float*, const float*, const float*, long);
+template void geluBackward<double>(double*, const double*, const double*, long);
+
+}  // namespace parascope::kernels

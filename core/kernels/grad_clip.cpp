@@ -1,0 +1,21 @@
+#include "core/kernels/grad_clip.h"
+
+namespace parascope::kernels {
+
+template <typename T>
+double sumOfSquares(const T* grad, long N) {
+  double s = 0;
+  for (long i = 0; i < N; ++i) s += static_cast<double>(grad[i]) * static_cast<double>(grad[i]);
+  return s;
+}
+
+double clipFactor(double norm, double maxNorm) {
+  if (maxNorm <= 0) return 1.0;
+  const double f = maxNorm / (norm + 1e-6);
+  return f < 1.0 ? f : 1.0;
+}
+
+template double sumOfSquares<float>(const float*, long);
+template double sumOfSquares<double>(const double*, long);
+
+}  // namespace parascope::kernels

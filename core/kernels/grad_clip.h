@@ -1,0 +1,17 @@
+// Global gradient-norm clipping as torch.nn.utils.clip_grad_norm_: the L2 norm over all
+// gradients, and the factor min(1, maxNorm / (norm + 1e-6)) to scale them by.
+#pragma once
+
+#include <span>
+
+namespace parascope::kernels {
+
+// Sum of squares of one gradient buffer, accumulated in double so the result does not depend
+// on how parameters are split across buffers (or, later, ranks).
+template <typename T>
+double sumOfSquares(const T* grad, long N);
+
+// Clip factor for a global norm; 1 when no clipping is needed or maxNorm <= 0 (disabled).
+double clipFactor(double norm, double maxNorm);
+
+}  // namespace parascope::kernels

@@ -1,0 +1,64 @@
+#include "core/kernels/layernorm.h"
+
+#include <cmath>
+
+namespace parascope::kernels {
+
+template <typename T>
+void layernormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
+                      int N, int C) {
+  const T eps = T(1e-5);
+  for (int n = 0; n < N; ++n) {
+    const T* x = inp + static_cast<long>(n) * C;
+    T sum = 0;
+    for (int i = 0; i < C; ++i) sum += x[i];
+    const T m = sum / C;
+    T var = 0;
+    for (int i = 0; i < C; ++i) var += (x[i] - m) * (x[i] - m);
+    const T s = T(1) / std::sqrt(var / C + eps);
+    T* o = out + static_cast<long>(n) * C;
+    for (int i = 0; i < C; ++i) o[i] = (x[i] - m) * s * weight[i] + bias[i];
+    mean[n] = m;
+    rstd[n] = s;
+  }
+}
+
+template <typename T>
+void layernormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                       const T* weight, const T* mean, const T* rstd, int N, int C) {
+  for (int n = 0; n < N; ++n) {
+    const T* x = inp + static_cast<long>(n) * C;
+    const T* d = dout + static_cast<long>(n) * C;
+    const T m = mean[n];
+    const T s = rstd[n];
+    // dnorm = dout * weight; dx = s * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat))
+    T dnormMean = 0;
+    T dnormXhatMean = 0;
+    for (int i = 0; i < C; ++i) {
+      const T xhat = (x[i] - m) * s;
+      const T dnorm = d[i] * weight[i];
+      dnormMean += dnorm;
+      dnormXhatMean += dnorm * xhat;
+      dbias[i] += d[i];
+      dweight[i] += d[i] * xhat;
+    }
+    dnormMean /= C;
+    dnormXhatMean /= C;
+    T* dx = dinp + static_cast<long>(n) * C;
+    for (int i = 0; i < C; ++i) {
+      const T xhat = (x[i] - m) * s;
+      dx[i] = s * (d[i] * weight[i] - dnormMean - xhat * dnormXhatMean);
+    }
+  }
+}
+
+template void layernormForward<float>(float*, float*, float*, const float*, const float*,
+                                      const float*, int, int);
+template void layernormForward<double>(double*, double*, double*, const double*, const double*,
+                                       const double*, int, int);
+template void layernormBackward<float>(float*, float*, float*, const float*, const float*,
+                                       const float*, const float*, const float*, int, int);
+template void layernormBackward<double>(double*, double*, double*, const double*, const double*,
+                                        const double*, const double*, const double*, int, int);
+
+}  // namespace parascope::kernels

@@ -1,0 +1,228 @@
+// Every kernel's backward against central finite differences in double precision, plus the
+// float fast paths (exp, tanh) against the standard library and the optimizer against
+// hand-computed steps.
+#include <QtTest>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "core/kernels/adamw.h"
+#include "core/kernels/attention.h"
+#include "core/kernels/cross_entropy.h"
+#include "core/kernels/embedding.h"
+#include "core/kernels/gelu.h"
+#include "core/kernels/grad_clip.h"
+#include "core/kernels/layernorm.h"
+#include "core/kernels/math.h"
+#include "core/kernels/matmul.h"
+#include "core/kernels/residual.h"
+#include "gradcheck.h"
+
+using namespace parascope::kernels;
+using parascope::testing::dot;
+using parascope::testing::expectGradient;
+using parascope::testing::randomVector;
+using Vec = std::vector<double>;
+
+class TestKernels : public QObject {
+  Q_OBJECT
+ private slots:
+  void matmulGradients();
+  void embeddingGradients();
+  void layernormGradients();
+  void geluGradients();
+  void attentionGradients();
+  void attentionIsCausal();
+  void residualGradients();
+  void crossEntropyGradients();
+  void crossEntropyValue();
+  void fastMathMatchesLibrary();
+  void adamwMatchesHandComputedStep();
+  void clipFactorFollowsTorch();
+};
+
+void TestKernels::matmulGradients() {
+  const int N = 5, C = 4, OC = 3;
+  Vec x = randomVector(N * C, 1), w = randomVector(OC * C, 2), b = randomVector(OC, 3);
+  const Vec R = randomVector(N * OC, 4);
+  auto loss = [&] {
+    Vec out(N * OC);
+    matmulForward(out.data(), x.data(), w.data(), b.data(), N, C, OC);
+    return dot(out, R);
+  };
+  Vec dx(N * C), dw(OC * C, 0.0), db(OC, 0.0);
+  matmulBackward(dx.data(), dw.data(), db.data(), R.data(), x.data(), w.data(), N, C, OC);
+  expectGradient("matmul dinp", x, dx, loss);
+  expectGradient("matmul dweight", w, dw, loss);
+  expectGradient("matmul dbias", b, db, loss);
+  // Parameter gradients accumulate: a second backward doubles them.
+  matmulBackward<double>(nullptr, dw.data(), db.data(), R.data(), x.data(), w.data(), N, C, OC);
+  Vec dw1(OC * C, 0.0), db1(OC, 0.0);
+  matmulBackward<double>(nullptr, dw1.data(), db1.data(), R.data(), x.data(), w.data(), N, C, OC);
+  for (int i = 0; i < OC; ++i) QCOMPARE(db[i], 2 * db1[i]);
+}
+
+void TestKernels::embeddingGradients() {
+  const int B = 2, T = 3, C = 4, V = 5;
+  const std::vector<std::int32_t> tokens = {1, 4, 1, 0, 2, 2};  // repeats accumulate
+  Vec wte = randomVector(V * C, 5), wpe = randomVector(T * C, 6);
+  const Vec R = randomVector(B * T * C, 7);
+  auto loss = [&] {
+    Vec out(B * T * C);
+    embeddingForward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+    return dot(out, R);
+  };
+  Vec dwte(V * C, 0.0), dwpe(T * C, 0.0);
+  embeddingBackward(dwte.data(), dwpe.data(), R.data(), tokens.data(), B, T, C);
+  expectGradient("embedding dwte", wte, dwte, loss);
+  expectGradient("embedding dwpe", wpe, dwpe, loss);
+}
+
+void TestKernels::layernormGradients() {
+  const int N = 4, C = 7;
+  Vec x = randomVector(N * C, 8, 2.0), w = randomVector(C, 9), b = randomVector(C, 10);
+  const Vec R = randomVector(N * C, 11);
+  auto loss = [&] {
+    Vec out(N * C), mean(N), rstd(N);
+    layernormForward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+    return dot(out, R);
+  };
+  Vec out(N * C), mean(N), rstd(N);
+  layernormForward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+  Vec dx(N * C), dw(C, 0.0), db(C, 0.0);
+  layernormBackward(dx.data(), dw.data(), db.data(), R.data(), x.data(), w.data(), mean.data(),
+                    rstd.data(), N, C);
+  expectGradient("layernorm dinp", x, dx, loss);
+  expectGradient("layernorm dweight", w, dw, loss);
+  expectGradient("layernorm dbias", b, db, loss);
+}
+
+void TestKernels::geluGradients() {
+  const int N = 33;
+  Vec x = randomVector(N, 12, 3.0);
+  const Vec R = randomVector(N, 13);
+  auto loss = [&] {
+    Vec out(N);
+    geluForward(out.data(), x.data(), N);
+    return dot(out, R);
+  };
+  Vec dx(N);
+  geluBackward(dx.data(), x.data(), R.data(), N);
+  expectGradient("gelu", x, dx, loss);
+}
+
+void TestKernels::attentionGradients() {
+  const int B = 2, T = 5, C = 6, NH = 2;
+  Vec qkv = randomVector(B * T * 3 * C, 14);
+  const Vec R = randomVector(B * T * C, 15);
+  auto loss = [&] {
+    Vec out(B * T * C), att(B * NH * T * T);
+    attentionForward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+    return dot(out, R);
+  };
+  Vec out(B * T * C), att(B * NH * T * T), scratch(T * T), dqkv(qkv.size());
+  attentionForward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+  attentionBackward(dqkv.data(), scratch.data(), R.data(), qkv.data(), att.data(), B, T, C, NH);
+  expectGradient("attention dqkv", qkv, dqkv, loss);
+}
+
+void TestKernels::attentionIsCausal() {
+  // Changing a later position's key or value never changes an earlier position's output.
+  const int B = 1, T = 4, C = 4, NH = 2;
+  Vec qkv = randomVector(T * 3 * C, 16);
+  Vec out1(T * C), out2(T * C), att(NH * T * T);
+  attentionForward(out1.data(), att.data(), qkv.data(), B, T, C, NH);
+  for (int i = C; i < 3 * C; ++i) qkv[3 * 3 * C + i] += 1.0;  // k, v of position 3
+  attentionForward(out2.data(), att.data(), qkv.data(), B, T, C, NH);
+  for (int i = 0; i < 3 * C; ++i) QCOMPARE(out1[i], out2[i]);
+  QVERIFY(out1[3 * C] != out2[3 * C]);
+  for (int h = 0; h < NH; ++h) QCOMPARE(att[h * T * T + 1], 0.0);  // row 0 sees only itself
+}
+
+void TestKernels::residualGradients() {
+  const int N = 6;
+  Vec a = randomVector(N, 17), b = randomVector(N, 18);
+  const Vec R = randomVector(N, 19);
+  auto loss = [&] {
+    Vec out(N);
+    residualForward(out.data(), a.data(), b.data(), N);
+    return dot(out, R);
+  };
+  Vec da(N, 0.0), db(N, 0.0);
+  residualBackward(da.data(), db.data(), R.data(), N);
+  expectGradient("residual da", a, da, loss);
+  expectGradient("residual db", b, db, loss);
+}
+
+void TestKernels::crossEntropyGradients() {
+  const int N = 4, V = 6;
+  Vec logits = randomVector(N * V, 20, 2.0);
+  const std::vector<std::int32_t> targets = {0, 5, 2, 2};
+  const Vec R = randomVector(N, 21);
+  auto loss = [&] {
+    Vec losses(N), probs(N * V);
+    crossEntropyForward(losses.data(), probs.data(), logits.data(), targets.data(), N, V);
+    return dot(losses, R);
+  };
+  Vec losses(N), probs(N * V), dlogits(N * V);
+  crossEntropyForward(losses.data(), probs.data(), logits.data(), targets.data(), N, V);
+  crossEntropyBackward(dlogits.data(), probs.data(), targets.data(), R.data(), N, V);
+  expectGradient("cross-entropy dlogits", logits, dlogits, loss);
+}
+
+void TestKernels::crossEntropyValue() {
+  // Uniform logits: loss is ln V exactly; probabilities alias the logits in place.
+  std::vector<float> logits(2 * 8, 3.0f);
+  const std::vector<std::int32_t> targets = {1, 7};
+  std::vector<float> losses(2);
+  crossEntropyForward(losses.data(), logits.data(), logits.data(), targets.data(), 2, 8);
+  QVERIFY(std::fabs(losses[0] - std::log(8.0f)) < 1e-6f);
+  QVERIFY(std::fabs(logits[5] - 0.125f) < 1e-7f);
+}
+
+void TestKernels::fastMathMatchesLibrary() {
+  double maxExpRel = 0, maxTanhAbs = 0;
+  for (float x = -87.0f; x < 88.0f; x += 0.0137f) {
+    const double ref = std::exp(static_cast<double>(x));
+    maxExpRel = std::max(maxExpRel, std::fabs(fastExp(x) - ref) / ref);
+  }
+  for (float u = -12.0f; u < 12.0f; u += 0.00091f) {
+    maxTanhAbs =
+        std::max(maxTanhAbs, std::fabs(fastTanh(u) - std::tanh(static_cast<double>(u))));
+  }
+  QVERIFY2(maxExpRel < 4e-7, qPrintable(QString::number(maxExpRel)));  // ~3 ulp
+  QVERIFY2(maxTanhAbs < 3e-7, qPrintable(QString::number(maxTanhAbs)));
+  QCOMPARE(fastExp(-200.0f), 0.0f);
+  QCOMPARE(fastTanh(0.0f), 0.0f);
+}
+
+void TestKernels::adamwMatchesHandComputedStep() {
+  // One step from zero moments: m = 0.1 g, v = 0.001 g^2, corrections 0.1 and sqrt(0.001),
+  // so the update is lr * g / (|g| + eps') after decoupled decay.
+  AdamWHyper h;
+  h.lr = 0.1f;
+  h.weightDecay = 0.5f;
+  double p = 2.0, g = -3.0, m = 0.0, v = 0.0;
+  adamwUpdate(&p, &g, &m, &v, 1, h, 1, 1.0);
+  const double decayed = 2.0 * (1 - 0.1 * 0.5);
+  const double expected = decayed - 0.1 / 0.1 * (0.1 * -3.0) /
+                                        (std::sqrt(0.001 * 9.0) / std::sqrt(1 - 0.999) + 1e-8);
+  QVERIFY(std::fabs(p - expected) < 1e-7);
+  QCOMPARE(m, (1.0 - static_cast<double>(0.9f)) * -3.0);  // hyper-parameters are floats
+  // gradScale multiplies the gradient before everything else.
+  double p2 = 2.0, g2 = -6.0, m2 = 0.0, v2 = 0.0;
+  adamwUpdate(&p2, &g2, &m2, &v2, 1, h, 1, 0.5);
+  QVERIFY(std::fabs(p2 - p) < 1e-12);
+}
+
+void TestKernels::clipFactorFollowsTorch() {
+  const std::vector<float> g = {3.0f, 4.0f};
+  QCOMPARE(sumOfSquares(g.data(), 2), 25.0);
+  QCOMPARE(clipFactor(5.0, 10.0), 1.0);
+  QCOMPARE(clipFactor(5.0, 1.0), 1.0 / (5.0 + 1e-6));
+  QCOMPARE(clipFactor(5.0, 0.0), 1.0);
+}
+
+QTEST_GUILESS_MAIN(TestKernels)
+#include "test_kernels.moc"
