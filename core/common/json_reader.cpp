@@ -1,0 +1,152 @@
+#include "core/common/json_reader.h"
+
+#include "core/common/error.h"
+
+namespace parascope {
+
+namespace {
+const nlohmann::json& emptyObject() {
+  static const nlohmann::json empty = nlohmann::json::object();
+  return empty;
+}
+
+std::string typeName(const nlohmann::json& v) {
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  return "null";
+}
+}  // namespace
+
+JsonReader::JsonReader(const nlohmann::json& object, std::string path)
+    : object_(object.is_object() ? object : emptyObject()), path_(std::move(path)) {
+  if (!object.is_object() && !object.is_null()) {
+    throw UserError("config: " + (path_.empty() ? std::string("the file") : path_) +
+                    " must be a JSON object, got " + typeName(object));
+  }
+}
+
+std::string JsonReader::keyPath(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+void JsonReader::fail(const std::string& key, const std::string& what) const {
+  throw UserError("config: " + keyPath(key) + " " + what);
+}
+
+bool JsonReader::has(const std::string& key) const { return object_.contains(key); }
+
+const nlohmann::json* JsonReader::find(const std::string& key) {
+  read_.insert(key);
+  auto it = object_.find(key);
+  return it == object_.end() ? nullptr : &*it;
+}
+
+std::int64_t JsonReader::integer(const std::string& key, std::int64_t fallback, std::int64_t min,
+                                 std::int64_t max) {
+  const nlohmann::json* v = find(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number_integer()) {
+    fail(key, "must be an integer in " + std::to_string(min) + ".." + std::to_string(max) +
+                  ", got " + typeName(*v) + " (" + v->dump() + ")");
+  }
+  const std::int64_t x =
+      v->is_number_unsigned() && v->get<std::uint64_t>() > INT64_MAX ? INT64_MAX
+                                                                      : v->get<std::int64_t>();
+  if (x < min || x > max) {
+    fail(key, "= " + v->dump() + " is out of range; allowed " + std::to_string(min) + ".." +
+                  std::to_string(max));
+  }
+  return x;
+}
+
+std::int64_t JsonReader::requiredInteger(const std::string& key, std::int64_t min,
+                                         std::int64_t max) {
+  if (!has(key)) {
+    fail(key, "is missing; it must be an integer in " + std::to_string(min) + ".." +
+                  std::to_string(max));
+  }
+  return integer(key, 0, min, max);
+}
+
+double JsonReader::number(const std::string& key, double fallback, double min, double max) {
+  const nlohmann::json* v = find(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number()) {
+    fail(key, "must be a number in [" + nlohmann::json(min).dump() + ", " +
+                  nlohmann::json(max).dump() + "], got " + typeName(*v) + " (" + v->dump() +
+                  ")");
+  }
+  const double x = v->get<double>();
+  if (!(x >= min && x <= max)) {
+    fail(key, "= " + v->dump() + " is out of range; allowed [" + nlohmann::json(min).dump() +
+                  ", " + nlohmann::json(max).dump() + "]");
+  }
+  return x;
+}
+
+bool JsonReader::boolean(const std::string& key, bool fallback) {
+  const nlohmann::json* v = find(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) fail(key, "must be true or false, got " + typeName(*v) + " (" + v->dump() + ")");
+  return v->get<bool>();
+}
+
+std::string JsonReader::string(const std::string& key, const std::string& fallback) {
+  const nlohmann::json* v = find(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_string()) fail(key, "must be a string, got " + typeName(*v) + " (" + v->dump() + ")");
+  return v->get<std::string>();
+}
+
+std::string JsonReader::choice(const std::string& key, const std::string& fallback,
+                               const std::vector<std::string>& allowed) {
+  const std::string s = string(key, fallback);
+  for (const auto& a : allowed) {
+    if (a == s) return s;
+  }
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  fail(key, "= \"" + s + "\" is not supported; allowed: " + list);
+}
+
+std::vector<double> JsonReader::numbers(const std::string& key, std::vector<double> fallback,
+                                        std::size_t count, double min, double max) {
+  const nlohmann::json* v = find(key);
+  if (v == nullptr) return fallback;
+  const std::string want = "must be an array of " + std::to_string(count) + " numbers in [" +
+                           nlohmann::json(min).dump() + ", " + nlohmann::json(max).dump() + "]";
+  if (!v->is_array() || v->size() != count) fail(key, want + ", got " + v->dump());
+  std::vector<double> out;
+  for (const auto& e : *v) {
+    if (!e.is_number() || !(e.get<double>() >= min && e.get<double>() <= max)) {
+      fail(key, want + ", got " + v->dump());
+    }
+    out.push_back(e.get<double>());
+  }
+  return out;
+}
+
+JsonReader JsonReader::object(const std::string& key) {
+  const nlohmann::json* v = find(key);
+  if (v == nullptr) return JsonReader(emptyObject(), keyPath(key));
+  if (!v->is_object()) fail(key, "must be an object, got " + typeName(*v) + " (" + v->dump() + ")");
+  return JsonReader(*v, keyPath(key));
+}
+
+void JsonReader::finish() const {
+  for (auto it = object_.begin(); it != object_.end(); ++it) {
+    if (read_.count(it.key()) == 0) {
+      std::string allowed;
+      for (const auto& k : read_) allowed += (allowed.empty() ? "" : ", ") + k;
+      throw UserError("config: unknown key '" + keyPath(it.key()) + "'" +
+                      (allowed.empty() ? std::string(" (this object takes no keys)")
+                                       : "; allowed here: " + allowed));
+    }
+  }
+}
+
+}  // namespace parascope

@@ -1,0 +1,48 @@
+// Strict reading of JSON configs: every key is looked up with its type and allowed range, and
+// finish() refuses keys nobody asked for. Errors are UserErrors naming the full key path, the
+// value and what is allowed, e.g. "config: model.num_layers = 0 is out of range; allowed 1..1024".
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace parascope {
+
+class JsonReader {
+ public:
+  // path: the dotted prefix of this object within the file ("" at the top level).
+  JsonReader(const nlohmann::json& object, std::string path);
+
+  bool has(const std::string& key) const;
+  std::int64_t integer(const std::string& key, std::int64_t fallback, std::int64_t min,
+                       std::int64_t max);
+  std::int64_t requiredInteger(const std::string& key, std::int64_t min, std::int64_t max);
+  double number(const std::string& key, double fallback, double min, double max);
+  bool boolean(const std::string& key, bool fallback);
+  std::string string(const std::string& key, const std::string& fallback);
+  // One of the allowed values.
+  std::string choice(const std::string& key, const std::string& fallback,
+                     const std::vector<std::string>& allowed);
+  std::vector<double> numbers(const std::string& key, std::vector<double> fallback,
+                              std::size_t count, double min, double max);
+  // A nested object (an empty one if the key is absent).
+  JsonReader object(const std::string& key);
+
+  // Throws naming the first key that was never read.
+  void finish() const;
+  std::string keyPath(const std::string& key) const;
+
+ private:
+  const nlohmann::json* find(const std::string& key);
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const;
+
+  const nlohmann::json& object_;
+  std::string path_;
+  std::set<std::string> read_;
+};
+
+}  // namespace parascope

@@ -1,0 +1,185 @@
+#include "core/io/safetensors.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/common/error.h"
+
+namespace parascope {
+
+namespace {
+
+constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // as the reference implementation
+
+std::string fileTypeName(DType t) {
+  switch (t) {
+    case DType::F32: return "F32";
+    case DType::BF16: return "BF16";
+    case DType::F16: return "F16";
+    case DType::I32: return "I32";
+    case DType::I64: return "I64";
+  }
+  return "?";
+}
+
+DType parseFileType(const std::string& path, const std::string& name, const std::string& t) {
+  if (t == "F32") return DType::F32;
+  if (t == "BF16") return DType::BF16;
+  if (t == "F16") return DType::F16;
+  if (t == "I32") return DType::I32;
+  if (t == "I64") return DType::I64;
+  throw UserError(path + ": tensor '" + name + "' has dtype " + t +
+                  "; supported: F32, BF16, F16, I32, I64");
+}
+
+}  // namespace
+
+SafetensorsFile readSafetensors(const std::string& path, MemoryCategory category,
+                                Allocator& allocator) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(path + ": cannot open safetensors file");
+  in.seekg(0, std::ios::end);
+  const auto fileSize = static_cast<std::uint64_t>(in.tellg());
+  in.seekg(0);
+  unsigned char lenBytes[8];
+  if (fileSize < 8 || !in.read(reinterpret_cast<char*>(lenBytes), 8)) {
+    throw UserError(path + ": not a safetensors file (shorter than its 8-byte header length)");
+  }
+  std::uint64_t headerLen = 0;
+  for (int i = 7; i >= 0; --i) headerLen = (headerLen << 8) | lenBytes[i];
+  if (headerLen > kMaxHeaderBytes || headerLen > fileSize - 8) {
+    throw UserError(path + ": header length " + std::to_string(headerLen) +
+                    " exceeds the file size (" + std::to_string(fileSize) +
+                    " bytes) or the 100 MiB limit; the file is truncated or not safetensors");
+  }
+  std::string header(headerLen, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(headerLen));
+  nlohmann::json j = nlohmann::json::parse(header, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    throw UserError(path + ": header is not a JSON object");
+  }
+  const std::uint64_t dataSize = fileSize - 8 - headerLen;
+  SafetensorsFile file;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& name = it.key();
+    const nlohmann::json& e = it.value();
+    if (name == "__metadata__") {
+      if (!e.is_object()) throw UserError(path + ": __metadata__ must be an object");
+      for (auto m = e.begin(); m != e.end(); ++m) {
+        if (!m.value().is_string()) {
+          throw UserError(path + ": __metadata__." + m.key() + " must be a string");
+        }
+        file.metadata[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string() ||
+        !e.contains("shape") || !e["shape"].is_array() || !e.contains("data_offsets") ||
+        !e["data_offsets"].is_array() || e["data_offsets"].size() != 2) {
+      throw UserError(path + ": tensor '" + name +
+                      "' needs dtype (string), shape (array) and data_offsets ([begin, end])");
+    }
+    const DType dtype = parseFileType(path, name, e["dtype"].get<std::string>());
+    Shape shape;
+    std::uint64_t numel = 1;
+    for (const auto& d : e["shape"]) {
+      if (!d.is_number_unsigned() || d.get<std::uint64_t>() > (1ull << 40)) {
+        throw UserError(path + ": tensor '" + name + "' has an invalid shape " +
+                        e["shape"].dump());
+      }
+      shape.push_back(d.get<std::int64_t>());
+      numel *= d.get<std::uint64_t>();
+      if (numel > (1ull << 40)) throw UserError(path + ": tensor '" + name + "' is too large");
+    }
+    const auto& off = e["data_offsets"];
+    if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
+      throw UserError(path + ": tensor '" + name + "' has non-integer data_offsets");
+    }
+    const auto begin = off[0].get<std::uint64_t>(), end = off[1].get<std::uint64_t>();
+    if (begin > end || end > dataSize || end - begin != numel * dtypeSize(dtype)) {
+      throw UserError(path + ": tensor '" + name + "' data_offsets [" + std::to_string(begin) +
+                      ", " + std::to_string(end) + ") do not match its " +
+                      std::to_string(numel) + " " + fileTypeName(dtype) +
+                      " elements within the file's " + std::to_string(dataSize) +
+                      " data bytes (truncated file?)");
+    }
+    Tensor t = Tensor::empty(shape, dtype, category, allocator);
+    in.seekg(static_cast<std::streamoff>(8 + headerLen + begin));
+    if (!in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(end - begin))) {
+      throw UserError(path + ": could not read tensor '" + name + "'");
+    }
+    file.tensors.emplace(name, std::move(t));
+  }
+  return file;
+}
+
+void writeSafetensors(const std::string& path,
+                      const std::vector<std::pair<std::string, Tensor>>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    header[name] = {{"dtype", fileTypeName(t.dtype())},
+                    {"shape", t.shape()},
+                    {"data_offsets", {offset, offset + t.nbytes()}}};
+    offset += t.nbytes();
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // keep the data 8-byte aligned
+  const std::string tmp = path + ".partial";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw UserError(path + ": cannot write (check the directory exists)");
+    std::uint64_t len = text.size();
+    unsigned char lenBytes[8];
+    for (int i = 0; i < 8; ++i) lenBytes[i] = static_cast<unsigned char>(len >> (8 * i));
+    out.write(reinterpret_cast<const char*>(lenBytes), 8);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    for (const auto& [name, t] : tensors) {
+      out.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
+    }
+    if (!out.flush()) throw UserError(path + ": write failed (disk full?)");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+void loadWeights(Model& model, const std::string& path) {
+  SafetensorsFile file = readSafetensors(path);
+  for (Parameter& p : model.parameters()) {
+    auto it = file.tensors.find(p.name);
+    if (it == file.tensors.end()) {
+      throw UserError(path + ": missing tensor '" + p.name + "' of shape " +
+                      shapeString(p.shape));
+    }
+    const Tensor& t = it->second;
+    if (t.shape() != p.shape || !isFloating(t.dtype())) {
+      throw UserError(path + ": tensor '" + p.name + "' is " + std::string(dtypeName(t.dtype())) +
+                      " " + shapeString(t.shape()) + ", expected a floating type of shape " +
+                      shapeString(p.shape));
+    }
+    if (t.dtype() == DType::F32) {
+      p.value.copyFrom(t);
+    } else {
+      convertToFloat(t.data<std::uint16_t>(), {p.value.data<float>(), static_cast<std::size_t>(t.numel())},
+                     t.dtype());
+    }
+    file.tensors.erase(it);
+  }
+  if (!file.tensors.empty()) {
+    throw UserError(path + ": unexpected tensor '" + file.tensors.begin()->first +
+                    "' (not a parameter of this model; see docs/weights.md for the names)");
+  }
+}
+
+void saveWeights(const Model& model, const std::string& path) {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const Parameter& p : model.parameters()) tensors.emplace_back(p.name, p.value);
+  writeSafetensors(path, tensors, {{"format", "pt"}});
+}
+
+}  // namespace parascope

@@ -1,0 +1,35 @@
+// GPT: decoder-only transformer, pre-LayerNorm blocks, learned position embeddings, LM head
+// tied to the token embedding (as GPT-2 / nanoGPT). Layers: embedding, block.0 .. block.L-1,
+// head (final LayerNorm, logits, cross-entropy). Parameter names and shapes (PyTorch nn.Linear
+// layout, out x in) are listed in docs/weights.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/model/model.h"
+
+namespace parascope {
+
+struct GptConfig {
+  int vocabSize = 256;
+  int contextLength = 128;
+  int hiddenSize = 256;
+  int numHeads = 4;
+  int numLayers = 4;
+  int mlpRatio = 4;  // MLP width = mlpRatio * hiddenSize
+
+  int headSize() const { return hiddenSize / numHeads; }
+  // Parameters excluding the position embedding, as in the usual 6N FLOPs-per-token count.
+  std::int64_t nonEmbeddingPositionParameters() const;
+  // Model FLOPs per token for forward + backward: 6 N + 12 L T C (attention scores and mixing).
+  double flopsPerToken() const;
+};
+
+// Throws UserError if the shape is inconsistent (width not divisible by heads, ...).
+void validate(const GptConfig& c);
+
+// Builds the parameters (uninitialised: call Model::initialize) and the layers.
+void buildGpt(Model& model, const GptConfig& c);
+
+}  // namespace parascope

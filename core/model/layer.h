@@ -1,0 +1,52 @@
+// The unit a model is made of and a pipeline stage is cut from. A Layer maps its input to its
+// output for one micro-batch, keeping in Activations what its backward pass needs, and its
+// backward accumulates its parameters' gradients (+=) and returns the input gradient.
+// Parameters are named logical tensors with full shapes (see parameter.h); layers only point
+// at them, so a tied weight is one Parameter used by two layers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/model/parameter.h"
+#include "core/tensor/tensor.h"
+
+namespace parascope {
+
+// One micro-batch. For the GPT: inputs (B, T) int32 token ids, targets (B, T) int32 next
+// tokens. For the classifier: inputs (B, F) f32 features, targets (B) int32 labels.
+struct Batch {
+  Tensor inputs;
+  Tensor targets;
+  // Weight of each target's loss in the quantity whose gradient is accumulated, e.g.
+  // 1 / (positions in the global batch), so micro-batches and ranks sum to the global mean.
+  float lossWeight = 1.0f;
+};
+
+// What a layer keeps between its forward and backward pass for one micro-batch.
+struct Activations {
+  std::vector<Tensor> saved;
+  void clear() { saved.clear(); }
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual const std::string& name() const = 0;
+  virtual std::vector<Parameter*> parameters() const = 0;
+  // x is the previous layer's output (for the first layer: batch.inputs). The last layer
+  // returns the per-target losses, shape (N).
+  virtual Tensor forward(const Tensor& x, const Batch& batch, Activations& keep) = 0;
+  // dy is the gradient w.r.t. this layer's output (ignored by the last layer, which starts from
+  // batch.lossWeight). Returns the gradient w.r.t. x (undefined for the first layer).
+  virtual Tensor backward(const Tensor& dy, const Batch& batch, Activations& keep) = 0;
+};
+
+// The last layer of a model: turns its input into losses and can score predictions.
+class LossLayer : public Layer {
+ public:
+  // Number of targets whose highest-scoring class is the target, from the saved forward.
+  virtual std::int64_t correct(const Batch& batch, const Activations& keep) const = 0;
+};
+
+}  // namespace parascope
