@@ -130,6 +130,25 @@ std::vector<double> JsonReader::numbers(const std::string& key, std::vector<doub
   return out;
 }
 
+std::vector<std::int64_t> JsonReader::integers(const std::string& key,
+                                              std::vector<std::int64_t> fallback,
+                                              std::size_t maxCount, std::int64_t min,
+                                              std::int64_t max) {
+  const nlohmann::json* v = find(key);
+  if (v == nullptr) return fallback;
+  const std::string want = "must be an array of at most " + std::to_string(maxCount) +
+                           " integers in " + std::to_string(min) + ".." + std::to_string(max);
+  if (!v->is_array() || v->size() > maxCount) fail(key, want + ", got " + v->dump());
+  std::vector<std::int64_t> out;
+  for (const auto& e : *v) {
+    if (!e.is_number_integer() || e.get<std::int64_t>() < min || e.get<std::int64_t>() > max) {
+      fail(key, want + ", got " + v->dump());
+    }
+    out.push_back(e.get<std::int64_t>());
+  }
+  return out;
+}
+
 JsonReader JsonReader::object(const std::string& key) {
   const nlohmann::json* v = find(key);
   if (v == nullptr) return JsonReader(emptyObject(), keyPath(key));

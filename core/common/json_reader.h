@@ -29,6 +29,9 @@ class JsonReader {
                      const std::vector<std::string>& allowed);
   std::vector<double> numbers(const std::string& key, std::vector<double> fallback,
                               std::size_t count, double min, double max);
+  // An array of 0..maxCount integers, each in [min, max].
+  std::vector<std::int64_t> integers(const std::string& key, std::vector<std::int64_t> fallback,
+                                     std::size_t maxCount, std::int64_t min, std::int64_t max);
   // A nested object (an empty one if the key is absent).
   JsonReader object(const std::string& key);
 

@@ -1,0 +1,111 @@
+// parascope-cli bench step: training-step throughput of the reference GPT-mini on one rank,
+// with model FLOPs utilisation against this machine's single-thread sgemm peak, measured in
+// the same run. A benchmark prints figures; it never passes or fails.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli/commands.h"
+#include "core/kernels/matmul.h"
+#include "core/train/trainer.h"
+
+namespace parascope::cli {
+
+namespace {
+
+struct BenchStepOptions {
+  int steps = 20;
+  int warmup = 3;
+  bool json = false;
+  std::vector<std::string> overrides;
+};
+
+double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Best single-thread sgemm rate over square sizes that fit the model's range, in FLOP/s.
+double measureSgemmPeak() {
+  double best = 0;
+  for (int n : {256, 512, 1024}) {
+    std::vector<float> a(static_cast<std::size_t>(n) * n, 0.5f), b(a.size(), 0.25f),
+        c(a.size());
+    const int reps = std::max(3, (1 << 30) / (2 * n * n * n) * 4);
+    for (int r = 0; r < reps; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      kernels::matmulForward<float>(c.data(), a.data(), b.data(), nullptr, n, n, n);
+      const double s = seconds(t0, std::chrono::steady_clock::now());
+      best = std::max(best, 2.0 * n * n * n / s);
+    }
+  }
+  return best;
+}
+
+void runBenchStep(const BenchStepOptions& o) {
+  kernels::setBlasThreads(1);
+  const double peak = measureSgemmPeak();
+  nlohmann::json doc = {{"model", {{"type", "gpt"}}},
+                        {"train_micro_batch_size_per_gpu", 8},
+                        {"train_iters", o.warmup + o.steps},
+                        {"optimizer", {{"params", {{"lr", 3e-4}}}}}};
+  for (const auto& a : o.overrides) applyOverride(doc, a);
+  const TrainConfig config = parseTrainConfig(doc);
+  Trainer trainer(config);
+  for (int i = 0; i < o.warmup; ++i) trainer.step();
+  std::vector<double> times;
+  std::int64_t tokens = 0;
+  for (int i = 0; i < o.steps; ++i) {
+    const StepReport r = trainer.step();
+    times.push_back(r.seconds);
+    tokens = r.tokens;
+  }
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  const double tokensPerSecond = static_cast<double>(tokens) / median;
+  const double flopsPerToken = config.model.gpt.flopsPerToken();
+  const double achieved = tokensPerSecond * flopsPerToken;
+  const double mfu = achieved / peak;
+  if (o.json) {
+    std::printf("%s\n", nlohmann::json{{"bench", "step"},
+                                       {"ranks", 1},
+                                       {"tokens_per_step", tokens},
+                                       {"step_time_median_s", median},
+                                       {"step_time_min_s", times.front()},
+                                       {"tokens_per_s", tokensPerSecond},
+                                       {"model_flops_per_token", flopsPerToken},
+                                       {"achieved_gflops", achieved / 1e9},
+                                       {"sgemm_peak_gflops", peak / 1e9},
+                                       {"mfu", mfu}}
+                            .dump()
+                            .c_str());
+    return;
+  }
+  std::printf("GPT: %d layers, width %d, %d heads, context %d, vocab %d; micro-batch %d\n",
+              config.model.gpt.numLayers, config.model.gpt.hiddenSize, config.model.gpt.numHeads,
+              config.model.gpt.contextLength, config.model.gpt.vocabSize, config.microBatch);
+  std::printf("steps measured       %d (after %d warm-up)\n", o.steps, o.warmup);
+  std::printf("step time            %.2f ms median, %.2f ms best\n", median * 1e3,
+              times.front() * 1e3);
+  std::printf("throughput           %.0f tokens/s\n", tokensPerSecond);
+  std::printf("model FLOPs/token    %.4g (6 N + 12 L T C)\n", flopsPerToken);
+  std::printf("achieved             %.2f GFLOP/s\n", achieved / 1e9);
+  std::printf("sgemm peak (1 thr)   %.2f GFLOP/s\n", peak / 1e9);
+  std::printf("MFU                  %.1f%% of single-thread sgemm peak\n", 100.0 * mfu);
+}
+
+}  // namespace
+
+void registerBenchStepCommand(CLI::App& bench) {
+  auto o = std::make_shared<BenchStepOptions>();
+  CLI::App* cmd = bench.add_subcommand("step", "Training-step throughput and MFU of GPT-mini");
+  cmd->add_option("--steps", o->steps, "Measured steps")->check(CLI::Range(1, 100000));
+  cmd->add_option("--warmup", o->warmup, "Unmeasured warm-up steps")->check(CLI::Range(0, 1000));
+  cmd->add_option("overrides", o->overrides, "Config overrides as key.path=value");
+  cmd->add_flag("--json", o->json, "Print one JSON object per line");
+  cmd->callback([o] { runBenchStep(*o); });
+}
+
+}  // namespace parascope::cli

@@ -1,0 +1,145 @@
+// parascope-cli train: trains on one rank from a JSON config plus key=value overrides, printing
+// progress (a bar on a terminal, plain lines otherwise, JSON lines with --json).
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli/commands.h"
+#include "core/train/trainer.h"
+
+namespace parascope::cli {
+
+namespace {
+
+struct TrainOptions {
+  std::string config = "resources/configs/default.json";
+  std::vector<std::string> overrides;
+  bool json = false;
+};
+
+std::string describeModel(const TrainConfig& c, const Model& m) {
+  char buf[256];
+  if (c.model.kind == ModelSpec::Kind::Gpt) {
+    const GptConfig& g = c.model.gpt;
+    std::snprintf(buf, sizeof buf,
+                  "gpt, %.2fM parameters (%d layers, width %d, %d heads, context %d, vocab %d)",
+                  static_cast<double>(m.parameterCount()) / 1e6, g.numLayers, g.hiddenSize,
+                  g.numHeads, g.contextLength, g.vocabSize);
+  } else {
+    std::snprintf(buf, sizeof buf, "mlp, %.2fM parameters", static_cast<double>(m.parameterCount()) / 1e6);
+  }
+  return buf;
+}
+
+class Printer final : public TrainObserver {
+ public:
+  Printer(const TrainConfig& c, bool json)
+      : c_(c), json_(json), tty_(!json && isatty(STDOUT_FILENO)) {}
+
+  void onStep(const StepReport& r) override {
+    const double rate = static_cast<double>(r.tokens) / r.seconds;
+    if (json_) {
+      std::printf("%s\n", nlohmann::json{{"event", "step"},
+                                         {"step", r.step},
+                                         {"total_steps", r.totalSteps},
+                                         {"loss_nats", r.loss},
+                                         {"lr", r.lr},
+                                         {"grad_norm", r.gradNorm},
+                                         {"step_time_s", r.seconds},
+                                         {"targets_per_s", rate}}
+                              .dump()
+                              .c_str());
+      std::fflush(stdout);
+      return;
+    }
+    smoothedRate_ = smoothedRate_ == 0 ? rate : 0.9 * smoothedRate_ + 0.1 * rate;
+    if (tty_) {
+      const int width = 30;
+      const int done = width * r.step / r.totalSteps;
+      std::printf("\r[%s%s] %d/%d loss %.4f lr %.2e %s %.0f\033[K",
+                  std::string(static_cast<std::size_t>(done), '#').c_str(),
+                  std::string(static_cast<std::size_t>(width - done), '.').c_str(), r.step,
+                  r.totalSteps, r.loss, r.lr, unit(), smoothedRate_);
+      std::fflush(stdout);
+    } else if (r.step % c_.logInterval == 0 || r.step == 1 || r.step == r.totalSteps) {
+      std::printf("step %5d/%d  loss %.4f  lr %.2e  grad-norm %.3f  %s %.0f\n", r.step,
+                  r.totalSteps, r.loss, r.lr, r.gradNorm, unit(), smoothedRate_);
+      std::fflush(stdout);
+    }
+  }
+
+  void onEval(const EvalReport& r) override {
+    const bool classify = c_.model.kind == ModelSpec::Kind::Mlp;
+    if (json_) {
+      nlohmann::json j{{"event", "eval"}, {"step", r.step}, {"val_loss_nats", r.loss},
+                       {"val_targets", r.targets}};
+      if (classify) j["val_accuracy"] = r.accuracy;
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      if (tty_) std::printf("\r\033[K");
+      std::printf("eval  step %5d  validation loss %.4f %s", r.step, r.loss,
+                  classify ? "nats" : "nats/byte");
+      if (classify) std::printf("  accuracy %.2f%%", 100.0 * r.accuracy);
+      std::printf("\n");
+    }
+    std::fflush(stdout);
+  }
+
+ private:
+  const char* unit() const {
+    return c_.model.kind == ModelSpec::Kind::Gpt ? "tokens/s" : "images/s";
+  }
+  const TrainConfig& c_;
+  bool json_;
+  bool tty_;
+  double smoothedRate_ = 0;
+};
+
+void runTrain(const TrainOptions& o) {
+  nlohmann::json doc = readJsonFile(o.config);
+  for (const auto& a : o.overrides) applyOverride(doc, a);
+  const TrainConfig config = parseTrainConfig(doc);
+  Trainer trainer(config);
+  const std::string model = describeModel(trainer.config(), trainer.model());
+  if (o.json) {
+    std::printf("%s\n", nlohmann::json{{"event", "start"},
+                                       {"model", model},
+                                       {"parameters", trainer.model().parameterCount()},
+                                       {"data", trainer.dataset().describe()},
+                                       {"global_batch", config.globalBatch},
+                                       {"micro_batch", config.microBatch},
+                                       {"gradient_accumulation_steps", config.gradientAccumulation},
+                                       {"train_iters", config.trainIters}}
+                            .dump()
+                            .c_str());
+  } else {
+    std::printf("model: %s\ndata:  %s\nbatch: %d = %d micro x %d accumulation, %d steps\n",
+                model.c_str(), trainer.dataset().describe().c_str(), config.globalBatch,
+                config.microBatch, config.gradientAccumulation, config.trainIters);
+  }
+  std::fflush(stdout);
+  Printer printer(trainer.config(), o.json);
+  trainer.run(printer);
+  if (!config.saveWeights.empty() && !o.json) {
+    std::printf("weights saved to %s\n", config.saveWeights.c_str());
+  }
+}
+
+}  // namespace
+
+void registerTrainCommand(CLI::App& app) {
+  auto o = std::make_shared<TrainOptions>();
+  CLI::App* cmd = app.add_subcommand("train", "Train a model from a JSON config");
+  cmd->add_option("--config", o->config, "Config file (JSON)")->capture_default_str();
+  cmd->add_option("overrides", o->overrides,
+                  "Config overrides as key.path=value, e.g. train_iters=50 model.num_layers=2");
+  cmd->add_flag("--json", o->json, "Print one JSON object per line");
+  cmd->callback([o] { runTrain(*o); });
+}
+
+}  // namespace parascope::cli

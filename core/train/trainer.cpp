@@ -1,0 +1,108 @@
+#include "core/train/trainer.h"
+
+#include <chrono>
+
+#include "core/common/error.h"
+#include "core/data/idx_dataset.h"
+#include "core/data/text_dataset.h"
+#include "core/io/safetensors.h"
+#include "core/kernels/grad_clip.h"
+#include "core/kernels/matmul.h"
+
+namespace parascope {
+
+Trainer::Trainer(const TrainConfig& config, Allocator& allocator) : config_(config) {
+  kernels::setBlasThreads(1);  // one BLAS thread per rank: ranks are the parallelism
+  model_ = std::make_unique<Model>(allocator);
+  if (config.model.kind == ModelSpec::Kind::Gpt) {
+    const GptConfig& g = config.model.gpt;
+    auto text = std::make_unique<TextDataset>(config.data.path, g.contextLength,
+                                              config.data.validationFraction, config.seed);
+    if (text->maxByte() >= g.vocabSize) {
+      throw UserError("data.path: '" + config.data.path + "' contains byte value " +
+                      std::to_string(text->maxByte()) + " but model.vocab_size is " +
+                      std::to_string(g.vocabSize) + "; byte-level text needs vocab_size 256");
+    }
+    dataset_ = std::move(text);
+    buildGpt(*model_, g);
+  } else {
+    auto images = std::make_unique<IdxDataset>(config.data.path, config.seed);
+    MlpConfig m = config.model.mlp;
+    m.inputSize = images->features();
+    m.numClasses = images->classes();
+    config_.model.mlp = m;
+    dataset_ = std::move(images);
+    buildMlp(*model_, m);
+  }
+  model_->initialize(config.seed);
+  optimizer_ = std::make_unique<AdamW>(*model_, config.adamw);
+}
+
+StepReport Trainer::step() {
+  const auto start = std::chrono::steady_clock::now();
+  const TrainConfig& c = config_;
+  const std::int64_t targetsPerStep =
+      static_cast<std::int64_t>(c.globalBatch) * dataset_->targetsPerSample();
+  model_->zeroGrad();
+  StepReport r;
+  double lossSum = 0;
+  for (int k = 0; k < c.gradientAccumulation; ++k) {
+    const std::int64_t first = static_cast<std::int64_t>(steps_) * c.globalBatch +
+                               static_cast<std::int64_t>(k) * c.microBatch;
+    Batch b = dataset_->batch(Split::Train, first, c.microBatch, model_->allocator());
+    b.lossWeight = 1.0f / static_cast<float>(targetsPerStep);
+    lossSum += model_->forwardBackward(b).lossSum;
+  }
+  r.gradNorm = gradientNorm(*model_);
+  r.lr = learningRate(c, steps_);
+  optimizer_->step(r.lr, kernels::clipFactor(r.gradNorm, c.gradientClipping));
+  ++steps_;
+  r.step = steps_;
+  r.totalSteps = c.trainIters;
+  r.loss = lossSum / static_cast<double>(targetsPerStep);
+  r.samples = c.globalBatch;
+  r.tokens = targetsPerStep;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+EvalReport Trainer::evaluate() {
+  const int rows = config_.microBatch;
+  const std::int64_t available = dataset_->samples(Split::Validation);
+  // Images: the whole test set once; text: eval_iters fixed windows (the same every time).
+  const std::int64_t total = config_.evalIters == 0 || config_.model.kind == ModelSpec::Kind::Mlp
+                                 ? available
+                                 : static_cast<std::int64_t>(config_.evalIters) * rows;
+  EvalReport r;
+  r.step = steps_;
+  double lossSum = 0;
+  std::int64_t correct = 0;
+  for (std::int64_t first = 0; first < total; first += rows) {
+    const int n = static_cast<int>(std::min<std::int64_t>(rows, total - first));
+    const MicroBatchResult m =
+        model_->evaluate(dataset_->batch(Split::Validation, first, n, model_->allocator()));
+    lossSum += m.lossSum;
+    correct += m.correct;
+    r.targets += m.targets;
+  }
+  r.loss = r.targets ? lossSum / static_cast<double>(r.targets) : 0.0;
+  r.accuracy = r.targets ? static_cast<double>(correct) / static_cast<double>(r.targets) : 0.0;
+  return r;
+}
+
+EvalReport Trainer::run(TrainObserver& observer) {
+  EvalReport last;
+  const bool canEvaluate = dataset_->samples(Split::Validation) > 0;
+  while (steps_ < config_.trainIters) {
+    observer.onStep(step());
+    const bool due = config_.evalInterval > 0 && steps_ % config_.evalInterval == 0;
+    if (canEvaluate && (due || steps_ == config_.trainIters)) {
+      last = evaluate();
+      observer.onEval(last);
+    }
+  }
+  if (!config_.saveWeights.empty()) saveWeights(*model_, config_.saveWeights);
+  return last;
+}
+
+}  // namespace parascope

@@ -1,0 +1,66 @@
+// Single-rank training session: builds the model and dataset from a TrainConfig, runs
+// optimizer steps (gradient accumulation over micro-batches, clipping, AdamW, lr schedule),
+// evaluates on the validation split, and reports through an observer so the CLI and the GUI
+// present the same run.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/data/dataset.h"
+#include "core/model/model.h"
+#include "core/train/config.h"
+#include "core/train/optimizer.h"
+
+namespace parascope {
+
+struct StepReport {
+  int step = 0;  // 1-based, after the update
+  int totalSteps = 0;
+  double loss = 0;  // mean over the step's targets, before the update
+  double lr = 0;
+  double gradNorm = 0;  // before clipping
+  double seconds = 0;   // wall time of this step
+  std::int64_t samples = 0;
+  std::int64_t tokens = 0;  // targets processed (positions for text, images for classification)
+};
+
+struct EvalReport {
+  int step = 0;
+  double loss = 0;      // mean per target, nats
+  double accuracy = 0;  // fraction of targets predicted right
+  std::int64_t targets = 0;
+};
+
+class TrainObserver {
+ public:
+  virtual ~TrainObserver() = default;
+  virtual void onStep(const StepReport&) {}
+  virtual void onEval(const EvalReport&) {}
+};
+
+class Trainer {
+ public:
+  // Throws UserError for data that does not fit the model (e.g. bytes beyond the vocabulary).
+  explicit Trainer(const TrainConfig& config, Allocator& allocator = defaultAllocator());
+
+  StepReport step();
+  EvalReport evaluate();
+  // train_iters steps, evaluating every eval_interval steps and at the end; saves weights if
+  // configured. Returns the last evaluation.
+  EvalReport run(TrainObserver& observer);
+
+  Model& model() { return *model_; }
+  const Dataset& dataset() const { return *dataset_; }
+  const TrainConfig& config() const { return config_; }
+  int stepsDone() const { return steps_; }
+
+ private:
+  TrainConfig config_;
+  std::unique_ptr<Dataset> dataset_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<AdamW> optimizer_;
+  int steps_ = 0;
+};
+
+}  // namespace parascope
