@@ -138,11 +138,19 @@ nlohmann::json readJsonFile(const std::string& path) {
   if (!in) throw UserError(path + ": cannot open config file");
   std::stringstream text;
   text << in.rdbuf();
+  const std::string s = text.str();
   try {
-    return nlohmann::json::parse(text.str());
+    return nlohmann::json::parse(s);
   } catch (const nlohmann::json::parse_error& e) {
-    throw UserError(path + ": malformed JSON at byte " + std::to_string(e.byte) + ": " +
-                    std::string(e.what()).substr(std::string(e.what()).find(':') + 2));
+    // e.byte is 1-based; turn it into the line and column an editor shows.
+    std::size_t line = 1, column = 1;
+    for (std::size_t i = 0; i + 1 < e.byte && i < s.size(); ++i) {
+      column = s[i] == '\n' ? 1 : column + 1;
+      line += s[i] == '\n';
+    }
+    const std::string what = e.what();
+    throw UserError(path + ": malformed JSON at line " + std::to_string(line) + ", column " +
+                    std::to_string(column) + ": " + what.substr(what.find(':') + 2));
   }
 }
 
