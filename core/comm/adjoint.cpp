@@ -1,0 +1,77 @@
+// Adjoint operations: each is one call of its partner with the gradient buffers swapped in.
+#include "core/comm/adjoint.h"
+
+#include <cstring>
+
+#include "core/common/error.h"
+
+namespace parascope {
+
+CommOp adjointOf(CommOp op) {
+  switch (op) {
+    case CommOp::Broadcast:
+      return CommOp::Reduce;
+    case CommOp::Reduce:
+      return CommOp::Broadcast;
+    case CommOp::AllReduce:
+      return CommOp::AllReduce;
+    case CommOp::Gather:
+      return CommOp::Scatter;
+    case CommOp::Scatter:
+      return CommOp::Gather;
+    case CommOp::AllGather:
+      return CommOp::ReduceScatter;
+    case CommOp::ReduceScatter:
+      return CommOp::AllGather;
+    case CommOp::AllToAll:
+      return CommOp::AllToAll;
+    case CommOp::Send:
+      return CommOp::Recv;
+    case CommOp::Recv:
+      return CommOp::Send;
+  }
+  return op;
+}
+
+CommHandle adjointAsync(Communicator& comm, const CommArgs& f, const void* gradOut, void* gradIn) {
+  const bool linear =
+      f.reduce == ReduceOp::Sum || (f.op == CommOp::AllReduce && f.reduce == ReduceOp::Avg);
+  const bool reducing =
+      f.op == CommOp::Reduce || f.op == CommOp::AllReduce || f.op == CommOp::ReduceScatter;
+  if (reducing && !linear)
+    throw UserError("[adjoint of " + std::string(commOpName(f.op)) + "] reduction '" +
+                    std::string(reduceOpName(f.reduce)) +
+                    "' is not linear; adjoints exist for sum (and avg for allReduce)");
+  const std::size_t bytes = f.count * dtypeSize(f.dtype);
+  switch (f.op) {
+    case CommOp::Broadcast: {
+      // Only the root's input reached the outputs: it gets the sum, the others zeros.
+      auto h = comm.reduceAsync(gradOut, gradIn, f.count, f.dtype, ReduceOp::Sum, f.root);
+      if (comm.rank() != f.root && bytes > 0) std::memset(gradIn, 0, bytes);
+      return h;
+    }
+    case CommOp::Reduce:
+      if (comm.rank() == f.root && bytes > 0 && gradIn != gradOut)
+        std::memcpy(gradIn, gradOut, bytes);
+      return comm.broadcastAsync(gradIn, f.count, f.dtype, f.root);
+    case CommOp::AllReduce:
+      return comm.allReduceAsync(gradOut, gradIn, f.count, f.dtype, f.reduce);
+    case CommOp::Gather:
+      return comm.scatterAsync(gradOut, gradIn, f.count, f.dtype, f.root);
+    case CommOp::Scatter:
+      return comm.gatherAsync(gradOut, gradIn, f.count, f.dtype, f.root);
+    case CommOp::AllGather:
+      return comm.reduceScatterAsync(gradOut, gradIn, f.count, f.dtype, ReduceOp::Sum);
+    case CommOp::ReduceScatter:
+      return comm.allGatherAsync(gradOut, gradIn, f.count, f.dtype);
+    case CommOp::AllToAll:
+      return comm.allToAllAsync(gradOut, gradIn, f.count, f.dtype);
+    case CommOp::Send:
+      return comm.recvAsync(gradIn, f.count, f.dtype, f.root);
+    case CommOp::Recv:
+      return comm.sendAsync(gradOut, f.count, f.dtype, f.root);
+  }
+  throw UserError("adjointAsync: unknown operation");
+}
+
+}  // namespace parascope

@@ -1,0 +1,97 @@
+// Per-peer byte accounting of the direct and chunked algorithms.
+#include "core/comm/comm_bytes.h"
+
+#include <algorithm>
+
+namespace parascope {
+
+std::string_view commAlgorithmName(CommAlgorithm a) {
+  return a == CommAlgorithm::Direct ? "direct" : "chunked";
+}
+
+ElementRange chunkOf(std::size_t count, int n, int i, DType t) {
+  const std::size_t align = 64 / dtypeSize(t);
+  const auto un = static_cast<std::size_t>(n);
+  std::size_t per = (count + un - 1) / un;
+  per = (per + align - 1) / align * align;
+  const std::size_t begin = std::min(count, per * static_cast<std::size_t>(i));
+  return {begin, std::min(per, count - begin)};
+}
+
+namespace {
+
+void fillDirect(CommRecord& r, std::uint64_t s) {
+  const auto n = static_cast<std::size_t>(r.size);
+  for (std::size_t p = 0; p < n; ++p) {
+    if (static_cast<int>(p) == r.rank) continue;
+    switch (r.op) {
+      case CommOp::Broadcast:
+      case CommOp::Scatter:
+        if (r.rank == r.root) r.sentTo[p] = s;
+        if (static_cast<int>(p) == r.root) r.receivedFrom[p] = s;
+        break;
+      case CommOp::Gather:
+        if (r.rank == r.root) r.receivedFrom[p] = s;
+        if (static_cast<int>(p) == r.root) r.sentTo[p] = s;
+        break;
+      case CommOp::Send:
+        if (static_cast<int>(p) == r.root) r.sentTo[p] = s;
+        break;
+      case CommOp::Recv:
+        if (static_cast<int>(p) == r.root) r.receivedFrom[p] = s;
+        break;
+      default:
+        r.sentTo[p] = r.receivedFrom[p] = s;
+        break;
+    }
+  }
+}
+
+void fillChunked(CommRecord& r, std::size_t count) {
+  const std::size_t esize = dtypeSize(r.dtype);
+  const std::uint64_t mine = chunkOf(count, r.size, r.rank, r.dtype).count * esize;
+  for (int p = 0; p < r.size; ++p) {
+    if (p == r.rank) continue;
+    const std::uint64_t theirs = chunkOf(count, r.size, p, r.dtype).count * esize;
+    const auto up = static_cast<std::size_t>(p);
+    if (r.op == CommOp::AllReduce) {
+      // p reads my chunk p; later p copies my reduced chunk r (and I do the mirror image).
+      r.sentTo[up] = r.receivedFrom[up] = theirs + mine;
+    } else {
+      // Reduce: p reads my chunk p; everyone writes its reduced chunk into the root.
+      r.sentTo[up] = theirs + (p == r.root ? mine : 0);
+      r.receivedFrom[up] = mine + (r.rank == r.root ? theirs : 0);
+    }
+  }
+}
+
+}  // namespace
+
+CommRecord makeRecord(std::string_view backend, const std::string& group, int rank, int size,
+                      const CommArgs& args, CommAlgorithm algorithm) {
+  CommRecord r;
+  r.op = args.op;
+  r.group = group;
+  r.backend = std::string(backend);
+  r.algorithm = std::string(commAlgorithmName(algorithm));
+  r.rank = rank;
+  r.size = size;
+  r.root = args.root;
+  r.dtype = args.dtype;
+  r.count = args.count;
+  const std::uint64_t s = args.count * dtypeSize(args.dtype);
+  const bool total = args.op == CommOp::Gather || args.op == CommOp::AllGather ||
+                     args.op == CommOp::Scatter || args.op == CommOp::ReduceScatter ||
+                     args.op == CommOp::AllToAll;
+  r.bytes = total ? s * static_cast<std::uint64_t>(size) : s;
+  r.sentTo.assign(static_cast<std::size_t>(size), 0);
+  r.receivedFrom.assign(static_cast<std::size_t>(size), 0);
+  if (algorithm == CommAlgorithm::Chunked)
+    fillChunked(r, args.count);
+  else
+    fillDirect(r, s);
+  r.startNs = commNowNs();
+  return r;
+}
+
+}  // namespace parascope

@@ -1,0 +1,246 @@
+// Communicator: argument validation (the same for every backend) and the blocking, async and
+// tensor forms of the ten operations over CommBackend::start.
+#include "core/comm/communicator.h"
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "core/comm/threads/thread_backend.h"
+#include "core/common/error.h"
+
+namespace parascope {
+namespace {
+
+bool isRooted(CommOp op) {
+  return op == CommOp::Broadcast || op == CommOp::Reduce || op == CommOp::Gather ||
+         op == CommOp::Scatter;
+}
+
+std::string where(const CommBackend& b, CommOp op) {
+  return "[" + std::string(commOpName(op)) + "] group '" + b.name() + "' (rank " +
+         std::to_string(b.rank()) + " of " + std::to_string(b.size()) + "): ";
+}
+
+// Bytes of the send and receive ranges this rank touches, and where recv must start relative
+// to send for the operation to count as in place (send - recv, in bytes).
+struct Extent {
+  std::size_t sendBytes = 0, recvBytes = 0;
+  std::ptrdiff_t inPlaceOffset = 0;
+  bool needsSend = true, needsRecv = true;
+};
+
+Extent extentOf(const CommArgs& a, int rank, int size) {
+  const std::size_t s = a.count * dtypeSize(a.dtype);
+  const std::size_t n = static_cast<std::size_t>(size);
+  const bool isRoot = rank == a.root;
+  const auto at = static_cast<std::ptrdiff_t>(s * static_cast<std::size_t>(rank));
+  switch (a.op) {
+    case CommOp::Broadcast:
+      return {s, s, 0, true, true};
+    case CommOp::Reduce:
+      return {s, isRoot ? s : 0, 0, true, isRoot};
+    case CommOp::AllReduce:
+      return {s, s, 0, true, true};
+    case CommOp::Gather:
+      return {s, isRoot ? n * s : 0, at, true, isRoot};
+    case CommOp::AllGather:
+      return {s, n * s, at, true, true};
+    case CommOp::Scatter:
+      return {isRoot ? n * s : 0, s, -at, isRoot, true};
+    case CommOp::ReduceScatter:
+      return {n * s, s, -at, true, true};
+    case CommOp::AllToAll:
+      return {n * s, n * s, 0, true, true};
+    case CommOp::Send:
+      return {s, 0, 0, true, false};
+    case CommOp::Recv:
+      return {0, s, 0, false, true};
+  }
+  return {};
+}
+
+void validate(const CommBackend& b, const CommArgs& a) {
+  const int size = b.size();
+  if (isRooted(a.op) || a.op == CommOp::Send || a.op == CommOp::Recv) {
+    const char* what = isRooted(a.op) ? "root" : "peer";
+    if (a.root < 0 || a.root >= size)
+      throw UserError(where(b, a.op) + what + " " + std::to_string(a.root) +
+                      " is out of range (allowed 0.." + std::to_string(size - 1) + ")");
+  }
+  const std::size_t limit =
+      std::numeric_limits<std::size_t>::max() / 16 / static_cast<std::size_t>(size);
+  if (a.count > limit / dtypeSize(a.dtype))
+    throw UserError(where(b, a.op) + "count " + std::to_string(a.count) + " is too large");
+  const Extent e = extentOf(a, b.rank(), size);
+  if (e.needsSend && e.sendBytes > 0 && a.send == nullptr)
+    throw UserError(where(b, a.op) + "send buffer is null with count " + std::to_string(a.count));
+  if (e.needsRecv && e.recvBytes > 0 && a.recv == nullptr)
+    throw UserError(where(b, a.op) + "receive buffer is null with count " +
+                    std::to_string(a.count));
+  if (!e.needsSend || !e.needsRecv || e.sendBytes == 0 || e.recvBytes == 0) return;
+  const auto s = reinterpret_cast<std::uintptr_t>(a.send);
+  const auto r = reinterpret_cast<std::uintptr_t>(a.recv);
+  if (a.op == CommOp::Broadcast) return;
+  const bool inPlace = static_cast<std::ptrdiff_t>(s - r) == e.inPlaceOffset;
+  const bool overlap = s < r + e.recvBytes && r < s + e.sendBytes;
+  if (overlap && !inPlace)
+    throw UserError(where(b, a.op) +
+                    "send and receive buffers overlap but are not in place (in place means the "
+                    "send buffer starts " +
+                    std::to_string(e.inPlaceOffset) + " bytes after the receive buffer)");
+}
+
+}  // namespace
+
+bool CommHandle::test() {
+  if (!request_) throw UserError("CommHandle::test on an empty handle");
+  if (!request_->test()) return false;
+  finish();
+  return true;
+}
+
+const CommRecord& CommHandle::wait() {
+  if (!request_) throw UserError("CommHandle::wait on an empty handle");
+  request_->wait();
+  finish();
+  return request_->record;
+}
+
+void CommHandle::finish() {
+  if (request_->reported) return;
+  request_->reported = true;
+  request_->record.endNs = commNowNs();
+  if (backend_->observer) backend_->observer(request_->record);
+}
+
+Communicator::Communicator() : backend_(makeSelfBackend()) {}
+
+Communicator::Communicator(std::shared_ptr<CommBackend> backend) : backend_(std::move(backend)) {
+  if (!backend_) throw UserError("Communicator: null backend");
+}
+
+Communicator Communicator::split(int color, int key) const {
+  if (color < 0)
+    throw UserError("[split] group '" + name() + "': color " + std::to_string(color) +
+                    " is negative; every rank must name the group it joins (color >= 0)");
+  Communicator out(backend_->split(color, key));
+  return out;
+}
+
+CommHandle Communicator::issue(const CommArgs& args, bool blocking) {
+  validate(*backend_, args);
+  return CommHandle(backend_->start(args, blocking), backend_);
+}
+
+CommHandle Communicator::startAsync(const CommArgs& args) {
+  return issue(args, false);
+}
+
+CommHandle Communicator::broadcastAsync(void* buf, std::size_t count, DType t, int root) {
+  return startAsync({CommOp::Broadcast, buf, buf, count, t, ReduceOp::Sum, root});
+}
+CommHandle Communicator::reduceAsync(const void* send, void* recv, std::size_t count, DType t,
+                                     ReduceOp op, int root) {
+  return startAsync({CommOp::Reduce, send, recv, count, t, op, root});
+}
+CommHandle Communicator::allReduceAsync(const void* send, void* recv, std::size_t count, DType t,
+                                        ReduceOp op) {
+  return startAsync({CommOp::AllReduce, send, recv, count, t, op, -1});
+}
+CommHandle Communicator::gatherAsync(const void* send, void* recv, std::size_t count, DType t,
+                                     int root) {
+  return startAsync({CommOp::Gather, send, recv, count, t, ReduceOp::Sum, root});
+}
+CommHandle Communicator::allGatherAsync(const void* send, void* recv, std::size_t count, DType t) {
+  return startAsync({CommOp::AllGather, send, recv, count, t, ReduceOp::Sum, -1});
+}
+CommHandle Communicator::scatterAsync(const void* send, void* recv, std::size_t count, DType t,
+                                      int root) {
+  return startAsync({CommOp::Scatter, send, recv, count, t, ReduceOp::Sum, root});
+}
+CommHandle Communicator::reduceScatterAsync(const void* send, void* recv, std::size_t count,
+                                            DType t, ReduceOp op) {
+  return startAsync({CommOp::ReduceScatter, send, recv, count, t, op, -1});
+}
+CommHandle Communicator::allToAllAsync(const void* send, void* recv, std::size_t count, DType t) {
+  return startAsync({CommOp::AllToAll, send, recv, count, t, ReduceOp::Sum, -1});
+}
+CommHandle Communicator::sendAsync(const void* buf, std::size_t count, DType t, int peer) {
+  return startAsync({CommOp::Send, buf, nullptr, count, t, ReduceOp::Sum, peer});
+}
+CommHandle Communicator::recvAsync(void* buf, std::size_t count, DType t, int peer) {
+  return startAsync({CommOp::Recv, nullptr, buf, count, t, ReduceOp::Sum, peer});
+}
+
+CommRecord Communicator::broadcast(void* buf, std::size_t count, DType t, int root) {
+  return issue({CommOp::Broadcast, buf, buf, count, t, ReduceOp::Sum, root}, true).wait();
+}
+CommRecord Communicator::reduce(const void* send, void* recv, std::size_t count, DType t,
+                                ReduceOp op, int root) {
+  return issue({CommOp::Reduce, send, recv, count, t, op, root}, true).wait();
+}
+CommRecord Communicator::allReduce(const void* send, void* recv, std::size_t count, DType t,
+                                   ReduceOp op) {
+  return issue({CommOp::AllReduce, send, recv, count, t, op, -1}, true).wait();
+}
+CommRecord Communicator::gather(const void* send, void* recv, std::size_t count, DType t,
+                                int root) {
+  return issue({CommOp::Gather, send, recv, count, t, ReduceOp::Sum, root}, true).wait();
+}
+CommRecord Communicator::allGather(const void* send, void* recv, std::size_t count, DType t) {
+  return issue({CommOp::AllGather, send, recv, count, t, ReduceOp::Sum, -1}, true).wait();
+}
+CommRecord Communicator::scatter(const void* send, void* recv, std::size_t count, DType t,
+                                 int root) {
+  return issue({CommOp::Scatter, send, recv, count, t, ReduceOp::Sum, root}, true).wait();
+}
+CommRecord Communicator::reduceScatter(const void* send, void* recv, std::size_t count, DType t,
+                                       ReduceOp op) {
+  return issue({CommOp::ReduceScatter, send, recv, count, t, op, -1}, true).wait();
+}
+CommRecord Communicator::allToAll(const void* send, void* recv, std::size_t count, DType t) {
+  return issue({CommOp::AllToAll, send, recv, count, t, ReduceOp::Sum, -1}, true).wait();
+}
+CommRecord Communicator::send(const void* buf, std::size_t count, DType t, int peer) {
+  return issue({CommOp::Send, buf, nullptr, count, t, ReduceOp::Sum, peer}, true).wait();
+}
+CommRecord Communicator::recv(void* buf, std::size_t count, DType t, int peer) {
+  return issue({CommOp::Recv, nullptr, buf, count, t, ReduceOp::Sum, peer}, true).wait();
+}
+
+CommHandle Communicator::allReduceAsync(const Tensor& t, ReduceOp op) {
+  return allReduceAsync(t.raw(), t.raw(), static_cast<std::size_t>(t.numel()), t.dtype(), op);
+}
+
+CommHandle Communicator::reduceScatterAsync(const Tensor& in, const Tensor& out, ReduceOp op) {
+  if (in.dtype() != out.dtype())
+    throw UserError("[reduceScatter] input is " + std::string(dtypeName(in.dtype())) +
+                    " but output is " + std::string(dtypeName(out.dtype())));
+  if (in.numel() % size() != 0)
+    throw UserError("[reduceScatter] input of " + std::to_string(in.numel()) +
+                    " elements is not divisible by the group size " + std::to_string(size()));
+  if (out.numel() * size() != in.numel())
+    throw UserError(
+        "[reduceScatter] output has " + std::to_string(out.numel()) +
+        " elements; it must hold input / group size = " + std::to_string(in.numel() / size()));
+  return reduceScatterAsync(in.raw(), out.raw(), static_cast<std::size_t>(out.numel()), in.dtype(),
+                            op);
+}
+
+CommHandle Communicator::allGatherAsync(const Tensor& in, const Tensor& out) {
+  if (in.dtype() != out.dtype())
+    throw UserError("[allGather] input is " + std::string(dtypeName(in.dtype())) +
+                    " but output is " + std::string(dtypeName(out.dtype())));
+  if (out.numel() != in.numel() * size())
+    throw UserError(
+        "[allGather] output has " + std::to_string(out.numel()) +
+        " elements; it must hold group size x input = " + std::to_string(in.numel() * size()));
+  return allGatherAsync(in.raw(), out.raw(), static_cast<std::size_t>(in.numel()), in.dtype());
+}
+
+CommHandle Communicator::broadcastAsync(const Tensor& t, int root) {
+  return broadcastAsync(t.raw(), static_cast<std::size_t>(t.numel()), t.dtype(), root);
+}
+
+}  // namespace parascope

@@ -1,0 +1,51 @@
+// runInProcess: threads, first-failure propagation and rethrow.
+#include "core/comm/launch.h"
+
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/comm/threads/thread_backend.h"
+#include "core/comm/threads/thread_world.h"
+#include "core/common/error.h"
+
+namespace parascope {
+
+void runInProcess(int size, const std::function<void(Communicator&)>& fn, CommOptions options) {
+  if (size < 1)
+    throw UserError("in-process world size must be at least 1, got " + std::to_string(size));
+  auto world = std::make_shared<ThreadWorld>(size, options);
+  std::vector<Communicator> comms;
+  for (auto& backend : makeThreadBackends(world)) comms.emplace_back(std::move(backend));
+
+  std::mutex mutex;
+  std::exception_ptr first;
+  auto body = [&](int r) {
+    try {
+      fn(comms[static_cast<std::size_t>(r)]);
+    } catch (const std::exception& e) {
+      {
+        // Recorded before the world fails, so a peer's consequent error can never come first.
+        std::lock_guard lock(mutex);
+        if (!first) first = std::current_exception();
+      }
+      world->fail(r, e.what());
+    } catch (...) {
+      {
+        std::lock_guard lock(mutex);
+        if (!first) first = std::current_exception();
+      }
+      world->fail(r, "unknown exception");
+    }
+    world->depart(r);
+  };
+  std::vector<std::thread> threads;
+  for (int r = 1; r < size; ++r) threads.emplace_back(body, r);
+  body(0);
+  for (auto& t : threads) t.join();
+  comms.clear();
+  if (first) std::rethrow_exception(first);
+}
+
+}  // namespace parascope

@@ -1,0 +1,118 @@
+// Element-wise reductions: per block of elements, load the first source into an accumulator in
+// L1, fold in the others in rank order, finish (average) and store, so that dst may alias a
+// source and the memory traffic is one read per source and one write.
+#include "core/comm/reduce_kernels.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace parascope {
+namespace {
+
+constexpr std::size_t kBlock = 1024;
+
+template <typename T>
+T add(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+
+template <ReduceOp Op, typename T>
+void fold(T* acc, const T* src, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (Op == ReduceOp::Sum || Op == ReduceOp::Avg) acc[i] = add(acc[i], src[i]);
+    if constexpr (Op == ReduceOp::Max) acc[i] = src[i] > acc[i] ? src[i] : acc[i];
+    if constexpr (Op == ReduceOp::Min) acc[i] = src[i] < acc[i] ? src[i] : acc[i];
+  }
+}
+
+template <typename T>
+void divide(T* acc, std::size_t n, int divisor) {
+  const T d = static_cast<T>(divisor);
+  for (std::size_t i = 0; i < n; ++i) acc[i] = acc[i] / d;
+}
+
+// f32, i32, i64: the accumulator has the element type.
+template <ReduceOp Op, typename T>
+void reduceSame(T* dst, const void* const* srcs, int nsrc, std::size_t count, int divisor) {
+  alignas(64) T acc[kBlock];
+  for (std::size_t b = 0; b < count; b += kBlock) {
+    const std::size_t n = std::min(kBlock, count - b);
+    std::memcpy(acc, static_cast<const T*>(srcs[0]) + b, n * sizeof(T));
+    for (int k = 1; k < nsrc; ++k) fold<Op>(acc, static_cast<const T*>(srcs[k]) + b, n);
+    if constexpr (Op == ReduceOp::Avg) divide(acc, n, divisor);
+    std::memcpy(dst + b, acc, n * sizeof(T));
+  }
+}
+
+// bf16, f16: widen each block to f32, reduce, round once.
+template <ReduceOp Op>
+void reduceHalf(std::uint16_t* dst, const void* const* srcs, int nsrc, std::size_t count, DType t,
+                int divisor) {
+  alignas(64) float acc[kBlock];
+  alignas(64) float tmp[kBlock];
+  for (std::size_t b = 0; b < count; b += kBlock) {
+    const std::size_t n = std::min(kBlock, count - b);
+    convertToFloat(static_cast<const std::uint16_t*>(srcs[0]) + b, {acc, n}, t);
+    for (int k = 1; k < nsrc; ++k) {
+      convertToFloat(static_cast<const std::uint16_t*>(srcs[k]) + b, {tmp, n}, t);
+      fold<Op>(acc, tmp, n);
+    }
+    if constexpr (Op == ReduceOp::Avg) divide(acc, n, divisor);
+    convertFromFloat({acc, n}, dst + b, t);
+  }
+}
+
+template <ReduceOp Op>
+void reduceTyped(void* dst, const void* const* srcs, int nsrc, std::size_t count, DType t,
+                 int divisor) {
+  switch (t) {
+    case DType::F32:
+      reduceSame<Op>(static_cast<float*>(dst), srcs, nsrc, count, divisor);
+      break;
+    case DType::I32:
+      reduceSame<Op>(static_cast<std::int32_t*>(dst), srcs, nsrc, count, divisor);
+      break;
+    case DType::I64:
+      reduceSame<Op>(static_cast<std::int64_t*>(dst), srcs, nsrc, count, divisor);
+      break;
+    case DType::BF16:
+    case DType::F16:
+      reduceHalf<Op>(static_cast<std::uint16_t*>(dst), srcs, nsrc, count, t, divisor);
+      break;
+  }
+}
+
+}  // namespace
+
+void reduceBuffers(void* dst, const void* const* srcs, int nsrc, std::size_t count, DType t,
+                   ReduceOp op, int divisor) {
+  if (count == 0) return;
+  switch (op) {
+    case ReduceOp::Sum:
+      reduceTyped<ReduceOp::Sum>(dst, srcs, nsrc, count, t, divisor);
+      break;
+    case ReduceOp::Avg:
+      reduceTyped<ReduceOp::Avg>(dst, srcs, nsrc, count, t, divisor);
+      break;
+    case ReduceOp::Max:
+      reduceTyped<ReduceOp::Max>(dst, srcs, nsrc, count, t, divisor);
+      break;
+    case ReduceOp::Min:
+      reduceTyped<ReduceOp::Min>(dst, srcs, nsrc, count, t, divisor);
+      break;
+  }
+}
+
+void divideBuffer(void* buf, std::size_t count, DType t, int divisor) {
+  const void* src[] = {buf};
+  reduceBuffers(buf, src, 1, count, t, ReduceOp::Avg, divisor);
+}
+
+}  // namespace parascope

@@ -1,0 +1,179 @@
+// The in-process collective algorithms over shared memory. Each publishes its input, works on
+// peers' buffers directly, and ends with a barrier after which no peer touches its buffers.
+// The per-peer bytes they move are accounted in comm_bytes.cpp under the same names.
+#include <cstring>
+
+#include "core/comm/reduce_kernels.h"
+#include "core/comm/threads/thread_group.h"
+
+namespace parascope {
+namespace {
+
+// Below this an all-reduce reads every peer's whole input (one data phase, two barriers);
+// above it each rank reduces one chunk and then copies the others' (three barriers, 2/n of the
+// reads per rank).
+constexpr std::size_t kDirectAllReduceBytes = 32 * 1024;
+
+char* at(void* p, std::size_t bytes) {
+  return static_cast<char*>(p) + bytes;
+}
+const char* at(const void* p, std::size_t bytes) {
+  return static_cast<const char*>(p) + bytes;
+}
+
+void copyBytes(void* dst, const void* src, std::size_t bytes) {
+  if (bytes > 0 && dst != src) std::memcpy(dst, src, bytes);
+}
+
+}  // namespace
+
+CommAlgorithm ThreadComm::algorithmFor(const CommArgs& args, int size) {
+  if (args.op == CommOp::Reduce) return CommAlgorithm::Chunked;
+  if (args.op == CommOp::AllReduce && size > 1 &&
+      args.count * dtypeSize(args.dtype) > kDirectAllReduceBytes)
+    return CommAlgorithm::Chunked;
+  return CommAlgorithm::Direct;
+}
+
+void ThreadComm::execute(const CommArgs& a) {
+  if (group_->broken.load()) {
+    std::lock_guard lock(group_->brokenMutex);
+    throw CommError(prefix(a.op) + " failed: the group is unusable after an earlier failure (" +
+                    group_->brokenReason + ")");
+  }
+  if (group_->world->failed())
+    throw CommError(prefix(a.op) + " failed: " + group_->world->failure());
+  switch (a.op) {
+    case CommOp::Broadcast:
+      broadcast(a);
+      break;
+    case CommOp::Reduce:
+      reduce(a);
+      break;
+    case CommOp::AllReduce:
+      if (algorithmFor(a, size()) == CommAlgorithm::Chunked)
+        allReduceChunked(a);
+      else
+        allReduceDirect(a);
+      break;
+    case CommOp::Gather:
+      gather(a);
+      break;
+    case CommOp::AllGather:
+      allGather(a);
+      break;
+    case CommOp::Scatter:
+      scatter(a);
+      break;
+    case CommOp::ReduceScatter:
+      reduceScatter(a);
+      break;
+    case CommOp::AllToAll:
+      allToAll(a);
+      break;
+    case CommOp::Send:
+    case CommOp::Recv:
+      break;  // point-to-point never reaches the collective path
+  }
+}
+
+const void* ThreadComm::scratchCopy(const void* src, std::size_t bytes) {
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  copyBytes(scratch_.data(), src, bytes);
+  return scratch_.data();
+}
+
+void ThreadComm::broadcast(const CommArgs& a) {
+  publish(a, a.send);
+  if (rank_ != a.root) copyBytes(a.recv, slot(a.root).src, a.count * dtypeSize(a.dtype));
+  barrier(a.op, true);
+}
+
+// Rank i reduces chunk i of every input straight into the root's output.
+void ThreadComm::reduce(const CommArgs& a) {
+  publish(a, a.send);
+  const std::size_t es = dtypeSize(a.dtype);
+  const ElementRange c = chunkOf(a.count, size(), rank_, a.dtype);
+  for (int p = 0; p < size(); ++p) sources_[p] = at(slot(p).src, c.begin * es);
+  if (c.count > 0)
+    reduceBuffers(at(slot(a.root).args.recv, c.begin * es), sources_.data(), size(), c.count,
+                  a.dtype, a.reduce, size());
+  barrier(a.op, true);
+}
+
+// In place, peers would read this rank's input while it is overwritten: they read a copy.
+void ThreadComm::allReduceDirect(const CommArgs& a) {
+  const std::size_t bytes = a.count * dtypeSize(a.dtype);
+  publish(a, a.send == a.recv && size() > 1 ? scratchCopy(a.send, bytes) : a.send);
+  for (int p = 0; p < size(); ++p) sources_[p] = slot(p).src;
+  reduceBuffers(a.recv, sources_.data(), size(), a.count, a.dtype, a.reduce, size());
+  barrier(a.op, true);
+}
+
+// Phase 1: rank i reduces chunk i of all inputs into its own output (in place this only
+// overwrites chunk i, which no peer reads). Phase 2: every rank copies the other chunks from
+// their owners' outputs.
+void ThreadComm::allReduceChunked(const CommArgs& a) {
+  publish(a, a.send);
+  const std::size_t es = dtypeSize(a.dtype);
+  const ElementRange mine = chunkOf(a.count, size(), rank_, a.dtype);
+  for (int p = 0; p < size(); ++p) sources_[p] = at(slot(p).src, mine.begin * es);
+  if (mine.count > 0)
+    reduceBuffers(at(a.recv, mine.begin * es), sources_.data(), size(), mine.count, a.dtype,
+                  a.reduce, size());
+  barrier(a.op, true);
+  for (int p = 0; p < size(); ++p) {
+    if (p == rank_) continue;
+    const ElementRange c = chunkOf(a.count, size(), p, a.dtype);
+    copyBytes(at(a.recv, c.begin * es), at(slot(p).args.recv, c.begin * es), c.count * es);
+  }
+  barrier(a.op, true);
+}
+
+// Every rank writes its contribution into the root's output.
+void ThreadComm::gather(const CommArgs& a) {
+  publish(a, a.send);
+  const std::size_t bytes = a.count * dtypeSize(a.dtype);
+  copyBytes(at(slot(a.root).args.recv, bytes * static_cast<std::size_t>(rank_)), a.send, bytes);
+  barrier(a.op, true);
+}
+
+// Every rank reads its share from the root's input.
+void ThreadComm::scatter(const CommArgs& a) {
+  publish(a, a.send);
+  const std::size_t bytes = a.count * dtypeSize(a.dtype);
+  copyBytes(a.recv, at(slot(a.root).src, bytes * static_cast<std::size_t>(rank_)), bytes);
+  barrier(a.op, true);
+}
+
+// In place each input already sits at this rank's slice of its output, which no peer writes.
+void ThreadComm::allGather(const CommArgs& a) {
+  publish(a, a.send);
+  const std::size_t bytes = a.count * dtypeSize(a.dtype);
+  for (int p = 0; p < size(); ++p)
+    copyBytes(at(a.recv, bytes * static_cast<std::size_t>(p)), p == rank_ ? a.send : slot(p).src,
+              bytes);
+  barrier(a.op, true);
+}
+
+// Rank i reduces block i of every input; in place its output is its own block i.
+void ThreadComm::reduceScatter(const CommArgs& a) {
+  publish(a, a.send);
+  const std::size_t offset = a.count * dtypeSize(a.dtype) * static_cast<std::size_t>(rank_);
+  for (int p = 0; p < size(); ++p) sources_[p] = at(slot(p).src, offset);
+  reduceBuffers(a.recv, sources_.data(), size(), a.count, a.dtype, a.reduce, size());
+  barrier(a.op, true);
+}
+
+// Block j of rank i's input goes to block i of rank j's output; in place peers read a copy.
+void ThreadComm::allToAll(const CommArgs& a) {
+  const std::size_t bytes = a.count * dtypeSize(a.dtype);
+  const std::size_t total = bytes * static_cast<std::size_t>(size());
+  publish(a, a.send == a.recv && size() > 1 ? scratchCopy(a.send, total) : a.send);
+  const std::size_t mine = bytes * static_cast<std::size_t>(rank_);
+  for (int p = 0; p < size(); ++p)
+    copyBytes(at(a.recv, bytes * static_cast<std::size_t>(p)), at(slot(p).src, mine), bytes);
+  barrier(a.op, true);
+}
+
+}  // namespace parascope

@@ -1,0 +1,113 @@
+// Failure state and the spin-then-yield-then-futex wait of the in-process world.
+#include "core/comm/threads/thread_world.h"
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <thread>
+
+namespace parascope {
+namespace {
+
+void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+void futexWait(std::atomic<std::uint32_t>* word, std::uint32_t expected,
+               std::chrono::nanoseconds timeout) {
+  timespec ts{static_cast<time_t>(timeout.count() / 1000000000),
+              static_cast<long>(timeout.count() % 1000000000)};
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, &ts,
+          nullptr, 0);
+}
+
+void futexWakeAll(std::atomic<std::uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr,
+          nullptr, 0);
+}
+
+// How often a sleeper re-checks stop conditions and deadlines: bounds failure latency.
+constexpr std::chrono::milliseconds kSleepSlice{20};
+
+}  // namespace
+
+ThreadWorld::ThreadWorld(int size, CommOptions options)
+    : size_(size), options_(options), departed_(new std::atomic<bool>[size]) {
+  for (int i = 0; i < size; ++i) departed_[i].store(false);
+  // Spinning only pays when every rank has a core; oversubscribed ranks go to sleep sooner.
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  spins_ = size <= cores ? 20000 : 200;
+}
+
+void ThreadWorld::fail(int worldRank, const std::string& reason) {
+  {
+    std::lock_guard lock(mutex_);
+    if (failed_.load()) return;
+    failure_ = "rank " + std::to_string(worldRank) + " failed: " + reason;
+    failed_.store(true, std::memory_order_release);
+  }
+  notify();
+}
+
+std::string ThreadWorld::failure() const {
+  std::lock_guard lock(mutex_);
+  return failure_;
+}
+
+void ThreadWorld::depart(int worldRank) {
+  departed_[worldRank].store(true, std::memory_order_release);
+  notify();
+}
+
+bool ThreadWorld::departed(int worldRank) const {
+  return departed_[worldRank].load(std::memory_order_acquire);
+}
+
+void ThreadWorld::notify() {
+  // Pairs with the sleepers_ increment in waitFor (both seq_cst): either the waiter sees the new
+  // state before sleeping, or we see the sleeper and change the word it sleeps on.
+  if (sleepers_.load() == 0) return;
+  wakeWord_.fetch_add(1);
+  futexWakeAll(&wakeWord_);
+}
+
+std::chrono::steady_clock::time_point ThreadWorld::deadline() const {
+  if (options_.timeout.count() <= 0) return {};
+  return std::chrono::steady_clock::now() + options_.timeout;
+}
+
+ThreadWorld::WaitResult ThreadWorld::waitFor(const std::function<bool()>& done,
+                                             const std::function<bool()>& stop,
+                                             std::chrono::steady_clock::time_point deadline) {
+  for (int i = 0; i < spins_; ++i) {
+    if (done()) return WaitResult::Done;
+    cpuRelax();
+  }
+  for (int i = 0; i < 16; ++i) {
+    if (done()) return WaitResult::Done;
+    sched_yield();
+  }
+  for (;;) {
+    sleepers_.fetch_add(1);
+    const std::uint32_t word = wakeWord_.load();
+    WaitResult result = WaitResult::Done;
+    const bool over = deadline != std::chrono::steady_clock::time_point{} &&
+                      std::chrono::steady_clock::now() >= deadline;
+    if (!done()) {
+      if (stop())
+        result = WaitResult::Stopped;
+      else if (over)
+        result = WaitResult::TimedOut;
+      else
+        futexWait(&wakeWord_, word, kSleepSlice);
+    }
+    sleepers_.fetch_sub(1);
+    if (result != WaitResult::Done || done()) return result;
+  }
+}
+
+}  // namespace parascope

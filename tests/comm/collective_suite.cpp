@@ -1,0 +1,445 @@
+// The collective suite. Inputs are small integers (|v| <= 8) so that every type holds them and
+// every sum over up to 8 ranks exactly; expectations are computed in double from the same
+// generator, averages rounded the documented way (f32 division, then the element type).
+#include "collective_suite.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "core/comm/adjoint.h"
+#include "core/tensor/dtype.h"
+
+namespace parascope::commtest {
+namespace {
+
+constexpr DType kTypes[] = {DType::F32, DType::BF16, DType::F16, DType::I32, DType::I64};
+constexpr ReduceOp kReductions[] = {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min};
+
+double valueOf(int rank, std::size_t i, int salt) {
+  return static_cast<double>(static_cast<long long>((rank * 7 + i * 13 + salt * 5) % 17) - 8);
+}
+
+void store(DType t, void* base, std::size_t i, double v) {
+  switch (t) {
+    case DType::F32:
+      static_cast<float*>(base)[i] = static_cast<float>(v);
+      break;
+    case DType::BF16:
+      static_cast<std::uint16_t*>(base)[i] = floatToBf16(static_cast<float>(v));
+      break;
+    case DType::F16:
+      static_cast<std::uint16_t*>(base)[i] = floatToF16(static_cast<float>(v));
+      break;
+    case DType::I32:
+      static_cast<std::int32_t*>(base)[i] = static_cast<std::int32_t>(v);
+      break;
+    case DType::I64:
+      static_cast<std::int64_t*>(base)[i] = static_cast<std::int64_t>(v);
+      break;
+  }
+}
+
+double load(DType t, const void* base, std::size_t i) {
+  switch (t) {
+    case DType::F32:
+      return static_cast<const float*>(base)[i];
+    case DType::BF16:
+      return bf16ToFloat(static_cast<const std::uint16_t*>(base)[i]);
+    case DType::F16:
+      return f16ToFloat(static_cast<const std::uint16_t*>(base)[i]);
+    case DType::I32:
+      return static_cast<const std::int32_t*>(base)[i];
+    case DType::I64:
+      return static_cast<double>(static_cast<const std::int64_t*>(base)[i]);
+  }
+  return 0;
+}
+
+// The element type's value nearest to f32 x (what an f32-accumulated result rounds to).
+double asType(DType t, float x) {
+  switch (t) {
+    case DType::BF16:
+      return bf16ToFloat(floatToBf16(x));
+    case DType::F16:
+      return f16ToFloat(floatToF16(x));
+    default:
+      return x;
+  }
+}
+
+double expectedReduce(DType t, ReduceOp op, int n, const std::function<double(int)>& v) {
+  double acc = v(0);
+  for (int p = 1; p < n; ++p) {
+    const double x = v(p);
+    if (op == ReduceOp::Max)
+      acc = std::max(acc, x);
+    else if (op == ReduceOp::Min)
+      acc = std::min(acc, x);
+    else
+      acc += x;
+  }
+  if (op != ReduceOp::Avg) return acc;
+  if (!isFloating(t)) return static_cast<double>(static_cast<long long>(acc) / n);
+  return asType(t, static_cast<float>(acc) / static_cast<float>(n));
+}
+
+struct Buffer {
+  Buffer(std::size_t n, DType t) : type(t), bytes(n * dtypeSize(t) + 64), data(bytes) {}
+  void* ptr(std::size_t element = 0) { return data.data() + element * dtypeSize(type); }
+  DType type;
+  std::size_t bytes;
+  std::vector<std::byte> data;
+};
+
+struct Case {
+  Communicator& comm;
+  CommOp op;
+  DType type;
+  ReduceOp reduce;
+  std::size_t count;
+  bool inPlace;
+  int root;
+
+  std::string name() const {
+    return std::string(commOpName(op)) + " " + std::string(dtypeName(type)) + " " +
+           std::string(reduceOpName(reduce)) + " count " + std::to_string(count) +
+           (inPlace ? " in place" : " out of place") + " root " + std::to_string(root) +
+           " on group '" + comm.name() + "' rank " + std::to_string(comm.rank()) + " of " +
+           std::to_string(comm.size());
+  }
+  void expect(const void* base, std::size_t i, double want) const {
+    const double got = load(type, base, i);
+    if (got != want)
+      throw std::runtime_error(name() + ": element " + std::to_string(i) + " is " +
+                               std::to_string(got) + ", expected " + std::to_string(want));
+  }
+};
+
+void fill(Buffer& b, std::size_t n, int rank, int salt, std::size_t offset = 0) {
+  for (std::size_t i = 0; i < n; ++i) store(b.type, b.ptr(), offset + i, valueOf(rank, i, salt));
+}
+
+void checkRooted(const Case& c) {
+  const int n = c.comm.size(), r = c.comm.rank();
+  const std::size_t k = c.count, N = static_cast<std::size_t>(n);
+  switch (c.op) {
+    case CommOp::Broadcast: {
+      Buffer b(k, c.type);
+      fill(b, k, r, r == c.root ? 1 : 99);
+      c.comm.broadcast(b.ptr(), k, c.type, c.root);
+      for (std::size_t i = 0; i < k; ++i) c.expect(b.ptr(), i, valueOf(c.root, i, 1));
+      break;
+    }
+    case CommOp::Reduce: {
+      Buffer in(k, c.type), out(k, c.type);
+      fill(in, k, r, 2);
+      void* dst = c.inPlace && r == c.root ? in.ptr() : out.ptr();
+      c.comm.reduce(in.ptr(), dst, k, c.type, c.reduce, c.root);
+      if (r == c.root)
+        for (std::size_t i = 0; i < k; ++i)
+          c.expect(dst, i,
+                   expectedReduce(c.type, c.reduce, n, [&](int p) { return valueOf(p, i, 2); }));
+      break;
+    }
+    case CommOp::Gather: {
+      Buffer in(k, c.type), out(k * N, c.type);
+      const bool place = c.inPlace && r == c.root;
+      fill(place ? out : in, k, r, 3, place ? k * static_cast<std::size_t>(r) : 0);
+      const void* src = place ? out.ptr(k * static_cast<std::size_t>(r)) : in.ptr();
+      c.comm.gather(src, out.ptr(), k, c.type, c.root);
+      if (r == c.root)
+        for (std::size_t p = 0; p < N; ++p)
+          for (std::size_t i = 0; i < k; ++i)
+            c.expect(out.ptr(), p * k + i, valueOf(static_cast<int>(p), i, 3));
+      break;
+    }
+    case CommOp::Scatter: {
+      Buffer in(k * N, c.type), out(k, c.type);
+      if (r == c.root) fill(in, k * N, r, 4);
+      const bool place = c.inPlace && r == c.root;
+      void* dst = place ? in.ptr(k * static_cast<std::size_t>(r)) : out.ptr();
+      c.comm.scatter(in.ptr(), dst, k, c.type, c.root);
+      for (std::size_t i = 0; i < k; ++i)
+        c.expect(dst, i, valueOf(c.root, static_cast<std::size_t>(r) * k + i, 4));
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void checkSymmetric(const Case& c) {
+  const int n = c.comm.size(), r = c.comm.rank();
+  const std::size_t k = c.count, N = static_cast<std::size_t>(n);
+  const auto ur = static_cast<std::size_t>(r);
+  switch (c.op) {
+    case CommOp::AllReduce: {
+      Buffer in(k, c.type), out(k, c.type);
+      fill(in, k, r, 5);
+      void* dst = c.inPlace ? in.ptr() : out.ptr();
+      c.comm.allReduce(in.ptr(), dst, k, c.type, c.reduce);
+      for (std::size_t i = 0; i < k; ++i)
+        c.expect(dst, i,
+                 expectedReduce(c.type, c.reduce, n, [&](int p) { return valueOf(p, i, 5); }));
+      break;
+    }
+    case CommOp::AllGather: {
+      Buffer in(k, c.type), out(k * N, c.type);
+      fill(c.inPlace ? out : in, k, r, 6, c.inPlace ? k * ur : 0);
+      c.comm.allGather(c.inPlace ? out.ptr(k * ur) : in.ptr(), out.ptr(), k, c.type);
+      for (std::size_t p = 0; p < N; ++p)
+        for (std::size_t i = 0; i < k; ++i)
+          c.expect(out.ptr(), p * k + i, valueOf(static_cast<int>(p), i, 6));
+      break;
+    }
+    case CommOp::ReduceScatter: {
+      Buffer in(k * N, c.type), out(k, c.type);
+      fill(in, k * N, r, 7);
+      void* dst = c.inPlace ? in.ptr(k * ur) : out.ptr();
+      c.comm.reduceScatter(in.ptr(), dst, k, c.type, c.reduce);
+      for (std::size_t i = 0; i < k; ++i)
+        c.expect(dst, i, expectedReduce(c.type, c.reduce, n, [&](int p) {
+                   return valueOf(p, ur * k + i, 7);
+                 }));
+      break;
+    }
+    case CommOp::AllToAll: {
+      Buffer in(k * N, c.type), out(k * N, c.type);
+      fill(in, k * N, r, 8);
+      void* dst = c.inPlace ? in.ptr() : out.ptr();
+      c.comm.allToAll(in.ptr(), dst, k, c.type);
+      for (std::size_t p = 0; p < N; ++p)
+        for (std::size_t i = 0; i < k; ++i)
+          c.expect(dst, p * k + i, valueOf(static_cast<int>(p), ur * k + i, 8));
+      break;
+    }
+    case CommOp::Send: {
+      // A ring: both directions posted before either is waited, so any order of arrival works.
+      Buffer in(k, c.type), out(k, c.type);
+      fill(in, k, r, 9);
+      const int to = (r + 1) % n, from = (r + n - 1) % n;
+      CommHandle rh = c.comm.recvAsync(out.ptr(), k, c.type, from);
+      CommHandle sh = c.comm.sendAsync(in.ptr(), k, c.type, to);
+      rh.wait();
+      sh.wait();
+      for (std::size_t i = 0; i < k; ++i) c.expect(out.ptr(), i, valueOf(from, i, 9));
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+bool reduces(CommOp op) {
+  return op == CommOp::Reduce || op == CommOp::AllReduce || op == CommOp::ReduceScatter;
+}
+
+void runOne(Communicator& comm, CommOp op, DType t, ReduceOp red, std::size_t count) {
+  const bool rooted = op == CommOp::Broadcast || op == CommOp::Reduce || op == CommOp::Gather ||
+                      op == CommOp::Scatter;
+  for (bool inPlace : {false, true}) {
+    if ((op == CommOp::Send || op == CommOp::Broadcast) && inPlace) continue;
+    for (int root : {0, comm.size() - 1}) {
+      Case c{comm, op, t, red, count, inPlace, rooted ? root : -1};
+      if (rooted)
+        checkRooted(c);
+      else
+        checkSymmetric(c);
+      if (!rooted || comm.size() == 1) break;
+    }
+  }
+}
+
+constexpr CommOp kCollectiveOps[] = {CommOp::Broadcast,     CommOp::Reduce,    CommOp::AllReduce,
+                                     CommOp::Gather,        CommOp::AllGather, CommOp::Scatter,
+                                     CommOp::ReduceScatter, CommOp::AllToAll,  CommOp::Send};
+
+}  // namespace
+
+SuiteSizes defaultSizes() {
+  return {{0, 1, 2, 7, 61, 1031, 12289}, {65537, (1u << 20) + 3}};
+}
+SuiteSizes smallSizes() {
+  return {{0, 1, 13, 257}, {8209}};
+}
+
+void runCollectives(Communicator& comm, const SuiteSizes& sizes) {
+  for (CommOp op : kCollectiveOps)
+    for (DType t : kTypes)
+      for (ReduceOp red : kReductions) {
+        if (!reduces(op) && red != ReduceOp::Sum) continue;
+        for (std::size_t count : sizes.counts) runOne(comm, op, t, red, count);
+      }
+  const std::pair<DType, ReduceOp> few[] = {
+      {DType::F32, ReduceOp::Sum}, {DType::BF16, ReduceOp::Avg}, {DType::I64, ReduceOp::Max}};
+  for (CommOp op : kCollectiveOps)
+    for (auto [t, red] : few)
+      for (std::size_t count : sizes.large) runOne(comm, op, t, red, count);
+}
+
+void runSplitGroups(Communicator& comm, const SuiteSizes& sizes) {
+  const int color = comm.rank() % 2;
+  Communicator sub = comm.split(color, -comm.rank());
+  const int members = (comm.size() + 1 - color) / 2;
+  if (sub.size() != members || sub.name() != comm.name() + "/" + std::to_string(color))
+    throw std::runtime_error("split: got group '" + sub.name() + "' of size " +
+                             std::to_string(sub.size()) + ", expected " + std::to_string(members));
+  // Keys are descending ranks, so the highest rank of the colour comes first.
+  const int lastOfColor = (comm.size() - 1) % 2 == color ? comm.size() - 1 : comm.size() - 2;
+  if (sub.rank() != (lastOfColor - comm.rank()) / 2)
+    throw std::runtime_error("split: rank " + std::to_string(comm.rank()) + " got group rank " +
+                             std::to_string(sub.rank()) + ", expected " +
+                             std::to_string((lastOfColor - comm.rank()) / 2));
+  runCollectives(sub, sizes);
+  // A group of the group, and the parent still works after its children were used.
+  Communicator single = sub.split(sub.rank(), 0);
+  if (single.size() != 1) throw std::runtime_error("split to singletons: size != 1");
+  runCollectives(single, smallSizes());
+  runOne(comm, CommOp::AllReduce, DType::F32, ReduceOp::Sum, 1031);
+}
+
+void runManyInFlight(Communicator& comm) {
+  const int n = comm.size(), r = comm.rank();
+  constexpr int kOps = 48;
+  constexpr std::size_t kCount = 4099;
+  std::vector<std::vector<float>> bufs(kOps), gathered(kOps);
+  std::vector<CommHandle> handles;
+  for (int k = 0; k < kOps; ++k) {
+    bufs[k].assign(kCount, 0.0f);
+    for (std::size_t i = 0; i < kCount; ++i) bufs[k][i] = static_cast<float>(valueOf(r, i, k));
+    if (k % 3 == 2) {
+      gathered[k].assign(kCount * static_cast<std::size_t>(n), 0.0f);
+      handles.push_back(
+          comm.allGatherAsync(bufs[k].data(), gathered[k].data(), kCount, DType::F32));
+    } else {
+      handles.push_back(
+          comm.allReduceAsync(bufs[k].data(), bufs[k].data(), kCount, DType::F32, ReduceOp::Sum));
+    }
+  }
+  for (int k = kOps - 1; k >= 0; --k) handles[static_cast<std::size_t>(k)].wait();
+  for (int k = 0; k < kOps; ++k)
+    for (std::size_t i = 0; i < kCount; ++i) {
+      if (k % 3 == 2) {
+        for (int p = 0; p < n; ++p)
+          if (gathered[k][static_cast<std::size_t>(p) * kCount + i] != valueOf(p, i, k))
+            throw std::runtime_error("in flight: allGather " + std::to_string(k) + " wrong");
+        continue;
+      }
+      double want = 0;
+      for (int p = 0; p < n; ++p) want += valueOf(p, i, k);
+      if (bufs[k][i] != want)
+        throw std::runtime_error("in flight: allReduce " + std::to_string(k) + " element " +
+                                 std::to_string(i) + " is " + std::to_string(bufs[k][i]) +
+                                 ", expected " + std::to_string(want));
+    }
+}
+
+namespace {
+
+// sum over ranks of <a, b> over `count` i64 elements at each rank.
+std::int64_t globalDot(Communicator& comm, const std::vector<std::int64_t>& a,
+                       const std::vector<std::int64_t>& b) {
+  std::int64_t local = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) local += a[i] * b[i];
+  std::int64_t total = 0;
+  comm.allReduce(&local, &total, 1, DType::I64, ReduceOp::Sum);
+  return total;
+}
+
+}  // namespace
+
+void runAdjointness(Communicator& comm) {
+  const int n = comm.size(), r = comm.rank();
+  const std::size_t k = 37, N = static_cast<std::size_t>(n);
+  for (CommOp which : kCollectiveOps) {
+    if (which == CommOp::Send) continue;  // below, with its recv
+    {
+      // Lengths of this rank's input x and output y for the forward operation (root n-1).
+      const bool root = r == n - 1;
+      std::size_t inLen = k, outLen = k;
+      if (which == CommOp::Gather) outLen = root ? k * N : 0;
+      if (which == CommOp::AllGather || which == CommOp::AllToAll) outLen = k * N;
+      if (which == CommOp::Scatter) inLen = root ? k * N : 0;
+      if (which == CommOp::ReduceScatter || which == CommOp::AllToAll) inLen = k * N;
+      if (which == CommOp::Reduce && !root) outLen = 0;
+      std::vector<std::int64_t> x(std::max<std::size_t>(inLen, 1)),
+          y(std::max<std::size_t>(outLen, 1)), opx(std::max<std::size_t>(outLen, 1)),
+          aty(std::max<std::size_t>(inLen, 1));
+      for (std::size_t i = 0; i < inLen; ++i) x[i] = static_cast<std::int64_t>(valueOf(r, i, 11));
+      for (std::size_t i = 0; i < outLen; ++i) y[i] = static_cast<std::int64_t>(valueOf(r, i, 12));
+      CommArgs f{which, x.data(), opx.data(), k, DType::I64, ReduceOp::Sum, n - 1};
+      if (which == CommOp::Broadcast) {
+        opx = x;
+        f.send = f.recv = opx.data();
+      }
+      comm.startAsync(f).wait();
+      adjointAsync(comm, f, y.data(), aty.data()).wait();
+      opx.resize(outLen);
+      aty.resize(inLen);
+      const std::int64_t lhs = globalDot(comm, opx, y), rhs = globalDot(comm, x, aty);
+      if (lhs != rhs)
+        throw std::runtime_error("adjoint of " + std::string(commOpName(which)) + ": <op(x),y> = " +
+                                 std::to_string(lhs) + " but <x,op^T(y)> = " + std::to_string(rhs));
+    }
+  }
+  // send <-> recv: rank r sends x to r+1; the adjoint sends the gradient back from r+1 to r.
+  if (n > 1) {
+    std::vector<std::int64_t> x(k), y(k), got(k), back(k);
+    for (std::size_t i = 0; i < k; ++i) {
+      x[i] = static_cast<std::int64_t>(valueOf(r, i, 13));
+      y[i] = static_cast<std::int64_t>(valueOf(r, i, 14));
+    }
+    const int to = (r + 1) % n, from = (r + n - 1) % n;
+    CommArgs fs{CommOp::Send, x.data(), nullptr, k, DType::I64, ReduceOp::Sum, to};
+    CommArgs fr{CommOp::Recv, nullptr, got.data(), k, DType::I64, ReduceOp::Sum, from};
+    CommHandle a = comm.startAsync(fr), b = comm.startAsync(fs);
+    a.wait();
+    b.wait();
+    // Forward output on this rank is `got`; its adjoint input is y; x's gradient lands in back.
+    CommHandle c = adjointAsync(comm, fs, nullptr, back.data());
+    CommHandle d = adjointAsync(comm, fr, y.data(), nullptr);
+    c.wait();
+    d.wait();
+    const std::int64_t lhs = globalDot(comm, got, y), rhs = globalDot(comm, x, back);
+    if (lhs != rhs)
+      throw std::runtime_error("adjoint of send/recv: " + std::to_string(lhs) +
+                               " != " + std::to_string(rhs));
+  }
+}
+
+void runByteConsistency(Communicator& comm) {
+  const int n = comm.size(), r = comm.rank();
+  const auto N = static_cast<std::size_t>(n);
+  for (CommOp op : kCollectiveOps) {
+    if (op == CommOp::Send) continue;
+    for (std::size_t count : {std::size_t{5}, std::size_t{20000}}) {
+      std::vector<float> in(count * N, 1.0f), out(count * N, 0.0f);
+      CommArgs a{op, in.data(), out.data(), count, DType::F32, ReduceOp::Sum, n / 2};
+      if (op == CommOp::Broadcast) a.send = a.recv = in.data();
+      const CommRecord rec = comm.startAsync(a).wait();
+      // Row r of the sent matrix, gathered: sent[a][b] must equal received[b][a].
+      std::vector<std::int64_t> sent(N), recv(N), allSent(N * N), allRecv(N * N);
+      for (std::size_t p = 0; p < N; ++p) {
+        sent[p] = static_cast<std::int64_t>(rec.sentTo[p]);
+        recv[p] = static_cast<std::int64_t>(rec.receivedFrom[p]);
+      }
+      comm.allGather(sent.data(), allSent.data(), N, DType::I64);
+      comm.allGather(recv.data(), allRecv.data(), N, DType::I64);
+      for (std::size_t x = 0; x < N; ++x)
+        for (std::size_t y = 0; y < N; ++y)
+          if (allSent[x * N + y] != allRecv[y * N + x] || (x == y && allSent[x * N + y] != 0))
+            throw std::runtime_error(
+                std::string(commOpName(op)) + " count " + std::to_string(count) + ": rank " +
+                std::to_string(x) + " sent " + std::to_string(allSent[x * N + y]) + " to " +
+                std::to_string(y) + " which received " + std::to_string(allRecv[y * N + x]));
+      if (rec.rank != r || rec.size != n || rec.group != comm.name())
+        throw std::runtime_error("record names the wrong rank or group");
+    }
+  }
+}
+
+}  // namespace parascope::commtest

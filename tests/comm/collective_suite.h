@@ -1,0 +1,31 @@
+// The one collective suite every backend runs: each operation over every element type,
+// reduction, in place and out of place, on counts from 0 to several MiB, checked element by
+// element against expectations computed here from the inputs; plus split groups, many
+// operations in flight, adjointness and per-peer byte consistency. Collective: every rank of
+// the communicator calls the same function. Failures throw std::runtime_error naming the case.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "core/comm/communicator.h"
+
+namespace parascope::commtest {
+
+struct SuiteSizes {
+  std::vector<std::size_t> counts;  // every type, reduction and placement
+  std::vector<std::size_t> large;   // a few combinations only (f32 sum, bf16 avg, i64 max)
+};
+SuiteSizes defaultSizes();  // up to 1 Mi + 3 elements (4 MiB of f32)
+SuiteSizes smallSizes();    // for sub-groups and slow configurations
+
+void runCollectives(Communicator& comm, const SuiteSizes& sizes);
+// Splits into two interleaved groups (ordered by descending rank) and runs the suite in each.
+void runSplitGroups(Communicator& comm, const SuiteSizes& sizes);
+void runManyInFlight(Communicator& comm);
+// sum over ranks <op(x), y> == sum over ranks <x, adjoint(y)>, exactly (integer-valued data).
+void runAdjointness(Communicator& comm);
+// Every record's sentTo agrees with the peers' receivedFrom, for every operation.
+void runByteConsistency(Communicator& comm);
+
+}  // namespace parascope::commtest

@@ -1,0 +1,364 @@
+// The collective suite on the in-process backend at world sizes 1, 2, 3, 4 and 8, plus what
+// only a single process can check directly: hand-derived byte counts per algorithm, failure
+// propagation and its latency, mismatch detection and argument validation.
+#include <QtTest>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "collective_suite.h"
+#include "core/comm/adjoint.h"
+#include "core/comm/launch.h"
+#include "core/common/error.h"
+
+using namespace parascope;
+using namespace parascope::commtest;
+
+namespace {
+
+bool has(const std::string& s, const char* fragment) {
+  return s.find(fragment) != std::string::npos;
+}
+
+// Runs fn on every rank; a std::exception on any rank fails the test with its message.
+void onRanks(int n, const std::function<void(Communicator&)>& fn, CommOptions options = {}) {
+  try {
+    runInProcess(n, fn, options);
+  } catch (const std::exception& e) {
+    QFAIL(e.what());
+  }
+}
+
+// Expects `fn` to throw E whose message contains every fragment.
+template <typename E>
+void expectThrow(const std::function<void()>& fn, std::initializer_list<const char*> fragments) {
+  try {
+    fn();
+  } catch (const E& e) {
+    for (const char* f : fragments)
+      if (!has(e.what(), f))
+        throw std::runtime_error(std::string("message '") + e.what() + "' lacks '" + f + "'");
+    return;
+  }
+  throw std::runtime_error("expected an exception");
+}
+
+using Bytes = std::vector<std::uint64_t>;
+
+std::string show(const Bytes& v) {
+  std::string s;
+  for (auto x : v) s += (s.empty() ? "" : " ") + std::to_string(x);
+  return "[" + s + "]";
+}
+template <typename T>
+std::string show(const T& v) {
+  if constexpr (std::is_same_v<T, std::string>)
+    return v;
+  else if constexpr (std::is_enum_v<T>)
+    return std::to_string(static_cast<int>(v));
+  else
+    return std::to_string(v);
+}
+
+// QCOMPARE for rank threads: Qt Test's macros may only run on the test's own thread.
+#define SAME(a, b)                                                                         \
+  do {                                                                                     \
+    const auto& sameA_ = (a);                                                              \
+    const auto& sameB_ = (b);                                                              \
+    if (!(sameA_ == sameB_))                                                               \
+      throw std::runtime_error(std::string(#a) + " is " + show(sameA_) + ", expected " +   \
+                               show(sameB_) + " (line " + std::to_string(__LINE__) + ")"); \
+  } while (0)
+#define TRUE_(c)                                                         \
+  do {                                                                   \
+    if (!(c))                                                            \
+      throw std::runtime_error(std::string("failed: ") + #c + " line " + \
+                               std::to_string(__LINE__));                \
+  } while (0)
+
+}  // namespace
+
+class TestCommThreads : public QObject {
+  Q_OBJECT
+ private slots:
+  void collectives_data();
+  void collectives();
+  void splitGroups();
+  void manyInFlight();
+  void adjointness();
+  void byteConsistency();
+  void handDerivedBytes();
+  void observerSeesEveryOperation();
+  void throwingRankFailsPeersWithinOneSecond();
+  void exitedRankFailsPeers();
+  void stalledRankTimesOut();
+  void mismatchIsAnError();
+  void invalidArgumentsAreRejected();
+  void defaultCommunicatorIsSingleRank();
+};
+
+void TestCommThreads::collectives_data() {
+  QTest::addColumn<int>("ranks");
+  for (int n : {1, 2, 3, 4, 8}) QTest::addRow("n=%d", n) << n;
+}
+
+void TestCommThreads::collectives() {
+  QFETCH(int, ranks);
+  onRanks(ranks, [ranks](Communicator& c) {
+    runCollectives(c, ranks > 4 ? smallSizes() : defaultSizes());
+  });
+}
+
+void TestCommThreads::splitGroups() {
+  for (int n : {2, 3, 4, 8}) onRanks(n, [](Communicator& c) { runSplitGroups(c, smallSizes()); });
+}
+
+void TestCommThreads::manyInFlight() {
+  for (int n : {2, 3, 8}) onRanks(n, runManyInFlight);
+}
+
+void TestCommThreads::adjointness() {
+  for (int n : {1, 2, 3, 4, 8}) onRanks(n, runAdjointness);
+}
+
+void TestCommThreads::byteConsistency() {
+  for (int n : {2, 3, 8}) onRanks(n, runByteConsistency);
+}
+
+// Counts derived by hand from the algorithms in docs/communication.md.
+void TestCommThreads::handDerivedBytes() {
+  onRanks(3, [](Communicator& c) {
+    const int r = c.rank();
+    std::vector<float> a(30000, 1.0f), b(30000);
+    // Direct all-reduce (400 B <= 32 KiB): every peer reads my whole input and I read theirs.
+    CommRecord rec = c.allReduce(a.data(), b.data(), 100, DType::F32, ReduceOp::Sum);
+    SAME(rec.algorithm, std::string("direct"));
+    Bytes peer400(3, 400);
+    peer400[static_cast<std::size_t>(r)] = 0;
+    SAME(rec.sentTo, peer400);
+    SAME(rec.receivedFrom, peer400);
+    SAME(rec.bytes, std::size_t{400});
+    // Chunked all-reduce of 10000 f32: ceil(10000/3) = 3334 -> 3344 (16-element lines), so
+    // chunks of 13376, 13376 and 13248 bytes; to each peer p: chunk p + my chunk.
+    rec = c.allReduce(a.data(), b.data(), 10000, DType::F32, ReduceOp::Sum);
+    SAME(rec.algorithm, std::string("chunked"));
+    const Bytes chunked[3] = {{0, 26752, 26624}, {26752, 0, 26624}, {26624, 26624, 0}};
+    SAME(rec.sentTo, chunked[r]);
+    SAME(rec.receivedFrom, chunked[r]);
+    // Reduce of 100 f32 to root 1: chunks of 48, 48, 4 elements (192, 192, 16 bytes).
+    rec = c.reduce(a.data(), b.data(), 100, DType::F32, ReduceOp::Sum, 1);
+    const Bytes reduceSent[3] = {{0, 384, 16}, {192, 0, 16}, {192, 208, 0}};
+    const Bytes reduceRecv[3] = {{0, 192, 192}, {384, 0, 208}, {16, 16, 0}};
+    SAME(rec.sentTo, reduceSent[r]);
+    SAME(rec.receivedFrom, reduceRecv[r]);
+    // Broadcast of 5 i64 from root 2: 40 bytes from the root to each peer.
+    rec = c.broadcast(a.data(), 5, DType::I64, 2);
+    SAME(rec.sentTo, (r == 2 ? Bytes{40, 40, 0} : Bytes{0, 0, 0}));
+    SAME(rec.receivedFrom, (r == 2 ? Bytes{0, 0, 0} : Bytes{0, 0, 40}));
+    // Gather and scatter of 3 i32 per rank at root 0: 12 bytes per non-root.
+    rec = c.gather(a.data(), b.data(), 3, DType::I32, 0);
+    SAME(rec.sentTo, (r == 0 ? Bytes{0, 0, 0} : Bytes{12, 0, 0}));
+    SAME(rec.receivedFrom, (r == 0 ? Bytes{0, 12, 12} : Bytes{0, 0, 0}));
+    SAME(rec.bytes, std::size_t{36});
+    rec = c.scatter(a.data(), b.data(), 3, DType::I32, 0);
+    SAME(rec.sentTo, (r == 0 ? Bytes{0, 12, 12} : Bytes{0, 0, 0}));
+    SAME(rec.receivedFrom, (r == 0 ? Bytes{0, 0, 0} : Bytes{12, 0, 0}));
+    // allGather, reduceScatter, allToAll of 3 bf16 blocks: 6 bytes each way per peer.
+    Bytes peer6(3, 6);
+    peer6[static_cast<std::size_t>(r)] = 0;
+    for (CommOp op : {CommOp::AllGather, CommOp::ReduceScatter, CommOp::AllToAll}) {
+      rec = c.startAsync({op, a.data(), b.data(), 3, DType::BF16, ReduceOp::Sum, -1}).wait();
+      SAME(rec.sentTo, peer6);
+      SAME(rec.receivedFrom, peer6);
+      SAME(rec.bytes, std::size_t{18});
+    }
+    // Send 7 f16 from rank 0 to 2: 14 bytes.
+    if (r == 0) SAME(c.send(a.data(), 7, DType::F16, 2).sentTo, (Bytes{0, 0, 14}));
+    if (r == 2) SAME(c.recv(b.data(), 7, DType::F16, 0).receivedFrom, (Bytes{14, 0, 0}));
+  });
+}
+
+void TestCommThreads::observerSeesEveryOperation() {
+  onRanks(2, [](Communicator& c) {
+    std::vector<CommRecord> seen;
+    c.setObserver([&](const CommRecord& r) { seen.push_back(r); });
+    std::vector<float> x(64, 1.0f), y(128);
+    CommHandle h = c.allReduceAsync(x.data(), x.data(), 64, DType::F32, ReduceOp::Avg);
+    c.allGather(x.data(), y.data(), 64, DType::F32);
+    SAME(seen.size(), std::size_t{1});  // the async one is reported when waited
+    h.wait();
+    h.wait();
+    SAME(seen.size(), std::size_t{2});
+    SAME(seen[0].op, CommOp::AllGather);
+    SAME(seen[1].op, CommOp::AllReduce);
+    SAME(seen[1].group, std::string("world"));
+    SAME(seen[1].backend, std::string("threads"));
+    TRUE_(seen[1].endNs >= seen[1].startNs);
+    c.setObserver({});
+  });
+}
+
+void TestCommThreads::throwingRankFailsPeersWithinOneSecond() {
+  std::atomic<std::int64_t> thrownAt{0};
+  std::vector<std::int64_t> failedAt(4, 0);
+  std::vector<std::string> messages(4);
+  try {
+    runInProcess(4, [&](Communicator& c) {
+      std::vector<float> x(1000, 1.0f);
+      c.allReduce(x.data(), x.data(), 1000, DType::F32, ReduceOp::Sum);
+      if (c.rank() == 2) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        thrownAt = commNowNs();
+        throw std::runtime_error("boom");
+      }
+      CommHandle pending = c.allReduceAsync(x.data(), x.data(), 1000, DType::F32, ReduceOp::Sum);
+      try {
+        pending.wait();
+      } catch (const CommError& e) {
+        failedAt[static_cast<std::size_t>(c.rank())] = commNowNs();
+        messages[static_cast<std::size_t>(c.rank())] = e.what();
+      }
+      // Later operations fail at once, too.
+      expectThrow<CommError>([&] { c.broadcast(x.data(), 3, DType::F32, 0); }, {"boom"});
+    });
+    QFAIL("runInProcess did not rethrow");
+  } catch (const std::runtime_error& e) {
+    QCOMPARE(std::string(e.what()), std::string("boom"));
+  }
+  for (int r : {0, 1, 3}) {
+    const std::string& m = messages[static_cast<std::size_t>(r)];
+    QVERIFY2(has(m, "[allReduce] group 'world'") && has(m, "rank 2 failed: boom") &&
+                 has(m, "ranks that did not arrive: 2"),
+             m.c_str());
+    const double seconds =
+        static_cast<double>(failedAt[static_cast<std::size_t>(r)] - thrownAt) * 1e-9;
+    QVERIFY2(seconds < 1.0, std::to_string(seconds).c_str());
+  }
+}
+
+void TestCommThreads::exitedRankFailsPeers() {
+  try {
+    runInProcess(3, [](Communicator& c) {
+      if (c.rank() == 1) return;
+      std::int32_t v = 1;
+      c.allReduce(&v, &v, 1, DType::I32, ReduceOp::Sum);
+    });
+    QFAIL("expected a failure");
+  } catch (const CommError& e) {
+    const std::string m = e.what();
+    QVERIFY2(has(m, "rank(s) 1 exited without joining") && has(m, "ranks that did not arrive: 1"),
+             m.c_str());
+  }
+  // A receive whose sender exited fails as well.
+  try {
+    runInProcess(2, [](Communicator& c) {
+      if (c.rank() == 0) return;
+      float v = 0;
+      c.recv(&v, 1, DType::F32, 0);
+    });
+    QFAIL("expected a failure");
+  } catch (const CommError& e) {
+    QVERIFY2(has(e.what(), "rank 0 exited without a matching send"), e.what());
+  }
+}
+
+void TestCommThreads::stalledRankTimesOut() {
+  CommOptions options;
+  options.timeout = std::chrono::milliseconds(150);
+  try {
+    runInProcess(
+        3,
+        [](Communicator& c) {
+          if (c.rank() == 2) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+          std::int64_t v = 1;
+          c.allReduce(&v, &v, 1, DType::I64, ReduceOp::Sum);
+        },
+        options);
+    QFAIL("expected a timeout");
+  } catch (const CommError& e) {
+    const std::string m = e.what();
+    QVERIFY2(has(m, "timed out after 150 ms") && has(m, "ranks that did not arrive: 2"), m.c_str());
+  }
+}
+
+void TestCommThreads::mismatchIsAnError() {
+  onRanks(3, [](Communicator& c) {
+    const int r = c.rank();
+    std::vector<float> x(64, 1.0f), y(64 * 3);
+    expectThrow<CommError>(
+        [&] { c.allReduce(x.data(), x.data(), r == 1 ? 5 : 4, DType::F32, ReduceOp::Sum); },
+        {"ranks issued different operations or arguments", "rank 1: allReduce count 5 f32 sum"});
+    expectThrow<CommError>(
+        [&] {
+          c.allReduce(x.data(), x.data(), 4, r == 2 ? DType::I32 : DType::F32, ReduceOp::Max);
+        },
+        {"rank 2: allReduce count 4 i32 max"});
+    expectThrow<CommError>([&] { c.broadcast(x.data(), 4, DType::F32, r == 0 ? 1 : 0); },
+                           {"rank 0: broadcast count 4 f32 root 1"});
+    expectThrow<CommError>(
+        [&] {
+          if (r == 0)
+            c.allGather(x.data(), y.data(), 4, DType::F32);
+          else
+            c.reduceScatter(y.data(), x.data(), 4, DType::F32, ReduceOp::Sum);
+        },
+        {"rank 0: allGather", "rank 1: reduceScatter"});
+    // The group still works afterwards.
+    c.allReduce(x.data(), x.data(), 64, DType::F32, ReduceOp::Sum);
+    SAME(x[63], 3.0f);
+    if (r == 0)
+      expectThrow<CommError>([&] { c.send(x.data(), 4, DType::F32, 1); },
+                             {"does not match recv of 5"});
+    if (r == 1)
+      expectThrow<CommError>([&] { c.recv(y.data(), 5, DType::F32, 0); },
+                             {"send of 4 f32 from rank 0"});
+  });
+}
+
+void TestCommThreads::invalidArgumentsAreRejected() {
+  onRanks(2, [](Communicator& c) {
+    std::vector<float> x(64), y(128);
+    expectThrow<UserError>([&] { c.broadcast(x.data(), 4, DType::F32, 2); },
+                           {"[broadcast] group 'world'", "root 2 is out of range (allowed 0..1)"});
+    expectThrow<UserError>([&] { c.send(x.data(), 4, DType::F32, -1); },
+                           {"peer -1 is out of range"});
+    expectThrow<UserError>([&] { c.allReduce(nullptr, x.data(), 4, DType::F32, ReduceOp::Sum); },
+                           {"send buffer is null"});
+    expectThrow<UserError>(
+        [&] { c.allReduce(x.data(), x.data() + 1, 4, DType::F32, ReduceOp::Sum); },
+        {"overlap but are not in place"});
+    expectThrow<UserError>([&] { c.allGather(y.data() + 1, y.data(), 4, DType::F32); },
+                           {"overlap but are not in place"});
+    expectThrow<UserError>([&] { (void)c.split(-1, 0); }, {"color -1 is negative"});
+    Tensor in = Tensor::zeros({9}, DType::F32, MemoryCategory::CommBuffer);
+    Tensor out = Tensor::zeros({4}, DType::F32, MemoryCategory::CommBuffer);
+    expectThrow<UserError>([&] { c.reduceScatterAsync(in, out, ReduceOp::Sum); },
+                           {"input of 9 elements is not divisible by the group size 2"});
+    expectThrow<UserError>([&] { c.allGatherAsync(out, in); },
+                           {"must hold group size x input = 8"});
+    CommArgs maxAllReduce{CommOp::AllReduce, x.data(), y.data(), 4, DType::F32, ReduceOp::Max, -1};
+    expectThrow<UserError>([&] { adjointAsync(c, maxAllReduce, x.data(), y.data()); },
+                           {"'max' is not linear"});
+    // Nothing above reached the peers: a valid operation still matches.
+    Tensor t = Tensor::zeros({8}, DType::F32, MemoryCategory::CommBuffer);
+    t.data<float>()[0] = static_cast<float>(c.rank() + 1);
+    c.allReduceAsync(t, ReduceOp::Sum).wait();
+    SAME(t.data<float>()[0], 3.0f);
+  });
+  QVERIFY_THROWS_EXCEPTION(UserError, runInProcess(0, [](Communicator&) {}));
+}
+
+void TestCommThreads::defaultCommunicatorIsSingleRank() {
+  Communicator c;
+  QCOMPARE(c.size(), 1);
+  QCOMPARE(c.rank(), 0);
+  QCOMPARE(c.name(), std::string("self"));
+  std::vector<float> x{1, 2, 3}, y(3);
+  const CommRecord rec = c.allReduce(x.data(), y.data(), 3, DType::F32, ReduceOp::Avg);
+  QCOMPARE(y, x);
+  QCOMPARE(rec.totalSent(), std::uint64_t{0});
+}
+
+QTEST_GUILESS_MAIN(TestCommThreads)
+#include "test_comm_threads.moc"
