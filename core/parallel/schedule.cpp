@@ -1,0 +1,80 @@
+// The schedule table, size checks shared by every schedule, and per-op durations.
+#include "core/parallel/schedule.h"
+
+#include <string>
+
+#include "core/common/error.h"
+
+namespace parascope {
+
+namespace {
+// Stage numbers travel as int16 and micro-batches in 20 bits of an instruction id.
+constexpr int kMaxVirtualStages = 4096;
+constexpr int kMaxMicroBatches = 65536;
+}  // namespace
+
+double StepDurations::of(Op op) const {
+  switch (op) {
+    case Op::Forward:
+      return forward;
+    case Op::Backward:
+      return backward;
+    case Op::BackwardInput:
+      return backwardInput;
+    case Op::BackwardWeight:
+      return backwardWeight;
+    case Op::ReduceGradBucket:
+    case Op::ZeroGather:
+    case Op::ZeroScatter:
+      return dataParallel;
+    case Op::OptimizerStep:
+      return optimizerStep;
+    default:
+      return 0;  // posting a send or completing a receive costs no compute time
+  }
+}
+
+const std::vector<const ScheduleInfo*>& scheduleTable() {
+  static const std::vector<const ScheduleInfo*> table = {
+      &gpipeSchedule(), &oneFOneBSchedule(), &interleavedSchedule(), &zeroBubbleH1Schedule()};
+  return table;
+}
+
+const ScheduleInfo& findSchedule(std::string_view name) {
+  std::string known;
+  for (const ScheduleInfo* schedule : scheduleTable()) {
+    if (schedule->name == name) return *schedule;
+    known += (known.empty() ? "" : ", ") + std::string(schedule->name);
+  }
+  throw UserError("unknown pipeline schedule '" + std::string(name) + "'; known: " + known);
+}
+
+std::vector<Program> buildSchedule(const ScheduleInfo& schedule, const PipelineShape& shape) {
+  const std::string where = "schedule " + std::string(schedule.name) + ": ";
+  if (shape.stages < 1) {
+    throw UserError(where + "pipeline stages p=" + std::to_string(shape.stages) +
+                    " must be at least 1");
+  }
+  if (shape.microBatches < 1 || shape.microBatches > kMaxMicroBatches) {
+    throw UserError(where + "micro-batches m=" + std::to_string(shape.microBatches) +
+                    " must be between 1 and " + std::to_string(kMaxMicroBatches));
+  }
+  if (shape.chunks < 1) {
+    throw UserError(where + "virtual chunks v=" + std::to_string(shape.chunks) +
+                    " must be at least 1");
+  }
+  if (static_cast<long long>(shape.stages) * shape.chunks > kMaxVirtualStages) {
+    throw UserError(where + "p=" + std::to_string(shape.stages) +
+                    " times v=" + std::to_string(shape.chunks) +
+                    " virtual stages exceed the limit of " + std::to_string(kMaxVirtualStages));
+  }
+  schedule.checkShape(shape);
+  std::vector<Program> programs;
+  programs.reserve(static_cast<std::size_t>(shape.stages));
+  for (int rank = 0; rank < shape.stages; ++rank) {
+    programs.push_back(schedule.buildRank(shape, rank));
+  }
+  return programs;
+}
+
+}  // namespace parascope
