@@ -278,16 +278,20 @@ void TestSchedules::simulatedBubbleMatchesFormulaForGpipeAnd1f1b() {
 }
 
 void TestSchedules::simulatedBubbleMatchesFormulaForInterleaved() {
-  // Per-chunk forward 1 and backward 2: every rank idles (p - 1) * 3 out of
-  // (v m + p - 1) * 3, i.e. the bubble of 1F1B divided by v (Narayanan et al. 2021).
-  for (int v = 2; v <= 4; ++v) {
-    for (int p = 1; p <= 8; ++p) {
-      for (int m = p; m <= 32; m += p) {
-        const PipelineShape shape{p, m, v};
-        const SimulationResult run = simulatePrograms(buildSchedule(interleavedSchedule(), shape));
-        QCOMPARE(run.makespan, 3.0 * (v * m + p - 1));
-        for (int r = 0; r < p; ++r) {
-          QVERIFY(qAbs(run.idleFraction(r) - interleavedSchedule().idealBubble(shape, {})) < 1e-12);
+  // Per-chunk forward 1, backward 1, 2 or 3: every rank idles (p - 1)(tF + tB) out of
+  // (v m + p - 1)(tF + tB), the bubble of 1F1B divided by v (Narayanan et al. 2021).
+  for (const double backward : {1.0, 2.0, 3.0}) {
+    StepDurations d;
+    d.backward = backward;
+    for (int v = 2; v <= 4; ++v) {
+      for (int p = 1; p <= 8; ++p) {
+        for (int m = p; m <= 32; m += p) {
+          const PipelineShape shape{p, m, v};
+          const SimulationResult run =
+              simulatePrograms(buildSchedule(interleavedSchedule(), shape), d);
+          QCOMPARE(run.makespan, (1 + backward) * (v * m + p - 1));
+          const double ideal = interleavedSchedule().idealBubble(shape, d);
+          for (int r = 0; r < p; ++r) QVERIFY(qAbs(run.idleFraction(r) - ideal) < 1e-12);
         }
       }
     }
