@@ -1,0 +1,151 @@
+// parascope-cli as a user runs it: exit codes (0 ok, 2 for usage and config errors), one-line
+// error messages, JSON lines, and `grad` reproducing PyTorch's gradients through files.
+#include <QtTest>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/io/safetensors.h"
+
+using namespace parascope;
+namespace fs = std::filesystem;
+
+class TestCli : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase();
+  void cleanupTestCase();
+  void configErrorsExitTwoWithOneLine_data();
+  void configErrorsExitTwoWithOneLine();
+  void trainPrintsJsonLines();
+  void gradReproducesPyTorch();
+  void gradRejectsWrongTokenFile();
+
+ private:
+  struct Result {
+    int code;
+    QString out, err;
+  };
+  Result run(const QStringList& args) {
+    QProcess p;
+    p.setWorkingDirectory(PARASCOPE_SOURCE_DIR);
+    p.start(PARASCOPE_CLI, args);
+    if (!p.waitForFinished(300000)) p.kill();
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+            QString::fromUtf8(p.readAllStandardOutput()),
+            QString::fromUtf8(p.readAllStandardError())};
+  }
+  QString path(const char* name) { return QString::fromStdString((dir_ / name).string()); }
+  fs::path dir_;
+};
+
+void TestCli::initTestCase() {
+  dir_ = fs::temp_directory_path() / ("parascope-test-cli-" + std::to_string(::getpid()));
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "bad-key.json") << R"({"modle": {}})";
+  std::ofstream(dir_ / "bad-json.json") << "{\"train_iters\": }";
+  std::ofstream(dir_ / "empty.txt") << "";
+}
+
+void TestCli::cleanupTestCase() { fs::remove_all(dir_); }
+
+void TestCli::configErrorsExitTwoWithOneLine_data() {
+  QTest::addColumn<QStringList>("args");
+  QTest::addColumn<QString>("message");
+  QTest::newRow("missing file") << QStringList{"train", "--config", path("nope.json")}
+                                << "error: " + path("nope.json") + ": cannot open config file\n";
+  QTest::newRow("unknown key") << QStringList{"train", "--config", path("bad-key.json")}
+                               << "error: config: unknown key 'modle'; allowed here: data, "
+                                  "eval_interval, eval_iters, gradient_accumulation_steps, "
+                                  "gradient_clipping, log_interval, model, optimizer, "
+                                  "save_weights, scheduler, seed, train_batch_size, "
+                                  "train_iters, train_micro_batch_size_per_gpu\n";
+  QTest::newRow("malformed") << QStringList{"train", "--config", path("bad-json.json")}
+                             << "error: " + path("bad-json.json") +
+                                    ": malformed JSON at line 1, column 17: syntax error while "
+                                    "parsing value - unexpected '}'; expected '[', '{', or a "
+                                    "literal\n";
+  QTest::newRow("override") << QStringList{"train", "model.num_layers=-1"}
+                            << "error: config: model.num_layers = -1 is out of range; allowed "
+                               "1..1024\n";
+  QTest::newRow("empty data") << QStringList{"train", "data.path=" + path("empty.txt")}
+                              << "error: data.path: '" + path("empty.txt") +
+                                     "' holds no text (0 bytes in 1 files); need at least 258 "
+                                     "bytes\n";
+}
+
+void TestCli::configErrorsExitTwoWithOneLine() {
+  QFETCH(QStringList, args);
+  QFETCH(QString, message);
+  const Result r = run(args);
+  QCOMPARE(r.code, 2);
+  QCOMPARE(r.err, message);
+  QCOMPARE(run({"frobnicate"}).code, 2);
+}
+
+void TestCli::trainPrintsJsonLines() {
+  const Result r = run({"train", "--json", "model.num_layers=1", "model.hidden_size=32",
+                        "model.context_length=16", "train_iters=3", "eval_interval=2",
+                        "eval_iters=1"});
+  QCOMPARE(r.code, 0);
+  const QStringList lines = r.out.split('\n', Qt::SkipEmptyParts);
+  QCOMPARE(lines.size(), 1 + 3 + 2);  // start, 3 steps, evals at steps 2 and 3
+  std::vector<nlohmann::json> events;
+  for (const QString& l : lines) events.push_back(nlohmann::json::parse(l.toStdString()));
+  QCOMPARE(events[0]["event"], "start");
+  QCOMPARE(events[1]["event"], "step");
+  QVERIFY(events[1]["loss_nats"].get<double>() > 0);
+  QVERIFY(events[1].contains("targets_per_s"));
+  QCOMPARE(events[3]["event"], "eval");
+  QCOMPARE(events[3]["step"], 2);
+}
+
+void TestCli::gradReproducesPyTorch() {
+  const SafetensorsFile ref =
+      readSafetensors(PARASCOPE_SOURCE_DIR "/tests/fixtures/gpt_reference.safetensors");
+  std::vector<std::pair<std::string, Tensor>> weights;
+  for (const auto& [name, t] : ref.tensors) {
+    if (name.rfind("weight/", 0) == 0) weights.emplace_back(name.substr(7), t);
+  }
+  writeSafetensors((dir_ / "w.safetensors").string(), weights);
+  const Tensor& tokens = ref.tensors.at("tokens");
+  std::ofstream(dir_ / "tokens.bin", std::ios::binary)
+      .write(static_cast<const char*>(tokens.raw()), static_cast<std::streamsize>(tokens.nbytes()));
+  auto cfg = nlohmann::json::parse(ref.metadata.at("config"));
+  cfg["type"] = "gpt";
+  std::ofstream(dir_ / "gpt.json") << nlohmann::json{{"model", cfg},
+                                                     {"train_micro_batch_size_per_gpu", 4}}
+                                          .dump();
+  const Result r = run({"grad", "--config", path("gpt.json"), "--weights", path("w.safetensors"),
+                        "--tokens", path("tokens.bin"), "--out", path("g.safetensors")});
+  QCOMPARE(r.code, 0);
+  const SafetensorsFile g = readSafetensors((dir_ / "g.safetensors").string());
+  QCOMPARE(g.tensors.size(), weights.size() + 1);
+  const float loss = *g.tensors.at("loss").data<float>();
+  QVERIFY(std::fabs(loss - *ref.tensors.at("loss").data<float>()) < 1e-5f);
+  QCOMPARE(g.tensors.at("loss").shape(), Shape{});
+  for (const auto& [name, w] : weights) {
+    const Tensor& got = g.tensors.at(name);
+    const Tensor& want = ref.tensors.at("grad/" + name);
+    for (std::int64_t i = 0; i < want.numel(); ++i) {
+      const float a = got.data<float>()[i], b = want.data<float>()[i];
+      QVERIFY2(std::fabs(a - b) <= 1e-6f + 1e-5f * std::fabs(b), name.c_str());
+    }
+  }
+}
+
+void TestCli::gradRejectsWrongTokenFile() {
+  std::ofstream(dir_ / "short.bin", std::ios::binary) << "abcd";
+  const Result r = run({"grad", "--config", path("gpt.json"), "--weights", path("w.safetensors"),
+                        "--tokens", path("short.bin"), "--out", path("x.safetensors")});
+  QCOMPARE(r.code, 2);
+  QCOMPARE(r.err, "error: " + path("short.bin") +
+                      ": 4 bytes, expected 272 = 4 (train_micro_batch_size_per_gpu) x 17 "
+                      "(context_length + 1) int32 token ids\n");
+  QVERIFY(!fs::exists(dir_ / "x.safetensors"));
+}
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"
