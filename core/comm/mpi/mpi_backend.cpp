@@ -1,0 +1,380 @@
+// Open MPI backend: operations map onto MPI's non-blocking calls; in-place forms MPI cannot
+// express (reduceScatter, allToAll) go through a temporary. With checkMismatch every collective
+// first exchanges a signature with each peer, which both catches mismatched arguments and lets
+// a timeout name the ranks that never arrived.
+#include "core/comm/mpi/mpi_backend.h"
+
+#include <mpi.h>
+#include <sched.h>
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "core/comm/comm_bytes.h"
+#include "core/comm/reduce_kernels.h"
+#include "core/common/error.h"
+
+namespace parascope {
+namespace {
+
+#define MPICHECK(call)                                                                   \
+  do {                                                                                   \
+    const int rc_ = (call);                                                              \
+    if (rc_ != MPI_SUCCESS) throw CommError(mpiMessage(rc_, #call, __FILE__, __LINE__)); \
+  } while (0)
+
+std::string mpiMessage(int rc, const char* call, const char* file, int line) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return std::string(call) + " failed at " + file + ":" + std::to_string(line) + " on rank " +
+         std::to_string(rank) + ": " + std::string(text, static_cast<std::size_t>(len));
+}
+
+MPI_Datatype gBf16 = MPI_DATATYPE_NULL, gF16 = MPI_DATATYPE_NULL;
+MPI_Op gHalfOps[3] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};  // sum, max, min
+
+// inout = inout op in, widened to f32 per element (MPI combines pairwise, so half types round
+// after each combine; see docs/communication.md).
+template <ReduceOp Op>
+void halfCombine(void* in, void* inout, int* len, MPI_Datatype* type) {
+  const DType t = *type == gBf16 ? DType::BF16 : DType::F16;
+  const void* srcs[] = {inout, in};
+  reduceBuffers(inout, srcs, 2, static_cast<std::size_t>(*len), t, Op, 1);
+}
+
+void finalizeAtExit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+void initMpi() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return;
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Type_contiguous(1, MPI_UINT16_T, &gBf16);
+  MPI_Type_commit(&gBf16);
+  MPI_Type_contiguous(1, MPI_UINT16_T, &gF16);
+  MPI_Type_commit(&gF16);
+  MPI_Op_create(&halfCombine<ReduceOp::Sum>, 1, &gHalfOps[0]);
+  MPI_Op_create(&halfCombine<ReduceOp::Max>, 1, &gHalfOps[1]);
+  MPI_Op_create(&halfCombine<ReduceOp::Min>, 1, &gHalfOps[2]);
+  std::atexit(finalizeAtExit);
+}
+
+MPI_Datatype mpiType(DType t) {
+  switch (t) {
+    case DType::F32:
+      return MPI_FLOAT;
+    case DType::BF16:
+      return gBf16;
+    case DType::F16:
+      return gF16;
+    case DType::I32:
+      return MPI_INT32_T;
+    case DType::I64:
+      return MPI_INT64_T;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+MPI_Op mpiOp(DType t, ReduceOp op) {
+  const int i = op == ReduceOp::Max ? 1 : op == ReduceOp::Min ? 2 : 0;  // avg: sum, then divide
+  if (t == DType::BF16 || t == DType::F16) return gHalfOps[i];
+  return i == 1 ? MPI_MAX : i == 2 ? MPI_MIN : MPI_SUM;
+}
+
+std::string rankList(const std::vector<int>& ranks) {
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s;
+}
+
+// What every rank of a collective must agree on.
+struct Signature {
+  std::int64_t op, count, dtype, reduce, root;
+  bool operator==(const Signature&) const = default;
+  std::string describe() const {
+    std::string s = std::string(commOpName(static_cast<CommOp>(op))) + " count " +
+                    std::to_string(count) + " " + std::string(dtypeName(static_cast<DType>(dtype)));
+    if (reduce >= 0) s += " " + std::string(reduceOpName(static_cast<ReduceOp>(reduce)));
+    if (root >= 0) s += " root " + std::to_string(root);
+    return s;
+  }
+};
+
+class MpiRequest final : public CommRequest {
+ public:
+  MpiRequest(std::string prefix, std::chrono::milliseconds timeout, std::string missing)
+      : prefix_(std::move(prefix)), timeout_(timeout), missing_(std::move(missing)) {}
+  bool test() override;
+  void wait() override;
+
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Status status{};
+  std::vector<std::byte> temp;   // staging for in-place forms MPI cannot express
+  std::function<void()> finish;  // runs once on completion (copy out, average, checks)
+
+ private:
+  bool poll();
+  std::string prefix_;
+  std::chrono::milliseconds timeout_;
+  std::string missing_;  // who to blame on a timeout
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+bool MpiRequest::poll() {
+  if (done_) return true;
+  int flag = 0;
+  const int rc = MPI_Test(&request, &flag, &status);
+  if (rc != MPI_SUCCESS) {
+    error_ = std::make_exception_ptr(
+        CommError(prefix_ + " failed: " + mpiMessage(rc, "MPI_Test", __FILE__, __LINE__)));
+    done_ = true;
+    return true;
+  }
+  if (!flag) return false;
+  done_ = true;
+  try {
+    if (finish) finish();
+  } catch (...) {
+    error_ = std::current_exception();
+  }
+  return true;
+}
+
+bool MpiRequest::test() {
+  poll();
+  if (error_) std::rethrow_exception(error_);
+  return done_;
+}
+
+void MpiRequest::wait() {
+  const auto start = std::chrono::steady_clock::now();
+  for (int spins = 0; !poll(); ++spins) {
+    if (timeout_.count() > 0 && std::chrono::steady_clock::now() - start > timeout_) {
+      // MPI cannot cancel a collective: the request stays pending and the group is unusable.
+      error_ = std::make_exception_ptr(CommError(prefix_ + " failed: timed out after " +
+                                                 std::to_string(timeout_.count()) +
+                                                 " ms; ranks that did not arrive: " + missing_));
+      done_ = true;
+      break;
+    }
+    if (spins > 1000)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    else if (spins > 100)
+      sched_yield();
+  }
+  if (error_) std::rethrow_exception(error_);
+}
+
+class MpiComm final : public CommBackend {
+ public:
+  MpiComm(MPI_Comm comm, std::string name, CommOptions options)
+      : CommBackend(std::move(name), options), comm_(comm) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_dup(comm_, &control_);
+  }
+  ~MpiComm() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    MPI_Comm_free(&control_);
+    if (comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string_view kind() const override { return "mpi"; }
+  std::shared_ptr<CommRequest> start(const CommArgs& a, bool blocking) override;
+  std::shared_ptr<CommBackend> split(int color, int key) override;
+
+ private:
+  std::string prefix(CommOp op) const {
+    return "[" + std::string(commOpName(op)) + "] group '" + name() + "' (rank " +
+           std::to_string(rank_) + " of " + std::to_string(size_) + ")";
+  }
+  void checkSignature(const CommArgs& a);
+  void post(const CommArgs& a, MpiRequest& req);
+
+  MPI_Comm comm_;
+  MPI_Comm control_;  // signature exchange, never mixed with the caller's messages
+  int rank_ = 0, size_ = 1;
+};
+
+void MpiComm::checkSignature(const CommArgs& a) {
+  const bool reducing =
+      a.op == CommOp::Reduce || a.op == CommOp::AllReduce || a.op == CommOp::ReduceScatter;
+  const Signature mine{static_cast<std::int64_t>(a.op), static_cast<std::int64_t>(a.count),
+                       static_cast<std::int64_t>(a.dtype),
+                       reducing ? static_cast<std::int64_t>(a.reduce) : -1, a.root};
+  const auto n = static_cast<std::size_t>(size_);
+  std::vector<Signature> theirs(n);
+  std::vector<MPI_Request> reqs(2 * n, MPI_REQUEST_NULL);
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    MPICHECK(MPI_Irecv(&theirs[p], sizeof(Signature), MPI_BYTE, p, 1, control_, &reqs[p]));
+    MPICHECK(MPI_Isend(&mine, sizeof(Signature), MPI_BYTE, p, 1, control_, &reqs[n + p]));
+  }
+  theirs[static_cast<std::size_t>(rank_)] = mine;
+  const auto deadline = std::chrono::steady_clock::now() + options().timeout;
+  for (;;) {
+    int all = 0;
+    MPICHECK(MPI_Testall(static_cast<int>(2 * n), reqs.data(), &all, MPI_STATUSES_IGNORE));
+    if (all) break;
+    if (options().timeout.count() > 0 && std::chrono::steady_clock::now() > deadline) {
+      std::vector<int> missing;
+      for (int p = 0; p < size_; ++p) {
+        if (reqs[p] == MPI_REQUEST_NULL) continue;
+        missing.push_back(p);
+        MPI_Cancel(&reqs[p]);
+        MPI_Request_free(&reqs[p]);
+      }
+      for (std::size_t i = n; i < 2 * n; ++i)
+        if (reqs[i] != MPI_REQUEST_NULL) MPI_Request_free(&reqs[i]);
+      throw CommError(prefix(a.op) + " failed: timed out after " +
+                      std::to_string(options().timeout.count()) +
+                      " ms; ranks that did not arrive: " + rankList(missing));
+    }
+    sched_yield();
+  }
+  bool same = true;
+  for (const Signature& s : theirs) same = same && s == mine;
+  if (same) return;
+  std::string detail;
+  for (int p = 0; p < size_; ++p)
+    detail += (p ? "; rank " : "rank ") + std::to_string(p) + ": " + theirs[p].describe();
+  throw CommError(prefix(a.op) + " failed: ranks issued different operations or arguments (" +
+                  detail + ")");
+}
+
+std::shared_ptr<CommRequest> MpiComm::start(const CommArgs& a, bool) {
+  const bool p2p = a.op == CommOp::Send || a.op == CommOp::Recv;
+  if (a.count > static_cast<std::size_t>(INT_MAX))
+    throw UserError(prefix(a.op) + ": count " + std::to_string(a.count) +
+                    " exceeds MPI's limit of 2^31-1 elements");
+  const std::string missing = p2p ? std::to_string(a.root)
+                              : options().checkMismatch
+                                  ? "unknown (the signature exchange completed)"
+                                  : "unknown (set CommOptions::checkMismatch to name them)";
+  auto req = std::make_shared<MpiRequest>(prefix(a.op), options().timeout, missing);
+  const bool chunked = a.op == CommOp::Reduce || (a.op == CommOp::AllReduce && size_ > 1 &&
+                                                  a.count * dtypeSize(a.dtype) > 32 * 1024);
+  req->record = makeRecord(kind(), name(), rank_, size_, a,
+                           chunked ? CommAlgorithm::Chunked : CommAlgorithm::Direct);
+  req->record.algorithm = "mpi/" + req->record.algorithm;
+  if (options().checkMismatch && !p2p) checkSignature(a);
+  post(a, *req);
+  return req;
+}
+
+void MpiComm::post(const CommArgs& a, MpiRequest& req) {
+  const int n = static_cast<int>(a.count);
+  const MPI_Datatype t = mpiType(a.dtype);
+  const std::size_t bytes = a.count * dtypeSize(a.dtype);
+  const bool isRoot = rank_ == a.root;
+  void* inPlace = MPI_IN_PLACE;
+  const int groupSize = size_;
+  auto average = [a, groupSize](void* buf) {
+    if (a.reduce == ReduceOp::Avg) divideBuffer(buf, a.count, a.dtype, groupSize);
+  };
+  MPI_Request* r = &req.request;
+  switch (a.op) {
+    case CommOp::Broadcast:
+      MPICHECK(MPI_Ibcast(a.recv, n, t, a.root, comm_, r));
+      break;
+    case CommOp::Reduce:
+      MPICHECK(MPI_Ireduce(isRoot && a.send == a.recv ? inPlace : a.send, a.recv, n, t,
+                           mpiOp(a.dtype, a.reduce), a.root, comm_, r));
+      if (isRoot) req.finish = [=] { average(a.recv); };
+      break;
+    case CommOp::AllReduce:
+      MPICHECK(MPI_Iallreduce(a.send == a.recv ? inPlace : a.send, a.recv, n, t,
+                              mpiOp(a.dtype, a.reduce), comm_, r));
+      req.finish = [=] { average(a.recv); };
+      break;
+    case CommOp::Gather: {
+      const bool place = isRoot && a.send == static_cast<const char*>(a.recv) + bytes * rank_;
+      MPICHECK(MPI_Igather(place ? inPlace : a.send, n, t, a.recv, n, t, a.root, comm_, r));
+      break;
+    }
+    case CommOp::AllGather: {
+      const bool place = a.send == static_cast<const char*>(a.recv) + bytes * rank_;
+      MPICHECK(MPI_Iallgather(place ? inPlace : a.send, n, t, a.recv, n, t, comm_, r));
+      break;
+    }
+    case CommOp::Scatter: {
+      const bool place = isRoot && a.recv == static_cast<const char*>(a.send) + bytes * rank_;
+      MPICHECK(MPI_Iscatter(a.send, n, t, place ? inPlace : a.recv, n, t, a.root, comm_, r));
+      break;
+    }
+    case CommOp::ReduceScatter: {
+      void* out = a.recv;
+      if (a.recv == static_cast<const char*>(a.send) + bytes * rank_) {
+        req.temp.resize(bytes);
+        out = req.temp.data();
+      }
+      MPICHECK(MPI_Ireduce_scatter_block(a.send, out, n, t, mpiOp(a.dtype, a.reduce), comm_, r));
+      req.finish = [=, &req] {
+        if (out != a.recv && bytes > 0) std::memcpy(a.recv, out, bytes);
+        average(a.recv);
+      };
+      break;
+    }
+    case CommOp::AllToAll: {
+      const void* in = a.send;
+      if (a.send == a.recv && size_ > 1) {
+        req.temp.assign(static_cast<const std::byte*>(a.send),
+                        static_cast<const std::byte*>(a.send) + bytes * size_);
+        in = req.temp.data();
+      }
+      MPICHECK(MPI_Ialltoall(in, n, t, a.recv, n, t, comm_, r));
+      break;
+    }
+    case CommOp::Send:
+      MPICHECK(MPI_Isend(a.send, n, t, a.root, 0, comm_, r));
+      break;
+    case CommOp::Recv:
+      MPICHECK(MPI_Irecv(a.recv, n, t, a.root, 0, comm_, r));
+      req.finish = [=, where = prefix(a.op), &req] {
+        int got = 0;
+        MPI_Get_count(&req.status, t, &got);
+        if (got != n)
+          throw CommError(where + " failed: expected " + std::to_string(n) + " " +
+                          std::string(dtypeName(a.dtype)) + " from rank " + std::to_string(a.root) +
+                          " but the matching send had " + std::to_string(got));
+      };
+      break;
+  }
+}
+
+std::shared_ptr<CommBackend> MpiComm::split(int color, int key) {
+  MPI_Comm out = MPI_COMM_NULL;
+  MPICHECK(MPI_Comm_split(comm_, color, key, &out));
+  return std::make_shared<MpiComm>(out, name() + "/" + std::to_string(color), options());
+}
+
+}  // namespace
+
+bool launchedByMpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+}
+
+Communicator mpiWorld(CommOptions options) {
+  initMpi();
+  return Communicator(std::make_shared<MpiComm>(MPI_COMM_WORLD, "world", options));
+}
+
+}  // namespace parascope

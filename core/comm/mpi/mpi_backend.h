@@ -1,0 +1,18 @@
+// The Open MPI backend: one process per rank, started with `mpirun -np N`. Operations are MPI's
+// own non-blocking collectives (MPI_Ibcast, MPI_Iallreduce, ...) and MPI_Isend/MPI_Irecv; sub-
+// groups come from MPI_Comm_split. bf16/f16 reduce through user-defined MPI operations that
+// combine in f32. Waits poll MPI_Test against CommOptions::timeout.
+#pragma once
+
+#include "core/comm/communicator.h"
+
+namespace parascope {
+
+// True when this process was started by Open MPI's mpirun.
+bool launchedByMpirun();
+
+// Initialises MPI once per process (MPI_THREAD_SERIALIZED; finalised at exit) and returns the
+// communicator over MPI_COMM_WORLD, named "world". Only the rank's own thread may use it.
+Communicator mpiWorld(CommOptions options = {});
+
+}  // namespace parascope
