@@ -27,9 +27,27 @@ std::string_view memoryCategoryName(MemoryCategory c) {
   return "?";
 }
 
+namespace {
+std::size_t roundedSize(std::size_t bytes) {
+  return bytes == 0 ? kAlignment : ((bytes + kAlignment - 1) / kAlignment) * kAlignment;
+}
+}  // namespace
+
+Allocator::~Allocator() { releaseCached(); }
+
 void* Allocator::allocate(std::size_t bytes, MemoryCategory category) {
-  const std::size_t rounded = ((bytes + kAlignment - 1) / kAlignment) * kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  const std::size_t rounded = roundedSize(bytes);
+  void* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(cacheMutex_);
+    auto it = cache_.find(rounded);
+    if (it != cache_.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+      cached_ -= static_cast<std::int64_t>(rounded);
+    }
+  }
+  if (p == nullptr) p = std::aligned_alloc(kAlignment, rounded);
   if (p == nullptr) throw std::bad_alloc();
   account(p, static_cast<std::int64_t>(bytes), category);
   return p;
@@ -37,8 +55,29 @@ void* Allocator::allocate(std::size_t bytes, MemoryCategory category) {
 
 void Allocator::deallocate(void* p, std::size_t bytes, MemoryCategory category) noexcept {
   if (p == nullptr) return;
-  account(p, -static_cast<std::int64_t>(bytes), category);  // before free: the hook sees p live
-  std::free(p);
+  account(p, -static_cast<std::int64_t>(bytes), category);
+  const std::size_t rounded = roundedSize(bytes);
+  try {
+    std::lock_guard<std::mutex> lock(cacheMutex_);
+    cache_[rounded].push_back(p);
+    cached_ += static_cast<std::int64_t>(rounded);
+  } catch (...) {  // no memory for the cache's bookkeeping: give the block back instead
+    std::free(p);
+  }
+}
+
+std::int64_t Allocator::cachedBytes() const {
+  std::lock_guard<std::mutex> lock(cacheMutex_);
+  return cached_;
+}
+
+void Allocator::releaseCached() {
+  std::lock_guard<std::mutex> lock(cacheMutex_);
+  for (auto& [size, blocks] : cache_) {
+    for (void* p : blocks) std::free(p);
+  }
+  cache_.clear();
+  cached_ = 0;
 }
 
 void Allocator::account(const void* p, std::int64_t delta, MemoryCategory c) {

@@ -1,6 +1,9 @@
 // Tracked host memory. Every tensor's storage comes from an Allocator, which keeps live and peak
 // bytes per category (thread-safe counters) and reports each allocation and release to an
 // optional hook, so the profiler can draw memory over time. One Allocator per rank.
+// Released blocks are kept for reuse by size (a training step allocates the same shapes every
+// time; returning them to the OS would cost page faults each step). Cached blocks are not live:
+// they are reported apart, as cachedBytes().
 #pragma once
 
 #include <array>
@@ -8,7 +11,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 namespace parascope {
 
@@ -43,6 +49,7 @@ using AllocationHook = std::function<void(const AllocationEvent&)>;
 class Allocator {
  public:
   explicit Allocator(Device device = Device::cpu()) : device_(device) {}
+  ~Allocator();
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
 
@@ -56,6 +63,10 @@ class Allocator {
   std::int64_t peakTotal() const { return peakTotal_.load(std::memory_order_relaxed); }
   // Peaks restart from the current live bytes (e.g. at a step boundary).
   void resetPeaks();
+  // Bytes held for reuse, not in any tensor.
+  std::int64_t cachedBytes() const;
+  // Returns every cached block to the system.
+  void releaseCached();
 
   // Set before the allocator is shared between threads; called on the allocating thread.
   void setHook(AllocationHook hook) { hook_ = std::move(hook); }
@@ -70,6 +81,9 @@ class Allocator {
   std::atomic<std::int64_t> liveTotal_{0};
   std::atomic<std::int64_t> peakTotal_{0};
   AllocationHook hook_;
+  mutable std::mutex cacheMutex_;
+  std::unordered_map<std::size_t, std::vector<void*>> cache_;  // rounded size -> free blocks
+  std::int64_t cached_ = 0;
 };
 
 // The process-wide allocator used when none is given (single-rank tools and tests).

@@ -18,6 +18,7 @@ class TestTensor : public QObject {
   void f16ConversionMatchesCompilerHalf();
   void allocatorTracksLiveAndPeakPerCategory();
   void allocatorHookSeesEveryEvent();
+  void allocatorReusesReleasedBlocks();
   void viewsShareStorage();
   void dtypeNamesParseAndRejectUnknown();
 };
@@ -103,6 +104,25 @@ void TestTensor::allocatorHookSeesEveryEvent() {
   QCOMPARE(events[1].liveTotal, 48);
   QCOMPARE(events[2].bytes, -16);  // destroyed in reverse order
   QCOMPARE(events[3].liveTotal, 0);
+}
+
+void TestTensor::allocatorReusesReleasedBlocks() {
+  Allocator a;
+  void* first = nullptr;
+  {
+    Tensor t = Tensor::empty({1000}, DType::F32, MemoryCategory::Activation, a);
+    first = t.raw();
+  }
+  QCOMPARE(a.liveTotal(), 0);
+  QCOMPARE(a.cachedBytes(), 4032);  // rounded up to the 64-byte alignment
+  Tensor again = Tensor::empty({1000}, DType::F32, MemoryCategory::Gradient, a);
+  QCOMPARE(again.raw(), first);
+  QCOMPARE(a.cachedBytes(), 0);
+  QCOMPARE(a.liveBytes(MemoryCategory::Gradient), 4000);
+  Tensor other = Tensor::empty({10}, DType::F32, MemoryCategory::Activation, a);
+  QVERIFY(other.raw() != first);
+  a.releaseCached();
+  QCOMPARE(a.cachedBytes(), 0);
 }
 
 void TestTensor::viewsShareStorage() {
