@@ -50,12 +50,24 @@ Instruction decodeInstructionId(std::uint64_t id) {
 
 std::string Instruction::toString() const {
   std::string out(opName(op));
-  if (stage >= 0) out += " s" + std::to_string(stage);
-  if (chunk >= 0 && isCompute()) out += " c" + std::to_string(chunk);
-  if (microBatch >= 0) out += " mb" + std::to_string(microBatch);
-  if (op == Op::SendActivation || op == Op::SendGrad) out += " ->" + std::to_string(peer);
-  if (op == Op::RecvActivation || op == Op::RecvGrad) out += " <-" + std::to_string(peer);
-  if (bucket >= 0) out += " b" + std::to_string(bucket);
+  if (stage >= 0) {
+    out += " s" + std::to_string(stage);
+  }
+  if (chunk >= 0 && isCompute()) {
+    out += " c" + std::to_string(chunk);
+  }
+  if (microBatch >= 0) {
+    out += " mb" + std::to_string(microBatch);
+  }
+  if (op == Op::SendActivation || op == Op::SendGrad) {
+    out += " ->" + std::to_string(peer);
+  }
+  if (op == Op::RecvActivation || op == Op::RecvGrad) {
+    out += " <-" + std::to_string(peer);
+  }
+  if (bucket >= 0) {
+    out += " b" + std::to_string(bucket);
+  }
   return out;
 }
 

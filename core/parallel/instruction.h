@@ -12,6 +12,7 @@
 
 namespace parascope {
 
+// Compute ops first, then point-to-point ones: isCompute and isPointToPoint compare ranges.
 enum class Op : std::uint8_t {
   Forward,           // forward of (stage, micro-batch)
   Backward,          // full backward: input gradient and weight gradient together
@@ -42,6 +43,7 @@ struct Instruction {
   // Stable key derived from the content (op, stage, micro-batch, bucket): unique within one
   // rank's valid program, identical wherever the same program runs, so the executor's events
   // and the simulator's intervals name the same instruction. (rank, id) is globally unique.
+  // Holds stages below 2^16 - 1 and micro-batches and buckets below 2^20 - 1.
   std::uint64_t id() const;
   std::string toString() const;  // "F s3 c1 mb2", "SendAct s0 mb1 ->1", "OptStep"
   bool operator==(const Instruction&) const = default;

@@ -43,7 +43,9 @@ const std::vector<const ScheduleInfo*>& scheduleTable() {
 const ScheduleInfo& findSchedule(std::string_view name) {
   std::string known;
   for (const ScheduleInfo* schedule : scheduleTable()) {
-    if (schedule->name == name) return *schedule;
+    if (schedule->name == name) {
+      return *schedule;
+    }
     known += (known.empty() ? "" : ", ") + std::string(schedule->name);
   }
   throw UserError("unknown pipeline schedule '" + std::string(name) + "'; known: " + known);

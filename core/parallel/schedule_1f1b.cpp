@@ -24,12 +24,16 @@ Program buildRank(const PipelineShape& shape, int rank) {
   const int m = shape.microBatches;
   const int warmup = std::min(shape.stages - rank - 1, m);
   const int steady = m - warmup;
-  for (int mb = 0; mb < warmup; ++mb) out.forward(0, mb);
+  for (int mb = 0; mb < warmup; ++mb) {
+    out.forward(0, mb);
+  }
   for (int i = 0; i < steady; ++i) {
     out.forward(0, warmup + i);
     out.backward(0, i);
   }
-  for (int mb = steady; mb < m; ++mb) out.backward(0, mb);
+  for (int mb = steady; mb < m; ++mb) {
+    out.backward(0, mb);
+  }
   return out.finish();
 }
 

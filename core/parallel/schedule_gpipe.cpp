@@ -19,8 +19,12 @@ void checkShape(const PipelineShape& shape) {
 
 Program buildRank(const PipelineShape& shape, int rank) {
   ProgramBuilder out(shape, rank);
-  for (int mb = 0; mb < shape.microBatches; ++mb) out.forward(0, mb);
-  for (int mb = 0; mb < shape.microBatches; ++mb) out.backward(0, mb);
+  for (int mb = 0; mb < shape.microBatches; ++mb) {
+    out.forward(0, mb);
+  }
+  for (int mb = 0; mb < shape.microBatches; ++mb) {
+    out.backward(0, mb);
+  }
   return out.finish();
 }
 

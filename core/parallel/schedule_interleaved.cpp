@@ -52,12 +52,16 @@ Program buildRank(const PipelineShape& shape, int rank) {
   auto backward = [&](int k) {
     out.backward(unitChunk(shape, k, false), unitMicroBatch(shape, k));
   };
-  for (int k = 0; k < warmup; ++k) forward(k);
+  for (int k = 0; k < warmup; ++k) {
+    forward(k);
+  }
   for (int k = 0; k < total - warmup; ++k) {
     forward(warmup + k);
     backward(k);
   }
-  for (int k = total - warmup; k < total; ++k) backward(k);
+  for (int k = total - warmup; k < total; ++k) {
+    backward(k);
+  }
   return out.finish();
 }
 

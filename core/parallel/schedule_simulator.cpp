@@ -50,7 +50,9 @@ SimulationResult simulatePrograms(const std::vector<Program>& programs,
   result.ranks.resize(ranks);
   std::vector<std::size_t> next(ranks, 0);
   std::vector<double> clock(ranks, 0);
-  for (std::size_t r = 0; r < ranks; ++r) result.ranks[r].timings.resize(programs[r].size());
+  for (std::size_t r = 0; r < ranks; ++r) {
+    result.ranks[r].timings.resize(programs[r].size());
+  }
 
   for (bool progressed = true; progressed;) {
     progressed = false;
@@ -63,7 +65,9 @@ SimulationResult simulatePrograms(const std::vector<Program>& programs,
         t.start = clock[r];
         if (in.op == Op::RecvActivation || in.op == Op::RecvGrad) {
           Channel& c = channel(static_cast<std::size_t>(in.peer), r, in.op);
-          if (c.received == c.arrivals.size()) break;  // blocked until the peer sends
+          if (c.received == c.arrivals.size()) {
+            break;  // blocked until the peer sends
+          }
           clock[r] = std::max(clock[r], c.arrivals[c.received++]);
         } else if (in.op == Op::SendActivation || in.op == Op::SendGrad) {
           channel(r, static_cast<std::size_t>(in.peer), in.op)

@@ -14,6 +14,7 @@ namespace {
 
 constexpr std::size_t kMaxProblems = 64;  // a wholly wrong program would otherwise list thousands
 constexpr int kPipelineOps = 8;           // Forward .. RecvGrad index a Unit's slots
+static_assert(static_cast<int>(Op::RecvGrad) + 1 == kPipelineOps);
 
 class Problems {
  public:
@@ -26,7 +27,9 @@ class Problems {
     }
   }
   void finish() {
-    if (dropped_ > 0) out_.push_back("... and " + std::to_string(dropped_) + " more problems");
+    if (dropped_ > 0) {
+      out_.push_back("... and " + std::to_string(dropped_) + " more problems");
+    }
   }
 
  private:
@@ -65,6 +68,17 @@ int neighbourOf(const Instruction& in) {
   return in.op == Op::SendActivation || in.op == Op::RecvGrad ? in.stage + 1 : in.stage - 1;
 }
 
+// row * width + column without int overflow.
+std::size_t index(int row, int width, int column) {
+  return static_cast<std::size_t>(row) * static_cast<std::size_t>(width) +
+         static_cast<std::size_t>(column);
+}
+
+// Channels are laid out as (sender, receiver, kind), activation first.
+std::size_t channelIndex(int from, int to, int ranks, bool activation) {
+  return index(from, ranks, to) * 2 + (activation ? 0 : 1);
+}
+
 bool isActivation(Op op) {
   return op == Op::SendActivation || op == Op::RecvActivation;
 }
@@ -86,10 +100,13 @@ class RankWalk {
         program_(program),
         problems_(problems),
         channels_(channels),
-        units_(static_cast<std::size_t>(shape.chunks * shape.microBatches)) {}
+        units_(static_cast<std::size_t>(shape.chunks) *
+               static_cast<std::size_t>(shape.microBatches)) {}
 
   void run() {
-    for (std::size_t i = 0; i < program_.size(); ++i) visit(i, program_[i]);
+    for (std::size_t i = 0; i < program_.size(); ++i) {
+      visit(i, program_[i]);
+    }
     checkComplete();
   }
 
@@ -99,8 +116,7 @@ class RankWalk {
 
  private:
   Unit& unit(int stage, int microBatch) {
-    return units_[static_cast<std::size_t>(shape_.chunkOf(stage) * shape_.microBatches +
-                                           microBatch)];
+    return units_[index(shape_.chunkOf(stage), shape_.microBatches, microBatch)];
   }
   bool done(int stage, int microBatch, Op op) { return unit(stage, microBatch)[op] >= 0; }
   void problem(std::size_t i, const std::string& what) {
@@ -113,7 +129,9 @@ class RankWalk {
                      "), which must be last");
     }
     if (in.op == Op::OptimizerStep) {
-      if (stepAt_ >= 0) return;
+      if (stepAt_ >= 0) {
+        return;
+      }
       stepAt_ = static_cast<int>(i);
     } else if (in.op > Op::RecvGrad) {
       visitBucket(i, in);
@@ -125,9 +143,13 @@ class RankWalk {
   }
 
   void visitBucket(std::size_t i, const Instruction& in) {
-    if (in.bucket < 0) return problem(i, "needs a bucket index of 0 or more");
+    if (in.bucket < 0) {
+      return problem(i, "needs a bucket index of 0 or more");
+    }
     const auto [first, inserted] = buckets_.emplace(std::pair(in.op, in.bucket), i);
-    if (!inserted) problem(i, "repeats instruction " + std::to_string(first->second));
+    if (!inserted) {
+      problem(i, "repeats instruction " + std::to_string(first->second));
+    }
   }
 
   // Stage, chunk, micro-batch and peer agree with the shape and this rank.
@@ -176,9 +198,9 @@ class RankWalk {
                      ", not rank " + std::to_string(in.peer));
       return false;
     }
-    Channel& c = channels_[static_cast<std::size_t>(
-        ((isSend(in.op) ? rank_ * shape_.stages + owner : owner * shape_.stages + rank_) * 2) +
-        (isActivation(in.op) ? 0 : 1))];
+    const int from = isSend(in.op) ? rank_ : owner;
+    const int to = isSend(in.op) ? owner : rank_;
+    Channel& c = channels_[channelIndex(from, to, shape_.stages, isActivation(in.op))];
     (isSend(in.op) ? c.sends : c.receives).push_back({rank_, i});
     return true;
   }
@@ -186,17 +208,27 @@ class RankWalk {
   bool repeated(std::size_t i, const Instruction& in) {
     Unit& u = unit(in.stage, in.microBatch);
     int first = u[in.op];
-    if (in.op == Op::Backward && first < 0) first = u[Op::BackwardInput];
-    if (in.op == Op::BackwardInput && first < 0) first = u[Op::Backward];
-    if (in.op == Op::BackwardWeight && first < 0) first = u[Op::Backward];
-    if (first < 0) return false;
+    if (in.op == Op::Backward && first < 0) {
+      first = u[Op::BackwardInput];
+    }
+    if (in.op == Op::BackwardInput && first < 0) {
+      first = u[Op::Backward];
+    }
+    if (in.op == Op::BackwardWeight && first < 0) {
+      first = u[Op::Backward];
+    }
+    if (first < 0) {
+      return false;
+    }
     problem(i, "repeats the work of instruction " + std::to_string(first) + " (" +
                    program_[static_cast<std::size_t>(first)].toString() + ")");
     return true;
   }
 
   void require(std::size_t i, bool met, const std::string& what) {
-    if (!met) problem(i, what);
+    if (!met) {
+      problem(i, what);
+    }
   }
 
   void checkOrder(std::size_t i, const Instruction& in) {
@@ -213,7 +245,9 @@ class RankWalk {
                     ")");
       }
     }
-    if (backward) checkBackwardInputs(i, s, mb);
+    if (backward) {
+      checkBackwardInputs(i, s, mb);
+    }
     if (in.op == Op::BackwardWeight) {
       require(i, done(s, mb, Op::BackwardInput),
               "runs before its input-gradient half " + unitName(Op::BackwardInput, s, mb));
@@ -233,7 +267,9 @@ class RankWalk {
   void checkBackwardInputs(std::size_t i, int s, int mb) {
     require(i, done(s, mb, Op::Forward),
             "backward before its forward " + unitName(Op::Forward, s, mb));
-    if (s + 1 >= shape_.virtualStages()) return;
+    if (s + 1 >= shape_.virtualStages()) {
+      return;
+    }
     if (shape_.rankOf(s + 1) == rank_) {
       require(i, done(s + 1, mb, Op::Backward) || done(s + 1, mb, Op::BackwardInput),
               "runs before the backward of s" + std::to_string(s + 1) + " mb" + std::to_string(mb) +
@@ -246,11 +282,21 @@ class RankWalk {
   }
 
   void count(std::size_t i, Op op) {
-    if (op == Op::Forward) ++inFlight_, ++held_;
-    if (op == Op::Backward || op == Op::BackwardInput) --inFlight_;
-    if (op == Op::Backward || op == Op::BackwardWeight) --held_;
-    if (inFlight_ > peakInFlight) peakInFlight = inFlight_, peakInFlightAt = i;
-    if (held_ > peakHeld) peakHeld = held_, peakHeldAt = i;
+    if (op == Op::Forward) {
+      ++inFlight_, ++held_;
+    }
+    if (op == Op::Backward || op == Op::BackwardInput) {
+      --inFlight_;
+    }
+    if (op == Op::Backward || op == Op::BackwardWeight) {
+      --held_;
+    }
+    if (inFlight_ > peakInFlight) {
+      peakInFlight = inFlight_, peakInFlightAt = i;
+    }
+    if (held_ > peakHeld) {
+      peakHeld = held_, peakHeldAt = i;
+    }
   }
 
   void checkComplete();
@@ -272,7 +318,9 @@ void RankWalk::checkComplete() {
     const int s = shape_.stageOf(rank_, chunk);
     for (int mb = 0; mb < shape_.microBatches; ++mb) {
       Unit& u = unit(s, mb);
-      if (u[Op::Forward] < 0) problems_.add(rank + unitName(Op::Forward, s, mb) + " never runs");
+      if (u[Op::Forward] < 0) {
+        problems_.add(rank + unitName(Op::Forward, s, mb) + " never runs");
+      }
       if (u[Op::Backward] < 0 && u[Op::BackwardInput] < 0) {
         problems_.add(rank + "the backward of s" + std::to_string(s) + " mb" + std::to_string(mb) +
                       " never runs");
@@ -283,7 +331,9 @@ void RankWalk::checkComplete() {
       }
     }
   }
-  if (stepAt_ < 0) problems_.add(rank + "no optimizer step");
+  if (stepAt_ < 0) {
+    problems_.add(rank + "no optimizer step");
+  }
 }
 
 }  // namespace
@@ -336,7 +386,9 @@ void pairChannel(const std::vector<Program>& programs, const Channel& c, bool ac
 
 void checkDeadlock(const std::vector<Program>& programs, Problems& problems) {
   const SimulationResult run = simulatePrograms(programs);
-  if (!run.deadlocked()) return;
+  if (!run.deadlocked()) {
+    return;
+  }
   std::string waits;
   for (const BlockedRank& b : run.blocked) {
     const Instruction& in =
@@ -367,7 +419,9 @@ void checkPromise(int rank, const RankWalk& walk, const Program& program,
 
 std::string ValidationReport::summary() const {
   std::string out;
-  for (const std::string& p : problems) out += p + "\n";
+  for (const std::string& p : problems) {
+    out += p + "\n";
+  }
   return out;
 }
 
@@ -390,7 +444,7 @@ ValidationReport validatePrograms(const PipelineShape& shape, const std::vector<
     problems.add("expected a promised bound per rank (" + std::to_string(p) + "), got " +
                  std::to_string(promise.size()));
   }
-  std::vector<Channel> channels(static_cast<std::size_t>(p * p * 2));
+  std::vector<Channel> channels(index(p, p, 0) * 2);
   bool peersUsable = true;
   for (int r = 0; r < p; ++r) {
     const Program& program = programs[static_cast<std::size_t>(r)];
@@ -406,7 +460,9 @@ ValidationReport validatePrograms(const PipelineShape& shape, const std::vector<
   for (std::size_t c = 0; c < channels.size(); ++c) {
     pairChannel(programs, channels[c], c % 2 == 0, problems);
   }
-  if (peersUsable) checkDeadlock(programs, problems);
+  if (peersUsable) {
+    checkDeadlock(programs, problems);
+  }
   problems.finish();
   return report;
 }
@@ -414,7 +470,10 @@ ValidationReport validatePrograms(const PipelineShape& shape, const std::vector<
 ValidationReport validateSchedule(const ScheduleInfo& schedule, const PipelineShape& shape) {
   const std::vector<Program> programs = buildSchedule(schedule, shape);
   std::vector<ActivationBound> promise;
-  for (int r = 0; r < shape.stages; ++r) promise.push_back(schedule.promisedPeak(shape, r));
+  promise.reserve(programs.size());
+  for (int r = 0; r < shape.stages; ++r) {
+    promise.push_back(schedule.promisedPeak(shape, r));
+  }
   return validatePrograms(shape, programs, promise);
 }
 

@@ -30,15 +30,23 @@ Program buildRank(const PipelineShape& shape, int rank) {
   int nextWeight = 0;
   auto inputGrad = [&](int mb) {
     out.backwardInput(0, mb);
-    if (mb - rank >= 0) out.backwardWeight(0, nextWeight++);
+    if (mb - rank >= 0) {
+      out.backwardWeight(0, nextWeight++);
+    }
   };
-  for (int mb = 0; mb < warmup; ++mb) out.forward(0, mb);
+  for (int mb = 0; mb < warmup; ++mb) {
+    out.forward(0, mb);
+  }
   for (int i = 0; i < steady; ++i) {
     out.forward(0, warmup + i);
     inputGrad(i);
   }
-  for (int mb = steady; mb < m; ++mb) inputGrad(mb);
-  while (nextWeight < m) out.backwardWeight(0, nextWeight++);
+  for (int mb = steady; mb < m; ++mb) {
+    inputGrad(mb);
+  }
+  while (nextWeight < m) {
+    out.backwardWeight(0, nextWeight++);
+  }
   return out.finish();
 }
 

@@ -17,13 +17,17 @@ namespace {
 
 std::vector<std::string> listing(const Program& program) {
   std::vector<std::string> out;
-  for (const Instruction& in : program) out.push_back(in.toString());
+  for (const Instruction& in : program) {
+    out.push_back(in.toString());
+  }
   return out;
 }
 
 // Whether the schedule's documented size rule accepts (p, m, v).
 bool accepts(const ScheduleInfo& s, int p, int m, int v) {
-  if (s.name == "interleaved") return v >= 2 && m % p == 0;
+  if (s.name == "interleaved") {
+    return v >= 2 && m % p == 0;
+  }
   return v == 1;
 }
 
@@ -66,7 +70,9 @@ class TestSchedules : public QObject {
 
 void TestSchedules::tableNamesEverySchedule() {
   std::vector<std::string> names;
-  for (const ScheduleInfo* s : scheduleTable()) names.emplace_back(s->name);
+  for (const ScheduleInfo* s : scheduleTable()) {
+    names.emplace_back(s->name);
+  }
   QCOMPARE(names, (std::vector<std::string>{"gpipe", "1f1b", "interleaved", "zb-h1"}));
   QCOMPARE(&findSchedule("zb-h1"), &zeroBubbleH1Schedule());
   try {
@@ -102,7 +108,9 @@ void TestSchedules::everyScheduleValidatesAcrossSizes() {
             QCOMPARE(report.peakInFlight[static_cast<std::size_t>(r)], promise.inFlight);
             QCOMPARE(report.peakHeld[static_cast<std::size_t>(r)], promise.held);
             std::set<std::uint64_t> ids;
-            for (const Instruction& in : programs[static_cast<std::size_t>(r)]) ids.insert(in.id());
+            for (const Instruction& in : programs[static_cast<std::size_t>(r)]) {
+              ids.insert(in.id());
+            }
             QCOMPARE(ids.size(), programs[static_cast<std::size_t>(r)].size());
           }
           ++validated;
@@ -112,7 +120,9 @@ void TestSchedules::everyScheduleValidatesAcrossSizes() {
   }
   // gpipe, 1f1b, zb-h1: 8 * 32 each; interleaved: v in 2..4 times the (p, m) with p | m.
   int multiples = 0;
-  for (int p = 1; p <= 8; ++p) multiples += 32 / p;
+  for (int p = 1; p <= 8; ++p) {
+    multiples += 32 / p;
+  }
   QCOMPARE(validated, 3 * 8 * 32 + 3 * multiples);
 }
 
@@ -291,7 +301,9 @@ void TestSchedules::simulatedBubbleMatchesFormulaForInterleaved() {
               simulatePrograms(buildSchedule(interleavedSchedule(), shape), d);
           QCOMPARE(run.makespan, (1 + backward) * (v * m + p - 1));
           const double ideal = interleavedSchedule().idealBubble(shape, d);
-          for (int r = 0; r < p; ++r) QVERIFY(qAbs(run.idleFraction(r) - ideal) < 1e-12);
+          for (int r = 0; r < p; ++r) {
+            QVERIFY(qAbs(run.idleFraction(r) - ideal) < 1e-12);
+          }
         }
       }
     }
@@ -315,7 +327,9 @@ void TestSchedules::simulatedBubbleMatchesFormulaForZeroBubble() {
         const SimulationResult run =
             simulatePrograms(buildSchedule(zeroBubbleH1Schedule(), shape), durations);
         const double ideal = zeroBubbleH1Schedule().idealBubble(shape, durations);
-        for (int r = 0; r < p; ++r) QVERIFY(qAbs(run.idleFraction(r) - ideal) < 1e-12);
+        for (int r = 0; r < p; ++r) {
+          QVERIFY(qAbs(run.idleFraction(r) - ideal) < 1e-12);
+        }
       }
     }
   }
