@@ -1,0 +1,62 @@
+// Pipeline bubble per stage. The window of step s is the union extent of its Step spans on all
+// ranks, or of all events tagged s when no rank recorded Step spans.
+#include "profiler/analysis/bubbles.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "profiler/analysis/intervals.h"
+
+namespace parascope::profiler {
+
+namespace {
+struct Extent {
+  std::int64_t start = INT64_MAX;
+  std::int64_t end = INT64_MIN;
+  void add(const Event& e) {
+    start = std::min(start, e.startNs);
+    end = std::max(end, e.endNs);
+  }
+};
+
+std::map<std::int32_t, Extent> stepExtents(const TraceData& trace) {
+  std::map<std::int32_t, Extent> spans, tagged;
+  for (const Event& e : trace.events) {
+    if (e.kind != EventKind::Span || e.step < 0) continue;
+    (e.category == Category::Step ? spans : tagged)[e.step].add(e);
+  }
+  for (const auto& [step, x] : spans) tagged[step] = x;
+  return tagged;
+}
+}  // namespace
+
+std::vector<StageBubble> computeBubbles(const TraceData& trace) {
+  using Key = std::tuple<std::int32_t, std::int32_t, std::int32_t>;  // step, stage, rank
+  std::map<Key, std::vector<Interval>> busy;
+  for (const Event& e : trace.events) {
+    if (e.kind == EventKind::Span && e.category == Category::Compute && e.stage >= 0 &&
+        e.step >= 0) {
+      busy[{e.step, e.stage, e.rank}].push_back({e.startNs, e.endNs});
+    }
+  }
+  const auto extents = stepExtents(trace);
+  std::vector<StageBubble> out;
+  for (auto& [key, intervals] : busy) {
+    const Extent& w = extents.at(std::get<0>(key));
+    for (Interval& i : intervals) clipTo(i, w.start, w.end);
+    StageBubble b;
+    b.step = std::get<0>(key);
+    b.stage = std::get<1>(key);
+    b.rank = std::get<2>(key);
+    b.windowNs = w.end - w.start;
+    b.busyNs = totalLength(unite(std::move(intervals)));
+    b.bubbleNs = b.windowNs - b.busyNs;
+    b.bubbleFraction =
+        b.windowNs > 0 ? static_cast<double>(b.bubbleNs) / static_cast<double>(b.windowNs) : 0;
+    out.push_back(b);
+  }
+  return out;
+}
+
+}  // namespace parascope::profiler

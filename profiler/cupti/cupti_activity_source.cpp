@@ -1,0 +1,240 @@
+// The real ActivitySource over CUPTI's Activity API: CUPTI asks for buffers (4 MiB each),
+// fills them on its own threads and hands them back completed; we decode the records into a
+// queue that flush() drains. Every CUPTI call is checked at the call site.
+#include <cupti.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "core/trace/clock.h"
+#include "profiler/cupti/activity_source.h"
+#include "profiler/cupti/cupti_decode.h"
+
+namespace parascope::profiler {
+
+namespace {
+
+constexpr std::size_t kBufferBytes = std::size_t{4} << 20;
+
+std::string cuptiError(CUptiResult r, const char* call, const char* file, int line) {
+  const char* text = "unknown";
+  cuptiGetResultString(r, &text);
+  return std::string(call) + " failed: " + text + " (" + file + ":" + std::to_string(line) + ")";
+}
+#define PARASCOPE_CUPTI(call, why)                        \
+  do {                                                    \
+    CUptiResult r_ = (call);                              \
+    if (r_ != CUPTI_SUCCESS) {                            \
+      *(why) = cuptiError(r_, #call, __FILE__, __LINE__); \
+      return false;                                       \
+    }                                                     \
+  } while (0)
+
+std::string callbackName(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  const char* name = nullptr;
+  if (cuptiGetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS && name) return name;
+  return "cuda api " + std::to_string(cbid);
+}
+
+const char* copyKindName(std::uint8_t kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+      return "Memcpy HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+      return "Memcpy DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+      return "Memcpy DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+      return "Memcpy HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+      return "Memcpy PtoP";
+    default:
+      return "Memcpy";
+  }
+}
+
+}  // namespace
+
+bool decodeCuptiRecord(const CUpti_Activity* record, std::int64_t offsetNs, ActivityRecord* out) {
+  using K = ActivityRecord::Kind;
+  ActivityRecord& r = *out;
+  auto times = [&](std::uint64_t start, std::uint64_t end) {
+    r.startNs = static_cast<std::int64_t>(start) + offsetNs;
+    r.endNs = static_cast<std::int64_t>(end) + offsetNs;
+  };
+  switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      r.kind = K::Kernel;
+      times(k->start, k->end);
+      r.deviceId = k->deviceId;
+      r.streamId = k->streamId;
+      r.correlationId = k->correlationId;
+      r.name = k->name ? k->name : "kernel";
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+      r.kind = K::Memcpy;
+      times(m->start, m->end);
+      r.deviceId = m->deviceId;
+      r.streamId = m->streamId;
+      r.correlationId = m->correlationId;
+      r.bytes = m->bytes;
+      r.name = copyKindName(m->copyKind);
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+      r.kind = K::Memset;
+      times(m->start, m->end);
+      r.deviceId = m->deviceId;
+      r.streamId = m->streamId;
+      r.correlationId = m->correlationId;
+      r.bytes = m->bytes;
+      r.name = "Memset";
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
+      const bool runtime = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+      r.kind = runtime ? K::Runtime : K::Driver;
+      times(a->start, a->end);
+      r.threadId = a->threadId;
+      r.correlationId = a->correlationId;
+      r.name =
+          callbackName(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, a->cbid);
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
+      r.kind = K::Synchronization;
+      times(s->start, s->end);
+      r.streamId = s->streamId;
+      r.correlationId = s->correlationId;
+      r.name = "synchronize";
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const auto* x = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
+      r.kind = K::ExternalCorrelation;
+      r.correlationId = x->correlationId;
+      r.externalId = x->externalId;
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+      const auto* o = reinterpret_cast<const CUpti_ActivityOverhead3*>(record);
+      r.kind = K::Overhead;
+      times(o->start, o->end);
+      r.name = "CUPTI overhead";
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+class CuptiActivitySource final : public ActivitySource {
+ public:
+  ~CuptiActivitySource() override { stop(); }
+
+  bool start(std::string* whyNot) override {
+    instance_ = this;
+    PARASCOPE_CUPTI(cuptiActivityRegisterCallbacks(&bufferRequested, &bufferCompleted), whyNot);
+    std::uint64_t now = 0;
+    PARASCOPE_CUPTI(cuptiGetTimestamp(&now), whyNot);
+    offsetNs_ = trace::steadyNs() - static_cast<std::int64_t>(now);
+    for (CUpti_ActivityKind kind : kKinds) {
+      CUptiResult r = cuptiActivityEnable(kind);
+      if (r != CUPTI_SUCCESS) {
+        *whyNot = cuptiError(r, "cuptiActivityEnable", __FILE__, __LINE__);
+        disableAll();
+        return false;
+      }
+    }
+    started_ = true;
+    return true;
+  }
+
+  void flush(const std::function<void(const ActivityRecord&)>& sink) override {
+    if (started_) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    std::vector<ActivityRecord> records;
+    {
+      std::lock_guard lock(mutex_);
+      records.swap(records_);
+    }
+    for (const ActivityRecord& r : records) sink(r);
+  }
+
+  void stop() override {
+    if (!started_) return;
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    disableAll();
+    started_ = false;
+  }
+
+  void pushExternalId(std::uint64_t id) override {
+    if (started_)
+      cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+  }
+  void popExternalId() override {
+    std::uint64_t id = 0;
+    if (started_)
+      cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
+  }
+
+ private:
+  static constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                                  CUPTI_ACTIVITY_KIND_MEMCPY,
+                                                  CUPTI_ACTIVITY_KIND_MEMSET,
+                                                  CUPTI_ACTIVITY_KIND_RUNTIME,
+                                                  CUPTI_ACTIVITY_KIND_DRIVER,
+                                                  CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                                  CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                                                  CUPTI_ACTIVITY_KIND_OVERHEAD};
+
+  static void disableAll() {
+    for (CUpti_ActivityKind kind : kKinds) cuptiActivityDisable(kind);
+  }
+
+  static void CUPTIAPI bufferRequested(std::uint8_t** buffer, std::size_t* size,
+                                       std::size_t* maxRecords) {
+    *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+    *size = *buffer ? kBufferBytes : 0;
+    *maxRecords = 0;
+  }
+
+  // Runs on CUPTI's thread; decodes under the queue lock and frees the buffer.
+  static void CUPTIAPI bufferCompleted(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t,
+                                       std::size_t validSize) {
+    CuptiActivitySource* self = instance_;
+    CUpti_Activity* record = nullptr;
+    if (self) {
+      std::lock_guard lock(self->mutex_);
+      while (cuptiActivityGetNextRecord(buffer, validSize, &record) == CUPTI_SUCCESS) {
+        ActivityRecord r;
+        if (decodeCuptiRecord(record, self->offsetNs_, &r)) self->records_.push_back(std::move(r));
+      }
+    }
+    std::free(buffer);
+  }
+
+  static inline CuptiActivitySource* instance_ = nullptr;
+  std::mutex mutex_;
+  std::vector<ActivityRecord> records_;
+  std::int64_t offsetNs_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<ActivitySource> makeCuptiActivitySource() {
+  return std::make_unique<CuptiActivitySource>();
+}
+
+}  // namespace parascope::profiler

@@ -1,0 +1,151 @@
+// CUPTI activity -> ParaScope events, and the collector's start/flush/fallback logic.
+#include "profiler/cupti/cupti_collector.h"
+
+#include <cstdio>
+
+namespace parascope::profiler {
+
+namespace {
+
+bool containsNoCase(const std::string& s, const char* needle) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    std::size_t k = 0;
+    while (needle[k] && i + k < s.size() &&
+           (s[i + k] >= 'A' && s[i + k] <= 'Z' ? s[i + k] + 32 : s[i + k]) == needle[k]) {
+      ++k;
+    }
+    if (!needle[k]) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::int32_t ActivityConverter::rankOf(const ActivityRecord& r) const {
+  if (auto it = streamRanks_.find(r.streamId); it != streamRanks_.end()) return it->second;
+  if (auto it = deviceRanks_.find(r.deviceId); it != deviceRanks_.end()) return it->second;
+  return defaultRank_;
+}
+
+trace::Event ActivityConverter::toEvent(const ActivityRecord& r) const {
+  using K = ActivityRecord::Kind;
+  trace::Event e;
+  e.startNs = r.startNs;
+  e.endNs = r.endNs;
+  e.name = r.name.c_str();  // re-interned by Tracer::addEvents
+  e.rank = rankOf(r);
+  e.lane = trace::lane::gpuStream(r.streamId);
+  const auto ext = external_.find(r.correlationId);
+  const bool hostKnown = ext != external_.end();
+  if (r.correlationId != 0) {
+    e.correlation = hostKnown ? ext->second : (kCuptiCorrelationBit | r.correlationId);
+  }
+  switch (r.kind) {
+    case K::Kernel:
+      e.category = containsNoCase(r.name, "nccl") ? trace::Category::Communication
+                                                  : trace::Category::Compute;
+      break;
+    case K::Memcpy:
+      e.category = trace::Category::Memcpy;
+      e.bytes = static_cast<std::int64_t>(r.bytes);
+      break;
+    case K::Memset:
+      e.category = trace::Category::Memset;
+      e.bytes = static_cast<std::int64_t>(r.bytes);
+      break;
+    case K::Runtime:
+    case K::Driver:
+      e.rank = defaultRank_;
+      e.lane = trace::lane::kRuntime;
+      e.category =
+          containsNoCase(r.name, "synchronize") ? trace::Category::Sync : trace::Category::Runtime;
+      // Without a host id the launch call itself starts the flow to its GPU work.
+      if (!hostKnown && e.category == trace::Category::Runtime) e.flags |= trace::flag::kFlowSource;
+      break;
+    case K::Synchronization:
+      e.rank = defaultRank_;
+      e.lane = trace::lane::kRuntime;
+      e.category = trace::Category::Sync;
+      break;
+    case K::Overhead:
+      e.rank = defaultRank_;
+      e.lane = trace::lane::kRuntime;
+      e.category = trace::Category::Overhead;
+      e.correlation = 0;
+      break;
+    case K::ExternalCorrelation:
+      break;
+  }
+  return e;
+}
+
+std::vector<trace::Event> ActivityConverter::convert(const std::vector<ActivityRecord>& batch) {
+  for (const ActivityRecord& r : batch) {
+    if (r.kind == ActivityRecord::Kind::ExternalCorrelation)
+      external_[r.correlationId] = r.externalId;
+  }
+  std::vector<trace::Event> events;
+  for (const ActivityRecord& r : batch) {
+    if (r.kind != ActivityRecord::Kind::ExternalCorrelation) events.push_back(toEvent(r));
+  }
+  return events;
+}
+
+// Forwards the engine's correlation scopes to the activity source.
+class CuptiCollector::Link final : public Tracer::CorrelationSink {
+ public:
+  explicit Link(ActivitySource& source) : source_(source) {}
+  void push(std::uint64_t id) noexcept override { source_.pushExternalId(id); }
+  void pop() noexcept override { source_.popExternalId(); }
+
+ private:
+  ActivitySource& source_;
+};
+
+CuptiCollector::CuptiCollector(Tracer& tracer, std::unique_ptr<ActivitySource> source,
+                               std::int32_t rank, Log log)
+    : tracer_(tracer), source_(std::move(source)), converter_(rank), log_(std::move(log)) {
+  if (!log_) log_ = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+}
+
+CuptiCollector::~CuptiCollector() {
+  stop();
+}
+
+bool CuptiCollector::start() {
+  std::lock_guard lock(mutex_);
+  if (active_) return true;
+  std::string why;
+  if (!source_ || !source_->start(&why)) {
+    if (!reported_) {
+      log_("profiler: GPU activity collection unavailable (" +
+           (source_ ? why : std::string("no activity source")) + "); recording host events only");
+      reported_ = true;
+    }
+    return false;
+  }
+  link_ = std::make_unique<Link>(*source_);
+  tracer_.setCorrelationSink(link_.get());
+  active_ = true;
+  return true;
+}
+
+void CuptiCollector::flush() {
+  std::lock_guard lock(mutex_);
+  if (!active_) return;
+  std::vector<ActivityRecord> batch;
+  source_->flush([&](const ActivityRecord& r) { batch.push_back(r); });
+  const auto events = converter_.convert(batch);
+  tracer_.addEvents(events);
+}
+
+void CuptiCollector::stop() {
+  if (!active_) return;
+  flush();
+  std::lock_guard lock(mutex_);
+  tracer_.setCorrelationSink(nullptr);
+  source_->stop();
+  active_ = false;
+}
+
+}  // namespace parascope::profiler

@@ -1,0 +1,77 @@
+// Collects GPU activity into the Tracer as ordinary events: kernels, copies, memsets,
+// runtime/driver calls, synchronisation and CUPTI overhead, each on its rank (stream -> rank
+// map) and GPU-stream lane; NCCL kernels become Communication. GPU work is linked to the host
+// span that launched it through external correlation ids. When the source cannot start (no
+// GPU, no driver, a build without CUPTI) it says so once and the run continues host-only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "profiler/cupti/activity_source.h"
+#include "profiler/tracer.h"
+
+namespace parascope::profiler {
+
+// Correlation ids from CUPTI alone (no host id known) are tagged with this bit so they never
+// collide with the engine's own ids.
+inline constexpr std::uint64_t kCuptiCorrelationBit = std::uint64_t{1} << 63;
+
+// Record -> event conversion state: which CUPTI correlation belongs to which host id, and
+// which rank owns each stream (or, failing that, each device).
+class ActivityConverter {
+ public:
+  explicit ActivityConverter(std::int32_t defaultRank = 0) : defaultRank_(defaultRank) {}
+  void mapStream(std::uint32_t stream, std::int32_t rank) { streamRanks_[stream] = rank; }
+  void mapDevice(std::uint32_t device, std::int32_t rank) { deviceRanks_[device] = rank; }
+  // External-correlation records must be seen before the records they explain; flush order
+  // does not guarantee that, so convert() takes a whole batch and maps first.
+  std::vector<trace::Event> convert(const std::vector<ActivityRecord>& batch);
+
+ private:
+  std::int32_t rankOf(const ActivityRecord& r) const;
+  trace::Event toEvent(const ActivityRecord& r) const;
+
+  std::int32_t defaultRank_;
+  std::map<std::uint32_t, std::int32_t> streamRanks_;
+  std::map<std::uint32_t, std::int32_t> deviceRanks_;
+  std::unordered_map<std::uint32_t, std::uint64_t> external_;
+};
+
+class CuptiCollector {
+ public:
+  using Log = std::function<void(const std::string&)>;
+  // `log` receives the one-line notice when collection cannot start (default: stderr).
+  CuptiCollector(Tracer& tracer, std::unique_ptr<ActivitySource> source, std::int32_t rank = 0,
+                 Log log = {});
+  ~CuptiCollector();
+  CuptiCollector(const CuptiCollector&) = delete;
+  CuptiCollector& operator=(const CuptiCollector&) = delete;
+
+  // True when GPU activity is being collected; false means host-only (already reported).
+  bool start();
+  // Moves completed device records into the tracer; cheap to call at each step end.
+  void flush();
+  void stop();
+  bool active() const { return active_; }
+  ActivityConverter& converter() { return converter_; }
+
+ private:
+  class Link;
+  Tracer& tracer_;
+  std::unique_ptr<ActivitySource> source_;
+  std::unique_ptr<Link> link_;
+  ActivityConverter converter_;
+  Log log_;
+  std::mutex mutex_;
+  bool active_ = false;
+  bool reported_ = false;
+};
+
+}  // namespace parascope::profiler

@@ -1,0 +1,561 @@
+// Chrome trace importer over simdjson On Demand. The input is checked for UTF-8 first, then
+// walked once; events are stored as they come with their raw pid/tid, and ranks and lanes are
+// resolved at the end, when the file's metadata (distributedInfo, thread names) is known.
+// Memory is bounded by the input limit: parsed strings live in simdjson's buffer (no larger
+// than the input), names are interned, and the event count is capped.
+#include "profiler/io/chrome_import.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include "core/common/error.h"
+#include "profiler/io/foreign_events.h"
+#include "profiler/io/trace_file.h"
+
+namespace parascope::profiler {
+
+namespace {
+
+namespace od = simdjson::ondemand;
+
+std::string describePosition(std::string_view data, std::size_t offset) {
+  offset = std::min(offset, data.size());
+  std::size_t line = 1, lineStart = 0;
+  for (std::size_t i = 0; i < offset; ++i) {
+    if (data[i] == '\n') {
+      ++line;
+      lineStart = i + 1;
+    }
+  }
+  std::string s = "line " + std::to_string(line) + ", column " +
+                  std::to_string(offset - lineStart + 1) + " (byte " + std::to_string(offset) + ")";
+  if (offset == data.size()) s += ", at the end of the input";
+  return s;
+}
+
+// Offset of the first byte that is not valid UTF-8 (scalar; only called once validation failed).
+std::size_t firstInvalidUtf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return i;
+    std::uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1f) : n == 3 ? (c & 0x0f) : (c & 0x07);
+    for (std::size_t k = 1; k < n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d >> 6) != 2) return i;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    const bool overlong =
+        (n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
+    if (overlong || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
+    i += n;
+  }
+  return s.size();
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// A JSON number of microseconds to exact nanoseconds: decimal digits are taken as written, so
+// "12.345" is 12345 ns with no floating-point rounding; more than three decimals round to the
+// nearest ns; exponents go through double.
+bool microsToNs(std::string_view tok, std::int64_t* out) {
+  tok = trim(tok);
+  if (tok.empty()) return false;
+  if (tok.find_first_of("eE") != std::string_view::npos) {
+    double v = 0;
+    auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+    if (r.ec != std::errc() || r.ptr != tok.data() + tok.size()) return false;
+    const double ns = std::nearbyint(v * 1000.0);
+    if (!(std::fabs(ns) < 9.2e18)) return false;
+    *out = static_cast<std::int64_t>(ns);
+    return true;
+  }
+  const bool neg = tok[0] == '-';
+  std::size_t i = neg ? 1 : 0;
+  std::uint64_t whole = 0;
+  std::size_t digits = 0;
+  for (; i < tok.size() && tok[i] >= '0' && tok[i] <= '9'; ++i, ++digits) {
+    if (whole > 9'000'000'000'000'000ULL / 10) return false;
+    whole = whole * 10 + static_cast<unsigned>(tok[i] - '0');
+  }
+  if (digits == 0 || whole > 9'000'000'000'000'000ULL) return false;
+  std::uint64_t frac = 0;
+  if (i < tok.size() && tok[i] == '.') {
+    ++i;
+    int n = 0;
+    bool roundUp = false;
+    for (; i < tok.size() && tok[i] >= '0' && tok[i] <= '9'; ++i, ++n) {
+      if (n < 3) frac = frac * 10 + static_cast<unsigned>(tok[i] - '0');
+      if (n == 3) roundUp = tok[i] >= '5';
+    }
+    if (n == 0) return false;
+    for (; n < 3; ++n) frac *= 10;
+    frac += roundUp ? 1 : 0;
+  }
+  if (i != tok.size()) return false;
+  const std::uint64_t ns = whole * 1000 + frac;
+  if (ns > 9'000'000'000'000'000'000ULL) return false;
+  *out = neg ? -static_cast<std::int64_t>(ns) : static_cast<std::int64_t>(ns);
+  return true;
+}
+
+struct ParseFailure {
+  std::string what;
+  std::size_t offset = SIZE_MAX;  // where it went wrong, when known better than simdjson's place
+};
+
+// simdjson reports unbalanced input without a useful place; one scalar pass (error path only)
+// finds whether the input ends inside a string or container, or carries data after the root.
+ParseFailure structureFailure(std::string_view d) {
+  int depth = 0;
+  bool inString = false, started = false;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    const char c = d[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (started && depth == 0 && c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+      return {"data after the end of the trace", i};
+    }
+    if (c == '"')
+      inString = true;
+    else if (c == '{' || c == '[')
+      ++depth, started = true;
+    else if (c == '}' || c == ']')
+      --depth;
+    if (depth < 0) return {"unbalanced closing bracket", i};
+  }
+  if (inString) return {"truncated: the input ends inside a string", d.size()};
+  if (depth > 0) return {"truncated: the input ends inside an object or array", d.size()};
+  return {"malformed JSON structure"};
+}
+
+ParseFailure failure(simdjson::error_code err, std::string_view data, const char* what) {
+  if (err == simdjson::INCORRECT_TYPE) return {what};
+  if (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::UNCLOSED_STRING ||
+      err == simdjson::TAPE_ERROR) {
+    return structureFailure(data);
+  }
+  return {std::string(what) + ": " + simdjson::error_message(err)};
+}
+
+// Args we understand; everything else is skipped.
+struct Args {
+  std::optional<std::int64_t> bytes, peer, group, step, microBatch, stage, instruction, stream;
+  std::optional<std::uint64_t> correlation;
+  bool flowSource = false, receive = false;
+  std::string_view metaName;  // "name" of process_name / thread_name metadata
+  std::optional<std::int64_t> totalAllocated, deviceType, deviceId;  // "[memory]" instants
+  std::vector<std::pair<std::string_view, double>> numbers;          // for foreign "C" events
+};
+
+struct RawEvent {
+  char ph = 0;
+  std::string_view name, cat, pid, tid;
+  std::optional<std::int64_t> ts, dur;
+  Args args;
+};
+
+class Importer {
+ public:
+  template <class T>
+  T take(simdjson::simdjson_result<T>&& r, const char* what) {
+    T v{};
+    if (auto err = std::move(r).get(v)) throw failure(err, data_, what);
+    return v;
+  }
+
+  Importer(std::string_view data, std::string source, const ImportOptions& options)
+      : data_(data), source_(std::move(source)), options_(options) {}
+
+  TraceData run();
+
+ private:
+  [[noreturn]] void fail(const ParseFailure& f);
+  void parseRoot();
+  void parseEvents(od::array events);
+  void parseEvent(od::object obj);
+  void parseArgs(od::object obj, Args& args, bool collectNumbers);
+  std::int64_t integer(od::value v, const char* what);
+  std::uint32_t key(std::string_view raw);
+  void addEvent(RawEvent& r);
+  void addCounters(RawEvent& r, const ForeignMapping& m);
+  void resolve();
+
+  std::string_view data_;
+  std::string source_;
+  ImportOptions options_;
+  simdjson::padded_string padded_;
+  od::parser parser_;
+  od::document doc_;
+  TraceData out_;
+  bool docReady_ = false;  // doc_ may be asked for its position only after iterate() succeeded
+  bool ours_ = false;
+  std::int32_t infoRank_ = -1;
+  std::size_t eventIndex_ = 0;
+  // Raw pid/tid of each event, resolved to rank and lane at the end.
+  std::unordered_map<std::string_view, std::uint32_t> keyIndex_;
+  std::vector<std::string_view> keyText_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> eventKeys_;
+  std::vector<bool> laneFixed_;
+  std::map<std::uint32_t, std::string> processNames_;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::string> threadNames_;
+};
+
+void Importer::fail(const ParseFailure& f) {
+  std::size_t offset = f.offset != SIZE_MAX ? f.offset : data_.size();
+  const char* loc = nullptr;
+  if (f.offset == SIZE_MAX && docReady_ && doc_.current_location().get(loc) == simdjson::SUCCESS &&
+      loc) {
+    offset = static_cast<std::size_t>(loc - padded_.data());
+  }
+  throw UserError(source_ + ": " + f.what + " at " + describePosition(data_, offset));
+}
+
+TraceData Importer::run() {
+  if (data_.size() > options_.maxBytes) {
+    throw UserError(source_ + ": " + std::to_string(data_.size()) +
+                    " bytes is more than the import limit of " + std::to_string(options_.maxBytes));
+  }
+  if (!simdjson::validate_utf8(data_.data(), data_.size())) {
+    throw UserError(source_ + ": invalid UTF-8 at " +
+                    describePosition(data_, firstInvalidUtf8(data_)));
+  }
+  padded_ = simdjson::padded_string(data_);
+  data_ = std::string_view(padded_.data(), padded_.size());
+  try {
+    if (auto err = parser_.iterate(padded_).get(doc_)) throw failure(err, data_, "not JSON");
+    docReady_ = true;
+    parseRoot();
+  } catch (const ParseFailure& f) {
+    fail(f);
+  }
+  resolve();
+  return std::move(out_);
+}
+
+void Importer::parseRoot() {
+  od::json_type type = take(doc_.type(), "not JSON");
+  if (type == od::json_type::array) {
+    parseEvents(take(doc_.get_array(), "expected an array of events"));
+    return;
+  }
+  if (type != od::json_type::object) {
+    throw ParseFailure{"expected a JSON object with \"traceEvents\" or an array of events"};
+  }
+  bool sawEvents = false;
+  for (auto f : take(doc_.get_object(), "expected an object")) {
+    od::field field = take(std::move(f), "malformed member");
+    std::string_view k = take(field.unescaped_key(), "malformed key");
+    od::value v = field.value();
+    if (k == "traceEvents") {
+      parseEvents(take(v.get_array(), "\"traceEvents\" must be an array"));
+      sawEvents = true;
+    } else if (k == "parascopeVersion") {
+      ours_ = true;
+    } else if (k == "clockResidualNs") {
+      out_.clockResidualNs = integer(v, "clockResidualNs");
+    } else if (k == "distributedInfo") {
+      for (auto df : take(v.get_object(), "\"distributedInfo\" must be an object")) {
+        od::field d = take(std::move(df), "malformed member");
+        std::string_view dk = take(d.unescaped_key(), "malformed key");
+        if (dk == "rank") infoRank_ = static_cast<std::int32_t>(integer(d.value(), "rank"));
+        if (dk == "world_size") {
+          out_.worldSize = static_cast<int>(integer(d.value(), "world_size"));
+        }
+      }
+    }
+  }
+  const char* rest = nullptr;
+  if (doc_.current_location().get(rest) == simdjson::SUCCESS) throw structureFailure(data_);
+  if (!sawEvents) throw ParseFailure{"no \"traceEvents\" array in the trace object"};
+}
+
+std::int64_t Importer::integer(od::value v, const char* what) {
+  std::int64_t i = 0;
+  if (v.get_int64().get(i) == simdjson::SUCCESS) return i;
+  double d = 0;
+  if (v.get_double().get(d) == simdjson::SUCCESS && std::fabs(d) < 9.2e18 && d == std::floor(d)) {
+    return static_cast<std::int64_t>(d);
+  }
+  throw ParseFailure{std::string("\"") + what + "\" must be an integer"};
+}
+
+std::uint32_t Importer::key(std::string_view raw) {
+  raw = trim(raw);
+  auto [it, inserted] = keyIndex_.try_emplace(raw, static_cast<std::uint32_t>(keyText_.size()));
+  if (inserted) keyText_.push_back(raw);
+  return it->second;
+}
+
+void Importer::parseEvents(od::array events) {
+  for (auto element : events) {
+    od::value v = take(std::move(element), "malformed event");
+    parseEvent(take(v.get_object(), "each trace event must be a JSON object"));
+    ++eventIndex_;
+  }
+}
+
+void Importer::parseEvent(od::object obj) {
+  RawEvent r;
+  for (auto f : obj) {
+    od::field field = take(std::move(f), "malformed event member");
+    std::string_view k = take(field.unescaped_key(), "malformed key");
+    od::value v = field.value();
+    if (k == "ph") {
+      std::string_view ph = take(v.get_string(), "\"ph\" must be a string");
+      r.ph = ph.empty() ? '?' : ph[0];
+    } else if (k == "name") {
+      r.name = take(v.get_string(), "\"name\" must be a string");
+    } else if (k == "cat") {
+      r.cat = take(v.get_string(), "\"cat\" must be a string");
+    } else if (k == "pid" || k == "tid") {
+      const od::json_type t = take(v.type(), "bad id");
+      if (t != od::json_type::number && t != od::json_type::string) {
+        throw ParseFailure{"\"pid\" and \"tid\" must be numbers or strings"};
+      }
+      (k == "pid" ? r.pid : r.tid) = v.raw_json_token();
+    } else if (k == "ts" || k == "dur") {
+      std::int64_t ns = 0;
+      std::string_view tok = v.raw_json_token();
+      if (take(v.type(), "bad time") != od::json_type::number || !microsToNs(tok, &ns)) {
+        throw ParseFailure{"\"" + std::string(k) + "\" must be a number of microseconds within " +
+                           "+-9e15, not " + std::string(trim(tok).substr(0, 40))};
+      }
+      (k == "ts" ? r.ts : r.dur) = ns;
+    } else if (k == "args" || k == "tags") {
+      if (take(v.type(), "bad args") == od::json_type::object) {
+        parseArgs(take(v.get_object(), "bad args"), r.args, k == "args");
+      }
+    }
+  }
+  addEvent(r);
+}
+
+void Importer::parseArgs(od::object obj, Args& a, bool collectNumbers) {
+  for (auto f : obj) {
+    od::field field = take(std::move(f), "malformed args member");
+    std::string_view k = take(field.unescaped_key(), "malformed key");
+    od::value v = field.value();
+    const od::json_type t = take(v.type(), "bad value");
+    if (k == "name" && t == od::json_type::string) {
+      a.metaName = take(v.get_string(), "bad name");
+      continue;
+    }
+    if (t != od::json_type::number) continue;
+    if (k == "bytes")
+      a.bytes = integer(v, "bytes");
+    else if (k == "peer")
+      a.peer = integer(v, "peer");
+    else if (k == "group")
+      a.group = integer(v, "group");
+    else if (k == "step")
+      a.step = integer(v, "step");
+    else if (k == "micro_batch")
+      a.microBatch = integer(v, "micro_batch");
+    else if (k == "stage")
+      a.stage = integer(v, "stage");
+    else if (k == "instruction")
+      a.instruction = integer(v, "instruction");
+    else if (k == "stream")
+      a.stream = integer(v, "stream");
+    else if (k == "correlation")
+      a.correlation = take(v.get_uint64(), "\"correlation\" must be a non-negative integer");
+    else if (k == "flow_source")
+      a.flowSource = integer(v, "flow_source") != 0;
+    else if (k == "receive")
+      a.receive = integer(v, "receive") != 0;
+    else if (k == "Total Allocated")
+      a.totalAllocated = integer(v, "Total Allocated");
+    else if (k == "Device Type")
+      a.deviceType = integer(v, "Device Type");
+    else if (k == "Device Id")
+      a.deviceId = integer(v, "Device Id");
+    else if (collectNumbers && a.numbers.size() < 64) {
+      a.numbers.emplace_back(k, take(v.get_double(), "bad number"));
+    }
+  }
+}
+
+std::int32_t toInt32(const std::optional<std::int64_t>& v, const char* what) {
+  if (!v) return -1;
+  if (*v < INT32_MIN || *v > INT32_MAX) {
+    throw ParseFailure{std::string("\"") + what + "\" is out of range: " + std::to_string(*v)};
+  }
+  return static_cast<std::int32_t>(*v);
+}
+
+void Importer::addEvent(RawEvent& r) {
+  if (r.ph == 'M') {
+    const std::uint32_t pid = key(r.pid);
+    if (r.name == "process_name") processNames_[pid] = std::string(r.args.metaName);
+    if (r.name == "thread_name") threadNames_[{pid, key(r.tid)}] = std::string(r.args.metaName);
+    return;
+  }
+  if (r.ph != 'X' && r.ph != 'i' && r.ph != 'I' && r.ph != 'C') return;  // flows, B/E, ...
+  if (!r.ts) throw ParseFailure{"trace event without \"ts\""};
+  if (out_.events.size() >= options_.maxEvents) {
+    throw ParseFailure{"more than " + std::to_string(options_.maxEvents) +
+                       " events, the import limit"};
+  }
+  ForeignMapping m;
+  if (!ours_ || !trace::categoryFromName(r.cat, &m.category)) m = mapForeignEvent(r.cat, r.name);
+  if (!ours_ && r.ph == 'i' && r.name == "[memory]") {
+    addCounters(r, m);
+    return;
+  }
+  if (r.ph == 'C' && !ours_) {
+    addCounters(r, m);
+    return;
+  }
+  Event e;
+  e.name = out_.strings.intern(r.name);
+  e.category = m.category;
+  e.kind = r.ph == 'X' ? EventKind::Span : r.ph == 'C' ? EventKind::Counter : EventKind::Instant;
+  e.startNs = *r.ts;
+  const std::int64_t dur = r.ph == 'X' ? r.dur.value_or(0) : 0;
+  if (dur < 0 || e.startNs > INT64_MAX - dur) throw ParseFailure{"bad \"dur\""};
+  e.endNs = e.startNs + dur;
+  const Args& a = r.args;
+  e.bytes = a.bytes.value_or(0);
+  e.peer = toInt32(a.peer, "peer");
+  e.group = toInt32(a.group, "group");
+  e.step = a.step ? toInt32(a.step, "step") : m.step;
+  e.microBatch = toInt32(a.microBatch, "micro_batch");
+  e.stage = toInt32(a.stage, "stage");
+  e.instruction = toInt32(a.instruction, "instruction");
+  e.correlation = a.correlation.value_or(0);
+  if (a.flowSource || (m.flowSource && e.correlation != 0)) e.flags |= trace::flag::kFlowSource;
+  if (a.receive) e.flags |= trace::flag::kReceive;
+  const bool gpuLane = !ours_ && m.gpu && a.stream;
+  if (gpuLane) e.lane = trace::lane::gpuStream(static_cast<std::uint32_t>(*a.stream));
+  out_.events.push_back(e);
+  eventKeys_.emplace_back(key(r.pid), key(r.tid));
+  laneFixed_.push_back(gpuLane);
+}
+
+// Foreign counters: each numeric series of a "C" event, or the allocator total of a PyTorch
+// "[memory]" instant, becomes a counter event.
+void Importer::addCounters(RawEvent& r, const ForeignMapping& m) {
+  auto push = [&](std::string_view name, Category c, std::int64_t value) {
+    if (out_.events.size() >= options_.maxEvents) {
+      throw ParseFailure{"more than " + std::to_string(options_.maxEvents) +
+                         " events, the import limit"};
+    }
+    Event e;
+    e.name = out_.strings.intern(name);
+    e.category = c;
+    e.kind = EventKind::Counter;
+    e.startNs = e.endNs = *r.ts;
+    e.bytes = value;
+    out_.events.push_back(e);
+    eventKeys_.emplace_back(key(r.pid), key(r.tid));
+    laneFixed_.push_back(false);
+  };
+  if (r.ph == 'i') {
+    if (!r.args.totalAllocated) return;
+    const bool cuda = r.args.deviceType.value_or(0) == 1;
+    const std::string name =
+        cuda ? "cuda:" + std::to_string(r.args.deviceId.value_or(0)) + " allocated"
+             : "cpu allocated";
+    push(name, Category::Memory, *r.args.totalAllocated);
+    return;
+  }
+  for (const auto& [k, v] : r.args.numbers) {
+    const std::string name = r.args.numbers.size() == 1
+                                 ? std::string(r.name)
+                                 : std::string(r.name) + "/" + std::string(k);
+    if (!(std::fabs(v) < 9.2e18)) throw ParseFailure{"counter value out of range"};
+    push(name, m.category == Category::Memory ? Category::Memory : Category::Host,
+         static_cast<std::int64_t>(std::llround(v)));
+  }
+}
+
+// Ranks and lanes: our files say pid = rank, tid = lane; foreign files have one rank
+// (distributedInfo) whose host threads become lanes in order of first appearance.
+void Importer::resolve() {
+  const std::int32_t rank = infoRank_ >= 0 ? infoRank_ : options_.defaultRank;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::int32_t> threadLanes;
+  auto parseId = [&](std::uint32_t k, const char* what) -> std::int32_t {
+    std::string_view t = keyText_[k];
+    std::int32_t v = 0;
+    auto res = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (res.ec != std::errc() || res.ptr != t.data() + t.size()) {
+      throw UserError(source_ + ": " + what + " " + std::string(t.substr(0, 40)) +
+                      " is not an integer, as ParaScope traces require");
+    }
+    return v;
+  };
+  for (std::size_t i = 0; i < out_.events.size(); ++i) {
+    Event& e = out_.events[i];
+    const auto [pid, tid] = eventKeys_[i];
+    if (ours_) {
+      e.rank = parseId(pid, "pid");
+      e.lane = parseId(tid, "tid");
+      continue;
+    }
+    e.rank = rank;
+    if (laneFixed_[i]) continue;
+    auto [it, inserted] = threadLanes.try_emplace(
+        {pid, tid}, trace::lane::kFirstThread + static_cast<std::int32_t>(threadLanes.size()));
+    e.lane = it->second;
+    if (inserted) {
+      auto named = threadNames_.find({pid, tid});
+      out_.laneNames[{rank, e.lane}] =
+          named != threadNames_.end() && !named->second.empty()
+              ? named->second
+              : "pid " + std::string(keyText_[pid]) + " tid " + std::string(keyText_[tid]);
+    }
+  }
+  for (const auto& [pid, name] : processNames_) {
+    if (ours_) {
+      out_.rankNames[parseId(pid, "pid")] = name;
+    } else if (!out_.rankNames.count(rank) && !name.empty()) {
+      out_.rankNames[rank] = name;
+    }
+  }
+  if (ours_) {
+    for (const auto& [k, name] : threadNames_) {
+      out_.laneNames[{parseId(k.first, "pid"), parseId(k.second, "tid")}] = name;
+    }
+  }
+  out_.sortByTime();
+  if (!ours_) tagStepsFromSpans(out_);
+  eventKeys_.clear();
+}
+
+}  // namespace
+
+TraceData importChromeTraceFromMemory(std::string_view data, const std::string& source,
+                                      const ImportOptions& options) {
+  if (data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
+      static_cast<unsigned char>(data[1]) == 0x8b) {
+    const std::string inflated = gunzipBounded(data, options.maxBytes, source);
+    return Importer(inflated, source, options).run();
+  }
+  return Importer(data, source, options).run();
+}
+
+TraceData importChromeTrace(const std::string& path, const ImportOptions& options) {
+  const std::string data = readTraceFile(path, options.maxBytes);
+  return Importer(data, path, options).run();
+}
+
+}  // namespace parascope::profiler

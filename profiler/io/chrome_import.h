@@ -1,0 +1,28 @@
+// Reads Chrome Trace Event JSON: ParaScope's own files (exactly, to the ns), PyTorch Kineto
+// traces (torch.profiler export_chrome_trace, HolisticTraceAnalysis samples) and the older
+// torch 1.13 format (a bare array of "X" events with "pid": "CPU functions"). Foreign events
+// are mapped onto ours (categories, GPU streams, steps, memory) so the analyses run on them.
+// Bad input of any kind becomes a UserError naming the source and the line/column/byte.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "profiler/trace_data.h"
+
+namespace parascope::profiler {
+
+struct ImportOptions {
+  std::size_t maxBytes = std::size_t{4} << 30;  // input size after gunzip
+  std::size_t maxEvents = 50'000'000;
+  std::int32_t defaultRank = 0;  // for traces that do not say which rank wrote them
+};
+
+TraceData importChromeTrace(const std::string& path, const ImportOptions& options = {});
+// `source` names the data in error messages. Gzip data is inflated first.
+TraceData importChromeTraceFromMemory(std::string_view data, const std::string& source,
+                                      const ImportOptions& options = {});
+
+}  // namespace parascope::profiler

@@ -1,0 +1,55 @@
+// Files for traces: a streaming writer that writes to a temporary file beside the target and
+// renames it into place only when complete (readers never see half a trace), gzip when the
+// name ends in ".gz"; and a bounded reader that inflates gzip and refuses input over a limit.
+#pragma once
+
+#include <cstddef>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+namespace parascope::profiler {
+
+class TraceFileWriter {
+ public:
+  explicit TraceFileWriter(std::string path);  // throws UserError if it cannot be created
+  ~TraceFileWriter();                          // without commit(): removes the temporary
+  TraceFileWriter(const TraceFileWriter&) = delete;
+  TraceFileWriter& operator=(const TraceFileWriter&) = delete;
+
+  void write(std::string_view s) {
+    if (buffer_.size() + s.size() > kFlushAt) flush();
+    buffer_.append(s);
+  }
+  void put(char c) {
+    if (buffer_.size() >= kFlushAt) flush();
+    buffer_.push_back(c);
+  }
+  std::string& buffer() { return buffer_; }  // for formatting in place; call maybeFlush after
+  void maybeFlush() {
+    if (buffer_.size() >= kFlushAt) flush();
+  }
+  // Flushes, closes and renames into place; throws UserError on any I/O failure.
+  void commit();
+  std::size_t bytesWritten() const { return written_; }
+
+ private:
+  static constexpr std::size_t kFlushAt = std::size_t{1} << 20;
+  void flush();
+  void fail(const char* what);
+
+  std::string path_;
+  std::string tmpPath_;
+  std::FILE* file_ = nullptr;
+  void* gz_ = nullptr;  // gzFile when compressing
+  std::string buffer_;
+  std::size_t written_ = 0;
+};
+
+// Whole file contents, gunzipped when it starts with the gzip magic. Throws UserError naming
+// the file when it is missing, unreadable, corrupt or larger than maxBytes (after inflating).
+std::string readTraceFile(const std::string& path, std::size_t maxBytes);
+// Same for gzip data already in memory (the fuzzer and tests use it).
+std::string gunzipBounded(std::string_view data, std::size_t maxBytes, const std::string& what);
+
+}  // namespace parascope::profiler

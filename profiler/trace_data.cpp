@@ -1,0 +1,68 @@
+// TraceData helpers: string interning, merging, ordering and default lane names.
+#include "profiler/trace_data.h"
+
+#include <algorithm>
+#include <set>
+
+namespace parascope::profiler {
+
+const char* StringPool::intern(std::string_view s) {
+  auto it = index_.find(s);
+  if (it != index_.end()) return it->data();
+  const std::string& stored = storage_.emplace_back(s);
+  index_.insert(std::string_view(stored));
+  return stored.c_str();
+}
+
+void TraceData::adoptNames() {
+  for (Event& e : events) e.name = strings.intern(e.name);
+}
+
+void TraceData::merge(const TraceData& other) {
+  events.reserve(events.size() + other.events.size());
+  for (Event e : other.events) {
+    e.name = strings.intern(e.name);
+    events.push_back(e);
+  }
+  worldSize = std::max(worldSize, other.worldSize);
+  for (const auto& [k, v] : other.rankNames) rankNames.emplace(k, v);
+  for (const auto& [k, v] : other.laneNames) laneNames.emplace(k, v);
+  clockResidualNs = std::max(clockResidualNs, other.clockResidualNs);
+}
+
+void TraceData::sortByTime() {
+  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    if (a.rank != b.rank) return a.rank < b.rank;
+    if (a.startNs != b.startNs) return a.startNs < b.startNs;
+    return a.endNs > b.endNs;
+  });
+}
+
+std::vector<std::int32_t> TraceData::ranks() const {
+  std::set<std::int32_t> s;
+  for (const Event& e : events) s.insert(e.rank);
+  return {s.begin(), s.end()};
+}
+
+std::string TraceData::laneName(std::int32_t rank, std::int32_t laneId) const {
+  auto it = laneNames.find({rank, laneId});
+  if (it != laneNames.end()) return it->second;
+  switch (laneId) {
+    case trace::lane::kCompute:
+      return "compute";
+    case trace::lane::kCommunication:
+      return "communication";
+    case trace::lane::kHost:
+      return "host";
+    case trace::lane::kData:
+      return "data";
+    default:
+      break;
+  }
+  if (trace::lane::isGpu(laneId)) {
+    return "stream " + std::to_string(laneId - trace::lane::kFirstGpuStream);
+  }
+  return "lane " + std::to_string(laneId);
+}
+
+}  // namespace parascope::profiler

@@ -1,0 +1,62 @@
+// A recorded or imported trace: events from one or more ranks plus what names them (ranks,
+// lanes, world size) and the strings the events point at. Value type; analyses, exporters and
+// the GUI read it. Not thread-safe; the Tracer builds one per collection.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "core/trace/event.h"
+
+namespace parascope::profiler {
+
+using trace::Category;
+using trace::Event;
+using trace::EventKind;
+
+// Owns strings with stable addresses; equal strings share one copy.
+class StringPool {
+ public:
+  StringPool() = default;
+  StringPool(const StringPool& other) = delete;
+  StringPool& operator=(const StringPool&) = delete;
+  StringPool(StringPool&&) noexcept = default;
+  StringPool& operator=(StringPool&&) noexcept = default;
+
+  const char* intern(std::string_view s);
+  std::size_t size() const { return index_.size(); }
+
+ private:
+  std::deque<std::string> storage_;
+  std::unordered_set<std::string_view> index_;
+};
+
+struct TraceData {
+  std::vector<Event> events;
+  int worldSize = 1;
+  std::map<std::int32_t, std::string> rankNames;                           // rank -> label
+  std::map<std::pair<std::int32_t, std::int32_t>, std::string> laneNames;  // (rank, lane)
+  std::int64_t clockResidualNs = -1;  // cross-rank alignment residual, -1 unknown
+  StringPool strings;
+
+  TraceData() = default;
+  TraceData(TraceData&&) noexcept = default;
+  TraceData& operator=(TraceData&&) noexcept = default;
+
+  // Re-points event names at this trace's pool (after events came from elsewhere).
+  void adoptNames();
+  // Appends `other`, re-interning its names here.
+  void merge(const TraceData& other);
+  // Stable sort by (rank, start, longer first) so parents precede children.
+  void sortByTime();
+  std::vector<std::int32_t> ranks() const;
+  std::string laneName(std::int32_t rank, std::int32_t laneId) const;
+};
+
+}  // namespace parascope::profiler

@@ -1,0 +1,324 @@
+// Chrome trace export and import: an exact round trip (every field, to the nanosecond), one
+// file per rank and merged, gzip, and the errors bad input gets, each naming its position.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fstream>
+
+#include "core/common/error.h"
+#include "profiler/io/chrome_export.h"
+#include "profiler/io/chrome_import.h"
+#include "trace_builder.h"
+
+using namespace parascope::profiler;
+using parascope::UserError;
+namespace lane = parascope::trace::lane;
+namespace flag = parascope::trace::flag;
+
+namespace {
+
+TraceData richTrace() {
+  TraceData t;
+  t.worldSize = 4;
+  t.clockResidualNs = 1234;
+  t.rankNames[0] = "rank 0 (host a)";
+  t.laneNames[{1, lane::gpuStream(7)}] = "stream 7";
+  const char* names[] = {"matmul", "allReduce \"ring\"", "back\\slash\nnewline",
+                         "caf\xc3\xa9 \xe2\x82\xac", "tab\there"};
+  std::int64_t base = 1'700'000'000'123'456'789;  // ~ wall-clock ns: 1.7e15 us
+  for (int i = 0; i < 40; ++i) {
+    Event e;
+    e.rank = i % 3;
+    e.lane = i % 5 == 0 ? lane::gpuStream(7) : i % 4;
+    e.name = t.strings.intern(names[i % 5]);
+    e.category = static_cast<Category>(i % parascope::trace::kCategoryCount);
+    e.kind = i % 7 == 0 ? EventKind::Counter : i % 11 == 0 ? EventKind::Instant : EventKind::Span;
+    e.startNs = base + i * 1001 + (i % 2 ? -7 : 999);
+    e.endNs = e.kind == EventKind::Span ? e.startNs + i * 13 + 1 : e.startNs;
+    e.bytes = i * 1'000'003LL - 5;
+    e.peer = i % 3 - 1;
+    e.group = i % 2 ? i : -1;
+    e.step = i / 10 - 1;
+    e.microBatch = i % 4 - 1;
+    e.stage = i % 3 == 0 ? -1 : i % 2;
+    e.instruction = i - 1;
+    e.correlation = i % 6 == 0 ? 0 : 0xF000000000000000ULL + static_cast<std::uint64_t>(i / 2);
+    e.flags = static_cast<std::uint8_t>(i % 4);
+    t.events.push_back(e);
+  }
+  t.events.front().startNs = t.events.front().endNs = -5;  // negative times survive too
+  t.sortByTime();
+  return t;
+}
+
+void compareEvents(const TraceData& a, const TraceData& b) {
+  QCOMPARE(a.events.size(), b.events.size());
+  for (std::size_t i = 0; i < a.events.size(); ++i) {
+    const Event& x = a.events[i];
+    const Event& y = b.events[i];
+    QCOMPARE(std::string(y.name), std::string(x.name));
+    QCOMPARE(y.startNs, x.startNs);
+    QCOMPARE(y.endNs, x.endNs);
+    QCOMPARE(y.rank, x.rank);
+    QCOMPARE(y.lane, x.lane);
+    QCOMPARE(y.bytes, x.bytes);
+    QCOMPARE(y.correlation, x.correlation);
+    QCOMPARE(y.peer, x.peer);
+    QCOMPARE(y.group, x.group);
+    QCOMPARE(y.step, x.step);
+    QCOMPARE(y.microBatch, x.microBatch);
+    QCOMPARE(y.stage, x.stage);
+    QCOMPARE(y.instruction, x.instruction);
+    QCOMPARE(static_cast<int>(y.category), static_cast<int>(x.category));
+    QCOMPARE(static_cast<int>(y.kind), static_cast<int>(x.kind));
+    QCOMPARE(y.flags, x.flags);
+  }
+}
+
+std::string readAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+}  // namespace
+
+class TestChromeIo : public QObject {
+  Q_OBJECT
+ private slots:
+  void roundTripMergedIsExact();
+  void roundTripGzip();
+  void perRankFilesMergeBack();
+  void kinetoConventions();
+  void failedExportLeavesNoFile();
+  void badInput_data();
+  void badInput();
+  void invalidUtf8NamesItsByte();
+  void limits();
+  void legacyArrayFormat();
+  void microsecondParsing();
+
+ private:
+  QTemporaryDir dir_;
+  std::string path(const char* name) { return (dir_.path() + "/" + name).toStdString(); }
+};
+
+void TestChromeIo::roundTripMergedIsExact() {
+  const TraceData t = richTrace();
+  const std::string p = path("merged.json");
+  QVERIFY(exportChromeTrace(t, p) > 0);
+  const TraceData back = importChromeTrace(p);
+  compareEvents(t, back);
+  QCOMPARE(back.worldSize, 4);
+  QCOMPARE(back.clockResidualNs, std::int64_t{1234});
+  QCOMPARE(back.rankNames.at(0), std::string("rank 0 (host a)"));
+  QCOMPARE(back.rankNames.at(1), std::string("rank 1"));
+  QCOMPARE(back.laneName(1, lane::gpuStream(7)), std::string("stream 7"));
+  QCOMPARE(back.laneName(0, lane::kCommunication), std::string("communication"));
+}
+
+void TestChromeIo::roundTripGzip() {
+  const TraceData t = richTrace();
+  const std::string p = path("merged.json.gz");
+  exportChromeTrace(t, p);
+  const std::string bytes = readAll(p);
+  QVERIFY(bytes.size() > 2 && static_cast<unsigned char>(bytes[0]) == 0x1f);
+  compareEvents(t, importChromeTrace(p));
+  compareEvents(t, importChromeTraceFromMemory(bytes, "memory"));
+}
+
+void TestChromeIo::perRankFilesMergeBack() {
+  const TraceData t = richTrace();
+  const auto paths = exportChromeTracePerRank(t, path("run.json"));
+  QCOMPARE(paths.size(), std::size_t{3});
+  QCOMPARE(paths[2], path("run.rank2.json"));
+  QCOMPARE(perRankPath("out/r{rank}.json.gz", 12), std::string("out/r12.json.gz"));
+  TraceData merged;
+  for (const auto& p : paths) {
+    TraceData one = importChromeTrace(p);
+    for (const Event& e : one.events) QCOMPARE(e.rank, one.events.front().rank);
+    merged.merge(one);
+  }
+  merged.sortByTime();
+  compareEvents(t, merged);
+}
+
+// The file reads like a Kineto trace: distributedInfo, process and thread names, "X"/"C"/"i"
+// events, "s"/"f" flow pairs for correlated events with a flow source.
+void TestChromeIo::kinetoConventions() {
+  TraceData t;
+  t.worldSize = 2;
+  Event launch;
+  launch.name = "launch";
+  launch.category = Category::Runtime;
+  launch.startNs = 1000;
+  launch.endNs = 1500;
+  launch.correlation = 42;
+  launch.flags = flag::kFlowSource;
+  Event kernel = launch;
+  kernel.name = "gemm";
+  kernel.category = Category::Compute;
+  kernel.lane = lane::gpuStream(3);
+  kernel.startNs = 2000;
+  kernel.endNs = 2500;
+  kernel.flags = 0;
+  Event mem;
+  mem.name = "activation";
+  mem.category = Category::Memory;
+  mem.kind = EventKind::Counter;
+  mem.bytes = 4096;
+  t.events = {launch, kernel, mem};
+  const std::string p = path("kineto.json");
+  exportChromeTrace(t, p);
+  const std::string s = readAll(p);
+  for (const char* needle :
+       {"\"distributedInfo\":{\"backend\":\"parascope\",\"rank\":0,\"world_size\":2}",
+        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"rank "
+        "0\"}}",
+        "\"name\":\"thread_name\",\"pid\":0,\"tid\":1048579,\"args\":{\"name\":\"stream 3\"}",
+        "{\"ph\":\"X\",\"cat\":\"compute\",\"name\":\"gemm\",\"pid\":0,\"tid\":1048579,\"ts\":2."
+        "000,"
+        "\"dur\":0.500,\"args\":{\"correlation\":42}}",
+        "{\"ph\":\"C\",\"cat\":\"memory\",\"name\":\"activation\",\"pid\":0,\"tid\":0,\"ts\":0.000,"
+        "\"args\":{\"bytes\":4096}",
+        "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":1,\"pid\":0,\"tid\":0,\"ts\":1."
+        "000}",
+        "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":1,\"pid\":0,"
+        "\"tid\":1048579,\"ts\":2.000}"}) {
+    QVERIFY2(s.find(needle) != std::string::npos, needle);
+  }
+}
+
+void TestChromeIo::failedExportLeavesNoFile() {
+  const std::string p = path("missing-dir/x.json");
+  QVERIFY_THROWS_EXCEPTION(UserError, exportChromeTrace(richTrace(), p));
+  QVERIFY(!QFile::exists(QString::fromStdString(p)));
+  QVERIFY(QDir(dir_.path()).entryList({"*.tmp*"}, QDir::Files).isEmpty());
+}
+
+void TestChromeIo::badInput_data() {
+  QTest::addColumn<QByteArray>("input");
+  QTest::addColumn<QString>("expected");  // a fragment of the message, position included
+  QTest::newRow("empty") << QByteArray("") << "t.json: not JSON";
+  QTest::newRow("scalar") << QByteArray("42") << "expected a JSON object";
+  QTest::newRow("no events") << QByteArray("{\"a\":1}") << "no \"traceEvents\" array";
+  QTest::newRow("truncated")
+      << QByteArray("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":2,")
+      << "truncated: the input ends inside an object or array at line 1, column 53 (byte 52), at "
+         "the end of the input";
+  QTest::newRow("truncated after newline")
+      << QByteArray("{\"traceEvents\":[\n{\"ph\":\"X\",\"ts\":1},\n{\"ph\":\"X\",\"ts\":")
+      << "line 3";
+  QTest::newRow("event not object")
+      << QByteArray("{\"traceEvents\":[1]}") << "each trace event must be a JSON object at line 1";
+  QTest::newRow("ts string") << QByteArray("[{\"ph\":\"X\",\"ts\":\"soon\"}]")
+                             << "\"ts\" must be a number of microseconds";
+  QTest::newRow("ts huge") << QByteArray("[{\"ph\":\"X\",\"ts\":1e300}]")
+                           << "\"ts\" must be a number of microseconds";
+  QTest::newRow("ts too many digits")
+      << QByteArray("[{\"ph\":\"X\",\"ts\":123456789012345678901234567890}]") << "\"ts\" must be";
+  QTest::newRow("missing ts") << QByteArray("[{\"ph\":\"X\",\"dur\":1}]")
+                              << "trace event without \"ts\" at line 1";
+  QTest::newRow("negative dur") << QByteArray("[{\"ph\":\"X\",\"ts\":1,\"dur\":-1}]")
+                                << "bad \"dur\"";
+  QTest::newRow("pid object") << QByteArray("[{\"ph\":\"X\",\"ts\":1,\"pid\":{}}]")
+                              << "\"pid\" and \"tid\" must be numbers or strings";
+  QTest::newRow("peer out of range")
+      << QByteArray("[{\"ph\":\"X\",\"ts\":1,\"args\":{\"peer\":99999999999}}]")
+      << "\"peer\" is out of range";
+  QTest::newRow("peer not integer")
+      << QByteArray("[{\"ph\":\"X\",\"ts\":1,\"args\":{\"peer\":1.5}}]")
+      << "\"peer\" must be an integer";
+  QTest::newRow("ours with string pid")
+      << QByteArray(
+             "{\"parascopeVersion\":1,\"traceEvents\":[{\"ph\":\"X\",\"ts\":1,\"pid\":\"a\"}]}")
+      << "pid \"a\" is not an integer";
+  QTest::newRow("unclosed string") << QByteArray("{\"traceEvents\":[{\"name\":\"abc}]}")
+                                   << "truncated: the input ends inside a string";
+  QTest::newRow("deep nesting") << QByteArray(5000, '[') << "t.json:";
+  QTest::newRow("trailing garbage")
+      << QByteArray("{\"traceEvents\":[]} x")
+      << "data after the end of the trace at line 1, column 20 (byte 19)";
+  QTest::newRow("bad gzip") << QByteArray("\x1f\x8b\x08\x00garbage", 12) << "gzip";
+}
+
+void TestChromeIo::badInput() {
+  QFETCH(QByteArray, input);
+  QFETCH(QString, expected);
+  try {
+    importChromeTraceFromMemory(std::string_view(input.constData(), input.size()), "t.json");
+    QFAIL("no error");
+  } catch (const UserError& e) {
+    const QString message = QString::fromUtf8(e.what());
+    QVERIFY2(message.contains(expected), qPrintable(message));
+    QVERIFY2(message.startsWith("t.json"), qPrintable(message));
+  }
+}
+
+void TestChromeIo::invalidUtf8NamesItsByte() {
+  const std::string input = "[{\"ph\":\"X\",\"ts\":1,\n\"name\":\"ab\xc3(\"}]";
+  try {
+    importChromeTraceFromMemory(input, "bad.json");
+    QFAIL("no error");
+  } catch (const UserError& e) {
+    QCOMPARE(QString(e.what()), QString("bad.json: invalid UTF-8 at line 2, column 11 (byte 29)"));
+  }
+}
+
+void TestChromeIo::limits() {
+  const std::string three =
+      "[{\"ph\":\"X\",\"ts\":1},{\"ph\":\"X\",\"ts\":2},{\"ph\":\"X\",\"ts\":3}]";
+  ImportOptions o;
+  o.maxEvents = 2;
+  QVERIFY_THROWS_EXCEPTION(UserError, importChromeTraceFromMemory(three, "x", o));
+  try {
+    importChromeTraceFromMemory(three, "x", o);
+  } catch (const UserError& e) {
+    QVERIFY2(QString(e.what()).contains("more than 2 events, the import limit at line 1"),
+             e.what());
+  }
+  o = {};
+  o.maxBytes = 10;
+  try {
+    importChromeTraceFromMemory(three, "x", o);
+    QFAIL("no error");
+  } catch (const UserError& e) {
+    QVERIFY2(QString(e.what()).contains("more than the import limit of 10"), e.what());
+  }
+  QCOMPARE(importChromeTraceFromMemory(three, "x").events.size(), std::size_t{3});
+}
+
+void TestChromeIo::legacyArrayFormat() {
+  const std::string legacy =
+      "[{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 10, \"dur\": 5, \"tid\": 1, \"pid\": "
+      "\"CPU functions\", \"args\": {}},\n {\"name\": \"gloo:all_reduce\", \"ph\": \"X\", \"ts\": "
+      "20, \"dur\": 30, \"tid\": 2, \"pid\": \"CPU functions\", \"args\": {}}]";
+  ImportOptions o;
+  o.defaultRank = 3;
+  const TraceData t = importChromeTraceFromMemory(legacy, "legacy", o);
+  QCOMPARE(t.events.size(), std::size_t{2});
+  QCOMPARE(t.events[0].rank, 3);
+  QCOMPARE(t.events[0].startNs, std::int64_t{10'000});
+  QCOMPARE(t.events[0].endNs, std::int64_t{15'000});
+  QCOMPARE(static_cast<int>(t.events[0].category), static_cast<int>(Category::Compute));
+  QCOMPARE(static_cast<int>(t.events[1].category), static_cast<int>(Category::Communication));
+  QCOMPARE(t.events[0].lane, lane::kFirstThread);
+  QCOMPARE(t.events[1].lane, lane::kFirstThread + 1);
+  QCOMPARE(t.laneName(3, lane::kFirstThread), std::string("pid \"CPU functions\" tid 1"));
+}
+
+void TestChromeIo::microsecondParsing() {
+  auto ts = [](const char* number) {
+    const std::string s = std::string("[{\"ph\":\"i\",\"ts\":") + number + "}]";
+    return importChromeTraceFromMemory(s, "n").events.at(0).startNs;
+  };
+  QCOMPARE(ts("1682725898236567"), std::int64_t{1682725898236567000});
+  QCOMPARE(ts("1212075548353.304"), std::int64_t{1212075548353304});
+  QCOMPARE(ts("0.5"), std::int64_t{500});
+  QCOMPARE(ts("2.0004"), std::int64_t{2000});
+  QCOMPARE(ts("2.0005"), std::int64_t{2001});  // beyond ns: rounded
+  QCOMPARE(ts("-3.25"), std::int64_t{-3250});
+  QCOMPARE(ts("1.5e3"), std::int64_t{1'500'000});
+}
+
+QTEST_GUILESS_MAIN(TestChromeIo)
+#include "test_chrome_io.moc"

@@ -1,0 +1,169 @@
+// The tracer under threads: spans from many threads at once, collected while they record
+// (the lock-free path), stamped with each thread's context; nothing recorded while no
+// recorder is installed; RAII spans close on every exit path. Runs under TSan (label threads).
+#include <QtTest>
+
+#include <atomic>
+#include <map>
+#include <stdexcept>
+#include <thread>
+
+#include "core/trace/trace.h"
+#include "profiler/tracer.h"
+
+using namespace parascope::profiler;
+namespace trace = parascope::trace;
+
+class TestTracer : public QObject {
+  Q_OBJECT
+ private slots:
+  void disabledRecordsNothing();
+  void spanFieldsAndContext();
+  void spanClosesOnException();
+  void threadsRecordConcurrentlyWithCollection();
+  void perThreadLimitDrops();
+  void clockOffsetAndExternalEvents();
+};
+
+void TestTracer::disabledRecordsNothing() {
+  QVERIFY(trace::recorder() == nullptr);
+  Tracer tracer;
+  {
+    trace::Span s("not recorded", trace::Category::Compute);
+    s.bytes(5);
+    QVERIFY(!s.active());
+    trace::counter("c", trace::Category::Memory, 1);
+  }
+  QVERIFY(tracer.collect().events.empty());
+}
+
+void TestTracer::spanFieldsAndContext() {
+  Tracer tracer;
+  tracer.install();
+  const std::int64_t before = trace::steadyNs();
+  {
+    trace::ScopedContext ctx({.rank = 3, .step = 7, .microBatch = 1, .stage = 2, .instruction = 9});
+    trace::Span s("send", trace::Category::Communication, trace::lane::kCommunication);
+    s.bytes(128).peer(4).group(1).correlation(77).flags(trace::flag::kFlowSource);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  trace::counter("activation", trace::Category::Memory, 4096);
+  const std::int64_t after = trace::steadyNs();
+  tracer.uninstall();
+  { trace::Span ignored("after uninstall", trace::Category::Compute); }
+
+  const TraceData t = tracer.collect();
+  QCOMPARE(t.events.size(), std::size_t{2});
+  const Event* span = nullptr;
+  const Event* counter = nullptr;
+  for (const Event& e : t.events) (e.kind == EventKind::Span ? span : counter) = &e;
+  QVERIFY(span && counter);
+  QCOMPARE(std::string(span->name), std::string("send"));
+  QCOMPARE(span->rank, 3);
+  QCOMPARE(span->step, 7);
+  QCOMPARE(span->microBatch, 1);
+  QCOMPARE(span->stage, 2);
+  QCOMPARE(span->instruction, 9);
+  QCOMPARE(span->lane, trace::lane::kCommunication);
+  QCOMPARE(span->bytes, std::int64_t{128});
+  QCOMPARE(span->peer, 4);
+  QCOMPARE(span->group, 1);
+  QCOMPARE(span->correlation, std::uint64_t{77});
+  QCOMPARE(span->flags, trace::flag::kFlowSource);
+  // Times are steady-clock ns: inside the window we measured, and the 2 ms sleep is visible.
+  // The tick conversion may be off by a few microseconds, never by milliseconds.
+  QVERIFY(span->startNs >= before - 50'000 && span->endNs <= after + 50'000);
+  QVERIFY(span->durationNs() >= 1'900'000);
+  // The context was restored after the scope.
+  QCOMPARE(counter->rank, 0);
+  QCOMPARE(counter->step, -1);
+  QCOMPARE(counter->bytes, std::int64_t{4096});
+  QCOMPARE(counter->startNs, counter->endNs);
+}
+
+void TestTracer::spanClosesOnException() {
+  Tracer tracer;
+  tracer.install();
+  try {
+    trace::Span s("throws", trace::Category::Compute);
+    throw std::runtime_error("x");
+  } catch (const std::runtime_error&) {
+  }
+  tracer.uninstall();
+  const TraceData t = tracer.collect();
+  QCOMPARE(t.events.size(), std::size_t{1});
+  QVERIFY(t.events[0].endNs >= t.events[0].startNs);
+}
+
+void TestTracer::threadsRecordConcurrentlyWithCollection() {
+  constexpr int kThreads = 6;
+  constexpr int kSpans = 20'000;  // several chunks per thread
+  Tracer tracer;
+  tracer.install();
+  std::atomic<bool> done{false};
+  std::size_t seenWhileRunning = 0;
+  std::thread collector([&] {
+    while (!done.load())
+      seenWhileRunning = std::max(seenWhileRunning, tracer.collect().events.size());
+  });
+  std::vector<std::thread> workers;
+  for (int r = 0; r < kThreads; ++r) {
+    workers.emplace_back([r] {
+      trace::context().rank = r;
+      for (int i = 0; i < kSpans; ++i) {
+        trace::context().step = i;
+        trace::Span s("work", trace::Category::Compute);
+        s.bytes(i);
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  done = true;
+  collector.join();
+  tracer.uninstall();
+
+  const TraceData t = tracer.collect();
+  QCOMPARE(t.events.size(), std::size_t{kThreads * kSpans});
+  QVERIFY(seenWhileRunning <= t.events.size());
+  QCOMPARE(tracer.dropped(), std::uint64_t{0});
+  // Each thread's spans arrive complete and in order, step == bytes as written.
+  std::map<std::int32_t, std::int64_t> next;
+  for (const Event& e : t.events) {
+    QCOMPARE(static_cast<std::int64_t>(e.step), e.bytes);
+    QCOMPARE(e.bytes, next[e.rank]++);
+  }
+  QCOMPARE(next.size(), std::size_t{kThreads});
+}
+
+void TestTracer::perThreadLimitDrops() {
+  Tracer tracer(Tracer::Options{.maxEventsPerThread = 10});
+  tracer.install();
+  for (int i = 0; i < 15; ++i) trace::instant("tick", trace::Category::Host);
+  tracer.uninstall();
+  QCOMPARE(tracer.collect().events.size(), std::size_t{10});
+  QCOMPARE(tracer.dropped(), std::uint64_t{5});
+}
+
+void TestTracer::clockOffsetAndExternalEvents() {
+  Tracer tracer;
+  Event gpu;
+  std::string name = "kernel";
+  gpu.name = name.c_str();
+  gpu.startNs = 1000;
+  gpu.endNs = 2000;
+  gpu.lane = trace::lane::gpuStream(2);
+  tracer.addEvents({&gpu, 1});
+  name = "overwritten";  // the tracer kept its own copy of the name
+  tracer.setClockOffset(500, 20);
+  tracer.setLaneName(0, trace::lane::gpuStream(2), "compute stream");
+  const TraceData t = tracer.collect();
+  QCOMPARE(t.events.size(), std::size_t{1});
+  QCOMPARE(std::string(t.events[0].name), std::string("kernel"));
+  QCOMPARE(t.events[0].startNs, std::int64_t{1500});
+  QCOMPARE(t.events[0].endNs, std::int64_t{2500});
+  QCOMPARE(t.clockResidualNs, std::int64_t{20});
+  QCOMPARE(t.laneName(0, trace::lane::gpuStream(2)), std::string("compute stream"));
+}
+
+QTEST_GUILESS_MAIN(TestTracer)
+#include "test_tracer.moc"
