@@ -2,12 +2,15 @@
 // cases checked by hand; refused sizes; simulated bubbles against the papers' formulas.
 #include <QtTest>
 
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/common/error.h"
 #include "core/parallel/schedule.h"
+#include "core/parallel/schedule_diagram.h"
 #include "core/parallel/schedule_simulator.h"
 #include "core/parallel/schedule_validator.h"
 
@@ -66,6 +69,7 @@ class TestSchedules : public QObject {
   void simulatedBubbleMatchesFormulaForInterleaved();
   void simulatedBubbleMatchesFormulaForZeroBubble();
   void simulationTimesExactly();
+  void diagramsMatchTheDocs();
 };
 
 void TestSchedules::tableNamesEverySchedule() {
@@ -363,6 +367,31 @@ void TestSchedules::simulationTimesExactly() {
   QCOMPARE(run.idle(0), 4.0);
   QCOMPARE(run.ranks[1].finish, 4.5);
   QCOMPARE(run.idle(1), 4.0);
+}
+
+void TestSchedules::diagramsMatchTheDocs() {
+  // By hand: rank 1 runs F0 [1,2) B0 [2,4); rank 0 gets the gradient at 4, B0 [4,6), F2 [6,7);
+  // rank 1 F1 [4,5) B1 [5,7) F2 [7,8) B2 [8,10); rank 0 B1 [7,9), B2 [10,12).
+  const PipelineShape shape{2, 3, 1};
+  const std::vector<Program> programs = buildSchedule(oneFOneBSchedule(), shape);
+  QCOMPARE(renderTimeline(shape, programs, simulatePrograms(programs)),
+           std::string("rank 0 |01..aa2bb.cc|\n"
+                       "rank 1 |.0aa1bb2cc..|\n"));
+  // Every diagram in docs/schedules.md is what the simulator draws today.
+  std::ifstream file(std::string(PARASCOPE_SOURCE_DIR) + "/docs/schedules.md");
+  QVERIFY(file.good());
+  std::stringstream doc;
+  doc << file.rdbuf();
+  struct Case {
+    const char* schedule;
+    PipelineShape shape;
+  };
+  for (const Case& c : {Case{"gpipe", {3, 4, 1}}, Case{"1f1b", {3, 4, 1}},
+                        Case{"interleaved", {2, 4, 2}}, Case{"zb-h1", {3, 4, 1}}}) {
+    const std::vector<Program> p = buildSchedule(findSchedule(c.schedule), c.shape);
+    const std::string drawn = renderTimeline(c.shape, p, simulatePrograms(p));
+    QVERIFY2(doc.str().find(drawn) != std::string::npos, drawn.c_str());
+  }
 }
 
 QTEST_GUILESS_MAIN(TestSchedules)
