@@ -51,24 +51,27 @@ const ScheduleInfo& findSchedule(std::string_view name) {
   throw UserError("unknown pipeline schedule '" + std::string(name) + "'; known: " + known);
 }
 
-std::vector<Program> buildSchedule(const ScheduleInfo& schedule, const PipelineShape& shape) {
-  const std::string where = "schedule " + std::string(schedule.name) + ": ";
+std::string shapeProblem(const PipelineShape& shape) {
   if (shape.stages < 1) {
-    throw UserError(where + "pipeline stages p=" + std::to_string(shape.stages) +
-                    " must be at least 1");
+    return "pipeline stages p=" + std::to_string(shape.stages) + " must be at least 1";
   }
   if (shape.microBatches < 1 || shape.microBatches > kMaxMicroBatches) {
-    throw UserError(where + "micro-batches m=" + std::to_string(shape.microBatches) +
-                    " must be between 1 and " + std::to_string(kMaxMicroBatches));
+    return "micro-batches m=" + std::to_string(shape.microBatches) + " must be between 1 and " +
+           std::to_string(kMaxMicroBatches);
   }
   if (shape.chunks < 1) {
-    throw UserError(where + "virtual chunks v=" + std::to_string(shape.chunks) +
-                    " must be at least 1");
+    return "virtual chunks v=" + std::to_string(shape.chunks) + " must be at least 1";
   }
   if (static_cast<long long>(shape.stages) * shape.chunks > kMaxVirtualStages) {
-    throw UserError(where + "p=" + std::to_string(shape.stages) +
-                    " times v=" + std::to_string(shape.chunks) +
-                    " virtual stages exceed the limit of " + std::to_string(kMaxVirtualStages));
+    return "p=" + std::to_string(shape.stages) + " times v=" + std::to_string(shape.chunks) +
+           " virtual stages exceed the limit of " + std::to_string(kMaxVirtualStages);
+  }
+  return {};
+}
+
+std::vector<Program> buildSchedule(const ScheduleInfo& schedule, const PipelineShape& shape) {
+  if (const std::string problem = shapeProblem(shape); !problem.empty()) {
+    throw UserError("schedule " + std::string(schedule.name) + ": " + problem);
   }
   schedule.checkShape(shape);
   std::vector<Program> programs;

@@ -4,6 +4,7 @@
 // execution and no timing here: the executor runs these programs, the simulator times them.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -63,6 +64,10 @@ const ScheduleInfo& zeroBubbleH1Schedule();
 
 const std::vector<const ScheduleInfo*>& scheduleTable();
 const ScheduleInfo& findSchedule(std::string_view name);  // UserError listing the known names
+
+// Why the sizes are out of range for any schedule (p, m, v at least 1; p * v at most 4096
+// virtual stages; m at most 65536), or empty when they are not.
+std::string shapeProblem(const PipelineShape& shape);
 
 // Checks the sizes (common limits, then the schedule's own rule) and builds every rank's program.
 std::vector<Program> buildSchedule(const ScheduleInfo& schedule, const PipelineShape& shape);

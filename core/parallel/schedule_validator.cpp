@@ -86,10 +86,6 @@ bool isSend(Op op) {
   return op == Op::SendActivation || op == Op::SendGrad;
 }
 
-}  // namespace
-
-namespace {
-
 // One pass over one rank's program.
 class RankWalk {
  public:
@@ -430,9 +426,8 @@ ValidationReport validatePrograms(const PipelineShape& shape, const std::vector<
   ValidationReport report;
   Problems problems(report.problems);
   const int p = shape.stages;
-  if (p < 1 || shape.microBatches < 1 || shape.chunks < 1) {
-    problems.add("shape p=" + std::to_string(p) + " m=" + std::to_string(shape.microBatches) +
-                 " v=" + std::to_string(shape.chunks) + ": every size must be at least 1");
+  if (const std::string problem = shapeProblem(shape); !problem.empty()) {
+    problems.add("shape: " + problem);
     return report;
   }
   if (programs.size() != static_cast<std::size_t>(p)) {

@@ -229,6 +229,8 @@ void TestScheduleValidator::dataParallelInstructions() {
 void TestScheduleValidator::wrongProgramCountAndCap() {
   EXPECT_PROBLEMS(validatePrograms({2, 1, 1}, {Program{optimizerStepOp()}}),
                   "expected 2 programs (one per pipeline rank), got 1");
+  EXPECT_PROBLEMS(validatePrograms({2, 0, 1}, std::vector<Program>(2)),
+                  "shape: micro-batches m=0 must be between 1 and 65536");
   // Eight empty programs for 32 micro-batches miss 8 * 32 * 2 + 8 instructions; the report
   // keeps the first 64 and counts the rest.
   const ValidationReport report = validatePrograms({8, 32, 1}, std::vector<Program>(8));
