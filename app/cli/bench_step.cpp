@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +13,7 @@
 #include "app/cli/commands.h"
 #include "core/kernels/matmul.h"
 #include "core/train/trainer.h"
+#include "profiler/tracer.h"
 
 namespace parascope::cli {
 
@@ -44,6 +47,45 @@ double measureSgemmPeak() {
   return best;
 }
 
+struct KernelTime {
+  std::string name;
+  double msPerStep;
+  long callsPerStep;
+};
+
+// Where a step's time goes: a few more steps under the tracer (after the untraced throughput
+// measurement), leaf spans summed by name. The remainder of the step is listed as "other".
+std::vector<KernelTime> kernelBreakdown(Trainer& trainer, int steps, double* stepMs) {
+  profiler::Tracer tracer;
+  tracer.install();
+  for (int i = 0; i < steps; ++i) trainer.step();
+  tracer.uninstall();
+  const profiler::TraceData data = tracer.collect();
+  std::map<std::string, std::pair<double, long>> sums;
+  double total = 0;
+  for (const trace::Event& e : data.events) {
+    if (e.kind != trace::EventKind::Span) continue;
+    const double ms = static_cast<double>(e.durationNs()) / 1e6;
+    if (e.category == trace::Category::Step) {
+      total += ms;
+    } else if (std::string(e.name) != "optimizer_step") {  // a parent of the adamw spans
+      sums[e.name].first += ms;
+      sums[e.name].second += 1;
+    }
+  }
+  std::vector<KernelTime> out;
+  double covered = 0;
+  for (const auto& [name, v] : sums) {
+    out.push_back({name, v.first / steps, v.second / steps});
+    covered += v.first;
+  }
+  std::sort(out.begin(), out.end(),
+            [](const KernelTime& a, const KernelTime& b) { return a.msPerStep > b.msPerStep; });
+  out.push_back({"other (untraced)", (total - covered) / steps, 0});
+  *stepMs = total / steps;
+  return out;
+}
+
 void runBenchStep(const BenchStepOptions& o) {
   kernels::setBlasThreads(1);
   const double peak = measureSgemmPeak();
@@ -68,6 +110,8 @@ void runBenchStep(const BenchStepOptions& o) {
   const double flopsPerToken = config.model.gpt.flopsPerToken();
   const double achieved = tokensPerSecond * flopsPerToken;
   const double mfu = achieved / peak;
+  double tracedStepMs = 0;
+  const std::vector<KernelTime> kernels = kernelBreakdown(trainer, std::max(3, o.steps / 4), &tracedStepMs);
   if (o.json) {
     std::printf("%s\n", nlohmann::json{{"bench", "step"},
                                        {"ranks", 1},
@@ -81,6 +125,15 @@ void runBenchStep(const BenchStepOptions& o) {
                                        {"mfu", mfu}}
                             .dump()
                             .c_str());
+    for (const KernelTime& k : kernels) {
+      std::printf("%s\n", nlohmann::json{{"bench", "step_kernel"},
+                                         {"kernel", k.name},
+                                         {"ms_per_step", k.msPerStep},
+                                         {"calls_per_step", k.callsPerStep},
+                                         {"share_of_step", k.msPerStep / tracedStepMs}}
+                              .dump()
+                              .c_str());
+    }
     return;
   }
   std::printf("GPT: %d layers, width %d, %d heads, context %d, vocab %d; micro-batch %d\n",
@@ -94,6 +147,12 @@ void runBenchStep(const BenchStepOptions& o) {
   std::printf("achieved             %.2f GFLOP/s\n", achieved / 1e9);
   std::printf("sgemm peak (1 thr)   %.2f GFLOP/s\n", peak / 1e9);
   std::printf("MFU                  %.1f%% of single-thread sgemm peak\n", 100.0 * mfu);
+  std::printf("\nwhere a step goes (traced steps, %.2f ms each):\n", tracedStepMs);
+  std::printf("  %-24s %10s %7s %6s\n", "kernel", "ms/step", "share", "calls");
+  for (const KernelTime& k : kernels) {
+    std::printf("  %-24s %10.3f %6.1f%% %6ld\n", k.name.c_str(), k.msPerStep,
+                100.0 * k.msPerStep / tracedStepMs, k.callsPerStep);
+  }
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
 #include "core/kernels/adamw.h"
 
 #include <cmath>
+#include "core/trace/trace.h"
 
 namespace parascope::kernels {
 
 template <typename T>
 void adamwUpdate(T* param, const T* grad, T* m, T* v, long N, const AdamWHyper& h, int step,
                  T gradScale) {
+  const trace::Span span("adamw", trace::Category::Optimizer);
   const T lr = h.lr;
   const T b1 = h.beta1;
   const T b2 = h.beta2;

@@ -4,11 +4,13 @@
 
 #include "core/kernels/blas.h"
 #include "core/kernels/math.h"
+#include "core/trace/trace.h"
 
 namespace parascope::kernels {
 
 template <typename T>
 void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH) {
+  const trace::Span span("attention_forward", trace::Category::Compute);
   const int hs = C / NH;
   const int C3 = 3 * C;
   const T scale = T(1) / std::sqrt(static_cast<T>(hs));
@@ -42,6 +44,7 @@ void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH
 template <typename T>
 void attentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att, int B,
                        int Tn, int C, int NH) {
+  const trace::Span span("attention_backward", trace::Category::Compute);
   const int hs = C / NH;
   const int C3 = 3 * C;
   const T scale = T(1) / std::sqrt(static_cast<T>(hs));

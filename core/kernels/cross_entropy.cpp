@@ -3,12 +3,14 @@
 #include <cmath>
 
 #include "core/kernels/math.h"
+#include "core/trace/trace.h"
 
 namespace parascope::kernels {
 
 template <typename T>
 void crossEntropyForward(T* losses, T* probs, const T* logits, const std::int32_t* targets, int N,
                          int V) {
+  const trace::Span span("cross_entropy_forward", trace::Category::Compute);
   for (int n = 0; n < N; ++n) {
     const T* x = logits + static_cast<long>(n) * V;
     T* p = probs + static_cast<long>(n) * V;
@@ -29,6 +31,7 @@ void crossEntropyForward(T* losses, T* probs, const T* logits, const std::int32_
 template <typename T>
 void crossEntropyBackward(T* dlogits, const T* probs, const std::int32_t* targets,
                           const T* dlosses, int N, int V) {
+  const trace::Span span("cross_entropy_backward", trace::Category::Compute);
   for (int n = 0; n < N; ++n) {
     const T* p = probs + static_cast<long>(n) * V;
     T* d = dlogits + static_cast<long>(n) * V;

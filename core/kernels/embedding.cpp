@@ -1,10 +1,12 @@
 #include "core/kernels/embedding.h"
+#include "core/trace/trace.h"
 
 namespace parascope::kernels {
 
 template <typename T>
 void embeddingForward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe, int B, int Tn,
                       int C) {
+  const trace::Span span("embedding_forward", trace::Category::Compute);
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < Tn; ++t) {
       T* o = out + (static_cast<long>(b) * Tn + t) * C;
@@ -18,6 +20,7 @@ void embeddingForward(T* out, const std::int32_t* tokens, const T* wte, const T*
 template <typename T>
 void embeddingBackward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tokens, int B, int Tn,
                        int C) {
+  const trace::Span span("embedding_backward", trace::Category::Compute);
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < Tn; ++t) {
       const T* d = dout + (static_cast<long>(b) * Tn + t) * C;

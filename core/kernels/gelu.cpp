@@ -1,6 +1,7 @@
 #include "core/kernels/gelu.h"
 
 #include "core/kernels/math.h"
+#include "core/trace/trace.h"
 
 namespace parascope::kernels {
 
@@ -11,6 +12,7 @@ constexpr T kScale = T(0.7978845608028654);  // sqrt(2 / pi)
 
 template <typename T>
 void geluForward(T* out, const T* inp, long N) {
+  const trace::Span span("gelu_forward", trace::Category::Compute);
   for (long i = 0; i < N; ++i) {
     const T x = inp[i];
     const T u = kScale<T> * (x + T(0.044715) * x * x * x);
@@ -20,6 +22,7 @@ void geluForward(T* out, const T* inp, long N) {
 
 template <typename T>
 void geluBackward(T* dinp, const T* inp, const T* dout, long N) {
+  const trace::Span span("gelu_backward", trace::Category::Compute);
   for (long i = 0; i < N; ++i) {
     const T x = inp[i];
     const T u = kScale<T> * (x + T(0.044715) * x * x * x);

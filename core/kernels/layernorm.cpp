@@ -1,12 +1,14 @@
 #include "core/kernels/layernorm.h"
 
 #include <cmath>
+#include "core/trace/trace.h"
 
 namespace parascope::kernels {
 
 template <typename T>
 void layernormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
                       int N, int C) {
+  const trace::Span span("layernorm_forward", trace::Category::Compute);
   const T eps = T(1e-5);
   for (int n = 0; n < N; ++n) {
     const T* x = inp + static_cast<long>(n) * C;
@@ -26,6 +28,7 @@ void layernormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, c
 template <typename T>
 void layernormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                        const T* weight, const T* mean, const T* rstd, int N, int C) {
+  const trace::Span span("layernorm_backward", trace::Category::Compute);
   for (int n = 0; n < N; ++n) {
     const T* x = inp + static_cast<long>(n) * C;
     const T* d = dout + static_cast<long>(n) * C;

@@ -1,11 +1,13 @@
 #include "core/kernels/matmul.h"
 
 #include "core/kernels/blas.h"
+#include "core/trace/trace.h"
 
 namespace parascope::kernels {
 
 template <typename T>
 void matmulForward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC) {
+  const trace::Span span("matmul_forward", trace::Category::Compute);
   if (bias != nullptr) {
     for (int n = 0; n < N; ++n) {
       T* o = out + static_cast<long>(n) * OC;
@@ -18,6 +20,7 @@ void matmulForward(T* out, const T* inp, const T* weight, const T* bias, int N, 
 template <typename T>
 void matmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
                     int N, int C, int OC) {
+  const trace::Span span("matmul_backward", trace::Category::Compute);
   if (dinp != nullptr) gemm(false, false, N, C, OC, T(1), dout, OC, weight, C, T(0), dinp, C);
   gemm(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);
   if (dbias != nullptr) {

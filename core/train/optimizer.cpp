@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/kernels/grad_clip.h"
+#include "core/trace/trace.h"
 
 namespace parascope {
 
@@ -16,6 +17,7 @@ AdamW::AdamW(Model& model, const kernels::AdamWHyper& hyper) : model_(model), hy
 }
 
 void AdamW::step(double lr, double gradScale) {
+  const trace::Span span("optimizer_step", trace::Category::Optimizer);
   ++steps_;
   std::size_t i = 0;
   for (const Parameter& p : model_.parameters()) {

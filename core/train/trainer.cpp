@@ -8,6 +8,7 @@
 #include "core/io/safetensors.h"
 #include "core/kernels/grad_clip.h"
 #include "core/kernels/matmul.h"
+#include "core/trace/trace.h"
 
 namespace parascope {
 
@@ -40,6 +41,10 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator) : config_(conf
 
 StepReport Trainer::step() {
   const auto start = std::chrono::steady_clock::now();
+  trace::Context context = trace::context();
+  context.step = steps_;
+  const trace::ScopedContext scoped(context);
+  const trace::Span span("train_step", trace::Category::Step, trace::lane::kHost);
   const TrainConfig& c = config_;
   const std::int64_t targetsPerStep =
       static_cast<std::int64_t>(c.globalBatch) * dataset_->targetsPerSample();
@@ -49,10 +54,15 @@ StepReport Trainer::step() {
   for (int k = 0; k < c.gradientAccumulation; ++k) {
     const std::int64_t first = static_cast<std::int64_t>(steps_) * c.globalBatch +
                                static_cast<std::int64_t>(k) * c.microBatch;
-    Batch b = dataset_->batch(Split::Train, first, c.microBatch, model_->allocator());
+    trace::context().microBatch = k;
+    Batch b = [&] {
+      const trace::Span load("data_load", trace::Category::DataLoad, trace::lane::kData);
+      return dataset_->batch(Split::Train, first, c.microBatch, model_->allocator());
+    }();
     b.lossWeight = 1.0f / static_cast<float>(targetsPerStep);
     lossSum += model_->forwardBackward(b).lossSum;
   }
+  trace::context().microBatch = -1;
   r.gradNorm = gradientNorm(*model_);
   r.lr = learningRate(c, steps_);
   optimizer_->step(r.lr, kernels::clipFactor(r.gradNorm, c.gradientClipping));
