@@ -60,8 +60,12 @@ class Tracer final : public trace::Recorder {
   // Added to every timestamp on collection: this process's offset to the aligned clock.
   void setClockOffset(std::int64_t offsetNs, std::int64_t residualNs);
 
-  // Everything recorded so far, in ns on the aligned clock, sorted by rank and start.
+  // Everything recorded and not drained so far, in ns on the aligned clock, sorted by rank
+  // and start. Safe while other threads record.
   TraceData collect();
+  // Like collect(), and the events are gone from the tracer: buffers the recording threads
+  // have filled are reused, so a run that drains every step records into warm memory.
+  TraceData drain();
   std::uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
 
  private:
@@ -69,6 +73,10 @@ class Tracer final : public trace::Recorder {
   struct ThreadBuffer;
   ThreadBuffer* localBuffer() noexcept;
   ThreadBuffer* registerThread() noexcept;
+  Chunk* acquireChunk() noexcept;
+  TraceData read(bool consume);
+  void readBuffer(ThreadBuffer& b, const trace::TickConverter& convert, bool consume,
+                  std::vector<Event>& out);
 
   Options options_;
   const std::uint64_t generation_;
@@ -78,6 +86,8 @@ class Tracer final : public trace::Recorder {
   std::mutex mutex_;  // guards the members below, never taken by record() after registration
   std::vector<std::unique_ptr<ThreadBuffer>> buffers_;
   TraceData external_;
+  std::mutex poolMutex_;  // taken by a recording thread once per chunk it fills
+  std::vector<Chunk*> pool_;
   std::int64_t offsetNs_ = 0;
   bool installed_ = false;
 };

@@ -11,5 +11,8 @@ namespace parascope::cli {
 void registerTrainCommand(CLI::App& app);
 void registerGradCommand(CLI::App& app);
 void registerBenchStepCommand(CLI::App& bench);
+void registerAnalyzeCommand(CLI::App& app);
+void registerConvertCommand(CLI::App& app);
+void registerBenchTraceCommand(CLI::App& bench);
 
 }  // namespace parascope::cli

@@ -12,9 +12,12 @@ int main(int argc, char** argv) {
 
   parascope::cli::registerTrainCommand(app);
   parascope::cli::registerGradCommand(app);
+  parascope::cli::registerAnalyzeCommand(app);
+  parascope::cli::registerConvertCommand(app);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks that print figures (never pass/fail)");
   bench->require_subcommand(1);
   parascope::cli::registerBenchStepCommand(*bench);
+  parascope::cli::registerBenchTraceCommand(*bench);
 
   try {
     app.parse(argc, argv);

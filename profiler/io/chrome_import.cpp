@@ -558,4 +558,16 @@ TraceData importChromeTrace(const std::string& path, const ImportOptions& option
   return Importer(data, path, options).run();
 }
 
+TraceData importChromeTraces(const std::vector<std::string>& paths, const ImportOptions& options) {
+  TraceData all;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    ImportOptions o = options;
+    if (paths.size() > 1) o.defaultRank = static_cast<std::int32_t>(i);
+    all.merge(importChromeTrace(paths[i], o));
+  }
+  all.sortByTime();
+  all.worldSize = std::max(all.worldSize, static_cast<int>(all.ranks().size()));
+  return all;
+}
+
 }  // namespace parascope::profiler
