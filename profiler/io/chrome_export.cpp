@@ -167,7 +167,8 @@ void writeMetadata(EventWriter& w, const TraceData& trace, const std::vector<con
          [&] { w.string(("rank " + std::to_string(r)).c_str()); });
     meta("process_sort_index", r, 0, "sort_index", [&] { w.integer(r); });
   }
-  for (const auto& [r, l] : lanes) {
+  for (const auto& rl : lanes) {
+    const std::int32_t r = rl.first, l = rl.second;  // lambdas cannot capture bindings (C++20)
     const std::string name = trace.laneName(r, l);
     meta("thread_name", r, l, "name", [&] { w.string(name.c_str()); });
     meta("thread_sort_index", r, l, "sort_index", [&] { w.integer(l); });
