@@ -15,9 +15,11 @@ void crossEntropyForward(T* losses, T* probs, const T* logits, const std::int32_
     const T* x = logits + static_cast<long>(n) * V;
     T* p = probs + static_cast<long>(n) * V;
     T maxv = x[0];
+    #pragma omp simd reduction(max : maxv)
     for (int v = 1; v < V; ++v) maxv = x[v] > maxv ? x[v] : maxv;
     const T target = x[targets[n]];
     T sum = 0;
+    #pragma omp simd reduction(+ : sum)
     for (int v = 0; v < V; ++v) {
       p[v] = fastExp(x[v] - maxv);
       sum += p[v];

@@ -13,9 +13,11 @@ void layernormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, c
   for (int n = 0; n < N; ++n) {
     const T* x = inp + static_cast<long>(n) * C;
     T sum = 0;
+    #pragma omp simd reduction(+ : sum)
     for (int i = 0; i < C; ++i) sum += x[i];
     const T m = sum / C;
     T var = 0;
+    #pragma omp simd reduction(+ : var)
     for (int i = 0; i < C; ++i) var += (x[i] - m) * (x[i] - m);
     const T s = T(1) / std::sqrt(var / C + eps);
     T* o = out + static_cast<long>(n) * C;
@@ -37,6 +39,7 @@ void layernormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* in
     // dnorm = dout * weight; dx = s * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat))
     T dnormMean = 0;
     T dnormXhatMean = 0;
+#pragma omp simd reduction(+ : dnormMean, dnormXhatMean)
     for (int i = 0; i < C; ++i) {
       const T xhat = (x[i] - m) * s;
       const T dnorm = d[i] * weight[i];
