@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "core/common/error.h"
 #include "core/kernels/matmul.h"
 #include "core/train/trainer.h"
 #include "profiler/tracer.h"
@@ -23,8 +24,31 @@ struct BenchStepOptions {
   int steps = 20;
   int warmup = 3;
   bool json = false;
+  bool pytorch = false;
+  std::string pytorchScript = PARASCOPE_SOURCE_DIR "/tests/tools/torch_gpt_step.py";
   std::vector<std::string> overrides;
 };
+
+// The same model trained by PyTorch (one thread), run as a child process; its JSON line.
+nlohmann::json runPyTorch(const BenchStepOptions& o, const GptConfig& g, int batch) {
+  const std::string cmd = "/usr/bin/python3 '" + o.pytorchScript + "' --steps " +
+                          std::to_string(o.steps) + " --warmup " + std::to_string(o.warmup) +
+                          " --layers " + std::to_string(g.numLayers) + " --width " +
+                          std::to_string(g.hiddenSize) + " --heads " +
+                          std::to_string(g.numHeads) + " --context " +
+                          std::to_string(g.contextLength) + " --batch " + std::to_string(batch) +
+                          " --vocab " + std::to_string(g.vocabSize);
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error("cannot run " + cmd);
+  std::string out;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, pipe) != nullptr) out += buf;
+  if (pclose(pipe) != 0 || out.empty()) {
+    throw UserError("--pytorch: '" + cmd +
+                    "' failed (needs Debian's python3-torch: apt-get install python3-torch)");
+  }
+  return nlohmann::json::parse(out.substr(out.rfind('{')));
+}
 
 double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -110,6 +134,9 @@ void runBenchStep(const BenchStepOptions& o) {
   const double flopsPerToken = config.model.gpt.flopsPerToken();
   const double achieved = tokensPerSecond * flopsPerToken;
   const double mfu = achieved / peak;
+  nlohmann::json torch;
+  if (o.pytorch) torch = runPyTorch(o, config.model.gpt, config.microBatch);
+  const double torchTokensPerSecond = o.pytorch ? torch["tokens_per_s"].get<double>() : 0.0;
   double tracedStepMs = 0;
   const std::vector<KernelTime> kernels = kernelBreakdown(trainer, std::max(3, o.steps / 4), &tracedStepMs);
   if (o.json) {
@@ -125,6 +152,16 @@ void runBenchStep(const BenchStepOptions& o) {
                                        {"mfu", mfu}}
                             .dump()
                             .c_str());
+    if (o.pytorch) {
+      std::printf("%s\n", nlohmann::json{{"bench", "step_pytorch"},
+                                         {"version", torch["version"]},
+                                         {"tokens_per_s", torchTokensPerSecond},
+                                         {"step_time_median_s", torch["step_time_median_s"]},
+                                         {"mfu", torchTokensPerSecond * flopsPerToken / peak},
+                                         {"speedup", tokensPerSecond / torchTokensPerSecond}}
+                              .dump()
+                              .c_str());
+    }
     for (const KernelTime& k : kernels) {
       std::printf("%s\n", nlohmann::json{{"bench", "step_kernel"},
                                          {"kernel", k.name},
@@ -147,6 +184,15 @@ void runBenchStep(const BenchStepOptions& o) {
   std::printf("achieved             %.2f GFLOP/s\n", achieved / 1e9);
   std::printf("sgemm peak (1 thr)   %.2f GFLOP/s\n", peak / 1e9);
   std::printf("MFU                  %.1f%% of single-thread sgemm peak\n", 100.0 * mfu);
+  if (o.pytorch) {
+    std::printf("\nPyTorch %s, same model, 1 thread:\n",
+                torch["version"].get<std::string>().c_str());
+    std::printf("throughput           %.0f tokens/s (%.2f ms/step)\n", torchTokensPerSecond,
+                torch["step_time_median_s"].get<double>() * 1e3);
+    std::printf("MFU                  %.1f%%\n",
+                100.0 * torchTokensPerSecond * flopsPerToken / peak);
+    std::printf("ParaScope / PyTorch  %.2fx\n", tokensPerSecond / torchTokensPerSecond);
+  }
   std::printf("\nwhere a step goes (traced steps, %.2f ms each):\n", tracedStepMs);
   std::printf("  %-24s %10s %7s %6s\n", "kernel", "ms/step", "share", "calls");
   for (const KernelTime& k : kernels) {
@@ -162,6 +208,10 @@ void registerBenchStepCommand(CLI::App& bench) {
   CLI::App* cmd = bench.add_subcommand("step", "Training-step throughput and MFU of GPT-mini");
   cmd->add_option("--steps", o->steps, "Measured steps")->check(CLI::Range(1, 100000));
   cmd->add_option("--warmup", o->warmup, "Unmeasured warm-up steps")->check(CLI::Range(0, 1000));
+  cmd->add_flag("--pytorch", o->pytorch,
+                "Also train the same model with PyTorch (Debian's python3-torch) and compare");
+  cmd->add_option("--pytorch-script", o->pytorchScript, "The PyTorch side of --pytorch")
+      ->capture_default_str();
   cmd->add_option("overrides", o->overrides, "Config overrides as key.path=value");
   cmd->add_flag("--json", o->json, "Print one JSON object per line");
   cmd->callback([o] { runBenchStep(*o); });
