@@ -31,11 +31,15 @@ void TraceData::merge(const TraceData& other) {
 }
 
 void TraceData::sortByTime() {
-  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+  auto before = [](const Event& a, const Event& b) {
     if (a.rank != b.rank) return a.rank < b.rank;
     if (a.startNs != b.startNs) return a.startNs < b.startNs;
     return a.endNs > b.endNs;
-  });
+  };
+  // Our own files and most recorders are already in order: one pass instead of a sort.
+  if (!std::is_sorted(events.begin(), events.end(), before)) {
+    std::stable_sort(events.begin(), events.end(), before);
+  }
 }
 
 std::vector<std::int32_t> TraceData::ranks() const {

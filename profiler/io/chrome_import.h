@@ -25,7 +25,8 @@ TraceData importChromeTrace(const std::string& path, const ImportOptions& option
 // Several files as one trace, e.g. one file per rank. A file that does not say which rank wrote
 // it (torch 1.13, or Kineto without distributedInfo) gets its position in `paths` as rank
 // when there is more than one file.
-TraceData importChromeTraces(const std::vector<std::string>& paths, const ImportOptions& options = {});
+TraceData importChromeTraces(const std::vector<std::string>& paths,
+                             const ImportOptions& options = {});
 // `source` names the data in error messages. Gzip data is inflated first.
 TraceData importChromeTraceFromMemory(std::string_view data, const std::string& source,
                                       const ImportOptions& options = {});

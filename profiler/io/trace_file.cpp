@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "core/common/error.h"
 
@@ -111,26 +110,6 @@ std::string gunzipBounded(std::string_view data, std::size_t maxBytes, const std
   }
   inflateEnd(&z);
   return out;
-}
-
-std::string readTraceFile(const std::string& path, std::size_t maxBytes) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw UserError("cannot open trace file '" + path + "': " + std::strerror(errno));
-  const auto size = static_cast<std::size_t>(in.tellg());
-  if (size > maxBytes) {
-    throw UserError("trace file '" + path + "' has " + std::to_string(size) +
-                    " bytes, more than the import limit of " + std::to_string(maxBytes));
-  }
-  std::string data(size, '\0');
-  in.seekg(0);
-  if (!in.read(data.data(), static_cast<std::streamsize>(size))) {
-    throw UserError("cannot read trace file '" + path + "'");
-  }
-  if (size >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
-      static_cast<unsigned char>(data[1]) == 0x8b) {
-    return gunzipBounded(data, maxBytes, "trace file '" + path + "'");
-  }
-  return data;
 }
 
 }  // namespace parascope::profiler

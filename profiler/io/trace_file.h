@@ -1,6 +1,6 @@
 // Files for traces: a streaming writer that writes to a temporary file beside the target and
 // renames it into place only when complete (readers never see half a trace), gzip when the
-// name ends in ".gz"; and a bounded reader that inflates gzip and refuses input over a limit.
+// name ends in ".gz"; and bounded gzip inflation for readers.
 #pragma once
 
 #include <cstddef>
@@ -46,10 +46,8 @@ class TraceFileWriter {
   std::size_t written_ = 0;
 };
 
-// Whole file contents, gunzipped when it starts with the gzip magic. Throws UserError naming
-// the file when it is missing, unreadable, corrupt or larger than maxBytes (after inflating).
-std::string readTraceFile(const std::string& path, std::size_t maxBytes);
-// Same for gzip data already in memory (the fuzzer and tests use it).
+// Inflates gzip data; throws UserError naming `what` when it is corrupt, truncated or inflates
+// past maxBytes.
 std::string gunzipBounded(std::string_view data, std::size_t maxBytes, const std::string& what);
 
 }  // namespace parascope::profiler
