@@ -117,6 +117,7 @@ TraceData syntheticTrace(std::int64_t n) {
     t.events.push_back(e);
   }
   t.adoptNames();
+  t.sortByTime();  // as Tracer::collect() hands it over
   return t;
 }
 

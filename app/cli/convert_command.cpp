@@ -34,11 +34,11 @@ void runConvert(const ConvertOptions& o) {
   }
   for (const std::string& path : written) {
     if (o.json) {
-      std::printf("%s\n",
-                  nlohmann::json{
-                      {"written", path}, {"events", t.events.size()}, {"ranks", t.ranks().size()}}
-                      .dump()
-                      .c_str());
+      std::printf("%s\n", nlohmann::json{{"written", path},
+                                         {"events_in_trace", t.events.size()},
+                                         {"ranks", t.ranks().size()}}
+                              .dump()
+                              .c_str());
     } else {
       std::printf("wrote %s\n", path.c_str());
     }

@@ -219,6 +219,8 @@ class Importer {
   // Raw pid/tid of each event, resolved to rank and lane at the end.
   std::unordered_map<std::string_view, std::uint32_t> keyIndex_;
   std::vector<std::string_view> keyText_;
+  std::pair<std::string_view, std::uint32_t> recentKeys_[2] = {{"\x01", 0}, {"\x01", 0}};
+  int recentNext_ = 0;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> eventKeys_;
   std::vector<bool> laneFixed_;
   std::map<std::uint32_t, std::string> processNames_;
@@ -309,8 +311,14 @@ std::int64_t Importer::integer(od::value v, const char* what) {
 
 std::uint32_t Importer::key(std::string_view raw) {
   raw = trim(raw);
+  // Consecutive events mostly share their pid and tid: skip the hash for a repeat.
+  for (const auto& [text, index] : recentKeys_) {
+    if (text == raw) return index;
+  }
   auto [it, inserted] = keyIndex_.try_emplace(raw, static_cast<std::uint32_t>(keyText_.size()));
   if (inserted) keyText_.push_back(raw);
+  recentKeys_[recentNext_] = {raw, it->second};
+  recentNext_ ^= 1;
   return it->second;
 }
 
@@ -502,7 +510,9 @@ void Importer::addCounters(RawEvent& r, const ForeignMapping& m) {
 void Importer::resolve() {
   const std::int32_t rank = infoRank_ >= 0 ? infoRank_ : options_.defaultRank;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::int32_t> threadLanes;
+  std::vector<std::optional<std::int32_t>> ids(keyText_.size());  // parsed once per key
   auto parseId = [&](std::uint32_t k, const char* what) -> std::int32_t {
+    if (ids[k]) return *ids[k];
     std::string_view t = keyText_[k];
     std::int32_t v = 0;
     auto res = std::from_chars(t.data(), t.data() + t.size(), v);
@@ -510,6 +520,7 @@ void Importer::resolve() {
       throw UserError(source_ + ": " + what + " " + std::string(t.substr(0, 40)) +
                       " is not an integer, as ParaScope traces require");
     }
+    ids[k] = v;
     return v;
   };
   for (std::size_t i = 0; i < out_.events.size(); ++i) {
