@@ -37,7 +37,9 @@ void JsonReader::fail(const std::string& key, const std::string& what) const {
   throw UserError("config: " + keyPath(key) + " " + what);
 }
 
-bool JsonReader::has(const std::string& key) const { return object_.contains(key); }
+bool JsonReader::has(const std::string& key) const {
+  return object_.contains(key);
+}
 
 const nlohmann::json* JsonReader::find(const std::string& key) {
   read_.insert(key);
@@ -53,9 +55,9 @@ std::int64_t JsonReader::integer(const std::string& key, std::int64_t fallback, 
     fail(key, "must be an integer in " + std::to_string(min) + ".." + std::to_string(max) +
                   ", got " + typeName(*v) + " (" + v->dump() + ")");
   }
-  const std::int64_t x =
-      v->is_number_unsigned() && v->get<std::uint64_t>() > INT64_MAX ? INT64_MAX
-                                                                      : v->get<std::int64_t>();
+  const std::int64_t x = v->is_number_unsigned() && v->get<std::uint64_t>() > INT64_MAX
+                             ? INT64_MAX
+                             : v->get<std::int64_t>();
   if (x < min || x > max) {
     fail(key, "= " + v->dump() + " is out of range; allowed " + std::to_string(min) + ".." +
                   std::to_string(max));
@@ -77,13 +79,12 @@ double JsonReader::number(const std::string& key, double fallback, double min, d
   if (v == nullptr) return fallback;
   if (!v->is_number()) {
     fail(key, "must be a number in [" + nlohmann::json(min).dump() + ", " +
-                  nlohmann::json(max).dump() + "], got " + typeName(*v) + " (" + v->dump() +
-                  ")");
+                  nlohmann::json(max).dump() + "], got " + typeName(*v) + " (" + v->dump() + ")");
   }
   const double x = v->get<double>();
   if (!(x >= min && x <= max)) {
-    fail(key, "= " + v->dump() + " is out of range; allowed [" + nlohmann::json(min).dump() +
-                  ", " + nlohmann::json(max).dump() + "]");
+    fail(key, "= " + v->dump() + " is out of range; allowed [" + nlohmann::json(min).dump() + ", " +
+                  nlohmann::json(max).dump() + "]");
   }
   return x;
 }
@@ -91,7 +92,8 @@ double JsonReader::number(const std::string& key, double fallback, double min, d
 bool JsonReader::boolean(const std::string& key, bool fallback) {
   const nlohmann::json* v = find(key);
   if (v == nullptr) return fallback;
-  if (!v->is_boolean()) fail(key, "must be true or false, got " + typeName(*v) + " (" + v->dump() + ")");
+  if (!v->is_boolean())
+    fail(key, "must be true or false, got " + typeName(*v) + " (" + v->dump() + ")");
   return v->get<bool>();
 }
 
@@ -131,9 +133,9 @@ std::vector<double> JsonReader::numbers(const std::string& key, std::vector<doub
 }
 
 std::vector<std::int64_t> JsonReader::integers(const std::string& key,
-                                              std::vector<std::int64_t> fallback,
-                                              std::size_t maxCount, std::int64_t min,
-                                              std::int64_t max) {
+                                               std::vector<std::int64_t> fallback,
+                                               std::size_t maxCount, std::int64_t min,
+                                               std::int64_t max) {
   const nlohmann::json* v = find(key);
   if (v == nullptr) return fallback;
   const std::string want = "must be an array of at most " + std::to_string(maxCount) +

@@ -33,9 +33,9 @@ void readExactly(gzFile f, const std::string& path, void* out, std::size_t n, co
     if (got == 0) {
       int code = 0;
       const char* msg = gzerror(f, &code);
-      throw UserError(path + ": truncated: the file ends inside the " + what +
-                      (code != Z_OK && msg != nullptr && *msg ? std::string(" (") + msg + ")"
-                                                              : std::string()));
+      throw UserError(
+          path + ": truncated: the file ends inside the " + what +
+          (code != Z_OK && msg != nullptr && *msg ? std::string(" (") + msg + ")" : std::string()));
     }
     p += got;
     n -= static_cast<std::size_t>(got);
@@ -46,8 +46,9 @@ void readExactly(gzFile f, const std::string& path, void* out, std::size_t n, co
 
 IdxArray readIdx(const std::string& path, int expectedRank) {
   if (!std::filesystem::is_regular_file(path)) {
-    throw UserError(path + ": IDX file not found (install the dataset-fashion-mnist package or "
-                           "point data.path at a directory holding the four *-ubyte.gz files)");
+    throw UserError(path +
+                    ": IDX file not found (install the dataset-fashion-mnist package or "
+                    "point data.path at a directory holding the four *-ubyte.gz files)");
   }
   std::unique_ptr<gzFile_s, GzCloser> f(gzopen(path.c_str(), "rb"));
   if (!f) throw UserError(path + ": cannot open");

@@ -72,8 +72,8 @@ TextDataset::TextDataset(const std::string& path, int sequenceLength, double val
       train_.resize(train_.size() - n);
     }
   }
-  const std::string need = "; need at least " + std::to_string(window) +
-                           " bytes (model.context_length + 1) per split";
+  const std::string need =
+      "; need at least " + std::to_string(window) + " bytes (model.context_length + 1) per split";
   if (train_.size() < window) {
     throw UserError("data.path: '" + path + "' is too short for training (" +
                     std::to_string(train_.size()) + " bytes)" + need);

@@ -77,9 +77,9 @@ SafetensorsFile readSafetensors(const std::string& path, MemoryCategory category
       }
       continue;
     }
-    if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string() ||
-        !e.contains("shape") || !e["shape"].is_array() || !e.contains("data_offsets") ||
-        !e["data_offsets"].is_array() || e["data_offsets"].size() != 2) {
+    if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string() || !e.contains("shape") ||
+        !e["shape"].is_array() || !e.contains("data_offsets") || !e["data_offsets"].is_array() ||
+        e["data_offsets"].size() != 2) {
       throw UserError(path + ": tensor '" + name +
                       "' needs dtype (string), shape (array) and data_offsets ([begin, end])");
     }
@@ -88,8 +88,7 @@ SafetensorsFile readSafetensors(const std::string& path, MemoryCategory category
     std::uint64_t numel = 1;
     for (const auto& d : e["shape"]) {
       if (!d.is_number_unsigned() || d.get<std::uint64_t>() > (1ull << 40)) {
-        throw UserError(path + ": tensor '" + name + "' has an invalid shape " +
-                        e["shape"].dump());
+        throw UserError(path + ": tensor '" + name + "' has an invalid shape " + e["shape"].dump());
       }
       shape.push_back(d.get<std::int64_t>());
       numel *= d.get<std::uint64_t>();
@@ -102,10 +101,9 @@ SafetensorsFile readSafetensors(const std::string& path, MemoryCategory category
     const auto begin = off[0].get<std::uint64_t>(), end = off[1].get<std::uint64_t>();
     if (begin > end || end > dataSize || end - begin != numel * dtypeSize(dtype)) {
       throw UserError(path + ": tensor '" + name + "' data_offsets [" + std::to_string(begin) +
-                      ", " + std::to_string(end) + ") do not match its " +
-                      std::to_string(numel) + " " + fileTypeName(dtype) +
-                      " elements within the file's " + std::to_string(dataSize) +
-                      " data bytes (truncated file?)");
+                      ", " + std::to_string(end) + ") do not match its " + std::to_string(numel) +
+                      " " + fileTypeName(dtype) + " elements within the file's " +
+                      std::to_string(dataSize) + " data bytes (truncated file?)");
     }
     Tensor t = Tensor::empty(shape, dtype, category, allocator);
     in.seekg(static_cast<std::streamoff>(8 + headerLen + begin));
@@ -153,8 +151,7 @@ void loadWeights(Model& model, const std::string& path) {
   for (Parameter& p : model.parameters()) {
     auto it = file.tensors.find(p.name);
     if (it == file.tensors.end()) {
-      throw UserError(path + ": missing tensor '" + p.name + "' of shape " +
-                      shapeString(p.shape));
+      throw UserError(path + ": missing tensor '" + p.name + "' of shape " + shapeString(p.shape));
     }
     const Tensor& t = it->second;
     if (t.shape() != p.shape || !isFloating(t.dtype())) {
@@ -165,8 +162,8 @@ void loadWeights(Model& model, const std::string& path) {
     if (t.dtype() == DType::F32) {
       p.value.copyFrom(t);
     } else {
-      convertToFloat(t.data<std::uint16_t>(), {p.value.data<float>(), static_cast<std::size_t>(t.numel())},
-                     t.dtype());
+      convertToFloat(t.data<std::uint16_t>(),
+                     {p.value.data<float>(), static_cast<std::size_t>(t.numel())}, t.dtype());
     }
     file.tensors.erase(it);
   }

@@ -31,7 +31,7 @@ void adamwUpdate(T* param, const T* grad, T* m, T* v, long N, const AdamWHyper& 
 
 template void adamwUpdate<float>(float*, const float*, float*, float*, long, const AdamWHyper&, int,
                                  float);
-template void adamwUpdate<double>(double*, const double*, double*, double*, long,
-                                  const AdamWHyper&, int, double);
+template void adamwUpdate<double>(double*, const double*, double*, double*, long, const AdamWHyper&,
+                                  int, double);
 
 }  // namespace parascope::kernels

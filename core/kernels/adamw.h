@@ -1,5 +1,6 @@
 // AdamW (Loshchilov & Hutter): decoupled weight decay and bias-corrected moments, in the same
-// order of operations as PyTorch 1.13's torch.optim.AdamW (single-tensor path). Shapes: param, grad, m, v all (N). step is 1-based.
+// order of operations as PyTorch 1.13's torch.optim.AdamW (single-tensor path). Shapes: param,
+// grad, m, v all (N). step is 1-based.
 #pragma once
 
 namespace parascope::kernels {

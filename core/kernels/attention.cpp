@@ -25,10 +25,10 @@ void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH
       for (int t = 0; t < Tn; ++t) {
         T* row = p + static_cast<long>(t) * Tn;
         T maxv = row[0];
-        #pragma omp simd reduction(max : maxv)
+#pragma omp simd reduction(max : maxv)
         for (int j = 1; j <= t; ++j) maxv = row[j] > maxv ? row[j] : maxv;
         T sum = 0;
-        #pragma omp simd reduction(+ : sum)
+#pragma omp simd reduction(+ : sum)
         for (int j = 0; j <= t; ++j) {
           row[j] = fastExp(row[j] - maxv);
           sum += row[j];
@@ -68,7 +68,7 @@ void attentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T
         const T* prow = p + static_cast<long>(t) * Tn;
         T* row = dp + static_cast<long>(t) * Tn;
         T dot = 0;
-        #pragma omp simd reduction(+ : dot)
+#pragma omp simd reduction(+ : dot)
         for (int j = 0; j <= t; ++j) dot += prow[j] * row[j];
         for (int j = 0; j <= t; ++j) row[j] = prow[j] * (row[j] - dot);
         for (int j = t + 1; j < Tn; ++j) row[j] = T(0);

@@ -15,11 +15,11 @@ void crossEntropyForward(T* losses, T* probs, const T* logits, const std::int32_
     const T* x = logits + static_cast<long>(n) * V;
     T* p = probs + static_cast<long>(n) * V;
     T maxv = x[0];
-    #pragma omp simd reduction(max : maxv)
+#pragma omp simd reduction(max : maxv)
     for (int v = 1; v < V; ++v) maxv = x[v] > maxv ? x[v] : maxv;
     const T target = x[targets[n]];
     T sum = 0;
-    #pragma omp simd reduction(+ : sum)
+#pragma omp simd reduction(+ : sum)
     for (int v = 0; v < V; ++v) {
       p[v] = fastExp(x[v] - maxv);
       sum += p[v];
@@ -31,8 +31,8 @@ void crossEntropyForward(T* losses, T* probs, const T* logits, const std::int32_
 }
 
 template <typename T>
-void crossEntropyBackward(T* dlogits, const T* probs, const std::int32_t* targets,
-                          const T* dlosses, int N, int V) {
+void crossEntropyBackward(T* dlogits, const T* probs, const std::int32_t* targets, const T* dlosses,
+                          int N, int V) {
   const trace::Span span("cross_entropy_backward", trace::Category::Compute);
   for (int n = 0; n < N; ++n) {
     const T* p = probs + static_cast<long>(n) * V;
@@ -45,8 +45,8 @@ void crossEntropyBackward(T* dlogits, const T* probs, const std::int32_t* target
 
 template void crossEntropyForward<float>(float*, float*, const float*, const std::int32_t*, int,
                                          int);
-template void crossEntropyForward<double>(double*, double*, const double*, const std::int32_t*,
-                                          int, int);
+template void crossEntropyForward<double>(double*, double*, const double*, const std::int32_t*, int,
+                                          int);
 template void crossEntropyBackward<float>(float*, const float*, const std::int32_t*, const float*,
                                           int, int);
 template void crossEntropyBackward<double>(double*, const double*, const std::int32_t*,

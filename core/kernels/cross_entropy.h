@@ -14,7 +14,7 @@ void crossEntropyForward(T* losses, T* probs, const T* logits, const std::int32_
 
 // dlogits[n, v] = (probs[n, v] - [v == target]) * dlosses[n]; overwritten, may alias probs.
 template <typename T>
-void crossEntropyBackward(T* dlogits, const T* probs, const std::int32_t* targets,
-                          const T* dlosses, int N, int V);
+void crossEntropyBackward(T* dlogits, const T* probs, const std::int32_t* targets, const T* dlosses,
+                          int N, int V);
 
 }  // namespace parascope::kernels

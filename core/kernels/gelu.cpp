@@ -28,8 +28,8 @@ void geluBackward(T* dinp, const T* inp, const T* dout, long N) {
     const T u = kScale<T> * (x + T(0.044715) * x * x * x);
     const T th = fastTanh(u);
     const T sech2 = T(1) - th * th;
-    const T local = T(0.5) * (T(1) + th) +
-                    T(0.5) * x * sech2 * kScale<T> * (T(1) + T(3) * T(0.044715) * x * x);
+    const T local =
+        T(0.5) * (T(1) + th) + T(0.5) * x * sech2 * kScale<T> * (T(1) + T(3) * T(0.044715) * x * x);
     dinp[i] = local * dout[i];
   }
 }

@@ -6,18 +6,18 @@
 namespace parascope::kernels {
 
 template <typename T>
-void layernormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
-                      int N, int C) {
+void layernormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias, int N,
+                      int C) {
   const trace::Span span("layernorm_forward", trace::Category::Compute);
   const T eps = T(1e-5);
   for (int n = 0; n < N; ++n) {
     const T* x = inp + static_cast<long>(n) * C;
     T sum = 0;
-    #pragma omp simd reduction(+ : sum)
+#pragma omp simd reduction(+ : sum)
     for (int i = 0; i < C; ++i) sum += x[i];
     const T m = sum / C;
     T var = 0;
-    #pragma omp simd reduction(+ : var)
+#pragma omp simd reduction(+ : var)
     for (int i = 0; i < C; ++i) var += (x[i] - m) * (x[i] - m);
     const T s = T(1) / std::sqrt(var / C + eps);
     T* o = out + static_cast<long>(n) * C;
@@ -28,8 +28,8 @@ void layernormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, c
 }
 
 template <typename T>
-void layernormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
-                       const T* weight, const T* mean, const T* rstd, int N, int C) {
+void layernormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
+                       const T* mean, const T* rstd, int N, int C) {
   const trace::Span span("layernorm_backward", trace::Category::Compute);
   for (int n = 0; n < N; ++n) {
     const T* x = inp + static_cast<long>(n) * C;

@@ -5,12 +5,12 @@
 namespace parascope::kernels {
 
 template <typename T>
-void layernormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
-                      int N, int C);
+void layernormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias, int N,
+                      int C);
 
 // dinp is overwritten; dweight and dbias are accumulated (+=).
 template <typename T>
-void layernormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
-                       const T* weight, const T* mean, const T* rstd, int N, int C);
+void layernormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
+                       const T* mean, const T* rstd, int N, int C);
 
 }  // namespace parascope::kernels

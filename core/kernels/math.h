@@ -35,7 +35,9 @@ inline float fastExp(float x) {
   std::memcpy(&s2, &b2, 4);
   return p * s1 * s2;
 }
-inline double fastExp(double x) { return std::exp(x); }
+inline double fastExp(double x) {
+  return std::exp(x);
+}
 
 // tanh(u) = sign(u) (1 - 2 / (exp(2|u|) + 1)); absolute error ~1e-7.
 inline float fastTanh(float u) {
@@ -43,6 +45,8 @@ inline float fastTanh(float u) {
   const float t = 1.0f - 2.0f / (fastExp(2.0f * a) + 1.0f);
   return std::copysign(t, u);
 }
-inline double fastTanh(double u) { return std::tanh(u); }
+inline double fastTanh(double u) {
+  return std::tanh(u);
+}
 
 }  // namespace parascope::kernels

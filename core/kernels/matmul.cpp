@@ -31,12 +31,13 @@ void matmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, 
   }
 }
 
-void setBlasThreads(int n) { openblas_set_num_threads(n); }
+void setBlasThreads(int n) {
+  openblas_set_num_threads(n);
+}
 
-template void matmulForward<float>(float*, const float*, const float*, const float*, int, int,
-                                   int);
-template void matmulForward<double>(double*, const double*, const double*, const double*, int,
-                                    int, int);
+template void matmulForward<float>(float*, const float*, const float*, const float*, int, int, int);
+template void matmulForward<double>(double*, const double*, const double*, const double*, int, int,
+                                    int);
 template void matmulBackward<float>(float*, float*, float*, const float*, const float*,
                                     const float*, int, int, int);
 template void matmulBackward<double>(double*, double*, double*, const double*, const double*,

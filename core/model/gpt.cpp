@@ -19,8 +19,8 @@ using namespace kernels;
 std::int64_t GptConfig::nonEmbeddingPositionParameters() const {
   const std::int64_t C = hiddenSize;
   const std::int64_t F = static_cast<std::int64_t>(mlpRatio) * C;
-  const std::int64_t perBlock = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C +
-                                (F * C + F) + (C * F + C);
+  const std::int64_t perBlock =
+      2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (F * C + F) + (C * F + C);
   return static_cast<std::int64_t>(vocabSize) * C + numLayers * perBlock + 2 * C;
 }
 
@@ -35,8 +35,7 @@ void validate(const GptConfig& c) {
   };
   need(c.numHeads > 0 && c.hiddenSize % c.numHeads == 0,
        "model.hidden_size (" + std::to_string(c.hiddenSize) +
-           ") must be divisible by model.num_attention_heads (" + std::to_string(c.numHeads) +
-           ")");
+           ") must be divisible by model.num_attention_heads (" + std::to_string(c.numHeads) + ")");
 }
 
 namespace {
@@ -44,7 +43,9 @@ namespace {
 Tensor activation(Allocator& a, const Shape& s) {
   return Tensor::empty(s, DType::F32, MemoryCategory::Activation, a);
 }
-float* f(const Tensor& t) { return t.data<float>(); }
+float* f(const Tensor& t) {
+  return t.data<float>();
+}
 
 class Embedding final : public Layer {
  public:
@@ -110,7 +111,8 @@ class Block final : public Layer {
   }
   const std::string& name() const override { return name_; }
   std::vector<Parameter*> parameters() const override {
-    return {ln1w_, ln1b_, qkvw_, qkvb_, projw_, projb_, ln2w_, ln2b_, fcw_, fcb_, fcprojw_, fcprojb_};
+    return {ln1w_, ln1b_, qkvw_, qkvb_, projw_,   projb_,
+            ln2w_, ln2b_, fcw_,  fcb_,  fcprojw_, fcprojb_};
   }
 
   Tensor forward(const Tensor& x, const Batch&, Activations& keep) override;
@@ -125,7 +127,21 @@ class Block final : public Layer {
 };
 
 // Saved tensors of a block, in this order.
-enum BlockSaved { kX, kLn1, kLn1Mean, kLn1Rstd, kQkv, kAtt, kAttY, kX2, kLn2, kLn2Mean, kLn2Rstd, kFc, kGelu };
+enum BlockSaved {
+  kX,
+  kLn1,
+  kLn1Mean,
+  kLn1Rstd,
+  kQkv,
+  kAtt,
+  kAttY,
+  kX2,
+  kLn2,
+  kLn2Mean,
+  kLn2Rstd,
+  kFc,
+  kGelu
+};
 
 Tensor Block::forward(const Tensor& x, const Batch&, Activations& keep) {
   const int B = static_cast<int>(x.dim(0)), T = static_cast<int>(x.dim(1));
@@ -164,21 +180,21 @@ Tensor Block::backward(const Tensor& dy, const Batch&, Activations& keep) {
                  f(fcprojw_->value), N, F, C);
   geluBackward(f(dgelu), f(s[kFc]), f(dgelu), static_cast<long>(N) * F);
   Tensor dln2 = activation(alloc_, {B, T, C});
-  matmulBackward(f(dln2), f(fcw_->grad), f(fcb_->grad), f(dgelu), f(s[kLn2]), f(fcw_->value), N,
-                 C, F);
+  matmulBackward(f(dln2), f(fcw_->grad), f(fcb_->grad), f(dgelu), f(s[kLn2]), f(fcw_->value), N, C,
+                 F);
   Tensor dx2 = activation(alloc_, {B, T, C});
-  layernormBackward(f(dx2), f(ln2w_->grad), f(ln2b_->grad), f(dln2), f(s[kX2]),
-                    f(ln2w_->value), f(s[kLn2Mean]), f(s[kLn2Rstd]), N, C);
+  layernormBackward(f(dx2), f(ln2w_->grad), f(ln2b_->grad), f(dln2), f(s[kX2]), f(ln2w_->value),
+                    f(s[kLn2Mean]), f(s[kLn2Rstd]), N, C);
   residualForward(f(dx2), f(dx2), f(dy), NC);
   // Attention branch: x2 = x + proj(attn(qkv(ln1(x)))).
   Tensor datty = activation(alloc_, {B, T, C});
-  matmulBackward(f(datty), f(projw_->grad), f(projb_->grad), f(dx2), f(s[kAttY]),
-                 f(projw_->value), N, C, C);
+  matmulBackward(f(datty), f(projw_->grad), f(projb_->grad), f(dx2), f(s[kAttY]), f(projw_->value),
+                 N, C, C);
   Tensor dqkv = activation(alloc_, {B, T, 3 * C}), scratch = activation(alloc_, {T, T});
   attentionBackward(f(dqkv), f(scratch), f(datty), f(s[kQkv]), f(s[kAtt]), B, T, C, NH);
   Tensor dln1 = activation(alloc_, {B, T, C});
-  matmulBackward(f(dln1), f(qkvw_->grad), f(qkvb_->grad), f(dqkv), f(s[kLn1]), f(qkvw_->value),
-                 N, C, 3 * C);
+  matmulBackward(f(dln1), f(qkvw_->grad), f(qkvb_->grad), f(dqkv), f(s[kLn1]), f(qkvw_->value), N,
+                 C, 3 * C);
   Tensor dx = activation(alloc_, {B, T, C});
   layernormBackward(f(dx), f(ln1w_->grad), f(ln1b_->grad), f(dln1), f(s[kX]), f(ln1w_->value),
                     f(s[kLn1Mean]), f(s[kLn1Rstd]), N, C);
@@ -222,8 +238,8 @@ class Head final : public LossLayer {
     matmulBackward<float>(f(dln), f(wte_->grad), nullptr, f(s[4]), f(s[1]), f(wte_->value), N, C,
                           V);
     Tensor dx = activation(alloc_, {B, T, C});
-    layernormBackward(f(dx), f(lnw_->grad), f(lnb_->grad), f(dln), f(s[0]), f(lnw_->value),
-                      f(s[2]), f(s[3]), N, C);
+    layernormBackward(f(dx), f(lnw_->grad), f(lnb_->grad), f(dln), f(s[0]), f(lnw_->value), f(s[2]),
+                      f(s[3]), N, C);
     return dx;
   }
 

@@ -17,7 +17,9 @@ namespace {
 Tensor activation(Allocator& a, const Shape& s) {
   return Tensor::empty(s, DType::F32, MemoryCategory::Activation, a);
 }
-float* f(const Tensor& t) { return t.data<float>(); }
+float* f(const Tensor& t) {
+  return t.data<float>();
+}
 
 void checkFeatures(const Tensor& x, int inputSize) {
   if (x.rank() != 2 || x.dim(1) != inputSize || x.dtype() != DType::F32) {
@@ -94,8 +96,7 @@ class Classifier final : public LossLayer {
     crossEntropyBackward(f(probs), f(probs), batch.targets.data<std::int32_t>(), f(dlosses), B,
                          classes_);
     Tensor dx = activation(alloc_, {B, in_});
-    matmulBackward(f(dx), f(w_->grad), f(b_->grad), f(probs), f(x), f(w_->value), B, in_,
-                   classes_);
+    matmulBackward(f(dx), f(w_->grad), f(b_->grad), f(probs), f(x), f(w_->value), B, in_, classes_);
     return dx;
   }
 

@@ -33,7 +33,9 @@ std::size_t roundedSize(std::size_t bytes) {
 }
 }  // namespace
 
-Allocator::~Allocator() { releaseCached(); }
+Allocator::~Allocator() {
+  releaseCached();
+}
 
 void* Allocator::allocate(std::size_t bytes, MemoryCategory category) {
   const std::size_t rounded = roundedSize(bytes);

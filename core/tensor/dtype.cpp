@@ -36,7 +36,7 @@ std::uint16_t floatToF16(float f) {
     return static_cast<std::uint16_t>(sign | 0x7c00u | (x > 0x7f800000u ? 0x200u : 0u));
   }
   if (x >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520 -> inf
-  if (x < 0x38800000u) {  // below 2^-14: f16 subnormal (units of 2^-24) or zero
+  if (x < 0x38800000u) {                // below 2^-14: f16 subnormal (units of 2^-24) or zero
     if (x <= 0x33000000u) return sign;  // <= 2^-25 rounds (to even) to zero
     const std::uint32_t mant = (x & 0x7fffffu) | 0x800000u;
     const int shift = 126 - static_cast<int>(x >> 23);

@@ -52,7 +52,9 @@ inline std::uint16_t floatToBf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<std::uint16_t>(u >> 16);
 }
-inline float bf16ToFloat(std::uint16_t h) { return bitsFloat(static_cast<std::uint32_t>(h) << 16); }
+inline float bf16ToFloat(std::uint16_t h) {
+  return bitsFloat(static_cast<std::uint32_t>(h) << 16);
+}
 
 std::uint16_t floatToF16(float f);
 float f16ToFloat(std::uint16_t h);

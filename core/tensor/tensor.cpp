@@ -29,7 +29,9 @@ Storage::Storage(std::size_t bytes, MemoryCategory category, Allocator& allocato
       bytes_(bytes),
       category_(category) {}
 
-Storage::~Storage() { allocator_->deallocate(data_, bytes_, category_); }
+Storage::~Storage() {
+  allocator_->deallocate(data_, bytes_, category_);
+}
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, MemoryCategory category,
                      Allocator& allocator) {
@@ -51,8 +53,8 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, MemoryCategory category,
 
 Tensor Tensor::view(const Shape& shape) const {
   if (shapeNumel(shape) != numel_) {
-    throw std::invalid_argument("cannot view a tensor of shape " + shapeString(shape_) +
-                                " as " + shapeString(shape));
+    throw std::invalid_argument("cannot view a tensor of shape " + shapeString(shape_) + " as " +
+                                shapeString(shape));
   }
   Tensor t = *this;
   t.shape_ = shape;

@@ -27,8 +27,8 @@ inline double dot(const std::vector<double>& a, const std::vector<double>& b) {
 
 // Compares analytic[i] with (loss(x + h e_i) - loss(x - h e_i)) / 2h for every i. loss reads x.
 inline void expectGradient(const char* what, std::vector<double>& x,
-                           const std::vector<double>& analytic,
-                           const std::function<double()>& loss, double tolerance = 1e-6) {
+                           const std::vector<double>& analytic, const std::function<double()>& loss,
+                           double tolerance = 1e-6) {
   QCOMPARE(analytic.size(), x.size());
   const double h = 1e-5;
   for (std::size_t i = 0; i < x.size(); ++i) {

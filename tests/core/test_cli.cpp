@@ -49,7 +49,9 @@ void TestCli::initTestCase() {
   std::ofstream(dir_ / "empty.txt") << "";
 }
 
-void TestCli::cleanupTestCase() { fs::remove_all(dir_); }
+void TestCli::cleanupTestCase() {
+  fs::remove_all(dir_);
+}
 
 void TestCli::configErrorsExitTwoWithOneLine_data() {
   QTest::addColumn<QStringList>("args");
@@ -86,9 +88,9 @@ void TestCli::configErrorsExitTwoWithOneLine() {
 }
 
 void TestCli::trainPrintsJsonLines() {
-  const Result r = run({"train", "--json", "model.num_layers=1", "model.hidden_size=32",
-                        "model.context_length=16", "train_iters=3", "eval_interval=2",
-                        "eval_iters=1"});
+  const Result r =
+      run({"train", "--json", "model.num_layers=1", "model.hidden_size=32",
+           "model.context_length=16", "train_iters=3", "eval_interval=2", "eval_iters=1"});
   QCOMPARE(r.code, 0);
   const QStringList lines = r.out.split('\n', Qt::SkipEmptyParts);
   QCOMPARE(lines.size(), 1 + 3 + 2);  // start, 3 steps, evals at steps 2 and 3
@@ -115,9 +117,8 @@ void TestCli::gradReproducesPyTorch() {
       .write(static_cast<const char*>(tokens.raw()), static_cast<std::streamsize>(tokens.nbytes()));
   auto cfg = nlohmann::json::parse(ref.metadata.at("config"));
   cfg["type"] = "gpt";
-  std::ofstream(dir_ / "gpt.json") << nlohmann::json{{"model", cfg},
-                                                     {"train_micro_batch_size_per_gpu", 4}}
-                                          .dump();
+  std::ofstream(dir_ / "gpt.json")
+      << nlohmann::json{{"model", cfg}, {"train_micro_batch_size_per_gpu", 4}}.dump();
   const Result r = run({"grad", "--config", path("gpt.json"), "--weights", path("w.safetensors"),
                         "--tokens", path("tokens.bin"), "--out", path("g.safetensors")});
   QCOMPARE(r.code, 0);

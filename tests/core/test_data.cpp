@@ -59,7 +59,9 @@ void TestData::init() {
   fs::create_directories(dir_);
 }
 
-void TestData::cleanup() { fs::remove_all(dir_); }
+void TestData::cleanup() {
+  fs::remove_all(dir_);
+}
 
 void TestData::textBatchesAreDeterministicWindows() {
   std::string text;
@@ -70,11 +72,13 @@ void TestData::textBatchesAreDeterministicWindows() {
   const Batch b = d.batch(Split::Train, 12, 1, defaultAllocator());
   QCOMPARE(a.inputs.shape(), (Shape{4, 8}));
   // Sample 12 is the same whichever batch asks for it.
-  QCOMPARE(std::memcmp(a.inputs.data<std::int32_t>() + 2 * 8, b.inputs.data<std::int32_t>(), 32), 0);
+  QCOMPARE(std::memcmp(a.inputs.data<std::int32_t>() + 2 * 8, b.inputs.data<std::int32_t>(), 32),
+           0);
   // Targets are the inputs shifted by one byte of the same window.
   for (int r = 0; r < 4; ++r) {
     for (int t = 0; t + 1 < 8; ++t) {
-      QCOMPARE(a.targets.data<std::int32_t>()[r * 8 + t], a.inputs.data<std::int32_t>()[r * 8 + t + 1]);
+      QCOMPARE(a.targets.data<std::int32_t>()[r * 8 + t],
+               a.inputs.data<std::int32_t>()[r * 8 + t + 1]);
     }
     const int first = a.inputs.data<std::int32_t>()[r * 8];
     QCOMPARE(a.targets.data<std::int32_t>()[r * 8], 'a' + (first - 'a' + 1) % 26);
@@ -101,10 +105,12 @@ void TestData::textRejectsEmptyAndShortInput() {
            QString("data.path: '%1' holds no text (0 bytes in 1 files); need at least 18 bytes")
                .arg(QString::fromStdString((dir_ / "empty.txt").string())));
   write(dir_ / "short.txt", "tiny");
-  QVERIFY(userErrorOf([&] { TextDataset((dir_ / "short.txt").string(), 8, 0.0, 1); })
-              .contains("too short for training (4 bytes)"));
-  QVERIFY(userErrorOf([&] { TextDataset((dir_ / "missing").string(), 8, 0.1, 1); })
-              .endsWith("does not exist"));
+  QVERIFY(userErrorOf([&] {
+            TextDataset((dir_ / "short.txt").string(), 8, 0.0, 1);
+          }).contains("too short for training (4 bytes)"));
+  QVERIFY(userErrorOf([&] {
+            TextDataset((dir_ / "missing").string(), 8, 0.1, 1);
+          }).endsWith("does not exist"));
 }
 
 void TestData::idxReadsAndRejectsBadFiles() {
@@ -116,12 +122,14 @@ void TestData::idxReadsAndRejectsBadFiles() {
   QCOMPARE(a.data, (std::vector<std::uint8_t>{1, 2, 0}));
 
   writeGz(dir_ / "magic.gz", std::string("\x00\x00\x08\x03", 4) + labels.substr(4));
-  QVERIFY(userErrorOf([&] { readIdx((dir_ / "magic.gz").string(), 1); })
-              .contains("wrong IDX magic number 0x00000803; expected 0x00000801"));
+  QVERIFY(userErrorOf([&] {
+            readIdx((dir_ / "magic.gz").string(), 1);
+          }).contains("wrong IDX magic number 0x00000803; expected 0x00000801"));
 
   writeGz(dir_ / "short.gz", labels.substr(0, 9));
-  QVERIFY(userErrorOf([&] { readIdx((dir_ / "short.gz").string(), 1); })
-              .contains("truncated: the file ends inside the data"));
+  QVERIFY(userErrorOf([&] {
+            readIdx((dir_ / "short.gz").string(), 1);
+          }).contains("truncated: the file ends inside the data"));
 
   // A gzip stream cut in the middle: zlib reports the unexpected end of the compressed data.
   std::string big(4000, 'x');
@@ -133,8 +141,8 @@ void TestData::idxReadsAndRejectsBadFiles() {
   const QString cut = userErrorOf([&] { readIdx((dir_ / "cut.gz").string(), 1); });
   QVERIFY2(cut.contains("truncated") && cut.contains("cut.gz"), qPrintable(cut));
 
-  QVERIFY(userErrorOf([&] { readIdx((dir_ / "nope.gz").string(), 1); })
-              .contains("IDX file not found"));
+  QVERIFY(
+      userErrorOf([&] { readIdx((dir_ / "nope.gz").string(), 1); }).contains("IDX file not found"));
 }
 
 void TestData::fashionMnistFromDebianPackage() {
@@ -148,7 +156,8 @@ void TestData::fashionMnistFromDebianPackage() {
   // One epoch visits every training image exactly once.
   std::vector<int> seen(10, 0);
   const Batch b = d.batch(Split::Train, 0, 60000, defaultAllocator());
-  for (int i = 0; i < 60000; ++i) ++seen[static_cast<std::size_t>(b.targets.data<std::int32_t>()[i])];
+  for (int i = 0; i < 60000; ++i)
+    ++seen[static_cast<std::size_t>(b.targets.data<std::int32_t>()[i])];
   for (int c : seen) QCOMPARE(c, 6000);  // Fashion-MNIST is balanced
 }
 
@@ -170,18 +179,22 @@ void TestData::safetensorsRoundTripAndBadFiles() {
   std::ifstream in(path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   write(dir_ / "cut.safetensors", bytes.substr(0, bytes.size() - 4));
-  QVERIFY(userErrorOf([&] { readSafetensors((dir_ / "cut.safetensors").string()); })
-              .contains("tensor 'b' data_offsets [24, 32) do not match"));
+  QVERIFY(userErrorOf([&] {
+            readSafetensors((dir_ / "cut.safetensors").string());
+          }).contains("tensor 'b' data_offsets [24, 32) do not match"));
   write(dir_ / "tiny.safetensors", "abc");
-  QVERIFY(userErrorOf([&] { readSafetensors((dir_ / "tiny.safetensors").string()); })
-              .contains("not a safetensors file"));
+  QVERIFY(userErrorOf([&] {
+            readSafetensors((dir_ / "tiny.safetensors").string());
+          }).contains("not a safetensors file"));
   write(dir_ / "huge.safetensors", std::string("\xff\xff\xff\xff\xff\xff\xff\x7f{}", 10));
-  QVERIFY(userErrorOf([&] { readSafetensors((dir_ / "huge.safetensors").string()); })
-              .contains("header length"));
+  QVERIFY(userErrorOf([&] {
+            readSafetensors((dir_ / "huge.safetensors").string());
+          }).contains("header length"));
   std::string badJson = std::string("\x04\x00\x00\x00\x00\x00\x00\x00", 8) + "{oops";
   write(dir_ / "json.safetensors", badJson);
-  QVERIFY(userErrorOf([&] { readSafetensors((dir_ / "json.safetensors").string()); })
-              .contains("header is not a JSON object"));
+  QVERIFY(userErrorOf([&] {
+            readSafetensors((dir_ / "json.safetensors").string());
+          }).contains("header is not a JSON object"));
 }
 
 void TestData::configErrorsNameTheKey_data() {
@@ -229,10 +242,12 @@ void TestData::configDerivesBatchSizesAndAppliesOverrides() {
   QCOMPARE(a.gradientAccumulation, 4);
   const TrainConfig b = parse(R"({"train_batch_size": 32, "gradient_accumulation_steps": 2})");
   QCOMPARE(b.microBatch, 16);
-  const TrainConfig c = parse(R"({"train_micro_batch_size_per_gpu": 3, "gradient_accumulation_steps": 5})");
+  const TrainConfig c =
+      parse(R"({"train_micro_batch_size_per_gpu": 3, "gradient_accumulation_steps": 5})");
   QCOMPARE(c.globalBatch, 15);
-  QVERIFY(userErrorOf([&] { parse(R"({"train_batch_size": 10, "gradient_accumulation_steps": 3})"); })
-              .contains("inconsistent"));
+  QVERIFY(userErrorOf([&] {
+            parse(R"({"train_batch_size": 10, "gradient_accumulation_steps": 3})");
+          }).contains("inconsistent"));
 
   nlohmann::json doc = nlohmann::json::object();
   applyOverride(doc, "model.num_layers=2");
@@ -247,10 +262,12 @@ void TestData::configDerivesBatchSizesAndAppliesOverrides() {
   write(dir_ / "bad.json", "{\n  \"train_iters\": 3,\n}");
   QCOMPARE(userErrorOf([&] { readJsonFile((dir_ / "bad.json").string()); }),
            QString::fromStdString((dir_ / "bad.json").string()) +
-               ": malformed JSON at line 3, column 1: syntax error while parsing object key - unexpected "
+               ": malformed JSON at line 3, column 1: syntax error while parsing object key - "
+               "unexpected "
                "'}'; expected string literal");
-  QVERIFY(userErrorOf([&] { readJsonFile((dir_ / "none.json").string()); })
-              .endsWith("cannot open config file"));
+  QVERIFY(userErrorOf([&] {
+            readJsonFile((dir_ / "none.json").string());
+          }).endsWith("cannot open config file"));
 
   // The lr schedule: linear warm-up then cosine to the floor.
   TrainConfig s = parse(R"({"train_iters": 110, "optimizer": {"params": {"lr": 1.0}},

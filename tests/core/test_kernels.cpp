@@ -188,8 +188,7 @@ void TestKernels::fastMathMatchesLibrary() {
     maxExpRel = std::max(maxExpRel, std::fabs(fastExp(x) - ref) / ref);
   }
   for (float u = -12.0f; u < 12.0f; u += 0.00091f) {
-    maxTanhAbs =
-        std::max(maxTanhAbs, std::fabs(fastTanh(u) - std::tanh(static_cast<double>(u))));
+    maxTanhAbs = std::max(maxTanhAbs, std::fabs(fastTanh(u) - std::tanh(static_cast<double>(u))));
   }
   QVERIFY2(maxExpRel < 4e-7, qPrintable(QString::number(maxExpRel)));  // ~3 ulp
   QVERIFY2(maxTanhAbs < 3e-7, qPrintable(QString::number(maxTanhAbs)));
@@ -206,8 +205,8 @@ void TestKernels::adamwMatchesHandComputedStep() {
   double p = 2.0, g = -3.0, m = 0.0, v = 0.0;
   adamwUpdate(&p, &g, &m, &v, 1, h, 1, 1.0);
   const double decayed = 2.0 * (1 - 0.1 * 0.5);
-  const double expected = decayed - 0.1 / 0.1 * (0.1 * -3.0) /
-                                        (std::sqrt(0.001 * 9.0) / std::sqrt(1 - 0.999) + 1e-8);
+  const double expected =
+      decayed - 0.1 / 0.1 * (0.1 * -3.0) / (std::sqrt(0.001 * 9.0) / std::sqrt(1 - 0.999) + 1e-8);
   QVERIFY(std::fabs(p - expected) < 1e-7);
   QCOMPARE(m, (1.0 - static_cast<double>(0.9f)) * -3.0);  // hyper-parameters are floats
   // gradScale multiplies the gradient before everything else.

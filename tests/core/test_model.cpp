@@ -112,7 +112,8 @@ void TestModel::initialisationDependsOnlyOnSeedAndName() {
   QCOMPARE(std::memcmp(pa->value.raw(), pb->value.raw(), pa->value.nbytes()), 0);
   // Statistics of the normal init: std 0.02.
   double sq = 0;
-  for (std::int64_t i = 0; i < pa->numel(); ++i) sq += pa->value.data<float>()[i] * pa->value.data<float>()[i];
+  for (std::int64_t i = 0; i < pa->numel(); ++i)
+    sq += pa->value.data<float>()[i] * pa->value.data<float>()[i];
   QVERIFY(std::fabs(std::sqrt(sq / static_cast<double>(pa->numel())) - 0.02) < 0.001);
   QCOMPARE(a.find("h.0.ln_1.weight")->value.data<float>()[5], 1.0f);
 }

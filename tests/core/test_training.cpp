@@ -30,8 +30,7 @@ class Quiet final : public TrainObserver {
 };
 
 TrainConfig bundled(const char* name, const std::vector<std::string>& overrides) {
-  nlohmann::json doc =
-      readJsonFile(std::string(PARASCOPE_SOURCE_DIR "/resources/configs/") + name);
+  nlohmann::json doc = readJsonFile(std::string(PARASCOPE_SOURCE_DIR "/resources/configs/") + name);
   for (const auto& o : overrides) applyOverride(doc, o);
   return parseTrainConfig(doc);
 }
@@ -50,8 +49,8 @@ void TestTraining::gptLearnsFortunes() {
   Quiet q;
   const EvalReport last = t.run(q);
   QCOMPARE(q.evals.size(), std::size_t{2});
-  qInfo("validation loss %.4f nats/byte after %d steps (ln 256 = %.4f)", last.loss,
-        t.stepsDone(), std::log(256.0));
+  qInfo("validation loss %.4f nats/byte after %d steps (ln 256 = %.4f)", last.loss, t.stepsDone(),
+        std::log(256.0));
   QVERIFY2(last.loss < 2.5, qPrintable(QString::number(last.loss)));
   QVERIFY(q.evals[1].loss < q.evals[0].loss);
   QVERIFY(q.steps.front().loss > 5.0);  // starts near ln 256 = 5.55
