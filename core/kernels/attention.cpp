@@ -1,5 +1,6 @@
 #include "core/kernels/attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/kernels/blas.h"
@@ -7,6 +8,13 @@
 #include "core/trace/trace.h"
 
 namespace parascope::kernels {
+
+namespace {
+// Products with V and the whole backward pass go by blocks of query rows that see only the keys
+// at or before their last row, skipping most of the masked triangle. The score product stays
+// one full square: at these sizes one large product beats several triangular blocks.
+constexpr int kRowBlock = 32;
+}  // namespace
 
 template <typename T>
 void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH) {
@@ -37,8 +45,11 @@ void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH
         for (int j = 0; j <= t; ++j) row[j] *= inv;
         for (int j = t + 1; j < Tn; ++j) row[j] = T(0);
       }
-      gemm(false, false, Tn, hs, Tn, T(1), p, Tn, v, C3, T(0),
-           out + static_cast<long>(b) * Tn * C + h * hs, C);
+      for (int r0 = 0; r0 < Tn; r0 += kRowBlock) {
+        const int rows = std::min(kRowBlock, Tn - r0), cols = r0 + rows;
+        gemm(false, false, rows, hs, cols, T(1), p + static_cast<long>(r0) * Tn, Tn, v, C3, T(0),
+             out + (static_cast<long>(b) * Tn + r0) * C + h * hs, C);
+      }
     }
   }
 }
@@ -57,25 +68,41 @@ void attentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T
       const T* q = base + h * hs;
       const T* k = base + C + h * hs;
       const T* v = base + 2 * C + h * hs;
+      T* dq = dbase + h * hs;
+      T* dk = dbase + C + h * hs;
+      T* dv = dbase + 2 * C + h * hs;
       const T* p = att + (static_cast<long>(b) * NH + h) * Tn * Tn;
       const T* dout_h = dout + static_cast<long>(b) * Tn * C + h * hs;
-      T* dp = scratch;
-      // dP = dOut V^T ; dV = P^T dOut
-      gemm(false, true, Tn, Tn, hs, T(1), dout_h, C, v, C3, T(0), dp, Tn);
-      gemm(true, false, Tn, hs, Tn, T(1), p, Tn, dout_h, C, T(0), dbase + 2 * C + h * hs, C3);
-      // Softmax backward in place: dS = P * (dP - rowsum(P * dP)), zero where masked.
+      // dK and dV gather contributions from every row block below them.
       for (int t = 0; t < Tn; ++t) {
-        const T* prow = p + static_cast<long>(t) * Tn;
-        T* row = dp + static_cast<long>(t) * Tn;
-        T dot = 0;
-#pragma omp simd reduction(+ : dot)
-        for (int j = 0; j <= t; ++j) dot += prow[j] * row[j];
-        for (int j = 0; j <= t; ++j) row[j] = prow[j] * (row[j] - dot);
-        for (int j = t + 1; j < Tn; ++j) row[j] = T(0);
+        std::fill(dk + static_cast<long>(t) * C3, dk + static_cast<long>(t) * C3 + hs, T(0));
+        std::fill(dv + static_cast<long>(t) * C3, dv + static_cast<long>(t) * C3 + hs, T(0));
       }
-      // dQ = scale dS K ; dK = scale dS^T Q
-      gemm(false, false, Tn, hs, Tn, scale, dp, Tn, k, C3, T(0), dbase + h * hs, C3);
-      gemm(true, false, Tn, hs, Tn, scale, dp, Tn, q, C3, T(0), dbase + C + h * hs, C3);
+      for (int r0 = 0; r0 < Tn; r0 += kRowBlock) {
+        const int rows = std::min(kRowBlock, Tn - r0), cols = r0 + rows;
+        const T* pb = p + static_cast<long>(r0) * Tn;
+        const T* doutb = dout_h + static_cast<long>(r0) * C;
+        T* ds = scratch;  // rows x cols, leading dimension cols
+        // dP = dOut V^T ; dV += P^T dOut
+        gemm(false, true, rows, cols, hs, T(1), doutb, C, v, C3, T(0), ds, cols);
+        gemm(true, false, cols, hs, rows, T(1), pb, Tn, doutb, C, T(1), dv, C3);
+        // Softmax backward in place: dS = P * (dP - rowsum(P * dP)), zero where masked.
+        for (int i = 0; i < rows; ++i) {
+          const int t = r0 + i;
+          const T* prow = pb + static_cast<long>(i) * Tn;
+          T* row = ds + static_cast<long>(i) * cols;
+          T dot = 0;
+#pragma omp simd reduction(+ : dot)
+          for (int j = 0; j <= t; ++j) dot += prow[j] * row[j];
+          for (int j = 0; j <= t; ++j) row[j] = prow[j] * (row[j] - dot);
+          for (int j = t + 1; j < cols; ++j) row[j] = T(0);
+        }
+        // dQ = scale dS K ; dK += scale dS^T Q
+        gemm(false, false, rows, hs, cols, scale, ds, cols, k, C3, T(0),
+             dq + static_cast<long>(r0) * C3, C3);
+        gemm(true, false, cols, hs, rows, scale, ds, cols, q + static_cast<long>(r0) * C3, C3, T(1),
+             dk, C3);
+      }
     }
   }
 }

@@ -34,6 +34,7 @@ class TestKernels : public QObject {
   void geluGradients();
   void attentionGradients();
   void attentionIsCausal();
+  void attentionBlocksMatchNaiveReference();
   void residualGradients();
   void crossEntropyGradients();
   void crossEntropyValue();
@@ -138,6 +139,75 @@ void TestKernels::attentionIsCausal() {
   for (int i = 0; i < 3 * C; ++i) QCOMPARE(out1[i], out2[i]);
   QVERIFY(out1[3 * C] != out2[3 * C]);
   for (int h = 0; h < NH; ++h) QCOMPARE(att[h * T * T + 1], 0.0);  // row 0 sees only itself
+}
+
+// Straightforward causal attention in double, no BLAS, no blocking: out and dqkv for dout.
+void naiveAttention(const Vec& qkv, const Vec& dout, int B, int T, int C, int NH, Vec& out,
+                    Vec& dqkv) {
+  const int hs = C / NH;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
+  out.assign(static_cast<std::size_t>(B * T * C), 0.0);
+  dqkv.assign(qkv.size(), 0.0);
+  auto at = [&](int b, int t, int part, int h, int i) {
+    return static_cast<std::size_t>((b * T + t) * 3 * C + part * C + h * hs + i);
+  };
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      for (int t = 0; t < T; ++t) {
+        std::vector<double> p(static_cast<std::size_t>(t + 1));
+        double maxv = -1e300, sum = 0;
+        for (int j = 0; j <= t; ++j) {
+          double s = 0;
+          for (int i = 0; i < hs; ++i) s += qkv[at(b, t, 0, h, i)] * qkv[at(b, j, 1, h, i)];
+          p[static_cast<std::size_t>(j)] = s * scale;
+          maxv = std::max(maxv, s * scale);
+        }
+        for (double& x : p) sum += (x = std::exp(x - maxv));
+        for (double& x : p) x /= sum;
+        const double* d = &dout[static_cast<std::size_t>((b * T + t) * C + h * hs)];
+        std::vector<double> dp(p.size(), 0.0);
+        double dot = 0;
+        for (int j = 0; j <= t; ++j) {
+          for (int i = 0; i < hs; ++i) {
+            out[static_cast<std::size_t>((b * T + t) * C + h * hs + i)] +=
+                p[static_cast<std::size_t>(j)] * qkv[at(b, j, 2, h, i)];
+            dp[static_cast<std::size_t>(j)] += d[i] * qkv[at(b, j, 2, h, i)];
+            dqkv[at(b, j, 2, h, i)] += p[static_cast<std::size_t>(j)] * d[i];
+          }
+          dot += p[static_cast<std::size_t>(j)] * dp[static_cast<std::size_t>(j)];
+        }
+        for (int j = 0; j <= t; ++j) {
+          const double ds =
+              p[static_cast<std::size_t>(j)] * (dp[static_cast<std::size_t>(j)] - dot);
+          for (int i = 0; i < hs; ++i) {
+            dqkv[at(b, t, 0, h, i)] += scale * ds * qkv[at(b, j, 1, h, i)];
+            dqkv[at(b, j, 1, h, i)] += scale * ds * qkv[at(b, t, 0, h, i)];
+          }
+        }
+      }
+    }
+  }
+}
+
+void TestKernels::attentionBlocksMatchNaiveReference() {
+  // Lengths around and across the kernel's row blocks, including a partial last block.
+  for (int T : {1, 31, 32, 33, 75}) {
+    const int B = 2, C = 8, NH = 2;
+    const Vec qkv = randomVector(static_cast<std::size_t>(B * T * 3 * C), 30 + T);
+    const Vec dout = randomVector(static_cast<std::size_t>(B * T * C), 60 + T);
+    Vec out(static_cast<std::size_t>(B * T * C)), att(static_cast<std::size_t>(B * NH * T * T));
+    Vec scratch(static_cast<std::size_t>(T * T)), dqkv(qkv.size(), 123.0);  // overwritten
+    attentionForward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+    attentionBackward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T, C,
+                      NH);
+    Vec refOut, refDqkv;
+    naiveAttention(qkv, dout, B, T, C, NH, refOut, refDqkv);
+    for (std::size_t i = 0; i < out.size(); ++i) QVERIFY(std::fabs(out[i] - refOut[i]) < 1e-12);
+    for (std::size_t i = 0; i < dqkv.size(); ++i) {
+      QVERIFY2(std::fabs(dqkv[i] - refDqkv[i]) < 1e-12,
+               qPrintable(QString("T=%1 i=%2").arg(T).arg(i)));
+    }
+  }
 }
 
 void TestKernels::residualGradients() {
