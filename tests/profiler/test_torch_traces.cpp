@@ -3,6 +3,7 @@
 // make_torch_traces.py. Expected breakdowns come from an independent Python reference (the
 // same definitions over the raw JSON with exact decimal arithmetic), run once when the files
 // were added.
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <filesystem>
@@ -86,13 +87,13 @@ void TestTorchTraces::kinetoGpuRanks() {
                   {552, 630639000, 136425000, 211026000, 169187000, 2435000, 322592000}},
                  true);
   // Converted to ours and back, the analyses give the same answer.
-  const std::string ours = QDir::tempPath().toStdString() + "/parascope-kineto-r0.json";
+  QTemporaryDir dir;
+  const std::string ours = dir.filePath("kineto-r0.json").toStdString();
   exportChromeTrace(r0, ours);
   checkBreakdown(importChromeTrace(ours),
                  {{551, 607312000, 106252000, 195327000, 172259000, 169000, 328632000},
                   {552, 622928000, 104068000, 200872000, 164724000, 184000, 353952000}},
                  true);
-  std::filesystem::remove(ours);
 }
 
 void TestTorchTraces::kinetoCpuOnlyRank() {
