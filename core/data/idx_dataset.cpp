@@ -121,21 +121,17 @@ IdxDataset::IdxDataset(const std::string& directory, std::uint64_t seed)
 }
 
 std::int64_t IdxDataset::trainIndex(std::int64_t sample) const {
-  // A fresh permutation per epoch, Fisher-Yates from (seed, epoch). Consecutive samples share an
-  // epoch, so each thread caches the last (dataset, epoch) permutation it built.
-  thread_local std::uint64_t cachedKey = ~0ull;
-  thread_local std::vector<std::int64_t> order;
   const std::int64_t epoch = sample / train_.count;
-  const std::uint64_t key = mixSeed(mixSeed(seed_, reinterpret_cast<std::uintptr_t>(this)),
-                                    static_cast<std::uint64_t>(epoch));
-  if (key != cachedKey) {
-    order.resize(static_cast<std::size_t>(train_.count));
-    std::iota(order.begin(), order.end(), 0);
+  if (epoch != epoch_) {  // a fresh permutation per epoch: Fisher-Yates from (seed, epoch)
+    order_.resize(static_cast<std::size_t>(train_.count));
+    std::iota(order_.begin(), order_.end(), 0);
     Rng rng(mixSeed(seed_, static_cast<std::uint64_t>(epoch)));
-    for (std::size_t i = order.size() - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
-    cachedKey = key;
+    for (std::size_t i = order_.size() - 1; i > 0; --i) {
+      std::swap(order_[i], order_[rng.below(i + 1)]);
+    }
+    epoch_ = epoch;
   }
-  return order[static_cast<std::size_t>(sample % train_.count)];
+  return order_[static_cast<std::size_t>(sample % train_.count)];
 }
 
 Batch IdxDataset::batch(Split split, std::int64_t firstSample, int rows,
@@ -146,6 +142,8 @@ Batch IdxDataset::batch(Split split, std::int64_t firstSample, int rows,
   b.targets = Tensor::empty({rows}, DType::I32, MemoryCategory::Workspace, allocator);
   float* x = b.inputs.data<float>();
   auto* y = b.targets.data<std::int32_t>();
+  std::unique_lock<std::mutex> lock(epochMutex_, std::defer_lock);
+  if (split == Split::Train) lock.lock();
   for (int r = 0; r < rows; ++r) {
     const std::int64_t s = firstSample + r;
     const std::int64_t i = split == Split::Train ? trainIndex(s) : s % part.count;

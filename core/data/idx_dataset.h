@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@ class IdxDataset final : public Dataset {
     std::int64_t count = 0;
   };
   static Part load(const std::string& images, const std::string& labels);
+  // Image index of a training sample; callers hold epochMutex_.
   std::int64_t trainIndex(std::int64_t sample) const;
 
   std::string directory_;
@@ -48,6 +50,10 @@ class IdxDataset final : public Dataset {
   int features_ = 0;
   int classes_ = 0;
   float mean_ = 0, invStd_ = 1;
+  // The permutation of the last epoch asked for (consecutive samples share an epoch).
+  mutable std::mutex epochMutex_;
+  mutable std::int64_t epoch_ = -1;
+  mutable std::vector<std::int64_t> order_;
 };
 
 }  // namespace parascope
