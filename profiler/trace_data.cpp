@@ -52,16 +52,11 @@ std::string TraceData::laneName(std::int32_t rank, std::int32_t laneId) const {
   auto it = laneNames.find({rank, laneId});
   if (it != laneNames.end()) return it->second;
   switch (laneId) {
-    case trace::lane::kCompute:
-      return "compute";
-    case trace::lane::kCommunication:
-      return "communication";
-    case trace::lane::kHost:
-      return "host";
-    case trace::lane::kData:
-      return "data";
-    default:
-      break;
+    case trace::lane::kCompute: return "compute";
+    case trace::lane::kCommunication: return "communication";
+    case trace::lane::kHost: return "host";
+    case trace::lane::kData: return "data";
+    default: break;
   }
   if (trace::lane::isGpu(laneId)) {
     return "stream " + std::to_string(laneId - trace::lane::kFirstGpuStream);

@@ -16,16 +16,12 @@ enum class Busy { Compute, Communication, Other, None };
 Busy classify(Category c) {
   switch (c) {
     case Category::Compute:
-    case Category::Optimizer:
-      return Busy::Compute;
-    case Category::Communication:
-      return Busy::Communication;
+    case Category::Optimizer: return Busy::Compute;
+    case Category::Communication: return Busy::Communication;
     case Category::Memcpy:
     case Category::Memset:
-    case Category::DataLoad:
-      return Busy::Other;
-    default:
-      return Busy::None;
+    case Category::DataLoad: return Busy::Other;
+    default: return Busy::None;
   }
 }
 

@@ -39,18 +39,12 @@ std::string callbackName(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
 
 const char* copyKindName(std::uint8_t kind) {
   switch (kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-      return "Memcpy HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-      return "Memcpy DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
-      return "Memcpy DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
-      return "Memcpy HtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
-      return "Memcpy PtoP";
-    default:
-      return "Memcpy";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "Memcpy HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "Memcpy DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "Memcpy DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "Memcpy HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "Memcpy PtoP";
+    default: return "Memcpy";
   }
 }
 
@@ -132,8 +126,7 @@ bool decodeCuptiRecord(const CUpti_Activity* record, std::int64_t offsetNs, Acti
       r.name = "CUPTI overhead";
       return true;
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 

@@ -73,8 +73,7 @@ trace::Event ActivityConverter::toEvent(const ActivityRecord& r) const {
       e.category = trace::Category::Overhead;
       e.correlation = 0;
       break;
-    case K::ExternalCorrelation:
-      break;
+    case K::ExternalCorrelation: break;
   }
   return e;
 }

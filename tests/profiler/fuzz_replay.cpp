@@ -58,18 +58,10 @@ void mutate(std::string& s, Rng& rng) {
       case 0:
         if (!s.empty()) s[rng.below(s.size())] ^= static_cast<char>(1 << rng.below(8));
         break;
-      case 1:
-        s.insert(at, kTokens[rng.below(std::size(kTokens))]);
-        break;
-      case 2:
-        s.erase(at, rng.below(16));
-        break;
-      case 3:
-        s.resize(at);
-        break;
-      default:
-        s.insert(at, s.substr(rng.below(s.size() + 1), rng.below(64)));
-        break;
+      case 1: s.insert(at, kTokens[rng.below(std::size(kTokens))]); break;
+      case 2: s.erase(at, rng.below(16)); break;
+      case 3: s.resize(at); break;
+      default: s.insert(at, s.substr(rng.below(s.size() + 1), rng.below(64))); break;
     }
   }
 }
