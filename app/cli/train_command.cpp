@@ -1,5 +1,7 @@
-// parascope-cli train: trains on one rank from a JSON config plus key=value overrides, printing
-// progress (a bar on a terminal, plain lines otherwise, JSON lines with --json).
+// parascope-cli train: trains from a JSON config plus key=value overrides, printing progress (a
+// bar on a terminal, plain lines otherwise, JSON lines with --json). data_parallel_size=N runs
+// N in-process ranks; under `mpirun -np N ... --backend mpi` each process is a rank. Rank 0
+// prints.
 #include <unistd.h>
 
 #include <cmath>
@@ -10,6 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "core/comm/launch.h"
+#include "core/comm/mpi/mpi_backend.h"
+#include "core/common/error.h"
 #include "core/train/trainer.h"
 
 namespace parascope::cli {
@@ -19,6 +24,7 @@ namespace {
 struct TrainOptions {
   std::string config = "resources/configs/default.json";
   std::vector<std::string> overrides;
+  std::string backend;  // empty: the config's "backend" key
   bool json = false;
 };
 
@@ -31,7 +37,8 @@ std::string describeModel(const TrainConfig& c, const Model& m) {
                   static_cast<double>(m.parameterCount()) / 1e6, g.numLayers, g.hiddenSize,
                   g.numHeads, g.contextLength, g.vocabSize);
   } else {
-    std::snprintf(buf, sizeof buf, "mlp, %.2fM parameters", static_cast<double>(m.parameterCount()) / 1e6);
+    std::snprintf(buf, sizeof buf, "mlp, %.2fM parameters",
+                  static_cast<double>(m.parameterCount()) / 1e6);
   }
   return buf;
 }
@@ -76,7 +83,9 @@ class Printer final : public TrainObserver {
   void onEval(const EvalReport& r) override {
     const bool classify = c_.model.kind == ModelSpec::Kind::Mlp;
     if (json_) {
-      nlohmann::json j{{"event", "eval"}, {"step", r.step}, {"val_loss_nats", r.loss},
+      nlohmann::json j{{"event", "eval"},
+                       {"step", r.step},
+                       {"val_loss_nats", r.loss},
                        {"val_targets", r.targets}};
       if (classify) j["val_accuracy"] = r.accuracy;
       std::printf("%s\n", j.dump().c_str());
@@ -100,13 +109,10 @@ class Printer final : public TrainObserver {
   double smoothedRate_ = 0;
 };
 
-void runTrain(const TrainOptions& o) {
-  nlohmann::json doc = readJsonFile(o.config);
-  for (const auto& a : o.overrides) applyOverride(doc, a);
-  const TrainConfig config = parseTrainConfig(doc);
-  Trainer trainer(config);
+void printStart(const TrainConfig& config, Trainer& trainer, bool json) {
   const std::string model = describeModel(trainer.config(), trainer.model());
-  if (o.json) {
+  const ParallelStrategy& p = config.parallel;
+  if (json) {
     std::printf("%s\n", nlohmann::json{{"event", "start"},
                                        {"model", model},
                                        {"parameters", trainer.model().parameterCount()},
@@ -114,20 +120,63 @@ void runTrain(const TrainOptions& o) {
                                        {"global_batch", config.globalBatch},
                                        {"micro_batch", config.microBatch},
                                        {"gradient_accumulation_steps", config.gradientAccumulation},
+                                       {"data_parallel_size", p.data},
+                                       {"zero_stage", p.zeroStage},
+                                       {"backend", rankBackendName(p.backend)},
                                        {"train_iters", config.trainIters}}
                             .dump()
                             .c_str());
   } else {
-    std::printf("model: %s\ndata:  %s\nbatch: %d = %d micro x %d accumulation, %d steps\n",
-                model.c_str(), trainer.dataset().describe().c_str(), config.globalBatch,
-                config.microBatch, config.gradientAccumulation, config.trainIters);
+    std::printf(
+        "model: %s\ndata:  %s\nbatch: %d = %d micro x %d accumulation x %d ranks, %d steps\n",
+        model.c_str(), trainer.dataset().describe().c_str(), config.globalBatch, config.microBatch,
+        config.gradientAccumulation, p.data, config.trainIters);
+    if (p.worldSize() > 1) {
+      std::printf("ranks: %d data-parallel (%s), ZeRO stage %d\n", p.data,
+                  std::string(rankBackendName(p.backend)).c_str(), p.zeroStage);
+    }
   }
   std::fflush(stdout);
+}
+
+// One rank's whole run; only rank 0 prints.
+void trainRank(const TrainConfig& config, const Communicator& world, Allocator& allocator,
+               const TrainOptions& o) {
+  Trainer trainer(config, allocator, world);
+  const bool printing = world.rank() == 0;
+  if (printing) printStart(config, trainer, o.json);
   Printer printer(trainer.config(), o.json);
-  trainer.run(printer);
-  if (!config.saveWeights.empty() && !o.json) {
+  TrainObserver silent;
+  trainer.run(printing ? static_cast<TrainObserver&>(printer) : silent);
+  if (printing && !config.saveWeights.empty() && !o.json) {
     std::printf("weights saved to %s\n", config.saveWeights.c_str());
   }
+}
+
+void runTrain(const TrainOptions& o) {
+  nlohmann::json doc = readJsonFile(o.config);
+  for (const auto& a : o.overrides) applyOverride(doc, a);
+  if (!o.backend.empty()) doc["backend"] = o.backend;
+  const bool mpi = doc.value("backend", std::string("threads")) == "mpi";
+  if (mpi) {
+    if (!launchedByMpirun()) {
+      throw UserError("--backend mpi: start the ranks with mpirun -np N parascope-cli train ...");
+    }
+    const Communicator world = mpiWorld();
+    const TrainConfig config = parseTrainConfig(doc, world.size());
+    trainRank(config, world, defaultAllocator(), o);
+    return;
+  }
+  const TrainConfig config = parseTrainConfig(doc);
+  const int ranks = config.parallel.worldSize();
+  if (ranks == 1) {
+    trainRank(config, Communicator(), defaultAllocator(), o);
+    return;
+  }
+  runInProcess(ranks, [&](Communicator& world) {
+    Allocator allocator;  // each rank's own tracked memory, as a device would have
+    trainRank(config, world, allocator, o);
+  });
 }
 
 }  // namespace
@@ -138,6 +187,9 @@ void registerTrainCommand(CLI::App& app) {
   cmd->add_option("--config", o->config, "Config file (JSON)")->capture_default_str();
   cmd->add_option("overrides", o->overrides,
                   "Config overrides as key.path=value, e.g. train_iters=50 model.num_layers=2");
+  cmd->add_option("--backend", o->backend,
+                  "Ranks as in-process threads (default) or MPI processes (under mpirun)")
+      ->check(CLI::IsMember({"threads", "mpi"}));
   cmd->add_flag("--json", o->json, "Print one JSON object per line");
   cmd->callback([o] { runTrain(*o); });
 }

@@ -50,6 +50,7 @@ MicroBatchResult Model::forwardBackward(const Batch& batch) {
   for (std::size_t i = layers_.size(); i-- > 0;) {
     dy = layers_[i]->backward(dy, batch, keep[i]);
     keep[i].clear();  // free this layer's activations as soon as they are used
+    for (const BackwardHook& hook : backwardHooks_) hook(i);
   }
   return r;
 }

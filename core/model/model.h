@@ -3,6 +3,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,9 +14,9 @@
 namespace parascope {
 
 struct MicroBatchResult {
-  double lossSum = 0;          // sum of per-target losses
-  std::int64_t targets = 0;    // number of targets
-  std::int64_t correct = 0;    // targets predicted right (classification; 0 for forward+backward)
+  double lossSum = 0;        // sum of per-target losses
+  std::int64_t targets = 0;  // number of targets
+  std::int64_t correct = 0;  // targets predicted right (classification; 0 for forward+backward)
 };
 
 class Model {
@@ -42,6 +43,13 @@ class Model {
   // Forward and backward through every layer; gradients accumulate (+=) scaled by
   // batch.lossWeight.
   MicroBatchResult forwardBackward(const Batch& batch);
+  // Called in forwardBackward right after layer i's backward pass, when the gradients of its
+  // parameters hold this micro-batch's contribution (a parameter shared by several layers,
+  // like a tied embedding, is complete after the last of them). Data parallelism starts
+  // reducing gradients here, overlapping the backward passes of the earlier layers.
+  using BackwardHook = std::function<void(std::size_t layer)>;
+  void addBackwardHook(BackwardHook hook) { backwardHooks_.push_back(std::move(hook)); }
+
   // Forward only, with the number of correct predictions.
   MicroBatchResult evaluate(const Batch& batch);
 
@@ -49,6 +57,7 @@ class Model {
   Allocator* allocator_;
   std::deque<Parameter> parameters_;  // deque: layers keep pointers into it
   std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<BackwardHook> backwardHooks_;
 };
 
 }  // namespace parascope

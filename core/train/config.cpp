@@ -56,9 +56,8 @@ void parseOptimizer(JsonReader r, kernels::AdamWHyper& h) {
 }
 
 void parseSchedule(JsonReader r, ScheduleSpec& s, int trainIters) {
-  const std::string type =
-      r.choice("type", "constant", {"constant", "WarmupLR", "WarmupCosineLR"});
-  s.kind = type == "constant"  ? ScheduleSpec::Kind::Constant
+  const std::string type = r.choice("type", "constant", {"constant", "WarmupLR", "WarmupCosineLR"});
+  s.kind = type == "constant"   ? ScheduleSpec::Kind::Constant
            : type == "WarmupLR" ? ScheduleSpec::Kind::WarmupLR
                                 : ScheduleSpec::Kind::WarmupCosineLR;
   JsonReader p = r.object("params");
@@ -73,10 +72,10 @@ void parseSchedule(JsonReader r, ScheduleSpec& s, int trainIters) {
   r.finish();
 }
 
-// train_batch_size = micro x accumulation x data-parallel size (1 on one rank): given two, the
-// third is derived; given all three, they must agree.
+// train_batch_size = micro x accumulation x data_parallel_size: given two, the third is
+// derived; given all three, they must agree.
 void resolveBatch(JsonReader& r, TrainConfig& c) {
-  const long dp = 1;
+  const long dp = c.parallel.data;
   long global = r.integer("train_batch_size", 0, 1, 1 << 24);
   long micro = r.integer("train_micro_batch_size_per_gpu", 0, 1, 1 << 20);
   long accum = r.integer("gradient_accumulation_steps", 0, 1, 1 << 20);
@@ -108,7 +107,7 @@ void resolveBatch(JsonReader& r, TrainConfig& c) {
 
 }  // namespace
 
-TrainConfig parseTrainConfig(const nlohmann::json& j) {
+TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
   TrainConfig c;
   JsonReader r(j, "");
   parseModel(r.object("model"), c.model);
@@ -119,6 +118,7 @@ TrainConfig parseTrainConfig(const nlohmann::json& j) {
                     "\" needs data.type \"" +
                     (c.model.kind == ModelSpec::Kind::Gpt ? "text" : "idx") + "\"");
   }
+  c.parallel = parseStrategy(r, worldSize);
   resolveBatch(r, c);
   c.trainIters = static_cast<int>(r.integer("train_iters", c.trainIters, 1, 1 << 30));
   parseOptimizer(r.object("optimizer"), c.adamw);

@@ -14,6 +14,7 @@
 #include "core/kernels/adamw.h"
 #include "core/model/gpt.h"
 #include "core/model/mlp.h"
+#include "core/parallel/strategy.h"
 
 namespace parascope {
 
@@ -35,7 +36,7 @@ struct ScheduleSpec {
   enum class Kind : std::uint8_t { Constant, WarmupLR, WarmupCosineLR };
   Kind kind = Kind::Constant;
   int warmupSteps = 0;
-  int totalSteps = 0;  // cosine horizon; defaults to train_iters
+  int totalSteps = 0;     // cosine horizon; defaults to train_iters
   double minRatio = 0.0;  // cosine floor as a fraction of the peak lr
 };
 
@@ -44,6 +45,7 @@ struct TrainConfig {
   DataSpec data;
   kernels::AdamWHyper adamw;
   ScheduleSpec schedule;
+  ParallelStrategy parallel;      // degrees, ZeRO, precision, buckets, backend
   double gradientClipping = 0.0;  // 0 disables
   int microBatch = 8;
   int gradientAccumulation = 1;
@@ -56,8 +58,10 @@ struct TrainConfig {
   std::string saveWeights;  // safetensors path written after training; empty = none
 };
 
-// Reads and validates; throws UserError naming the key.
-TrainConfig parseTrainConfig(const nlohmann::json& j);
+// Reads and validates; throws UserError naming the key. worldSize > 0: the number of ranks is
+// fixed from outside (mpirun) and the parallel degrees must fill it; 0: data_parallel_size
+// decides how many ranks run.
+TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize = 0);
 
 // Reads a JSON file; a missing file or a syntax error is a UserError naming the file and the
 // byte offset.

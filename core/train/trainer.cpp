@@ -12,7 +12,8 @@
 
 namespace parascope {
 
-Trainer::Trainer(const TrainConfig& config, Allocator& allocator) : config_(config) {
+Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communicator& world)
+    : config_(config) {
   kernels::setBlasThreads(1);  // one BLAS thread per rank: ranks are the parallelism
   model_ = std::make_unique<Model>(allocator);
   if (config.model.kind == ModelSpec::Kind::Gpt) {
@@ -36,7 +37,39 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator) : config_(conf
     buildMlp(*model_, m);
   }
   model_->initialize(config.seed);
-  optimizer_ = std::make_unique<AdamW>(*model_, config.adamw);
+  if (world.size() > 1 || config.parallel.worldSize() > 1)
+    mesh_ = DeviceMesh(world, config.parallel);
+  setUpDataParallel();
+}
+
+void Trainer::setUpDataParallel() {
+  Communicator& dp = mesh_.data();
+  const ParallelStrategy& s = config_.parallel;
+  const bool shard = s.zeroStage >= 1;
+  if (dp.size() == 1 && !shard) {
+    optimizer_ = std::make_unique<AdamW>(*model_, config_.adamw);
+    return;
+  }
+  const FlatLayout layout = makeFlatLayout(*model_, dp.size());
+  Tensor grads = flattenGradients(*model_, layout);
+  if (dp.size() > 1) {
+    reducer_ = std::make_unique<GradientReducer>(*model_, grads, layout, dp, s.bucketElements,
+                                                 s.overlapComm);
+  }
+  if (shard) {
+    sharded_ = std::make_unique<ShardedAdamW>(*model_, flattenValues(*model_, layout), layout, dp,
+                                              config_.adamw);
+  } else {
+    optimizer_ = std::make_unique<AdamW>(*model_, config_.adamw);
+  }
+}
+
+double Trainer::reduceOverData(double value) {
+  Communicator& dp = mesh_.data();
+  if (dp.size() == 1) return value;
+  auto v = static_cast<float>(value);
+  dp.allReduce(&v, &v, 1, DType::F32, ReduceOp::Sum);
+  return v;
 }
 
 StepReport Trainer::step() {
@@ -51,9 +84,13 @@ StepReport Trainer::step() {
   model_->zeroGrad();
   StepReport r;
   double lossSum = 0;
+  // Micro-step k covers global samples [k, k + 1) x micro x dp of the step; rank d takes the
+  // d-th micro-batch of them, so ranks and micro-steps together cover the global batch once.
+  const int dp = mesh_.data().size(), d = mesh_.data().rank();
   for (int k = 0; k < c.gradientAccumulation; ++k) {
     const std::int64_t first = static_cast<std::int64_t>(steps_) * c.globalBatch +
-                               static_cast<std::int64_t>(k) * c.microBatch;
+                               (static_cast<std::int64_t>(k) * dp + d) * c.microBatch;
+    if (reducer_) reducer_->beginMicroStep(k + 1 == c.gradientAccumulation);
     trace::context().microBatch = k;
     Batch b = [&] {
       const trace::Span load("data_load", trace::Category::DataLoad, trace::lane::kData);
@@ -63,9 +100,16 @@ StepReport Trainer::step() {
     lossSum += model_->forwardBackward(b).lossSum;
   }
   trace::context().microBatch = -1;
+  if (reducer_) r.exposedCommSeconds = reducer_->finish();
+  lossSum = reduceOverData(lossSum);
   r.gradNorm = gradientNorm(*model_);
   r.lr = learningRate(c, steps_);
-  optimizer_->step(r.lr, kernels::clipFactor(r.gradNorm, c.gradientClipping));
+  const double clip = kernels::clipFactor(r.gradNorm, c.gradientClipping);
+  if (sharded_) {
+    sharded_->step(r.lr, clip);
+  } else {
+    optimizer_->step(r.lr, clip);
+  }
   ++steps_;
   r.step = steps_;
   r.totalSteps = c.trainIters;
@@ -87,13 +131,23 @@ EvalReport Trainer::evaluate() {
   r.step = steps_;
   double lossSum = 0;
   std::int64_t correct = 0;
-  for (std::int64_t first = 0; first < total; first += rows) {
+  // Data-parallel ranks take turns over the validation micro-batches and add up the results.
+  const int dp = mesh_.data().size(), d = mesh_.data().rank();
+  for (std::int64_t first = static_cast<std::int64_t>(d) * rows; first < total;
+       first += static_cast<std::int64_t>(dp) * rows) {
     const int n = static_cast<int>(std::min<std::int64_t>(rows, total - first));
     const MicroBatchResult m =
         model_->evaluate(dataset_->batch(Split::Validation, first, n, model_->allocator()));
     lossSum += m.lossSum;
     correct += m.correct;
     r.targets += m.targets;
+  }
+  if (dp > 1) {
+    std::int64_t counts[2] = {correct, r.targets};
+    mesh_.data().allReduce(counts, counts, 2, DType::I64, ReduceOp::Sum);
+    correct = counts[0];
+    r.targets = counts[1];
+    lossSum = reduceOverData(lossSum);
   }
   r.loss = r.targets ? lossSum / static_cast<double>(r.targets) : 0.0;
   r.accuracy = r.targets ? static_cast<double>(correct) / static_cast<double>(r.targets) : 0.0;
@@ -111,7 +165,9 @@ EvalReport Trainer::run(TrainObserver& observer) {
       observer.onEval(last);
     }
   }
-  if (!config_.saveWeights.empty()) saveWeights(*model_, config_.saveWeights);
+  if (!config_.saveWeights.empty() && mesh_.world().rank() == 0) {
+    saveWeights(*model_, config_.saveWeights);
+  }
   return last;
 }
 

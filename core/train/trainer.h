@@ -1,7 +1,10 @@
-// Single-rank training session: builds the model and dataset from a TrainConfig, runs
+// Training session of one rank: builds the model and dataset from a TrainConfig, runs
 // optimizer steps (gradient accumulation over micro-batches, clipping, AdamW, lr schedule),
 // evaluates on the validation split, and reports through an observer so the CLI and the GUI
-// present the same run.
+// present the same run. With a world of several ranks it is one data-parallel replica: it
+// trains on its slice of every global batch, reduces gradients in overlapped buckets
+// (grad_reducer.h) and, with ZeRO stage 1, updates only its optimizer shard
+// (sharded_optimizer.h). Reported losses are global means, the same on every rank.
 #pragma once
 
 #include <cstdint>
@@ -9,8 +12,11 @@
 
 #include "core/data/dataset.h"
 #include "core/model/model.h"
+#include "core/parallel/mesh.h"
 #include "core/train/config.h"
+#include "core/train/grad_reducer.h"
 #include "core/train/optimizer.h"
+#include "core/train/sharded_optimizer.h"
 
 namespace parascope {
 
@@ -23,6 +29,7 @@ struct StepReport {
   double seconds = 0;   // wall time of this step
   std::int64_t samples = 0;
   std::int64_t tokens = 0;  // targets processed (positions for text, images for classification)
+  double exposedCommSeconds = 0;  // waiting for gradient reduction after backward (this rank)
 };
 
 struct EvalReport {
@@ -42,7 +49,12 @@ class TrainObserver {
 class Trainer {
  public:
   // Throws UserError for data that does not fit the model (e.g. bytes beyond the vocabulary).
-  explicit Trainer(const TrainConfig& config, Allocator& allocator = defaultAllocator());
+  // `world` holds every rank of the run (collective: all ranks construct together); its size
+  // must be the product of the parallel degrees in config.parallel.
+  explicit Trainer(const TrainConfig& config, Allocator& allocator = defaultAllocator(),
+                   const Communicator& world = Communicator());
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
 
   StepReport step();
   EvalReport evaluate();
@@ -54,12 +66,19 @@ class Trainer {
   const Dataset& dataset() const { return *dataset_; }
   const TrainConfig& config() const { return config_; }
   int stepsDone() const { return steps_; }
+  DeviceMesh& mesh() { return mesh_; }
 
  private:
+  void setUpDataParallel();
+  double reduceOverData(double value);
+
   TrainConfig config_;
   std::unique_ptr<Dataset> dataset_;
   std::unique_ptr<Model> model_;
+  DeviceMesh mesh_;
   std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<GradientReducer> reducer_;  // data parallel only
+  std::unique_ptr<ShardedAdamW> sharded_;     // ZeRO stage >= 1
   int steps_ = 0;
 };
 

@@ -59,11 +59,13 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
   QTest::newRow("missing file") << QStringList{"train", "--config", path("nope.json")}
                                 << "error: " + path("nope.json") + ": cannot open config file\n";
   QTest::newRow("unknown key") << QStringList{"train", "--config", path("bad-key.json")}
-                               << "error: config: unknown key 'modle'; allowed here: data, "
-                                  "eval_interval, eval_iters, gradient_accumulation_steps, "
+                               << "error: config: unknown key 'modle'; allowed here: backend, "
+                                  "bf16, communication_data_type, data, data_parallel_size, "
+                                  "eval_interval, eval_iters, fp16, gradient_accumulation_steps, "
                                   "gradient_clipping, log_interval, model, optimizer, "
-                                  "save_weights, scheduler, seed, train_batch_size, "
-                                  "train_iters, train_micro_batch_size_per_gpu\n";
+                                  "pipeline_model_parallel_size, save_weights, scheduler, seed, "
+                                  "tensor_model_parallel_size, train_batch_size, train_iters, "
+                                  "train_micro_batch_size_per_gpu, zero_optimization\n";
   QTest::newRow("malformed") << QStringList{"train", "--config", path("bad-json.json")}
                              << "error: " + path("bad-json.json") +
                                     ": malformed JSON at line 1, column 17: syntax error while "

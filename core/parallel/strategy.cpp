@@ -1,0 +1,105 @@
+#include "core/parallel/strategy.h"
+
+#include <string>
+
+#include "core/common/error.h"
+
+namespace parascope {
+
+namespace {
+
+// What this build runs; the rest of the valid key space is refused by name before training.
+constexpr int kMaxZeroStage = 1;
+
+std::string str(long v) {
+  return std::to_string(v);
+}
+
+void parseDegrees(JsonReader& top, ParallelStrategy& s, int worldSize) {
+  s.tensor = static_cast<int>(top.integer("tensor_model_parallel_size", 1, 1, 4096));
+  s.pipeline = static_cast<int>(top.integer("pipeline_model_parallel_size", 1, 1, 4096));
+  const bool given = top.has("data_parallel_size");
+  const long model = static_cast<long>(s.tensor) * s.pipeline;
+  if (worldSize > 0 && !given && worldSize % model != 0) {
+    throw UserError("config: tensor_model_parallel_size (" + str(s.tensor) +
+                    ") x pipeline_model_parallel_size (" + str(s.pipeline) +
+                    ") must divide the world of " + str(worldSize) + " ranks");
+  }
+  const long fallback = worldSize > 0 ? worldSize / model : 1;
+  s.data = static_cast<int>(top.integer("data_parallel_size", fallback, 1, 4096));
+  if (worldSize > 0 && s.worldSize() != worldSize) {
+    throw UserError("config: tensor_model_parallel_size (" + str(s.tensor) +
+                    ") x data_parallel_size (" + str(s.data) +
+                    ") x pipeline_model_parallel_size (" + str(s.pipeline) +
+                    ") = " + str(s.worldSize()) + " must equal the world of " + str(worldSize) +
+                    " ranks; valid: data_parallel_size = " + str(worldSize / model) + " or unset");
+  }
+  if (s.tensor > 1 || s.pipeline > 1) {
+    throw UserError("config: tensor_model_parallel_size (" + str(s.tensor) +
+                    ") and pipeline_model_parallel_size (" + str(s.pipeline) +
+                    ") > 1 are not available in this build yet; valid: 1 (data parallel only)");
+  }
+}
+
+void parseZero(JsonReader z, ParallelStrategy& s) {
+  s.zeroStage = static_cast<int>(z.integer("stage", 0, 0, 3));
+  if (s.zeroStage > kMaxZeroStage) {
+    throw UserError("config: zero_optimization.stage = " + str(s.zeroStage) +
+                    " is not available in this build yet; valid: 0.." + str(kMaxZeroStage));
+  }
+  s.bucketElements = z.integer("reduce_bucket_size", s.bucketElements, 1, INT64_C(1) << 40);
+  s.overlapComm = z.boolean("overlap_comm", s.overlapComm);
+  z.finish();
+}
+
+void parsePrecision(JsonReader& top, ParallelStrategy& s) {
+  JsonReader fp16 = top.object("fp16");
+  const bool half = fp16.boolean("enabled", false);
+  s.lossScale.initialScalePower =
+      static_cast<int>(fp16.integer("initial_scale_power", s.lossScale.initialScalePower, 0, 64));
+  s.lossScale.lossScaleWindow =
+      static_cast<int>(fp16.integer("loss_scale_window", s.lossScale.lossScaleWindow, 1, 1 << 30));
+  s.lossScale.hysteresis =
+      static_cast<int>(fp16.integer("hysteresis", s.lossScale.hysteresis, 1, 1 << 20));
+  s.lossScale.minLossScale = fp16.number("min_loss_scale", s.lossScale.minLossScale, 0.0, 1e30);
+  fp16.finish();
+  JsonReader bf16 = top.object("bf16");
+  const bool brain = bf16.boolean("enabled", false);
+  bf16.finish();
+  if (half && brain) {
+    throw UserError("config: fp16.enabled and bf16.enabled are both true; enable at most one");
+  }
+  if (half || brain) {
+    throw UserError(std::string("config: ") + (half ? "fp16" : "bf16") +
+                    ".enabled = true is not available in this build yet; valid: fp32 training "
+                    "(fp16.enabled and bf16.enabled false)");
+  }
+  const std::string comm = top.choice("communication_data_type", "fp32", {"fp32", "fp16", "bf16"});
+  if (comm != "fp32") {
+    throw UserError("config: communication_data_type = \"" + comm +
+                    "\" is not available in this build yet; valid: \"fp32\"");
+  }
+}
+
+}  // namespace
+
+std::string_view rankBackendName(RankBackend b) {
+  return b == RankBackend::Threads ? "threads" : "mpi";
+}
+
+RankBackend parseRankBackend(const std::string& name) {
+  if (name == "threads") return RankBackend::Threads;
+  if (name == "mpi") return RankBackend::Mpi;
+  throw UserError("backend '" + name + "' is not known; valid: threads, mpi");
+}
+
+ParallelStrategy parseStrategy(JsonReader& top, int worldSize) {
+  ParallelStrategy s;
+  s.backend = parseRankBackend(top.choice("backend", "threads", {"threads", "mpi"}));
+  parseDegrees(top, s, worldSize);
+  parseZero(top.object("zero_optimization"), s);
+  parsePrecision(top, s);
+  return s;
+}
+
+}  // namespace parascope

@@ -1,0 +1,49 @@
+// How a run is spread over ranks: the parallel degrees (Megatron's names), the batch split
+// (DeepSpeed's names, resolved in core/train/config.cpp), ZeRO stage, precision, gradient
+// bucketing and the rank backend. Parsing refuses every invalid or unavailable combination
+// before any rank starts, naming the keys. The mesh built from it is in mesh.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/common/json_reader.h"
+#include "core/tensor/dtype.h"
+
+namespace parascope {
+
+enum class RankBackend : std::uint8_t { Threads, Mpi };
+std::string_view rankBackendName(RankBackend b);
+RankBackend parseRankBackend(const std::string& name);  // "threads" | "mpi"; UserError otherwise
+
+struct LossScaleSpec {  // DeepSpeed's fp16 block
+  int initialScalePower = 16;
+  int lossScaleWindow = 1000;
+  int hysteresis = 2;
+  double minLossScale = 1.0;
+};
+
+struct ParallelStrategy {
+  int tensor = 1;    // tensor_model_parallel_size
+  int pipeline = 1;  // pipeline_model_parallel_size
+  int data = 1;      // data_parallel_size
+  int zeroStage = 0;
+  // Gradient bucket capacity in elements (DeepSpeed's reduce_bucket_size counts elements);
+  // default 25 MiB of f32, PyTorch DDP's bucket_cap_mb.
+  std::int64_t bucketElements = 25 * 1024 * 1024 / 4;
+  bool overlapComm = true;
+  DType compute = DType::F32;   // fp16.enabled -> F16, bf16.enabled -> BF16
+  DType gradComm = DType::F32;  // communication_data_type
+  LossScaleSpec lossScale;
+  RankBackend backend = RankBackend::Threads;
+
+  int worldSize() const { return tensor * pipeline * data; }
+};
+
+// Reads the strategy keys from the top level of a config. worldSize > 0 is a world whose size
+// is fixed from outside (mpirun): data_parallel_size then defaults to what fills it and must
+// match it. Throws UserError naming the keys for any invalid or unavailable combination.
+ParallelStrategy parseStrategy(JsonReader& top, int worldSize);
+
+}  // namespace parascope

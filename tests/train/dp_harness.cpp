@@ -1,0 +1,93 @@
+#include "dp_harness.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "core/common/random.h"
+
+namespace dptest {
+
+using namespace parascope;
+
+std::string textFixture() {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("parascope-dp-text-" + std::to_string(getpid()) + ".txt"))
+                               .string();
+  if (std::filesystem::exists(path)) return path;
+  static const char* words[] = {"the ",      "rank ",   "sums ",      "a ",
+                                "bucket ",   "of ",     "gradients ", "while ",
+                                "backward ", "runs.\n", "every ",     "shard "};
+  Rng rng(7);
+  std::string text;
+  while (text.size() < 96 * 1024) text += words[static_cast<int>(rng.uniform() * 12) % 12];
+  const std::string tmp = path + ".part";
+  std::ofstream(tmp, std::ios::binary) << text;
+  std::filesystem::rename(tmp, path);
+  return path;
+}
+
+TrainConfig tinyConfig(const std::vector<std::string>& overrides, int worldSize) {
+  nlohmann::json doc = {
+      {"model",
+       {{"type", "gpt"},
+        {"vocab_size", 256},
+        {"context_length", 16},
+        {"hidden_size", 32},
+        {"num_attention_heads", 2},
+        {"num_layers", 2}}},
+      {"data", {{"type", "text"}, {"path", textFixture()}, {"validation_fraction", 0.1}}},
+      {"train_batch_size", 16},
+      {"optimizer", {{"params", {{"lr", 1e-2}}}}},
+      {"gradient_clipping", 1.0},
+      {"seed", 99}};
+  for (const auto& o : overrides) applyOverride(doc, o);
+  return parseTrainConfig(doc, worldSize);
+}
+
+RunRecord train(const TrainConfig& config, int steps, const Communicator& world,
+                Allocator* allocator) {
+  Trainer t(config, allocator ? *allocator : defaultAllocator(), world);
+  RunRecord r;
+  for (int i = 0; i < steps; ++i) r.losses.push_back(t.step().loss);
+  for (const Parameter& p : t.model().parameters()) {
+    const float* v = p.value.data<float>();
+    r.parameters[p.name].assign(v, v + p.numel());
+  }
+  return r;
+}
+
+namespace {
+
+bool close(double want, double got) {
+  return std::fabs(got - want) <= 4e-5 + 1e-5 * std::fabs(want);
+}
+
+}  // namespace
+
+std::string compare(const RunRecord& want, const RunRecord& got) {
+  char buf[256];
+  if (want.losses.size() != got.losses.size()) return "different step counts";
+  for (std::size_t i = 0; i < want.losses.size(); ++i) {
+    if (!close(want.losses[i], got.losses[i])) {
+      std::snprintf(buf, sizeof buf, "loss of step %zu: %.9g, one rank %.9g", i + 1, got.losses[i],
+                    want.losses[i]);
+      return buf;
+    }
+  }
+  for (const auto& [name, w] : want.parameters) {
+    const std::vector<float>& g = got.parameters.at(name);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      if (!close(w[i], g[i])) {
+        std::snprintf(buf, sizeof buf, "%s[%zu]: %.9g, one rank %.9g", name.c_str(), i, g[i], w[i]);
+        return buf;
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace dptest

@@ -1,0 +1,35 @@
+// Shared by the data-parallel tests on both backends: a tiny GPT config over a generated text
+// file, a recorded run (per-step losses and final parameters) of one rank or of one replica of
+// a data-parallel world, and the equivalence check at rtol 1e-5 / atol 4e-5.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/train/trainer.h"
+
+namespace dptest {
+
+struct RunRecord {
+  std::vector<double> losses;
+  std::map<std::string, std::vector<float>> parameters;
+};
+
+// Writes (once per path) a deterministic 96 KiB byte-level text file and returns its path.
+std::string textFixture();
+
+// The tiny GPT (2 layers, width 32, context 16) with global batch 16, lr 1e-2, clipping 1.0,
+// plus "key=value" overrides.
+parascope::TrainConfig tinyConfig(const std::vector<std::string>& overrides, int worldSize = 0);
+
+// `steps` optimizer steps of one rank of `world` (a default Communicator: the single rank).
+RunRecord train(const parascope::TrainConfig& config, int steps,
+                const parascope::Communicator& world = parascope::Communicator(),
+                parascope::Allocator* allocator = nullptr);
+
+// Empty if `got` matches `want` within rtol 1e-5 / atol 4e-5 everywhere, else the first
+// difference.
+std::string compare(const RunRecord& want, const RunRecord& got);
+
+}  // namespace dptest

@@ -1,0 +1,240 @@
+// Data parallelism over in-process ranks: strategy and batch keys refused with their names,
+// the mesh's rank order, equivalence with one rank (fp32, DP 2 and 4, accumulation 1 and 4,
+// two bucket sizes, overlap on and off, ZeRO 0 and 1), ZeRO-1's per-rank model-state bytes,
+// and a rank failing mid-step ending the run on every rank with its reason.
+#include <QtTest>
+
+#include <filesystem>
+
+#include "core/comm/launch.h"
+#include "core/common/error.h"
+#include "dp_harness.h"
+
+using namespace parascope;
+using dptest::tinyConfig;
+
+class TestDataParallel : public QObject {
+  Q_OBJECT
+ private slots:
+  void cleanupTestCase();
+  void refusesInvalidStrategies_data();
+  void refusesInvalidStrategies();
+  void derivesBatchWithDataParallelSize();
+  void meshOrdersTensorDataPipeline();
+  void matchesOneRank_data();
+  void matchesOneRank();
+  void zeroShardsModelState_data();
+  void zeroShardsModelState();
+  void failingRankEndsRun();
+};
+
+namespace {
+
+std::string userErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// One record per rank of an in-process world.
+std::vector<dptest::RunRecord> trainRanks(const TrainConfig& c, int steps) {
+  std::vector<dptest::RunRecord> records(static_cast<std::size_t>(c.parallel.worldSize()));
+  runInProcess(c.parallel.worldSize(), [&](Communicator& world) {
+    Allocator allocator;
+    records[static_cast<std::size_t>(world.rank())] = dptest::train(c, steps, world, &allocator);
+  });
+  return records;
+}
+
+}  // namespace
+
+void TestDataParallel::cleanupTestCase() {
+  std::filesystem::remove(dptest::textFixture());
+}
+
+void TestDataParallel::refusesInvalidStrategies_data() {
+  QTest::addColumn<QStringList>("overrides");
+  QTest::addColumn<int>("world");
+  QTest::addColumn<QString>("message");
+  QTest::newRow("degrees vs world")
+      << QStringList{"data_parallel_size=3"} << 4
+      << "config: tensor_model_parallel_size (1) x data_parallel_size (3) x "
+         "pipeline_model_parallel_size (1) = 3 must equal the world of 4 ranks; valid: "
+         "data_parallel_size = 4 or unset";
+  QTest::newRow("model degrees vs world")
+      << QStringList{"pipeline_model_parallel_size=3"} << 4
+      << "config: tensor_model_parallel_size (1) x pipeline_model_parallel_size (3) must divide "
+         "the world of 4 ranks";
+  QTest::newRow("tensor parallel")
+      << QStringList{"tensor_model_parallel_size=2"} << 0
+      << "config: tensor_model_parallel_size (2) and pipeline_model_parallel_size (1) > 1 are "
+         "not available in this build yet; valid: 1 (data parallel only)";
+  QTest::newRow("zero stage range")
+      << QStringList{"zero_optimization.stage=4"} << 0
+      << "config: zero_optimization.stage = 4 is out of range; allowed 0..3";
+  QTest::newRow("zero stage unavailable")
+      << QStringList{"zero_optimization.stage=3"} << 0
+      << "config: zero_optimization.stage = 3 is not available in this build yet; valid: 0..1";
+  QTest::newRow("batch not divisible")
+      << QStringList{"data_parallel_size=3"} << 0
+      << "config: train_batch_size (16), train_micro_batch_size_per_gpu (unset) and "
+         "gradient_accumulation_steps (1) with data-parallel size 3 are inconsistent: "
+         "train_batch_size must equal micro-batch x accumulation steps x data-parallel size";
+  QTest::newRow("all three inconsistent")
+      << QStringList{"data_parallel_size=2", "train_micro_batch_size_per_gpu=4",
+                     "gradient_accumulation_steps=4"}
+      << 0
+      << "config: train_batch_size (16), train_micro_batch_size_per_gpu (4) and "
+         "gradient_accumulation_steps (4) with data-parallel size 2 are inconsistent: "
+         "train_batch_size must equal micro-batch x accumulation steps x data-parallel size";
+  QTest::newRow("two precisions")
+      << QStringList{"fp16.enabled=true", "bf16.enabled=true"} << 0
+      << "config: fp16.enabled and bf16.enabled are both true; enable at most one";
+  QTest::newRow("backend") << QStringList{"backend=nccl"} << 0
+                           << "config: backend = \"nccl\" is not supported; allowed: threads, mpi";
+}
+
+void TestDataParallel::refusesInvalidStrategies() {
+  QFETCH(QStringList, overrides);
+  QFETCH(int, world);
+  QFETCH(QString, message);
+  std::vector<std::string> o;
+  for (const QString& s : overrides) o.push_back(s.toStdString());
+  QCOMPARE(QString::fromStdString(userErrorOf([&] { tinyConfig(o, world); })), message);
+}
+
+void TestDataParallel::derivesBatchWithDataParallelSize() {
+  const TrainConfig a = tinyConfig({"data_parallel_size=4", "gradient_accumulation_steps=2"});
+  QCOMPARE(a.microBatch, 2);
+  QCOMPARE(a.parallel.data, 4);
+  const TrainConfig b = tinyConfig({"gradient_accumulation_steps=2"}, 8);  // dp from the world
+  QCOMPARE(b.parallel.data, 8);
+  QCOMPARE(b.microBatch, 1);
+  QCOMPARE(b.parallel.bucketElements, 25 * 1024 * 1024 / 4);
+  QVERIFY(b.parallel.overlapComm);
+}
+
+void TestDataParallel::meshOrdersTensorDataPipeline() {
+  // T=2, D=2, P=2 as coordinates; the mesh is built on an 8-rank world with those degrees.
+  ParallelStrategy s;
+  s.tensor = 2;
+  s.data = 2;
+  s.pipeline = 2;
+  std::vector<std::array<std::vector<int>, 3>> members(8);
+  runInProcess(8, [&](Communicator& world) {
+    DeviceMesh mesh(world, s);
+    Communicator* axes[3] = {&mesh.tensor(), &mesh.data(), &mesh.pipeline()};
+    for (int a = 0; a < 3; ++a) {
+      std::vector<int> all(2);
+      int me = world.rank();
+      axes[a]->allGather(&me, all.data(), 1, DType::I32);
+      members[static_cast<std::size_t>(world.rank())][static_cast<std::size_t>(a)] = all;
+    }
+  });
+  for (int r = 0; r < 8; ++r) {
+    const MeshCoordinates c = meshCoordinates(r, 2, 2);
+    QCOMPARE(r, c.tensor + 2 * (c.data + 2 * c.pipeline));
+    const auto& m = members[static_cast<std::size_t>(r)];
+    const int t0 = r - c.tensor, d0 = r - 2 * c.data, p0 = r - 4 * c.pipeline;
+    QCOMPARE(m[0], (std::vector<int>{t0, t0 + 1}));
+    QCOMPARE(m[1], (std::vector<int>{d0, d0 + 2}));
+    QCOMPARE(m[2], (std::vector<int>{p0, p0 + 4}));
+  }
+}
+
+void TestDataParallel::matchesOneRank_data() {
+  QTest::addColumn<QStringList>("overrides");
+  const QString small = "zero_optimization.reduce_bucket_size=3000";
+  QTest::newRow("dp2 accum1 25MB") << QStringList{"data_parallel_size=2"};
+  QTest::newRow("dp2 accum4 small buckets")
+      << QStringList{"data_parallel_size=2", "gradient_accumulation_steps=4", small};
+  QTest::newRow("dp4 accum1 small buckets") << QStringList{"data_parallel_size=4", small};
+  QTest::newRow("dp4 accum4 25MB")
+      << QStringList{"data_parallel_size=4", "gradient_accumulation_steps=4"};
+  QTest::newRow("dp2 no overlap") << QStringList{"data_parallel_size=2", small,
+                                                 "zero_optimization.overlap_comm=false"};
+  QTest::newRow("dp2 zero1 accum4 small buckets") << QStringList{
+      "data_parallel_size=2", "gradient_accumulation_steps=4", "zero_optimization.stage=1", small};
+  QTest::newRow("dp4 zero1") << QStringList{"data_parallel_size=4", "zero_optimization.stage=1"};
+  QTest::newRow("dp1 zero1") << QStringList{"zero_optimization.stage=1"};
+}
+
+void TestDataParallel::matchesOneRank() {
+  QFETCH(QStringList, overrides);
+  std::vector<std::string> o;
+  for (const QString& s : overrides) o.push_back(s.toStdString());
+  const int steps = 4;
+  const dptest::RunRecord want = dptest::train(tinyConfig({}), steps);
+  const std::vector<dptest::RunRecord> got = trainRanks(tinyConfig(o), steps);
+  for (std::size_t r = 0; r < got.size(); ++r) {
+    const std::string diff = dptest::compare(want, got[r]);
+    QVERIFY2(diff.empty(), qPrintable(QString("rank %1: %2").arg(r).arg(diff.c_str())));
+  }
+  QVERIFY(want.losses.back() < want.losses.front());  // it trains
+}
+
+void TestDataParallel::zeroShardsModelState_data() {
+  QTest::addColumn<int>("dp");
+  QTest::addColumn<int>("stage");
+  QTest::newRow("dp2 stage0") << 2 << 0;
+  QTest::newRow("dp2 stage1") << 2 << 1;
+  QTest::newRow("dp4 stage1") << 4 << 1;
+}
+
+// ZeRO paper, fp32: params 4 P, gradients 4 P, Adam moments 8 P / Nd from stage 1 (16 P in all
+// unsharded), on every rank; the flat buffers add at most Nd - 1 padding elements.
+void TestDataParallel::zeroShardsModelState() {
+  QFETCH(int, dp);
+  QFETCH(int, stage);
+  const TrainConfig c = tinyConfig({"data_parallel_size=" + std::to_string(dp),
+                                    "zero_optimization.stage=" + std::to_string(stage)});
+  std::vector<std::array<std::int64_t, 3>> bytes(static_cast<std::size_t>(dp));
+  std::int64_t P = 0;
+  runInProcess(dp, [&](Communicator& world) {
+    Allocator a;
+    Trainer t(c, a, world);
+    t.step();
+    if (world.rank() == 0) P = t.model().parameterCount();
+    bytes[static_cast<std::size_t>(world.rank())] = {a.liveBytes(MemoryCategory::Parameter),
+                                                     a.liveBytes(MemoryCategory::Gradient),
+                                                     a.liveBytes(MemoryCategory::OptimizerState)};
+  });
+  const std::int64_t pad = 4 * (dp - 1);
+  const std::int64_t optimizer = stage == 0 ? 8 * P : 8 * P / dp;
+  for (const auto& b : bytes) {
+    QVERIFY2(b[0] >= 4 * P && b[0] <= 4 * P + pad, qPrintable(QString::number(b[0])));
+    QVERIFY2(b[1] >= 4 * P && b[1] <= 4 * P + pad, qPrintable(QString::number(b[1])));
+    QVERIFY2(b[2] >= optimizer && b[2] <= optimizer + 2 * pad, qPrintable(QString::number(b[2])));
+  }
+}
+
+void TestDataParallel::failingRankEndsRun() {
+  const TrainConfig c = tinyConfig({"data_parallel_size=4"});
+  std::vector<int> stepsDone(4, -1);
+  try {
+    runInProcess(4, [&](Communicator& world) {
+      Allocator a;
+      Trainer t(c, a, world);
+      if (world.rank() == 2) {
+        // Fails in the middle of the second step's backward pass, after some buckets started.
+        t.model().addBackwardHook([&t](std::size_t layer) {
+          if (t.stepsDone() == 1 && layer == 1) throw std::runtime_error("disk on fire");
+        });
+      }
+      for (int i = 0; i < 3; ++i) {
+        t.step();
+        stepsDone[static_cast<std::size_t>(world.rank())] = t.stepsDone();
+      }
+    });
+    QFAIL("the run went on");
+  } catch (const std::exception& e) {
+    QCOMPARE(QString(e.what()), QString("disk on fire"));
+  }
+  for (int done : stepsDone) QCOMPARE(done, 1);  // nobody finished the second step
+}
+
+QTEST_GUILESS_MAIN(TestDataParallel)
+#include "test_data_parallel.moc"
