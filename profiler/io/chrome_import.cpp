@@ -74,18 +74,19 @@ std::string_view trim(std::string_view s) {
 // A JSON number of microseconds to exact nanoseconds: decimal digits are taken as written, so
 // "12.345" is 12345 ns with no floating-point rounding; more than three decimals round to the
 // nearest ns; exponents go through double.
+bool exponentMicrosToNs(std::string_view tok, std::int64_t* out) {
+  double v = 0;
+  auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+  if (r.ec != std::errc() || r.ptr != tok.data() + tok.size()) return false;
+  const double ns = std::nearbyint(v * 1000.0);
+  if (!(std::fabs(ns) < 9.2e18)) return false;
+  *out = static_cast<std::int64_t>(ns);
+  return true;
+}
+
 bool microsToNs(std::string_view tok, std::int64_t* out) {
   tok = trim(tok);
   if (tok.empty()) return false;
-  if (tok.find_first_of("eE") != std::string_view::npos) {
-    double v = 0;
-    auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
-    if (r.ec != std::errc() || r.ptr != tok.data() + tok.size()) return false;
-    const double ns = std::nearbyint(v * 1000.0);
-    if (!(std::fabs(ns) < 9.2e18)) return false;
-    *out = static_cast<std::int64_t>(ns);
-    return true;
-  }
   const bool neg = tok[0] == '-';
   std::size_t i = neg ? 1 : 0;
   std::uint64_t whole = 0;
@@ -108,6 +109,7 @@ bool microsToNs(std::string_view tok, std::int64_t* out) {
     for (; n < 3; ++n) frac *= 10;
     frac += roundUp ? 1 : 0;
   }
+  if (i < tok.size() && (tok[i] == 'e' || tok[i] == 'E')) return exponentMicrosToNs(tok, out);
   if (i != tok.size()) return false;
   const std::uint64_t ns = whole * 1000 + frac;
   if (ns > 9'000'000'000'000'000'000ULL) return false;
