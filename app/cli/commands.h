@@ -14,5 +14,6 @@ void registerBenchStepCommand(CLI::App& bench);
 void registerAnalyzeCommand(CLI::App& app);
 void registerConvertCommand(CLI::App& app);
 void registerBenchTraceCommand(CLI::App& bench);
+void registerBenchCommCommand(CLI::App& bench);
 
 }  // namespace parascope::cli

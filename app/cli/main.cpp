@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   bench->require_subcommand(1);
   parascope::cli::registerBenchStepCommand(*bench);
   parascope::cli::registerBenchTraceCommand(*bench);
+  parascope::cli::registerBenchCommCommand(*bench);
 
   try {
     app.parse(argc, argv);

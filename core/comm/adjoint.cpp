@@ -9,26 +9,16 @@ namespace parascope {
 
 CommOp adjointOf(CommOp op) {
   switch (op) {
-    case CommOp::Broadcast:
-      return CommOp::Reduce;
-    case CommOp::Reduce:
-      return CommOp::Broadcast;
-    case CommOp::AllReduce:
-      return CommOp::AllReduce;
-    case CommOp::Gather:
-      return CommOp::Scatter;
-    case CommOp::Scatter:
-      return CommOp::Gather;
-    case CommOp::AllGather:
-      return CommOp::ReduceScatter;
-    case CommOp::ReduceScatter:
-      return CommOp::AllGather;
-    case CommOp::AllToAll:
-      return CommOp::AllToAll;
-    case CommOp::Send:
-      return CommOp::Recv;
-    case CommOp::Recv:
-      return CommOp::Send;
+    case CommOp::Broadcast: return CommOp::Reduce;
+    case CommOp::Reduce: return CommOp::Broadcast;
+    case CommOp::AllReduce: return CommOp::AllReduce;
+    case CommOp::Gather: return CommOp::Scatter;
+    case CommOp::Scatter: return CommOp::Gather;
+    case CommOp::AllGather: return CommOp::ReduceScatter;
+    case CommOp::ReduceScatter: return CommOp::AllGather;
+    case CommOp::AllToAll: return CommOp::AllToAll;
+    case CommOp::Send: return CommOp::Recv;
+    case CommOp::Recv: return CommOp::Send;
   }
   return op;
 }
@@ -54,22 +44,15 @@ CommHandle adjointAsync(Communicator& comm, const CommArgs& f, const void* gradO
       if (comm.rank() == f.root && bytes > 0 && gradIn != gradOut)
         std::memcpy(gradIn, gradOut, bytes);
       return comm.broadcastAsync(gradIn, f.count, f.dtype, f.root);
-    case CommOp::AllReduce:
-      return comm.allReduceAsync(gradOut, gradIn, f.count, f.dtype, f.reduce);
-    case CommOp::Gather:
-      return comm.scatterAsync(gradOut, gradIn, f.count, f.dtype, f.root);
-    case CommOp::Scatter:
-      return comm.gatherAsync(gradOut, gradIn, f.count, f.dtype, f.root);
+    case CommOp::AllReduce: return comm.allReduceAsync(gradOut, gradIn, f.count, f.dtype, f.reduce);
+    case CommOp::Gather: return comm.scatterAsync(gradOut, gradIn, f.count, f.dtype, f.root);
+    case CommOp::Scatter: return comm.gatherAsync(gradOut, gradIn, f.count, f.dtype, f.root);
     case CommOp::AllGather:
       return comm.reduceScatterAsync(gradOut, gradIn, f.count, f.dtype, ReduceOp::Sum);
-    case CommOp::ReduceScatter:
-      return comm.allGatherAsync(gradOut, gradIn, f.count, f.dtype);
-    case CommOp::AllToAll:
-      return comm.allToAllAsync(gradOut, gradIn, f.count, f.dtype);
-    case CommOp::Send:
-      return comm.recvAsync(gradIn, f.count, f.dtype, f.root);
-    case CommOp::Recv:
-      return comm.sendAsync(gradOut, f.count, f.dtype, f.root);
+    case CommOp::ReduceScatter: return comm.allGatherAsync(gradOut, gradIn, f.count, f.dtype);
+    case CommOp::AllToAll: return comm.allToAllAsync(gradOut, gradIn, f.count, f.dtype);
+    case CommOp::Send: return comm.recvAsync(gradIn, f.count, f.dtype, f.root);
+    case CommOp::Recv: return comm.sendAsync(gradOut, f.count, f.dtype, f.root);
   }
   throw UserError("adjointAsync: unknown operation");
 }

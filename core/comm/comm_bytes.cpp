@@ -40,9 +40,7 @@ void fillDirect(CommRecord& r, std::uint64_t s) {
       case CommOp::Recv:
         if (static_cast<int>(p) == r.root) r.receivedFrom[p] = s;
         break;
-      default:
-        r.sentTo[p] = r.receivedFrom[p] = s;
-        break;
+      default: r.sentTo[p] = r.receivedFrom[p] = s; break;
     }
   }
 }
@@ -55,7 +53,8 @@ void fillChunked(CommRecord& r, std::size_t count) {
     const std::uint64_t theirs = chunkOf(count, r.size, p, r.dtype).count * esize;
     const auto up = static_cast<std::size_t>(p);
     if (r.op == CommOp::AllReduce) {
-      // p reads my chunk p; later p copies my reduced chunk r (and I do the mirror image).
+      // p reads my chunk p and writes its reduced chunk p into my output; I do the same with
+      // chunk r in p's buffers.
       r.sentTo[up] = r.receivedFrom[up] = theirs + mine;
     } else {
       // Reduce: p reads my chunk p; everyone writes its reduced chunk into the root.

@@ -9,40 +9,26 @@ namespace parascope {
 
 std::string_view commOpName(CommOp op) {
   switch (op) {
-    case CommOp::Broadcast:
-      return "broadcast";
-    case CommOp::Reduce:
-      return "reduce";
-    case CommOp::AllReduce:
-      return "allReduce";
-    case CommOp::Gather:
-      return "gather";
-    case CommOp::AllGather:
-      return "allGather";
-    case CommOp::Scatter:
-      return "scatter";
-    case CommOp::ReduceScatter:
-      return "reduceScatter";
-    case CommOp::AllToAll:
-      return "allToAll";
-    case CommOp::Send:
-      return "send";
-    case CommOp::Recv:
-      return "recv";
+    case CommOp::Broadcast: return "broadcast";
+    case CommOp::Reduce: return "reduce";
+    case CommOp::AllReduce: return "allReduce";
+    case CommOp::Gather: return "gather";
+    case CommOp::AllGather: return "allGather";
+    case CommOp::Scatter: return "scatter";
+    case CommOp::ReduceScatter: return "reduceScatter";
+    case CommOp::AllToAll: return "allToAll";
+    case CommOp::Send: return "send";
+    case CommOp::Recv: return "recv";
   }
   return "?";
 }
 
 std::string_view reduceOpName(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum:
-      return "sum";
-    case ReduceOp::Avg:
-      return "avg";
-    case ReduceOp::Max:
-      return "max";
-    case ReduceOp::Min:
-      return "min";
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Avg: return "avg";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Min: return "min";
   }
   return "?";
 }
@@ -63,19 +49,16 @@ std::uint64_t CommRecord::totalReceived() const {
 double busBandwidthFactor(CommOp op, int size) {
   const double n = size;
   switch (op) {
-    case CommOp::AllReduce:
-      return size > 1 ? 2.0 * (n - 1) / n : 0.0;
+    case CommOp::AllReduce: return size > 1 ? 2.0 * (n - 1) / n : 0.0;
     case CommOp::Gather:
     case CommOp::AllGather:
     case CommOp::Scatter:
     case CommOp::ReduceScatter:
-    case CommOp::AllToAll:
-      return (n - 1) / n;
+    case CommOp::AllToAll: return (n - 1) / n;
     case CommOp::Broadcast:
     case CommOp::Reduce:
     case CommOp::Send:
-    case CommOp::Recv:
-      return size > 1 ? 1.0 : 0.0;
+    case CommOp::Recv: return size > 1 ? 1.0 : 0.0;
   }
   return 0.0;
 }

@@ -36,26 +36,16 @@ Extent extentOf(const CommArgs& a, int rank, int size) {
   const bool isRoot = rank == a.root;
   const auto at = static_cast<std::ptrdiff_t>(s * static_cast<std::size_t>(rank));
   switch (a.op) {
-    case CommOp::Broadcast:
-      return {s, s, 0, true, true};
-    case CommOp::Reduce:
-      return {s, isRoot ? s : 0, 0, true, isRoot};
-    case CommOp::AllReduce:
-      return {s, s, 0, true, true};
-    case CommOp::Gather:
-      return {s, isRoot ? n * s : 0, at, true, isRoot};
-    case CommOp::AllGather:
-      return {s, n * s, at, true, true};
-    case CommOp::Scatter:
-      return {isRoot ? n * s : 0, s, -at, isRoot, true};
-    case CommOp::ReduceScatter:
-      return {n * s, s, -at, true, true};
-    case CommOp::AllToAll:
-      return {n * s, n * s, 0, true, true};
-    case CommOp::Send:
-      return {s, 0, 0, true, false};
-    case CommOp::Recv:
-      return {0, s, 0, false, true};
+    case CommOp::Broadcast: return {s, s, 0, true, true};
+    case CommOp::Reduce: return {s, isRoot ? s : 0, 0, true, isRoot};
+    case CommOp::AllReduce: return {s, s, 0, true, true};
+    case CommOp::Gather: return {s, isRoot ? n * s : 0, at, true, isRoot};
+    case CommOp::AllGather: return {s, n * s, at, true, true};
+    case CommOp::Scatter: return {isRoot ? n * s : 0, s, -at, isRoot, true};
+    case CommOp::ReduceScatter: return {n * s, s, -at, true, true};
+    case CommOp::AllToAll: return {n * s, n * s, 0, true, true};
+    case CommOp::Send: return {s, 0, 0, true, false};
+    case CommOp::Recv: return {0, s, 0, false, true};
   }
   return {};
 }
@@ -135,6 +125,10 @@ CommHandle Communicator::issue(const CommArgs& args, bool blocking) {
 
 CommHandle Communicator::startAsync(const CommArgs& args) {
   return issue(args, false);
+}
+
+CommRecord Communicator::run(const CommArgs& args) {
+  return issue(args, true).wait();
 }
 
 CommHandle Communicator::broadcastAsync(void* buf, std::size_t count, DType t, int root) {

@@ -63,6 +63,7 @@ class Communicator {
   CommHandle sendAsync(const void* buf, std::size_t count, DType t, int peer);
   CommHandle recvAsync(void* buf, std::size_t count, DType t, int peer);
   CommHandle startAsync(const CommArgs& args);  // any of the above, by value
+  CommRecord run(const CommArgs& args);         // blocking form of startAsync
 
   CommRecord broadcast(void* buf, std::size_t count, DType t, int root);
   CommRecord reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op,

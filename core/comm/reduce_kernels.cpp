@@ -39,24 +39,39 @@ void divide(T* acc, std::size_t n, int divisor) {
 }
 
 // f32, i32, i64: the accumulator has the element type.
+// Every destination is written only after all sources of the block were read, so a
+// destination may alias a source.
+struct Targets {
+  void* const* dsts;
+  int ndst;
+};
+
+template <typename T>
+void storeBlock(const Targets& to, std::size_t b, const T* acc, std::size_t n) {
+  for (int d = 0; d < to.ndst; ++d)
+    std::memcpy(static_cast<T*>(to.dsts[d]) + b, acc, n * sizeof(T));
+}
+
 template <ReduceOp Op, typename T>
-void reduceSame(T* dst, const void* const* srcs, int nsrc, std::size_t count, int divisor) {
+void reduceSame(const Targets& to, const void* const* srcs, int nsrc, std::size_t count,
+                int divisor) {
   alignas(64) T acc[kBlock];
   for (std::size_t b = 0; b < count; b += kBlock) {
     const std::size_t n = std::min(kBlock, count - b);
     std::memcpy(acc, static_cast<const T*>(srcs[0]) + b, n * sizeof(T));
     for (int k = 1; k < nsrc; ++k) fold<Op>(acc, static_cast<const T*>(srcs[k]) + b, n);
     if constexpr (Op == ReduceOp::Avg) divide(acc, n, divisor);
-    std::memcpy(dst + b, acc, n * sizeof(T));
+    storeBlock(to, b, acc, n);
   }
 }
 
 // bf16, f16: widen each block to f32, reduce, round once.
 template <ReduceOp Op>
-void reduceHalf(std::uint16_t* dst, const void* const* srcs, int nsrc, std::size_t count, DType t,
+void reduceHalf(const Targets& to, const void* const* srcs, int nsrc, std::size_t count, DType t,
                 int divisor) {
   alignas(64) float acc[kBlock];
   alignas(64) float tmp[kBlock];
+  alignas(64) std::uint16_t out[kBlock];
   for (std::size_t b = 0; b < count; b += kBlock) {
     const std::size_t n = std::min(kBlock, count - b);
     convertToFloat(static_cast<const std::uint16_t*>(srcs[0]) + b, {acc, n}, t);
@@ -65,49 +80,41 @@ void reduceHalf(std::uint16_t* dst, const void* const* srcs, int nsrc, std::size
       fold<Op>(acc, tmp, n);
     }
     if constexpr (Op == ReduceOp::Avg) divide(acc, n, divisor);
-    convertFromFloat({acc, n}, dst + b, t);
+    convertFromFloat({acc, n}, out, t);
+    storeBlock(to, b, out, n);
   }
 }
 
 template <ReduceOp Op>
-void reduceTyped(void* dst, const void* const* srcs, int nsrc, std::size_t count, DType t,
+void reduceTyped(const Targets& to, const void* const* srcs, int nsrc, std::size_t count, DType t,
                  int divisor) {
   switch (t) {
-    case DType::F32:
-      reduceSame<Op>(static_cast<float*>(dst), srcs, nsrc, count, divisor);
-      break;
-    case DType::I32:
-      reduceSame<Op>(static_cast<std::int32_t*>(dst), srcs, nsrc, count, divisor);
-      break;
-    case DType::I64:
-      reduceSame<Op>(static_cast<std::int64_t*>(dst), srcs, nsrc, count, divisor);
-      break;
+    case DType::F32: reduceSame<Op, float>(to, srcs, nsrc, count, divisor); break;
+    case DType::I32: reduceSame<Op, std::int32_t>(to, srcs, nsrc, count, divisor); break;
+    case DType::I64: reduceSame<Op, std::int64_t>(to, srcs, nsrc, count, divisor); break;
     case DType::BF16:
-    case DType::F16:
-      reduceHalf<Op>(static_cast<std::uint16_t*>(dst), srcs, nsrc, count, t, divisor);
-      break;
+    case DType::F16: reduceHalf<Op>(to, srcs, nsrc, count, t, divisor); break;
   }
 }
 
 }  // namespace
 
+void reduceBuffers(void* const* dsts, int ndst, const void* const* srcs, int nsrc,
+                   std::size_t count, DType t, ReduceOp op, int divisor) {
+  if (count == 0) return;
+  const Targets to{dsts, ndst};
+  switch (op) {
+    case ReduceOp::Sum: reduceTyped<ReduceOp::Sum>(to, srcs, nsrc, count, t, divisor); break;
+    case ReduceOp::Avg: reduceTyped<ReduceOp::Avg>(to, srcs, nsrc, count, t, divisor); break;
+    case ReduceOp::Max: reduceTyped<ReduceOp::Max>(to, srcs, nsrc, count, t, divisor); break;
+    case ReduceOp::Min: reduceTyped<ReduceOp::Min>(to, srcs, nsrc, count, t, divisor); break;
+  }
+}
+
 void reduceBuffers(void* dst, const void* const* srcs, int nsrc, std::size_t count, DType t,
                    ReduceOp op, int divisor) {
-  if (count == 0) return;
-  switch (op) {
-    case ReduceOp::Sum:
-      reduceTyped<ReduceOp::Sum>(dst, srcs, nsrc, count, t, divisor);
-      break;
-    case ReduceOp::Avg:
-      reduceTyped<ReduceOp::Avg>(dst, srcs, nsrc, count, t, divisor);
-      break;
-    case ReduceOp::Max:
-      reduceTyped<ReduceOp::Max>(dst, srcs, nsrc, count, t, divisor);
-      break;
-    case ReduceOp::Min:
-      reduceTyped<ReduceOp::Min>(dst, srcs, nsrc, count, t, divisor);
-      break;
-  }
+  void* dsts[] = {dst};
+  reduceBuffers(dsts, 1, srcs, nsrc, count, t, op, divisor);
 }
 
 void divideBuffer(void* buf, std::size_t count, DType t, int divisor) {

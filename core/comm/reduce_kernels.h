@@ -13,6 +13,9 @@ namespace parascope {
 // (the group size; integers truncate toward zero). nsrc >= 1.
 void reduceBuffers(void* dst, const void* const* srcs, int nsrc, std::size_t count, DType t,
                    ReduceOp op, int divisor);
+// The same result written to every one of ndst destinations (each may alias one source).
+void reduceBuffers(void* const* dsts, int ndst, const void* const* srcs, int nsrc,
+                   std::size_t count, DType t, ReduceOp op, int divisor);
 
 // Avg applied after a Sum computed elsewhere (MPI and the like): buf[i] /= divisor.
 void divideBuffer(void* buf, std::size_t count, DType t, int divisor);

@@ -74,16 +74,11 @@ void initMpi() {
 
 MPI_Datatype mpiType(DType t) {
   switch (t) {
-    case DType::F32:
-      return MPI_FLOAT;
-    case DType::BF16:
-      return gBf16;
-    case DType::F16:
-      return gF16;
-    case DType::I32:
-      return MPI_INT32_T;
-    case DType::I64:
-      return MPI_INT64_T;
+    case DType::F32: return MPI_FLOAT;
+    case DType::BF16: return gBf16;
+    case DType::F16: return gF16;
+    case DType::I32: return MPI_INT32_T;
+    case DType::I64: return MPI_INT64_T;
   }
   return MPI_DATATYPE_NULL;
 }
@@ -292,9 +287,7 @@ void MpiComm::post(const CommArgs& a, MpiRequest& req) {
   };
   MPI_Request* r = &req.request;
   switch (a.op) {
-    case CommOp::Broadcast:
-      MPICHECK(MPI_Ibcast(a.recv, n, t, a.root, comm_, r));
-      break;
+    case CommOp::Broadcast: MPICHECK(MPI_Ibcast(a.recv, n, t, a.root, comm_, r)); break;
     case CommOp::Reduce:
       MPICHECK(MPI_Ireduce(isRoot && a.send == a.recv ? inPlace : a.send, a.recv, n, t,
                            mpiOp(a.dtype, a.reduce), a.root, comm_, r));
@@ -343,9 +336,7 @@ void MpiComm::post(const CommArgs& a, MpiRequest& req) {
       MPICHECK(MPI_Ialltoall(in, n, t, a.recv, n, t, comm_, r));
       break;
     }
-    case CommOp::Send:
-      MPICHECK(MPI_Isend(a.send, n, t, a.root, 0, comm_, r));
-      break;
+    case CommOp::Send: MPICHECK(MPI_Isend(a.send, n, t, a.root, 0, comm_, r)); break;
     case CommOp::Recv:
       MPICHECK(MPI_Irecv(a.recv, n, t, a.root, 0, comm_, r));
       req.finish = [=, where = prefix(a.op), &req] {

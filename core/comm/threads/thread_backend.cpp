@@ -68,7 +68,8 @@ void ThreadRequest::wait() {
   auto done = [&] { return state_.load(std::memory_order_acquire) != 0; };
   if (!channel) {
     // A collective: the thread running it fails it itself when a peer is gone.
-    world_->waitFor(done, [] { return false; });
+    world_->waitFor(
+        done, [] { return false; }, {}, false);
   } else {
     const auto r = world_->waitFor(
         done, [&] { return peerGone(); }, world_->deadline());
@@ -111,7 +112,8 @@ ThreadComm::ThreadComm(std::shared_ptr<ThreadGroup> group, int rank)
     : CommBackend(group->name, group->world->options()),
       group_(std::move(group)),
       rank_(rank),
-      sources_(static_cast<std::size_t>(size())) {}
+      sources_(static_cast<std::size_t>(size())),
+      outputs_(static_cast<std::size_t>(size())) {}
 
 ThreadComm::~ThreadComm() {
   {
@@ -301,18 +303,20 @@ std::shared_ptr<CommRequest> ThreadComm::startPointToPoint(const CommArgs& a) {
   theirs.pop_front();
   const ThreadPost& s = isSend ? post : other;
   const ThreadPost& r = isSend ? other : post;
-  std::exception_ptr error;
   if (s.count != r.count || s.dtype != r.dtype) {
-    error = std::make_exception_ptr(
-        CommError("[send/recv] group '" + name() + "': send of " + std::to_string(s.count) + " " +
-                  std::string(dtypeName(s.dtype)) + " from rank " + std::to_string(source) +
-                  " does not match recv of " + std::to_string(r.count) + " " +
-                  std::string(dtypeName(r.dtype)) + " at rank " + std::to_string(dest)));
-  } else if (s.count > 0) {
-    std::memcpy(r.recv, s.send, s.count * dtypeSize(s.dtype));
+    const std::string message =
+        "[send/recv] group '" + name() + "': send of " + std::to_string(s.count) + " " +
+        std::string(dtypeName(s.dtype)) + " from rank " + std::to_string(source) +
+        " does not match recv of " + std::to_string(r.count) + " " +
+        std::string(dtypeName(r.dtype)) + " at rank " + std::to_string(dest);
+    // One exception object per side: both ranks rethrow theirs concurrently.
+    other.request->complete(std::make_exception_ptr(CommError(message)));
+    request->complete(std::make_exception_ptr(CommError(message)));
+    return request;
   }
-  other.request->complete(error);
-  request->complete(error);
+  if (s.count > 0) std::memcpy(r.recv, s.send, s.count * dtypeSize(s.dtype));
+  other.request->complete(nullptr);
+  request->complete(nullptr);
   return request;
 }
 

@@ -9,9 +9,8 @@
 namespace parascope {
 namespace {
 
-// Below this an all-reduce reads every peer's whole input (one data phase, two barriers);
-// above it each rank reduces one chunk and then copies the others' (three barriers, 2/n of the
-// reads per rank).
+// Below this an all-reduce reads every peer's whole input; above it each rank reduces one chunk
+// and writes it to everyone (1/n of the reads per rank). Both take two barriers.
 constexpr std::size_t kDirectAllReduceBytes = 32 * 1024;
 
 char* at(void* p, std::size_t bytes) {
@@ -44,36 +43,21 @@ void ThreadComm::execute(const CommArgs& a) {
   if (group_->world->failed())
     throw CommError(prefix(a.op) + " failed: " + group_->world->failure());
   switch (a.op) {
-    case CommOp::Broadcast:
-      broadcast(a);
-      break;
-    case CommOp::Reduce:
-      reduce(a);
-      break;
+    case CommOp::Broadcast: broadcast(a); break;
+    case CommOp::Reduce: reduce(a); break;
     case CommOp::AllReduce:
       if (algorithmFor(a, size()) == CommAlgorithm::Chunked)
         allReduceChunked(a);
       else
         allReduceDirect(a);
       break;
-    case CommOp::Gather:
-      gather(a);
-      break;
-    case CommOp::AllGather:
-      allGather(a);
-      break;
-    case CommOp::Scatter:
-      scatter(a);
-      break;
-    case CommOp::ReduceScatter:
-      reduceScatter(a);
-      break;
-    case CommOp::AllToAll:
-      allToAll(a);
-      break;
+    case CommOp::Gather: gather(a); break;
+    case CommOp::AllGather: allGather(a); break;
+    case CommOp::Scatter: scatter(a); break;
+    case CommOp::ReduceScatter: reduceScatter(a); break;
+    case CommOp::AllToAll: allToAll(a); break;
     case CommOp::Send:
-    case CommOp::Recv:
-      break;  // point-to-point never reaches the collective path
+    case CommOp::Recv: break;  // point-to-point never reaches the collective path
   }
 }
 
@@ -110,23 +94,20 @@ void ThreadComm::allReduceDirect(const CommArgs& a) {
   barrier(a.op, true);
 }
 
-// Phase 1: rank i reduces chunk i of all inputs into its own output (in place this only
-// overwrites chunk i, which no peer reads). Phase 2: every rank copies the other chunks from
-// their owners' outputs.
+// Rank i reduces chunk i of all inputs and writes it into every rank's output: a reduce-
+// scatter and an all-gather fused into one pass, reading each input once and writing each
+// output once. In place is safe: only rank i reads or writes chunk i of any buffer.
 void ThreadComm::allReduceChunked(const CommArgs& a) {
   publish(a, a.send);
   const std::size_t es = dtypeSize(a.dtype);
   const ElementRange mine = chunkOf(a.count, size(), rank_, a.dtype);
-  for (int p = 0; p < size(); ++p) sources_[p] = at(slot(p).src, mine.begin * es);
-  if (mine.count > 0)
-    reduceBuffers(at(a.recv, mine.begin * es), sources_.data(), size(), mine.count, a.dtype,
-                  a.reduce, size());
-  barrier(a.op, true);
   for (int p = 0; p < size(); ++p) {
-    if (p == rank_) continue;
-    const ElementRange c = chunkOf(a.count, size(), p, a.dtype);
-    copyBytes(at(a.recv, c.begin * es), at(slot(p).args.recv, c.begin * es), c.count * es);
+    sources_[p] = at(slot(p).src, mine.begin * es);
+    outputs_[p] = at(slot(p).args.recv, mine.begin * es);
   }
+  if (mine.count > 0)
+    reduceBuffers(outputs_.data(), size(), sources_.data(), size(), mine.count, a.dtype, a.reduce,
+                  size());
   barrier(a.op, true);
 }
 

@@ -133,6 +133,7 @@ class ThreadComm final : public CommBackend {
   std::uint64_t step_ = 0;  // barriers passed; equal on every rank between operations
   std::vector<std::byte> scratch_;
   std::vector<const void*> sources_;
+  std::vector<void*> outputs_;
 
   // Asynchronous collectives run here in issue order; blocking ones run on the caller's thread
   // when nothing is queued (pending_ == 0), which keeps the order and saves a thread hop.

@@ -82,8 +82,9 @@ std::chrono::steady_clock::time_point ThreadWorld::deadline() const {
 
 ThreadWorld::WaitResult ThreadWorld::waitFor(const std::function<bool()>& done,
                                              const std::function<bool()>& stop,
-                                             std::chrono::steady_clock::time_point deadline) {
-  for (int i = 0; i < spins_; ++i) {
+                                             std::chrono::steady_clock::time_point deadline,
+                                             bool spin) {
+  for (int i = 0; spin && i < spins_; ++i) {
     if (done()) return WaitResult::Done;
     cpuRelax();
   }

@@ -37,8 +37,10 @@ class ThreadWorld {
   enum class WaitResult { Done, Stopped, TimedOut };
   // Waits until done() holds; gives up when stop() holds (checked between sleeps) or the
   // deadline passes. A zero deadline never times out.
+  // Spinning is for barriers, where peers arrive within microseconds; a thread waiting for a
+  // whole operation run by another thread passes spin = false and yields its core at once.
   WaitResult waitFor(const std::function<bool()>& done, const std::function<bool()>& stop,
-                     std::chrono::steady_clock::time_point deadline = {});
+                     std::chrono::steady_clock::time_point deadline = {}, bool spin = true);
 
   std::chrono::steady_clock::time_point deadline() const;
 

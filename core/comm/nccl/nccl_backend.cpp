@@ -1,0 +1,201 @@
+// NCCL backend: each operation is one NCCL call on the communicator's stream followed by an
+// event; wait polls the event and NCCL's asynchronous error state against the timeout and
+// aborts the communicator on failure, so a dead peer cannot hang the caller forever.
+#include "core/comm/nccl/nccl_backend.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <thread>
+
+#include "core/comm/comm_bytes.h"
+#include "core/common/error.h"
+
+namespace parascope {
+namespace {
+
+#define CUDACHECK(call)                                                          \
+  do {                                                                           \
+    const cudaError_t e_ = (call);                                               \
+    if (e_ != cudaSuccess)                                                       \
+      throw CommError(std::string(#call) + " failed at " + __FILE__ + ":" +      \
+                      std::to_string(__LINE__) + ": " + cudaGetErrorString(e_)); \
+  } while (0)
+
+#define NCCLCHECK(call)                                                          \
+  do {                                                                           \
+    const ncclResult_t r_ = (call);                                              \
+    if (r_ != ncclSuccess)                                                       \
+      throw CommError(std::string(#call) + " failed at " + __FILE__ + ":" +      \
+                      std::to_string(__LINE__) + ": " + ncclGetErrorString(r_)); \
+  } while (0)
+
+ncclDataType_t ncclType(DType t) {
+  switch (t) {
+    case DType::F32: return ncclFloat32;
+    case DType::BF16: return ncclBfloat16;
+    case DType::F16: return ncclFloat16;
+    case DType::I32: return ncclInt32;
+    case DType::I64: return ncclInt64;
+  }
+  return ncclFloat32;
+}
+
+ncclRedOp_t ncclOp(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return ncclSum;
+    case ReduceOp::Avg: return ncclAvg;
+    case ReduceOp::Max: return ncclMax;
+    case ReduceOp::Min: return ncclMin;
+  }
+  return ncclSum;
+}
+
+class NcclRequest final : public CommRequest {
+ public:
+  NcclRequest(ncclComm_t comm, std::string prefix, std::chrono::milliseconds timeout)
+      : comm_(comm), prefix_(std::move(prefix)), timeout_(timeout) {
+    CUDACHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  }
+  ~NcclRequest() override { cudaEventDestroy(event); }
+  bool test() override {
+    const cudaError_t e = cudaEventQuery(event);
+    if (e == cudaSuccess) return true;
+    if (e != cudaErrorNotReady)
+      throw CommError(prefix_ + " failed: " + std::string(cudaGetErrorString(e)));
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm_, &async);
+    if (async != ncclSuccess && async != ncclInProgress)
+      throw CommError(prefix_ + " failed: " + std::string(ncclGetErrorString(async)));
+    return false;
+  }
+  void wait() override {
+    const auto start = std::chrono::steady_clock::now();
+    while (!test()) {
+      if (timeout_.count() > 0 && std::chrono::steady_clock::now() - start > timeout_) {
+        ncclCommAbort(comm_);  // the communicator is unusable from here on
+        throw CommError(prefix_ + " failed: timed out after " + std::to_string(timeout_.count()) +
+                        " ms; communicator aborted");
+      }
+      std::this_thread::yield();
+    }
+  }
+  cudaEvent_t event = nullptr;
+  void* temp = nullptr;  // device staging for in-place allToAll, freed on the stream
+
+ private:
+  ncclComm_t comm_;
+  std::string prefix_;
+  std::chrono::milliseconds timeout_;
+};
+
+class NcclComm final : public CommBackend {
+ public:
+  NcclComm(ncclComm_t comm, int device, std::string name, CommOptions options)
+      : CommBackend(std::move(name), options), comm_(comm), device_(device) {
+    NCCLCHECK(ncclCommUserRank(comm_, &rank_));
+    NCCLCHECK(ncclCommCount(comm_, &size_));
+    CUDACHECK(cudaSetDevice(device_));
+    CUDACHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~NcclComm() override {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+    ncclCommDestroy(comm_);
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string_view kind() const override { return "nccl"; }
+  std::shared_ptr<CommRequest> start(const CommArgs& a, bool blocking) override;
+  std::shared_ptr<CommBackend> split(int color, int key) override {
+    ncclComm_t out = nullptr;
+    NCCLCHECK(ncclCommSplit(comm_, color, key, &out, nullptr));
+    return std::make_shared<NcclComm>(out, device_, name() + "/" + std::to_string(color),
+                                      options());
+  }
+
+ private:
+  void enqueue(const CommArgs& a, NcclRequest& req);
+  ncclComm_t comm_;
+  int device_;
+  int rank_ = 0, size_ = 1;
+  cudaStream_t stream_ = nullptr;
+};
+
+std::shared_ptr<CommRequest> NcclComm::start(const CommArgs& a, bool) {
+  CUDACHECK(cudaSetDevice(device_));
+  auto req = std::make_shared<NcclRequest>(comm_,
+                                           "[" + std::string(commOpName(a.op)) + "] group '" +
+                                               name() + "' (rank " + std::to_string(rank_) +
+                                               " of " + std::to_string(size_) + ")",
+                                           options().timeout);
+  const bool chunked = a.op == CommOp::Reduce || a.op == CommOp::AllReduce;
+  req->record = makeRecord(kind(), name(), rank_, size_, a,
+                           chunked ? CommAlgorithm::Chunked : CommAlgorithm::Direct);
+  req->record.algorithm = "nccl/" + req->record.algorithm;
+  enqueue(a, *req);
+  CUDACHECK(cudaEventRecord(req->event, stream_));
+  return req;
+}
+
+void NcclComm::enqueue(const CommArgs& a, NcclRequest& req) {
+  const ncclDataType_t t = ncclType(a.dtype);
+  const std::size_t n = a.count;
+  switch (a.op) {
+    case CommOp::Broadcast:
+      NCCLCHECK(ncclBroadcast(a.recv, a.recv, n, t, a.root, comm_, stream_));
+      break;
+    case CommOp::Reduce:
+      NCCLCHECK(ncclReduce(a.send, a.recv, n, t, ncclOp(a.reduce), a.root, comm_, stream_));
+      break;
+    case CommOp::AllReduce:
+      NCCLCHECK(ncclAllReduce(a.send, a.recv, n, t, ncclOp(a.reduce), comm_, stream_));
+      break;
+    case CommOp::Gather: NCCLCHECK(ncclGather(a.send, a.recv, n, t, a.root, comm_, stream_)); break;
+    case CommOp::AllGather: NCCLCHECK(ncclAllGather(a.send, a.recv, n, t, comm_, stream_)); break;
+    case CommOp::Scatter:
+      NCCLCHECK(ncclScatter(a.send, a.recv, n, t, a.root, comm_, stream_));
+      break;
+    case CommOp::ReduceScatter:
+      NCCLCHECK(ncclReduceScatter(a.send, a.recv, n, t, ncclOp(a.reduce), comm_, stream_));
+      break;
+    case CommOp::AllToAll: {
+      const void* in = a.send;
+      if (a.send == a.recv && size_ > 1) {
+        const std::size_t bytes = n * dtypeSize(a.dtype) * static_cast<std::size_t>(size_);
+        CUDACHECK(cudaMallocAsync(&req.temp, bytes, stream_));
+        CUDACHECK(cudaMemcpyAsync(req.temp, a.send, bytes, cudaMemcpyDeviceToDevice, stream_));
+        in = req.temp;
+      }
+      NCCLCHECK(ncclAlltoAll(in, a.recv, n, t, comm_, stream_));
+      if (req.temp) CUDACHECK(cudaFreeAsync(req.temp, stream_));
+      break;
+    }
+    case CommOp::Send: NCCLCHECK(ncclSend(a.send, n, t, a.root, comm_, stream_)); break;
+    case CommOp::Recv: NCCLCHECK(ncclRecv(a.recv, n, t, a.root, comm_, stream_)); break;
+  }
+}
+
+}  // namespace
+
+int cudaDeviceCount() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+  return n;
+}
+
+Communicator ncclCommunicator(Communicator& bootstrap, int device, CommOptions options) {
+  if (device < 0 || device >= cudaDeviceCount())
+    throw UserError("NCCL: device " + std::to_string(device) + " does not exist (" +
+                    std::to_string(cudaDeviceCount()) + " CUDA devices visible)");
+  ncclUniqueId id{};
+  if (bootstrap.rank() == 0) NCCLCHECK(ncclGetUniqueId(&id));
+  static_assert(sizeof(id) % 4 == 0);
+  bootstrap.broadcast(&id, sizeof(id) / 4, DType::I32, 0);
+  CUDACHECK(cudaSetDevice(device));
+  ncclComm_t comm = nullptr;
+  NCCLCHECK(ncclCommInitRank(&comm, bootstrap.size(), id, bootstrap.rank()));
+  return Communicator(std::make_shared<NcclComm>(comm, device, bootstrap.name(), options));
+}
+
+}  // namespace parascope

@@ -1,0 +1,17 @@
+// The NCCL backend: one rank per GPU; buffers are device pointers and operations are enqueued
+// on the communicator's own CUDA stream, completion tracked by a CUDA event per operation.
+// Built only where the CUDA toolkit and NCCL are found (PARASCOPE_HAVE_NCCL).
+#pragma once
+
+#include "core/comm/communicator.h"
+
+namespace parascope {
+
+// CUDA devices visible to this process; 0 without a GPU or driver (never throws).
+int cudaDeviceCount();
+
+// Creates this rank's NCCL communicator on GPU `device`, exchanging NCCL's unique id over
+// `bootstrap` (any backend: the MPI world, an in-process world). Collective over bootstrap.
+Communicator ncclCommunicator(Communicator& bootstrap, int device, CommOptions options = {});
+
+}  // namespace parascope
