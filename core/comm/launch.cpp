@@ -38,6 +38,9 @@ void runInProcess(int size, const std::function<void(Communicator&)>& fn, CommOp
       }
       world->fail(r, "unknown exception");
     }
+    // Dropping the rank's communicator first lets its queued asynchronous operations finish
+    // (or fail), so peers never see the rank as gone while its work is still in flight.
+    comms[static_cast<std::size_t>(r)] = Communicator();
     world->depart(r);
   };
   std::vector<std::thread> threads;

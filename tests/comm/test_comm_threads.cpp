@@ -93,6 +93,7 @@ class TestCommThreads : public QObject {
   void throwingRankFailsPeersWithinOneSecond();
   void exitedRankFailsPeers();
   void stalledRankTimesOut();
+  void returningRankFinishesItsAsyncWork();
   void mismatchIsAnError();
   void invalidArgumentsAreRejected();
   void defaultCommunicatorIsSingleRank();
@@ -280,6 +281,23 @@ void TestCommThreads::stalledRankTimesOut() {
     const std::string m = e.what();
     QVERIFY2(has(m, "timed out after 150 ms") && has(m, "ranks that did not arrive: 2"), m.c_str());
   }
+}
+
+// A rank may return with operations still queued: they run to completion before it counts as
+// gone, so its peers succeed.
+void TestCommThreads::returningRankFinishesItsAsyncWork() {
+  std::vector<std::int64_t> values(3, 0);
+  onRanks(3, [&](Communicator& c) {
+    std::int64_t& v = values[static_cast<std::size_t>(c.rank())];
+    v = c.rank() + 1;
+    if (c.rank() == 0) {
+      (void)c.allReduceAsync(&v, &v, 1, DType::I64, ReduceOp::Sum);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    c.allReduce(&v, &v, 1, DType::I64, ReduceOp::Sum);
+  });
+  QCOMPARE(values, (std::vector<std::int64_t>{6, 6, 6}));
 }
 
 void TestCommThreads::mismatchIsAnError() {
