@@ -157,7 +157,7 @@ bool MpiRequest::test() {
 
 void MpiRequest::wait() {
   const auto start = std::chrono::steady_clock::now();
-  for (int spins = 0; !poll(); ++spins) {
+  while (!poll()) {
     if (timeout_.count() > 0 && std::chrono::steady_clock::now() - start > timeout_) {
       // MPI cannot cancel a collective: the request stays pending and the group is unusable.
       error_ = std::make_exception_ptr(CommError(prefix_ + " failed: timed out after " +
@@ -166,10 +166,11 @@ void MpiRequest::wait() {
       done_ = true;
       break;
     }
-    if (spins > 1000)
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    else if (spins > 100)
-      sched_yield();
+    // MPI progresses only inside MPI calls: poll hard (Open MPI yields the core inside
+    // MPI_Test when ranks outnumber cores); nap only once the wait is long enough to be a
+    // straggler's.
+    if (std::chrono::steady_clock::now() - start > std::chrono::milliseconds(50))
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   if (error_) std::rethrow_exception(error_);
 }
