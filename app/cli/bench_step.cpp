@@ -1,7 +1,10 @@
-// parascope-cli bench step: training-step throughput of the reference GPT-mini on one rank,
-// with model FLOPs utilisation against this machine's single-thread sgemm peak, measured in
-// the same run. A benchmark prints figures; it never passes or fails.
+// parascope-cli bench step: training-step throughput of the reference GPT-mini on one rank or
+// on --dp in-process data-parallel ranks (--zero stage), with model FLOPs utilisation against
+// this machine's single-thread sgemm peak times the ranks, measured in the same run, and per
+// rank the exposed (not overlapped) communication and peak memory by category. A benchmark
+// prints figures; it never passes or fails.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -11,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "core/comm/launch.h"
 #include "core/common/error.h"
 #include "core/kernels/matmul.h"
 #include "core/train/trainer.h"
@@ -25,6 +29,9 @@ struct BenchStepOptions {
   int warmup = 3;
   bool json = false;
   bool pytorch = false;
+  int dp = 1;
+  int zero = 0;
+  std::string precision = "fp32";
   std::string pytorchScript = PARASCOPE_SOURCE_DIR "/tests/tools/torch_gpt_step.py";
   std::vector<std::string> overrides;
 };
@@ -34,10 +41,9 @@ nlohmann::json runPyTorch(const BenchStepOptions& o, const GptConfig& g, int bat
   const std::string cmd = "/usr/bin/python3 '" + o.pytorchScript + "' --steps " +
                           std::to_string(o.steps) + " --warmup " + std::to_string(o.warmup) +
                           " --layers " + std::to_string(g.numLayers) + " --width " +
-                          std::to_string(g.hiddenSize) + " --heads " +
-                          std::to_string(g.numHeads) + " --context " +
-                          std::to_string(g.contextLength) + " --batch " + std::to_string(batch) +
-                          " --vocab " + std::to_string(g.vocabSize);
+                          std::to_string(g.hiddenSize) + " --heads " + std::to_string(g.numHeads) +
+                          " --context " + std::to_string(g.contextLength) + " --batch " +
+                          std::to_string(batch) + " --vocab " + std::to_string(g.vocabSize);
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) throw std::runtime_error("cannot run " + cmd);
   std::string out;
@@ -58,8 +64,7 @@ double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
 double measureSgemmPeak() {
   double best = 0;
   for (int n : {256, 512, 1024}) {
-    std::vector<float> a(static_cast<std::size_t>(n) * n, 0.5f), b(a.size(), 0.25f),
-        c(a.size());
+    std::vector<float> a(static_cast<std::size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
     const int reps = std::max(3, (1 << 30) / (2 * n * n * n) * 4);
     for (int r = 0; r < reps; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -110,6 +115,88 @@ std::vector<KernelTime> kernelBreakdown(Trainer& trainer, int steps, double* ste
   return out;
 }
 
+// What one data-parallel rank measured.
+struct RankFigures {
+  std::vector<double> times;  // per measured step
+  double exposed = 0;         // seconds waiting for gradient reduction, over measured steps
+  std::array<std::int64_t, kMemoryCategoryCount> peak{};
+};
+
+void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, double peak) {
+  const int ranks = config.parallel.worldSize();
+  std::vector<RankFigures> figures(static_cast<std::size_t>(ranks));
+  std::int64_t tokens = 0;
+  runInProcess(ranks, [&](Communicator& world) {
+    Allocator allocator;
+    Trainer trainer(config, allocator, world);
+    for (int i = 0; i < o.warmup; ++i) trainer.step();
+    allocator.resetPeaks();
+    RankFigures& f = figures[static_cast<std::size_t>(world.rank())];
+    for (int i = 0; i < o.steps; ++i) {
+      const StepReport r = trainer.step();
+      f.times.push_back(r.seconds);
+      f.exposed += r.exposedCommSeconds;
+      tokens = r.tokens;
+    }
+    for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+      f.peak[c] = allocator.peakBytes(static_cast<MemoryCategory>(c));
+    }
+  });
+  std::vector<double> times = figures[0].times;
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  const double tokensPerSecond = static_cast<double>(tokens) / median;
+  const double mfu = tokensPerSecond * config.model.gpt.flopsPerToken() / (peak * ranks);
+  if (o.json) {
+    std::printf("%s\n", nlohmann::json{{"bench", "step"},
+                                       {"ranks", ranks},
+                                       {"zero_stage", config.parallel.zeroStage},
+                                       {"precision", o.precision},
+                                       {"tokens_per_step", tokens},
+                                       {"step_time_median_s", median},
+                                       {"tokens_per_s", tokensPerSecond},
+                                       {"sgemm_peak_gflops_per_rank", peak / 1e9},
+                                       {"mfu", mfu}}
+                            .dump()
+                            .c_str());
+  } else {
+    std::printf(
+        "GPT: %d layers, width %d, context %d; %d data-parallel ranks (threads), ZeRO %d, "
+        "%s; global batch %d\n",
+        config.model.gpt.numLayers, config.model.gpt.hiddenSize, config.model.gpt.contextLength,
+        ranks, config.parallel.zeroStage, o.precision.c_str(), config.globalBatch);
+    std::printf("step time            %.2f ms median over %d steps\n", median * 1e3, o.steps);
+    std::printf("throughput           %.0f tokens/s\n", tokensPerSecond);
+    std::printf("MFU                  %.1f%% of %d x single-thread sgemm peak (%.2f GFLOP/s)\n",
+                100.0 * mfu, ranks, peak / 1e9);
+    std::printf(
+        "\n  rank  exposed comm/step  share   peak MiB: param grad optim activ comm work\n");
+  }
+  for (int r = 0; r < ranks; ++r) {
+    const RankFigures& f = figures[static_cast<std::size_t>(r)];
+    double total = 0;
+    for (double t : f.times) total += t;
+    const double exposed = f.exposed / o.steps;
+    if (o.json) {
+      nlohmann::json peakBytes;
+      for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+        peakBytes[std::string(memoryCategoryName(static_cast<MemoryCategory>(c)))] = f.peak[c];
+      }
+      std::printf("%s\n", nlohmann::json{{"bench", "step_rank"},
+                                         {"rank", r},
+                                         {"exposed_comm_s_per_step", exposed},
+                                         {"exposed_comm_share", f.exposed / total},
+                                         {"peak_bytes", peakBytes}}
+                              .dump()
+                              .c_str());
+    } else {
+      std::printf("  %4d  %14.3f ms  %5.1f%%  ", r, exposed * 1e3, 100.0 * f.exposed / total);
+      for (std::int64_t b : f.peak) std::printf(" %6.2f", static_cast<double>(b) / (1 << 20));
+      std::printf("\n");
+    }
+  }
+}
+
 void runBenchStep(const BenchStepOptions& o) {
   kernels::setBlasThreads(1);
   const double peak = measureSgemmPeak();
@@ -117,8 +204,16 @@ void runBenchStep(const BenchStepOptions& o) {
                         {"train_micro_batch_size_per_gpu", 8},
                         {"train_iters", o.warmup + o.steps},
                         {"optimizer", {{"params", {{"lr", 3e-4}}}}}};
+  doc["data_parallel_size"] = o.dp;
+  doc["zero_optimization"]["stage"] = o.zero;
+  if (o.precision != "fp32") doc[o.precision]["enabled"] = true;
   for (const auto& a : o.overrides) applyOverride(doc, a);
   const TrainConfig config = parseTrainConfig(doc);
+  if (config.parallel.worldSize() > 1) {
+    if (o.pytorch) throw UserError("--pytorch compares one rank only; leave out --dp");
+    runBenchStepParallel(o, config, peak);
+    return;
+  }
   Trainer trainer(config);
   for (int i = 0; i < o.warmup; ++i) trainer.step();
   std::vector<double> times;
@@ -138,7 +233,8 @@ void runBenchStep(const BenchStepOptions& o) {
   if (o.pytorch) torch = runPyTorch(o, config.model.gpt, config.microBatch);
   const double torchTokensPerSecond = o.pytorch ? torch["tokens_per_s"].get<double>() : 0.0;
   double tracedStepMs = 0;
-  const std::vector<KernelTime> kernels = kernelBreakdown(trainer, std::max(3, o.steps / 4), &tracedStepMs);
+  const std::vector<KernelTime> kernels =
+      kernelBreakdown(trainer, std::max(3, o.steps / 4), &tracedStepMs);
   if (o.json) {
     std::printf("%s\n", nlohmann::json{{"bench", "step"},
                                        {"ranks", 1},
@@ -212,6 +308,11 @@ void registerBenchStepCommand(CLI::App& bench) {
                 "Also train the same model with PyTorch (Debian's python3-torch) and compare");
   cmd->add_option("--pytorch-script", o->pytorchScript, "The PyTorch side of --pytorch")
       ->capture_default_str();
+  cmd->add_option("--dp", o->dp, "Data-parallel ranks (in-process threads)")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--zero", o->zero, "ZeRO stage")->check(CLI::Range(0, 3));
+  cmd->add_option("--precision", o->precision, "fp32, bf16 or fp16")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->add_option("overrides", o->overrides, "Config overrides as key.path=value");
   cmd->add_flag("--json", o->json, "Print one JSON object per line");
   cmd->callback([o] { runBenchStep(*o); });

@@ -48,9 +48,10 @@ MicroBatchResult Model::forwardBackward(const Batch& batch) {
   for (std::int64_t i = 0; i < r.targets; ++i) r.lossSum += losses[i];
   Tensor dy;
   for (std::size_t i = layers_.size(); i-- > 0;) {
+    for (const BackwardHook& hook : backwardHooks_) hook(i, false);
     dy = layers_[i]->backward(dy, batch, keep[i]);
     keep[i].clear();  // free this layer's activations as soon as they are used
-    for (const BackwardHook& hook : backwardHooks_) hook(i);
+    for (const BackwardHook& hook : backwardHooks_) hook(i, true);
   }
   return r;
 }

@@ -43,11 +43,12 @@ class Model {
   // Forward and backward through every layer; gradients accumulate (+=) scaled by
   // batch.lossWeight.
   MicroBatchResult forwardBackward(const Batch& batch);
-  // Called in forwardBackward right after layer i's backward pass, when the gradients of its
-  // parameters hold this micro-batch's contribution (a parameter shared by several layers,
-  // like a tied embedding, is complete after the last of them). Data parallelism starts
-  // reducing gradients here, overlapping the backward passes of the earlier layers.
-  using BackwardHook = std::function<void(std::size_t layer)>;
+  // Called in forwardBackward right before (finished false) and right after (true) layer i's
+  // backward pass. After it, the gradients of its parameters hold this micro-batch's
+  // contribution (a parameter shared by several layers, like a tied embedding, is complete after
+  // the last of them). Data parallelism reduces gradients from here, overlapping the backward
+  // passes of earlier layers, and ZeRO-2 provides gradient storage just before a layer needs it.
+  using BackwardHook = std::function<void(std::size_t layer, bool finished)>;
   void addBackwardHook(BackwardHook hook) { backwardHooks_.push_back(std::move(hook)); }
 
   // Forward only, with the number of correct predictions.

@@ -2,16 +2,32 @@
 
 namespace parascope {
 
-FlatLayout makeFlatLayout(const Model& model, int shards) {
+FlatLayout makeFlatLayout(const Model& model, int shards, std::int64_t bucketElements) {
   FlatLayout l;
   l.shards = shards;
   const auto& params = model.parameters();
   l.offset.resize(params.size());
+  l.bucketOf.resize(params.size());
+  std::int64_t used = 0;  // of the open bucket
+  auto close = [&] {
+    FlatBucket& b = l.buckets.back();
+    b.count = (used + shards - 1) / shards * shards;
+    l.total = b.begin + b.count;
+    used = 0;
+  };
   for (std::size_t i = params.size(); i-- > 0;) {
-    l.offset[i] = l.used;
-    l.used += params[i].numel();
+    if (l.buckets.empty() || used >= bucketElements) {
+      if (!l.buckets.empty()) close();
+      FlatBucket& b = l.buckets.emplace_back();
+      b.begin = l.total;
+      b.shardOffset = l.total / shards;
+    }
+    l.offset[i] = l.buckets.back().begin + used;
+    l.bucketOf[i] = static_cast<int>(l.buckets.size()) - 1;
+    l.buckets.back().parameters.push_back(static_cast<int>(i));
+    used += params[i].numel();
   }
-  l.total = (l.used + shards - 1) / shards * shards;
+  if (!l.buckets.empty()) close();
   return l;
 }
 
@@ -39,6 +55,21 @@ Tensor flattenGradients(Model& model, const FlatLayout& layout) {
   Tensor flat = flatten(model, layout, &Parameter::grad, MemoryCategory::Gradient);
   flat.zero();
   return flat;
+}
+
+void attachBucketGradients(Model& model, const FlatLayout& layout, int b, const Tensor& storage) {
+  const FlatBucket& bucket = layout.buckets[static_cast<std::size_t>(b)];
+  for (int i : bucket.parameters) {
+    Parameter& p = model.parameters()[static_cast<std::size_t>(i)];
+    p.grad = storage.slice(layout.offset[static_cast<std::size_t>(i)] - bucket.begin, p.numel())
+                 .view(p.shape);
+  }
+}
+
+void detachBucketGradients(Model& model, const FlatLayout& layout, int b) {
+  for (int i : layout.buckets[static_cast<std::size_t>(b)].parameters) {
+    model.parameters()[static_cast<std::size_t>(i)].grad = Tensor();
+  }
 }
 
 }  // namespace parascope

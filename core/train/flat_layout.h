@@ -1,7 +1,8 @@
-// One flat buffer for all of a model's parameters (or gradients), laid out in reverse
-// parameter order, the order backward produces gradients in, padded to a multiple of the
-// data-parallel size so that it splits into equal ZeRO shards. Each Parameter's tensor becomes
-// a view into the buffer, so bucketed collectives run in place with no staging copy.
+// One flat index space for all of a model's parameters (and gradients), laid out in reverse
+// parameter order, the order backward produces gradients in, and cut into buckets of about
+// bucketElements. Each bucket is padded to a multiple of the data-parallel size N and split into
+// N equal parts: rank d owns part d of every bucket (its ZeRO shard), so a bucket's
+// reduce-scatter or all-gather lands every part on its owner in place.
 #pragma once
 
 #include <cstdint>
@@ -11,19 +12,34 @@
 
 namespace parascope {
 
-struct FlatLayout {
-  std::vector<std::int64_t> offset;  // per parameter, in Model::parameters() order
-  std::int64_t used = 0;             // sum of parameter sizes
-  std::int64_t total = 0;            // used rounded up to a multiple of the shard count
-  int shards = 1;
-  std::int64_t shardSize() const { return total / shards; }
+struct FlatBucket {
+  std::int64_t begin = 0;        // in the flat space
+  std::int64_t count = 0;        // padded to a multiple of the shard count
+  std::int64_t shardOffset = 0;  // where this bucket's part starts within a rank's shard
+  std::vector<int> parameters;   // indices into Model::parameters()
 };
 
-FlatLayout makeFlatLayout(const Model& model, int shards);
+struct FlatLayout {
+  std::vector<std::int64_t> offset;  // per parameter, in Model::parameters() order
+  std::vector<int> bucketOf;         // per parameter
+  std::vector<FlatBucket> buckets;   // in flat order
+  std::int64_t total = 0;            // padded size of the flat space
+  int shards = 1;
+
+  std::int64_t shardSize() const { return total / shards; }
+  std::int64_t partSize(const FlatBucket& b) const { return b.count / shards; }
+};
+
+// A bucket closes once it holds bucketElements (a larger parameter gets one of its own).
+FlatLayout makeFlatLayout(const Model& model, int shards, std::int64_t bucketElements);
 
 // Moves every parameter's value (keeping its contents) or gradient (zeroed) into one buffer of
 // layout.total elements under the tensor's memory category; returns the buffer.
 Tensor flattenValues(Model& model, const FlatLayout& layout);
 Tensor flattenGradients(Model& model, const FlatLayout& layout);
+
+// Gradients as views into `storage` (bucket b's count elements, zeroed), or none (released).
+void attachBucketGradients(Model& model, const FlatLayout& layout, int b, const Tensor& storage);
+void detachBucketGradients(Model& model, const FlatLayout& layout, int b);
 
 }  // namespace parascope

@@ -1,32 +1,35 @@
 #include "core/train/grad_reducer.h"
 
 #include <chrono>
+#include <cmath>
 #include <unordered_map>
 
+#include "core/kernels/grad_clip.h"
 #include "core/trace/trace.h"
 
 namespace parascope {
 
-GradientReducer::GradientReducer(Model& model, Tensor flat, const FlatLayout& layout,
-                                 Communicator& comm, std::int64_t bucketElements, bool overlap)
-    : flat_(std::move(flat)), comm_(comm), overlap_(overlap) {
+namespace {
+constexpr std::size_t kMaxInFlight = 2;  // ZeRO-2 buckets being reduce-scattered at once
+}  // namespace
+
+GradientReducer::GradientReducer(Model& model, const FlatLayout& layout, Communicator& comm,
+                                 Mode mode, bool overlap)
+    : model_(model), layout_(layout), comm_(comm), mode_(mode), overlap_(overlap) {
   auto& params = model.parameters();
-  const int n = static_cast<int>(params.size());
-  bucketOf_.assign(static_cast<std::size_t>(n), 0);
-  // Flat order is reverse parameter order; a bucket closes once it holds bucketElements.
-  for (int i = n - 1; i >= 0; --i) {
-    const auto ui = static_cast<std::size_t>(i);
-    if (buckets_.empty() || buckets_.back().count >= bucketElements) {
-      buckets_.push_back({layout.offset[ui], 0, 0, 0, {}});
+  buckets_.resize(layout.buckets.size());
+  if (mode == Mode::AllReduce) {
+    reduced_ = flattenGradients(model, layout);
+  } else {
+    reduced_ = Tensor::zeros({layout.shardSize()}, DType::F32, MemoryCategory::Gradient,
+                             model.allocator());
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      detachBucketGradients(model, layout, static_cast<int>(b));
     }
-    buckets_.back().count += params[ui].numel();
-    buckets_.back().parameters += 1;
-    bucketOf_[ui] = static_cast<int>(buckets_.size()) - 1;
   }
-  if (!buckets_.empty()) buckets_.back().count += layout.total - layout.used;  // the padding
   std::unordered_map<const Parameter*, int> index;
-  for (int i = 0; i < n; ++i) index[&params[static_cast<std::size_t>(i)]] = i;
-  uses_.assign(static_cast<std::size_t>(n), 0);
+  for (std::size_t i = 0; i < params.size(); ++i) index[&params[i]] = static_cast<int>(i);
+  uses_.assign(params.size(), 0);
   for (const auto& layer : model.layers()) {
     std::vector<int>& mine = layerParams_.emplace_back();
     for (Parameter* p : layer->parameters()) {
@@ -34,51 +37,128 @@ GradientReducer::GradientReducer(Model& model, Tensor flat, const FlatLayout& la
       uses_[static_cast<std::size_t>(index.at(p))] += 1;
     }
   }
-  model.addBackwardHook([this](std::size_t layer) { onLayerDone(layer); });
+  model.addBackwardHook([this](std::size_t layer, bool finished) { onBackward(layer, finished); });
+}
+
+void GradientReducer::beginStep() {
+  reduced_.zero();
 }
 
 void GradientReducer::beginMicroStep(bool last) {
-  armed_ = last && overlap_;
+  communicating_ = last || mode_ == Mode::ReduceScatter;
+  armed_ = communicating_ && overlap_;
   remaining_ = uses_;
-  for (Bucket& b : buckets_) b.pending = b.parameters;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    buckets_[b].pending = static_cast<int>(layout_.buckets[b].parameters.size());
+  }
   // A parameter no layer uses has its final (zero) gradient already.
   for (std::size_t i = 0; i < uses_.size(); ++i) {
-    if (uses_[i] == 0) buckets_[static_cast<std::size_t>(bucketOf_[i])].pending -= 1;
+    if (uses_[i] == 0) buckets_[static_cast<std::size_t>(layout_.bucketOf[i])].pending -= 1;
   }
-  nextToStart_ = 0;
+  nextToStart_ = nextToComplete_ = 0;
   if (armed_) startReady();
 }
 
-void GradientReducer::onLayerDone(std::size_t layer) {
-  if (!armed_) return;
+void GradientReducer::onBackward(std::size_t layer, bool finished) {
+  if (!finished) {
+    if (mode_ != Mode::ReduceScatter) return;
+    if (armed_) {
+      pollStarted();
+      // Bounded memory whatever the scheduling: at most kMaxInFlight reduced buckets wait.
+      while (nextToStart_ - nextToComplete_ > kMaxInFlight) {
+        buckets_[nextToComplete_].handle.wait();
+        complete(static_cast<int>(nextToComplete_++));
+      }
+    }
+    // Storage for the buckets this layer writes, zeroed, before its backward accumulates.
+    for (int i : layerParams_[layer]) {
+      const int b = layout_.bucketOf[static_cast<std::size_t>(i)];
+      Bucket& bucket = buckets_[static_cast<std::size_t>(b)];
+      if (bucket.storage.defined()) continue;
+      bucket.storage = Tensor::zeros({layout_.buckets[static_cast<std::size_t>(b)].count},
+                                     DType::F32, MemoryCategory::Gradient, model_.allocator());
+      attachBucketGradients(model_, layout_, b, bucket.storage);
+    }
+    return;
+  }
   for (int i : layerParams_[layer]) {
     if (--remaining_[static_cast<std::size_t>(i)] == 0) {
-      buckets_[static_cast<std::size_t>(bucketOf_[static_cast<std::size_t>(i)])].pending -= 1;
+      buckets_[static_cast<std::size_t>(layout_.bucketOf[static_cast<std::size_t>(i)])].pending -=
+          1;
     }
   }
+  if (!armed_) return;
   startReady();
+  pollStarted();
 }
 
 void GradientReducer::startReady() {
   while (nextToStart_ < buckets_.size() && buckets_[nextToStart_].pending == 0) {
-    Bucket& b = buckets_[nextToStart_++];
-    float* data = flat_.data<float>() + b.begin;
-    b.handle = comm_.allReduceAsync(data, data, static_cast<std::size_t>(b.count), DType::F32,
-                                    ReduceOp::Sum);
+    start(static_cast<int>(nextToStart_++));
   }
 }
 
-double GradientReducer::finish() {
+void GradientReducer::start(int b) {
+  const FlatBucket& fb = layout_.buckets[static_cast<std::size_t>(b)];
+  Bucket& bucket = buckets_[static_cast<std::size_t>(b)];
+  if (mode_ == Mode::AllReduce) {
+    float* data = reduced_.data<float>() + fb.begin;
+    bucket.handle = comm_.allReduceAsync(data, data, static_cast<std::size_t>(fb.count), DType::F32,
+                                         ReduceOp::Sum);
+    return;
+  }
+  if (!bucket.storage.defined()) {  // no layer wrote it: zero gradients
+    bucket.storage =
+        Tensor::zeros({fb.count}, DType::F32, MemoryCategory::Gradient, model_.allocator());
+  }
+  float* data = bucket.storage.data<float>();
+  const std::int64_t n = layout_.partSize(fb);
+  bucket.handle = comm_.reduceScatterAsync(data, data + n * comm_.rank(),
+                                           static_cast<std::size_t>(n), DType::F32, ReduceOp::Sum);
+}
+
+void GradientReducer::complete(int b) {
+  Bucket& bucket = buckets_[static_cast<std::size_t>(b)];
+  bucket.handle = CommHandle();
+  if (mode_ != Mode::ReduceScatter) return;
+  const FlatBucket& fb = layout_.buckets[static_cast<std::size_t>(b)];
+  const std::int64_t n = layout_.partSize(fb);
+  const float* part = bucket.storage.data<float>() + n * comm_.rank();
+  float* shard = reduced_.data<float>() + fb.shardOffset;
+  for (std::int64_t j = 0; j < n; ++j) shard[j] += part[j];
+  detachBucketGradients(model_, layout_, b);
+  bucket.storage = Tensor();  // the full bucket is gone until the next backward writes it
+}
+
+// Frees finished buckets early (in order) so that ZeRO-2 holds few full buckets at a time.
+void GradientReducer::pollStarted() {
+  while (nextToComplete_ < nextToStart_ && buckets_[nextToComplete_].handle.test()) {
+    complete(static_cast<int>(nextToComplete_++));
+  }
+}
+
+double GradientReducer::endMicroStep() {
+  if (!communicating_) return 0.0;
   const trace::Span span("gradient_reduce_wait", trace::Category::Sync);
   const auto start = std::chrono::steady_clock::now();
-  armed_ = false;
+  armed_ = communicating_ = false;
   for (Bucket& b : buckets_) b.pending = 0;
   startReady();
-  for (Bucket& b : buckets_) {
-    b.handle.wait();
-    b.handle = CommHandle();
+  for (; nextToComplete_ < buckets_.size(); ++nextToComplete_) {
+    buckets_[nextToComplete_].handle.wait();
+    complete(static_cast<int>(nextToComplete_));
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double GradientReducer::gradientNorm() {
+  double sq = kernels::sumOfSquares(reduced_.data<float>(), reduced_.numel());
+  if (mode_ == Mode::ReduceScatter) {
+    auto v = static_cast<float>(sq);
+    comm_.allReduce(&v, &v, 1, DType::F32, ReduceOp::Sum);
+    sq = v;
+  }
+  return std::sqrt(sq);
 }
 
 }  // namespace parascope

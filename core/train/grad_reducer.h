@@ -1,10 +1,16 @@
-// Data-parallel gradient reduction, overlapped with backward as PyTorch DDP does: gradients
-// live in one flat buffer (flat_layout.h) cut into buckets of about bucketElements, in reverse
-// parameter order. On the last micro-step of an optimizer step, a bucket's asynchronous sum
+// Data-parallel gradient reduction, overlapped with backward as PyTorch DDP and DeepSpeed do.
+// Buckets come from flat_layout.h (reverse parameter order). A bucket's asynchronous reduction
 // starts as soon as backward has finished every parameter in it (a parameter used by several
-// layers, like the tied embedding, after the last of them); earlier micro-steps communicate
-// nothing. Buckets start strictly in order, so every rank issues the same sequence.
-// The sum over ranks is the global mean because each rank's loss weight is 1 / global targets.
+// layers, like the tied embedding, after the last of them); buckets start strictly in order, so
+// every rank issues the same sequence. The sum over ranks is the global mean gradient because
+// each rank's loss weight is 1 / (targets in the global batch).
+//  - AllReduce (ZeRO 0 and 1): gradients live in one flat buffer; only the last micro-step of an
+//    optimizer step communicates, earlier ones accumulate locally.
+//  - ReduceScatter (ZeRO 2): a rank keeps only its shard of the gradients. A bucket's storage
+//    exists from the first backward pass that writes it until its reduce-scatter completes and
+//    its part is added to the shard; every micro-step communicates (as DeepSpeed's stage 2).
+//    Before a layer's backward, at most two started buckets may still be in flight (older ones
+//    are waited for), which bounds the full-size gradient memory whatever the scheduling.
 #pragma once
 
 #include <cstdint>
@@ -17,41 +23,50 @@ namespace parascope {
 
 class GradientReducer {
  public:
-  // Installs a backward hook on the model. `flat` is the flattened gradient buffer.
-  GradientReducer(Model& model, Tensor flat, const FlatLayout& layout, Communicator& comm,
-                  std::int64_t bucketElements, bool overlap);
+  enum class Mode : std::uint8_t { AllReduce, ReduceScatter };
+  // Installs a backward hook on the model and takes over its gradient storage.
+  GradientReducer(Model& model, const FlatLayout& layout, Communicator& comm, Mode mode,
+                  bool overlap);
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
-  // Arms the next backward pass: `last` on the final micro-step of an optimizer step.
-  void beginMicroStep(bool last);
-  // Starts every bucket not yet started and waits for all of them; the flat buffer then holds
-  // the sum over ranks. Returns the seconds spent waiting (communication not hidden by
-  // backward).
-  double finish();
+  void beginStep();                // zeroes the accumulated gradients
+  void beginMicroStep(bool last);  // `last`: the optimizer step's final micro-step
+  // After a micro-step's backward: completes its communication, if any. Returns the seconds
+  // spent waiting (communication not hidden by backward).
+  double endMicroStep();
 
-  int bucketCount() const { return static_cast<int>(buckets_.size()); }
-  std::int64_t bucketBegin(int b) const { return buckets_[static_cast<std::size_t>(b)].begin; }
+  // The reduced gradients this rank holds: the whole flat space (AllReduce) or its shard,
+  // indexed like FlatBucket::shardOffset (ReduceScatter).
+  const float* gradients() const { return reduced_.data<float>(); }
+  bool sharded() const { return mode_ == Mode::ReduceScatter; }
+  // L2 norm of the full reduced gradient (collective in ReduceScatter mode).
+  double gradientNorm();
 
  private:
   struct Bucket {
-    std::int64_t begin = 0, count = 0;
-    int parameters = 0;  // parameters in the bucket
-    int pending = 0;     // of them, not yet final in this backward pass
+    int pending = 0;  // parameters not yet final in this backward pass
+    Tensor storage;   // ReduceScatter: this micro-step's full bucket, until reduced
     CommHandle handle;
   };
-  void onLayerDone(std::size_t layer);
+  void onBackward(std::size_t layer, bool finished);
   void startReady();
+  void start(int b);
+  void complete(int b);  // after the handle finished
+  void pollStarted();
 
-  Tensor flat_;
+  Model& model_;
+  FlatLayout layout_;
   Communicator& comm_;
+  Mode mode_;
   bool overlap_;
-  bool armed_ = false;
+  bool communicating_ = false;
+  bool armed_ = false;  // start buckets during backward
+  Tensor reduced_;      // flat gradients (AllReduce) or this rank's shard (ReduceScatter)
   std::vector<Bucket> buckets_;
-  std::vector<int> bucketOf_;                  // per parameter
   std::vector<int> uses_, remaining_;          // per parameter: layers using it, still to run
   std::vector<std::vector<int>> layerParams_;  // per layer: parameter indices
-  std::size_t nextToStart_ = 0;
+  std::size_t nextToStart_ = 0, nextToComplete_ = 0;
 };
 
 }  // namespace parascope

@@ -9,10 +9,10 @@ namespace parascope {
 
 AdamW::AdamW(Model& model, const kernels::AdamWHyper& hyper) : model_(model), hyper_(hyper) {
   for (const Parameter& p : model.parameters()) {
-    m_.push_back(Tensor::zeros(p.shape, DType::F32, MemoryCategory::OptimizerState,
-                               model.allocator()));
-    v_.push_back(Tensor::zeros(p.shape, DType::F32, MemoryCategory::OptimizerState,
-                               model.allocator()));
+    m_.push_back(
+        Tensor::zeros(p.shape, DType::F32, MemoryCategory::OptimizerState, model.allocator()));
+    v_.push_back(
+        Tensor::zeros(p.shape, DType::F32, MemoryCategory::OptimizerState, model.allocator()));
   }
 }
 

@@ -6,36 +6,47 @@
 
 namespace parascope {
 
-ShardedAdamW::ShardedAdamW(Model& model, Tensor flatValues, const FlatLayout& layout,
-                           Communicator& comm, const kernels::AdamWHyper& hyper)
-    : model_(model), flat_(std::move(flatValues)), layout_(layout), comm_(comm), hyper_(hyper) {
+ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator& comm,
+                           const kernels::AdamWHyper& hyper)
+    : layout_(layout), comm_(comm), hyper_(hyper) {
+  values_ = flattenValues(model, layout);
   m_ = Tensor::zeros({layout.shardSize()}, DType::F32, MemoryCategory::OptimizerState,
                      model.allocator());
   v_ = Tensor::zeros({layout.shardSize()}, DType::F32, MemoryCategory::OptimizerState,
                      model.allocator());
+  for (const FlatBucket& b : layout.buckets) {
+    const std::int64_t n = layout.partSize(b), lo = b.begin + n * comm.rank(), hi = lo + n;
+    for (int i : b.parameters) {
+      const Parameter& p = model.parameters()[static_cast<std::size_t>(i)];
+      const std::int64_t at = layout.offset[static_cast<std::size_t>(i)];
+      const std::int64_t begin = std::max(lo, at), end = std::min(hi, at + p.numel());
+      if (begin < end)
+        segments_.push_back({begin, end - begin, b.shardOffset + begin - lo, p.decay});
+    }
+  }
 }
 
-void ShardedAdamW::step(double lr, double gradScale) {
+void ShardedAdamW::step(double lr, double gradScale, const float* grads, bool gradsAreShard) {
   const trace::Span span("optimizer_step", trace::Category::Optimizer);
   ++steps_;
-  const std::int64_t S = layout_.shardSize(), lo = S * comm_.rank(), hi = lo + S;
-  std::size_t i = 0;
-  // The parameters (or parts) inside [lo, hi) of the flat buffer, each with its own decay.
-  for (const Parameter& p : model_.parameters()) {
-    const std::int64_t begin = std::max(lo, layout_.offset[i]);
-    const std::int64_t end = std::min(hi, layout_.offset[i] + p.numel());
-    const std::int64_t skip = begin - layout_.offset[i];
-    ++i;
-    if (begin >= end) continue;
+  float* values = values_.data<float>();
+  for (const Segment& s : segments_) {
     kernels::AdamWHyper h = hyper_;
     h.lr = static_cast<float>(lr);
-    if (!p.decay) h.weightDecay = 0.0f;
-    kernels::adamwUpdate(p.value.data<float>() + skip, p.grad.data<float>() + skip,
-                         m_.data<float>() + (begin - lo), v_.data<float>() + (begin - lo),
-                         end - begin, h, steps_, static_cast<float>(gradScale));
+    if (!s.decay) h.weightDecay = 0.0f;
+    const float* g = grads + (gradsAreShard ? s.shardBegin : s.flatBegin);
+    kernels::adamwUpdate(values + s.flatBegin, g, m_.data<float>() + s.shardBegin,
+                         v_.data<float>() + s.shardBegin, s.count, h, steps_,
+                         static_cast<float>(gradScale));
   }
-  float* all = flat_.data<float>();
-  comm_.allGather(all + lo, all, static_cast<std::size_t>(S), DType::F32);
+  std::vector<CommHandle> gathers;
+  for (const FlatBucket& b : layout_.buckets) {
+    const std::int64_t n = layout_.partSize(b);
+    float* all = values + b.begin;
+    gathers.push_back(
+        comm_.allGatherAsync(all + n * comm_.rank(), all, static_cast<std::size_t>(n), DType::F32));
+  }
+  for (CommHandle& h : gathers) h.wait();
 }
 
 }  // namespace parascope

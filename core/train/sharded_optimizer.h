@@ -1,7 +1,8 @@
-// ZeRO stage 1: AdamW whose moments exist only for this rank's 1/N shard of the flat parameter
-// buffer (flat_layout.h). Each rank updates its shard from the fully reduced gradients, then an
-// in-place all-gather gives every rank the whole updated model. Optimizer state per rank:
-// 8 bytes x (padded parameters / N), against 8 per parameter unsharded.
+// ZeRO stages 1 and 2: AdamW whose moments exist only for this rank's shard of the flat
+// parameter space (part `rank` of every bucket, flat_layout.h). Each rank updates its shard from
+// the reduced gradients (all of them after an all-reduce, or just its shard after ZeRO-2's
+// reduce-scatter), then in-place all-gathers, one per bucket, give every rank the whole updated
+// model. Optimizer state per rank: 8 bytes x padded parameters / N, against 8 per parameter.
 #pragma once
 
 #include "core/comm/communicator.h"
@@ -12,19 +13,25 @@ namespace parascope {
 
 class ShardedAdamW {
  public:
-  ShardedAdamW(Model& model, Tensor flatValues, const FlatLayout& layout, Communicator& comm,
+  // Flattens the model's values into the layout (Parameter memory).
+  ShardedAdamW(Model& model, const FlatLayout& layout, Communicator& comm,
                const kernels::AdamWHyper& hyper);
 
-  void step(double lr, double gradScale);
+  // grads: the whole flat space, or (gradsAreShard) this rank's shard.
+  void step(double lr, double gradScale, const float* grads, bool gradsAreShard);
   int steps() const { return steps_; }
 
  private:
-  Model& model_;
-  Tensor flat_;
+  struct Segment {  // one parameter's part of this rank's shard
+    std::int64_t flatBegin = 0, count = 0, shardBegin = 0;
+    bool decay = true;
+  };
   FlatLayout layout_;
   Communicator& comm_;
   kernels::AdamWHyper hyper_;
-  Tensor m_, v_;  // shard-sized
+  Tensor values_;  // flat
+  Tensor m_, v_;   // shard-sized
+  std::vector<Segment> segments_;
   int steps_ = 0;
 };
 

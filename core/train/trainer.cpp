@@ -45,20 +45,16 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
 void Trainer::setUpDataParallel() {
   Communicator& dp = mesh_.data();
   const ParallelStrategy& s = config_.parallel;
-  const bool shard = s.zeroStage >= 1;
-  if (dp.size() == 1 && !shard) {
+  if (dp.size() == 1 && s.zeroStage == 0) {
     optimizer_ = std::make_unique<AdamW>(*model_, config_.adamw);
     return;
   }
-  const FlatLayout layout = makeFlatLayout(*model_, dp.size());
-  Tensor grads = flattenGradients(*model_, layout);
-  if (dp.size() > 1) {
-    reducer_ = std::make_unique<GradientReducer>(*model_, grads, layout, dp, s.bucketElements,
-                                                 s.overlapComm);
-  }
-  if (shard) {
-    sharded_ = std::make_unique<ShardedAdamW>(*model_, flattenValues(*model_, layout), layout, dp,
-                                              config_.adamw);
+  const FlatLayout layout = makeFlatLayout(*model_, dp.size(), s.bucketElements);
+  const auto mode =
+      s.zeroStage >= 2 ? GradientReducer::Mode::ReduceScatter : GradientReducer::Mode::AllReduce;
+  reducer_ = std::make_unique<GradientReducer>(*model_, layout, dp, mode, s.overlapComm);
+  if (s.zeroStage >= 1) {
+    sharded_ = std::make_unique<ShardedAdamW>(*model_, layout, dp, config_.adamw);
   } else {
     optimizer_ = std::make_unique<AdamW>(*model_, config_.adamw);
   }
@@ -81,8 +77,12 @@ StepReport Trainer::step() {
   const TrainConfig& c = config_;
   const std::int64_t targetsPerStep =
       static_cast<std::int64_t>(c.globalBatch) * dataset_->targetsPerSample();
-  model_->zeroGrad();
   StepReport r;
+  if (reducer_) {
+    reducer_->beginStep();
+  } else {
+    model_->zeroGrad();
+  }
   double lossSum = 0;
   // Micro-step k covers global samples [k, k + 1) x micro x dp of the step; rank d takes the
   // d-th micro-batch of them, so ranks and micro-steps together cover the global batch once.
@@ -98,15 +98,15 @@ StepReport Trainer::step() {
     }();
     b.lossWeight = 1.0f / static_cast<float>(targetsPerStep);
     lossSum += model_->forwardBackward(b).lossSum;
+    if (reducer_) r.exposedCommSeconds += reducer_->endMicroStep();
   }
   trace::context().microBatch = -1;
-  if (reducer_) r.exposedCommSeconds = reducer_->finish();
   lossSum = reduceOverData(lossSum);
-  r.gradNorm = gradientNorm(*model_);
+  r.gradNorm = reducer_ ? reducer_->gradientNorm() : gradientNorm(*model_);
   r.lr = learningRate(c, steps_);
   const double clip = kernels::clipFactor(r.gradNorm, c.gradientClipping);
   if (sharded_) {
-    sharded_->step(r.lr, clip);
+    sharded_->step(r.lr, clip, reducer_->gradients(), reducer_->sharded());
   } else {
     optimizer_->step(r.lr, clip);
   }

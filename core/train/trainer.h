@@ -3,8 +3,8 @@
 // evaluates on the validation split, and reports through an observer so the CLI and the GUI
 // present the same run. With a world of several ranks it is one data-parallel replica: it
 // trains on its slice of every global batch, reduces gradients in overlapped buckets
-// (grad_reducer.h) and, with ZeRO stage 1, updates only its optimizer shard
-// (sharded_optimizer.h). Reported losses are global means, the same on every rank.
+// (grad_reducer.h) and, with ZeRO stage 1 or 2, keeps and updates only its optimizer (and
+// gradient) shard (sharded_optimizer.h). Reported losses are global means, the same on every rank.
 #pragma once
 
 #include <cstdint>
@@ -77,7 +77,7 @@ class Trainer {
   std::unique_ptr<Model> model_;
   DeviceMesh mesh_;
   std::unique_ptr<AdamW> optimizer_;
-  std::unique_ptr<GradientReducer> reducer_;  // data parallel only
+  std::unique_ptr<GradientReducer> reducer_;  // data parallel or ZeRO
   std::unique_ptr<ShardedAdamW> sharded_;     // ZeRO stage >= 1
   int steps_ = 0;
 };
