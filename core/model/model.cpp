@@ -38,20 +38,27 @@ void Model::zeroGrad() {
   for (const Parameter& p : parameters_) p.grad.zero();
 }
 
+Tensor Model::forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, Activations& keep) {
+  for (const LayerHook& hook : forwardHooks_) hook(i, false);
+  Tensor y = layers_[i]->forward(x, batch, keep);
+  for (const LayerHook& hook : forwardHooks_) hook(i, true);
+  return y;
+}
+
 MicroBatchResult Model::forwardBackward(const Batch& batch) {
   std::vector<Activations> keep(layers_.size());
   Tensor x = batch.inputs;
-  for (std::size_t i = 0; i < layers_.size(); ++i) x = layers_[i]->forward(x, batch, keep[i]);
+  for (std::size_t i = 0; i < layers_.size(); ++i) x = forwardLayer(i, x, batch, keep[i]);
   MicroBatchResult r;
   r.targets = x.numel();
   const float* losses = x.data<float>();
   for (std::int64_t i = 0; i < r.targets; ++i) r.lossSum += losses[i];
   Tensor dy;
   for (std::size_t i = layers_.size(); i-- > 0;) {
-    for (const BackwardHook& hook : backwardHooks_) hook(i, false);
+    for (const LayerHook& hook : backwardHooks_) hook(i, false);
     dy = layers_[i]->backward(dy, batch, keep[i]);
     keep[i].clear();  // free this layer's activations as soon as they are used
-    for (const BackwardHook& hook : backwardHooks_) hook(i, true);
+    for (const LayerHook& hook : backwardHooks_) hook(i, true);
   }
   return r;
 }
@@ -60,7 +67,7 @@ MicroBatchResult Model::evaluate(const Batch& batch) {
   std::vector<Activations> keep(layers_.size());
   Tensor x = batch.inputs;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    x = layers_[i]->forward(x, batch, keep[i]);
+    x = forwardLayer(i, x, batch, keep[i]);
     if (i + 1 < layers_.size()) keep[i].clear();
   }
   MicroBatchResult r;

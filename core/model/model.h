@@ -48,8 +48,11 @@ class Model {
   // contribution (a parameter shared by several layers, like a tied embedding, is complete after
   // the last of them). Data parallelism reduces gradients from here, overlapping the backward
   // passes of earlier layers, and ZeRO-2 provides gradient storage just before a layer needs it.
-  using BackwardHook = std::function<void(std::size_t layer, bool finished)>;
-  void addBackwardHook(BackwardHook hook) { backwardHooks_.push_back(std::move(hook)); }
+  using LayerHook = std::function<void(std::size_t layer, bool finished)>;
+  void addBackwardHook(LayerHook hook) { backwardHooks_.push_back(std::move(hook)); }
+  // The same around each layer's forward pass (forwardBackward and evaluate): ZeRO-3 gathers a
+  // layer's parameters before it runs and frees them after.
+  void addForwardHook(LayerHook hook) { forwardHooks_.push_back(std::move(hook)); }
 
   // Forward only, with the number of correct predictions.
   MicroBatchResult evaluate(const Batch& batch);
@@ -58,7 +61,9 @@ class Model {
   Allocator* allocator_;
   std::deque<Parameter> parameters_;  // deque: layers keep pointers into it
   std::vector<std::unique_ptr<Layer>> layers_;
-  std::vector<BackwardHook> backwardHooks_;
+  Tensor forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, Activations& keep);
+
+  std::vector<LayerHook> backwardHooks_, forwardHooks_;
 };
 
 }  // namespace parascope

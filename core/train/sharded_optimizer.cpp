@@ -7,9 +7,10 @@
 namespace parascope {
 
 ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator& comm,
-                           const kernels::AdamWHyper& hyper)
+                           const kernels::AdamWHyper& hyper, const Tensor& valueShard)
     : layout_(layout), comm_(comm), hyper_(hyper) {
-  values_ = flattenValues(model, layout);
+  valuesSharded_ = valueShard.defined();
+  values_ = valuesSharded_ ? valueShard : flattenValues(model, layout);
   m_ = Tensor::zeros({layout.shardSize()}, DType::F32, MemoryCategory::OptimizerState,
                      model.allocator());
   v_ = Tensor::zeros({layout.shardSize()}, DType::F32, MemoryCategory::OptimizerState,
@@ -35,10 +36,11 @@ void ShardedAdamW::step(double lr, double gradScale, const float* grads, bool gr
     h.lr = static_cast<float>(lr);
     if (!s.decay) h.weightDecay = 0.0f;
     const float* g = grads + (gradsAreShard ? s.shardBegin : s.flatBegin);
-    kernels::adamwUpdate(values + s.flatBegin, g, m_.data<float>() + s.shardBegin,
-                         v_.data<float>() + s.shardBegin, s.count, h, steps_,
-                         static_cast<float>(gradScale));
+    kernels::adamwUpdate(values + (valuesSharded_ ? s.shardBegin : s.flatBegin), g,
+                         m_.data<float>() + s.shardBegin, v_.data<float>() + s.shardBegin, s.count,
+                         h, steps_, static_cast<float>(gradScale));
   }
+  if (valuesSharded_) return;  // ZeRO-3 gathers before each layer instead
   std::vector<CommHandle> gathers;
   for (const FlatBucket& b : layout_.buckets) {
     const std::int64_t n = layout_.partSize(b);

@@ -1,4 +1,4 @@
-// ZeRO stages 1 and 2: AdamW whose moments exist only for this rank's shard of the flat
+// ZeRO stages 1 to 3: AdamW whose moments exist only for this rank's shard of the flat
 // parameter space (part `rank` of every bucket, flat_layout.h). Each rank updates its shard from
 // the reduced gradients (all of them after an all-reduce, or just its shard after ZeRO-2's
 // reduce-scatter), then in-place all-gathers, one per bucket, give every rank the whole updated
@@ -13,9 +13,10 @@ namespace parascope {
 
 class ShardedAdamW {
  public:
-  // Flattens the model's values into the layout (Parameter memory).
+  // Flattens the model's values into the layout (Parameter memory), or with ZeRO-3 updates
+  // `valueShard` (this rank's parameter shard, param_gatherer.h) and gathers nothing.
   ShardedAdamW(Model& model, const FlatLayout& layout, Communicator& comm,
-               const kernels::AdamWHyper& hyper);
+               const kernels::AdamWHyper& hyper, const Tensor& valueShard = Tensor());
 
   // grads: the whole flat space, or (gradsAreShard) this rank's shard.
   void step(double lr, double gradScale, const float* grads, bool gradsAreShard);
@@ -29,8 +30,9 @@ class ShardedAdamW {
   FlatLayout layout_;
   Communicator& comm_;
   kernels::AdamWHyper hyper_;
-  Tensor values_;  // flat
-  Tensor m_, v_;   // shard-sized
+  Tensor values_;  // flat, or this rank's shard
+  bool valuesSharded_ = false;
+  Tensor m_, v_;  // shard-sized
   std::vector<Segment> segments_;
   int steps_ = 0;
 };

@@ -53,7 +53,11 @@ void Trainer::setUpDataParallel() {
   const auto mode =
       s.zeroStage >= 2 ? GradientReducer::Mode::ReduceScatter : GradientReducer::Mode::AllReduce;
   reducer_ = std::make_unique<GradientReducer>(*model_, layout, dp, mode, s.overlapComm);
-  if (s.zeroStage >= 1) {
+  if (s.zeroStage >= 3) {
+    gatherer_ = std::make_unique<ParameterGatherer>(*model_, layout, dp);
+    sharded_ =
+        std::make_unique<ShardedAdamW>(*model_, layout, dp, config_.adamw, gatherer_->shard());
+  } else if (s.zeroStage >= 1) {
     sharded_ = std::make_unique<ShardedAdamW>(*model_, layout, dp, config_.adamw);
   } else {
     optimizer_ = std::make_unique<AdamW>(*model_, config_.adamw);
@@ -78,6 +82,7 @@ StepReport Trainer::step() {
   const std::int64_t targetsPerStep =
       static_cast<std::int64_t>(c.globalBatch) * dataset_->targetsPerSample();
   StepReport r;
+  if (gatherer_) gatherer_->releaseAll();
   if (reducer_) {
     reducer_->beginStep();
   } else {
@@ -131,8 +136,10 @@ EvalReport Trainer::evaluate() {
   r.step = steps_;
   double lossSum = 0;
   std::int64_t correct = 0;
-  // Data-parallel ranks take turns over the validation micro-batches and add up the results.
-  const int dp = mesh_.data().size(), d = mesh_.data().rank();
+  // Data-parallel ranks take turns over the validation micro-batches and add up the results;
+  // with ZeRO-3 every rank runs every batch, since each layer's gathers need all ranks.
+  if (gatherer_) gatherer_->releaseAll();
+  const int dp = gatherer_ ? 1 : mesh_.data().size(), d = gatherer_ ? 0 : mesh_.data().rank();
   for (std::int64_t first = static_cast<std::int64_t>(d) * rows; first < total;
        first += static_cast<std::int64_t>(dp) * rows) {
     const int n = static_cast<int>(std::min<std::int64_t>(rows, total - first));
@@ -154,6 +161,10 @@ EvalReport Trainer::evaluate() {
   return r;
 }
 
+void Trainer::gatherParameters() {
+  if (gatherer_) gatherer_->gatherAll();
+}
+
 EvalReport Trainer::run(TrainObserver& observer) {
   EvalReport last;
   const bool canEvaluate = dataset_->samples(Split::Validation) > 0;
@@ -165,8 +176,9 @@ EvalReport Trainer::run(TrainObserver& observer) {
       observer.onEval(last);
     }
   }
-  if (!config_.saveWeights.empty() && mesh_.world().rank() == 0) {
-    saveWeights(*model_, config_.saveWeights);
+  if (!config_.saveWeights.empty()) {
+    gatherParameters();
+    if (mesh_.world().rank() == 0) saveWeights(*model_, config_.saveWeights);
   }
   return last;
 }

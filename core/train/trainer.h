@@ -3,8 +3,9 @@
 // evaluates on the validation split, and reports through an observer so the CLI and the GUI
 // present the same run. With a world of several ranks it is one data-parallel replica: it
 // trains on its slice of every global batch, reduces gradients in overlapped buckets
-// (grad_reducer.h) and, with ZeRO stage 1 or 2, keeps and updates only its optimizer (and
-// gradient) shard (sharded_optimizer.h). Reported losses are global means, the same on every rank.
+// (grad_reducer.h) and, with ZeRO stage 1, 2 or 3, keeps and updates only its shard of the
+// optimizer state, gradients and parameters (sharded_optimizer.h, param_gatherer.h). Reported
+// losses are global means, the same on every rank.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "core/train/config.h"
 #include "core/train/grad_reducer.h"
 #include "core/train/optimizer.h"
+#include "core/train/param_gatherer.h"
 #include "core/train/sharded_optimizer.h"
 
 namespace parascope {
@@ -67,6 +69,9 @@ class Trainer {
   const TrainConfig& config() const { return config_; }
   int stepsDone() const { return steps_; }
   DeviceMesh& mesh() { return mesh_; }
+  // Collective. With ZeRO-3 gathers every parameter so that model() holds whole values until
+  // the next step; otherwise nothing to do.
+  void gatherParameters();
 
  private:
   void setUpDataParallel();
@@ -77,8 +82,9 @@ class Trainer {
   std::unique_ptr<Model> model_;
   DeviceMesh mesh_;
   std::unique_ptr<AdamW> optimizer_;
-  std::unique_ptr<GradientReducer> reducer_;  // data parallel or ZeRO
-  std::unique_ptr<ShardedAdamW> sharded_;     // ZeRO stage >= 1
+  std::unique_ptr<GradientReducer> reducer_;     // data parallel or ZeRO
+  std::unique_ptr<ShardedAdamW> sharded_;        // ZeRO stage >= 1
+  std::unique_ptr<ParameterGatherer> gatherer_;  // ZeRO stage 3
   int steps_ = 0;
 };
 

@@ -53,6 +53,7 @@ RunRecord train(const TrainConfig& config, int steps, const Communicator& world,
   Trainer t(config, allocator ? *allocator : defaultAllocator(), world);
   RunRecord r;
   for (int i = 0; i < steps; ++i) r.losses.push_back(t.step().loss);
+  t.gatherParameters();
   for (const Parameter& p : t.model().parameters()) {
     const float* v = p.value.data<float>();
     r.parameters[p.name].assign(v, v + p.numel());

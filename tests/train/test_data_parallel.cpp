@@ -75,9 +75,6 @@ void TestDataParallel::refusesInvalidStrategies_data() {
   QTest::newRow("zero stage range")
       << QStringList{"zero_optimization.stage=4"} << 0
       << "config: zero_optimization.stage = 4 is out of range; allowed 0..3";
-  QTest::newRow("zero stage unavailable")
-      << QStringList{"zero_optimization.stage=3"} << 0
-      << "config: zero_optimization.stage = 3 is not available in this build yet; valid: 0..2";
   QTest::newRow("batch not divisible")
       << QStringList{"data_parallel_size=3"} << 0
       << "config: train_batch_size (16), train_micro_batch_size_per_gpu (unset) and "
@@ -164,6 +161,10 @@ void TestDataParallel::matchesOneRank_data() {
       "data_parallel_size=2", "gradient_accumulation_steps=4", "zero_optimization.stage=2", small};
   QTest::newRow("dp4 zero2 25MB") << QStringList{"data_parallel_size=4",
                                                  "zero_optimization.stage=2"};
+  QTest::newRow("dp2 zero3 accum4 small buckets") << QStringList{
+      "data_parallel_size=2", "gradient_accumulation_steps=4", "zero_optimization.stage=3", small};
+  QTest::newRow("dp4 zero3 25MB") << QStringList{"data_parallel_size=4",
+                                                 "zero_optimization.stage=3"};
   QTest::newRow("dp4 zero2 accum4 no overlap")
       << QStringList{"data_parallel_size=4", "gradient_accumulation_steps=4",
                      "zero_optimization.stage=2", small, "zero_optimization.overlap_comm=false"};
@@ -191,9 +192,12 @@ void TestDataParallel::zeroShardsModelState_data() {
   QTest::newRow("dp4 stage1") << 4 << 1;
   QTest::newRow("dp2 stage2") << 2 << 2;
   QTest::newRow("dp4 stage2") << 4 << 2;
+  QTest::newRow("dp2 stage3") << 2 << 3;
+  QTest::newRow("dp4 stage3") << 4 << 3;
 }
 
-// ZeRO paper, fp32, per rank: parameters 4 P; gradients 4 P, or 4 P / Nd from stage 2; Adam
+// ZeRO paper, fp32, per rank: parameters 4 P, or 4 P / Nd from stage 3 (plus the gathered
+// layers' buckets while they run); gradients 4 P, or 4 P / Nd from stage 2; Adam
 // moments 8 P, or 8 P / Nd from stage 1 (16 P in all unsharded). Every bucket is padded to a
 // multiple of Nd, so the flat buffers hold up to (Nd - 1) extra elements per bucket. Stage 2's
 // full-size gradient buckets exist only while backward writes them and while (at most two at a
@@ -206,7 +210,7 @@ void TestDataParallel::zeroShardsModelState() {
                   "zero_optimization.stage=" + std::to_string(stage),
                   "zero_optimization.reduce_bucket_size=3000", "model.num_layers=8"});
   struct Bytes {
-    std::int64_t param, grad, optim, gradPeak;
+    std::int64_t param, grad, optim, gradPeak, paramPeak;
   };
   std::vector<Bytes> bytes(static_cast<std::size_t>(dp));
   std::int64_t P = 0, tensors = 0;
@@ -222,20 +226,27 @@ void TestDataParallel::zeroShardsModelState() {
     }
     bytes[static_cast<std::size_t>(world.rank())] = {
         a.liveBytes(MemoryCategory::Parameter), a.liveBytes(MemoryCategory::Gradient),
-        a.liveBytes(MemoryCategory::OptimizerState), a.peakBytes(MemoryCategory::Gradient)};
+        a.liveBytes(MemoryCategory::OptimizerState), a.peakBytes(MemoryCategory::Gradient),
+        a.peakBytes(MemoryCategory::Parameter)};
   });
   const std::int64_t padded = P + tensors * (dp - 1);  // at most one bucket per tensor
   auto within = [](std::int64_t got, std::int64_t lo, std::int64_t hi) {
     return got >= lo && got <= hi;
   };
   for (const Bytes& b : bytes) {
-    const QString all = QString("P=%1 param %2 grad %3 optim %4 grad peak %5")
+    const QString all = QString("P=%1 param %2 grad %3 optim %4 grad peak %5 param peak %6")
                             .arg(P)
                             .arg(b.param)
                             .arg(b.grad)
                             .arg(b.optim)
-                            .arg(b.gradPeak);
-    QVERIFY2(within(b.param, 4 * P, 4 * padded), qPrintable(all));
+                            .arg(b.gradPeak)
+                            .arg(b.paramPeak);
+    if (stage < 3) {
+      QVERIFY2(within(b.param, 4 * P, 4 * padded), qPrintable(all));
+    } else {
+      QVERIFY2(within(b.param, 4 * P / dp, 4 * padded / dp), qPrintable(all));
+      QVERIFY2(b.paramPeak < 4 * (P / dp + P / 2), qPrintable(all));
+    }
     if (stage < 2) {
       QVERIFY2(within(b.grad, 4 * P, 4 * padded), qPrintable(all));
     } else {

@@ -20,6 +20,7 @@ int main() {
       {"gradient_accumulation_steps=2", "zero_optimization.stage=1"},
       {"gradient_accumulation_steps=2", "zero_optimization.stage=2",
        "zero_optimization.reduce_bucket_size=3000"},
+      {"zero_optimization.stage=3", "zero_optimization.reduce_bucket_size=3000"},
   };
   const int steps = 3;
   int failures = 0;

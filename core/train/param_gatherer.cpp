@@ -1,0 +1,116 @@
+#include "core/train/param_gatherer.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/trace/trace.h"
+
+namespace parascope {
+
+ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Communicator& comm)
+    : model_(model), layout_(layout), comm_(comm), buckets_(layout.buckets.size()) {
+  shard_ =
+      Tensor::zeros({layout.shardSize()}, DType::F32, MemoryCategory::Parameter, model.allocator());
+  auto& params = model.parameters();
+  for (const FlatBucket& b : layout.buckets) {
+    const std::int64_t n = layout.partSize(b), lo = b.begin + n * comm.rank(), hi = lo + n;
+    for (int i : b.parameters) {
+      const Parameter& p = params[static_cast<std::size_t>(i)];
+      const std::int64_t at = layout.offset[static_cast<std::size_t>(i)];
+      const std::int64_t begin = std::max(lo, at), end = std::min(hi, at + p.numel());
+      if (begin < end) {
+        shard_.slice(b.shardOffset + begin - lo, end - begin)
+            .copyFrom(p.value.view({p.numel()}).slice(begin - at, end - begin));
+      }
+    }
+  }
+  for (Parameter& p : params) p.value = Tensor();
+  std::unordered_map<const Parameter*, int> bucketOf;
+  for (std::size_t i = 0; i < params.size(); ++i) bucketOf[&params[i]] = layout.bucketOf[i];
+  for (const auto& layer : model.layers()) {
+    std::vector<int>& mine = layerBuckets_.emplace_back();
+    for (Parameter* p : layer->parameters()) mine.push_back(bucketOf.at(p));
+    std::sort(mine.begin(), mine.end());
+    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+  }
+  const int layers = static_cast<int>(model.layers().size());
+  model.addForwardHook([this, layers](std::size_t layer, bool finished) {
+    const int next = static_cast<int>(layer) + 1;
+    onLayer(layer, finished, next < layers ? next : -1);
+  });
+  model.addBackwardHook([this](std::size_t layer, bool finished) {
+    onLayer(layer, finished, static_cast<int>(layer) - 1);
+  });
+}
+
+void ParameterGatherer::onLayer(std::size_t layer, bool finished, int next) {
+  const std::vector<int>& mine = layerBuckets_[layer];
+  if (finished) {
+    for (int b : mine) release(b);
+    return;
+  }
+  for (int b : mine) acquire(b);
+  // Prefetch: the next layer's gathers run while this layer computes.
+  if (next >= 0) {
+    for (int b : layerBuckets_[static_cast<std::size_t>(next)]) startGather(b);
+  }
+  const trace::Span span("parameter_gather_wait", trace::Category::Sync);
+  for (int b : mine) {
+    Bucket& bucket = buckets_[static_cast<std::size_t>(b)];
+    if (bucket.handle.valid()) {
+      bucket.handle.wait();
+      bucket.handle = CommHandle();
+    }
+  }
+}
+
+void ParameterGatherer::startGather(int b) {
+  Bucket& bucket = buckets_[static_cast<std::size_t>(b)];
+  if (bucket.storage.defined()) return;  // resident or already on its way
+  const FlatBucket& fb = layout_.buckets[static_cast<std::size_t>(b)];
+  const std::int64_t n = layout_.partSize(fb);
+  bucket.storage =
+      Tensor::empty({fb.count}, DType::F32, MemoryCategory::Parameter, model_.allocator());
+  float* all = bucket.storage.data<float>();
+  std::copy_n(shard_.data<float>() + fb.shardOffset, n, all + n * comm_.rank());
+  bucket.handle =
+      comm_.allGatherAsync(all + n * comm_.rank(), all, static_cast<std::size_t>(n), DType::F32);
+  for (int i : fb.parameters) {
+    Parameter& p = model_.parameters()[static_cast<std::size_t>(i)];
+    p.value =
+        bucket.storage.slice(layout_.offset[static_cast<std::size_t>(i)] - fb.begin, p.numel())
+            .view(p.shape);
+  }
+}
+
+void ParameterGatherer::acquire(int b) {
+  startGather(b);
+  buckets_[static_cast<std::size_t>(b)].users += 1;
+}
+
+void ParameterGatherer::release(int b) {
+  Bucket& bucket = buckets_[static_cast<std::size_t>(b)];
+  if (--bucket.users > 0 || bucket.handle.valid()) return;
+  for (int i : layout_.buckets[static_cast<std::size_t>(b)].parameters) {
+    model_.parameters()[static_cast<std::size_t>(i)].value = Tensor();
+  }
+  bucket.storage = Tensor();
+}
+
+void ParameterGatherer::gatherAll() {
+  if (pinned_) return;
+  pinned_ = true;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) acquire(static_cast<int>(b));
+  for (Bucket& bucket : buckets_) {
+    if (bucket.handle.valid()) bucket.handle.wait();
+    bucket.handle = CommHandle();
+  }
+}
+
+void ParameterGatherer::releaseAll() {
+  if (!pinned_) return;
+  pinned_ = false;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) release(static_cast<int>(b));
+}
+
+}  // namespace parascope

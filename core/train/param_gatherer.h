@@ -1,0 +1,51 @@
+// ZeRO stage 3: a rank keeps only its shard of the parameters (part `rank` of every bucket,
+// flat_layout.h). Around each layer's forward and backward pass the buckets holding its
+// parameters are all-gathered into full-size storage (the parameters' values become views into
+// it) and freed when no running layer needs them; the next layer's buckets are prefetched
+// asynchronously while the current one computes. Every rank runs the same layers in the same
+// order, so every rank issues the same gathers.
+#pragma once
+
+#include <vector>
+
+#include "core/comm/communicator.h"
+#include "core/train/flat_layout.h"
+
+namespace parascope {
+
+class ParameterGatherer {
+ public:
+  // Takes the model's (initialised, replicated) values, keeps this rank's shard and frees the
+  // rest; installs forward and backward hooks.
+  ParameterGatherer(Model& model, const FlatLayout& layout, Communicator& comm);
+  ParameterGatherer(const ParameterGatherer&) = delete;
+  ParameterGatherer& operator=(const ParameterGatherer&) = delete;
+
+  // This rank's shard, indexed like FlatBucket::shardOffset (Parameter memory).
+  const Tensor& shard() const { return shard_; }
+  // Collective: gathers every bucket and keeps it (e.g. to save or compare weights) until
+  // releaseAll().
+  void gatherAll();
+  void releaseAll();
+
+ private:
+  struct Bucket {
+    Tensor storage;     // full bucket while gathered
+    CommHandle handle;  // pending gather
+    int users = 0;      // running layers (or gatherAll) that need it
+  };
+  void onLayer(std::size_t layer, bool finished, int next);
+  void startGather(int b);
+  void acquire(int b);
+  void release(int b);
+
+  Model& model_;
+  FlatLayout layout_;
+  Communicator& comm_;
+  Tensor shard_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::vector<int>> layerBuckets_;  // per layer: the buckets of its parameters
+  bool pinned_ = false;
+};
+
+}  // namespace parascope
