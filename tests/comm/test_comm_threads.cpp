@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <type_traits>
 
 #include "collective_suite.h"
 #include "core/comm/adjoint.h"
