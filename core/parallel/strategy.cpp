@@ -75,10 +75,7 @@ void parsePrecision(JsonReader& top, ParallelStrategy& s) {
                     "(fp16.enabled and bf16.enabled false)");
   }
   const std::string comm = top.choice("communication_data_type", "fp32", {"fp32", "fp16", "bf16"});
-  if (comm != "fp32") {
-    throw UserError("config: communication_data_type = \"" + comm +
-                    "\" is not available in this build yet; valid: \"fp32\"");
-  }
+  s.gradComm = comm == "fp32" ? DType::F32 : comm == "fp16" ? DType::F16 : DType::BF16;
 }
 
 }  // namespace

@@ -14,8 +14,13 @@ constexpr std::size_t kMaxInFlight = 2;  // ZeRO-2 buckets being reduce-scattere
 }  // namespace
 
 GradientReducer::GradientReducer(Model& model, const FlatLayout& layout, Communicator& comm,
-                                 Mode mode, bool overlap)
-    : model_(model), layout_(layout), comm_(comm), mode_(mode), overlap_(overlap) {
+                                 Mode mode, bool overlap, DType commType)
+    : model_(model),
+      layout_(layout),
+      comm_(comm),
+      mode_(mode),
+      overlap_(overlap),
+      commType_(commType) {
   auto& params = model.parameters();
   buckets_.resize(layout.buckets.size());
   if (mode == Mode::AllReduce) {
@@ -101,28 +106,49 @@ void GradientReducer::startReady() {
 void GradientReducer::start(int b) {
   const FlatBucket& fb = layout_.buckets[static_cast<std::size_t>(b)];
   Bucket& bucket = buckets_[static_cast<std::size_t>(b)];
+  float* data = reduced_.data<float>() + fb.begin;
+  if (mode_ == Mode::ReduceScatter) {
+    if (!bucket.storage.defined()) {  // no layer wrote it: zero gradients
+      bucket.storage =
+          Tensor::zeros({fb.count}, DType::F32, MemoryCategory::Gradient, model_.allocator());
+    }
+    data = bucket.storage.data<float>();
+  }
+  void* buffer = data;
+  if (commType_ != DType::F32) {
+    bucket.staging =
+        Tensor::empty({fb.count}, commType_, MemoryCategory::CommBuffer, model_.allocator());
+    convertFromFloat({data, static_cast<std::size_t>(fb.count)},
+                     bucket.staging.data<std::uint16_t>(), commType_);
+    buffer = bucket.staging.raw();
+  }
   if (mode_ == Mode::AllReduce) {
-    float* data = reduced_.data<float>() + fb.begin;
-    bucket.handle = comm_.allReduceAsync(data, data, static_cast<std::size_t>(fb.count), DType::F32,
-                                         ReduceOp::Sum);
+    bucket.handle = comm_.allReduceAsync(buffer, buffer, static_cast<std::size_t>(fb.count),
+                                         commType_, ReduceOp::Sum);
     return;
   }
-  if (!bucket.storage.defined()) {  // no layer wrote it: zero gradients
-    bucket.storage =
-        Tensor::zeros({fb.count}, DType::F32, MemoryCategory::Gradient, model_.allocator());
-  }
-  float* data = bucket.storage.data<float>();
   const std::int64_t n = layout_.partSize(fb);
-  bucket.handle = comm_.reduceScatterAsync(data, data + n * comm_.rank(),
-                                           static_cast<std::size_t>(n), DType::F32, ReduceOp::Sum);
+  char* bytes = static_cast<char*>(buffer);
+  bucket.handle = comm_.reduceScatterAsync(
+      bytes, bytes + static_cast<std::size_t>(n * comm_.rank()) * dtypeSize(commType_),
+      static_cast<std::size_t>(n), commType_, ReduceOp::Sum);
 }
 
 void GradientReducer::complete(int b) {
   Bucket& bucket = buckets_[static_cast<std::size_t>(b)];
   bucket.handle = CommHandle();
-  if (mode_ != Mode::ReduceScatter) return;
   const FlatBucket& fb = layout_.buckets[static_cast<std::size_t>(b)];
   const std::int64_t n = layout_.partSize(fb);
+  if (bucket.staging.defined()) {  // back to f32: all of it, or this rank's reduced part
+    const std::int64_t at = mode_ == Mode::AllReduce ? 0 : n * comm_.rank();
+    const std::int64_t count = mode_ == Mode::AllReduce ? fb.count : n;
+    float* to = mode_ == Mode::AllReduce ? reduced_.data<float>() + fb.begin
+                                         : bucket.storage.data<float>() + at;
+    convertToFloat(bucket.staging.data<std::uint16_t>() + at, {to, static_cast<std::size_t>(count)},
+                   commType_);
+    bucket.staging = Tensor();
+  }
+  if (mode_ != Mode::ReduceScatter) return;
   const float* part = bucket.storage.data<float>() + n * comm_.rank();
   float* shard = reduced_.data<float>() + fb.shardOffset;
   for (std::int64_t j = 0; j < n; ++j) shard[j] += part[j];

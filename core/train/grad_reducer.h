@@ -25,8 +25,11 @@ class GradientReducer {
  public:
   enum class Mode : std::uint8_t { AllReduce, ReduceScatter };
   // Installs a backward hook on the model and takes over its gradient storage.
+  // commType: the type gradients travel in (F32, BF16 or F16; communication_data_type). Low
+  // precision goes through a staging copy per bucket (CommBuffer memory) and is summed in f32
+  // by the communication layer, rounded once per reduction.
   GradientReducer(Model& model, const FlatLayout& layout, Communicator& comm, Mode mode,
-                  bool overlap);
+                  bool overlap, DType commType = DType::F32);
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
@@ -47,6 +50,7 @@ class GradientReducer {
   struct Bucket {
     int pending = 0;  // parameters not yet final in this backward pass
     Tensor storage;   // ReduceScatter: this micro-step's full bucket, until reduced
+    Tensor staging;   // low-precision copy in flight (communication_data_type)
     CommHandle handle;
   };
   void onBackward(std::size_t layer, bool finished);
@@ -60,6 +64,7 @@ class GradientReducer {
   Communicator& comm_;
   Mode mode_;
   bool overlap_;
+  DType commType_;
   bool communicating_ = false;
   bool armed_ = false;  // start buckets during backward
   Tensor reduced_;      // flat gradients (AllReduce) or this rank's shard (ReduceScatter)

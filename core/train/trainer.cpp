@@ -52,7 +52,8 @@ void Trainer::setUpDataParallel() {
   const FlatLayout layout = makeFlatLayout(*model_, dp.size(), s.bucketElements);
   const auto mode =
       s.zeroStage >= 2 ? GradientReducer::Mode::ReduceScatter : GradientReducer::Mode::AllReduce;
-  reducer_ = std::make_unique<GradientReducer>(*model_, layout, dp, mode, s.overlapComm);
+  reducer_ =
+      std::make_unique<GradientReducer>(*model_, layout, dp, mode, s.overlapComm, s.gradComm);
   if (s.zeroStage >= 3) {
     gatherer_ = std::make_unique<ParameterGatherer>(*model_, layout, dp);
     sharded_ =

@@ -61,15 +61,8 @@ RunRecord train(const TrainConfig& config, int steps, const Communicator& world,
   return r;
 }
 
-namespace {
-
-bool close(double want, double got) {
-  return std::fabs(got - want) <= 4e-5 + 1e-5 * std::fabs(want);
-}
-
-}  // namespace
-
-std::string compare(const RunRecord& want, const RunRecord& got) {
+std::string compare(const RunRecord& want, const RunRecord& got, double rtol, double atol) {
+  auto close = [&](double w, double g) { return std::fabs(g - w) <= atol + rtol * std::fabs(w); };
   char buf[256];
   if (want.losses.size() != got.losses.size()) return "different step counts";
   for (std::size_t i = 0; i < want.losses.size(); ++i) {

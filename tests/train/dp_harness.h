@@ -28,8 +28,9 @@ RunRecord train(const parascope::TrainConfig& config, int steps,
                 const parascope::Communicator& world = parascope::Communicator(),
                 parascope::Allocator* allocator = nullptr);
 
-// Empty if `got` matches `want` within rtol 1e-5 / atol 4e-5 everywhere, else the first
-// difference.
-std::string compare(const RunRecord& want, const RunRecord& got);
+// Empty if `got` matches `want` within rtol / atol everywhere (fp32 default: 1e-5 / 4e-5), else
+// the first difference.
+std::string compare(const RunRecord& want, const RunRecord& got, double rtol = 1e-5,
+                    double atol = 4e-5);
 
 }  // namespace dptest

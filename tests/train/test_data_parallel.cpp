@@ -4,6 +4,7 @@
 // and a rank failing mid-step ending the run on every rank with its reason.
 #include <QtTest>
 
+#include <cmath>
 #include <filesystem>
 
 #include "core/comm/launch.h"
@@ -25,6 +26,8 @@ class TestDataParallel : public QObject {
   void matchesOneRank();
   void zeroShardsModelState_data();
   void zeroShardsModelState();
+  void lowPrecisionGradientCommunication_data();
+  void lowPrecisionGradientCommunication();
   void failingRankEndsRun();
 };
 
@@ -260,6 +263,52 @@ void TestDataParallel::zeroShardsModelState() {
     }
     qInfo("%s", qPrintable(all));
   }
+}
+
+void TestDataParallel::lowPrecisionGradientCommunication_data() {
+  QTest::addColumn<QString>("type");
+  QTest::addColumn<int>("stage");
+  QTest::newRow("bf16 all-reduce") << "bf16" << 0;
+  QTest::newRow("fp16 all-reduce") << "fp16" << 0;
+  QTest::newRow("bf16 reduce-scatter") << "bf16" << 2;
+}
+
+// Gradients travelling in bf16/fp16 (compute stays fp32) stay within the mixed-precision
+// tolerance (rtol 1.6e-2) of one fp32 rank, and really are rounded: the parameters differ from
+// fp32 communication. Adam moves an element by about lr per step whatever its gradient's size,
+// so an element whose tiny gradient changes sign under rounding may differ by up to 2 lr per
+// step: lr 1e-4 and atol 1e-3 cover 4 steps of that.
+void TestDataParallel::lowPrecisionGradientCommunication() {
+  QFETCH(QString, type);
+  QFETCH(int, stage);
+  const std::vector<std::string> base = {"data_parallel_size=2", "optimizer.params.lr=1e-4",
+                                         "zero_optimization.reduce_bucket_size=3000",
+                                         "zero_optimization.stage=" + std::to_string(stage)};
+  std::vector<std::string> low = base;
+  low.push_back("communication_data_type=" + type.toStdString());
+  const int steps = 4;
+  const dptest::RunRecord want = dptest::train(tinyConfig({"optimizer.params.lr=1e-4"}), steps);
+  const dptest::RunRecord exact = trainRanks(tinyConfig(base), steps)[0];
+  const std::vector<dptest::RunRecord> got = trainRanks(tinyConfig(low), steps);
+  for (const dptest::RunRecord& r : got) {
+    const std::string diff = dptest::compare(want, r, 1.6e-2, 1e-3);
+    QVERIFY2(diff.empty(), diff.c_str());
+    QVERIFY(r.parameters == got[0].parameters);  // every rank applied the same update
+  }
+  QVERIFY(!dptest::compare(exact, got[0]).empty());
+  // Rounding changes the update by far less than the update itself (a wrong reduction would
+  // not): L1 distance to fp32 communication under 5% of the L1 distance travelled.
+  const dptest::RunRecord start = dptest::train(tinyConfig({}), 0);
+  double rounding = 0, travelled = 0;
+  for (const auto& [name, v] : exact.parameters) {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      rounding += std::fabs(got[0].parameters.at(name)[i] - v[i]);
+      travelled += std::fabs(v[i] - start.parameters.at(name)[i]);
+    }
+  }
+  QVERIFY2(rounding < 0.05 * travelled,
+           qPrintable(QString("%1 vs %2").arg(rounding).arg(travelled)));
+  qInfo("L1 change from rounding %.4g, L1 distance travelled %.4g", rounding, travelled);
 }
 
 void TestDataParallel::failingRankEndsRun() {
