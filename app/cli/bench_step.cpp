@@ -33,17 +33,21 @@ struct BenchStepOptions {
   int zero = 0;
   std::string precision = "fp32";
   std::string pytorchScript = PARASCOPE_SOURCE_DIR "/tests/tools/torch_gpt_step.py";
+  std::string pytorchDdpScript = PARASCOPE_SOURCE_DIR "/tests/train/torch_gpt_ddp.py";
   std::vector<std::string> overrides;
 };
 
-// The same model trained by PyTorch (one thread), run as a child process; its JSON line.
-nlohmann::json runPyTorch(const BenchStepOptions& o, const GptConfig& g, int batch) {
-  const std::string cmd = "/usr/bin/python3 '" + o.pytorchScript + "' --steps " +
-                          std::to_string(o.steps) + " --warmup " + std::to_string(o.warmup) +
-                          " --layers " + std::to_string(g.numLayers) + " --width " +
-                          std::to_string(g.hiddenSize) + " --heads " + std::to_string(g.numHeads) +
-                          " --context " + std::to_string(g.contextLength) + " --batch " +
-                          std::to_string(batch) + " --vocab " + std::to_string(g.vocabSize);
+// The same model trained by PyTorch (one thread; with ranks > 1 DistributedDataParallel over
+// gloo, one process and thread per rank), run as a child process; its JSON line.
+nlohmann::json runPyTorch(const BenchStepOptions& o, const GptConfig& g, int batch, int ranks = 1) {
+  const std::string script =
+      ranks > 1 ? o.pytorchDdpScript + "' --ranks " + std::to_string(ranks) : o.pytorchScript + "'";
+  const std::string cmd = "/usr/bin/python3 '" + script + " --steps " + std::to_string(o.steps) +
+                          " --warmup " + std::to_string(o.warmup) + " --layers " +
+                          std::to_string(g.numLayers) + " --width " + std::to_string(g.hiddenSize) +
+                          " --heads " + std::to_string(g.numHeads) + " --context " +
+                          std::to_string(g.contextLength) + " --batch " + std::to_string(batch) +
+                          " --vocab " + std::to_string(g.vocabSize);
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) throw std::runtime_error("cannot run " + cmd);
   std::string out;
@@ -195,6 +199,25 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
       std::printf("\n");
     }
   }
+  if (!o.pytorch) return;
+  const nlohmann::json torch = runPyTorch(o, config.model.gpt, config.microBatch, ranks);
+  const double torchRate = torch["tokens_per_s"].get<double>();
+  if (o.json) {
+    std::printf("%s\n", nlohmann::json{{"bench", "step_pytorch_ddp"},
+                                       {"version", torch["version"]},
+                                       {"ranks", ranks},
+                                       {"tokens_per_s", torchRate},
+                                       {"step_time_median_s", torch["step_time_median_s"]},
+                                       {"speedup", tokensPerSecond / torchRate}}
+                            .dump()
+                            .c_str());
+  } else {
+    std::printf("\nPyTorch %s DistributedDataParallel (gloo), %d processes x 1 thread:\n",
+                torch["version"].get<std::string>().c_str(), ranks);
+    std::printf("throughput           %.0f tokens/s (%.2f ms/step)\n", torchRate,
+                torch["step_time_median_s"].get<double>() * 1e3);
+    std::printf("ParaScope / PyTorch  %.2fx\n", tokensPerSecond / torchRate);
+  }
 }
 
 void runBenchStep(const BenchStepOptions& o) {
@@ -210,7 +233,6 @@ void runBenchStep(const BenchStepOptions& o) {
   for (const auto& a : o.overrides) applyOverride(doc, a);
   const TrainConfig config = parseTrainConfig(doc);
   if (config.parallel.worldSize() > 1) {
-    if (o.pytorch) throw UserError("--pytorch compares one rank only; leave out --dp");
     runBenchStepParallel(o, config, peak);
     return;
   }
@@ -305,7 +327,8 @@ void registerBenchStepCommand(CLI::App& bench) {
   cmd->add_option("--steps", o->steps, "Measured steps")->check(CLI::Range(1, 100000));
   cmd->add_option("--warmup", o->warmup, "Unmeasured warm-up steps")->check(CLI::Range(0, 1000));
   cmd->add_flag("--pytorch", o->pytorch,
-                "Also train the same model with PyTorch (Debian's python3-torch) and compare");
+                "Also train the same model with PyTorch (Debian's python3-torch; with --dp, "
+                "DistributedDataParallel over gloo) and compare");
   cmd->add_option("--pytorch-script", o->pytorchScript, "The PyTorch side of --pytorch")
       ->capture_default_str();
   cmd->add_option("--dp", o->dp, "Data-parallel ranks (in-process threads)")
