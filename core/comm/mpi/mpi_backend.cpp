@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -217,35 +218,41 @@ void MpiComm::checkSignature(const CommArgs& a) {
                        static_cast<std::int64_t>(a.dtype),
                        reducing ? static_cast<std::int64_t>(a.reduce) : -1, a.root};
   const auto n = static_cast<std::size_t>(size_);
-  std::vector<Signature> theirs(n);
+  // Heap buffers: after a timeout MPI may still write into or read from them, so they are
+  // then deliberately left allocated.
+  auto buffers = std::make_unique<std::vector<Signature>>(n + 1, mine);
+  std::vector<Signature>& theirs = *buffers;
   std::vector<MPI_Request> reqs(2 * n, MPI_REQUEST_NULL);
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
     MPICHECK(MPI_Irecv(&theirs[p], sizeof(Signature), MPI_BYTE, p, 1, control_, &reqs[p]));
-    MPICHECK(MPI_Isend(&mine, sizeof(Signature), MPI_BYTE, p, 1, control_, &reqs[n + p]));
+    MPICHECK(MPI_Isend(&theirs[n], sizeof(Signature), MPI_BYTE, p, 1, control_, &reqs[n + p]));
   }
-  theirs[static_cast<std::size_t>(rank_)] = mine;
   const auto deadline = std::chrono::steady_clock::now() + options().timeout;
-  for (;;) {
-    int all = 0;
-    MPICHECK(MPI_Testall(static_cast<int>(2 * n), reqs.data(), &all, MPI_STATUSES_IGNORE));
-    if (all) break;
-    if (options().timeout.count() > 0 && std::chrono::steady_clock::now() > deadline) {
-      std::vector<int> missing;
-      for (int p = 0; p < size_; ++p) {
-        if (reqs[p] == MPI_REQUEST_NULL) continue;
-        missing.push_back(p);
-        MPI_Cancel(&reqs[p]);
-        MPI_Request_free(&reqs[p]);
-      }
-      for (std::size_t i = n; i < 2 * n; ++i)
-        if (reqs[i] != MPI_REQUEST_NULL) MPI_Request_free(&reqs[i]);
-      throw CommError(prefix(a.op) + " failed: timed out after " +
-                      std::to_string(options().timeout.count()) +
-                      " ms; ranks that did not arrive: " + rankList(missing));
+  for (bool all = false; !all;) {
+    all = true;
+    for (MPI_Request& r : reqs) {
+      int flag = 1;
+      if (r != MPI_REQUEST_NULL) MPICHECK(MPI_Test(&r, &flag, MPI_STATUS_IGNORE));
+      all = all && flag;
     }
-    sched_yield();
+    if (all || options().timeout.count() <= 0 || std::chrono::steady_clock::now() < deadline)
+      continue;
+    std::vector<int> missing;
+    for (int p = 0; p < size_; ++p) {
+      if (reqs[p] == MPI_REQUEST_NULL) continue;
+      missing.push_back(p);
+      MPI_Cancel(&reqs[p]);
+      MPI_Request_free(&reqs[p]);
+    }
+    for (std::size_t i = n; i < 2 * n; ++i)
+      if (reqs[i] != MPI_REQUEST_NULL) MPI_Request_free(&reqs[i]);
+    (void)buffers.release();
+    throw CommError(prefix(a.op) + " failed: timed out after " +
+                    std::to_string(options().timeout.count()) +
+                    " ms; ranks that did not arrive: " + rankList(missing));
   }
+  theirs.resize(n);
   bool same = true;
   for (const Signature& s : theirs) same = same && s == mine;
   if (same) return;
