@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Configures and builds ParaScope into a build directory.
 #   scripts/build.sh [--tests] [--sanitize address,undefined|thread] [--dir DIR]
+#                    [--label L]   build only the test executables whose CTest label is L
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tests=OFF
 sanitize=""
 dir=""
+label=""
 while (($#)); do
   case "$1" in
     --tests) tests=ON ;;
     --sanitize) sanitize="$2"; shift ;;
     --dir) dir="$2"; shift ;;
-    *) echo "build.sh: unknown option '$1' (allowed: --tests, --sanitize LIST, --dir DIR)" >&2; exit 2 ;;
+    --label) label="$2"; tests=ON; shift ;;
+    *) echo "build.sh: unknown option '$1' (allowed: --tests, --sanitize LIST, --dir DIR, --label L)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -28,4 +31,11 @@ build_type=Release
 [[ -n "$sanitize" ]] && build_type=RelWithDebInfo
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" \
   -DPARASCOPE_BUILD_TESTS="$tests" -DPARASCOPE_SANITIZE="$sanitize"
-cmake --build "$dir" --parallel "$(nproc)"
+targets=()
+if [[ -n "$label" ]]; then
+  # Test names are their executables' target names (tests/CMakeLists.txt: parascope_add_test).
+  mapfile -t targets < <(cd "$dir" && ctest -N -L "$label" | awk '/Test +#/ {print $3}')
+  ((${#targets[@]})) || { echo "build.sh: no test is labelled '$label'"; exit 0; }
+  targets=(--target "${targets[@]}")
+fi
+cmake --build "$dir" --parallel "$(nproc)" "${targets[@]}"

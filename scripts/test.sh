@@ -24,7 +24,7 @@ if ((sanitize)); then
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --output-on-failure --timeout 1800 -LE no-sanitize)
-  bash scripts/build.sh --tests --sanitize thread
+  bash scripts/build.sh --sanitize thread --label threads
   (cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ctest --output-on-failure --timeout 1800 -L threads)
 fi
