@@ -1,6 +1,7 @@
 #include "core/train/param_gatherer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <unordered_map>
 
 #include "core/trace/trace.h"
@@ -55,6 +56,7 @@ void ParameterGatherer::onLayer(std::size_t layer, bool finished, int next) {
     for (int b : layerBuckets_[static_cast<std::size_t>(next)]) startGather(b);
   }
   const trace::Span span("parameter_gather_wait", trace::Category::Sync);
+  const auto start = std::chrono::steady_clock::now();
   for (int b : mine) {
     Bucket& bucket = buckets_[static_cast<std::size_t>(b)];
     if (bucket.handle.valid()) {
@@ -62,6 +64,13 @@ void ParameterGatherer::onLayer(std::size_t layer, bool finished, int next) {
       bucket.handle = CommHandle();
     }
   }
+  waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double ParameterGatherer::takeWaitSeconds() {
+  const double w = waited_;
+  waited_ = 0;
+  return w;
 }
 
 void ParameterGatherer::startGather(int b) {

@@ -27,6 +27,8 @@ class ParameterGatherer {
   // releaseAll().
   void gatherAll();
   void releaseAll();
+  // Seconds spent waiting for gathers since the last call.
+  double takeWaitSeconds();
 
  private:
   struct Bucket {
@@ -46,6 +48,7 @@ class ParameterGatherer {
   std::vector<Bucket> buckets_;
   std::vector<std::vector<int>> layerBuckets_;  // per layer: the buckets of its parameters
   bool pinned_ = false;
+  double waited_ = 0;
 };
 
 }  // namespace parascope

@@ -1,6 +1,7 @@
 #include "core/train/sharded_optimizer.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/trace/trace.h"
 
@@ -27,7 +28,7 @@ ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator&
   }
 }
 
-void ShardedAdamW::step(double lr, double gradScale, const float* grads, bool gradsAreShard) {
+double ShardedAdamW::step(double lr, double gradScale, const float* grads, bool gradsAreShard) {
   const trace::Span span("optimizer_step", trace::Category::Optimizer);
   ++steps_;
   float* values = values_.data<float>();
@@ -40,7 +41,7 @@ void ShardedAdamW::step(double lr, double gradScale, const float* grads, bool gr
                          m_.data<float>() + s.shardBegin, v_.data<float>() + s.shardBegin, s.count,
                          h, steps_, static_cast<float>(gradScale));
   }
-  if (valuesSharded_) return;  // ZeRO-3 gathers before each layer instead
+  if (valuesSharded_) return 0.0;  // ZeRO-3 gathers before each layer instead
   std::vector<CommHandle> gathers;
   for (const FlatBucket& b : layout_.buckets) {
     const std::int64_t n = layout_.partSize(b);
@@ -48,7 +49,9 @@ void ShardedAdamW::step(double lr, double gradScale, const float* grads, bool gr
     gathers.push_back(
         comm_.allGatherAsync(all + n * comm_.rank(), all, static_cast<std::size_t>(n), DType::F32));
   }
+  const auto start = std::chrono::steady_clock::now();
   for (CommHandle& h : gathers) h.wait();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace parascope

@@ -18,8 +18,9 @@ class ShardedAdamW {
   ShardedAdamW(Model& model, const FlatLayout& layout, Communicator& comm,
                const kernels::AdamWHyper& hyper, const Tensor& valueShard = Tensor());
 
-  // grads: the whole flat space, or (gradsAreShard) this rank's shard.
-  void step(double lr, double gradScale, const float* grads, bool gradsAreShard);
+  // grads: the whole flat space, or (gradsAreShard) this rank's shard. Returns the seconds spent
+  // waiting for the parameter all-gathers.
+  double step(double lr, double gradScale, const float* grads, bool gradsAreShard);
   int steps() const { return steps_; }
 
  private:

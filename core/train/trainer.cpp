@@ -83,7 +83,10 @@ StepReport Trainer::step() {
   const std::int64_t targetsPerStep =
       static_cast<std::int64_t>(c.globalBatch) * dataset_->targetsPerSample();
   StepReport r;
-  if (gatherer_) gatherer_->releaseAll();
+  if (gatherer_) {
+    gatherer_->releaseAll();
+    gatherer_->takeWaitSeconds();  // evaluation's waits are not this step's
+  }
   if (reducer_) {
     reducer_->beginStep();
   } else {
@@ -112,10 +115,11 @@ StepReport Trainer::step() {
   r.lr = learningRate(c, steps_);
   const double clip = kernels::clipFactor(r.gradNorm, c.gradientClipping);
   if (sharded_) {
-    sharded_->step(r.lr, clip, reducer_->gradients(), reducer_->sharded());
+    r.exposedCommSeconds += sharded_->step(r.lr, clip, reducer_->gradients(), reducer_->sharded());
   } else {
     optimizer_->step(r.lr, clip);
   }
+  if (gatherer_) r.exposedCommSeconds += gatherer_->takeWaitSeconds();
   ++steps_;
   r.step = steps_;
   r.totalSteps = c.trainIters;

@@ -31,7 +31,9 @@ struct StepReport {
   double seconds = 0;   // wall time of this step
   std::int64_t samples = 0;
   std::int64_t tokens = 0;  // targets processed (positions for text, images for classification)
-  double exposedCommSeconds = 0;  // waiting for gradient reduction after backward (this rank)
+  // This rank's time blocked on data-parallel communication not hidden behind compute: gradient
+  // reduction after backward, ZeRO's parameter all-gathers (this step's evaluation excluded).
+  double exposedCommSeconds = 0;
 };
 
 struct EvalReport {
