@@ -167,6 +167,11 @@ void runTrain(const TrainOptions& o) {
     trainRank(config, world, defaultAllocator(), o);
     return;
   }
+  if (launchedByMpirun()) {
+    throw UserError(
+        "started by mpirun with the threads backend; pass --backend mpi (or set "
+        "\"backend\": \"mpi\") so that the processes train together");
+  }
   const TrainConfig config = parseTrainConfig(doc);
   const int ranks = config.parallel.worldSize();
   if (ranks == 1) {
