@@ -25,6 +25,5 @@ if ((sanitize)); then
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --output-on-failure --timeout 1800 -LE no-sanitize)
   bash scripts/build.sh --sanitize thread --label threads
-  (cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    ctest --output-on-failure --timeout 1800 -L threads)
+  (cd build-tsan && ctest --output-on-failure --timeout 1800 -L threads)
 fi
