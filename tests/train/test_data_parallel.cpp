@@ -4,6 +4,7 @@
 // and a rank failing mid-step ending the run on every rank with its reason.
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -26,6 +27,8 @@ class TestDataParallel : public QObject {
   void matchesOneRank();
   void zeroShardsModelState_data();
   void zeroShardsModelState();
+  void overlapStartsBucketsDuringBackward_data();
+  void overlapStartsBucketsDuringBackward();
   void lowPrecisionGradientCommunication_data();
   void lowPrecisionGradientCommunication();
   void failingRankEndsRun();
@@ -262,6 +265,49 @@ void TestDataParallel::zeroShardsModelState() {
       QVERIFY2(within(b.optim, 8 * P / dp, 8 * padded / dp), qPrintable(all));
     }
     qInfo("%s", qPrintable(all));
+  }
+}
+
+void TestDataParallel::overlapStartsBucketsDuringBackward_data() {
+  QTest::addColumn<bool>("overlap");
+  QTest::newRow("overlap_comm true") << true;
+  QTest::newRow("overlap_comm false") << false;
+}
+
+// With overlap, buckets of the last blocks are issued before the first block's backward pass
+// begins (program order, not timing); without it, only after backward.
+void TestDataParallel::overlapStartsBucketsDuringBackward() {
+  QFETCH(bool, overlap);
+  const TrainConfig c =
+      tinyConfig({"data_parallel_size=2", "zero_optimization.reduce_bucket_size=3000",
+                  std::string("zero_optimization.overlap_comm=") + (overlap ? "true" : "false")});
+  std::vector<std::int64_t> starts;
+  std::int64_t firstBlockBegins = 0, backwardEnds = 0;
+  runInProcess(2, [&](Communicator& world) {
+    Allocator a;
+    Trainer t(c, a, world);
+    if (world.rank() == 0) {
+      t.mesh().data().setObserver([&](const CommRecord& r) {
+        if (r.op == CommOp::AllReduce && r.count > 1) starts.push_back(r.startNs);
+      });
+      t.model().addBackwardHook([&](std::size_t layer, bool finished) {
+        if (layer == 1 && !finished) firstBlockBegins = commNowNs();  // block.0
+        if (layer == 0 && finished) backwardEnds = commNowNs();
+      });
+    }
+    t.step();
+  });
+  QVERIFY(starts.size() > 2);
+  const auto early = std::count_if(starts.begin(), starts.end(),
+                                   [&](std::int64_t s) { return s < firstBlockBegins; });
+  const auto late =
+      std::count_if(starts.begin(), starts.end(), [&](std::int64_t s) { return s > backwardEnds; });
+  if (overlap) {
+    QVERIFY(early >= 1);
+    QVERIFY(late < static_cast<long>(starts.size()));
+  } else {
+    QCOMPARE(early, 0);
+    QCOMPARE(late, static_cast<long>(starts.size()));
   }
 }
 
