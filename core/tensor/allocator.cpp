@@ -1,5 +1,7 @@
 #include "core/tensor/allocator.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <new>
 
@@ -28,8 +30,21 @@ std::string_view memoryCategoryName(MemoryCategory c) {
 }
 
 namespace {
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+// Blocks of a huge page or more are huge-page aligned and sized, so the kernel can back them
+// with transparent huge pages: BLAS packing walks these matrices and 4 KiB pages cost it TLB
+// misses.
 std::size_t roundedSize(std::size_t bytes) {
+  if (bytes >= kHugePage) return ((bytes + kHugePage - 1) / kHugePage) * kHugePage;
   return bytes == 0 ? kAlignment : ((bytes + kAlignment - 1) / kAlignment) * kAlignment;
+}
+
+void* allocateBlock(std::size_t rounded) {
+  if (rounded < kHugePage) return std::aligned_alloc(kAlignment, rounded);
+  void* p = std::aligned_alloc(kHugePage, rounded);
+  if (p != nullptr) madvise(p, rounded, MADV_HUGEPAGE);  // advice only: failure is harmless
+  return p;
 }
 }  // namespace
 
@@ -49,7 +64,7 @@ void* Allocator::allocate(std::size_t bytes, MemoryCategory category) {
       cached_ -= static_cast<std::int64_t>(rounded);
     }
   }
-  if (p == nullptr) p = std::aligned_alloc(kAlignment, rounded);
+  if (p == nullptr) p = allocateBlock(rounded);
   if (p == nullptr) throw std::bad_alloc();
   account(p, static_cast<std::int64_t>(bytes), category);
   return p;
