@@ -49,7 +49,8 @@ Batch readTokens(const std::string& path, int B, int T, int vocab) {
   for (int r = 0; r < B; ++r) {
     for (int t = 0; t < T; ++t) {
       b.inputs.data<std::int32_t>()[r * T + t] = ids[static_cast<std::size_t>(r * (T + 1) + t)];
-      b.targets.data<std::int32_t>()[r * T + t] = ids[static_cast<std::size_t>(r * (T + 1) + t + 1)];
+      b.targets.data<std::int32_t>()[r * T + t] =
+          ids[static_cast<std::size_t>(r * (T + 1) + t + 1)];
     }
   }
   b.lossWeight = 1.0f / static_cast<float>(B * T);
@@ -76,12 +77,11 @@ void runGrad(const GradOptions& o) {
   for (const Parameter& p : model.parameters()) out.emplace_back(p.name, p.grad);
   writeSafetensors(o.out, out, {{"format", "pt"}, {"content", "gradients"}});
   if (o.json) {
-    std::printf("%s\n", nlohmann::json{{"event", "grad"},
-                                       {"loss_nats", loss},
-                                       {"tensors", out.size()},
-                                       {"out", o.out}}
-                            .dump()
-                            .c_str());
+    std::printf("%s\n",
+                nlohmann::json{
+                    {"event", "grad"}, {"loss_nats", loss}, {"tensors", out.size()}, {"out", o.out}}
+                    .dump()
+                    .c_str());
   } else {
     std::printf("loss %.6f nats; %zu gradients written to %s\n", static_cast<double>(loss),
                 out.size() - 1, o.out.c_str());

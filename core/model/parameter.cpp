@@ -17,9 +17,7 @@ void Parameter::initialize(std::uint64_t seed) const {
         v[i] = static_cast<float>((2.0 * rng.uniform() - 1.0) * init.scale);
       }
       break;
-    case ParameterInit::Kind::Zeros:
-      value.zero();
-      break;
+    case ParameterInit::Kind::Zeros: value.zero(); break;
     case ParameterInit::Kind::Ones:
       for (std::int64_t i = 0; i < n; ++i) v[i] = 1.0f;
       break;

@@ -15,22 +15,15 @@ constexpr int kMaxMicroBatches = 65536;
 
 double StepDurations::of(Op op) const {
   switch (op) {
-    case Op::Forward:
-      return forward;
-    case Op::Backward:
-      return backward;
-    case Op::BackwardInput:
-      return backwardInput;
-    case Op::BackwardWeight:
-      return backwardWeight;
+    case Op::Forward: return forward;
+    case Op::Backward: return backward;
+    case Op::BackwardInput: return backwardInput;
+    case Op::BackwardWeight: return backwardWeight;
     case Op::ReduceGradBucket:
     case Op::ZeroGather:
-    case Op::ZeroScatter:
-      return dataParallel;
-    case Op::OptimizerStep:
-      return optimizerStep;
-    default:
-      return 0;  // posting a send or completing a receive costs no compute time
+    case Op::ZeroScatter: return dataParallel;
+    case Op::OptimizerStep: return optimizerStep;
+    default: return 0;  // posting a send or completing a receive costs no compute time
   }
 }
 
