@@ -33,21 +33,18 @@ struct BenchStepOptions {
   int zero = 0;
   std::string precision = "fp32";
   std::string pytorchScript = PARASCOPE_SOURCE_DIR "/tests/tools/torch_gpt_step.py";
-  std::string pytorchDdpScript = PARASCOPE_SOURCE_DIR "/tests/train/torch_gpt_ddp.py";
   std::vector<std::string> overrides;
 };
 
 // The same model trained by PyTorch (one thread; with ranks > 1 DistributedDataParallel over
 // gloo, one process and thread per rank), run as a child process; its JSON line.
 nlohmann::json runPyTorch(const BenchStepOptions& o, const GptConfig& g, int batch, int ranks = 1) {
-  const std::string script =
-      ranks > 1 ? o.pytorchDdpScript + "' --ranks " + std::to_string(ranks) : o.pytorchScript + "'";
-  const std::string cmd = "/usr/bin/python3 '" + script + " --steps " + std::to_string(o.steps) +
-                          " --warmup " + std::to_string(o.warmup) + " --layers " +
-                          std::to_string(g.numLayers) + " --width " + std::to_string(g.hiddenSize) +
-                          " --heads " + std::to_string(g.numHeads) + " --context " +
-                          std::to_string(g.contextLength) + " --batch " + std::to_string(batch) +
-                          " --vocab " + std::to_string(g.vocabSize);
+  const std::string cmd =
+      "/usr/bin/python3 '" + o.pytorchScript + "' --ranks " + std::to_string(ranks) + " --steps " +
+      std::to_string(o.steps) + " --warmup " + std::to_string(o.warmup) + " --layers " +
+      std::to_string(g.numLayers) + " --width " + std::to_string(g.hiddenSize) + " --heads " +
+      std::to_string(g.numHeads) + " --context " + std::to_string(g.contextLength) + " --batch " +
+      std::to_string(batch) + " --vocab " + std::to_string(g.vocabSize);
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) throw std::runtime_error("cannot run " + cmd);
   std::string out;

@@ -1,10 +1,12 @@
 #!/usr/bin/python3
-"""Trains the same GPT as ParaScope's bench step with PyTorch on one CPU thread and prints one
-JSON line: tokens/s and step times. `parascope-cli bench step --pytorch` runs it side by side
-with its own measurement. Needs Debian's python3-torch (/usr/bin/python3).
+"""Trains the same GPT as ParaScope's bench step with PyTorch and prints one JSON line: tokens/s
+and step times. One rank trains on one CPU thread; with --ranks N > 1 it trains with
+DistributedDataParallel over gloo, N processes with one thread each, and rank 0 prints the
+global tokens/s. `parascope-cli bench step [--dp N] --pytorch` runs it side by side with its own
+measurement. Needs Debian's python3-torch (/usr/bin/python3).
 
-usage: torch_gpt_step.py [--steps N] [--warmup N] [--layers L] [--width C] [--heads H]
-                         [--context T] [--batch B] [--vocab V]
+usage: torch_gpt_step.py [--ranks N] [--steps N] [--warmup N] [--layers L] [--width C]
+                         [--heads H] [--context T] [--batch B] [--vocab V]
 """
 import argparse
 import json
@@ -13,35 +15,35 @@ import statistics
 import sys
 import time
 
-# One BLAS thread, like ParaScope's ranks; OpenBLAS reads this when torch loads it.
+# One BLAS thread per rank, like ParaScope's ranks; OpenBLAS reads this when torch loads it.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
 
 from make_gpt_reference import GPT  # noqa: E402
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--width", type=int, default=256)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--context", type=int, default=128)
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--vocab", type=int, default=256)
-    a = p.parse_args()
+def train(rank, a, port):
+    if a.ranks > 1:
+        os.environ["MASTER_ADDR"] = "127.0.0.1"
+        os.environ["MASTER_PORT"] = str(port)
+        dist.init_process_group("gloo", rank=rank, world_size=a.ranks)
     torch.set_num_threads(1)
     torch.manual_seed(0)
     cfg = dict(vocab_size=a.vocab, context_length=a.context, hidden_size=a.width,
                num_attention_heads=a.heads, num_layers=a.layers, mlp_ratio=4)
     model = GPT(cfg)
+    if a.ranks > 1:
+        model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=25)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
     times = []
     for i in range(a.warmup + a.steps):
         tokens = torch.randint(0, a.vocab, (a.batch, a.context + 1))
+        if a.ranks > 1:
+            dist.barrier()
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss = model(tokens[:, :-1], tokens[:, 1:])
@@ -50,10 +52,32 @@ def main():
         opt.step()
         if i >= a.warmup:
             times.append(time.perf_counter() - start)
-    median = statistics.median(times)
-    print(json.dumps({"framework": "pytorch", "version": torch.__version__, "threads": 1,
-                      "step_time_median_s": median, "step_time_min_s": min(times),
-                      "tokens_per_s": a.batch * a.context / median}))
+    if rank == 0:
+        median = statistics.median(times)
+        print(json.dumps({"framework": "pytorch-ddp" if a.ranks > 1 else "pytorch",
+                          "version": torch.__version__, "ranks": a.ranks, "threads_per_rank": 1,
+                          "step_time_median_s": median, "step_time_min_s": min(times),
+                          "tokens_per_s": a.ranks * a.batch * a.context / median}), flush=True)
+    if a.ranks > 1:
+        dist.destroy_process_group()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--ranks", type=int, default=1)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--width", type=int, default=256)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--context", type=int, default=128)
+    p.add_argument("--batch", type=int, default=8, help="micro-batch per rank")
+    p.add_argument("--vocab", type=int, default=256)
+    a = p.parse_args()
+    if a.ranks == 1:
+        train(0, a, 0)
+    else:
+        mp.spawn(train, args=(a, 29500 + os.getpid() % 2000), nprocs=a.ranks, join=True)
 
 
 if __name__ == "__main__":
