@@ -61,13 +61,18 @@ double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
   return std::chrono::duration<double>(b - a).count();
 }
 
-// Best single-thread sgemm rate over square sizes that fit the model's range, in FLOP/s.
+// Best single-thread sgemm rate over square sizes that fit the model's range, in FLOP/s. Each
+// size is warmed up first (page faults, BLAS buffers) and then timed for at least 0.3 s, so one
+// slow call cannot make the peak, and with it the MFU, a matter of luck.
 double measureSgemmPeak() {
   double best = 0;
   for (int n : {256, 512, 1024}) {
     std::vector<float> a(static_cast<std::size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
-    const int reps = std::max(3, (1 << 30) / (2 * n * n * n) * 4);
-    for (int r = 0; r < reps; ++r) {
+    for (int r = 0; r < 2; ++r) {
+      kernels::matmulForward<float>(c.data(), a.data(), b.data(), nullptr, n, n, n);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    while (seconds(start, std::chrono::steady_clock::now()) < 0.3) {
       const auto t0 = std::chrono::steady_clock::now();
       kernels::matmulForward<float>(c.data(), a.data(), b.data(), nullptr, n, n, n);
       const double s = seconds(t0, std::chrono::steady_clock::now());
