@@ -62,6 +62,14 @@ std::string shapeProblem(const PipelineShape& shape) {
   return {};
 }
 
+void checkOneChunk(std::string_view schedule, const PipelineShape& shape) {
+  if (shape.chunks != 1) {
+    throw UserError("schedule " + std::string(schedule) +
+                    " places one model chunk per rank, got v=" + std::to_string(shape.chunks) +
+                    "; virtual chunks need 'interleaved'");
+  }
+}
+
 std::vector<Program> buildSchedule(const ScheduleInfo& schedule, const PipelineShape& shape) {
   if (const std::string problem = shapeProblem(shape); !problem.empty()) {
     throw UserError("schedule " + std::string(schedule.name) + ": " + problem);

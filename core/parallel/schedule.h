@@ -56,6 +56,9 @@ struct ScheduleInfo {
   double (*idealBubble)(const PipelineShape& shape, const StepDurations& durations);
 };
 
+// For schedules that place one model chunk per rank: UserError unless v == 1.
+void checkOneChunk(std::string_view schedule, const PipelineShape& shape);
+
 // Each schedule file defines one of these.
 const ScheduleInfo& gpipeSchedule();
 const ScheduleInfo& oneFOneBSchedule();

@@ -2,9 +2,7 @@
 // min(p - r - 1, m) warm-up forwards, then alternates one forward and one backward, then drains
 // the remaining backwards. Same bubble as GPipe, but at most p - r activations held.
 #include <algorithm>
-#include <string>
 
-#include "core/common/error.h"
 #include "core/parallel/program_builder.h"
 #include "core/parallel/schedule.h"
 
@@ -13,10 +11,7 @@ namespace parascope {
 namespace {
 
 void checkShape(const PipelineShape& shape) {
-  if (shape.chunks != 1) {
-    throw UserError("schedule 1f1b places one model chunk per rank, got v=" +
-                    std::to_string(shape.chunks) + "; virtual chunks need 'interleaved'");
-  }
+  checkOneChunk("1f1b", shape);
 }
 
 Program buildRank(const PipelineShape& shape, int rank) {

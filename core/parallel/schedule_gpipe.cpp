@@ -1,8 +1,6 @@
 // GPipe (Huang et al. 2019): every micro-batch's forward, then every backward, in micro-batch
 // order. Simple and bubble-equal to 1F1B, but each rank holds all m activations at the peak.
-#include <string>
 
-#include "core/common/error.h"
 #include "core/parallel/program_builder.h"
 #include "core/parallel/schedule.h"
 
@@ -11,10 +9,7 @@ namespace parascope {
 namespace {
 
 void checkShape(const PipelineShape& shape) {
-  if (shape.chunks != 1) {
-    throw UserError("schedule gpipe places one model chunk per rank, got v=" +
-                    std::to_string(shape.chunks) + "; virtual chunks need 'interleaved'");
-  }
+  checkOneChunk("gpipe", shape);
 }
 
 Program buildRank(const PipelineShape& shape, int rank) {

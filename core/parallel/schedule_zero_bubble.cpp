@@ -5,9 +5,7 @@
 // At most p - r micro-batches wait for their B and at most p wait for their W on any rank: the
 // largest holding of 1F1B (rank 0's p), so the peak over ranks is 1F1B's, as the paper states.
 #include <algorithm>
-#include <string>
 
-#include "core/common/error.h"
 #include "core/parallel/program_builder.h"
 #include "core/parallel/schedule.h"
 
@@ -16,10 +14,7 @@ namespace parascope {
 namespace {
 
 void checkShape(const PipelineShape& shape) {
-  if (shape.chunks != 1) {
-    throw UserError("schedule zb-h1 places one model chunk per rank, got v=" +
-                    std::to_string(shape.chunks) + "; virtual chunks need 'interleaved'");
-  }
+  checkOneChunk("zb-h1", shape);
 }
 
 Program buildRank(const PipelineShape& shape, int rank) {

@@ -149,35 +149,34 @@ class ScopedCorrelation {
   Recorder* rec_;
 };
 
-// A counter sample (e.g. live bytes of one memory category) at the current time.
-inline void counter(const char* name, Category category, std::int64_t value,
-                    std::int32_t laneId = lane::kHost) noexcept {
+namespace detail {
+// A zero-length event of the given kind at the current time (counters and instants).
+inline void recordPoint(const char* name, Category category, EventKind kind, std::int64_t value,
+                        std::int32_t laneId) noexcept {
   if (Recorder* r = recorder()) [[unlikely]] {
     Event e;
     stampContext(e);
     e.name = name;
     e.category = category;
-    e.kind = EventKind::Counter;
+    e.kind = kind;
     e.lane = laneId;
     e.bytes = value;
     e.startNs = e.endNs = ticks();
     r->record(e);
   }
 }
+}  // namespace detail
+
+// A counter sample (e.g. live bytes of one memory category) at the current time.
+inline void counter(const char* name, Category category, std::int64_t value,
+                    std::int32_t laneId = lane::kHost) noexcept {
+  detail::recordPoint(name, category, EventKind::Counter, value, laneId);
+}
 
 // A point in time worth marking (a checkpoint written, a strategy switched).
 inline void instant(const char* name, Category category,
                     std::int32_t laneId = lane::kHost) noexcept {
-  if (Recorder* r = recorder()) [[unlikely]] {
-    Event e;
-    stampContext(e);
-    e.name = name;
-    e.category = category;
-    e.kind = EventKind::Instant;
-    e.lane = laneId;
-    e.startNs = e.endNs = ticks();
-    r->record(e);
-  }
+  detail::recordPoint(name, category, EventKind::Instant, 0, laneId);
 }
 
 }  // namespace parascope::trace
