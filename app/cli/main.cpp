@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "app/cli/commands.h"
+#include "core/comm/mpi/mpi_backend.h"
 #include "core/common/error.h"
 
 int main(int argc, char** argv) {
@@ -32,6 +33,8 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "failed: %s\n", e.what());
+    // Under mpirun the peers would otherwise wait for this rank until their timeout.
+    parascope::failMpiWorld(e.what());
     return 1;
   }
   return 0;

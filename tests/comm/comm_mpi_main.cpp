@@ -1,6 +1,7 @@
 // The collective suite on the Open MPI backend; CTest starts it through mpirun at several
 // world sizes. "suite" runs everything with the mismatch check on; "timeout" checks that a
-// rank that never arrives makes rank 0 fail naming it. Exit status 0 only if every rank passed.
+// rank that never arrives makes rank 0 fail naming it; "fail" that a rank that fails makes its
+// waiting peers fail with its reason. Exit status 0 only if every rank passed the suite.
 #include <unistd.h>
 
 #include <cstdio>
@@ -61,6 +62,34 @@ int runTimeout(Communicator& world) {
   _exit(0);
 }
 
+// Rank 2 fails after one collective while rank 0 waits for it in a collective and rank 1 in a
+// receive. Both must fail with rank 2's reason (long before the 60 s timeout, whose message
+// would differ) and print it before rank 2 ends the job (failMpiWorld waits for them).
+int runFailure(Communicator& world) {
+  std::int32_t v = 1;
+  world.allReduce(&v, &v, 1, DType::I32, ReduceOp::Sum);
+  if (world.rank() == 2) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    failMpiWorld("disk on fire");
+  }
+  try {
+    if (world.rank() == 0)
+      world.allReduce(&v, &v, 1, DType::I32, ReduceOp::Sum);
+    else if (world.rank() == 1)
+      world.recv(&v, 1, DType::I32, 2);
+    std::printf("fail-check: FAILED on rank %d (no error)\n", world.rank());
+  } catch (const CommError& e) {
+    const char* op = world.rank() == 0 ? "[allReduce] group 'world'" : "[recv] group 'world'";
+    const bool ok = std::strstr(e.what(), "world rank 2 failed: disk on fire") &&
+                    std::strstr(e.what(), "ranks that did not arrive: 2") &&
+                    std::strstr(e.what(), op);
+    std::printf("fail-check: %s on rank %d: %s\n", ok ? "ok" : "FAILED", world.rank(), e.what());
+    std::fflush(stdout);
+    failMpiWorld(e.what());
+  }
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,6 +100,7 @@ int main(int argc, char** argv) {
   Communicator world = mpiWorld(options);
   try {
     if (mode == "timeout") return runTimeout(world);
+    if (mode == "fail") return runFailure(world);
     runSuite(world);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d FAILED: %s\n", world.rank(), e.what());

@@ -87,6 +87,7 @@ class TestCommThreads : public QObject {
   void collectives();
   void splitGroups();
   void manyInFlight();
+  void reductionsPastTheCache();
   void adjointness();
   void byteConsistency();
   void handDerivedBytes();
@@ -118,6 +119,31 @@ void TestCommThreads::splitGroups() {
 
 void TestCommThreads::manyInFlight() {
   for (int n : {2, 3, 8}) onRanks(n, runManyInFlight);
+}
+
+// Results of 16 MiB and more per rank bypass the cache with non-temporal stores; check them,
+// from unaligned buffers, for f32 (in place) and bf16 (widened, rounded once), every element.
+void TestCommThreads::reductionsPastTheCache() {
+  const std::size_t count = (std::size_t{33} << 20) / sizeof(float) + 3;  // 16.5 MiB per rank
+  onRanks(2, [&](Communicator& c) {
+    std::vector<float> buf(count + 1);
+    float* x = buf.data() + 1;  // 4-byte aligned only
+    for (std::size_t i = 0; i < count; ++i) x[i] = static_cast<float>((i % 1021) * (c.rank() + 1));
+    c.allReduce(x, x, count, DType::F32, ReduceOp::Sum);
+    for (std::size_t i = 0; i < count; ++i) TRUE_(x[i] == static_cast<float>((i % 1021) * 3));
+  });
+  const std::size_t half = (std::size_t{17} << 20) / 2 + 5;  // per rank, bf16: 17 MiB + 10 B
+  onRanks(2, [&](Communicator& c) {
+    std::vector<std::uint16_t> send(2 * half), recv(half + 1);
+    for (std::size_t i = 0; i < send.size(); ++i)
+      send[i] = floatToBf16(static_cast<float>(i % 97) + 0.5f * c.rank());
+    c.reduceScatter(send.data(), recv.data() + 1, half, DType::BF16, ReduceOp::Avg);
+    for (std::size_t i = 0; i < half; ++i) {
+      const std::size_t g = c.rank() * half + i;
+      const float mean = (2.0f * static_cast<float>(g % 97) + 0.5f) / 2.0f;
+      TRUE_(recv[i + 1] == floatToBf16(mean));
+    }
+  });
 }
 
 void TestCommThreads::adjointness() {

@@ -1,13 +1,16 @@
 // Open MPI backend: operations map onto MPI's non-blocking calls; in-place forms MPI cannot
 // express (reduceScatter, allToAll) go through a temporary. With checkMismatch every collective
 // first exchanges a signature with each peer, which both catches mismatched arguments and lets
-// a timeout name the ranks that never arrived.
+// a timeout name the ranks that never arrived. A rank that fails sends a notice to every peer
+// on a communicator of its own; waits poll for it, so peers fail with the reason at once
+// instead of at the timeout.
 #include "core/comm/mpi/mpi_backend.h"
 
 #include <mpi.h>
 #include <sched.h>
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -56,6 +59,40 @@ void finalizeAtExit() {
   if (!finalized) MPI_Finalize();
 }
 
+// Failure notices: a duplicate of MPI_COMM_WORLD so that they never match the caller's
+// messages. A failing rank sends kFailTag (the reason) to every peer; a peer that has seen it
+// answers kDoneTag once it has reported the failure itself.
+MPI_Comm gFailComm = MPI_COMM_NULL;
+constexpr int kFailTag = 1, kDoneTag = 2;
+int gFailedRank = -1;  // world rank of the first peer that reported a failure
+std::string gFailReason;
+
+// Receives one failure notice if any has arrived: its sender's world rank, or -1.
+int receiveFailureNotice(std::string* reason) {
+  int flag = 0;
+  MPI_Status status;
+  MPI_Iprobe(MPI_ANY_SOURCE, kFailTag, gFailComm, &flag, &status);
+  if (!flag) return -1;
+  int len = 0;
+  MPI_Get_count(&status, MPI_CHAR, &len);
+  reason->assign(static_cast<std::size_t>(len), '\0');
+  MPI_Recv(reason->data(), len, MPI_CHAR, status.MPI_SOURCE, kFailTag, gFailComm,
+           MPI_STATUS_IGNORE);
+  return status.MPI_SOURCE;
+}
+
+// True once any peer has reported a failure (checked without blocking).
+bool peerFailed() {
+  if (gFailedRank < 0 && gFailComm != MPI_COMM_NULL)
+    gFailedRank = receiveFailureNotice(&gFailReason);
+  return gFailedRank >= 0;
+}
+
+std::string peerFailure() {
+  return "world rank " + std::to_string(gFailedRank) + " failed: " + gFailReason +
+         "; ranks that did not arrive: " + std::to_string(gFailedRank);
+}
+
 void initMpi() {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -63,6 +100,7 @@ void initMpi() {
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_dup(MPI_COMM_WORLD, &gFailComm);
   MPI_Type_contiguous(1, MPI_UINT16_T, &gBf16);
   MPI_Type_commit(&gBf16);
   MPI_Type_contiguous(1, MPI_UINT16_T, &gF16);
@@ -159,6 +197,12 @@ bool MpiRequest::test() {
 void MpiRequest::wait() {
   const auto start = std::chrono::steady_clock::now();
   while (!poll()) {
+    if (peerFailed()) {
+      // The request stays pending: the process is about to end (see failMpiWorld).
+      error_ = std::make_exception_ptr(CommError(prefix_ + " failed: " + peerFailure()));
+      done_ = true;
+      break;
+    }
     if (timeout_.count() > 0 && std::chrono::steady_clock::now() - start > timeout_) {
       // MPI cannot cancel a collective: the request stays pending and the group is unusable.
       error_ = std::make_exception_ptr(CommError(prefix_ + " failed: timed out after " +
@@ -236,6 +280,10 @@ void MpiComm::checkSignature(const CommArgs& a) {
       if (r != MPI_REQUEST_NULL) MPICHECK(MPI_Test(&r, &flag, MPI_STATUS_IGNORE));
       all = all && flag;
     }
+    if (!all && peerFailed()) {
+      (void)buffers.release();  // MPI may still write into them
+      throw CommError(prefix(a.op) + " failed: " + peerFailure());
+    }
     if (all || options().timeout.count() <= 0 || std::chrono::steady_clock::now() < deadline)
       continue;
     std::vector<int> missing;
@@ -264,6 +312,7 @@ void MpiComm::checkSignature(const CommArgs& a) {
 }
 
 std::shared_ptr<CommRequest> MpiComm::start(const CommArgs& a, bool) {
+  if (peerFailed()) throw CommError(prefix(a.op) + " failed: " + peerFailure());
   const bool p2p = a.op == CommOp::Send || a.op == CommOp::Recv;
   if (a.count > static_cast<std::size_t>(INT_MAX))
     throw UserError(prefix(a.op) + ": count " + std::to_string(a.count) +
@@ -369,6 +418,53 @@ std::shared_ptr<CommBackend> MpiComm::split(int color, int key) {
 
 bool launchedByMpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+}
+
+void failMpiWorld(const std::string& reason, std::chrono::milliseconds grace) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized || gFailComm == MPI_COMM_NULL) return;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(gFailComm, &rank);
+  MPI_Comm_size(gFailComm, &size);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  auto untilDeadline = [&](const std::function<bool()>& done) {
+    while (!done() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  if (peerFailed()) {
+    // This rank failed because of that peer: confirm, then let the peer end the job so that
+    // every rank's report is printed first.
+    MPI_Request done = MPI_REQUEST_NULL;
+    MPI_Isend(nullptr, 0, MPI_CHAR, gFailedRank, kDoneTag, gFailComm, &done);
+    untilDeadline([] { return false; });
+  } else {
+    std::vector<MPI_Request> notices(static_cast<std::size_t>(size), MPI_REQUEST_NULL);
+    std::vector<MPI_Request> dones(static_cast<std::size_t>(size), MPI_REQUEST_NULL);
+    for (int p = 0; p < size; ++p) {
+      if (p == rank) continue;
+      MPI_Isend(reason.data(), static_cast<int>(reason.size()), MPI_CHAR, p, kFailTag, gFailComm,
+                &notices[static_cast<std::size_t>(p)]);
+      MPI_Irecv(nullptr, 0, MPI_CHAR, p, kDoneTag, gFailComm, &dones[static_cast<std::size_t>(p)]);
+    }
+    untilDeadline([&] {
+      // Peers failing at the same time wait for this rank's confirmation likewise.
+      std::string other;
+      for (int p; (p = receiveFailureNotice(&other)) >= 0;) {
+        MPI_Request r = MPI_REQUEST_NULL;
+        MPI_Isend(nullptr, 0, MPI_CHAR, p, kDoneTag, gFailComm, &r);
+        MPI_Request_free(&r);
+      }
+      int all = 0;
+      MPI_Testall(size, dones.data(), &all, MPI_STATUSES_IGNORE);
+      return all != 0;
+    });
+  }
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
 }
 
 Communicator mpiWorld(CommOptions options) {

@@ -4,6 +4,9 @@
 // combine in f32. Waits poll MPI_Test against CommOptions::timeout.
 #pragma once
 
+#include <chrono>
+#include <string>
+
 #include "core/comm/communicator.h"
 
 namespace parascope {
@@ -14,5 +17,13 @@ bool launchedByMpirun();
 // Initialises MPI once per process (MPI_THREAD_SERIALIZED; finalised at exit) and returns the
 // communicator over MPI_COMM_WORLD, named "world". Only the rank's own thread may use it.
 Communicator mpiWorld(CommOptions options = {});
+
+// Ends this process's part of an MPI run after a failure. Tells every other rank why (their
+// pending and later operations then fail at once with a CommError naming this rank and the
+// reason), waits up to `grace` for them to confirm, and aborts the job with status 1. A rank
+// that is failing because a peer failed confirms to that peer and waits for it to end the job,
+// so every rank's report is printed. Returns at once when no MPI world is running.
+void failMpiWorld(const std::string& reason,
+                  std::chrono::milliseconds grace = std::chrono::seconds(5));
 
 }  // namespace parascope
