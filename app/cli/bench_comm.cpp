@@ -1,7 +1,8 @@
 // parascope-cli bench comm: time, algorithm bandwidth and bus bandwidth (nccl-tests
 // conventions) of every collective from 1 KiB to 64 MiB on the in-process backend, with the
-// memcpy bandwidth of the same buffers; then the same on Open MPI (re-launching itself under
-// mpirun) with Open MPI's own MPI_Allreduce on the same buffers, and the ratios between them.
+// memcpy bandwidth of the same sizes (one thread, and every rank at once); then the same on
+// Open MPI (re-launching itself under mpirun) with Open MPI's own MPI_Allreduce on the same
+// buffers, and the ratios between them.
 // Under mpirun, or with --backend mpi, only the MPI part runs. Prints figures, never passes.
 #include <mpi.h>
 #include <unistd.h>
@@ -124,21 +125,32 @@ void measureRanks(Communicator& c, const BenchCommOptions& o, const std::string&
   }
 }
 
+Row memcpyRow(const char* backend, int ranks, std::size_t bytes, double seconds) {
+  return {
+      {"bench", "comm"},          {"backend", backend},
+      {"ranks", ranks},           {"bytes", bytes},
+      {"time_us", seconds * 1e6}, {"bandwidth_GBps", static_cast<double>(bytes) / seconds / 1e9}};
+}
+
+// memcpy of the same sizes by one thread alone ("memcpy"), and by every rank's thread at once,
+// each on its own buffers ("memcpy-concurrent", per-thread bandwidth): a collective keeps all
+// ranks' cores copying together, so the second is the memory system's limit for it.
 std::vector<Row> measureMemcpy(const BenchCommOptions& o) {
-  std::vector<char> a(o.maxBytes, 1), b(o.maxBytes, 2);
   std::vector<Row> rows;
-  for (std::size_t bytes : sizesOf(o)) {
-    Communicator self;
-    const double s = timeLoop(self, o.secondsPerPoint, [&] {
-      std::memcpy(b.data(), a.data(), bytes);
-      asm volatile("" : : "r"(b.data()) : "memory");
-    });
-    rows.push_back({{"bench", "comm"},
-                    {"backend", "memcpy"},
-                    {"bytes", bytes},
-                    {"time_us", s * 1e6},
-                    {"bandwidth_GBps", static_cast<double>(bytes) / s / 1e9}});
-  }
+  auto copyLoop = [&](Communicator& c, const char* backend) {
+    std::vector<char> a(o.maxBytes, 1), b(o.maxBytes, 2);
+    for (std::size_t bytes : sizesOf(o)) {
+      const double s = timeLoop(c, o.secondsPerPoint, [&] {
+        std::memcpy(b.data(), a.data(), bytes);
+        asm volatile("" : : "r"(b.data()) : "memory");
+      });
+      if (c.rank() == 0) rows.push_back(memcpyRow(backend, c.size(), bytes, s));
+    }
+  };
+  Communicator self;
+  copyLoop(self, "memcpy");
+  if (o.ranks > 1)
+    runInProcess(o.ranks, [&](Communicator& c) { copyLoop(c, "memcpy-concurrent"); });
   return rows;
 }
 
@@ -170,10 +182,12 @@ std::vector<Row> relaunchUnderMpirun(const BenchCommOptions& o) {
 // against memcpy of the same bytes.
 std::vector<Row> compare(const std::vector<Row>& rows) {
   std::map<std::tuple<std::string, std::string, std::size_t>, double> busbw;
-  std::map<std::size_t, double> memcpyBw;
+  std::map<std::size_t, double> memcpyBw, concurrentBw;
   for (const Row& r : rows) {
     if (r["backend"] == "memcpy")
       memcpyBw[r["bytes"]] = r["bandwidth_GBps"];
+    else if (r["backend"] == "memcpy-concurrent")
+      concurrentBw[r["bytes"]] = r["bandwidth_GBps"];
     else
       busbw[{r["backend"], r["op"], r["bytes"]}] = r["busbw_GBps"];
   }
@@ -194,6 +208,10 @@ std::vector<Row> compare(const std::vector<Row>& rows) {
       c["memcpy_GBps"] = memcpyBw[bytes];
       c["threads_busbw_over_memcpy"] = threads / memcpyBw[bytes];
     }
+    if (concurrentBw.count(bytes)) {
+      c["memcpy_concurrent_GBps"] = concurrentBw[bytes];
+      c["threads_busbw_over_memcpy_concurrent"] = threads / concurrentBw[bytes];
+    }
     out.push_back(c);
   }
   return out;
@@ -208,27 +226,31 @@ void printText(const std::vector<Row>& rows, const std::vector<Row>& comparisons
   std::printf("%-8s %-14s %6s %10s %12s %12s %12s\n", "backend", "op", "ranks", "size", "time_us",
               "algbw_GB/s", "busbw_GB/s");
   for (const Row& r : rows) {
-    if (r["backend"] == "memcpy") continue;
+    if (r.contains("bandwidth_GBps")) continue;
     std::printf("%-8s %-14s %6d %10s %12.2f %12.3f %12.3f\n",
                 r["backend"].get<std::string>().c_str(), r["op"].get<std::string>().c_str(),
                 r["ranks"].get<int>(), sizeText(r["bytes"]).c_str(), r["time_us"].get<double>(),
                 r["algbw_GBps"].get<double>(), r["busbw_GBps"].get<double>());
   }
-  std::printf("\n%-10s %12s %14s\n", "size", "time_us", "memcpy_GB/s");
+  std::printf("\n%-18s %6s %10s %12s %14s\n", "memcpy", "ranks", "size", "time_us", "GB/s (each)");
   for (const Row& r : rows)
-    if (r["backend"] == "memcpy")
-      std::printf("%-10s %12.2f %14.3f\n", sizeText(r["bytes"]).c_str(), r["time_us"].get<double>(),
+    if (r.contains("bandwidth_GBps"))
+      std::printf("%-18s %6d %10s %12.2f %14.3f\n", r["backend"].get<std::string>().c_str(),
+                  r["ranks"].get<int>(), sizeText(r["bytes"]).c_str(), r["time_us"].get<double>(),
                   r["bandwidth_GBps"].get<double>());
-  std::printf("\nbus bandwidth, GB/s: in-process vs Open MPI (Communicator / raw MPI_Allreduce)\n");
-  std::printf("%-14s %10s %9s %9s %9s %9s %9s %9s\n", "op", "size", "threads", "mpi", "mpi-raw",
-              "memcpy", "thr/mpi", "thr/mcpy");
+  std::printf(
+      "\nbus bandwidth, GB/s: in-process vs Open MPI (Communicator / raw MPI_Allreduce) vs memcpy "
+      "(one thread / all ranks' threads at once)\n");
+  std::printf("%-14s %10s %9s %9s %9s %9s %9s %9s %9s %9s\n", "op", "size", "threads", "mpi",
+              "mpi-raw", "memcpy", "mcpy-all", "thr/mpi", "thr/mcpy", "thr/all");
   auto num = [](const Row& r, const char* k) { return r.contains(k) ? r[k].get<double>() : 0.0; };
   for (const Row& c : comparisons)
-    std::printf("%-14s %10s %9.3f %9.3f %9.3f %9.3f %9.2f %9.2f\n",
-                c["compare"].get<std::string>().c_str(), sizeText(c["bytes"]).c_str(),
-                num(c, "threads_busbw_GBps"), num(c, "mpi_busbw_GBps"),
-                num(c, "mpi_raw_busbw_GBps"), num(c, "memcpy_GBps"), num(c, "threads_over_mpi"),
-                num(c, "threads_busbw_over_memcpy"));
+    std::printf(
+        "%-14s %10s %9.3f %9.3f %9.3f %9.3f %9.3f %9.2f %9.2f %9.2f\n",
+        c["compare"].get<std::string>().c_str(), sizeText(c["bytes"]).c_str(),
+        num(c, "threads_busbw_GBps"), num(c, "mpi_busbw_GBps"), num(c, "mpi_raw_busbw_GBps"),
+        num(c, "memcpy_GBps"), num(c, "memcpy_concurrent_GBps"), num(c, "threads_over_mpi"),
+        num(c, "threads_busbw_over_memcpy"), num(c, "threads_busbw_over_memcpy_concurrent"));
 }
 
 void runBenchComm(const BenchCommOptions& o) {
