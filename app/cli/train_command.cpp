@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "core/comm/mpi/mpi_backend.h"
 #include "core/common/error.h"
 #include "core/train/trainer.h"
+#include "profiler/trace_recording.h"
 
 namespace parascope::cli {
 
@@ -26,6 +28,7 @@ struct TrainOptions {
   std::vector<std::string> overrides;
   std::string backend;  // empty: the config's "backend" key
   bool json = false;
+  std::string trace;  // Chrome trace file; empty: no tracing
 };
 
 std::string describeModel(const TrainConfig& c, const Model& m) {
@@ -142,6 +145,7 @@ void printStart(const TrainConfig& config, Trainer& trainer, bool json) {
 // One rank's whole run; only rank 0 prints.
 void trainRank(const TrainConfig& config, const Communicator& world, Allocator& allocator,
                const TrainOptions& o) {
+  const trace::ScopedContext traced({.rank = world.rank()});  // the rank of this thread's events
   Trainer trainer(config, allocator, world);
   const bool printing = world.rank() == 0;
   if (printing) printStart(config, trainer, o.json);
@@ -153,6 +157,32 @@ void trainRank(const TrainConfig& config, const Communicator& world, Allocator& 
   }
 }
 
+// --trace: recording starts before the model is built (so parameter memory is in the trace) and
+// the file is written after every rank has finished. Under MPI each process writes its own
+// rank's file, its clock aligned to rank 0's.
+std::unique_ptr<profiler::TraceRecording> startTrace(const TrainOptions& o, Communicator* mpi,
+                                                     int worldSize) {
+  if (o.trace.empty()) return nullptr;
+  profiler::ClockOffset offset;
+  if (mpi) offset = profiler::estimateClockOffset(*mpi);
+  auto recording = std::make_unique<profiler::TraceRecording>(o.trace, worldSize);
+  recording->setClockOffset(offset);
+  return recording;
+}
+
+void finishTrace(profiler::TraceRecording* recording, const TrainOptions& o, int rank) {
+  if (!recording) return;
+  const std::string path = recording->finish(rank);
+  if (rank > 0) return;
+  if (o.json) {
+    std::printf("%s\n", nlohmann::json{{"event", "trace"}, {"path", path}}.dump().c_str());
+  } else {
+    std::printf("trace written to %s%s\n", path.c_str(),
+                rank == 0 ? " (and one file for each other rank)" : "");
+  }
+  std::fflush(stdout);
+}
+
 void runTrain(const TrainOptions& o) {
   nlohmann::json doc = readJsonFile(o.config);
   for (const auto& a : o.overrides) applyOverride(doc, a);
@@ -162,9 +192,11 @@ void runTrain(const TrainOptions& o) {
     if (!launchedByMpirun()) {
       throw UserError("--backend mpi: start the ranks with mpirun -np N parascope-cli train ...");
     }
-    const Communicator world = mpiWorld();
+    Communicator world = mpiWorld();
     const TrainConfig config = parseTrainConfig(doc, world.size());
+    const auto recording = startTrace(o, &world, world.size());
     trainRank(config, world, defaultAllocator(), o);
+    finishTrace(recording.get(), o, world.rank());
     return;
   }
   if (launchedByMpirun()) {
@@ -174,14 +206,16 @@ void runTrain(const TrainOptions& o) {
   }
   const TrainConfig config = parseTrainConfig(doc);
   const int ranks = config.parallel.worldSize();
+  const auto recording = startTrace(o, nullptr, ranks);
   if (ranks == 1) {
     trainRank(config, Communicator(), defaultAllocator(), o);
-    return;
+  } else {
+    runInProcess(ranks, [&](Communicator& world) {
+      Allocator allocator;  // each rank's own tracked memory, as a device would have
+      trainRank(config, world, allocator, o);
+    });
   }
-  runInProcess(ranks, [&](Communicator& world) {
-    Allocator allocator;  // each rank's own tracked memory, as a device would have
-    trainRank(config, world, allocator, o);
-  });
+  finishTrace(recording.get(), o, -1);
 }
 
 }  // namespace
@@ -196,6 +230,9 @@ void registerTrainCommand(CLI::App& app) {
                   "Ranks as in-process threads (default) or MPI processes (under mpirun)")
       ->check(CLI::IsMember({"threads", "mpi"}));
   cmd->add_flag("--json", o->json, "Print one JSON object per line");
+  cmd->add_option("--trace", o->trace,
+                  "Record the run as a Chrome trace (.json or .json.gz); under MPI one file per "
+                  "rank, NAME.rank0.json, ...");
   cmd->callback([o] { runTrain(*o); });
 }
 

@@ -1,13 +1,15 @@
 // Communicator: argument validation (the same for every backend) and the blocking, async and
-// tensor forms of the ten operations over CommBackend::start.
+// tensor forms of the ten operations over CommBackend::start, and their trace spans.
 #include "core/comm/communicator.h"
 
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <string>
 
 #include "core/comm/threads/thread_backend.h"
 #include "core/common/error.h"
+#include "core/trace/trace.h"
 
 namespace parascope {
 namespace {
@@ -81,6 +83,77 @@ void validate(const CommBackend& b, const CommArgs& a) {
                     std::to_string(e.inPlaceOffset) + " bytes after the receive buffer)");
 }
 
+// The same id on every member and in every process: "world" is 0, other groups a hash of
+// their name (names are equal across members by construction, see split).
+std::int32_t groupIdOf(const std::string& name) {
+  if (name == "world") return 0;
+  std::uint32_t h = 2166136261u;  // FNV-1a
+  for (unsigned char c : name) h = (h ^ c) * 16777619u;
+  return static_cast<std::int32_t>(h & 0x7fffffffu);
+}
+
+std::shared_ptr<CommTraceInfo> makeTraceInfo(const CommBackend& b, std::vector<int> worldRanks) {
+  auto info = std::make_shared<CommTraceInfo>();
+  info->worldRanks = std::move(worldRanks);
+  info->groupId = groupIdOf(b.name());
+  info->sends.assign(static_cast<std::size_t>(b.size()), 0);
+  info->receives.assign(static_cast<std::size_t>(b.size()), 0);
+  return info;
+}
+
+int worldRankOf(const CommTraceInfo& info, int groupRank) {
+  return info.worldRanks.empty() ? groupRank : info.worldRanks[static_cast<std::size_t>(groupRank)];
+}
+
+// One id for the n-th transfer from world rank `from` to `to` in a group, computed alike by
+// the sender and the receiver. Bit 62 keeps it apart from trace::newCorrelationId's ids.
+std::uint64_t p2pCorrelation(std::int32_t group, int from, int to, std::uint64_t n) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the four values
+  for (std::uint64_t v : {static_cast<std::uint64_t>(group), static_cast<std::uint64_t>(from),
+                          static_cast<std::uint64_t>(to), n}) {
+    for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
+  }
+  return (h & ((std::uint64_t{1} << 62) - 1)) | (std::uint64_t{1} << 62);
+}
+
+// The operation as a Communication span from issue to completion with the bytes this rank
+// sent (a receive: the bytes it received, flagged), and for a collective one instant per peer
+// with the bytes sent to it: the counts are the CommRecord's, i.e. the algorithm's own.
+void traceOperation(const CommRecord& r, const CommTraceMark& mark) {
+  trace::Recorder* rec = trace::recorder();
+  if (!rec) return;
+  const CommTraceInfo& info = *mark.info;
+  trace::Event e;
+  trace::stampContext(e);
+  if (!info.worldRanks.empty()) e.rank = worldRankOf(info, r.rank);
+  e.name = commOpName(r.op).data();  // a string literal
+  e.category = trace::Category::Communication;
+  e.lane = trace::lane::kCommunication;
+  e.group = info.groupId;
+  e.startNs = mark.startTicks;
+  e.endNs = trace::ticks();
+  e.correlation = mark.correlation;
+  if (r.op == CommOp::Send || r.op == CommOp::Recv) {
+    e.peer = worldRankOf(info, r.root);
+    const bool receive = r.op == CommOp::Recv;
+    e.bytes = static_cast<std::int64_t>(receive ? r.totalReceived() : r.totalSent());
+    e.flags = receive ? trace::flag::kReceive : trace::flag::kFlowSource;
+    rec->record(e);
+    return;
+  }
+  e.bytes = static_cast<std::int64_t>(r.totalSent());
+  rec->record(e);
+  trace::Event peer = e;
+  peer.kind = trace::EventKind::Instant;
+  peer.startNs = e.endNs;
+  for (std::size_t p = 0; p < r.sentTo.size(); ++p) {
+    if (r.sentTo[p] == 0) continue;
+    peer.peer = worldRankOf(info, static_cast<int>(p));
+    peer.bytes = static_cast<std::int64_t>(r.sentTo[p]);
+    rec->record(peer);
+  }
+}
+
 }  // namespace
 
 bool CommHandle::test() {
@@ -101,13 +174,19 @@ void CommHandle::finish() {
   if (request_->reported) return;
   request_->reported = true;
   request_->record.endNs = commNowNs();
+  if (mark_.startTicks >= 0) traceOperation(request_->record, mark_);
   if (backend_->observer) backend_->observer(request_->record);
 }
 
-Communicator::Communicator() : backend_(makeSelfBackend()) {}
+// The self group's rank is whichever world rank uses it, so its events take the thread's
+// trace context rank.
+Communicator::Communicator() : backend_(makeSelfBackend()), trace_(makeTraceInfo(*backend_, {})) {}
 
 Communicator::Communicator(std::shared_ptr<CommBackend> backend) : backend_(std::move(backend)) {
   if (!backend_) throw UserError("Communicator: null backend");
+  std::vector<int> identity(static_cast<std::size_t>(backend_->size()));
+  std::iota(identity.begin(), identity.end(), 0);
+  trace_ = makeTraceInfo(*backend_, std::move(identity));
 }
 
 Communicator Communicator::split(int color, int key) const {
@@ -115,12 +194,41 @@ Communicator Communicator::split(int color, int key) const {
     throw UserError("[split] group '" + name() + "': color " + std::to_string(color) +
                     " is negative; every rank must name the group it joins (color >= 0)");
   Communicator out(backend_->split(color, key));
+  // The members' world ranks, for naming peers in traces: one all-gather straight on the new
+  // backend (not traced, not observed). NCCL groups take device buffers; they keep group ranks.
+  std::vector<int> world;
+  if (backendKind() != "nccl" && !trace_->worldRanks.empty()) {
+    world.resize(static_cast<std::size_t>(out.size()));
+    const int mine = worldRankOf(*trace_, rank());
+    out.backend_->start({CommOp::AllGather, &mine, world.data(), 1, DType::I32}, true)->wait();
+  }
+  out.trace_ = makeTraceInfo(*out.backend_, std::move(world));
   return out;
+}
+
+// Sequence numbers advance whether or not tracing is on, so both ends of a transfer agree on
+// its id even when one of them started tracing later.
+CommTraceMark Communicator::traceMark(const CommArgs& args) {
+  const bool send = args.op == CommOp::Send, p2p = send || args.op == CommOp::Recv;
+  std::uint64_t n = 0;
+  if (p2p) {
+    const auto peer = static_cast<std::size_t>(args.root);
+    n = send ? trace_->sends[peer]++ : trace_->receives[peer]++;
+  }
+  if (!trace::recorder()) return {};
+  std::uint64_t correlation = 0;
+  if (p2p) {
+    const int me = worldRankOf(*trace_, rank()), other = worldRankOf(*trace_, args.root);
+    correlation = send ? p2pCorrelation(trace_->groupId, me, other, n)
+                       : p2pCorrelation(trace_->groupId, other, me, n);
+  }
+  return {trace_, trace::ticks(), correlation};
 }
 
 CommHandle Communicator::issue(const CommArgs& args, bool blocking) {
   validate(*backend_, args);
-  return CommHandle(backend_->start(args, blocking), backend_);
+  CommTraceMark mark = traceMark(args);
+  return CommHandle(backend_->start(args, blocking), backend_, std::move(mark));
 }
 
 CommHandle Communicator::startAsync(const CommArgs& args) {

@@ -9,20 +9,41 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/comm/comm_backend.h"
 #include "core/tensor/tensor.h"
 
 namespace parascope {
 
+// What the tracer needs to name a group's operations in world terms: the world rank of each
+// group rank (empty: unknown, the group's own ranks are used), an id equal on every member,
+// and the point-to-point operations issued so far per peer, which pair each send with its
+// receive without communicating. Shared by the copies of one rank's Communicator.
+struct CommTraceInfo {
+  std::vector<int> worldRanks;
+  std::int32_t groupId = -1;
+  std::vector<std::uint64_t> sends, receives;
+};
+
+// The trace side of one issued operation; startTicks < 0 when tracing was off at issue.
+struct CommTraceMark {
+  std::shared_ptr<const CommTraceInfo> info;
+  std::int64_t startTicks = -1;
+  std::uint64_t correlation = 0;  // send/recv: equal on both ends
+};
+
 class CommHandle {
  public:
   CommHandle() = default;
-  CommHandle(std::shared_ptr<CommRequest> request, std::shared_ptr<CommBackend> backend)
-      : request_(std::move(request)), backend_(std::move(backend)) {}
+  CommHandle(std::shared_ptr<CommRequest> request, std::shared_ptr<CommBackend> backend,
+             CommTraceMark mark = {})
+      : request_(std::move(request)), backend_(std::move(backend)), mark_(std::move(mark)) {}
   bool valid() const { return request_ != nullptr; }
-  // True once complete (then the observer has run); throws CommError if the operation failed.
+  // True once complete (then the observer has run and, while tracing, the operation has been
+  // recorded as a span from issue to completion); throws CommError if the operation failed.
   bool test();
   // Blocks until complete; throws CommError if it failed or a peer failed or timed out.
   const CommRecord& wait();
@@ -31,11 +52,13 @@ class CommHandle {
   void finish();
   std::shared_ptr<CommRequest> request_;
   std::shared_ptr<CommBackend> backend_;
+  CommTraceMark mark_;
 };
 
 class Communicator {
  public:
   Communicator();  // a size-1 in-process group named "self"
+  // A world: the backend's ranks are the world ranks (sub-groups come from split).
   explicit Communicator(std::shared_ptr<CommBackend> backend);
 
   int rank() const { return backend_->rank(); }
@@ -85,7 +108,9 @@ class Communicator {
 
  private:
   CommHandle issue(const CommArgs& args, bool blocking);
+  CommTraceMark traceMark(const CommArgs& args);
   std::shared_ptr<CommBackend> backend_;
+  std::shared_ptr<CommTraceInfo> trace_;
 };
 
 }  // namespace parascope

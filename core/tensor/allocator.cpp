@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "core/trace/trace.h"
+
 namespace parascope {
 
 namespace {
@@ -30,6 +32,10 @@ std::string_view memoryCategoryName(MemoryCategory c) {
 }
 
 namespace {
+// memoryCategoryName as C strings, the names of the trace's memory counters.
+constexpr const char* kCounterNames[kMemoryCategoryCount] = {
+    "parameter", "gradient", "optimizer_state", "activation", "communication_buffer", "workspace"};
+
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 // Blocks of a huge page or more are huge-page aligned and sized, so the kernel can back them
@@ -105,6 +111,8 @@ void Allocator::account(const void* p, std::int64_t delta, MemoryCategory c) {
     raiseTo(peak_[i], live);
     raiseTo(peakTotal_, total);
   }
+  // While tracing, every change is a counter sample, so the trace's peaks are these peaks.
+  trace::counter(kCounterNames[i], trace::Category::Memory, live);
   if (hook_) hook_(AllocationEvent{p, delta, c, live, total});
 }
 

@@ -1,6 +1,7 @@
 // Tracked host memory. Every tensor's storage comes from an Allocator, which keeps live and peak
 // bytes per category (thread-safe counters) and reports each allocation and release to an
-// optional hook, so the profiler can draw memory over time. One Allocator per rank.
+// optional hook and, while tracing, as a memory counter event (trace::counter, named after the
+// category). One Allocator per rank.
 // Released blocks are kept for reuse by size (a training step allocates the same shapes every
 // time; returning them to the OS would cost page faults each step). Cached blocks are not live:
 // they are reported apart, as cachedBytes().

@@ -1,0 +1,318 @@
+// What the engine records, checked against the truth: the communication matrix of real
+// collectives on in-process ranks equals the communication layer's own per-peer counts and the
+// bytes worked out by hand for each algorithm; memory peaks from a traced training run equal
+// the Allocator's; tracing changes no loss bit; clock alignment recovers injected skews; a
+// TraceRecording writes a file that reads back. Runs under TSan (label threads).
+#include <QtTest>
+
+#include <unistd.h>
+
+#include <bit>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/comm/launch.h"
+#include "core/common/error.h"
+#include "core/trace/trace.h"
+#include "profiler/analysis/comm_volume.h"
+#include "profiler/analysis/memory_timeline.h"
+#include "profiler/clock_sync.h"
+#include "profiler/io/chrome_import.h"
+#include "profiler/trace_recording.h"
+#include "profiler/tracer.h"
+#include "tests/train/dp_harness.h"
+
+using namespace parascope;
+using namespace parascope::profiler;
+
+namespace {
+
+using Matrix = std::vector<std::vector<std::int64_t>>;
+
+// Runs the same mix on every rank of an n-rank world: a direct all-reduce (4000 B, under the
+// 32 KiB direct limit), a chunked one (80000 B), an all-gather of 300 floats per rank, a
+// reduce-scatter of 500 per rank, a broadcast of 256 from rank 0 and a ring of sends of 100.
+// Returns the bytes each rank's own CommRecords say it sent to each peer.
+Matrix runCollectiveMix(int n) {
+  Matrix recorded(static_cast<std::size_t>(n), std::vector<std::int64_t>(n, 0));
+  std::mutex mutex;
+  runInProcess(n, [&](Communicator& world) {
+    const int r = world.rank();
+    const trace::ScopedContext ctx({.rank = r});
+    world.setObserver([&](const CommRecord& rec) {
+      std::lock_guard lock(mutex);
+      for (std::size_t p = 0; p < rec.sentTo.size(); ++p)
+        recorded[static_cast<std::size_t>(r)][p] += static_cast<std::int64_t>(rec.sentTo[p]);
+    });
+    std::vector<float> a(20000, 1.0f), b(20000 * static_cast<std::size_t>(n));
+    world.allReduce(a.data(), a.data(), 1000, DType::F32, ReduceOp::Sum);
+    world.allReduce(a.data(), a.data(), 20000, DType::F32, ReduceOp::Sum);
+    world.allGather(a.data(), b.data(), 300, DType::F32);
+    world.reduceScatter(b.data(), a.data(), 500, DType::F32, ReduceOp::Sum);
+    world.broadcast(a.data(), 256, DType::F32, 0);
+    CommHandle s = world.sendAsync(a.data(), 100, DType::F32, (r + 1) % n);
+    world.recv(b.data(), 100, DType::F32, (r + n - 1) % n);
+    s.wait();
+    world.setObserver({});
+  });
+  return recorded;
+}
+
+// By hand, rank r -> peer p (p != r): direct all-reduce 4000; chunked all-reduce: p's chunk
+// plus r's chunk (20000 floats in chunks of ceil(20000/n) rounded up to 16 floats); all-gather
+// 1200; reduce-scatter 2000; broadcast 1024 from rank 0 only; send 400 to (r + 1) % n.
+//   n = 2: chunks 10000, 10000 floats -> 80000 B per pair.
+//   n = 4: chunks 5008, 5008, 5008, 4976 floats -> pairs with rank 3: 39936 B, others 40064 B.
+Matrix expectedMatrix(int n) {
+  if (n == 2) {
+    return {{0, 4000 + 80000 + 1200 + 2000 + 1024 + 400},  // 88624
+            {4000 + 80000 + 1200 + 2000 + 400, 0}};        // 87600
+  }
+  return {{0, 48688, 48288, 48160},
+          {47264, 0, 47664, 47136},
+          {47264, 47264, 0, 47536},
+          {47536, 47136, 47136, 0}};
+}
+
+std::int64_t counterPeak(const std::vector<MemorySeries>& series, std::int32_t rank,
+                         std::string_view name) {
+  for (const MemorySeries& s : series) {
+    if (s.rank == rank && s.name == name) return s.peakBytes;
+  }
+  return 0;  // never allocated: no counter
+}
+
+}  // namespace
+
+class TestEngineTrace : public QObject {
+  Q_OBJECT
+ private slots:
+  void commMatrixEqualsAccountingAndHandCount_data();
+  void commMatrixEqualsAccountingAndHandCount();
+  void asyncSpanCoversIssueToCompletion();
+  void subGroupPeersAreWorldRanks();
+  void memoryPeaksEqualAllocatorPeaks();
+  void tracingLeavesLossesBitIdentical();
+  void clockOffsetRecoversInjectedSkew();
+  void recordingWritesFileOnlyWhenFinished();
+};
+
+void TestEngineTrace::commMatrixEqualsAccountingAndHandCount_data() {
+  QTest::addColumn<int>("n");
+  QTest::newRow("world 2") << 2;
+  QTest::newRow("world 4") << 4;
+}
+
+void TestEngineTrace::commMatrixEqualsAccountingAndHandCount() {
+  QFETCH(int, n);
+  Tracer tracer;
+  tracer.install();
+  const Matrix recorded = runCollectiveMix(n);
+  tracer.uninstall();
+  const TraceData t = tracer.collect();
+  const CommVolume v = computeCommVolume(t);
+  const Matrix want = expectedMatrix(n);
+  for (int r = 0; r < n; ++r) {
+    for (int p = 0; p < n; ++p) {
+      const auto ur = static_cast<std::size_t>(r), up = static_cast<std::size_t>(p);
+      QCOMPARE(recorded[ur][up], want[ur][up]);
+      QCOMPARE(v.matrix.at(r, p), want[ur][up]);
+    }
+  }
+  std::map<std::string, std::int64_t> counts;
+  for (const OpTotal& op : v.ops) counts[op.name] = op.count;
+  QCOMPARE(counts["allReduce"], 2 * n);
+  QCOMPARE(counts["allGather"], n);
+  QCOMPARE(counts["reduceScatter"], n);
+  QCOMPARE(counts["broadcast"], n);
+  QCOMPARE(counts["send"], n);
+  QCOMPARE(counts["recv"], n);
+  // Each send and its receive share one correlation id; the send starts the flow.
+  std::map<std::uint64_t, std::pair<const Event*, const Event*>> flows;
+  for (const Event& e : t.events) {
+    if (std::string_view(e.name) == "send") flows[e.correlation].first = &e;
+    if (std::string_view(e.name) == "recv") flows[e.correlation].second = &e;
+  }
+  QCOMPARE(static_cast<int>(flows.size()), n);
+  for (const auto& [id, pair] : flows) {
+    QVERIFY(id != 0 && pair.first && pair.second);
+    QCOMPARE(pair.first->peer, pair.second->rank);
+    QCOMPARE(pair.second->peer, pair.first->rank);
+    QCOMPARE(pair.first->flags, trace::flag::kFlowSource);
+    QCOMPARE(pair.second->flags, trace::flag::kReceive);
+    QCOMPARE(pair.second->bytes, std::int64_t{400});
+  }
+}
+
+void TestEngineTrace::asyncSpanCoversIssueToCompletion() {
+  Tracer tracer;
+  tracer.install();
+  runInProcess(2, [&](Communicator& world) {
+    const trace::ScopedContext ctx({.rank = world.rank(), .step = 3});
+    std::vector<float> a(64, 1.0f);
+    CommHandle h = world.allReduceAsync(a.data(), a.data(), a.size(), DType::F32, ReduceOp::Sum);
+    trace::instant("issued", trace::Category::Host);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    trace::instant("waiting", trace::Category::Host);
+    h.wait();
+  });
+  tracer.uninstall();
+  const TraceData t = tracer.collect();
+  for (std::int32_t rank : {0, 1}) {
+    const Event *span = nullptr, *issued = nullptr, *waiting = nullptr;
+    for (const Event& e : t.events) {
+      if (e.rank != rank) continue;
+      const std::string_view name(e.name);
+      if (name == "allReduce" && e.kind == EventKind::Span) span = &e;
+      if (name == "issued") issued = &e;
+      if (name == "waiting") waiting = &e;
+    }
+    QVERIFY(span && issued && waiting);
+    QVERIFY(span->startNs <= issued->startNs);
+    QVERIFY(span->endNs >= waiting->startNs);
+    QCOMPARE(span->lane, trace::lane::kCommunication);
+    QCOMPARE(span->category, Category::Communication);
+    QCOMPARE(span->group, 0);
+    QCOMPARE(span->step, 3);
+    QCOMPARE(span->bytes, std::int64_t{256});
+  }
+}
+
+// Groups {0, 2} and {1, 3}: group rank 0 sends to group rank 1, which is world rank r + 2.
+void TestEngineTrace::subGroupPeersAreWorldRanks() {
+  Tracer tracer;
+  tracer.install();
+  runInProcess(4, [&](Communicator& world) {
+    const trace::ScopedContext ctx({.rank = world.rank()});
+    Communicator pair = world.split(world.rank() % 2, world.rank());
+    float x = 1.0f;
+    if (pair.rank() == 0) {
+      pair.send(&x, 1, DType::F32, 1);
+    } else {
+      pair.recv(&x, 1, DType::F32, 0);
+    }
+    pair.allReduce(&x, &x, 1, DType::F32, ReduceOp::Sum);
+  });
+  tracer.uninstall();
+  const CommVolume v = computeCommVolume(tracer.collect());
+  // The send (4 B) plus the all-reduce (4 B each way) between world ranks 0-2 and 1-3 only.
+  for (int r = 0; r < 4; ++r) {
+    for (int p = 0; p < 4; ++p) {
+      const std::int64_t want = (r % 2 != p % 2 || r == p) ? 0 : (r < p ? 8 : 4);
+      QCOMPARE(v.matrix.at(r, p), want);
+    }
+  }
+}
+
+void TestEngineTrace::memoryPeaksEqualAllocatorPeaks() {
+  const TrainConfig config = dptest::tinyConfig({"data_parallel_size=2"});
+  std::array<std::array<std::int64_t, kMemoryCategoryCount>, 2> peaks{};
+  Tracer tracer;
+  tracer.install();
+  runInProcess(2, [&](Communicator& world) {
+    const trace::ScopedContext ctx({.rank = world.rank()});
+    Allocator allocator;
+    dptest::train(config, 2, world, &allocator);
+    for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+      peaks[static_cast<std::size_t>(world.rank())][c] =
+          allocator.peakBytes(static_cast<MemoryCategory>(c));
+    }
+  });
+  tracer.uninstall();
+  const auto series = computeMemoryTimeline(tracer.collect());
+  for (std::int32_t rank : {0, 1}) {
+    for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+      const auto name = memoryCategoryName(static_cast<MemoryCategory>(c));
+      QCOMPARE(counterPeak(series, rank, name), peaks[static_cast<std::size_t>(rank)][c]);
+    }
+    QVERIFY(peaks[static_cast<std::size_t>(rank)][0] > 0);  // parameters were allocated
+  }
+}
+
+void TestEngineTrace::tracingLeavesLossesBitIdentical() {
+  const TrainConfig config = dptest::tinyConfig({"data_parallel_size=2"});
+  std::size_t tracedEvents = 0;
+  auto run = [&](bool traced) {
+    Tracer tracer;
+    if (traced) tracer.install();
+    std::array<dptest::RunRecord, 2> out;
+    runInProcess(2, [&](Communicator& world) {
+      const trace::ScopedContext ctx({.rank = world.rank()});
+      Allocator allocator;
+      out[static_cast<std::size_t>(world.rank())] = dptest::train(config, 3, world, &allocator);
+    });
+    tracer.uninstall();
+    if (traced) tracedEvents = tracer.collect().events.size();
+    return out;
+  };
+  const auto plain = run(false);
+  const auto traced = run(true);
+  QVERIFY(tracedEvents > 100);
+  for (std::size_t r = 0; r < 2; ++r) {
+    QCOMPARE(traced[r].losses.size(), std::size_t{3});
+    for (std::size_t i = 0; i < 3; ++i) {
+      QCOMPARE(std::bit_cast<std::uint64_t>(traced[r].losses[i]),
+               std::bit_cast<std::uint64_t>(plain[r].losses[i]));
+    }
+    QVERIFY(traced[r].parameters == plain[r].parameters);
+  }
+}
+
+// Rank r's clock runs skew[r] ns from the shared steady clock; the estimate must recover rank
+// 0's minus rank r's skew to within the residual it reports.
+void TestEngineTrace::clockOffsetRecoversInjectedSkew() {
+  const std::array<std::int64_t, 3> skew = {1'000'000, 6'000'000, -3'000'000};
+  std::array<ClockOffset, 3> got;
+  runInProcess(3, [&](Communicator& world) {
+    const auto r = static_cast<std::size_t>(world.rank());
+    got[r] = estimateClockOffset(world, 16, [&, r] { return trace::steadyNs() + skew[r]; });
+  });
+  std::int64_t worst = 0;
+  for (std::size_t r = 0; r < 3; ++r) {
+    const std::int64_t truth = skew[0] - skew[r];
+    QVERIFY2(std::llabs(got[r].offsetNs - truth) <= got[r].residualNs,
+             qPrintable(QString("rank %1: offset %2, truth %3, residual %4")
+                            .arg(r)
+                            .arg(got[r].offsetNs)
+                            .arg(truth)
+                            .arg(got[r].residualNs)));
+    worst = std::max(worst, got[r].residualNs);
+  }
+  QCOMPARE(got[0].offsetNs, std::int64_t{0});
+  QCOMPARE(got[0].residualNs, std::int64_t{0});
+  for (const ClockOffset& c : got) QCOMPARE(c.worldResidualNs, worst);
+  QVERIFY(got[1].residualNs > 0);
+  Communicator self;
+  QVERIFY_THROWS_EXCEPTION(UserError, estimateClockOffset(self, 0));
+}
+
+void TestEngineTrace::recordingWritesFileOnlyWhenFinished() {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("parascope-test-recording-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "run.json").string();
+  { TraceRecording abandoned(path, 1); }
+  QVERIFY(!std::filesystem::exists(path));
+  {
+    TraceRecording recording(path, 2);
+    recording.setClockOffset({.offsetNs = 1000, .residualNs = 7, .worldResidualNs = 9});
+    std::thread other([] {
+      const trace::ScopedContext ctx({.rank = 1});
+      for (int i = 0; i < 40000; ++i) trace::Span s("work", Category::Compute);
+    });
+    for (int i = 0; i < 40000; ++i) trace::Span s("work", Category::Compute);
+    other.join();
+    QCOMPARE(recording.finish(), path);
+  }
+  const TraceData t = importChromeTrace(path);
+  QCOMPARE(t.events.size(), std::size_t{80000});
+  QCOMPARE(t.worldSize, 2);
+  QCOMPARE(t.clockResidualNs, std::int64_t{9});
+  QCOMPARE(t.ranks(), (std::vector<std::int32_t>{0, 1}));
+  std::filesystem::remove_all(dir);
+}
+
+QTEST_GUILESS_MAIN(TestEngineTrace)
+#include "test_engine_trace.moc"
