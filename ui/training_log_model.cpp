@@ -25,6 +25,9 @@ QVariant TrainingLogModel::data(const QModelIndex& index, int role) const {
       case LearningRate: return QString::number(r.step.lr, 'e', 2);
       case GradNorm: return QString::number(r.step.gradNorm, 'f', 3);
       case Throughput: return QString::number(rate, 'f', 0);
+      case LossScale:
+        return r.step.skipped ? tr("%1 (skipped: overflow)").arg(r.step.lossScale, 0, 'f', 0)
+                              : QString::number(r.step.lossScale, 'f', 0);
     }
   } else if (role == Qt::UserRole) {  // raw numbers for charts and sorting
     switch (index.column()) {
@@ -34,6 +37,7 @@ QVariant TrainingLogModel::data(const QModelIndex& index, int role) const {
       case LearningRate: return r.step.lr;
       case GradNorm: return r.step.gradNorm;
       case Throughput: return rate;
+      case LossScale: return r.step.lossScale;
     }
   } else if (role == Qt::TextAlignmentRole) {
     return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
@@ -50,6 +54,7 @@ QVariant TrainingLogModel::headerData(int section, Qt::Orientation orientation, 
     case LearningRate: return tr("LR");
     case GradNorm: return tr("Grad norm");
     case Throughput: return tr("Targets/s");
+    case LossScale: return tr("Loss scale");
   }
   return {};
 }

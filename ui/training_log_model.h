@@ -1,5 +1,6 @@
 // Item model over a training run's progress: one row per reported optimizer step (step, loss,
-// learning rate, gradient norm, throughput) with the latest validation loss at or before it.
+// learning rate, gradient norm, throughput, fp16 loss scale and whether the step was skipped on
+// a gradient overflow) with the latest validation loss at or before it.
 // Filled on the GUI thread from reports the session hands over; views only read it.
 #pragma once
 
@@ -13,7 +14,16 @@ namespace parascope::ui {
 class TrainingLogModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Step, Loss, ValidationLoss, LearningRate, GradNorm, Throughput, ColumnCount };
+  enum Column {
+    Step,
+    Loss,
+    ValidationLoss,
+    LearningRate,
+    GradNorm,
+    Throughput,
+    LossScale,
+    ColumnCount
+  };
 
   explicit TrainingLogModel(QObject* parent = nullptr);
 

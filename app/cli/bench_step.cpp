@@ -125,6 +125,7 @@ std::vector<KernelTime> kernelBreakdown(Trainer& trainer, int steps, double* ste
 struct RankFigures {
   std::vector<double> times;  // per measured step
   double exposed = 0;         // seconds waiting for gradient reduction, over measured steps
+  int skipped = 0;            // fp16 steps skipped on a gradient overflow
   std::array<std::int64_t, kMemoryCategoryCount> peak{};
 };
 
@@ -142,6 +143,7 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
       const StepReport r = trainer.step();
       f.times.push_back(r.seconds);
       f.exposed += r.exposedCommSeconds;
+      f.skipped += r.skipped ? 1 : 0;
       tokens = r.tokens;
     }
     for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
@@ -158,6 +160,7 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
                                        {"ranks", ranks},
                                        {"zero_stage", config.parallel.zeroStage},
                                        {"precision", o.precision},
+                                       {"skipped_steps", figures[0].skipped},
                                        {"tokens_per_step", tokens},
                                        {"step_time_median_s", median},
                                        {"tokens_per_s", tokensPerSecond},
@@ -172,6 +175,9 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
         config.model.gpt.numLayers, config.model.gpt.hiddenSize, config.model.gpt.contextLength,
         ranks, config.parallel.zeroStage, o.precision.c_str(), config.globalBatch);
     std::printf("step time            %.2f ms median over %d steps\n", median * 1e3, o.steps);
+    if (o.precision == "fp16") {
+      std::printf("skipped steps        %d (fp16 gradient overflow)\n", figures[0].skipped);
+    }
     std::printf("throughput           %.0f tokens/s\n", tokensPerSecond);
     std::printf("MFU                  %.1f%% of %d x single-thread sgemm peak (%.2f GFLOP/s)\n",
                 100.0 * mfu, ranks, peak / 1e9);
@@ -262,6 +268,7 @@ void runBenchStep(const BenchStepOptions& o) {
   if (o.json) {
     std::printf("%s\n", nlohmann::json{{"bench", "step"},
                                        {"ranks", 1},
+                                       {"precision", o.precision},
                                        {"tokens_per_step", tokens},
                                        {"step_time_median_s", median},
                                        {"step_time_min_s", times.front()},
@@ -293,9 +300,10 @@ void runBenchStep(const BenchStepOptions& o) {
     }
     return;
   }
-  std::printf("GPT: %d layers, width %d, %d heads, context %d, vocab %d; micro-batch %d\n",
+  std::printf("GPT: %d layers, width %d, %d heads, context %d, vocab %d; micro-batch %d; %s\n",
               config.model.gpt.numLayers, config.model.gpt.hiddenSize, config.model.gpt.numHeads,
-              config.model.gpt.contextLength, config.model.gpt.vocabSize, config.microBatch);
+              config.model.gpt.contextLength, config.model.gpt.vocabSize, config.microBatch,
+              o.precision.c_str());
   std::printf("steps measured       %d (after %d warm-up)\n", o.steps, o.warmup);
   std::printf("step time            %.2f ms median, %.2f ms best\n", median * 1e3,
               times.front() * 1e3);
@@ -336,7 +344,9 @@ void registerBenchStepCommand(CLI::App& bench) {
   cmd->add_option("--dp", o->dp, "Data-parallel ranks (in-process threads)")
       ->check(CLI::Range(1, 256));
   cmd->add_option("--zero", o->zero, "ZeRO stage")->check(CLI::Range(0, 3));
-  cmd->add_option("--precision", o->precision, "fp32, bf16 or fp16")
+  cmd->add_option("--precision", o->precision,
+                  "fp32, or bf16 / fp16 mixed precision (16-bit parameters, activations and "
+                  "gradients, fp32 master weights; fp16 with dynamic loss scaling)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->add_option("overrides", o->overrides, "Config overrides as key.path=value");
   cmd->add_flag("--json", o->json, "Print one JSON object per line");

@@ -61,13 +61,19 @@ class Printer final : public TrainObserver {
                                          {"lr", r.lr},
                                          {"grad_norm", r.gradNorm},
                                          {"step_time_s", r.seconds},
-                                         {"targets_per_s", rate}}
+                                         {"targets_per_s", rate},
+                                         {"loss_scale", r.lossScale},
+                                         {"skipped", r.skipped}}
                               .dump()
                               .c_str());
       std::fflush(stdout);
       return;
     }
     smoothedRate_ = smoothedRate_ == 0 ? rate : 0.9 * smoothedRate_ + 0.1 * rate;
+    if (tty_ && r.skipped) {  // above the bar, so that it stays visible
+      std::printf("\r\033[Kstep %5d/%d  skipped: gradient overflow at loss scale %.0f\n", r.step,
+                  r.totalSteps, r.lossScale);
+    }
     if (tty_) {
       const int width = 30;
       const int done = width * r.step / r.totalSteps;
@@ -76,9 +82,10 @@ class Printer final : public TrainObserver {
                   std::string(static_cast<std::size_t>(width - done), '.').c_str(), r.step,
                   r.totalSteps, r.loss, r.lr, unit(), smoothedRate_);
       std::fflush(stdout);
-    } else if (r.step % c_.logInterval == 0 || r.step == 1 || r.step == r.totalSteps) {
-      std::printf("step %5d/%d  loss %.4f  lr %.2e  grad-norm %.3f  %s %.0f\n", r.step,
-                  r.totalSteps, r.loss, r.lr, r.gradNorm, unit(), smoothedRate_);
+    } else if (r.skipped || r.step % c_.logInterval == 0 || r.step == 1 || r.step == r.totalSteps) {
+      std::printf("step %5d/%d  loss %.4f  lr %.2e  grad-norm %.3f  %s %.0f%s\n", r.step,
+                  r.totalSteps, r.loss, r.lr, r.gradNorm, unit(), smoothedRate_,
+                  lossScaleText(r).c_str());
       std::fflush(stdout);
     }
   }
@@ -103,6 +110,14 @@ class Printer final : public TrainObserver {
   }
 
  private:
+  // fp16 only: the loss scale, and why a step was skipped.
+  std::string lossScaleText(const StepReport& r) const {
+    if (c_.parallel.compute != DType::F16) return "";
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "  loss-scale %.0f%s", r.lossScale,
+                  r.skipped ? "  skipped (gradient overflow)" : "");
+    return buf;
+  }
   const char* unit() const {
     return c_.model.kind == ModelSpec::Kind::Gpt ? "tokens/s" : "images/s";
   }
@@ -111,6 +126,10 @@ class Printer final : public TrainObserver {
   bool tty_;
   double smoothedRate_ = 0;
 };
+
+const char* precisionName(DType t) {
+  return t == DType::F16 ? "fp16" : t == DType::BF16 ? "bf16" : "fp32";
+}
 
 void printStart(const TrainConfig& config, Trainer& trainer, bool json) {
   const std::string model = describeModel(trainer.config(), trainer.model());
@@ -125,6 +144,7 @@ void printStart(const TrainConfig& config, Trainer& trainer, bool json) {
                                        {"gradient_accumulation_steps", config.gradientAccumulation},
                                        {"data_parallel_size", p.data},
                                        {"zero_stage", p.zeroStage},
+                                       {"precision", precisionName(p.compute)},
                                        {"backend", rankBackendName(p.backend)},
                                        {"train_iters", config.trainIters}}
                             .dump()
@@ -137,6 +157,10 @@ void printStart(const TrainConfig& config, Trainer& trainer, bool json) {
     if (p.worldSize() > 1) {
       std::printf("ranks: %d data-parallel (%s), ZeRO stage %d\n", p.data,
                   std::string(rankBackendName(p.backend)).c_str(), p.zeroStage);
+    }
+    if (p.compute != DType::F32) {
+      std::printf("precision: %s parameters, activations and gradients, fp32 master weights%s\n",
+                  precisionName(p.compute), p.compute == DType::F16 ? ", loss scaling" : "");
     }
   }
   std::fflush(stdout);

@@ -1,31 +1,64 @@
 #include "core/kernels/adamw.h"
 
+#include <algorithm>
 #include <cmath>
+
 #include "core/trace/trace.h"
 
 namespace parascope::kernels {
+
+namespace {
+
+template <typename T>
+struct Constants {
+  T b1, b2, decay, eps, stepSize, biasCorrection2Sqrt;
+  Constants(const AdamWHyper& h, int step) {
+    const T lr = h.lr;
+    b1 = h.beta1;
+    b2 = h.beta2;
+    // Bias corrections in double, as Python computes them before they reach the kernel.
+    const double bc1 = 1.0 - std::pow(static_cast<double>(h.beta1), step);
+    biasCorrection2Sqrt =
+        static_cast<T>(std::sqrt(1.0 - std::pow(static_cast<double>(h.beta2), step)));
+    stepSize = static_cast<T>(static_cast<double>(h.lr) / bc1);
+    decay = T(1) - lr * static_cast<T>(h.weightDecay);
+    eps = h.eps;
+  }
+};
+
+template <typename T>
+void update(T* param, const T* grad, T* m, T* v, long N, const Constants<T>& k, T gradScale) {
+  for (long i = 0; i < N; ++i) {
+    const T g = grad[i] * gradScale;
+    param[i] *= k.decay;
+    m[i] = m[i] * k.b1 + (T(1) - k.b1) * g;
+    v[i] = v[i] * k.b2 + (T(1) - k.b2) * g * g;
+    const T denom = std::sqrt(v[i]) / k.biasCorrection2Sqrt + k.eps;
+    param[i] -= k.stepSize * (m[i] / denom);
+  }
+}
+
+}  // namespace
 
 template <typename T>
 void adamwUpdate(T* param, const T* grad, T* m, T* v, long N, const AdamWHyper& h, int step,
                  T gradScale) {
   const trace::Span span("adamw", trace::Category::Optimizer);
-  const T lr = h.lr;
-  const T b1 = h.beta1;
-  const T b2 = h.beta2;
-  // Bias corrections in double, as Python computes them before they reach the kernel.
-  const double bc1 = 1.0 - std::pow(static_cast<double>(h.beta1), step);
-  const auto biasCorrection2Sqrt =
-      static_cast<T>(std::sqrt(1.0 - std::pow(static_cast<double>(h.beta2), step)));
-  const auto stepSize = static_cast<T>(static_cast<double>(h.lr) / bc1);
-  const T decay = T(1) - lr * static_cast<T>(h.weightDecay);
-  const T eps = h.eps;
-  for (long i = 0; i < N; ++i) {
-    const T g = grad[i] * gradScale;
-    param[i] *= decay;
-    m[i] = m[i] * b1 + (T(1) - b1) * g;
-    v[i] = v[i] * b2 + (T(1) - b2) * g * g;
-    const T denom = std::sqrt(v[i]) / biasCorrection2Sqrt + eps;
-    param[i] -= stepSize * (m[i] / denom);
+  update(param, grad, m, v, N, Constants<T>(h, step), gradScale);
+}
+
+void adamwUpdateMixed(float* master, std::uint16_t* param, const std::uint16_t* grad, float* m,
+                      float* v, long N, const AdamWHyper& h, int step, float gradScale,
+                      DType type) {
+  const trace::Span span("adamw", trace::Category::Optimizer);
+  const Constants<float> k(h, step);
+  constexpr long kChunk = 1024;  // gradients widened through the stack
+  float g[kChunk];
+  for (long at = 0; at < N; at += kChunk) {
+    const long n = std::min(kChunk, N - at);
+    convertToFloat(grad + at, {g, static_cast<std::size_t>(n)}, type);
+    update(master + at, g, m + at, v + at, n, k, gradScale);
+    convertFromFloat({master + at, static_cast<std::size_t>(n)}, param + at, type);
   }
 }
 

@@ -1,7 +1,12 @@
 // AdamW (Loshchilov & Hutter): decoupled weight decay and bias-corrected moments, in the same
 // order of operations as PyTorch 1.13's torch.optim.AdamW (single-tensor path). Shapes: param,
-// grad, m, v all (N). step is 1-based.
+// grad, m, v all (N). step is 1-based. The mixed-precision form updates an f32 master copy from
+// 16-bit gradients with the same arithmetic and stores the master rounded to the 16-bit type.
 #pragma once
+
+#include <cstdint>
+
+#include "core/tensor/dtype.h"
 
 namespace parascope::kernels {
 
@@ -17,5 +22,10 @@ struct AdamWHyper {
 template <typename T>
 void adamwUpdate(T* param, const T* grad, T* m, T* v, long N, const AdamWHyper& h, int step,
                  T gradScale);
+
+// Mixed precision: master, m, v f32; grad and param in `type` (BF16 or F16). grad is read as
+// float(grad) * gradScale (clipping / loss scale); afterwards param = master rounded to `type`.
+void adamwUpdateMixed(float* master, std::uint16_t* param, const std::uint16_t* grad, float* m,
+                      float* v, long N, const AdamWHyper& h, int step, float gradScale, DType type);
 
 }  // namespace parascope::kernels

@@ -2,7 +2,13 @@
 
 #include <stdexcept>
 
+#include "core/kernels/precision.h"
+
 namespace parascope {
+
+Model::Model(Allocator& allocator, DType compute) : allocator_(&allocator), compute_(compute) {
+  if (!isFloating(compute)) throw std::logic_error("model compute type must be floating");
+}
 
 Parameter& Model::addParameter(const std::string& name, const Shape& shape, ParameterInit init,
                                bool decay) {
@@ -12,8 +18,9 @@ Parameter& Model::addParameter(const std::string& name, const Shape& shape, Para
   p.shape = shape;
   p.init = init;
   p.decay = decay;
-  p.value = Tensor::empty(shape, DType::F32, MemoryCategory::Parameter, *allocator_);
-  p.grad = Tensor::zeros(shape, DType::F32, MemoryCategory::Gradient, *allocator_);
+  p.storage = compute_;
+  p.storedValue() = Tensor::empty(shape, compute_, MemoryCategory::Parameter, *allocator_);
+  p.storedGrad() = Tensor::zeros(shape, compute_, MemoryCategory::Gradient, *allocator_);
   return p;
 }
 
@@ -35,14 +42,80 @@ void Model::initialize(std::uint64_t seed) {
 }
 
 void Model::zeroGrad() {
-  for (const Parameter& p : parameters_) p.grad.zero();
+  for (const Parameter& p : parameters_) p.storedGrad().zero();
+}
+
+void Model::roundToCompute(Tensor& t) const {
+  if (!t.defined() || t.dtype() != DType::F32) return;
+  roundTrip({t.data<float>(), static_cast<std::size_t>(t.numel())}, compute_);
+}
+
+void Model::beginWorkingCopies(std::size_t i, bool backward) {
+  for (Parameter* p : layers_[i]->parameters()) {
+    if (!p->value.defined()) {  // not held by materializeValues() or an earlier entry
+      p->value = Tensor::empty(p->shape, DType::F32, MemoryCategory::Workspace, *allocator_);
+      convertToFloat(p->lowValue.data<std::uint16_t>(),
+                     {p->value.data<float>(), static_cast<std::size_t>(p->numel())}, compute_);
+      working_.push_back(p);
+    }
+    if (backward && !p->grad.defined()) {
+      p->grad = Tensor::zeros(p->shape, DType::F32, MemoryCategory::Workspace, *allocator_);
+      workingGrads_.push_back(p);
+    }
+  }
+}
+
+void Model::endWorkingCopies(bool backward) {
+  if (backward) {
+    for (Parameter* p : workingGrads_) {
+      kernels::accumulateRounded(p->lowGrad.data<std::uint16_t>(), p->grad.data<float>(),
+                                 p->numel(), compute_);
+      p->grad = Tensor();
+    }
+    workingGrads_.clear();
+  }
+  for (Parameter* p : working_) p->value = Tensor();
+  working_.clear();
 }
 
 Tensor Model::forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, Activations& keep) {
   for (const LayerHook& hook : forwardHooks_) hook(i, false);
+  if (mixedPrecision()) beginWorkingCopies(i, false);
   Tensor y = layers_[i]->forward(x, batch, keep);
+  if (mixedPrecision()) {
+    endWorkingCopies(false);
+    for (Tensor& t : keep.saved) roundToCompute(t);
+    // Per-target losses stay f32: the loss is reduced in f32, as autocast computes it.
+    if (dynamic_cast<const LossLayer*>(layers_[i].get()) == nullptr) roundToCompute(y);
+  }
   for (const LayerHook& hook : forwardHooks_) hook(i, true);
   return y;
+}
+
+Tensor Model::backwardLayer(std::size_t i, const Tensor& dy, const Batch& batch,
+                            Activations& keep) {
+  if (!mixedPrecision()) return layers_[i]->backward(dy, batch, keep);
+  beginWorkingCopies(i, true);
+  Tensor dx = layers_[i]->backward(dy, batch, keep);
+  endWorkingCopies(true);
+  roundToCompute(dx);
+  return dx;
+}
+
+void Model::materializeValues() {
+  if (!mixedPrecision()) return;
+  for (Parameter& p : parameters_) {
+    if (p.value.defined()) continue;
+    p.value = Tensor::empty(p.shape, DType::F32, MemoryCategory::Workspace, *allocator_);
+    convertToFloat(p.lowValue.data<std::uint16_t>(),
+                   {p.value.data<float>(), static_cast<std::size_t>(p.numel())}, compute_);
+    held_.push_back(&p);
+  }
+}
+
+void Model::releaseValues() {
+  for (Parameter* p : held_) p->value = Tensor();
+  held_.clear();
 }
 
 MicroBatchResult Model::forwardBackward(const Batch& batch) {
@@ -56,7 +129,7 @@ MicroBatchResult Model::forwardBackward(const Batch& batch) {
   Tensor dy;
   for (std::size_t i = layers_.size(); i-- > 0;) {
     for (const LayerHook& hook : backwardHooks_) hook(i, false);
-    dy = layers_[i]->backward(dy, batch, keep[i]);
+    dy = backwardLayer(i, dy, batch, keep[i]);
     keep[i].clear();  // free this layer's activations as soon as they are used
     for (const LayerHook& hook : backwardHooks_) hook(i, true);
   }

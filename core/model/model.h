@@ -1,5 +1,10 @@
 // A model: named parameters plus an ordered list of layers. Running all layers in order on one
 // micro-batch is the single-rank case; a pipeline stage runs a contiguous range of them.
+// Mixed precision (compute type BF16 or F16): parameters and gradients are stored in that type;
+// around each layer's pass the model gives the kernels f32 working copies of the layer's
+// parameters (and zeroed f32 gradients, added into the stored ones with round-to-nearest-even
+// afterwards), and it rounds every f32 tensor a layer keeps, outputs or returns to the compute
+// type, so the values stored between layers are exactly those of the low-precision type.
 #pragma once
 
 #include <deque>
@@ -21,11 +26,12 @@ struct MicroBatchResult {
 
 class Model {
  public:
-  explicit Model(Allocator& allocator = defaultAllocator()) : allocator_(&allocator) {}
+  // compute: F32, or BF16 / F16 for mixed precision.
+  explicit Model(Allocator& allocator = defaultAllocator(), DType compute = DType::F32);
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
-  // Allocates value and gradient; names must be unique.
+  // Allocates the stored value and gradient; names must be unique.
   Parameter& addParameter(const std::string& name, const Shape& shape, ParameterInit init,
                           bool decay);
   void addLayer(std::unique_ptr<Layer> layer) { layers_.push_back(std::move(layer)); }
@@ -36,6 +42,8 @@ class Model {
   Parameter* find(const std::string& name);
   std::int64_t parameterCount() const;
   Allocator& allocator() const { return *allocator_; }
+  DType computeType() const { return compute_; }
+  bool mixedPrecision() const { return compute_ != DType::F32; }
 
   void initialize(std::uint64_t seed);
   void zeroGrad();
@@ -57,11 +65,28 @@ class Model {
   // Forward only, with the number of correct predictions.
   MicroBatchResult evaluate(const Batch& batch);
 
+  // Mixed precision: f32 copies of every parameter's stored value in `value` (Workspace memory)
+  // until releaseValues(), e.g. to save or compare weights (with ZeRO-3, after gathering them).
+  // Layers running meanwhile use these copies. Nothing to do in full precision.
+  void materializeValues();
+  void releaseValues();
+
  private:
   Allocator* allocator_;
   std::deque<Parameter> parameters_;  // deque: layers keep pointers into it
   std::vector<std::unique_ptr<Layer>> layers_;
   Tensor forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, Activations& keep);
+  Tensor backwardLayer(std::size_t i, const Tensor& dy, const Batch& batch, Activations& keep);
+  // Mixed precision: working copies of layer i's parameters, and after its pass their release
+  // (backward: the f32 gradients added into the stored ones first).
+  void beginWorkingCopies(std::size_t i, bool backward);
+  void endWorkingCopies(bool backward);
+  void roundToCompute(Tensor& t) const;
+
+  DType compute_;
+  std::vector<Parameter*> working_;  // parameters whose values are working copies right now
+  std::vector<Parameter*> workingGrads_;
+  std::vector<Parameter*> held_;  // by materializeValues()
 
   std::vector<LayerHook> backwardHooks_, forwardHooks_;
 };

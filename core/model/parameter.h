@@ -1,5 +1,8 @@
 // A parameter: a named logical tensor with its full shape, its value, its gradient and how to
 // initialise it. Initial values depend only on (seed, name), never on layout or call order.
+// Under mixed precision the parameter and its gradient are stored in bf16 or fp16 (`low*`), and
+// the f32 `value` / `grad` the kernels use are working copies that exist only while a layer
+// using the parameter runs (model.h makes and retires them).
 #pragma once
 
 #include <cstdint>
@@ -20,11 +23,24 @@ struct Parameter {
   Shape shape;
   ParameterInit init;
   bool decay = true;  // AdamW weight decay applies (matrices and embeddings, not norms/biases)
-  Tensor value;       // f32, MemoryCategory::Parameter
-  Tensor grad;        // f32, MemoryCategory::Gradient
+  // f32, what kernels read and accumulate into. Full precision: the parameter itself
+  // (Parameter and Gradient memory). Mixed precision: Workspace copies while a layer runs.
+  Tensor value;
+  Tensor grad;
+  // Mixed precision only: the stored parameter and gradient in the compute type (BF16 or F16;
+  // Parameter and Gradient memory).
+  Tensor lowValue;
+  Tensor lowGrad;
+  DType storage = DType::F32;  // F32, or the compute type of a mixed-precision model
 
   std::int64_t numel() const { return shapeNumel(shape); }
-  // Fills value from (seed, name) and zeroes grad.
+  // The tensors that hold the parameter between layers: value/grad, or lowValue/lowGrad.
+  Tensor& storedValue() { return storage == DType::F32 ? value : lowValue; }
+  Tensor& storedGrad() { return storage == DType::F32 ? grad : lowGrad; }
+  const Tensor& storedValue() const { return storage == DType::F32 ? value : lowValue; }
+  const Tensor& storedGrad() const { return storage == DType::F32 ? grad : lowGrad; }
+  // Fills the stored value from (seed, name), rounded to nearest even under mixed precision, and
+  // zeroes the stored gradient.
   void initialize(std::uint64_t seed) const;
 };
 

@@ -1,5 +1,7 @@
 #include "core/parallel/strategy.h"
 
+#include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "core/common/error.h"
@@ -52,16 +54,32 @@ void parseZero(JsonReader z, ParallelStrategy& s) {
   z.finish();
 }
 
+void parseLossScale(JsonReader& fp16, LossScaleSpec& l) {
+  l.staticScale = fp16.number("loss_scale", l.staticScale, 0.0, 1e30);
+  l.initialScalePower =
+      static_cast<int>(fp16.integer("initial_scale_power", l.initialScalePower, 0, 64));
+  l.lossScaleWindow =
+      static_cast<int>(fp16.integer("loss_scale_window", l.lossScaleWindow, 1, 1 << 30));
+  l.hysteresis = static_cast<int>(fp16.integer("hysteresis", l.hysteresis, 1, 1 << 20));
+  l.consecutiveHysteresis = fp16.boolean("consecutive_hysteresis", l.consecutiveHysteresis);
+  l.minLossScale = fp16.number("min_loss_scale", l.minLossScale, 0.0, 1e30);
+  if (l.minLossScale <= 0) {
+    throw UserError("config: fp16.min_loss_scale = 0 would let the loss scale reach 0; valid: > 0");
+  }
+  const double initial = std::ldexp(1.0, l.initialScalePower);
+  if (l.staticScale == 0 && l.minLossScale > initial) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "fp16.min_loss_scale (%g) exceeds the initial loss scale ",
+                  l.minLossScale);
+    throw UserError("config: " + std::string(buf) + "2^fp16.initial_scale_power = 2^" +
+                    str(l.initialScalePower) + "; valid: min_loss_scale <= 2^initial_scale_power");
+  }
+}
+
 void parsePrecision(JsonReader& top, ParallelStrategy& s) {
   JsonReader fp16 = top.object("fp16");
   const bool half = fp16.boolean("enabled", false);
-  s.lossScale.initialScalePower =
-      static_cast<int>(fp16.integer("initial_scale_power", s.lossScale.initialScalePower, 0, 64));
-  s.lossScale.lossScaleWindow =
-      static_cast<int>(fp16.integer("loss_scale_window", s.lossScale.lossScaleWindow, 1, 1 << 30));
-  s.lossScale.hysteresis =
-      static_cast<int>(fp16.integer("hysteresis", s.lossScale.hysteresis, 1, 1 << 20));
-  s.lossScale.minLossScale = fp16.number("min_loss_scale", s.lossScale.minLossScale, 0.0, 1e30);
+  parseLossScale(fp16, s.lossScale);
   fp16.finish();
   JsonReader bf16 = top.object("bf16");
   const bool brain = bf16.boolean("enabled", false);
@@ -69,12 +87,17 @@ void parsePrecision(JsonReader& top, ParallelStrategy& s) {
   if (half && brain) {
     throw UserError("config: fp16.enabled and bf16.enabled are both true; enable at most one");
   }
-  if (half || brain) {
+  s.compute = half ? DType::F16 : brain ? DType::BF16 : DType::F32;
+  if ((half || brain) && s.pipeline > 1) {  // pipeline stages run layers outside Model's passes
     throw UserError(std::string("config: ") + (half ? "fp16" : "bf16") +
-                    ".enabled = true is not available in this build yet; valid: fp32 training "
-                    "(fp16.enabled and bf16.enabled false)");
+                    ".enabled with pipeline_model_parallel_size (" + str(s.pipeline) +
+                    ") > 1 is not available in this build yet; valid: mixed precision with "
+                    "pipeline_model_parallel_size = 1");
   }
-  const std::string comm = top.choice("communication_data_type", "fp32", {"fp32", "fp16", "bf16"});
+  // Unset: gradients travel in the compute type, as DeepSpeed's default.
+  const std::string fallback = half ? "fp16" : brain ? "bf16" : "fp32";
+  const std::string comm =
+      top.choice("communication_data_type", fallback, {"fp32", "fp16", "bf16"});
   s.gradComm = comm == "fp32" ? DType::F32 : comm == "fp16" ? DType::F16 : DType::BF16;
 }
 

@@ -17,10 +17,12 @@ enum class RankBackend : std::uint8_t { Threads, Mpi };
 std::string_view rankBackendName(RankBackend b);
 RankBackend parseRankBackend(const std::string& name);  // "threads" | "mpi"; UserError otherwise
 
-struct LossScaleSpec {  // DeepSpeed's fp16 block
+struct LossScaleSpec {     // DeepSpeed's fp16 block (core/train/loss_scaler.h)
+  double staticScale = 0;  // loss_scale: > 0 a fixed scale, 0 dynamic
   int initialScalePower = 16;
   int lossScaleWindow = 1000;
   int hysteresis = 2;
+  bool consecutiveHysteresis = false;
   double minLossScale = 1.0;
 };
 

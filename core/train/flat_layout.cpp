@@ -33,14 +33,15 @@ FlatLayout makeFlatLayout(const Model& model, int shards, std::int64_t bucketEle
 
 namespace {
 
-Tensor flatten(Model& model, const FlatLayout& layout, Tensor Parameter::*member,
-               MemoryCategory category) {
-  Tensor flat = Tensor::zeros({layout.total}, DType::F32, category, model.allocator());
+// The flat buffer has the parameters' storage type (f32, or the mixed-precision compute type).
+Tensor flatten(Model& model, const FlatLayout& layout, bool gradients, MemoryCategory category) {
+  Tensor flat = Tensor::zeros({layout.total}, model.computeType(), category, model.allocator());
   std::size_t i = 0;
   for (Parameter& p : model.parameters()) {
+    Tensor& member = gradients ? p.storedGrad() : p.storedValue();
     Tensor view = flat.slice(layout.offset[i++], p.numel()).view(p.shape);
-    view.copyFrom(p.*member);
-    p.*member = view;  // releases the parameter's own storage
+    view.copyFrom(member);
+    member = view;  // releases the parameter's own storage
   }
   return flat;
 }
@@ -48,11 +49,11 @@ Tensor flatten(Model& model, const FlatLayout& layout, Tensor Parameter::*member
 }  // namespace
 
 Tensor flattenValues(Model& model, const FlatLayout& layout) {
-  return flatten(model, layout, &Parameter::value, MemoryCategory::Parameter);
+  return flatten(model, layout, false, MemoryCategory::Parameter);
 }
 
 Tensor flattenGradients(Model& model, const FlatLayout& layout) {
-  Tensor flat = flatten(model, layout, &Parameter::grad, MemoryCategory::Gradient);
+  Tensor flat = flatten(model, layout, true, MemoryCategory::Gradient);
   flat.zero();
   return flat;
 }
@@ -61,14 +62,15 @@ void attachBucketGradients(Model& model, const FlatLayout& layout, int b, const 
   const FlatBucket& bucket = layout.buckets[static_cast<std::size_t>(b)];
   for (int i : bucket.parameters) {
     Parameter& p = model.parameters()[static_cast<std::size_t>(i)];
-    p.grad = storage.slice(layout.offset[static_cast<std::size_t>(i)] - bucket.begin, p.numel())
-                 .view(p.shape);
+    p.storedGrad() =
+        storage.slice(layout.offset[static_cast<std::size_t>(i)] - bucket.begin, p.numel())
+            .view(p.shape);
   }
 }
 
 void detachBucketGradients(Model& model, const FlatLayout& layout, int b) {
   for (int i : layout.buckets[static_cast<std::size_t>(b)].parameters) {
-    model.parameters()[static_cast<std::size_t>(i)].grad = Tensor();
+    model.parameters()[static_cast<std::size_t>(i)].storedGrad() = Tensor();
   }
 }
 

@@ -33,12 +33,13 @@ struct FlatLayout {
 // A bucket closes once it holds bucketElements (a larger parameter gets one of its own).
 FlatLayout makeFlatLayout(const Model& model, int shards, std::int64_t bucketElements);
 
-// Moves every parameter's value (keeping its contents) or gradient (zeroed) into one buffer of
-// layout.total elements under the tensor's memory category; returns the buffer.
+// Moves every parameter's stored value (keeping its contents) or gradient (zeroed) into one
+// buffer of layout.total elements of the storage type (f32, or the mixed-precision compute type)
+// under the tensor's memory category; returns the buffer.
 Tensor flattenValues(Model& model, const FlatLayout& layout);
 Tensor flattenGradients(Model& model, const FlatLayout& layout);
 
-// Gradients as views into `storage` (bucket b's count elements, zeroed), or none (released).
+// Stored gradients as views into `storage` (bucket b's count elements, zeroed), or none.
 void attachBucketGradients(Model& model, const FlatLayout& layout, int b, const Tensor& storage);
 void detachBucketGradients(Model& model, const FlatLayout& layout, int b);
 

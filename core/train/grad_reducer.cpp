@@ -4,7 +4,7 @@
 #include <cmath>
 #include <unordered_map>
 
-#include "core/kernels/grad_clip.h"
+#include "core/kernels/precision.h"
 #include "core/trace/trace.h"
 
 namespace parascope {
@@ -20,14 +20,15 @@ GradientReducer::GradientReducer(Model& model, const FlatLayout& layout, Communi
       comm_(comm),
       mode_(mode),
       overlap_(overlap),
-      commType_(commType) {
+      commType_(commType),
+      storage_(model.computeType()) {
   auto& params = model.parameters();
   buckets_.resize(layout.buckets.size());
   if (mode == Mode::AllReduce) {
     reduced_ = flattenGradients(model, layout);
   } else {
-    reduced_ = Tensor::zeros({layout.shardSize()}, DType::F32, MemoryCategory::Gradient,
-                             model.allocator());
+    reduced_ =
+        Tensor::zeros({layout.shardSize()}, storage_, MemoryCategory::Gradient, model.allocator());
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
       detachBucketGradients(model, layout, static_cast<int>(b));
     }
@@ -80,8 +81,8 @@ void GradientReducer::onBackward(std::size_t layer, bool finished) {
       const int b = layout_.bucketOf[static_cast<std::size_t>(i)];
       Bucket& bucket = buckets_[static_cast<std::size_t>(b)];
       if (bucket.storage.defined()) continue;
-      bucket.storage = Tensor::zeros({layout_.buckets[static_cast<std::size_t>(b)].count},
-                                     DType::F32, MemoryCategory::Gradient, model_.allocator());
+      bucket.storage = Tensor::zeros({layout_.buckets[static_cast<std::size_t>(b)].count}, storage_,
+                                     MemoryCategory::Gradient, model_.allocator());
       attachBucketGradients(model_, layout_, b, bucket.storage);
     }
     return;
@@ -106,20 +107,16 @@ void GradientReducer::startReady() {
 void GradientReducer::start(int b) {
   const FlatBucket& fb = layout_.buckets[static_cast<std::size_t>(b)];
   Bucket& bucket = buckets_[static_cast<std::size_t>(b)];
-  float* data = reduced_.data<float>() + fb.begin;
-  if (mode_ == Mode::ReduceScatter) {
-    if (!bucket.storage.defined()) {  // no layer wrote it: zero gradients
-      bucket.storage =
-          Tensor::zeros({fb.count}, DType::F32, MemoryCategory::Gradient, model_.allocator());
-    }
-    data = bucket.storage.data<float>();
+  if (mode_ == Mode::ReduceScatter && !bucket.storage.defined()) {  // no layer wrote it: zeros
+    bucket.storage =
+        Tensor::zeros({fb.count}, storage_, MemoryCategory::Gradient, model_.allocator());
   }
-  void* buffer = data;
-  if (commType_ != DType::F32) {
+  void* buffer =
+      mode_ == Mode::AllReduce ? reduced_.slice(fb.begin, fb.count).raw() : bucket.storage.raw();
+  if (commType_ != storage_) {
     bucket.staging =
         Tensor::empty({fb.count}, commType_, MemoryCategory::CommBuffer, model_.allocator());
-    convertFromFloat({data, static_cast<std::size_t>(fb.count)},
-                     bucket.staging.data<std::uint16_t>(), commType_);
+    kernels::convertElements(buffer, storage_, bucket.staging.raw(), commType_, fb.count);
     buffer = bucket.staging.raw();
   }
   if (mode_ == Mode::AllReduce) {
@@ -139,19 +136,18 @@ void GradientReducer::complete(int b) {
   bucket.handle = CommHandle();
   const FlatBucket& fb = layout_.buckets[static_cast<std::size_t>(b)];
   const std::int64_t n = layout_.partSize(fb);
-  if (bucket.staging.defined()) {  // back to f32: all of it, or this rank's reduced part
+  if (bucket.staging.defined()) {  // back to the storage type: all of it, or this rank's part
     const std::int64_t at = mode_ == Mode::AllReduce ? 0 : n * comm_.rank();
     const std::int64_t count = mode_ == Mode::AllReduce ? fb.count : n;
-    float* to = mode_ == Mode::AllReduce ? reduced_.data<float>() + fb.begin
-                                         : bucket.storage.data<float>() + at;
-    convertToFloat(bucket.staging.data<std::uint16_t>() + at, {to, static_cast<std::size_t>(count)},
-                   commType_);
+    const Tensor to = mode_ == Mode::AllReduce ? reduced_.slice(fb.begin, fb.count)
+                                               : bucket.storage.slice(at, count);
+    kernels::convertElements(bucket.staging.slice(at, count).raw(), commType_, to.raw(), storage_,
+                             count);
     bucket.staging = Tensor();
   }
   if (mode_ != Mode::ReduceScatter) return;
-  const float* part = bucket.storage.data<float>() + n * comm_.rank();
-  float* shard = reduced_.data<float>() + fb.shardOffset;
-  for (std::int64_t j = 0; j < n; ++j) shard[j] += part[j];
+  kernels::accumulate(reduced_.slice(fb.shardOffset, n).raw(),
+                      bucket.storage.slice(n * comm_.rank(), n).raw(), n, storage_);
   detachBucketGradients(model_, layout_, b);
   bucket.storage = Tensor();  // the full bucket is gone until the next backward writes it
 }
@@ -178,7 +174,7 @@ double GradientReducer::endMicroStep() {
 }
 
 double GradientReducer::gradientNorm() {
-  double sq = kernels::sumOfSquares(reduced_.data<float>(), reduced_.numel());
+  double sq = kernels::sumOfSquaresAny(reduced_.raw(), reduced_.numel(), storage_);
   if (mode_ == Mode::ReduceScatter) {
     auto v = static_cast<float>(sq);
     comm_.allReduce(&v, &v, 1, DType::F32, ReduceOp::Sum);

@@ -3,7 +3,8 @@
 // starts as soon as backward has finished every parameter in it (a parameter used by several
 // layers, like the tied embedding, after the last of them); buckets start strictly in order, so
 // every rank issues the same sequence. The sum over ranks is the global mean gradient because
-// each rank's loss weight is 1 / (targets in the global batch).
+// each rank's loss weight is 1 / (targets in the global batch). Gradients are held in the
+// parameters' storage type (f32, or bf16 / fp16 under mixed precision).
 //  - AllReduce (ZeRO 0 and 1): gradients live in one flat buffer; only the last micro-step of an
 //    optimizer step communicates, earlier ones accumulate locally.
 //  - ReduceScatter (ZeRO 2): a rank keeps only its shard of the gradients. A bucket's storage
@@ -25,9 +26,9 @@ class GradientReducer {
  public:
   enum class Mode : std::uint8_t { AllReduce, ReduceScatter };
   // Installs a backward hook on the model and takes over its gradient storage.
-  // commType: the type gradients travel in (F32, BF16 or F16; communication_data_type). Low
-  // precision goes through a staging copy per bucket (CommBuffer memory) and is summed in f32
-  // by the communication layer, rounded once per reduction.
+  // commType: the type gradients travel in (F32, BF16 or F16; communication_data_type). A type
+  // other than the storage type goes through a staging copy per bucket (CommBuffer memory);
+  // bf16 / fp16 are summed in f32 by the communication layer, rounded once per reduction.
   GradientReducer(Model& model, const FlatLayout& layout, Communicator& comm, Mode mode,
                   bool overlap, DType commType = DType::F32);
   GradientReducer(const GradientReducer&) = delete;
@@ -39,11 +40,12 @@ class GradientReducer {
   // spent waiting (communication not hidden by backward).
   double endMicroStep();
 
-  // The reduced gradients this rank holds: the whole flat space (AllReduce) or its shard,
-  // indexed like FlatBucket::shardOffset (ReduceScatter).
-  const float* gradients() const { return reduced_.data<float>(); }
+  // The reduced gradients this rank holds, in the storage type: the whole flat space
+  // (AllReduce) or its shard, indexed like FlatBucket::shardOffset (ReduceScatter).
+  const Tensor& gradients() const { return reduced_; }
   bool sharded() const { return mode_ == Mode::ReduceScatter; }
-  // L2 norm of the full reduced gradient (collective in ReduceScatter mode).
+  // L2 norm of the full reduced gradient (collective in ReduceScatter mode); inf or NaN if any
+  // rank's part holds one.
   double gradientNorm();
 
  private:
@@ -65,6 +67,7 @@ class GradientReducer {
   Mode mode_;
   bool overlap_;
   DType commType_;
+  DType storage_;  // of gradients: f32 or the mixed-precision compute type
   bool communicating_ = false;
   bool armed_ = false;  // start buckets during backward
   Tensor reduced_;      // flat gradients (AllReduce) or this rank's shard (ReduceScatter)

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/kernels/grad_clip.h"
+#include "core/kernels/precision.h"
 #include "core/trace/trace.h"
 
 namespace parascope {
@@ -13,6 +13,12 @@ AdamW::AdamW(Model& model, const kernels::AdamWHyper& hyper) : model_(model), hy
         Tensor::zeros(p.shape, DType::F32, MemoryCategory::OptimizerState, model.allocator()));
     v_.push_back(
         Tensor::zeros(p.shape, DType::F32, MemoryCategory::OptimizerState, model.allocator()));
+    if (model.mixedPrecision()) {  // the master starts as the stored (rounded) parameter
+      Tensor& master = master_.emplace_back(
+          Tensor::empty(p.shape, DType::F32, MemoryCategory::OptimizerState, model.allocator()));
+      convertToFloat(p.lowValue.data<std::uint16_t>(),
+                     {master.data<float>(), static_cast<std::size_t>(p.numel())}, p.storage);
+    }
   }
 }
 
@@ -24,8 +30,16 @@ void AdamW::step(double lr, double gradScale) {
     kernels::AdamWHyper h = hyper_;
     h.lr = static_cast<float>(lr);
     if (!p.decay) h.weightDecay = 0.0f;
-    kernels::adamwUpdate(p.value.data<float>(), p.grad.data<float>(), m_[i].data<float>(),
-                         v_[i].data<float>(), p.numel(), h, steps_, static_cast<float>(gradScale));
+    if (master_.empty()) {
+      kernels::adamwUpdate(p.value.data<float>(), p.grad.data<float>(), m_[i].data<float>(),
+                           v_[i].data<float>(), p.numel(), h, steps_,
+                           static_cast<float>(gradScale));
+    } else {
+      kernels::adamwUpdateMixed(master_[i].data<float>(), p.lowValue.data<std::uint16_t>(),
+                                p.lowGrad.data<std::uint16_t>(), m_[i].data<float>(),
+                                v_[i].data<float>(), p.numel(), h, steps_,
+                                static_cast<float>(gradScale), p.storage);
+    }
     ++i;
   }
 }
@@ -33,7 +47,7 @@ void AdamW::step(double lr, double gradScale) {
 double gradientNorm(const Model& model) {
   double sq = 0;
   for (const Parameter& p : model.parameters()) {
-    sq += kernels::sumOfSquares(p.grad.data<float>(), p.numel());
+    sq += kernels::sumOfSquaresAny(p.storedGrad().raw(), p.numel(), p.storage);
   }
   return std::sqrt(sq);
 }

@@ -10,8 +10,8 @@ namespace parascope {
 
 ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Communicator& comm)
     : model_(model), layout_(layout), comm_(comm), buckets_(layout.buckets.size()) {
-  shard_ =
-      Tensor::zeros({layout.shardSize()}, DType::F32, MemoryCategory::Parameter, model.allocator());
+  shard_ = Tensor::zeros({layout.shardSize()}, model.computeType(), MemoryCategory::Parameter,
+                         model.allocator());
   auto& params = model.parameters();
   for (const FlatBucket& b : layout.buckets) {
     const std::int64_t n = layout.partSize(b), lo = b.begin + n * comm.rank(), hi = lo + n;
@@ -21,11 +21,11 @@ ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Com
       const std::int64_t begin = std::max(lo, at), end = std::min(hi, at + p.numel());
       if (begin < end) {
         shard_.slice(b.shardOffset + begin - lo, end - begin)
-            .copyFrom(p.value.view({p.numel()}).slice(begin - at, end - begin));
+            .copyFrom(p.storedValue().view({p.numel()}).slice(begin - at, end - begin));
       }
     }
   }
-  for (Parameter& p : params) p.value = Tensor();
+  for (Parameter& p : params) p.storedValue() = Tensor();
   std::unordered_map<const Parameter*, int> bucketOf;
   for (std::size_t i = 0; i < params.size(); ++i) bucketOf[&params[i]] = layout.bucketOf[i];
   for (const auto& layer : model.layers()) {
@@ -78,15 +78,16 @@ void ParameterGatherer::startGather(int b) {
   if (bucket.storage.defined()) return;  // resident or already on its way
   const FlatBucket& fb = layout_.buckets[static_cast<std::size_t>(b)];
   const std::int64_t n = layout_.partSize(fb);
+  // In the storage type: gathers move bf16 / fp16 parameters under mixed precision.
   bucket.storage =
-      Tensor::empty({fb.count}, DType::F32, MemoryCategory::Parameter, model_.allocator());
-  float* all = bucket.storage.data<float>();
-  std::copy_n(shard_.data<float>() + fb.shardOffset, n, all + n * comm_.rank());
-  bucket.handle =
-      comm_.allGatherAsync(all + n * comm_.rank(), all, static_cast<std::size_t>(n), DType::F32);
+      Tensor::empty({fb.count}, shard_.dtype(), MemoryCategory::Parameter, model_.allocator());
+  const Tensor mine = bucket.storage.slice(n * comm_.rank(), n);
+  mine.copyFrom(shard_.slice(fb.shardOffset, n));
+  bucket.handle = comm_.allGatherAsync(mine.raw(), bucket.storage.raw(),
+                                       static_cast<std::size_t>(n), shard_.dtype());
   for (int i : fb.parameters) {
     Parameter& p = model_.parameters()[static_cast<std::size_t>(i)];
-    p.value =
+    p.storedValue() =
         bucket.storage.slice(layout_.offset[static_cast<std::size_t>(i)] - fb.begin, p.numel())
             .view(p.shape);
   }
@@ -101,7 +102,7 @@ void ParameterGatherer::release(int b) {
   Bucket& bucket = buckets_[static_cast<std::size_t>(b)];
   if (--bucket.users > 0 || bucket.handle.valid()) return;
   for (int i : layout_.buckets[static_cast<std::size_t>(b)].parameters) {
-    model_.parameters()[static_cast<std::size_t>(i)].value = Tensor();
+    model_.parameters()[static_cast<std::size_t>(i)].storedValue() = Tensor();
   }
   bucket.storage = Tensor();
 }

@@ -1,9 +1,9 @@
 // ZeRO stage 3: a rank keeps only its shard of the parameters (part `rank` of every bucket,
 // flat_layout.h). Around each layer's forward and backward pass the buckets holding its
-// parameters are all-gathered into full-size storage (the parameters' values become views into
-// it) and freed when no running layer needs them; the next layer's buckets are prefetched
-// asynchronously while the current one computes. Every rank runs the same layers in the same
-// order, so every rank issues the same gathers.
+// parameters are all-gathered into full-size storage (the parameters' stored values, f32 or the
+// mixed-precision compute type, become views into it) and freed when no running layer needs them;
+// the next layer's buckets are prefetched asynchronously while the current one computes. Every rank
+// runs the same layers in the same order, so every rank issues the same gathers.
 #pragma once
 
 #include <vector>
@@ -21,7 +21,8 @@ class ParameterGatherer {
   ParameterGatherer(const ParameterGatherer&) = delete;
   ParameterGatherer& operator=(const ParameterGatherer&) = delete;
 
-  // This rank's shard, indexed like FlatBucket::shardOffset (Parameter memory).
+  // This rank's shard in the storage type, indexed like FlatBucket::shardOffset (Parameter
+  // memory).
   const Tensor& shard() const { return shard_; }
   // Collective: gathers every bucket and keeps it (e.g. to save or compare weights) until
   // releaseAll().

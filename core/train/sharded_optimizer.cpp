@@ -12,6 +12,17 @@ ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator&
     : layout_(layout), comm_(comm), hyper_(hyper) {
   valuesSharded_ = valueShard.defined();
   values_ = valuesSharded_ ? valueShard : flattenValues(model, layout);
+  const DType type = values_.dtype();
+  if (type != DType::F32) {  // the master starts as the stored (rounded) parameters
+    master_ = Tensor::empty({layout.shardSize()}, DType::F32, MemoryCategory::OptimizerState,
+                            model.allocator());
+    for (const FlatBucket& b : layout.buckets) {
+      const std::int64_t n = layout.partSize(b);
+      const std::int64_t from = valuesSharded_ ? b.shardOffset : b.begin + n * comm.rank();
+      convertToFloat(values_.slice(from, n).data<std::uint16_t>(),
+                     {master_.data<float>() + b.shardOffset, static_cast<std::size_t>(n)}, type);
+    }
+  }
   m_ = Tensor::zeros({layout.shardSize()}, DType::F32, MemoryCategory::OptimizerState,
                      model.allocator());
   v_ = Tensor::zeros({layout.shardSize()}, DType::F32, MemoryCategory::OptimizerState,
@@ -28,26 +39,38 @@ ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator&
   }
 }
 
-double ShardedAdamW::step(double lr, double gradScale, const float* grads, bool gradsAreShard) {
+void ShardedAdamW::update(const Segment& s, const kernels::AdamWHyper& h, double gradScale,
+                          const Tensor& grads, bool gradsAreShard) {
+  const std::int64_t g = gradsAreShard ? s.shardBegin : s.flatBegin;
+  const std::int64_t p = valuesSharded_ ? s.shardBegin : s.flatBegin;
+  float* m = m_.data<float>() + s.shardBegin;
+  float* v = v_.data<float>() + s.shardBegin;
+  if (!master_.defined()) {
+    kernels::adamwUpdate(values_.data<float>() + p, grads.data<float>() + g, m, v, s.count, h,
+                         steps_, static_cast<float>(gradScale));
+    return;
+  }
+  kernels::adamwUpdateMixed(master_.data<float>() + s.shardBegin, values_.data<std::uint16_t>() + p,
+                            grads.data<std::uint16_t>() + g, m, v, s.count, h, steps_,
+                            static_cast<float>(gradScale), values_.dtype());
+}
+
+double ShardedAdamW::step(double lr, double gradScale, const Tensor& grads, bool gradsAreShard) {
   const trace::Span span("optimizer_step", trace::Category::Optimizer);
   ++steps_;
-  float* values = values_.data<float>();
   for (const Segment& s : segments_) {
     kernels::AdamWHyper h = hyper_;
     h.lr = static_cast<float>(lr);
     if (!s.decay) h.weightDecay = 0.0f;
-    const float* g = grads + (gradsAreShard ? s.shardBegin : s.flatBegin);
-    kernels::adamwUpdate(values + (valuesSharded_ ? s.shardBegin : s.flatBegin), g,
-                         m_.data<float>() + s.shardBegin, v_.data<float>() + s.shardBegin, s.count,
-                         h, steps_, static_cast<float>(gradScale));
+    update(s, h, gradScale, grads, gradsAreShard);
   }
   if (valuesSharded_) return 0.0;  // ZeRO-3 gathers before each layer instead
   std::vector<CommHandle> gathers;
   for (const FlatBucket& b : layout_.buckets) {
     const std::int64_t n = layout_.partSize(b);
-    float* all = values + b.begin;
-    gathers.push_back(
-        comm_.allGatherAsync(all + n * comm_.rank(), all, static_cast<std::size_t>(n), DType::F32));
+    const Tensor all = values_.slice(b.begin, b.count);
+    gathers.push_back(comm_.allGatherAsync(all.slice(n * comm_.rank(), n).raw(), all.raw(),
+                                           static_cast<std::size_t>(n), values_.dtype()));
   }
   const auto start = std::chrono::steady_clock::now();
   for (CommHandle& h : gathers) h.wait();

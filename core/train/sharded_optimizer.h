@@ -3,6 +3,8 @@
 // the reduced gradients (all of them after an all-reduce, or just its shard after ZeRO-2's
 // reduce-scatter), then in-place all-gathers, one per bucket, give every rank the whole updated
 // model. Optimizer state per rank: 8 bytes x padded parameters / N, against 8 per parameter.
+// Mixed precision adds the f32 master copy of the shard (12 bytes in all): the update reads the
+// bf16 / fp16 gradients, updates the master and stores it rounded into the 16-bit parameters.
 #pragma once
 
 #include "core/comm/communicator.h"
@@ -18,9 +20,9 @@ class ShardedAdamW {
   ShardedAdamW(Model& model, const FlatLayout& layout, Communicator& comm,
                const kernels::AdamWHyper& hyper, const Tensor& valueShard = Tensor());
 
-  // grads: the whole flat space, or (gradsAreShard) this rank's shard. Returns the seconds spent
-  // waiting for the parameter all-gathers.
-  double step(double lr, double gradScale, const float* grads, bool gradsAreShard);
+  // grads (storage type): the whole flat space, or (gradsAreShard) this rank's shard. Returns the
+  // seconds spent waiting for the parameter all-gathers.
+  double step(double lr, double gradScale, const Tensor& grads, bool gradsAreShard);
   int steps() const { return steps_; }
 
  private:
@@ -31,9 +33,13 @@ class ShardedAdamW {
   FlatLayout layout_;
   Communicator& comm_;
   kernels::AdamWHyper hyper_;
-  Tensor values_;  // flat, or this rank's shard
+  void update(const Segment& s, const kernels::AdamWHyper& h, double gradScale, const Tensor& grads,
+              bool gradsAreShard);
+
+  Tensor values_;  // flat, or this rank's shard; storage type
   bool valuesSharded_ = false;
-  Tensor m_, v_;  // shard-sized
+  Tensor master_;  // mixed precision: f32 copy of this rank's shard
+  Tensor m_, v_;   // shard-sized
   std::vector<Segment> segments_;
   int steps_ = 0;
 };

@@ -1,6 +1,9 @@
 #include "core/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 
 #include "core/common/error.h"
 #include "core/data/idx_dataset.h"
@@ -13,9 +16,9 @@
 namespace parascope {
 
 Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communicator& world)
-    : config_(config) {
+    : config_(config), scaler_(config.parallel.lossScale, config.parallel.compute == DType::F16) {
   kernels::setBlasThreads(1);  // one BLAS thread per rank: ranks are the parallelism
-  model_ = std::make_unique<Model>(allocator);
+  model_ = std::make_unique<Model>(allocator, config.parallel.compute);
   if (config.model.kind == ModelSpec::Kind::Gpt) {
     const GptConfig& g = config.model.gpt;
     auto text = std::make_unique<TextDataset>(config.data.path, g.contextLength,
@@ -73,6 +76,48 @@ double Trainer::reduceOverData(double value) {
   return v;
 }
 
+namespace {
+
+void setInfinity(const Tensor& t) {
+  if (t.dtype() == DType::F32) {
+    t.data<float>()[0] = std::numeric_limits<float>::infinity();
+  } else {
+    t.data<std::uint16_t>()[0] = t.dtype() == DType::BF16 ? 0x7f80 : 0x7c00;
+  }
+}
+
+}  // namespace
+
+// inf or NaN anywhere in the reduced gradients, agreed by the data-parallel ranks (ZeRO-2/3's
+// norm already sums every shard; all-reduced gradients are the same everywhere except when a
+// fault is injected into one rank).
+bool Trainer::overflowed(double gradNorm) {
+  const bool mine = !std::isfinite(gradNorm);
+  return reduceOverData(mine ? 1.0 : 0.0) > 0;
+}
+
+// After backward: the overflow check, clipping and the optimizer step (or skipping it).
+void Trainer::update(StepReport& r, double gradNorm) {
+  const double scale = scaler_.scale();
+  r.lossScale = scale;
+  r.gradNorm = gradNorm / scale;
+  r.lr = learningRate(config_, steps_ - skipped_);
+  r.skipped = scaler_.enabled() && overflowed(gradNorm);
+  scaler_.update(r.skipped);
+  if (r.skipped) {
+    ++skipped_;
+    return;
+  }
+  // Gradients are read unscaled: loss scales are powers of two, so dividing is exact.
+  const double factor = kernels::clipFactor(r.gradNorm, config_.gradientClipping) / scale;
+  if (sharded_) {
+    r.exposedCommSeconds +=
+        sharded_->step(r.lr, factor, reducer_->gradients(), reducer_->sharded());
+  } else {
+    optimizer_->step(r.lr, factor);
+  }
+}
+
 StepReport Trainer::step() {
   const auto start = std::chrono::steady_clock::now();
   trace::Context context = trace::context();
@@ -83,6 +128,7 @@ StepReport Trainer::step() {
   const std::int64_t targetsPerStep =
       static_cast<std::int64_t>(c.globalBatch) * dataset_->targetsPerSample();
   StepReport r;
+  model_->releaseValues();
   if (gatherer_) {
     gatherer_->releaseAll();
     gatherer_->takeWaitSeconds();  // evaluation's waits are not this step's
@@ -105,20 +151,16 @@ StepReport Trainer::step() {
       const trace::Span load("data_load", trace::Category::DataLoad, trace::lane::kData);
       return dataset_->batch(Split::Train, first, c.microBatch, model_->allocator());
     }();
-    b.lossWeight = 1.0f / static_cast<float>(targetsPerStep);
+    b.lossWeight = static_cast<float>(scaler_.scale()) / static_cast<float>(targetsPerStep);
     lossSum += model_->forwardBackward(b).lossSum;
     if (reducer_) r.exposedCommSeconds += reducer_->endMicroStep();
   }
   trace::context().microBatch = -1;
   lossSum = reduceOverData(lossSum);
-  r.gradNorm = reducer_ ? reducer_->gradientNorm() : gradientNorm(*model_);
-  r.lr = learningRate(c, steps_);
-  const double clip = kernels::clipFactor(r.gradNorm, c.gradientClipping);
-  if (sharded_) {
-    r.exposedCommSeconds += sharded_->step(r.lr, clip, reducer_->gradients(), reducer_->sharded());
-  } else {
-    optimizer_->step(r.lr, clip);
+  if (std::find(faultSteps_.begin(), faultSteps_.end(), steps_) != faultSteps_.end()) {
+    setInfinity(reducer_ ? reducer_->gradients() : model_->parameters().front().storedGrad());
   }
+  update(r, reducer_ ? reducer_->gradientNorm() : gradientNorm(*model_));
   if (gatherer_) r.exposedCommSeconds += gatherer_->takeWaitSeconds();
   ++steps_;
   r.step = steps_;
@@ -168,6 +210,7 @@ EvalReport Trainer::evaluate() {
 
 void Trainer::gatherParameters() {
   if (gatherer_) gatherer_->gatherAll();
+  model_->materializeValues();
 }
 
 EvalReport Trainer::run(TrainObserver& observer) {

@@ -4,18 +4,22 @@
 // present the same run. With a world of several ranks it is one data-parallel replica: it
 // trains on its slice of every global batch, reduces gradients in overlapped buckets
 // (grad_reducer.h) and, with ZeRO stage 1, 2 or 3, keeps and updates only its shard of the
-// optimizer state, gradients and parameters (sharded_optimizer.h, param_gatherer.h). Reported
-// losses are global means, the same on every rank.
+// optimizer state, gradients and parameters (sharded_optimizer.h, param_gatherer.h). With
+// bf16 / fp16 enabled the model computes in mixed precision (model.h) and fp16 scales the loss
+// (loss_scaler.h), skipping steps whose gradients overflow. Reported losses are global means,
+// the same on every rank.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/data/dataset.h"
 #include "core/model/model.h"
 #include "core/parallel/mesh.h"
 #include "core/train/config.h"
 #include "core/train/grad_reducer.h"
+#include "core/train/loss_scaler.h"
 #include "core/train/optimizer.h"
 #include "core/train/param_gatherer.h"
 #include "core/train/sharded_optimizer.h"
@@ -27,13 +31,18 @@ struct StepReport {
   int totalSteps = 0;
   double loss = 0;  // mean over the step's targets, before the update
   double lr = 0;
-  double gradNorm = 0;  // before clipping
+  double gradNorm = 0;  // before clipping, of the unscaled gradients (inf or NaN on overflow)
   double seconds = 0;   // wall time of this step
   std::int64_t samples = 0;
   std::int64_t tokens = 0;  // targets processed (positions for text, images for classification)
   // This rank's time blocked on data-parallel communication not hidden behind compute: gradient
   // reduction after backward, ZeRO's parameter all-gathers (this step's evaluation excluded).
   double exposedCommSeconds = 0;
+  // fp16: the loss scale this step's gradients were computed with (1 without loss scaling), and
+  // whether the step was skipped because a gradient overflowed (parameters and optimizer state
+  // unchanged, the scale lowered as fp16.hysteresis says).
+  double lossScale = 1;
+  bool skipped = false;
 };
 
 struct EvalReport {
@@ -71,13 +80,20 @@ class Trainer {
   const TrainConfig& config() const { return config_; }
   int stepsDone() const { return steps_; }
   DeviceMesh& mesh() { return mesh_; }
-  // Collective. With ZeRO-3 gathers every parameter so that model() holds whole values until
-  // the next step; otherwise nothing to do.
+  // Collective. Makes every parameter's `value` hold its whole f32 value until the next step:
+  // with ZeRO-3 gathers them, with mixed precision widens the stored 16-bit values.
   void gatherParameters();
+  const LossScaler& lossScaler() const { return scaler_; }
+  // Fault injection for tests: in the step whose 0-based index is `step` (call once per step),
+  // this rank writes +inf into the first gradient element it holds after the gradients are
+  // reduced, so the ranks must agree on the overflow; fp16 loss scaling then skips that step.
+  void injectGradientOverflow(int step) { faultSteps_.push_back(step); }
 
  private:
   void setUpDataParallel();
   double reduceOverData(double value);
+  bool overflowed(double gradNorm);
+  void update(StepReport& r, double gradNorm);
 
   TrainConfig config_;
   std::unique_ptr<Dataset> dataset_;
@@ -87,7 +103,10 @@ class Trainer {
   std::unique_ptr<GradientReducer> reducer_;     // data parallel or ZeRO
   std::unique_ptr<ShardedAdamW> sharded_;        // ZeRO stage >= 1
   std::unique_ptr<ParameterGatherer> gatherer_;  // ZeRO stage 3
+  LossScaler scaler_;
   int steps_ = 0;
+  int skipped_ = 0;  // overflowed steps: the lr schedule does not advance on them (DeepSpeed)
+  std::vector<int> faultSteps_;
 };
 
 }  // namespace parascope

@@ -49,10 +49,14 @@ TrainConfig tinyConfig(const std::vector<std::string>& overrides, int worldSize)
 }
 
 RunRecord train(const TrainConfig& config, int steps, const Communicator& world,
-                Allocator* allocator) {
+                Allocator* allocator, const std::function<void(Trainer&)>& setup) {
   Trainer t(config, allocator ? *allocator : defaultAllocator(), world);
+  if (setup) setup(t);
   RunRecord r;
-  for (int i = 0; i < steps; ++i) r.losses.push_back(t.step().loss);
+  for (int i = 0; i < steps; ++i) {
+    r.reports.push_back(t.step());
+    r.losses.push_back(r.reports.back().loss);
+  }
   t.gatherParameters();
   for (const Parameter& p : t.model().parameters()) {
     const float* v = p.value.data<float>();

@@ -1,8 +1,10 @@
 // Shared by the data-parallel tests on both backends: a tiny GPT config over a generated text
 // file, a recorded run (per-step losses and final parameters) of one rank or of one replica of
-// a data-parallel world, and the equivalence check at rtol 1e-5 / atol 4e-5.
+// a data-parallel world, and the equivalence check at rtol 1e-5 / atol 4e-5 (looser for mixed
+// precision).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,6 +15,9 @@ namespace dptest {
 
 struct RunRecord {
   std::vector<double> losses;
+  std::vector<parascope::StepReport> reports;
+  // Whole values after the last step (f32; under mixed precision the stored 16-bit values
+  // widened).
   std::map<std::string, std::vector<float>> parameters;
 };
 
@@ -24,9 +29,11 @@ std::string textFixture();
 parascope::TrainConfig tinyConfig(const std::vector<std::string>& overrides, int worldSize = 0);
 
 // `steps` optimizer steps of one rank of `world` (a default Communicator: the single rank).
+// `setup` runs on the trainer before the first step (e.g. to inject a fault).
 RunRecord train(const parascope::TrainConfig& config, int steps,
                 const parascope::Communicator& world = parascope::Communicator(),
-                parascope::Allocator* allocator = nullptr);
+                parascope::Allocator* allocator = nullptr,
+                const std::function<void(parascope::Trainer&)>& setup = {});
 
 // Empty if `got` matches `want` within rtol / atol everywhere (fp32 default: 1e-5 / 4e-5), else
 // the first difference.

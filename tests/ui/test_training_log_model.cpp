@@ -1,5 +1,6 @@
 // The training log model under QAbstractItemModelTester: rows appear per step, validation loss
-// lands on the step it was measured after and carries forward.
+// lands on the step it was measured after and carries forward; a step skipped on an fp16
+// gradient overflow says so next to its loss scale.
 #include <QAbstractItemModelTester>
 #include <QtTest>
 
@@ -27,6 +28,8 @@ void TestTrainingLogModel::rowsFollowReports() {
     r.lr = 1e-3;
     r.seconds = 0.5;
     r.tokens = 1000;
+    r.lossScale = i == 3 ? 32768 : 65536;
+    r.skipped = i == 2;
     model.addStep(r);
     if (i == 2) model.addEval(EvalReport{2, 2.25, 0.0, 10});
   }
@@ -44,6 +47,11 @@ void TestTrainingLogModel::rowsFollowReports() {
            2000.0);
   QCOMPARE(model.headerData(TrainingLogModel::LearningRate, Qt::Horizontal).toString(),
            QString("LR"));
+  QCOMPARE(model.data(model.index(0, TrainingLogModel::LossScale)).toString(), QString("65536"));
+  QCOMPARE(model.data(model.index(1, TrainingLogModel::LossScale)).toString(),
+           QString("65536 (skipped: overflow)"));
+  QCOMPARE(model.data(model.index(2, TrainingLogModel::LossScale), Qt::UserRole).toDouble(),
+           32768.0);
   model.clear();
   QCOMPARE(model.rowCount(), 0);
 }
