@@ -22,7 +22,7 @@ void matmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, 
                     int N, int C, int OC) {
   const trace::Span span("matmul_backward", trace::Category::Compute);
   if (dinp != nullptr) gemm(false, false, N, C, OC, T(1), dout, OC, weight, C, T(0), dinp, C);
-  gemm(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);
+  if (dweight != nullptr) gemm(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);
   if (dbias != nullptr) {
     for (int n = 0; n < N; ++n) {
       const T* d = dout + static_cast<long>(n) * OC;

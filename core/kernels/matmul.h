@@ -8,7 +8,8 @@ template <typename T>
 void matmulForward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC);
 
 // dinp (N, C) is overwritten (unless null); dweight (OC, C) and dbias (OC) are accumulated (+=),
-// so gradients sum over micro-batches. dbias may be null.
+// so gradients sum over micro-batches. dbias may be null; dweight may be null too (the input
+// half alone, for zero-bubble schedules that run the weight half later).
 template <typename T>
 void matmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
                     int N, int C, int OC);

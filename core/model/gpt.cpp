@@ -1,5 +1,6 @@
 #include "core/model/gpt.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -47,6 +48,21 @@ float* f(const Tensor& t) {
   return t.data<float>();
 }
 
+// LayerNorm backward split into its halves through the fused kernel: the unwanted half writes to
+// scratch. The elementwise work runs twice; the GEMMs, which dominate, are not repeated.
+void layernormInputGrad(Allocator& a, const Tensor& dinp, const Tensor& dout, const Tensor& x,
+                        const Parameter& w, const Tensor& mean, const Tensor& rstd, int N, int C) {
+  Tensor scratch = Tensor::zeros({2, C}, DType::F32, MemoryCategory::Workspace, a);
+  layernormBackward(f(dinp), f(scratch), f(scratch) + C, f(dout), f(x), f(w.value), f(mean),
+                    f(rstd), N, C);
+}
+void layernormWeightGrad(Allocator& a, const Parameter& w, const Parameter& b, const Tensor& dout,
+                         const Tensor& x, const Tensor& mean, const Tensor& rstd, int N, int C) {
+  Tensor scratch = Tensor::empty({N, C}, DType::F32, MemoryCategory::Workspace, a);
+  layernormBackward(f(scratch), f(w.grad), f(b.grad), f(dout), f(x), f(w.value), f(mean), f(rstd),
+                    N, C);
+}
+
 class Embedding final : public Layer {
  public:
   Embedding(Model& m, const GptConfig& c) : alloc_(m.allocator()), c_(c) {
@@ -83,6 +99,17 @@ class Embedding final : public Layer {
     return {};
   }
 
+  // The first layer has no input gradient: everything happens in the weight half.
+  bool splitsBackward() const override { return true; }
+  Tensor backwardInput(const Tensor& dy, const Batch&, Activations& keep) override {
+    keep.saved.push_back(dy);
+    return {};
+  }
+  void backwardWeight(const Batch& batch, Activations& keep) override {
+    backward(keep.saved[1], batch, keep);
+    keep.clear();
+  }
+
  private:
   std::string name_ = "embedding";
   Allocator& alloc_;
@@ -117,13 +144,20 @@ class Block final : public Layer {
 
   Tensor forward(const Tensor& x, const Batch&, Activations& keep) override;
   Tensor backward(const Tensor& dy, const Batch&, Activations& keep) override;
+  bool splitsBackward() const override { return true; }
+  Tensor backwardInput(const Tensor& dy, const Batch&, Activations& keep) override;
+  void backwardWeight(const Batch&, Activations& keep) override;
+  void setSelectiveRecompute(bool on) override { recomputeAttention_ = on; }
 
  private:
+  void restoreAttention(Activations& keep);
+
   std::string name_;
   Allocator& alloc_;
   GptConfig c_;
   Parameter *ln1w_, *ln1b_, *qkvw_, *qkvb_, *projw_, *projb_;
   Parameter *ln2w_, *ln2b_, *fcw_, *fcb_, *fcprojw_, *fcprojb_;
+  bool recomputeAttention_ = false;
 };
 
 // Saved tensors of a block, in this order.
@@ -140,7 +174,15 @@ enum BlockSaved {
   kLn2Mean,
   kLn2Rstd,
   kFc,
-  kGelu
+  kGelu,
+  // Appended by backwardInput for backwardWeight: the output gradients of the block's GEMMs and
+  // LayerNorms (dfc is gelu's input gradient, dln2/dln1 the LayerNorms' output gradients).
+  kDy,
+  kDfc,
+  kDln2,
+  kDx2,
+  kDqkv,
+  kDln1
 };
 
 Tensor Block::forward(const Tensor& x, const Batch&, Activations& keep) {
@@ -166,10 +208,25 @@ Tensor Block::forward(const Tensor& x, const Batch&, Activations& keep) {
   matmulForward(f(out), f(gelu), f(fcprojw_->value), f(fcprojb_->value), N, F, C);
   residualForward(f(out), f(x2), f(out), static_cast<long>(N) * C);
   keep.saved = {x, ln1, ln1m, ln1r, qkv, att, atty, x2, ln2, ln2m, ln2r, fc, gelu};
+  if (recomputeAttention_) {  // Megatron's selective recompute: only qkv stays for the core
+    keep.saved[kAtt] = Tensor();
+    keep.saved[kAttY] = Tensor();
+  }
   return out;
 }
 
+void Block::restoreAttention(Activations& keep) {
+  auto& s = keep.saved;
+  if (s[kAtt].defined()) return;
+  const int B = static_cast<int>(s[kX].dim(0)), T = static_cast<int>(s[kX].dim(1));
+  const int C = c_.hiddenSize, NH = c_.numHeads;
+  s[kAtt] = activation(alloc_, {B, NH, T, T});
+  s[kAttY] = activation(alloc_, {B, T, C});
+  attentionForward(f(s[kAttY]), f(s[kAtt]), f(s[kQkv]), B, T, C, NH);
+}
+
 Tensor Block::backward(const Tensor& dy, const Batch&, Activations& keep) {
+  restoreAttention(keep);
   const auto& s = keep.saved;
   const int B = static_cast<int>(s[kX].dim(0)), T = static_cast<int>(s[kX].dim(1));
   const int C = c_.hiddenSize, F = c_.mlpRatio * C, NH = c_.numHeads, N = B * T;
@@ -200,6 +257,55 @@ Tensor Block::backward(const Tensor& dy, const Batch&, Activations& keep) {
                     f(s[kLn1Mean]), f(s[kLn1Rstd]), N, C);
   residualForward(f(dx), f(dx), f(dx2), NC);
   return dx;
+}
+
+// backward's input-gradient chain with every weight GEMM left out (dweight null); the output
+// gradients those GEMMs need are kept for backwardWeight.
+Tensor Block::backwardInput(const Tensor& dy, const Batch&, Activations& keep) {
+  restoreAttention(keep);
+  auto& s = keep.saved;
+  const int B = static_cast<int>(s[kX].dim(0)), T = static_cast<int>(s[kX].dim(1));
+  const int C = c_.hiddenSize, F = c_.mlpRatio * C, NH = c_.numHeads, N = B * T;
+  const long NC = static_cast<long>(N) * C;
+  Tensor dfc = activation(alloc_, {B, T, F});
+  matmulBackward<float>(f(dfc), nullptr, nullptr, f(dy), f(s[kGelu]), f(fcprojw_->value), N, F, C);
+  geluBackward(f(dfc), f(s[kFc]), f(dfc), static_cast<long>(N) * F);
+  Tensor dln2 = activation(alloc_, {B, T, C});
+  matmulBackward<float>(f(dln2), nullptr, nullptr, f(dfc), f(s[kLn2]), f(fcw_->value), N, C, F);
+  Tensor dx2 = activation(alloc_, {B, T, C});
+  layernormInputGrad(alloc_, dx2, dln2, s[kX2], *ln2w_, s[kLn2Mean], s[kLn2Rstd], N, C);
+  residualForward(f(dx2), f(dx2), f(dy), NC);
+  Tensor datty = activation(alloc_, {B, T, C});
+  matmulBackward<float>(f(datty), nullptr, nullptr, f(dx2), f(s[kAttY]), f(projw_->value), N, C, C);
+  Tensor dqkv = activation(alloc_, {B, T, 3 * C}), scratch = activation(alloc_, {T, T});
+  attentionBackward(f(dqkv), f(scratch), f(datty), f(s[kQkv]), f(s[kAtt]), B, T, C, NH);
+  Tensor dln1 = activation(alloc_, {B, T, C});
+  matmulBackward<float>(f(dln1), nullptr, nullptr, f(dqkv), f(s[kLn1]), f(qkvw_->value), N, C,
+                        3 * C);
+  Tensor dx = activation(alloc_, {B, T, C});
+  layernormInputGrad(alloc_, dx, dln1, s[kX], *ln1w_, s[kLn1Mean], s[kLn1Rstd], N, C);
+  residualForward(f(dx), f(dx), f(dx2), NC);
+  // What the weight half does not need goes now (the attention probabilities are the largest).
+  s[kAtt] = s[kFc] = s[kQkv] = Tensor();
+  s.insert(s.end(), {dy, dfc, dln2, dx2, dqkv, dln1});
+  return dx;
+}
+
+void Block::backwardWeight(const Batch&, Activations& keep) {
+  const auto& s = keep.saved;
+  const int B = static_cast<int>(s[kX].dim(0)), T = static_cast<int>(s[kX].dim(1));
+  const int C = c_.hiddenSize, F = c_.mlpRatio * C, N = B * T;
+  matmulBackward<float>(nullptr, f(fcprojw_->grad), f(fcprojb_->grad), f(s[kDy]), f(s[kGelu]),
+                        f(fcprojw_->value), N, F, C);
+  matmulBackward<float>(nullptr, f(fcw_->grad), f(fcb_->grad), f(s[kDfc]), f(s[kLn2]),
+                        f(fcw_->value), N, C, F);
+  layernormWeightGrad(alloc_, *ln2w_, *ln2b_, s[kDln2], s[kX2], s[kLn2Mean], s[kLn2Rstd], N, C);
+  matmulBackward<float>(nullptr, f(projw_->grad), f(projb_->grad), f(s[kDx2]), f(s[kAttY]),
+                        f(projw_->value), N, C, C);
+  matmulBackward<float>(nullptr, f(qkvw_->grad), f(qkvb_->grad), f(s[kDqkv]), f(s[kLn1]),
+                        f(qkvw_->value), N, C, 3 * C);
+  layernormWeightGrad(alloc_, *ln1w_, *ln1b_, s[kDln1], s[kX], s[kLn1Mean], s[kLn1Rstd], N, C);
+  keep.clear();
 }
 
 class Head final : public LossLayer {
@@ -243,6 +349,33 @@ class Head final : public LossLayer {
     return dx;
   }
 
+  // The input half keeps the logits' gradient (in place of the probabilities) and dln; the
+  // weight half runs the V x C GEMM of the tied embedding's gradient.
+  bool splitsBackward() const override { return true; }
+  Tensor backwardInput(const Tensor&, const Batch& batch, Activations& keep) override {
+    auto& s = keep.saved;
+    const int B = static_cast<int>(s[0].dim(0)), T = static_cast<int>(s[0].dim(1));
+    const int C = c_.hiddenSize, V = c_.vocabSize, N = B * T;
+    Tensor dlosses = activation(alloc_, {N});
+    for (int i = 0; i < N; ++i) f(dlosses)[i] = batch.lossWeight;
+    crossEntropyBackward(f(s[4]), f(s[4]), batch.targets.data<std::int32_t>(), f(dlosses), N, V);
+    Tensor dln = activation(alloc_, {B, T, C});
+    matmulBackward<float>(f(dln), nullptr, nullptr, f(s[4]), f(s[1]), f(wte_->value), N, C, V);
+    Tensor dx = activation(alloc_, {B, T, C});
+    layernormInputGrad(alloc_, dx, dln, s[0], *lnw_, s[2], s[3], N, C);
+    s.push_back(dln);
+    return dx;
+  }
+  void backwardWeight(const Batch&, Activations& keep) override {
+    const auto& s = keep.saved;
+    const int N = static_cast<int>(s[0].dim(0) * s[0].dim(1));
+    const int C = c_.hiddenSize, V = c_.vocabSize;
+    matmulBackward<float>(nullptr, f(wte_->grad), nullptr, f(s[4]), f(s[1]), f(wte_->value), N, C,
+                          V);
+    layernormWeightGrad(alloc_, *lnw_, *lnb_, s[5], s[0], s[2], s[3], N, C);
+    keep.clear();
+  }
+
   std::int64_t correct(const Batch& batch, const Activations& keep) const override {
     const Tensor& probs = keep.saved[4];
     const auto N = probs.dim(0), V = probs.dim(1);
@@ -267,7 +400,17 @@ class Head final : public LossLayer {
 }  // namespace
 
 void buildGpt(Model& m, const GptConfig& c) {
+  std::vector<int> all(static_cast<std::size_t>(c.numLayers) + 2);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  buildGpt(m, c, all);
+}
+
+void buildGpt(Model& m, const GptConfig& c, const std::vector<int>& layers) {
   validate(c);
+  const int last = c.numLayers + 1;  // the head's index
+  auto holds = [&](int layer) {
+    return std::find(layers.begin(), layers.end(), layer) != layers.end();
+  };
   const std::int64_t C = c.hiddenSize, F = static_cast<std::int64_t>(c.mlpRatio) * C;
   using K = ParameterInit::Kind;
   const ParameterInit normal{K::Normal, 0.02f};
@@ -275,9 +418,10 @@ void buildGpt(Model& m, const GptConfig& c) {
   // flat with depth.
   const ParameterInit projection{K::Normal, 0.02f / std::sqrt(2.0f * c.numLayers)};
   const ParameterInit zeros{K::Zeros, 0}, ones{K::Ones, 0};
-  m.addParameter("wte.weight", {c.vocabSize, C}, normal, true);
-  m.addParameter("wpe.weight", {c.contextLength, C}, normal, true);
+  if (holds(0) || holds(last)) m.addParameter("wte.weight", {c.vocabSize, C}, normal, true);
+  if (holds(0)) m.addParameter("wpe.weight", {c.contextLength, C}, normal, true);
   for (int i = 0; i < c.numLayers; ++i) {
+    if (!holds(i + 1)) continue;
     const std::string p = "h." + std::to_string(i) + ".";
     m.addParameter(p + "ln_1.weight", {C}, ones, false);
     m.addParameter(p + "ln_1.bias", {C}, zeros, false);
@@ -292,11 +436,15 @@ void buildGpt(Model& m, const GptConfig& c) {
     m.addParameter(p + "mlp.c_proj.weight", {C, F}, projection, true);
     m.addParameter(p + "mlp.c_proj.bias", {C}, zeros, false);
   }
-  m.addParameter("ln_f.weight", {C}, ones, false);
-  m.addParameter("ln_f.bias", {C}, zeros, false);
-  m.addLayer(std::make_unique<Embedding>(m, c));
-  for (int i = 0; i < c.numLayers; ++i) m.addLayer(std::make_unique<Block>(m, c, i));
-  m.addLayer(std::make_unique<Head>(m, c));
+  if (holds(last)) {
+    m.addParameter("ln_f.weight", {C}, ones, false);
+    m.addParameter("ln_f.bias", {C}, zeros, false);
+  }
+  if (holds(0)) m.addLayer(std::make_unique<Embedding>(m, c));
+  for (int i = 0; i < c.numLayers; ++i) {
+    if (holds(i + 1)) m.addLayer(std::make_unique<Block>(m, c, i));
+  }
+  if (holds(last)) m.addLayer(std::make_unique<Head>(m, c));
 }
 
 }  // namespace parascope

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/model/model.h"
 
@@ -31,5 +32,9 @@ void validate(const GptConfig& c);
 
 // Builds the parameters (uninitialised: call Model::initialize) and the layers.
 void buildGpt(Model& model, const GptConfig& c);
+// A pipeline rank's part: only the layers listed (increasing indices into embedding, block.0 ..
+// block.L-1, head) and the parameters they use, named and ordered as in the whole model, so
+// that Model::initialize gives them the same values.
+void buildGpt(Model& model, const GptConfig& c, const std::vector<int>& layers);
 
 }  // namespace parascope

@@ -40,6 +40,25 @@ class Layer {
   // dy is the gradient w.r.t. this layer's output (ignored by the last layer, which starts from
   // batch.lossWeight). Returns the gradient w.r.t. x (undefined for the first layer).
   virtual Tensor backward(const Tensor& dy, const Batch& batch, Activations& keep) = 0;
+
+  // Zero-bubble split of backward: backwardInput returns the gradient w.r.t. x and keeps in
+  // `keep` what backwardWeight needs to accumulate the parameter gradients later. A layer that
+  // cannot split says so (splitsBackward false): its backwardInput is the full backward, weight
+  // gradients included, and its backwardWeight does nothing.
+  virtual bool splitsBackward() const { return false; }
+  virtual Tensor backwardInput(const Tensor& dy, const Batch& batch, Activations& keep) {
+    return backward(dy, batch, keep);
+  }
+  virtual void backwardWeight(const Batch& batch, Activations& keep) {
+    (void)batch;
+    (void)keep;
+  }
+
+  // Selective recompute: drop the cheap-to-recompute, large part of the saved activations in
+  // forward and recompute it in backward (GPT Block: the attention core softmax(QK^T)V). Layers
+  // without such a part keep everything (the default). Full recompute needs nothing from the
+  // layer: the caller keeps the input and runs forward again (core/parallel/pipeline_stage.h).
+  virtual void setSelectiveRecompute(bool on) { (void)on; }
 };
 
 // The last layer of a model: turns its input into losses and can score predictions.

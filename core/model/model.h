@@ -58,6 +58,11 @@ class Model {
   // passes of earlier layers, and ZeRO-2 provides gradient storage just before a layer needs it.
   using LayerHook = std::function<void(std::size_t layer, bool finished)>;
   void addBackwardHook(LayerHook hook) { backwardHooks_.push_back(std::move(hook)); }
+  // Runs the backward hooks for layer i: for callers that run layer backward passes themselves
+  // (the pipeline executor, which splits and interleaves them across micro-batches).
+  void notifyBackward(std::size_t layer, bool finished) {
+    for (const LayerHook& hook : backwardHooks_) hook(layer, finished);
+  }
   // The same around each layer's forward pass (forwardBackward and evaluate): ZeRO-3 gathers a
   // layer's parameters before it runs and frees them after.
   void addForwardHook(LayerHook hook) { forwardHooks_.push_back(std::move(hook)); }

@@ -36,10 +36,10 @@ void parseDegrees(JsonReader& top, ParallelStrategy& s, int worldSize) {
                     ") = " + str(s.worldSize()) + " must equal the world of " + str(worldSize) +
                     " ranks; valid: data_parallel_size = " + str(worldSize / model) + " or unset");
   }
-  if (s.tensor > 1 || s.pipeline > 1) {
+  if (s.tensor > 1) {
     throw UserError("config: tensor_model_parallel_size (" + str(s.tensor) +
-                    ") and pipeline_model_parallel_size (" + str(s.pipeline) +
-                    ") > 1 are not available in this build yet; valid: 1 (data parallel only)");
+                    ") > 1 is not available in this build yet; valid: 1 (data and pipeline "
+                    "parallel only)");
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/common/error.h"
 #include "core/common/json_reader.h"
+#include "core/train/pipeline_config.h"
 
 namespace parascope {
 
@@ -120,6 +121,7 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
   }
   c.parallel = parseStrategy(r, worldSize);
   resolveBatch(r, c);
+  c.pipeline = parsePipelineSpec(r, j, c.parallel.pipeline);
   c.trainIters = static_cast<int>(r.integer("train_iters", c.trainIters, 1, 1 << 30));
   parseOptimizer(r.object("optimizer"), c.adamw);
   parseSchedule(r.object("scheduler"), c.schedule, c.trainIters);
@@ -130,6 +132,7 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
   c.seed = static_cast<std::uint64_t>(r.integer("seed", 1234, 0, INT64_MAX));
   c.saveWeights = r.string("save_weights", "");
   r.finish();
+  resolvePipeline(c);
   return c;
 }
 

@@ -14,6 +14,7 @@
 #include "core/kernels/adamw.h"
 #include "core/model/gpt.h"
 #include "core/model/mlp.h"
+#include "core/parallel/pipeline_layout.h"
 #include "core/parallel/strategy.h"
 
 namespace parascope {
@@ -46,6 +47,7 @@ struct TrainConfig {
   kernels::AdamWHyper adamw;
   ScheduleSpec schedule;
   ParallelStrategy parallel;      // degrees, ZeRO, precision, buckets, backend
+  PipelineSpec pipeline;          // schedule, virtual stages, layout, recompute
   double gradientClipping = 0.0;  // 0 disables
   int microBatch = 8;
   int gradientAccumulation = 1;

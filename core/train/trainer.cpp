@@ -12,6 +12,8 @@
 #include "core/kernels/grad_clip.h"
 #include "core/kernels/matmul.h"
 #include "core/trace/trace.h"
+#include "core/train/pipeline_config.h"
+#include "core/train/pipeline_trainer.h"
 
 namespace parascope {
 
@@ -29,7 +31,7 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
                       std::to_string(g.vocabSize) + "; byte-level text needs vocab_size 256");
     }
     dataset_ = std::move(text);
-    buildGpt(*model_, g);
+    buildGpt(*model_, g, pipelineRankLayers(config_, world.rank()));
   } else {
     auto images = std::make_unique<IdxDataset>(config.data.path, config.seed);
     MlpConfig m = config.model.mlp;
@@ -43,7 +45,12 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
   if (world.size() > 1 || config.parallel.worldSize() > 1)
     mesh_ = DeviceMesh(world, config.parallel);
   setUpDataParallel();
+  if (config_.pipeline.enabled) {
+    pipeline_ = std::make_unique<PipelineTrainer>(config_, *model_, mesh_, *dataset_);
+  }
 }
+
+Trainer::~Trainer() = default;
 
 void Trainer::setUpDataParallel() {
   Communicator& dp = mesh_.data();
@@ -124,6 +131,7 @@ StepReport Trainer::step() {
   context.step = steps_;
   const trace::ScopedContext scoped(context);
   const trace::Span span("train_step", trace::Category::Step, trace::lane::kHost);
+  if (pipeline_) return pipeline_->step(steps_++, reducer_.get(), optimizer_.get(), sharded_.get());
   const TrainConfig& c = config_;
   const std::int64_t targetsPerStep =
       static_cast<std::int64_t>(c.globalBatch) * dataset_->targetsPerSample();
@@ -173,6 +181,7 @@ StepReport Trainer::step() {
 }
 
 EvalReport Trainer::evaluate() {
+  if (pipeline_) return pipeline_->evaluate(steps_);
   const int rows = config_.microBatch;
   const std::int64_t available = dataset_->samples(Split::Validation);
   // Images: the whole test set once; text: eval_iters fixed windows (the same every time).

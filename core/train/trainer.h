@@ -38,6 +38,10 @@ struct StepReport {
   // This rank's time blocked on data-parallel communication not hidden behind compute: gradient
   // reduction after backward, ZeRO's parameter all-gathers (this step's evaluation excluded).
   double exposedCommSeconds = 0;
+  // Pipeline programs (pipeline_trainer.h): this rank's time in compute instructions, and idle
+  // until the last pipeline rank finished computing; 0 without a pipeline.
+  double pipelineBusySeconds = 0;
+  double pipelineIdleSeconds = 0;
   // fp16: the loss scale this step's gradients were computed with (1 without loss scaling), and
   // whether the step was skipped because a gradient overflowed (parameters and optimizer state
   // unchanged, the scale lowered as fp16.hysteresis says).
@@ -51,6 +55,8 @@ struct EvalReport {
   double accuracy = 0;  // fraction of targets predicted right
   std::int64_t targets = 0;
 };
+
+class PipelineTrainer;
 
 class TrainObserver {
  public:
@@ -66,6 +72,7 @@ class Trainer {
   // must be the product of the parallel degrees in config.parallel.
   explicit Trainer(const TrainConfig& config, Allocator& allocator = defaultAllocator(),
                    const Communicator& world = Communicator());
+  ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
@@ -103,6 +110,7 @@ class Trainer {
   std::unique_ptr<GradientReducer> reducer_;     // data parallel or ZeRO
   std::unique_ptr<ShardedAdamW> sharded_;        // ZeRO stage >= 1
   std::unique_ptr<ParameterGatherer> gatherer_;  // ZeRO stage 3
+  std::unique_ptr<PipelineTrainer> pipeline_;    // pipeline programs (config.pipeline.enabled)
   LossScaler scaler_;
   int steps_ = 0;
   int skipped_ = 0;  // overflowed steps: the lr schedule does not advance on them (DeepSpeed)

@@ -1,0 +1,52 @@
+// Pipeline keys checked against the model, the batch split and the other strategy keys.
+#include "core/train/pipeline_config.h"
+
+#include <string>
+
+#include "core/common/error.h"
+#include "core/parallel/mesh.h"
+
+namespace parascope {
+
+LayerSequence layerSequence(const ModelSpec& model) {
+  if (model.kind == ModelSpec::Kind::Gpt) return {1, model.gpt.numLayers, 1, true};
+  return {0, static_cast<int>(model.mlp.hiddenSizes.size()) + 1, 0, false};
+}
+
+void resolvePipeline(TrainConfig& c) {
+  PipelineSpec& spec = c.pipeline;
+  if (!spec.enabled) return;
+  const int p = c.parallel.pipeline;
+  const std::string pp = "pipeline_model_parallel_size (" + std::to_string(p) + ")";
+  if (p > 1 && c.model.kind != ModelSpec::Kind::Gpt) {
+    throw UserError("config: " + pp + " > 1 needs model.type \"gpt\"; valid for \"mlp\": 1");
+  }
+  if (c.parallel.zeroStage > 1) {
+    throw UserError("config: zero_optimization.stage " + std::to_string(c.parallel.zeroStage) +
+                    " does not combine with pipeline programs (" + pp +
+                    ", pipeline_schedule, "
+                    "virtual stages or recompute_granularity); valid: stage 0 or 1");
+  }
+  if (c.parallel.compute != DType::F32) {
+    throw UserError("config: fp16/bf16 training does not combine with pipeline programs (" + pp +
+                    ", pipeline_schedule, virtual stages or recompute_granularity) in this build; "
+                    "valid: fp32");
+  }
+  if (p > 1 && !c.saveWeights.empty()) {
+    throw UserError("config: save_weights with " + pp +
+                    " > 1 is not available in this build; valid: unset");
+  }
+  checkPipelineShape(spec, {p, c.gradientAccumulation, spec.chunks});
+  spec.stages = resolveLayout(spec, p, layerSequence(c.model));
+}
+
+std::vector<int> pipelineRankLayers(const TrainConfig& c, int worldRank) {
+  const ParallelStrategy& s = c.parallel;
+  const int rank = meshCoordinates(worldRank, s.tensor, s.data).pipeline;
+  if (c.pipeline.enabled) return rankLayers(c.pipeline.stages, s.pipeline, rank);
+  std::vector<int> all(static_cast<std::size_t>(layerSequence(c.model).total()));
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  return all;
+}
+
+}  // namespace parascope

@@ -1,0 +1,166 @@
+// One pipeline training step and evaluation of one rank.
+#include "core/train/pipeline_trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "core/kernels/grad_clip.h"
+#include "core/trace/trace.h"
+
+namespace parascope {
+
+namespace {
+
+PipelineSetup makeSetup(const TrainConfig& c, const Communicator& pipeline) {
+  PipelineSetup s;
+  s.shape = {pipeline.size(), c.gradientAccumulation, c.pipeline.chunks};
+  s.schedule = c.pipeline.schedule;
+  s.stages = c.pipeline.stages;
+  s.recompute = c.pipeline.recompute;
+  const std::int64_t width = c.model.gpt.hiddenSize;
+  s.boundary = [width](const Batch& b) { return Shape{b.inputs.dim(0), b.inputs.dim(1), width}; };
+  return s;
+}
+
+}  // namespace
+
+PipelineTrainer::PipelineTrainer(const TrainConfig& config, Model& model, DeviceMesh& mesh,
+                                 const Dataset& data)
+    : config_(config),
+      model_(model),
+      mesh_(mesh),
+      data_(data),
+      executor_(model, mesh.pipeline(), makeSetup(config, mesh.pipeline())) {}
+
+StepReport PipelineTrainer::step(int stepIndex, GradientReducer* reducer, AdamW* optimizer,
+                                 ShardedAdamW* sharded) {
+  const auto start = std::chrono::steady_clock::now();
+  const TrainConfig& c = config_;
+  const std::int64_t targetsPerStep =
+      static_cast<std::int64_t>(c.globalBatch) * data_.targetsPerSample();
+  StepReport r;
+  if (reducer != nullptr) {
+    reducer->beginStep();
+    // One reduction per step: the hooks fire once per layer, at its last weight gradient.
+    reducer->beginMicroStep(true);
+  } else {
+    model_.zeroGrad();
+  }
+  // Micro-batch k covers the same samples as micro-step k of Trainer::step.
+  const int dp = mesh_.data().size(), d = mesh_.data().rank();
+  auto batches = [&](int k) {
+    const std::int64_t first = static_cast<std::int64_t>(stepIndex) * c.globalBatch +
+                               (static_cast<std::int64_t>(k) * dp + d) * c.microBatch;
+    const trace::Span load("data_load", trace::Category::DataLoad, trace::lane::kData);
+    Batch b = data_.batch(Split::Train, first, c.microBatch, model_.allocator());
+    b.lossWeight = 1.0f / static_cast<float>(targetsPerStep);
+    return b;
+  };
+  const PipelineStepStats stats =
+      executor_.run(batches, [&] { optimizerStep(stepIndex, r, reducer, optimizer, sharded); });
+  double lossSum = stats.lossSum;
+  if (dp > 1) {
+    auto v = static_cast<float>(lossSum);
+    mesh_.data().allReduce(&v, &v, 1, DType::F32, ReduceOp::Sum);
+    lossSum = v;
+  }
+  r.step = stepIndex + 1;
+  r.totalSteps = c.trainIters;
+  r.loss = lossSum / static_cast<double>(targetsPerStep);
+  r.samples = c.globalBatch;
+  r.tokens = targetsPerStep;
+  r.pipelineBusySeconds = stats.busySeconds;
+  r.pipelineIdleSeconds = stats.idleSeconds();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+void PipelineTrainer::optimizerStep(int stepIndex, StepReport& r, GradientReducer* reducer,
+                                    AdamW* optimizer, ShardedAdamW* sharded) {
+  if (reducer != nullptr) r.exposedCommSeconds += reducer->endMicroStep();
+  sumTiedEmbedding();
+  r.gradNorm = globalGradientNorm();
+  r.lr = learningRate(config_, stepIndex);
+  const double clip = kernels::clipFactor(r.gradNorm, config_.gradientClipping);
+  if (sharded != nullptr) {
+    r.exposedCommSeconds += sharded->step(r.lr, clip, reducer->gradients(), reducer->sharded());
+  } else {
+    optimizer->step(r.lr, clip);
+  }
+}
+
+// The embedding (first stage) and the head (last stage) each hold a copy of the tied wte; their
+// gradients are summed so that both copies take the same update. The step's transfers between
+// the two ranks are all received by now, so this exchange is the next message on the pair.
+void PipelineTrainer::sumTiedEmbedding() {
+  Communicator& pipe = mesh_.pipeline();
+  const int last = executor_.setup().shape.rankOf(executor_.setup().shape.virtualStages() - 1);
+  if (pipe.size() == 1 || !(executor_.holdsFirstStage() || executor_.holdsLastStage())) return;
+  Parameter* wte = model_.find("wte.weight");
+  if (wte == nullptr) return;
+  const int peer = executor_.holdsFirstStage() ? last : 0;
+  const auto n = static_cast<std::size_t>(wte->numel());
+  const trace::Span span("tied_embedding_sum", trace::Category::Communication,
+                         trace::lane::kCommunication);
+  Tensor theirs =
+      Tensor::empty(wte->shape, DType::F32, MemoryCategory::CommBuffer, model_.allocator());
+  CommHandle sent = pipe.sendAsync(wte->grad.raw(), n, DType::F32, peer);
+  pipe.recv(theirs.raw(), n, DType::F32, peer);
+  sent.wait();
+  float* g = wte->grad.data<float>();
+  const float* t = theirs.data<float>();
+  for (std::size_t i = 0; i < n; ++i) g[i] += t[i];  // a + b == b + a: both copies agree
+}
+
+// The L2 norm over the whole model: each stage's squares, the tied embedding counted once (on
+// the first stage), summed over the pipeline ranks.
+double PipelineTrainer::globalGradientNorm() {
+  Communicator& pipe = mesh_.pipeline();
+  double sq = 0;
+  for (const Parameter& p : model_.parameters()) {
+    const bool copy = pipe.size() > 1 && !executor_.holdsFirstStage() && p.name == "wte.weight";
+    if (!copy) sq += kernels::sumOfSquares(p.grad.data<float>(), p.numel());
+  }
+  if (pipe.size() > 1) {
+    auto v = static_cast<float>(sq);
+    pipe.allReduce(&v, &v, 1, DType::F32, ReduceOp::Sum);
+    sq = v;
+  }
+  return std::sqrt(sq);
+}
+
+EvalReport PipelineTrainer::evaluate(int stepIndex) {
+  const int rows = config_.microBatch;
+  const std::int64_t available = data_.samples(Split::Validation);
+  const std::int64_t total =
+      config_.evalIters == 0 ? available : static_cast<std::int64_t>(config_.evalIters) * rows;
+  // Data-parallel replicas take turns over the validation micro-batches.
+  const int dp = mesh_.data().size(), d = mesh_.data().rank();
+  std::vector<std::int64_t> firsts;
+  for (std::int64_t first = static_cast<std::int64_t>(d) * rows; first < total;
+       first += static_cast<std::int64_t>(dp) * rows) {
+    firsts.push_back(first);
+  }
+  auto batches = [&](int k) {
+    const std::int64_t first = firsts[static_cast<std::size_t>(k)];
+    const int n = static_cast<int>(std::min<std::int64_t>(rows, total - first));
+    return data_.batch(Split::Validation, first, n, model_.allocator());
+  };
+  const MicroBatchResult m = executor_.evaluate(batches, static_cast<int>(firsts.size()));
+  EvalReport r;
+  r.step = stepIndex;
+  double lossSum = m.lossSum;
+  std::int64_t counts[2] = {m.correct, m.targets};
+  if (dp > 1) {
+    mesh_.data().allReduce(counts, counts, 2, DType::I64, ReduceOp::Sum);
+    auto v = static_cast<float>(lossSum);
+    mesh_.data().allReduce(&v, &v, 1, DType::F32, ReduceOp::Sum);
+    lossSum = v;
+  }
+  r.targets = counts[1];
+  r.loss = r.targets ? lossSum / static_cast<double>(r.targets) : 0.0;
+  r.accuracy = r.targets ? static_cast<double>(counts[0]) / static_cast<double>(r.targets) : 0.0;
+  return r;
+}
+
+}  // namespace parascope

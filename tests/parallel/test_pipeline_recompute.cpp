@@ -1,0 +1,66 @@
+// Activation recompute on a small GPT (one rank, the pipeline path): the peak Activation bytes
+// of a training step from the tracked allocator, against no recompute. Selective recompute
+// drops each block's attention probabilities and output, (B, NH, T, T) + (B, T, C) floats per
+// block; full recompute keeps only each layer's input, so its peak is the inputs plus one
+// layer's forward and backward state.
+#include <QtTest>
+
+#include <filesystem>
+
+#include "core/train/trainer.h"
+#include "pipeline_harness.h"
+
+using namespace parascope;
+
+class TestPipelineRecompute : public QObject {
+  Q_OBJECT
+ private slots:
+  void cleanupTestCase();
+  void peakActivationBytesDrop();
+};
+
+namespace {
+
+constexpr int B = 4, T = 64, C = 32, NH = 4, L = 4;
+
+std::int64_t peakActivationBytes(const std::string& recompute) {
+  const TrainConfig c = pptest::tinyConfig(
+      {"model.context_length=" + std::to_string(T), "model.hidden_size=" + std::to_string(C),
+       "model.num_attention_heads=" + std::to_string(NH), "model.num_layers=" + std::to_string(L),
+       "train_batch_size=" + std::to_string(B), "recompute_granularity=" + recompute});
+  Allocator allocator;
+  Trainer t(c, allocator);
+  t.step();  // the first step allocates optimizer state; peaks are measured on the second
+  allocator.resetPeaks();
+  t.step();
+  return allocator.peakBytes(MemoryCategory::Activation);
+}
+
+}  // namespace
+
+void TestPipelineRecompute::cleanupTestCase() {
+  std::filesystem::remove(pptest::textFixture());
+}
+
+void TestPipelineRecompute::peakActivationBytesDrop() {
+  const double none = static_cast<double>(peakActivationBytes("none"));
+  const double selective = static_cast<double>(peakActivationBytes("selective"));
+  const double full = static_cast<double>(peakActivationBytes("full"));
+  qInfo("peak activation bytes: none %.0f, selective %.0f (%.3f), full %.0f (%.3f)", none,
+        selective, selective / none, full, full / none);
+  const double attention = 4.0 * B * (static_cast<double>(NH) * T * T + T * C);
+  // The peak is reached while the last block's state is still whole (head backward) or after
+  // one block restored its attention: L or L - 1 blocks' attention state is saved.
+  QVERIFY(none - selective >= (L - 1) * attention);
+  QVERIFY(none - selective <= L * attention);
+  // Full recompute holds one layer's whole state at a time: at least L - 1 blocks' saved state,
+  // less the inputs it keeps, is gone. Per token a block saves 16C + 4 + NH T floats (x, ln1
+  // and its mean and rstd, qkv (3C), att, atty, x2, ln2 and its statistics, fc and gelu (4C
+  // each)); C of them is the input.
+  const double blockState = 4.0 * B * T * (15.0 * C + 4 + NH * T);
+  QVERIFY(none - full >= (L - 1) * blockState);
+  QVERIFY(full < selective);
+}
+
+QTEST_GUILESS_MAIN(TestPipelineRecompute)
+#include "test_pipeline_recompute.moc"
