@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/bench_step_pipeline.h"
 #include "app/cli/commands.h"
 #include "core/comm/launch.h"
 #include "core/common/error.h"
@@ -32,6 +33,11 @@ struct BenchStepOptions {
   int dp = 1;
   int zero = 0;
   std::string precision = "fp32";
+  int pp = 1;            // pipeline ranks
+  std::string schedule;  // empty: no pipeline program unless --pp > 1 (then 1f1b)
+  int microbatches = 0;  // per step in a pipeline program; 0: 8 with --pp > 1
+  std::string recompute = "none";
+  int vpp = 0;  // model chunks per pipeline rank; 0: 2 when interleaved
   std::string pytorchScript = PARASCOPE_SOURCE_DIR "/tests/tools/torch_gpt_step.py";
   std::vector<std::string> overrides;
 };
@@ -238,8 +244,21 @@ void runBenchStep(const BenchStepOptions& o) {
   doc["data_parallel_size"] = o.dp;
   doc["zero_optimization"]["stage"] = o.zero;
   if (o.precision != "fp32") doc[o.precision]["enabled"] = true;
+  if (o.pp > 1 || !o.schedule.empty() || o.recompute != "none") {
+    doc["pipeline_model_parallel_size"] = o.pp;
+    doc["recompute_granularity"] = o.recompute;
+    const std::string schedule = o.schedule.empty() ? "1f1b" : o.schedule;
+    doc["pipeline_schedule"] = schedule;
+    doc["gradient_accumulation_steps"] = o.microbatches > 0 ? o.microbatches : o.pp > 1 ? 8 : 1;
+    const int interleavedChunks = schedule == "interleaved" ? 2 : 1;
+    doc["virtual_pipeline_model_parallel_size"] = o.vpp > 0 ? o.vpp : interleavedChunks;
+  }
   for (const auto& a : o.overrides) applyOverride(doc, a);
   const TrainConfig config = parseTrainConfig(doc);
+  if (config.pipeline.enabled) {
+    runBenchStepPipeline(config, o.steps, o.warmup, o.json, peak);
+    return;
+  }
   if (config.parallel.worldSize() > 1) {
     runBenchStepParallel(o, config, peak);
     return;
@@ -348,6 +367,17 @@ void registerBenchStepCommand(CLI::App& bench) {
                   "fp32, or bf16 / fp16 mixed precision (16-bit parameters, activations and "
                   "gradients, fp32 master weights; fp16 with dynamic loss scaling)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  cmd->add_option("--pp", o->pp, "Pipeline ranks (in-process threads; x --dp in all)")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--schedule", o->schedule, "Pipeline schedule (default 1f1b with --pp > 1)")
+      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb-h1"}));
+  cmd->add_option("--microbatches", o->microbatches,
+                  "Micro-batches per step of a pipeline program (default 8 with --pp > 1)")
+      ->check(CLI::Range(1, 65536));
+  cmd->add_option("--vpp", o->vpp, "Model chunks per pipeline rank (default 2 if interleaved)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--recompute", o->recompute, "Activation recompute: none, selective or full")
+      ->check(CLI::IsMember({"none", "selective", "full"}));
   cmd->add_option("overrides", o->overrides, "Config overrides as key.path=value");
   cmd->add_flag("--json", o->json, "Print one JSON object per line");
   cmd->callback([o] { runBenchStep(*o); });

@@ -1,0 +1,159 @@
+// Pipeline step benchmark. Steps are timed untraced; a few more run under the tracer, whose
+// instruction spans give the mean duration of each compute op for the ideal-bubble formula
+// (ZB-H1's depends on the forward, B and W times). A benchmark prints figures; it never fails.
+#include "app/cli/bench_step_pipeline.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/comm/launch.h"
+#include "core/parallel/schedule.h"
+#include "core/train/trainer.h"
+#include "profiler/tracer.h"
+
+namespace parascope::cli {
+
+namespace {
+
+struct RankFigures {
+  std::vector<double> times;  // per measured step
+  double busy = 0, idle = 0;  // summed over measured steps
+  std::int64_t peakActivation = 0;
+  int pipelineRank = 0;
+};
+
+constexpr int kTracedSteps = 2;
+
+// Mean seconds of each compute op (F, B, Bi, W) over the traced steps of every rank.
+StepDurations measuredDurations(const profiler::TraceData& trace) {
+  std::map<std::string, std::pair<double, long>> sums;
+  for (const trace::Event& e : trace.events) {
+    if (e.category != trace::Category::Instruction || e.kind != trace::EventKind::Span) continue;
+    auto& s = sums[e.name];
+    s.first += static_cast<double>(e.durationNs()) * 1e-9;
+    s.second += 1;
+  }
+  auto mean = [&](const char* op, double fallback) {
+    const auto it = sums.find(op);
+    return it == sums.end() ? fallback : it->second.first / static_cast<double>(it->second.second);
+  };
+  StepDurations d;
+  d.forward = mean("F", 0);
+  d.backward = mean("B", 2 * d.forward);
+  d.backwardInput = mean("Bi", d.backward / 2);
+  d.backwardWeight = mean("W", d.backward / 2);
+  return d;
+}
+
+void printFigures(const TrainConfig& config, const std::vector<RankFigures>& figures,
+                  const StepDurations& durations, std::int64_t tokens, int steps, bool json,
+                  double sgemmPeak) {
+  const int ranks = static_cast<int>(figures.size());
+  const PipelineShape shape{config.parallel.pipeline, config.gradientAccumulation,
+                            config.pipeline.chunks};
+  const double ideal = findSchedule(config.pipeline.schedule).idealBubble(shape, durations);
+  std::vector<double> times = figures[0].times;
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  const double tokensPerSecond = static_cast<double>(tokens) / median;
+  const double mfu = tokensPerSecond * config.model.gpt.flopsPerToken() / (sgemmPeak * ranks);
+  const std::string recompute(recomputeName(config.pipeline.recompute));
+  if (json) {
+    std::printf("%s\n", nlohmann::json{{"bench", "step_pipeline"},
+                                       {"ranks", ranks},
+                                       {"pipeline_size", shape.stages},
+                                       {"data_parallel_size", config.parallel.data},
+                                       {"schedule", config.pipeline.schedule},
+                                       {"virtual_stages_per_rank", shape.chunks},
+                                       {"micro_batches", shape.microBatches},
+                                       {"recompute", recompute},
+                                       {"tokens_per_step", tokens},
+                                       {"step_time_median_s", median},
+                                       {"tokens_per_s", tokensPerSecond},
+                                       {"mfu", mfu},
+                                       {"ideal_bubble", ideal}}
+                            .dump()
+                            .c_str());
+  } else {
+    std::printf(
+        "GPT: %d layers, width %d, context %d; pipeline %d x data %d ranks (threads), schedule "
+        "%s (v=%d), %d micro-batches of %d, recompute %s\n",
+        config.model.gpt.numLayers, config.model.gpt.hiddenSize, config.model.gpt.contextLength,
+        shape.stages, config.parallel.data, config.pipeline.schedule.c_str(), shape.chunks,
+        shape.microBatches, config.microBatch, recompute.c_str());
+    std::printf("step time            %.2f ms median over %d steps\n", median * 1e3, steps);
+    std::printf("throughput           %.0f tokens/s\n", tokensPerSecond);
+    std::printf("MFU                  %.1f%% of %d x single-thread sgemm peak (%.2f GFLOP/s)\n",
+                100.0 * mfu, ranks, sgemmPeak / 1e9);
+    std::printf("ideal bubble         %.3f (%s formula; F %.2f B %.2f Bi %.2f W %.2f ms)\n", ideal,
+                config.pipeline.schedule.c_str(), durations.forward * 1e3, durations.backward * 1e3,
+                durations.backwardInput * 1e3, durations.backwardWeight * 1e3);
+    std::printf("\n  rank  stage  busy ms/step  idle ms/step  idle frac  ideal  peak activ MiB\n");
+  }
+  for (int r = 0; r < ranks; ++r) {
+    const RankFigures& f = figures[static_cast<std::size_t>(r)];
+    const double fraction = f.idle / (f.busy + f.idle);
+    if (json) {
+      std::printf("%s\n", nlohmann::json{{"bench", "step_pipeline_rank"},
+                                         {"rank", r},
+                                         {"pipeline_rank", f.pipelineRank},
+                                         {"busy_s_per_step", f.busy / steps},
+                                         {"idle_s_per_step", f.idle / steps},
+                                         {"idle_fraction", fraction},
+                                         {"ideal_bubble", ideal},
+                                         {"peak_activation_bytes", f.peakActivation}}
+                              .dump()
+                              .c_str());
+    } else {
+      std::printf("  %4d  %5d  %12.2f  %12.2f  %9.3f  %5.3f  %14.2f\n", r, f.pipelineRank,
+                  f.busy / steps * 1e3, f.idle / steps * 1e3, fraction, ideal,
+                  static_cast<double>(f.peakActivation) / (1 << 20));
+    }
+  }
+}
+
+}  // namespace
+
+void runBenchStepPipeline(const TrainConfig& config, int steps, int warmup, bool json,
+                          double sgemmPeak) {
+  const int ranks = config.parallel.worldSize();
+  std::vector<RankFigures> figures(static_cast<std::size_t>(ranks));
+  std::int64_t tokens = 0;
+  profiler::Tracer tracer;
+  runInProcess(ranks, [&](Communicator& world) {
+    Allocator allocator;
+    trace::context().rank = world.rank();
+    Trainer trainer(config, allocator, world);
+    for (int i = 0; i < warmup; ++i) trainer.step();
+    allocator.resetPeaks();
+    RankFigures& f = figures[static_cast<std::size_t>(world.rank())];
+    f.pipelineRank = trainer.mesh().coordinates().pipeline;
+    for (int i = 0; i < steps; ++i) {
+      const StepReport r = trainer.step();
+      f.times.push_back(r.seconds);
+      f.busy += r.pipelineBusySeconds;
+      f.idle += r.pipelineIdleSeconds;
+      if (world.rank() == 0) tokens = r.tokens;
+    }
+    f.peakActivation = allocator.peakBytes(MemoryCategory::Activation);
+    // The tracer records only the traced steps: installed between two world-wide barriers.
+    auto barrier = [&world] {
+      int token = 0;
+      world.allReduce(&token, &token, 1, DType::I32, ReduceOp::Sum);
+    };
+    barrier();
+    if (world.rank() == 0) tracer.install();
+    barrier();
+    for (int i = 0; i < kTracedSteps; ++i) trainer.step();
+  });
+  tracer.uninstall();
+  printFigures(config, figures, measuredDurations(tracer.collect()), tokens, steps, json,
+               sgemmPeak);
+}
+
+}  // namespace parascope::cli
