@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/kernels/precision.h"
 #include "core/trace/trace.h"
 
 namespace parascope::kernels {
@@ -56,9 +57,9 @@ void adamwUpdateMixed(float* master, std::uint16_t* param, const std::uint16_t* 
   float g[kChunk];
   for (long at = 0; at < N; at += kChunk) {
     const long n = std::min(kChunk, N - at);
-    convertToFloat(grad + at, {g, static_cast<std::size_t>(n)}, type);
+    widen(grad + at, g, n, type);
     update(master + at, g, m + at, v + at, n, k, gradScale);
-    convertFromFloat({master + at, static_cast<std::size_t>(n)}, param + at, type);
+    narrow(master + at, param + at, n, type);
   }
 }
 

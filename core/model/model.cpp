@@ -47,15 +47,15 @@ void Model::zeroGrad() {
 
 void Model::roundToCompute(Tensor& t) const {
   if (!t.defined() || t.dtype() != DType::F32) return;
-  roundTrip({t.data<float>(), static_cast<std::size_t>(t.numel())}, compute_);
+  kernels::roundTo(t.data<float>(), t.numel(), compute_);
 }
 
 void Model::beginWorkingCopies(std::size_t i, bool backward) {
   for (Parameter* p : layers_[i]->parameters()) {
     if (!p->value.defined()) {  // not held by materializeValues() or an earlier entry
       p->value = Tensor::empty(p->shape, DType::F32, MemoryCategory::Workspace, *allocator_);
-      convertToFloat(p->lowValue.data<std::uint16_t>(),
-                     {p->value.data<float>(), static_cast<std::size_t>(p->numel())}, compute_);
+      kernels::widen(p->lowValue.data<std::uint16_t>(), p->value.data<float>(), p->numel(),
+                     compute_);
       working_.push_back(p);
     }
     if (backward && !p->grad.defined()) {
@@ -107,8 +107,7 @@ void Model::materializeValues() {
   for (Parameter& p : parameters_) {
     if (p.value.defined()) continue;
     p.value = Tensor::empty(p.shape, DType::F32, MemoryCategory::Workspace, *allocator_);
-    convertToFloat(p.lowValue.data<std::uint16_t>(),
-                   {p.value.data<float>(), static_cast<std::size_t>(p.numel())}, compute_);
+    kernels::widen(p.lowValue.data<std::uint16_t>(), p.value.data<float>(), p.numel(), compute_);
     held_.push_back(&p);
   }
 }

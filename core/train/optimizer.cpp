@@ -16,8 +16,7 @@ AdamW::AdamW(Model& model, const kernels::AdamWHyper& hyper) : model_(model), hy
     if (model.mixedPrecision()) {  // the master starts as the stored (rounded) parameter
       Tensor& master = master_.emplace_back(
           Tensor::empty(p.shape, DType::F32, MemoryCategory::OptimizerState, model.allocator()));
-      convertToFloat(p.lowValue.data<std::uint16_t>(),
-                     {master.data<float>(), static_cast<std::size_t>(p.numel())}, p.storage);
+      kernels::widen(p.lowValue.data<std::uint16_t>(), master.data<float>(), p.numel(), p.storage);
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/kernels/precision.h"
 #include "core/trace/trace.h"
 
 namespace parascope {
@@ -19,8 +20,8 @@ ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator&
     for (const FlatBucket& b : layout.buckets) {
       const std::int64_t n = layout.partSize(b);
       const std::int64_t from = valuesSharded_ ? b.shardOffset : b.begin + n * comm.rank();
-      convertToFloat(values_.slice(from, n).data<std::uint16_t>(),
-                     {master_.data<float>() + b.shardOffset, static_cast<std::size_t>(n)}, type);
+      kernels::widen(values_.slice(from, n).data<std::uint16_t>(),
+                     master_.data<float>() + b.shardOffset, n, type);
     }
   }
   m_ = Tensor::zeros({layout.shardSize()}, DType::F32, MemoryCategory::OptimizerState,

@@ -1,8 +1,9 @@
 // Data-parallel equivalence on Open MPI ranks (CTest runs it under mpirun): every rank trains
 // the single-rank reference locally, then its replica of the data-parallel run, and compares:
 // fp32 cases at rtol 1e-5, bf16 / fp16 mixed precision within rtol 1.6e-2 of fp32 (lr 1e-3, see
-// test_mixed_precision.cpp), and an fp16 overflow injected on the last rank only, which every
-// rank must skip. Exit status 0 and the pass line from rank 0 only if every rank passed.
+// test_mixed_precision.cpp), an fp16 overflow injected on the last rank only, which every rank
+// must skip, and bf16 model-state bytes per category (2 + 2 + 12 per parameter, sharded by the
+// ZeRO stage). Exit status 0 and the pass line from rank 0 only if every rank passed.
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -31,6 +32,36 @@ std::string checkOverflowAgreement(const Communicator& world) {
   if (s[0].skipped || !s[1].skipped || s[2].skipped) return "overflow: wrong steps skipped";
   if (s[2].lossScale != s[1].lossScale / 2) return "overflow: the loss scale did not halve";
   return {};
+}
+
+// After two steps this rank's Parameter, Gradient and OptimizerState bytes are 2, 2 and 12 per
+// parameter, divided by the ranks from stage 3, 2 and 1 on, up to the buckets' padding.
+std::string checkMixedPrecisionBytes(const Communicator& world, int stage) {
+  const int n = world.size();
+  const TrainConfig c = dptest::tinyConfig(
+      {"bf16.enabled=true", "zero_optimization.stage=" + std::to_string(stage)}, n);
+  Allocator a;
+  Trainer t(c, a, world);
+  t.step();
+  t.step();
+  const std::int64_t P = t.model().parameterCount();
+  const std::int64_t padded =
+      P + static_cast<std::int64_t>(t.model().parameters().size()) * (n - 1);
+  auto within = [&](MemoryCategory m, std::int64_t perParameter, bool sharded) {
+    const std::int64_t got = a.liveBytes(m);
+    return sharded ? got >= perParameter * P / n && got <= perParameter * padded / n
+                   : got >= perParameter * P && got <= perParameter * padded;
+  };
+  if (within(MemoryCategory::Parameter, 2, stage >= 3) &&
+      within(MemoryCategory::Gradient, 2, stage >= 2) &&
+      within(MemoryCategory::OptimizerState, 12, stage >= 1)) {
+    return {};
+  }
+  return "bf16 stage " + std::to_string(stage) + " bytes: parameters " +
+         std::to_string(a.liveBytes(MemoryCategory::Parameter)) + ", gradients " +
+         std::to_string(a.liveBytes(MemoryCategory::Gradient)) + ", optimizer state " +
+         std::to_string(a.liveBytes(MemoryCategory::OptimizerState)) + " for " + std::to_string(P) +
+         " parameters";
 }
 
 }  // namespace
@@ -69,10 +100,12 @@ int main() {
         ++failures;
       }
     }
-    const std::string overflow = checkOverflowAgreement(world);
-    if (!overflow.empty()) {
-      std::fprintf(stderr, "rank %d: %s\n", world.rank(), overflow.c_str());
-      ++failures;
+    for (const std::string& e : {checkOverflowAgreement(world), checkMixedPrecisionBytes(world, 1),
+                                 checkMixedPrecisionBytes(world, 3)}) {
+      if (!e.empty()) {
+        std::fprintf(stderr, "rank %d: %s\n", world.rank(), e.c_str());
+        ++failures;
+      }
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", world.rank(), e.what());
