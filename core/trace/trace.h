@@ -62,6 +62,25 @@ class ScopedContext {
   Context saved_;
 };
 
+// Tags this thread's events with one pipeline instruction for a scope (stage, micro-batch,
+// instruction id; rank and step stay as they are) and restores the previous tags on exit. The
+// executor opens one around each instruction it runs, next to the instruction's own Span.
+class ScopedInstruction {
+ public:
+  ScopedInstruction(std::int32_t stage, std::int32_t microBatch, std::int32_t instruction) noexcept
+      : saved_(tlContext) {
+    tlContext.stage = stage;
+    tlContext.microBatch = microBatch;
+    tlContext.instruction = instruction;
+  }
+  ~ScopedInstruction() { tlContext = saved_; }
+  ScopedInstruction(const ScopedInstruction&) = delete;
+  ScopedInstruction& operator=(const ScopedInstruction&) = delete;
+
+ private:
+  Context saved_;
+};
+
 inline void stampContext(Event& e) noexcept {
   const Context& c = tlContext;
   e.rank = c.rank;

@@ -97,6 +97,7 @@ class TestEngineTrace : public QObject {
   void tracingLeavesLossesBitIdentical();
   void clockOffsetRecoversInjectedSkew();
   void recordingWritesFileOnlyWhenFinished();
+  void instructionTagsReachTheFile();
 };
 
 void TestEngineTrace::commMatrixEqualsAccountingAndHandCount_data() {
@@ -311,6 +312,38 @@ void TestEngineTrace::recordingWritesFileOnlyWhenFinished() {
   QCOMPARE(t.worldSize, 2);
   QCOMPARE(t.clockResidualNs, std::int64_t{9});
   QCOMPARE(t.ranks(), (std::vector<std::int32_t>{0, 1}));
+  std::filesystem::remove_all(dir);
+}
+
+// What the pipeline executor does around an instruction, through export and import: the
+// instruction's span and the work inside it carry stage, micro-batch and instruction id; the
+// tags end with the scope while rank and step stay.
+void TestEngineTrace::instructionTagsReachTheFile() {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("parascope-test-instruction-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "run.json").string();
+  {
+    TraceRecording recording(path, 4);
+    const trace::ScopedContext ctx({.rank = 2, .step = 5});
+    {
+      const trace::ScopedInstruction tags(1, 3, 17);
+      const trace::Span instruction("forward", Category::Instruction);
+      const trace::Span work("matmul_forward", Category::Compute);
+    }
+    { const trace::Span after("optimizer_step", Category::Optimizer); }
+    recording.finish();
+  }
+  const TraceData t = importChromeTrace(path);
+  QCOMPARE(t.events.size(), std::size_t{3});
+  for (const Event& e : t.events) {
+    const bool inside = std::string_view(e.name) != "optimizer_step";
+    QCOMPARE(e.rank, 2);
+    QCOMPARE(e.step, 5);
+    QCOMPARE(e.stage, inside ? 1 : -1);
+    QCOMPARE(e.microBatch, inside ? 3 : -1);
+    QCOMPARE(e.instruction, inside ? 17 : -1);
+  }
   std::filesystem::remove_all(dir);
 }
 
