@@ -40,7 +40,7 @@ TrainConfig tinyConfig(const std::vector<std::string>& overrides, int worldSize)
         {"num_layers", 4}}},
       {"data", {{"type", "text"}, {"path", textFixture()}, {"validation_fraction", 0.1}}},
       {"train_batch_size", 16},
-      {"optimizer", {{"params", {{"lr", 1e-2}}}}},
+      {"optimizer", {{"params", {{"lr", 1e-2}, {"eps", 1e-6}}}}},
       {"gradient_clipping", 1.0},
       {"eval_iters", 2},
       {"seed", 5}};
