@@ -91,11 +91,7 @@ PipelineStepStats PipelineExecutor::run(const BatchSource& batches,
   const Program& program = programs_[static_cast<std::size_t>(rank_)];
   for (std::size_t i = 0; i < program.size(); ++i) {
     const Instruction& in = program[i];
-    trace::Context context = trace::context();
-    context.stage = in.stage;
-    context.microBatch = in.microBatch;
-    context.instruction = static_cast<std::int32_t>(i);
-    const trace::ScopedContext scoped(context);
+    const trace::ScopedInstruction tags(in.stage, in.microBatch, static_cast<std::int32_t>(i));
     const trace::Span span(
         opName(in.op).data(), trace::Category::Instruction,
         in.isPointToPoint() ? trace::lane::kCommunication : trace::lane::kCompute);
