@@ -132,8 +132,10 @@ double PipelineTrainer::globalGradientNorm() {
 EvalReport PipelineTrainer::evaluate(int stepIndex) {
   const int rows = config_.microBatch;
   const std::int64_t available = data_.samples(Split::Validation);
+  // As Trainer::evaluate: images the whole test set, text eval_iters fixed windows.
+  const bool whole = config_.evalIters == 0 || config_.model.kind == ModelSpec::Kind::Mlp;
   const std::int64_t total =
-      config_.evalIters == 0 ? available : static_cast<std::int64_t>(config_.evalIters) * rows;
+      whole ? available : static_cast<std::int64_t>(config_.evalIters) * rows;
   // Data-parallel replicas take turns over the validation micro-batches.
   const int dp = mesh_.data().size(), d = mesh_.data().rank();
   std::vector<std::int64_t> firsts;

@@ -17,6 +17,7 @@ class TestPipelineRecompute : public QObject {
  private slots:
   void cleanupTestCase();
   void peakActivationBytesDrop();
+  void fullRecomputeIsGeneric();
 };
 
 namespace {
@@ -60,6 +61,37 @@ void TestPipelineRecompute::peakActivationBytesDrop() {
   const double blockState = 4.0 * B * T * (15.0 * C + 4 + NH * T);
   QVERIFY(none - full >= (L - 1) * blockState);
   QVERIFY(full < selective);
+}
+
+// Full recompute needs nothing from a layer: the classifier's layers run it unchanged, with the
+// same results bit for bit and less activation memory.
+void TestPipelineRecompute::fullRecomputeIsGeneric() {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
+    QSKIP("the dataset-fashion-mnist package is not installed");
+  }
+  auto run = [](const std::string& recompute, std::int64_t* peak) {
+    const TrainConfig c =
+        parseTrainConfig({{"model", {{"type", "mlp"}, {"hidden_sizes", {64, 64}}}},
+                          {"data", {{"type", "idx"}}},
+                          {"train_batch_size", 32},
+                          {"recompute_granularity", recompute}});
+    Allocator allocator;
+    Trainer t(c, allocator);
+    std::vector<double> losses;
+    losses.push_back(t.step().loss);
+    allocator.resetPeaks();
+    losses.push_back(t.step().loss);
+    *peak = allocator.peakBytes(MemoryCategory::Activation);
+    for (const Parameter& p : t.model().parameters()) {
+      losses.insert(losses.end(), p.value.data<float>(), p.value.data<float>() + p.numel());
+    }
+    return losses;
+  };
+  std::int64_t nonePeak = 0, fullPeak = 0;
+  const std::vector<double> none = run("none", &nonePeak);
+  const std::vector<double> full = run("full", &fullPeak);
+  QVERIFY(none == full);
+  QVERIFY(fullPeak < nonePeak);
 }
 
 QTEST_GUILESS_MAIN(TestPipelineRecompute)
