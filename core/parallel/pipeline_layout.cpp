@@ -128,7 +128,9 @@ PipelineSpec parsePipelineSpec(JsonReader& top, const nlohmann::json& doc, int p
   } else {
     s.layoutText = top.string(layoutKey, "");
   }
-  s.enabled = pipelineSize > 1 || s.chunks > 1 || s.recompute != Recompute::None || named;
+  const bool laidOut = !s.layerCounts.empty() || !s.layoutText.empty();
+  s.enabled =
+      pipelineSize > 1 || s.chunks > 1 || s.recompute != Recompute::None || named || laidOut;
   return s;
 }
 

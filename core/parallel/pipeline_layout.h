@@ -37,7 +37,8 @@ struct PipelineSpec {
   std::vector<int> layerCounts;
   std::string layoutText;                 // the string form as given, for messages
   Recompute recompute = Recompute::None;  // recompute_granularity
-  // Steps run as pipeline programs: pipeline size or v > 1, recompute, or a schedule named.
+  // Steps run as pipeline programs: pipeline size or v > 1, recompute, a schedule or a layout
+  // given.
   bool enabled = false;
   std::vector<LayerRange> stages;  // per virtual stage, resolved against the model (resolveLayout)
 };

@@ -236,6 +236,10 @@ void TestPipelineTraining::refusesBadConfigs_data() {
       << "config: pipeline_model_parallel_layout gives 1 stages with 6 layers; need "
          "pipeline_model_parallel_size (2) x virtual_pipeline_model_parallel_size (1) = 2 "
          "virtual stages covering all 6 model layers, e.g. \"Ett|ttL\" or [3, 3]";
+  QTest::newRow("layout on one rank")
+      << QStringList{"pipeline_model_parallel_layout=EttttLt"}
+      << "config: pipeline_model_parallel_layout \"EttttLt\" spells \"EttttLt\" but the model is "
+         "\"EttttL\" (E embedding, 4 x t, L head); e.g. \"EttttL\" or [6]";
   QTest::newRow("layout letter")
       << QStringList{"pipeline_model_parallel_size=2", "pipeline_model_parallel_layout=Ett|tmL"}
       << "config: pipeline_model_parallel_layout \"Ett|tmL\": unexpected 'm'; allowed: E "
