@@ -81,6 +81,8 @@ PipelineStepStats PipelineExecutor::run(const BatchSource& batches,
                                         const std::function<void()>& optimizerStep) {
   begin(programs_, batches);
   for (auto& chunk : chunks_) chunk->beginStep();
+  // Data loading stays out of the compute instructions' time.
+  for (int mb = 0; mb < setup_.shape.microBatches; ++mb) batch(mb);
   PipelineStepStats stats;
   // Every pipeline rank starts the step's clock together, so that the latest finish over the
   // ranks is the step's span for each of them (the previous step's optimizer takes a different

@@ -50,10 +50,10 @@ class PipelineExecutor {
   // rank is the pipeline rank). UserError if the schedule cannot run the shape.
   PipelineExecutor(Model& model, Communicator& pipeline, PipelineSetup setup);
 
-  // One step: this rank's program. Every rank loads the micro-batches it needs through
-  // `batches` (inputs for the first stage, targets for the last, the row count for the
-  // boundary shape). optimizerStep runs inside the OptStep instruction, after every pipeline
-  // rank finished computing.
+  // One step: this rank's program. Every rank loads the step's micro-batches through `batches`
+  // before the step's clock starts (inputs for the first stage, targets for the last, the row
+  // count for the boundary shape). optimizerStep runs inside the OptStep instruction, after every
+  // pipeline rank finished computing.
   PipelineStepStats run(const BatchSource& batches, const std::function<void()>& optimizerStep);
   // Forward only over `count` micro-batches; the result is the same on every pipeline rank.
   MicroBatchResult evaluate(const BatchSource& batches, int count);
