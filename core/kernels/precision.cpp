@@ -1,6 +1,7 @@
 #include "core/kernels/precision.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "core/kernels/grad_clip.h"
@@ -17,6 +18,15 @@ constexpr long kChunk = 1024;  // elements converted through the stack at a time
 // Hardware conversion rounds to nearest even, as floatToF16 does (overflow to inf, subnormals).
 constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 #endif
+
+// floatToBf16 without branches, so that loops of it vectorise: round to nearest even, NaN kept
+// quiet. Returns the bf16 bits in the upper half.
+inline std::uint32_t bf16Upper(float f) {
+  const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  const std::uint32_t quiet = (u | 0x00400000u) & 0xffff0000u;
+  return (u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
+}
 }  // namespace
 
 void widen(const std::uint16_t* in, float* out, long N, DType from) {
@@ -36,7 +46,8 @@ void widen(const std::uint16_t* in, float* out, long N, DType from) {
 
 void narrow(const float* in, std::uint16_t* out, long N, DType to) {
   if (to == DType::BF16) {
-    for (long i = 0; i < N; ++i) out[i] = floatToBf16(in[i]);
+#pragma omp simd
+    for (long i = 0; i < N; ++i) out[i] = static_cast<std::uint16_t>(bf16Upper(in[i]) >> 16);
     return;
   }
   long i = 0;
@@ -52,7 +63,8 @@ void narrow(const float* in, std::uint16_t* out, long N, DType to) {
 void roundTo(float* x, long N, DType type) {
   if (type == DType::F32) return;
   if (type == DType::BF16) {
-    for (long i = 0; i < N; ++i) x[i] = bf16ToFloat(floatToBf16(x[i]));
+#pragma omp simd
+    for (long i = 0; i < N; ++i) x[i] = std::bit_cast<float>(bf16Upper(x[i]));
     return;
   }
   long i = 0;

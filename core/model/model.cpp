@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "core/kernels/precision.h"
+#include "core/trace/trace.h"
 
 namespace parascope {
 
@@ -51,6 +52,7 @@ void Model::roundToCompute(Tensor& t) const {
 }
 
 void Model::beginWorkingCopies(std::size_t i, bool backward) {
+  const trace::Span span("parameters_to_f32", trace::Category::Compute);
   for (Parameter* p : layers_[i]->parameters()) {
     if (!p->value.defined()) {  // not held by materializeValues() or an earlier entry
       p->value = Tensor::empty(p->shape, DType::F32, MemoryCategory::Workspace, *allocator_);
@@ -67,6 +69,7 @@ void Model::beginWorkingCopies(std::size_t i, bool backward) {
 
 void Model::endWorkingCopies(bool backward) {
   if (backward) {
+    const trace::Span span("gradients_to_low_precision", trace::Category::Compute);
     for (Parameter* p : workingGrads_) {
       kernels::accumulateRounded(p->lowGrad.data<std::uint16_t>(), p->grad.data<float>(),
                                  p->numel(), compute_);
@@ -84,6 +87,7 @@ Tensor Model::forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, A
   Tensor y = layers_[i]->forward(x, batch, keep);
   if (mixedPrecision()) {
     endWorkingCopies(false);
+    const trace::Span span("round_activations", trace::Category::Compute);
     for (Tensor& t : keep.saved) roundToCompute(t);
     // Per-target losses stay f32: the loss is reduced in f32, as autocast computes it.
     if (dynamic_cast<const LossLayer*>(layers_[i].get()) == nullptr) roundToCompute(y);
@@ -98,6 +102,7 @@ Tensor Model::backwardLayer(std::size_t i, const Tensor& dy, const Batch& batch,
   beginWorkingCopies(i, true);
   Tensor dx = layers_[i]->backward(dy, batch, keep);
   endWorkingCopies(true);
+  const trace::Span span("round_activations", trace::Category::Compute);
   roundToCompute(dx);
   return dx;
 }
