@@ -1,5 +1,5 @@
 // parascope-cli bench step: training-step throughput of the reference GPT-mini on one rank or
-// on --dp in-process data-parallel ranks (--zero stage), with model FLOPs utilisation against
+// on --tp x --dp in-process ranks (--zero stage), with model FLOPs utilisation against
 // this machine's single-thread sgemm peak times the ranks, measured in the same run, and per
 // rank the exposed (not overlapped) communication and peak memory by category. A benchmark
 // prints figures; it never passes or fails.
@@ -31,6 +31,8 @@ struct BenchStepOptions {
   bool json = false;
   bool pytorch = false;
   int dp = 1;
+  int tp = 1;
+  bool sequenceParallel = false;
   int zero = 0;
   std::string precision = "fp32";
   int pp = 1;            // pipeline ranks
@@ -164,6 +166,9 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
   if (o.json) {
     std::printf("%s\n", nlohmann::json{{"bench", "step"},
                                        {"ranks", ranks},
+                                       {"tensor_model_parallel_size", config.parallel.tensor},
+                                       {"sequence_parallel", config.parallel.sequenceParallel},
+                                       {"data_parallel_size", config.parallel.data},
                                        {"zero_stage", config.parallel.zeroStage},
                                        {"precision", o.precision},
                                        {"skipped_steps", figures[0].skipped},
@@ -176,10 +181,11 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
                             .c_str());
   } else {
     std::printf(
-        "GPT: %d layers, width %d, context %d; %d data-parallel ranks (threads), ZeRO %d, "
-        "%s; global batch %d\n",
+        "GPT: %d layers, width %d, context %d; %d ranks (threads) = %d tensor-parallel%s x %d "
+        "data-parallel, ZeRO %d, %s; global batch %d\n",
         config.model.gpt.numLayers, config.model.gpt.hiddenSize, config.model.gpt.contextLength,
-        ranks, config.parallel.zeroStage, o.precision.c_str(), config.globalBatch);
+        ranks, config.parallel.tensor, config.parallel.sequenceParallel ? " (sequence)" : "",
+        config.parallel.data, config.parallel.zeroStage, o.precision.c_str(), config.globalBatch);
     std::printf("step time            %.2f ms median over %d steps\n", median * 1e3, o.steps);
     if (o.precision == "fp16") {
       std::printf("skipped steps        %d (fp16 gradient overflow)\n", figures[0].skipped);
@@ -242,6 +248,8 @@ void runBenchStep(const BenchStepOptions& o) {
                         {"train_iters", o.warmup + o.steps},
                         {"optimizer", {{"params", {{"lr", 3e-4}}}}}};
   doc["data_parallel_size"] = o.dp;
+  doc["tensor_model_parallel_size"] = o.tp;
+  doc["sequence_parallel"] = o.sequenceParallel;
   doc["zero_optimization"]["stage"] = o.zero;
   if (o.precision != "fp32") doc[o.precision]["enabled"] = true;
   if (o.pp > 1 || !o.schedule.empty() || o.recompute != "none") {
@@ -362,6 +370,10 @@ void registerBenchStepCommand(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--dp", o->dp, "Data-parallel ranks (in-process threads)")
       ->check(CLI::Range(1, 256));
+  cmd->add_option("--tp", o->tp, "Tensor-parallel ranks (in-process threads)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_flag("--sequence-parallel", o->sequenceParallel,
+                "Sequence parallelism in the tensor-parallel group");
   cmd->add_option("--zero", o->zero, "ZeRO stage")->check(CLI::Range(0, 3));
   cmd->add_option("--precision", o->precision,
                   "fp32, or bf16 / fp16 mixed precision (16-bit parameters, activations and "

@@ -83,10 +83,8 @@ class Printer final : public TrainObserver {
                   r.totalSteps, r.loss, r.lr, unit(), smoothedRate_);
       std::fflush(stdout);
     } else if (r.skipped || r.step % c_.logInterval == 0 || r.step == 1 || r.step == r.totalSteps) {
-      char norm[32] = "overflow";  // inf or NaN
-      if (std::isfinite(r.gradNorm)) std::snprintf(norm, sizeof norm, "%.3f", r.gradNorm);
-      std::printf("step %5d/%d  loss %.4f  lr %.2e  grad-norm %s  %s %.0f%s\n", r.step,
-                  r.totalSteps, r.loss, r.lr, norm, unit(), smoothedRate_,
+      std::printf("step %5d/%d  loss %.4f  lr %.2e  grad-norm %.3f  %s %.0f%s\n", r.step,
+                  r.totalSteps, r.loss, r.lr, r.gradNorm, unit(), smoothedRate_,
                   lossScaleText(r).c_str());
       std::fflush(stdout);
     }
@@ -145,6 +143,8 @@ void printStart(const TrainConfig& config, Trainer& trainer, bool json) {
                                        {"micro_batch", config.microBatch},
                                        {"gradient_accumulation_steps", config.gradientAccumulation},
                                        {"data_parallel_size", p.data},
+                                       {"tensor_model_parallel_size", p.tensor},
+                                       {"sequence_parallel", p.sequenceParallel},
                                        {"zero_stage", p.zeroStage},
                                        {"precision", precisionName(p.compute)},
                                        {"backend", rankBackendName(p.backend)},
@@ -153,11 +153,13 @@ void printStart(const TrainConfig& config, Trainer& trainer, bool json) {
                             .c_str());
   } else {
     std::printf(
-        "model: %s\ndata:  %s\nbatch: %d = %d micro x %d accumulation x %d ranks, %d steps\n",
+        "model: %s\ndata:  %s\nbatch: %d = %d micro x %d accumulation x %d data-parallel, %d "
+        "steps\n",
         model.c_str(), trainer.dataset().describe().c_str(), config.globalBatch, config.microBatch,
         config.gradientAccumulation, p.data, config.trainIters);
     if (p.worldSize() > 1) {
-      std::printf("ranks: %d data-parallel (%s), ZeRO stage %d\n", p.data,
+      std::printf("ranks: %d = %d tensor-parallel%s x %d data-parallel (%s), ZeRO stage %d\n",
+                  p.worldSize(), p.tensor, p.sequenceParallel ? " (sequence-parallel)" : "", p.data,
                   std::string(rankBackendName(p.backend)).c_str(), p.zeroStage);
     }
     if (p.compute != DType::F32) {

@@ -12,16 +12,18 @@ Model::Model(Allocator& allocator, DType compute) : allocator_(&allocator), comp
 }
 
 Parameter& Model::addParameter(const std::string& name, const Shape& shape, ParameterInit init,
-                               bool decay) {
+                               bool decay, const TensorSplit& split) {
   if (find(name) != nullptr) throw std::logic_error("duplicate parameter name " + name);
   Parameter& p = parameters_.emplace_back();
   p.name = name;
-  p.shape = shape;
+  p.fullShape = shape;
+  p.split = split;
+  p.shape = split.localShape(shape);
   p.init = init;
   p.decay = decay;
   p.storage = compute_;
-  p.storedValue() = Tensor::empty(shape, compute_, MemoryCategory::Parameter, *allocator_);
-  p.storedGrad() = Tensor::zeros(shape, compute_, MemoryCategory::Gradient, *allocator_);
+  p.storedValue() = Tensor::empty(p.shape, compute_, MemoryCategory::Parameter, *allocator_);
+  p.storedGrad() = Tensor::zeros(p.shape, compute_, MemoryCategory::Gradient, *allocator_);
   return p;
 }
 
@@ -34,7 +36,7 @@ Parameter* Model::find(const std::string& name) {
 
 std::int64_t Model::parameterCount() const {
   std::int64_t n = 0;
-  for (const Parameter& p : parameters_) n += p.numel();
+  for (const Parameter& p : parameters_) n += shapeNumel(p.fullShape);
   return n;
 }
 

@@ -31,16 +31,17 @@ class Model {
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
-  // Allocates the stored value and gradient; names must be unique.
+  // Allocates the stored value and gradient; names must be unique. `shape` is the logical shape;
+  // a split parameter stores only this rank's part of it (parameter.h).
   Parameter& addParameter(const std::string& name, const Shape& shape, ParameterInit init,
-                          bool decay);
+                          bool decay, const TensorSplit& split = {});
   void addLayer(std::unique_ptr<Layer> layer) { layers_.push_back(std::move(layer)); }
 
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   std::deque<Parameter>& parameters() { return parameters_; }
   const std::deque<Parameter>& parameters() const { return parameters_; }
   Parameter* find(const std::string& name);
-  std::int64_t parameterCount() const;
+  std::int64_t parameterCount() const;  // of the logical model, however it is split
   Allocator& allocator() const { return *allocator_; }
   DType computeType() const { return compute_; }
   bool mixedPrecision() const { return compute_ != DType::F32; }

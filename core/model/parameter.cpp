@@ -1,10 +1,49 @@
 #include "core/model/parameter.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/common/random.h"
 
 namespace parascope {
+
+Shape TensorSplit::localShape(const Shape& full) const {
+  Shape s = full;
+  if (!whole()) s[static_cast<std::size_t>(dim)] /= parts;
+  return s;
+}
+
+namespace {
+
+// Visits the runs of contiguous elements of this rank's part: (offset in full, offset in
+// local, length). Dim 0: each group's rows of this part; dim 1: each row's columns.
+template <typename F>
+void forEachRun(const Shape& full, const TensorSplit& s, F&& run) {
+  const std::int64_t rows = full[0];
+  const std::int64_t cols = shapeNumel(full) / rows;
+  if (s.dim == 0) {
+    const std::int64_t group = rows / s.groups, part = group / s.parts;
+    for (int g = 0; g < s.groups; ++g)
+      run((g * group + s.index * part) * cols, g * part * cols, part * cols);
+  } else {
+    const std::int64_t part = cols / s.parts;
+    for (std::int64_t r = 0; r < rows; ++r) run(r * cols + s.index * part, r * part, part);
+  }
+}
+
+}  // namespace
+
+void copySplitPart(const float* full, float* local, const Shape& fullShape, const TensorSplit& s) {
+  forEachRun(fullShape, s, [&](std::int64_t f, std::int64_t l, std::int64_t n) {
+    std::copy(full + f, full + f + n, local + l);
+  });
+}
+
+void placeSplitPart(const float* local, float* full, const Shape& fullShape, const TensorSplit& s) {
+  forEachRun(fullShape, s, [&](std::int64_t f, std::int64_t l, std::int64_t n) {
+    std::copy(local + l, local + l + n, full + f);
+  });
+}
 
 namespace {
 
@@ -32,12 +71,23 @@ void fill(float* v, std::int64_t n, const ParameterInit& init, Rng& rng) {
 void Parameter::initialize(std::uint64_t seed) const {
   Rng rng(mixSeed(seed, hashName(name)));
   const std::int64_t n = numel();
-  if (storage == DType::F32) {
+  if (storage == DType::F32 && split.whole()) {
     fill(value.data<float>(), n, init, rng);
   } else {
-    std::vector<float> full(static_cast<std::size_t>(n));
-    fill(full.data(), n, init, rng);
-    convertFromFloat(full, lowValue.data<std::uint16_t>(), storage);
+    // The logical tensor's values, then this rank's part of them, then its stored type.
+    std::vector<float> full(static_cast<std::size_t>(shapeNumel(fullShape)));
+    fill(full.data(), shapeNumel(fullShape), init, rng);
+    std::vector<float> part;
+    if (!split.whole()) {
+      part.resize(static_cast<std::size_t>(n));
+      copySplitPart(full.data(), part.data(), fullShape, split);
+    } else {
+      part = std::move(full);
+    }
+    if (storage == DType::F32)
+      std::copy(part.begin(), part.end(), value.data<float>());
+    else
+      convertFromFloat(part, lowValue.data<std::uint16_t>(), storage);
   }
   storedGrad().zero();
 }

@@ -18,9 +18,29 @@ struct ParameterInit {
   float scale = 0.0f;  // standard deviation (Normal) or bound (Uniform: [-scale, scale])
 };
 
+// How a tensor-parallel rank's part of a parameter is cut from the logical tensor, as in
+// Megatron: column-parallel weights along dim 0 (output features), row-parallel ones along dim 1
+// (input features), the vocabulary along dim 0. With `groups` > 1 dim 0 is that many stacked
+// blocks (q | k | v) and each block is cut, so every rank holds its heads of each.
+struct TensorSplit {
+  int dim = -1;    // -1: whole, the same on every tensor-parallel rank
+  int parts = 1;   // tensor-parallel size
+  int index = 0;   // this rank's part
+  int groups = 1;  // dim 0 only
+
+  bool whole() const { return dim < 0 || parts == 1; }
+  Shape localShape(const Shape& full) const;
+};
+
+// Copies this rank's part of a logical tensor (full) into its local tensor, and back.
+void copySplitPart(const float* full, float* local, const Shape& fullShape, const TensorSplit& s);
+void placeSplitPart(const float* local, float* full, const Shape& fullShape, const TensorSplit& s);
+
 struct Parameter {
   std::string name;
-  Shape shape;
+  Shape shape;      // what this rank stores (the logical shape unless split)
+  Shape fullShape;  // the logical tensor's shape
+  TensorSplit split;
   ParameterInit init;
   bool decay = true;  // AdamW weight decay applies (matrices and embeddings, not norms/biases)
   // f32, what kernels read and accumulate into. Full precision: the parameter itself
@@ -40,7 +60,8 @@ struct Parameter {
   const Tensor& storedValue() const { return storage == DType::F32 ? value : lowValue; }
   const Tensor& storedGrad() const { return storage == DType::F32 ? grad : lowGrad; }
   // Fills the stored value from (seed, name), rounded to nearest even under mixed precision, and
-  // zeroes the stored gradient.
+  // zeroes the stored gradient. A split parameter gets its part of the logical tensor's values,
+  // so any split starts from the single-rank model.
   void initialize(std::uint64_t seed) const;
 };
 

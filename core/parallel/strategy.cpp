@@ -36,10 +36,17 @@ void parseDegrees(JsonReader& top, ParallelStrategy& s, int worldSize) {
                     ") = " + str(s.worldSize()) + " must equal the world of " + str(worldSize) +
                     " ranks; valid: data_parallel_size = " + str(worldSize / model) + " or unset");
   }
-  if (s.tensor > 1) {
+  if (s.tensor > 1 && s.pipeline > 1) {
     throw UserError("config: tensor_model_parallel_size (" + str(s.tensor) +
-                    ") > 1 is not available in this build yet; valid: 1 (data and pipeline "
-                    "parallel only)");
+                    ") and pipeline_model_parallel_size (" + str(s.pipeline) +
+                    ") both > 1 is not available in this build yet; valid: one of them 1");
+  }
+  s.sequenceParallel = top.boolean("sequence_parallel", false);
+  if (s.sequenceParallel && s.tensor == 1) {
+    throw UserError(
+        "config: sequence_parallel = true needs tensor_model_parallel_size > 1 (it shards the "
+        "tensor-parallel group's layernorm and residual regions); valid: false, or a tensor size "
+        "of 2 or more");
   }
 }
 
@@ -119,6 +126,11 @@ ParallelStrategy parseStrategy(JsonReader& top, int worldSize) {
   parseDegrees(top, s, worldSize);
   parseZero(top.object("zero_optimization"), s);
   parsePrecision(top, s);
+  if (s.tensor > 1 && s.zeroStage >= 2) {
+    throw UserError("config: zero_optimization.stage = " + str(s.zeroStage) +
+                    " with tensor_model_parallel_size (" + str(s.tensor) +
+                    ") > 1 is not available in this build yet; valid: stage 0 or 1");
+  }
   return s;
 }
 

@@ -27,9 +27,10 @@ struct LossScaleSpec {     // DeepSpeed's fp16 block (core/train/loss_scaler.h)
 };
 
 struct ParallelStrategy {
-  int tensor = 1;    // tensor_model_parallel_size
-  int pipeline = 1;  // pipeline_model_parallel_size
-  int data = 1;      // data_parallel_size
+  int tensor = 1;                 // tensor_model_parallel_size
+  int pipeline = 1;               // pipeline_model_parallel_size
+  int data = 1;                   // data_parallel_size
+  bool sequenceParallel = false;  // sequence_parallel (Megatron's --sequence-parallel)
   int zeroStage = 0;
   // Gradient bucket capacity in elements (DeepSpeed's reduce_bucket_size counts elements);
   // default 25 MiB of f32, PyTorch DDP's bucket_cap_mb.

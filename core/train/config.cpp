@@ -6,6 +6,7 @@
 
 #include "core/common/error.h"
 #include "core/common/json_reader.h"
+#include "core/model/gpt_tensor_parallel.h"
 #include "core/train/pipeline_config.h"
 
 namespace parascope {
@@ -120,6 +121,12 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
                     (c.model.kind == ModelSpec::Kind::Gpt ? "text" : "idx") + "\"");
   }
   c.parallel = parseStrategy(r, worldSize);
+  if (c.parallel.tensor > 1) {
+    if (c.model.kind != ModelSpec::Kind::Gpt)
+      throw UserError("config: tensor_model_parallel_size (" + std::to_string(c.parallel.tensor) +
+                      ") > 1 needs model.type \"gpt\"; the mlp classifier runs with 1");
+    validateTensorParallel(c.model.gpt, c.parallel.tensor, c.parallel.sequenceParallel);
+  }
   resolveBatch(r, c);
   c.pipeline = parsePipelineSpec(r, j, c.parallel.pipeline);
   c.trainIters = static_cast<int>(r.integer("train_iters", c.trainIters, 1, 1 << 30));

@@ -11,6 +11,7 @@
 #include "core/io/safetensors.h"
 #include "core/kernels/grad_clip.h"
 #include "core/kernels/matmul.h"
+#include "core/model/gpt_tensor_parallel.h"
 #include "core/trace/trace.h"
 #include "core/train/pipeline_config.h"
 #include "core/train/pipeline_trainer.h"
@@ -21,6 +22,8 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
     : config_(config), scaler_(config.parallel.lossScale, config.parallel.compute == DType::F16) {
   kernels::setBlasThreads(1);  // one BLAS thread per rank: ranks are the parallelism
   model_ = std::make_unique<Model>(allocator, config.parallel.compute);
+  if (world.size() > 1 || config.parallel.worldSize() > 1)
+    mesh_ = DeviceMesh(world, config.parallel);
   if (config.model.kind == ModelSpec::Kind::Gpt) {
     const GptConfig& g = config.model.gpt;
     auto text = std::make_unique<TextDataset>(config.data.path, g.contextLength,
@@ -31,7 +34,13 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
                       std::to_string(g.vocabSize) + "; byte-level text needs vocab_size 256");
     }
     dataset_ = std::move(text);
-    buildGpt(*model_, g, pipelineRankLayers(config_, world.rank()));
+    if (mesh_.tensor().size() > 1) {
+      region_ = std::make_unique<TensorParallelRegion>(mesh_.tensor(),
+                                                       config.parallel.sequenceParallel, allocator);
+      buildGptTensorParallel(*model_, g, *region_);
+    } else {
+      buildGpt(*model_, g, pipelineRankLayers(config_, world.rank()));
+    }
   } else {
     auto images = std::make_unique<IdxDataset>(config.data.path, config.seed);
     MlpConfig m = config.model.mlp;
@@ -42,8 +51,6 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
     buildMlp(*model_, m);
   }
   model_->initialize(config.seed);
-  if (world.size() > 1 || config.parallel.worldSize() > 1)
-    mesh_ = DeviceMesh(world, config.parallel);
   setUpDataParallel();
   if (config_.pipeline.enabled) {
     pipeline_ = std::make_unique<PipelineTrainer>(config_, *model_, mesh_, *dataset_);
@@ -141,6 +148,7 @@ StepReport Trainer::step() {
     gatherer_->releaseAll();
     gatherer_->takeWaitSeconds();  // evaluation's waits are not this step's
   }
+  if (region_) region_->takeCommSeconds();  // nor its tensor-parallel communication
   if (reducer_) {
     reducer_->beginStep();
   } else {
@@ -168,8 +176,11 @@ StepReport Trainer::step() {
   if (std::find(faultSteps_.begin(), faultSteps_.end(), steps_) != faultSteps_.end()) {
     setInfinity(reducer_ ? reducer_->gradients() : model_->parameters().front().storedGrad());
   }
-  update(r, reducer_ ? reducer_->gradientNorm() : gradientNorm(*model_));
+  update(r, region_    ? tensorParallelGradientNorm(*model_, mesh_.tensor())
+            : reducer_ ? reducer_->gradientNorm()
+                       : gradientNorm(*model_));
   if (gatherer_) r.exposedCommSeconds += gatherer_->takeWaitSeconds();
+  if (region_) r.exposedCommSeconds += region_->takeCommSeconds();
   ++steps_;
   r.step = steps_;
   r.totalSteps = c.trainIters;
@@ -235,7 +246,13 @@ EvalReport Trainer::run(TrainObserver& observer) {
   }
   if (!config_.saveWeights.empty()) {
     gatherParameters();
-    if (mesh_.world().rank() == 0) saveWeights(*model_, config_.saveWeights);
+    if (region_) {
+      const auto values = gatherParameterValues(*model_, mesh_.tensor());
+      if (mesh_.world().rank() == 0)
+        writeSafetensors(config_.saveWeights, values, {{"format", "pt"}});
+    } else if (mesh_.world().rank() == 0) {
+      saveWeights(*model_, config_.saveWeights);
+    }
   }
   return last;
 }

@@ -17,6 +17,7 @@
 #include "core/data/dataset.h"
 #include "core/model/model.h"
 #include "core/parallel/mesh.h"
+#include "core/parallel/tensor_parallel.h"
 #include "core/train/config.h"
 #include "core/train/grad_reducer.h"
 #include "core/train/loss_scaler.h"
@@ -35,8 +36,9 @@ struct StepReport {
   double seconds = 0;   // wall time of this step
   std::int64_t samples = 0;
   std::int64_t tokens = 0;  // targets processed (positions for text, images for classification)
-  // This rank's time blocked on data-parallel communication not hidden behind compute: gradient
-  // reduction after backward, ZeRO's parameter all-gathers (this step's evaluation excluded).
+  // This rank's time blocked on communication not hidden behind compute: gradient reduction
+  // after backward, ZeRO's parameter all-gathers, tensor parallelism's collectives (this step's
+  // evaluation excluded).
   double exposedCommSeconds = 0;
   // Pipeline programs (pipeline_trainer.h): this rank's time in compute instructions, and idle
   // until the last pipeline rank finished computing; 0 without a pipeline.
@@ -107,10 +109,11 @@ class Trainer {
   std::unique_ptr<Model> model_;
   DeviceMesh mesh_;
   std::unique_ptr<AdamW> optimizer_;
-  std::unique_ptr<GradientReducer> reducer_;     // data parallel or ZeRO
-  std::unique_ptr<ShardedAdamW> sharded_;        // ZeRO stage >= 1
-  std::unique_ptr<ParameterGatherer> gatherer_;  // ZeRO stage 3
-  std::unique_ptr<PipelineTrainer> pipeline_;    // pipeline programs (config.pipeline.enabled)
+  std::unique_ptr<GradientReducer> reducer_;      // data parallel or ZeRO
+  std::unique_ptr<ShardedAdamW> sharded_;         // ZeRO stage >= 1
+  std::unique_ptr<ParameterGatherer> gatherer_;   // ZeRO stage 3
+  std::unique_ptr<PipelineTrainer> pipeline_;     // pipeline programs (config.pipeline.enabled)
+  std::unique_ptr<TensorParallelRegion> region_;  // tensor_model_parallel_size > 1
   LossScaler scaler_;
   int steps_ = 0;
   int skipped_ = 0;  // overflowed steps: the lr schedule does not advance on them (DeepSpeed)

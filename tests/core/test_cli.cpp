@@ -65,8 +65,8 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
                                   "gradient_clipping, log_interval, model, optimizer, "
                                   "pipeline_model_parallel_layout, pipeline_model_parallel_size, "
                                   "pipeline_schedule, recompute_granularity, save_weights, "
-                                  "scheduler, seed, tensor_model_parallel_size, train_batch_size, "
-                                  "train_iters, train_micro_batch_size_per_gpu, "
+                                  "scheduler, seed, sequence_parallel, tensor_model_parallel_size, "
+                                  "train_batch_size, train_iters, train_micro_batch_size_per_gpu, "
                                   "virtual_pipeline_model_parallel_size, zero_optimization\n";
   QTest::newRow("malformed") << QStringList{"train", "--config", path("bad-json.json")}
                              << "error: " + path("bad-json.json") +

@@ -280,10 +280,10 @@ void TestPipelineTraining::refusesBadConfigs_data() {
                      R"(data={"type": "idx"})"}
       << "config: pipeline_model_parallel_size (2) > 1 needs model.type \"gpt\"; valid for "
          "\"mlp\": 1";
-  QTest::newRow("tensor parallel")
-      << QStringList{"tensor_model_parallel_size=2"}
-      << "config: tensor_model_parallel_size (2) > 1 is not available in this build yet; valid: 1 "
-         "(data and pipeline parallel only)";
+  QTest::newRow("tensor and pipeline parallel")
+      << QStringList{"tensor_model_parallel_size=2", "pipeline_model_parallel_size=2"}
+      << "config: tensor_model_parallel_size (2) and pipeline_model_parallel_size (2) both > 1 is "
+         "not available in this build yet; valid: one of them 1";
 }
 
 void TestPipelineTraining::refusesBadConfigs() {

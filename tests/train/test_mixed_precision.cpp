@@ -419,6 +419,13 @@ void TestMixedPrecision::matchesFp32OneRank_data() {
       << "fp16"
       << QStringList{"fp16.enabled=true", "data_parallel_size=2", "zero_optimization.stage=2",
                      small, "communication_data_type=bf16"};
+  QTest::newRow("bf16 tp2 sequence-parallel")
+      << "bf16"
+      << QStringList{"bf16.enabled=true", "tensor_model_parallel_size=2", "sequence_parallel=true"};
+  QTest::newRow("fp16 tp2 dp2 zero1")
+      << "fp16"
+      << QStringList{"fp16.enabled=true", "tensor_model_parallel_size=2", "data_parallel_size=2",
+                     "zero_optimization.stage=1"};
 }
 
 // Losses within rtol 1.6e-2 of one fp32 rank, and the parameters too (lr 1e-3: Adam moves an

@@ -1,0 +1,189 @@
+// Tensor and sequence parallelism (Megatron splits) on in-process ranks: how a parameter is cut
+// and reassembled, one micro-batch's gradients of every split layer against the unsplit
+// model's, N steps of training against one rank for tensor x data meshes up to 8 ranks, and the
+// configurations that are refused.
+#include <QtTest>
+
+#include <cmath>
+#include <mutex>
+
+#include "core/comm/launch.h"
+#include "core/common/error.h"
+#include "core/model/gpt_tensor_parallel.h"
+#include "dp_harness.h"
+
+using namespace parascope;
+
+class TestTensorParallel : public QObject {
+  Q_OBJECT
+ private slots:
+  void splitPartsAreMegatrons();
+  void gradientsMatchUnsplitLayers_data();
+  void gradientsMatchUnsplitLayers();
+  void trainingMatchesOneRank_data();
+  void trainingMatchesOneRank();
+  void invalidSplitsAreRefused();
+};
+
+// A 4 x 6 tensor holding 0..23, cut in 2 parts: hand-written expected parts.
+void TestTensorParallel::splitPartsAreMegatrons() {
+  std::vector<float> full(24);
+  for (int i = 0; i < 24; ++i) full[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  auto part = [&](TensorSplit s) {
+    std::vector<float> local(12);
+    copySplitPart(full.data(), local.data(), {4, 6}, s);
+    std::vector<float> back(24, -1.0f);
+    placeSplitPart(local.data(), back.data(), {4, 6}, s);
+    return std::make_pair(local, back);
+  };
+  using V = std::vector<float>;
+  // Column-parallel (output rows): rank 1 holds rows 2, 3.
+  QCOMPARE(part({0, 2, 1, 1}).first, V({12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23}));
+  // Two stacked blocks (rows 0-1 | rows 2-3), each cut: rank 1 holds row 1 and row 3.
+  QCOMPARE(part({0, 2, 1, 2}).first, V({6, 7, 8, 9, 10, 11, 18, 19, 20, 21, 22, 23}));
+  // Row-parallel (input columns): rank 0 holds columns 0-2 of every row.
+  const auto [cols, back] = part({1, 2, 0, 1});
+  QCOMPARE(cols, V({0, 1, 2, 6, 7, 8, 12, 13, 14, 18, 19, 20}));
+  QCOMPARE(back[3], -1.0f);  // placed back only where the part came from
+  QCOMPARE(back[20], 20.0f);
+  QCOMPARE(TensorSplit({1, 3, 0, 1}).localShape({4, 6}), Shape({4, 2}));
+}
+
+namespace {
+
+// Gradients of one micro-batch, by logical parameter name, assembled over the tensor group.
+std::map<std::string, std::vector<float>> oneBatchGradients(const TrainConfig& c,
+                                                            const Communicator& world,
+                                                            double* loss) {
+  Allocator a;
+  Trainer t(c, a, world);
+  Model& m = t.model();
+  const Batch b = t.dataset().batch(Split::Train, 0, c.microBatch, a);
+  *loss = m.forwardBackward(b).lossSum;
+  for (Parameter& p : m.parameters()) std::swap(p.value, p.grad);  // gather the gradients
+  std::map<std::string, std::vector<float>> out;
+  for (const auto& [name, g] : gatherParameterValues(m, t.mesh().tensor())) {
+    const float* v = g.data<float>();
+    out[name].assign(v, v + g.numel());
+  }
+  for (Parameter& p : m.parameters()) std::swap(p.value, p.grad);
+  return out;
+}
+
+bool close(double want, double got) {
+  return std::fabs(got - want) <= 4e-5 + 1e-5 * std::fabs(want);
+}
+
+}  // namespace
+
+void TestTensorParallel::gradientsMatchUnsplitLayers_data() {
+  QTest::addColumn<int>("tensor");
+  QTest::addColumn<bool>("sequence");
+  for (int t : {2, 4})
+    for (bool sp : {false, true}) QTest::addRow("tp%d%s", t, sp ? "-sp" : "") << t << sp;
+}
+
+// The tensor-parallel model on t ranks and the single-rank model, same weights and batch: every
+// parameter's gradient (attention heads, MLP columns and rows, vocabulary rows, layernorms,
+// biases) and the loss agree within rtol 1e-5 / atol 4e-5.
+void TestTensorParallel::gradientsMatchUnsplitLayers() {
+  QFETCH(int, tensor);
+  QFETCH(bool, sequence);
+  // 4 heads so that t = 4 splits them; a vocabulary and MLP width divisible by 4.
+  const std::vector<std::string> model = {"model.num_attention_heads=4",
+                                          "train_micro_batch_size_per_gpu=4"};
+  double want = 0;
+  const auto reference = oneBatchGradients(dptest::tinyConfig(model), Communicator(), &want);
+  std::vector<std::string> split = model;
+  split.push_back("tensor_model_parallel_size=" + std::to_string(tensor));
+  split.push_back(std::string("sequence_parallel=") + (sequence ? "true" : "false"));
+  std::mutex mu;
+  std::string failure;
+  runInProcess(tensor, [&](Communicator& world) {
+    double loss = 0;
+    const auto got = oneBatchGradients(dptest::tinyConfig(split, tensor), world, &loss);
+    std::lock_guard lock(mu);
+    if (!close(want, loss))
+      failure = "loss " + std::to_string(loss) + " vs " + std::to_string(want);
+    for (const auto& [name, w] : reference) {
+      const auto& g = got.at(name);
+      for (std::size_t i = 0; i < w.size() && failure.empty(); ++i)
+        if (!close(w[i], g[i]))
+          failure = name + "[" + std::to_string(i) + "]: " + std::to_string(g[i]) + " vs " +
+                    std::to_string(w[i]);
+    }
+  });
+  QVERIFY2(failure.empty(), failure.c_str());
+}
+
+void TestTensorParallel::trainingMatchesOneRank_data() {
+  QTest::addColumn<int>("tensor");
+  QTest::addColumn<int>("data");
+  QTest::addColumn<bool>("sequence");
+  QTest::addColumn<QStringList>("extra");
+  QTest::addRow("tp2") << 2 << 1 << false << QStringList();
+  QTest::addRow("tp2-sp") << 2 << 1 << true << QStringList();
+  QTest::addRow("tp4") << 4 << 1 << false << QStringList();
+  QTest::addRow("tp4-sp-accum2") << 4 << 1 << true << QStringList{"gradient_accumulation_steps=2"};
+  QTest::addRow("tp2-dp2") << 2 << 2 << false << QStringList();
+  QTest::addRow("tp2-dp2-sp-zero1") << 2 << 2 << true << QStringList{"zero_optimization.stage=1"};
+  QTest::addRow("tp4-dp2-sp") << 4 << 2 << true << QStringList();
+}
+
+// Three optimizer steps (AdamW, clipping) on a tensor x data mesh: losses and every logical
+// parameter match one rank with the same global batch.
+void TestTensorParallel::trainingMatchesOneRank() {
+  QFETCH(int, tensor);
+  QFETCH(int, data);
+  QFETCH(bool, sequence);
+  QFETCH(QStringList, extra);
+  std::vector<std::string> common = {"model.num_attention_heads=4"};
+  for (const QString& e : extra) common.push_back(e.toStdString());
+  const dptest::RunRecord want = dptest::train(dptest::tinyConfig(common), 3);
+  std::vector<std::string> split = common;
+  split.push_back("tensor_model_parallel_size=" + std::to_string(tensor));
+  split.push_back("data_parallel_size=" + std::to_string(data));
+  split.push_back(std::string("sequence_parallel=") + (sequence ? "true" : "false"));
+  const TrainConfig c = dptest::tinyConfig(split);
+  std::mutex mu;
+  std::vector<std::string> diffs;
+  runInProcess(tensor * data, [&](Communicator& world) {
+    Allocator a;
+    const std::string diff = dptest::compare(want, dptest::train(c, 3, world, &a));
+    std::lock_guard lock(mu);
+    if (!diff.empty()) diffs.push_back("rank " + std::to_string(world.rank()) + ": " + diff);
+  });
+  QVERIFY2(diffs.empty(), diffs.empty() ? "" : diffs.front().c_str());
+}
+
+void TestTensorParallel::invalidSplitsAreRefused() {
+  auto refused = [](const std::vector<std::string>& overrides, const char* fragment) {
+    try {
+      dptest::tinyConfig(overrides);
+    } catch (const UserError& e) {
+      if (std::string(e.what()).find(fragment) != std::string::npos) return std::string();
+      return std::string("message '") + e.what() + "' lacks '" + fragment + "'";
+    }
+    return std::string("accepted: ") + overrides.front();
+  };
+  const std::vector<std::pair<std::vector<std::string>, const char*>> cases = {
+      {{"tensor_model_parallel_size=4"},
+       "model.num_attention_heads (2) must be divisible by tensor_model_parallel_size (4)"},
+      {{"tensor_model_parallel_size=2", "model.num_attention_heads=4", "model.vocab_size=255",
+        "data.path=/dev/null"},
+       "model.vocab_size (255) must be divisible by tensor_model_parallel_size (2)"},
+      {{"sequence_parallel=true"}, "sequence_parallel = true needs tensor_model_parallel_size > 1"},
+      {{"tensor_model_parallel_size=2", "sequence_parallel=true", "model.context_length=15"},
+       "with sequence_parallel, model.context_length (15) must be divisible by "
+       "tensor_model_parallel_size (2)"},
+      {{"tensor_model_parallel_size=2", "zero_optimization.stage=2"},
+       "zero_optimization.stage = 2 with tensor_model_parallel_size (2) > 1 is not available"},
+  };
+  for (const auto& [overrides, fragment] : cases) {
+    const std::string problem = refused(overrides, fragment);
+    QVERIFY2(problem.empty(), problem.c_str());
+  }
+}
+
+QTEST_GUILESS_MAIN(TestTensorParallel)
+#include "test_tensor_parallel.moc"
