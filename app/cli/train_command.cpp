@@ -83,8 +83,10 @@ class Printer final : public TrainObserver {
                   r.totalSteps, r.loss, r.lr, unit(), smoothedRate_);
       std::fflush(stdout);
     } else if (r.skipped || r.step % c_.logInterval == 0 || r.step == 1 || r.step == r.totalSteps) {
-      std::printf("step %5d/%d  loss %.4f  lr %.2e  grad-norm %.3f  %s %.0f%s\n", r.step,
-                  r.totalSteps, r.loss, r.lr, r.gradNorm, unit(), smoothedRate_,
+      char norm[32] = "overflow";  // inf or NaN
+      if (std::isfinite(r.gradNorm)) std::snprintf(norm, sizeof norm, "%.3f", r.gradNorm);
+      std::printf("step %5d/%d  loss %.4f  lr %.2e  grad-norm %s  %s %.0f%s\n", r.step,
+                  r.totalSteps, r.loss, r.lr, norm, unit(), smoothedRate_,
                   lossScaleText(r).c_str());
       std::fflush(stdout);
     }
