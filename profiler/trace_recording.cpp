@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 
 #include "core/common/error.h"
@@ -72,6 +73,12 @@ std::string TraceRecording::finish(std::int32_t rank) {
   stop();
   data_.merge(tracer_.drain());
   data_.sortByTime();
+  if (const std::uint64_t lost = tracer_.dropped()) {
+    std::fprintf(stderr,
+                 "profiler: %llu events were dropped (a thread reached the tracer's limit of "
+                 "events); the trace is incomplete\n",
+                 static_cast<unsigned long long>(lost));
+  }
   if (rank < 0) {
     exportChromeTrace(data_, path_);
     return path_;
