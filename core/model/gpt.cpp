@@ -405,12 +405,14 @@ void buildGpt(Model& m, const GptConfig& c) {
   buildGpt(m, c, all);
 }
 
-void buildGpt(Model& m, const GptConfig& c, const std::vector<int>& layers) {
-  validate(c);
+bool holdsLayer(const std::vector<int>& layers, int i) {
+  return std::find(layers.begin(), layers.end(), i) != layers.end();
+}
+
+void addGptParameters(Model& m, const GptConfig& c, const std::vector<int>& layers,
+                      const GptSplits& split) {
   const int last = c.numLayers + 1;  // the head's index
-  auto holds = [&](int layer) {
-    return std::find(layers.begin(), layers.end(), layer) != layers.end();
-  };
+  auto holds = [&](int layer) { return holdsLayer(layers, layer); };
   const std::int64_t C = c.hiddenSize, F = static_cast<std::int64_t>(c.mlpRatio) * C;
   using K = ParameterInit::Kind;
   const ParameterInit normal{K::Normal, 0.02f};
@@ -418,28 +420,36 @@ void buildGpt(Model& m, const GptConfig& c, const std::vector<int>& layers) {
   // flat with depth.
   const ParameterInit projection{K::Normal, 0.02f / std::sqrt(2.0f * c.numLayers)};
   const ParameterInit zeros{K::Zeros, 0}, ones{K::Ones, 0};
-  if (holds(0) || holds(last)) m.addParameter("wte.weight", {c.vocabSize, C}, normal, true);
+  if (holds(0) || holds(last))
+    m.addParameter("wte.weight", {c.vocabSize, C}, normal, true, split.vocabulary);
   if (holds(0)) m.addParameter("wpe.weight", {c.contextLength, C}, normal, true);
   for (int i = 0; i < c.numLayers; ++i) {
     if (!holds(i + 1)) continue;
     const std::string p = "h." + std::to_string(i) + ".";
     m.addParameter(p + "ln_1.weight", {C}, ones, false);
     m.addParameter(p + "ln_1.bias", {C}, zeros, false);
-    m.addParameter(p + "attn.c_attn.weight", {3 * C, C}, normal, true);
-    m.addParameter(p + "attn.c_attn.bias", {3 * C}, zeros, false);
-    m.addParameter(p + "attn.c_proj.weight", {C, C}, projection, true);
+    m.addParameter(p + "attn.c_attn.weight", {3 * C, C}, normal, true, split.qkv);
+    m.addParameter(p + "attn.c_attn.bias", {3 * C}, zeros, false, split.qkv);
+    m.addParameter(p + "attn.c_proj.weight", {C, C}, projection, true, split.rows);
     m.addParameter(p + "attn.c_proj.bias", {C}, zeros, false);
     m.addParameter(p + "ln_2.weight", {C}, ones, false);
     m.addParameter(p + "ln_2.bias", {C}, zeros, false);
-    m.addParameter(p + "mlp.c_fc.weight", {F, C}, normal, true);
-    m.addParameter(p + "mlp.c_fc.bias", {F}, zeros, false);
-    m.addParameter(p + "mlp.c_proj.weight", {C, F}, projection, true);
+    m.addParameter(p + "mlp.c_fc.weight", {F, C}, normal, true, split.columns);
+    m.addParameter(p + "mlp.c_fc.bias", {F}, zeros, false, split.columns);
+    m.addParameter(p + "mlp.c_proj.weight", {C, F}, projection, true, split.rows);
     m.addParameter(p + "mlp.c_proj.bias", {C}, zeros, false);
   }
   if (holds(last)) {
     m.addParameter("ln_f.weight", {C}, ones, false);
     m.addParameter("ln_f.bias", {C}, zeros, false);
   }
+}
+
+void buildGpt(Model& m, const GptConfig& c, const std::vector<int>& layers) {
+  validate(c);
+  const int last = c.numLayers + 1;
+  auto holds = [&](int layer) { return holdsLayer(layers, layer); };
+  addGptParameters(m, c, layers);
   if (holds(0)) m.addLayer(std::make_unique<Embedding>(m, c));
   for (int i = 0; i < c.numLayers; ++i) {
     if (holds(i + 1)) m.addLayer(std::make_unique<Block>(m, c, i));

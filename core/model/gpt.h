@@ -37,4 +37,18 @@ void buildGpt(Model& model, const GptConfig& c);
 // that Model::initialize gives them the same values.
 void buildGpt(Model& model, const GptConfig& c, const std::vector<int>& layers);
 
+// How the GPT's matrices are cut over a tensor-parallel group (parameter.h); whole by default.
+struct GptSplits {
+  TensorSplit vocabulary;  // wte rows
+  TensorSplit qkv;         // attention QKV weight and bias: q | k | v blocks, by head
+  TensorSplit columns;     // MLP first weight and bias: output features
+  TensorSplit rows;        // attention output and MLP second weight: input features
+};
+
+// Declares the parameters the listed layers use (as buildGpt), cut as `splits` says.
+void addGptParameters(Model& model, const GptConfig& c, const std::vector<int>& layers,
+                      const GptSplits& splits = {});
+// True if `layers` (as buildGpt takes them) holds layer index i.
+bool holdsLayer(const std::vector<int>& layers, int i);
+
 }  // namespace parascope

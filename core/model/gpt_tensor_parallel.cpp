@@ -122,7 +122,7 @@ class Embedding final : public Layer {
   Tensor backward(const Tensor& dy, const Batch& batch, Activations& keep) override {
     const Tensor& x = keep.saved[0];
     const int T = static_cast<int>(x.dim(1)), C = c_.hiddenSize, N = rowsOf(batch);
-    const int rows = static_cast<int>(dy.dim(0)), row0 = firstRow(N);
+    const int rows = static_cast<int>(dy.numel() / C), row0 = firstRow(N);
     SharedGrad dwpe(region_, wpe_, alloc_);
     for (int i = 0; i < rows; ++i)
       residualForward(dwpe.target() + static_cast<long>((row0 + i) % T) * C,
@@ -169,6 +169,7 @@ class Block final : public Layer {
   std::vector<Parameter*> parameters() const override { return params_; }
   Tensor forward(const Tensor& x, const Batch& batch, Activations& keep) override;
   Tensor backward(const Tensor& dy, const Batch& batch, Activations& keep) override;
+  void setSelectiveRecompute(bool on) override { selective_ = on; }
 
  private:
   enum P { Ln1W, Ln1B, QkvW, QkvB, ProjW, ProjB, Ln2W, Ln2B, FcW, FcB, FcProjW, FcProjB };
@@ -198,12 +199,13 @@ class Block final : public Layer {
   GptConfig c_;
   TensorParallelRegion& region_;
   std::vector<Parameter*> params_;
+  bool selective_ = false;  // drop the attention core's outputs in forward, recompute them
 };
 
 Tensor Block::forward(const Tensor& x, const Batch& batch, Activations& keep) {
   const int B = static_cast<int>(batch.inputs.dim(0)), T = static_cast<int>(batch.inputs.dim(1));
   const int t = region_.size(), C = c_.hiddenSize, Cl = C / t, NH = c_.numHeads / t;
-  const int Fl = c_.mlpRatio * C / t, N = B * T, rows = static_cast<int>(x.dim(0));
+  const int Fl = c_.mlpRatio * C / t, N = B * T, rows = static_cast<int>(x.numel() / C);
   Tensor ln1 = activation(alloc_, {rows, C}), ln1m = activation(alloc_, {rows}),
          ln1r = activation(alloc_, {rows});
   layernormForward(f(ln1), f(ln1m), f(ln1r), f(x), value(Ln1W), value(Ln1B), rows, C);
@@ -229,13 +231,14 @@ Tensor Block::forward(const Tensor& x, const Batch& batch, Activations& keep) {
   residualForward(f(out), f(x2), f(out), static_cast<long>(rows) * C);
   // Under sequence parallelism the gathered layernorm outputs are gathered again in backward
   // rather than kept (Megatron's choice: t times less activation memory for two all-gathers).
+  if (selective_) att = atty = Tensor();
   keep.saved = {x, ln1, ln1m, ln1r, qkv, att, atty, x2, ln2, ln2m, ln2r, fc, gelu};
   return out;
 }
 
 Tensor Block::layernormBack(const Tensor& dout, const Tensor& inp, const Tensor& mean,
                             const Tensor& rstd, P weight, P bias) {
-  const int rows = static_cast<int>(inp.dim(0)), C = c_.hiddenSize;
+  const int C = c_.hiddenSize, rows = static_cast<int>(inp.numel() / C);
   SharedGrad dw(region_, params_[weight], alloc_), db(region_, params_[bias], alloc_);
   Tensor dinp = activation(alloc_, {rows, C});
   layernormBackward(f(dinp), dw.target(), db.target(), f(dout), f(inp), value(weight), f(mean),
@@ -246,10 +249,15 @@ Tensor Block::layernormBack(const Tensor& dout, const Tensor& inp, const Tensor&
 }
 
 Tensor Block::backward(const Tensor& dy, const Batch& batch, Activations& keep) {
-  const auto& s = keep.saved;
+  auto& s = keep.saved;
   const int B = static_cast<int>(batch.inputs.dim(0)), T = static_cast<int>(batch.inputs.dim(1));
   const int t = region_.size(), C = c_.hiddenSize, Cl = C / t, NH = c_.numHeads / t;
-  const int Fl = c_.mlpRatio * C / t, N = B * T, rows = static_cast<int>(dy.dim(0));
+  const int Fl = c_.mlpRatio * C / t, N = B * T, rows = static_cast<int>(dy.numel() / C);
+  if (!s[kAtt].defined()) {  // selective recompute: the attention core from the kept QKV
+    s[kAtt] = activation(alloc_, {B, NH, T, T});
+    s[kAttY] = activation(alloc_, {N, Cl});
+    attentionForward(f(s[kAttY]), f(s[kAtt]), f(s[kQkv]), B, T, Cl, NH);
+  }
   // MLP branch: out = x2 + leave(gelu(fc(enter(ln2(x2)))) W2^T) + b2.
   {
     SharedGrad db(region_, params_[FcProjB], alloc_);
@@ -317,7 +325,7 @@ class Head final : public LossLayer {
 
 Tensor Head::forward(const Tensor& x, const Batch& batch, Activations& keep) {
   const int C = c_.hiddenSize, Vl = vocabPart(), N = rowsOf(batch);
-  const int rows = static_cast<int>(x.dim(0)), first = firstVocab();
+  const int rows = static_cast<int>(x.numel() / C), first = firstVocab();
   Tensor ln = activation(alloc_, {rows, C}), mean = activation(alloc_, {rows}),
          rstd = activation(alloc_, {rows});
   layernormForward(f(ln), f(mean), f(rstd), f(x), f(lnw_->value), f(lnb_->value), rows, C);
@@ -359,7 +367,7 @@ Tensor Head::forward(const Tensor& x, const Batch& batch, Activations& keep) {
 Tensor Head::backward(const Tensor&, const Batch& batch, Activations& keep) {
   const auto& s = keep.saved;
   const int C = c_.hiddenSize, Vl = vocabPart(), N = rowsOf(batch);
-  const int rows = static_cast<int>(s[0].dim(0)), first = firstVocab();
+  const int rows = static_cast<int>(s[0].numel() / C), first = firstVocab();
   const auto* targets = batch.targets.data<std::int32_t>();
   // dlogits overwrite the saved probabilities: (p - [v == target]) * weight.
   for (int n = 0; n < N; ++n) {
@@ -408,38 +416,21 @@ std::int64_t Head::correct(const Batch& batch, const Activations& keep) const {
 
 }  // namespace
 
-void buildGptTensorParallel(Model& m, const GptConfig& c, TensorParallelRegion& region) {
+void buildGptTensorParallel(Model& m, const GptConfig& c, TensorParallelRegion& region,
+                            const std::vector<int>& layers) {
   validate(c);
   const int t = region.size(), r = region.rank();
   validateTensorParallel(c, t, region.sequenceParallel());
-  const std::int64_t C = c.hiddenSize, F = static_cast<std::int64_t>(c.mlpRatio) * C;
-  using K = ParameterInit::Kind;
-  const ParameterInit normal{K::Normal, 0.02f};
-  const ParameterInit projection{K::Normal, 0.02f / std::sqrt(2.0f * c.numLayers)};
-  const ParameterInit zeros{K::Zeros, 0}, ones{K::Ones, 0};
-  const TensorSplit whole{}, rows{0, t, r, 1}, qkv{0, t, r, 3}, columns{1, t, r, 1};
-  m.addParameter("wte.weight", {c.vocabSize, C}, normal, true, rows);
-  m.addParameter("wpe.weight", {c.contextLength, C}, normal, true, whole);
-  for (int i = 0; i < c.numLayers; ++i) {
-    const std::string p = "h." + std::to_string(i) + ".";
-    m.addParameter(p + "ln_1.weight", {C}, ones, false);
-    m.addParameter(p + "ln_1.bias", {C}, zeros, false);
-    m.addParameter(p + "attn.c_attn.weight", {3 * C, C}, normal, true, qkv);
-    m.addParameter(p + "attn.c_attn.bias", {3 * C}, zeros, false, qkv);
-    m.addParameter(p + "attn.c_proj.weight", {C, C}, projection, true, columns);
-    m.addParameter(p + "attn.c_proj.bias", {C}, zeros, false);
-    m.addParameter(p + "ln_2.weight", {C}, ones, false);
-    m.addParameter(p + "ln_2.bias", {C}, zeros, false);
-    m.addParameter(p + "mlp.c_fc.weight", {F, C}, normal, true, rows);
-    m.addParameter(p + "mlp.c_fc.bias", {F}, zeros, false, rows);
-    m.addParameter(p + "mlp.c_proj.weight", {C, F}, projection, true, columns);
-    m.addParameter(p + "mlp.c_proj.bias", {C}, zeros, false);
-  }
-  m.addParameter("ln_f.weight", {C}, ones, false);
-  m.addParameter("ln_f.bias", {C}, zeros, false);
-  m.addLayer(std::make_unique<Embedding>(m, c, region));
-  for (int i = 0; i < c.numLayers; ++i) m.addLayer(std::make_unique<Block>(m, c, region, i));
-  m.addLayer(std::make_unique<Head>(m, c, region));
+  GptSplits splits;
+  splits.vocabulary = {0, t, r, 1};
+  splits.qkv = {0, t, r, 3};
+  splits.columns = {0, t, r, 1};
+  splits.rows = {1, t, r, 1};
+  addGptParameters(m, c, layers, splits);
+  if (holdsLayer(layers, 0)) m.addLayer(std::make_unique<Embedding>(m, c, region));
+  for (int i = 0; i < c.numLayers; ++i)
+    if (holdsLayer(layers, i + 1)) m.addLayer(std::make_unique<Block>(m, c, region, i));
+  if (holdsLayer(layers, c.numLayers + 1)) m.addLayer(std::make_unique<Head>(m, c, region));
 }
 
 std::vector<std::pair<std::string, Tensor>> gatherParameterValues(const Model& model,

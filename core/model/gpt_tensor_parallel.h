@@ -19,8 +19,10 @@ namespace parascope {
 // width, vocabulary, and with sequence parallelism the context length).
 void validateTensorParallel(const GptConfig& c, int tensor, bool sequenceParallel);
 
-// Builds this rank's parameters and layers. `region` must outlive the model.
-void buildGptTensorParallel(Model& model, const GptConfig& c, TensorParallelRegion& region);
+// Builds this rank's parameters and layers: of the listed layers only (a pipeline rank's part,
+// as buildGpt takes them). `region` must outlive the model.
+void buildGptTensorParallel(Model& model, const GptConfig& c, TensorParallelRegion& region,
+                            const std::vector<int>& layers);
 
 // Collective over the tensor group: every parameter's logical value (split ones assembled from
 // every rank's part), in model order, in Workspace memory.

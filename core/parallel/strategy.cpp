@@ -36,11 +36,6 @@ void parseDegrees(JsonReader& top, ParallelStrategy& s, int worldSize) {
                     ") = " + str(s.worldSize()) + " must equal the world of " + str(worldSize) +
                     " ranks; valid: data_parallel_size = " + str(worldSize / model) + " or unset");
   }
-  if (s.tensor > 1 && s.pipeline > 1) {
-    throw UserError("config: tensor_model_parallel_size (" + str(s.tensor) +
-                    ") and pipeline_model_parallel_size (" + str(s.pipeline) +
-                    ") both > 1 is not available in this build yet; valid: one of them 1");
-  }
   s.sequenceParallel = top.boolean("sequence_parallel", false);
   if (s.sequenceParallel && s.tensor == 1) {
     throw UserError(

@@ -8,8 +8,16 @@ namespace parascope {
 
 namespace {
 
+// Activations are (rows, C) whatever their shape: (B, T, C) as the pipeline passes them counts
+// B x T rows.
+std::int64_t width(const Tensor& t) {
+  return t.dim(t.rank() - 1);
+}
+std::int64_t rowsOf(const Tensor& t) {
+  return t.numel() / width(t);
+}
 Tensor rowsLike(const Tensor& t, std::int64_t rows, Allocator& a) {
-  return Tensor::empty({rows, t.numel() / t.dim(0)}, DType::F32, MemoryCategory::Activation, a);
+  return Tensor::empty({rows, width(t)}, DType::F32, MemoryCategory::Activation, a);
 }
 
 }  // namespace
@@ -32,7 +40,7 @@ void TensorParallelRegion::allReduce(void* buf, std::size_t count, DType t, Redu
 }
 
 Tensor TensorParallelRegion::gathered(const Tensor& local) {
-  Tensor full = rowsLike(local, local.dim(0) * size(), allocator_);
+  Tensor full = rowsLike(local, rowsOf(local) * size(), allocator_);
   timed([&] {
     group_.allGather(local.data<float>(), full.data<float>(), local.numel(), DType::F32);
   });
@@ -41,7 +49,7 @@ Tensor TensorParallelRegion::gathered(const Tensor& local) {
 
 // The adjoint of gathered(): this rank's rows of the sum over the group.
 Tensor TensorParallelRegion::scattered(const Tensor& full) {
-  Tensor local = rowsLike(full, full.dim(0) / size(), allocator_);
+  Tensor local = rowsLike(full, rowsOf(full) / size(), allocator_);
   const CommArgs gather{CommOp::AllGather,
                         local.data<float>(),
                         full.data<float>(),
@@ -76,7 +84,7 @@ Tensor TensorParallelRegion::enterBackward(const Tensor& d) {
 Tensor TensorParallelRegion::leave(const Tensor& partial) {
   if (size() == 1) return partial;
   if (sequenceParallel_) {
-    Tensor local = rowsLike(partial, partial.dim(0) / size(), allocator_);
+    Tensor local = rowsLike(partial, rowsOf(partial) / size(), allocator_);
     timed([&] {
       group_.reduceScatter(partial.data<float>(), local.data<float>(), local.numel(), DType::F32,
                            ReduceOp::Sum);
@@ -93,7 +101,7 @@ Tensor TensorParallelRegion::leave(const Tensor& partial) {
 Tensor TensorParallelRegion::leaveBackward(const Tensor& d) {
   if (size() == 1 || !sequenceParallel_) return d;
   // The adjoint of leave()'s reduce-scatter: an all-gather.
-  Tensor full = rowsLike(d, d.dim(0) * size(), allocator_);
+  Tensor full = rowsLike(d, rowsOf(d) * size(), allocator_);
   const CommArgs scatter{CommOp::ReduceScatter,
                          full.data<float>(),
                          d.data<float>(),

@@ -18,7 +18,11 @@ PipelineSetup makeSetup(const TrainConfig& c, const Communicator& pipeline) {
   s.stages = c.pipeline.stages;
   s.recompute = c.pipeline.recompute;
   const std::int64_t width = c.model.gpt.hiddenSize;
-  s.boundary = [width](const Batch& b) { return Shape{b.inputs.dim(0), b.inputs.dim(1), width}; };
+  // Sequence parallelism hands each tensor rank 1/t of the token rows between layers.
+  const int rowShare = c.parallel.sequenceParallel ? c.parallel.tensor : 1;
+  s.boundary = [width, rowShare](const Batch& b) {
+    return Shape{b.inputs.dim(0), b.inputs.dim(1) / rowShare, width};
+  };
   return s;
 }
 
@@ -113,14 +117,22 @@ void PipelineTrainer::sumTiedEmbedding() {
 }
 
 // The L2 norm over the whole model: each stage's squares, the tied embedding counted once (on
-// the first stage), summed over the pipeline ranks.
+// the first stage), tensor-parallel parts summed over the tensor group, then summed over the
+// pipeline ranks.
 double PipelineTrainer::globalGradientNorm() {
   Communicator& pipe = mesh_.pipeline();
-  double sq = 0;
+  double whole = 0, split = 0;
   for (const Parameter& p : model_.parameters()) {
     const bool copy = pipe.size() > 1 && !executor_.holdsFirstStage() && p.name == "wte.weight";
-    if (!copy) sq += kernels::sumOfSquares(p.grad.data<float>(), p.numel());
+    if (!copy)
+      (p.split.whole() ? whole : split) += kernels::sumOfSquares(p.grad.data<float>(), p.numel());
   }
+  if (mesh_.tensor().size() > 1) {
+    auto v = static_cast<float>(split);
+    mesh_.tensor().allReduce(&v, &v, 1, DType::F32, ReduceOp::Sum);
+    split = v;
+  }
+  double sq = whole + split;
   if (pipe.size() > 1) {
     auto v = static_cast<float>(sq);
     pipe.allReduce(&v, &v, 1, DType::F32, ReduceOp::Sum);

@@ -37,10 +37,12 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
     if (mesh_.tensor().size() > 1) {
       region_ = std::make_unique<TensorParallelRegion>(mesh_.tensor(),
                                                        config.parallel.sequenceParallel, allocator);
-      buildGptTensorParallel(*model_, g, *region_);
-    } else {
-      buildGpt(*model_, g, pipelineRankLayers(config_, world.rank()));
     }
+    const std::vector<int> layers = pipelineRankLayers(config_, world.rank());
+    if (region_)
+      buildGptTensorParallel(*model_, g, *region_, layers);
+    else
+      buildGpt(*model_, g, layers);
   } else {
     auto images = std::make_unique<IdxDataset>(config.data.path, config.seed);
     MlpConfig m = config.model.mlp;

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/common/random.h"
+#include "core/model/gpt_tensor_parallel.h"
 
 namespace pptest {
 
@@ -57,9 +58,10 @@ RunRecord train(const TrainConfig& config, int steps, const Communicator& world,
     r.losses.push_back(r.reports.back().loss);
   }
   t.gatherParameters();
-  for (const Parameter& p : t.model().parameters()) {
-    const float* v = p.value.data<float>();
-    r.parameters[p.name].assign(v, v + p.numel());
+  // Logical values: tensor-parallel parts assembled over the tensor group.
+  for (const auto& [name, value] : gatherParameterValues(t.model(), t.mesh().tensor())) {
+    const float* v = value.data<float>();
+    r.parameters[name].assign(v, v + value.numel());
   }
   return r;
 }

@@ -127,6 +127,22 @@ void TestPipelineTraining::matchesOneRank_data() {
                        "pipeline_schedule=zb-h1", "gradient_accumulation_steps=2",
                        QString("recompute_granularity=") + r};
   }
+  // Tensor x pipeline (x data) meshes, with sequence parallelism and recompute.
+  const std::vector<std::pair<const char*, QStringList>> tensor = {
+      {"t2 p2 1f1b", {"pipeline_schedule=1f1b"}},
+      {"t2 p2 zb-h1 sp", {"pipeline_schedule=zb-h1", "sequence_parallel=true"}},
+      {"t2 p2 dp2 interleaved sp",
+       {"pipeline_schedule=interleaved", "virtual_pipeline_model_parallel_size=2",
+        "data_parallel_size=2", "sequence_parallel=true"}},
+      {"t2 p2 gpipe sp recompute selective",
+       {"pipeline_schedule=gpipe", "sequence_parallel=true", "recompute_granularity=selective"}},
+      {"t2 p2 1f1b recompute full", {"pipeline_schedule=1f1b", "recompute_granularity=full"}},
+  };
+  for (const auto& [name, extra] : tensor) {
+    QStringList o = {"tensor_model_parallel_size=2", "pipeline_model_parallel_size=2",
+                     "gradient_accumulation_steps=4"};
+    QTest::newRow(name) << 4 << o + extra;
+  }
   // Uneven stages, ZeRO-1 and a list layout.
   QTest::addRow("p2 dp2 1f1b zero1 layout [1,5]")
       << 4
@@ -280,10 +296,11 @@ void TestPipelineTraining::refusesBadConfigs_data() {
                      R"(data={"type": "idx"})"}
       << "config: pipeline_model_parallel_size (2) > 1 needs model.type \"gpt\"; valid for "
          "\"mlp\": 1";
-  QTest::newRow("tensor and pipeline parallel")
-      << QStringList{"tensor_model_parallel_size=2", "pipeline_model_parallel_size=2"}
-      << "config: tensor_model_parallel_size (2) and pipeline_model_parallel_size (2) both > 1 is "
-         "not available in this build yet; valid: one of them 1";
+  QTest::newRow("sequence parallel without tensor parallel")
+      << QStringList{"pipeline_model_parallel_size=2", "sequence_parallel=true"}
+      << "config: sequence_parallel = true needs tensor_model_parallel_size > 1 (it shards the "
+         "tensor-parallel group's layernorm and residual regions); valid: false, or a tensor size "
+         "of 2 or more";
 }
 
 void TestPipelineTraining::refusesBadConfigs() {

@@ -25,6 +25,8 @@ int main() {
     cases.push_back({"pipeline_model_parallel_size=2", "pipeline_schedule=zb-h1"});  // x dp 2
     cases.push_back({"pipeline_model_parallel_size=4", "pipeline_schedule=gpipe",
                      "recompute_granularity=selective"});
+    cases.push_back({"pipeline_model_parallel_size=2", "pipeline_schedule=1f1b",
+                     "tensor_model_parallel_size=2", "sequence_parallel=true"});
   }
   const int steps = 3;
   int failures = 0;

@@ -22,6 +22,8 @@ class TestTensorParallel : public QObject {
   void gradientsMatchUnsplitLayers();
   void trainingMatchesOneRank_data();
   void trainingMatchesOneRank();
+  void evaluationMatchesOneRank();
+  void recomputeLowersActivationPeak();
   void invalidSplitsAreRefused();
 };
 
@@ -154,6 +156,59 @@ void TestTensorParallel::trainingMatchesOneRank() {
     if (!diff.empty()) diffs.push_back("rank " + std::to_string(world.rank()) + ": " + diff);
   });
   QVERIFY2(diffs.empty(), diffs.empty() ? "" : diffs.front().c_str());
+}
+
+// Validation loss, targets and accuracy (the vocabulary-parallel argmax) as on one rank.
+void TestTensorParallel::evaluationMatchesOneRank() {
+  const std::vector<std::string> model = {"model.num_attention_heads=4"};
+  Trainer single(dptest::tinyConfig(model));
+  const EvalReport want = single.evaluate();
+  std::vector<std::string> split = model;
+  split.insert(split.end(), {"tensor_model_parallel_size=4", "sequence_parallel=true"});
+  const TrainConfig c = dptest::tinyConfig(split);
+  std::vector<EvalReport> got(4);
+  runInProcess(4, [&](Communicator& world) {
+    Allocator a;
+    Trainer t(c, a, world);
+    got[static_cast<std::size_t>(world.rank())] = t.evaluate();
+  });
+  for (const EvalReport& r : got) {
+    QCOMPARE(r.targets, want.targets);
+    QVERIFY2(close(want.loss, r.loss), qPrintable(QString::number(r.loss)));
+    QCOMPARE(r.accuracy, want.accuracy);
+  }
+}
+
+// One step on t = 2 with each recompute mode: the same loss, and a lower peak of activation
+// memory for selective (the attention core recomputed) and lower still for full (each layer's
+// input kept).
+void TestTensorParallel::recomputeLowersActivationPeak() {
+  std::map<std::string, std::pair<double, std::int64_t>> runs;
+  for (const char* mode : {"none", "selective", "full"}) {
+    const TrainConfig c = dptest::tinyConfig(
+        {"model.num_attention_heads=4", "tensor_model_parallel_size=2", "sequence_parallel=true",
+         std::string("recompute_granularity=") + mode});
+    std::vector<std::pair<double, std::int64_t>> ranks(2);
+    runInProcess(2, [&](Communicator& world) {
+      Allocator a;
+      Trainer t(c, a, world);
+      const double loss = t.step().loss;
+      ranks[static_cast<std::size_t>(world.rank())] = {loss,
+                                                       a.peakBytes(MemoryCategory::Activation)};
+    });
+    QCOMPARE(ranks[0], ranks[1]);
+    runs[mode] = ranks[0];
+  }
+  qInfo("activation peak per rank: none %lld, selective %lld, full %lld bytes",
+        static_cast<long long>(runs["none"].second),
+        static_cast<long long>(runs["selective"].second),
+        static_cast<long long>(runs["full"].second));
+  QCOMPARE(runs["selective"].first, runs["none"].first);
+  QCOMPARE(runs["full"].first, runs["none"].first);
+  QVERIFY2(runs["selective"].second < runs["none"].second,
+           qPrintable(QString("%1 vs %2").arg(runs["selective"].second).arg(runs["none"].second)));
+  QVERIFY2(runs["full"].second < runs["selective"].second,
+           qPrintable(QString("%1 vs %2").arg(runs["full"].second).arg(runs["selective"].second)));
 }
 
 void TestTensorParallel::invalidSplitsAreRefused() {
