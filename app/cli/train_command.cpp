@@ -146,6 +146,7 @@ void printStart(const TrainConfig& config, Trainer& trainer, bool json) {
                                        {"gradient_accumulation_steps", config.gradientAccumulation},
                                        {"data_parallel_size", p.data},
                                        {"tensor_model_parallel_size", p.tensor},
+                                       {"pipeline_model_parallel_size", p.pipeline},
                                        {"sequence_parallel", p.sequenceParallel},
                                        {"zero_stage", p.zeroStage},
                                        {"precision", precisionName(p.compute)},
@@ -160,9 +161,17 @@ void printStart(const TrainConfig& config, Trainer& trainer, bool json) {
         model.c_str(), trainer.dataset().describe().c_str(), config.globalBatch, config.microBatch,
         config.gradientAccumulation, p.data, config.trainIters);
     if (p.worldSize() > 1) {
-      std::printf("ranks: %d = %d tensor-parallel%s x %d data-parallel (%s), ZeRO stage %d\n",
-                  p.worldSize(), p.tensor, p.sequenceParallel ? " (sequence-parallel)" : "", p.data,
-                  std::string(rankBackendName(p.backend)).c_str(), p.zeroStage);
+      std::printf(
+          "ranks: %d = %d tensor-parallel%s x %d data-parallel x %d pipeline (%s), ZeRO stage %d\n",
+          p.worldSize(), p.tensor, p.sequenceParallel ? " (sequence-parallel)" : "", p.data,
+          p.pipeline, std::string(rankBackendName(p.backend)).c_str(), p.zeroStage);
+    }
+    if (config.pipeline.enabled) {
+      std::printf(
+          "pipeline: schedule %s, %d chunk(s) per rank, %d micro-batches per step, "
+          "recompute %s\n",
+          config.pipeline.schedule.c_str(), config.pipeline.chunks, config.gradientAccumulation,
+          std::string(recomputeName(config.pipeline.recompute)).c_str());
     }
     if (p.compute != DType::F32) {
       std::printf("precision: %s parameters, activations and gradients, fp32 master weights%s\n",
