@@ -15,6 +15,8 @@
 #include <immintrin.h>
 #endif
 
+#include "core/kernels/precision.h"
+
 namespace parascope {
 namespace {
 
@@ -117,7 +119,7 @@ void reduceSame(const Targets& to, const void* const* srcs, int nsrc, std::size_
   }
 }
 
-// bf16, f16: widen each block to f32, reduce, round once.
+// bf16, f16: widen each block to f32 (F16C for fp16 where the CPU has it), reduce, round once.
 template <ReduceOp Op>
 void reduceHalf(const Targets& to, const void* const* srcs, int nsrc, std::size_t count, DType t,
                 int divisor) {
@@ -126,13 +128,14 @@ void reduceHalf(const Targets& to, const void* const* srcs, int nsrc, std::size_
   alignas(64) std::uint16_t out[kBlock];
   for (std::size_t b = 0; b < count; b += kBlock) {
     const std::size_t n = std::min(kBlock, count - b);
-    convertToFloat(static_cast<const std::uint16_t*>(srcs[0]) + b, {acc, n}, t);
+    const auto len = static_cast<long>(n);
+    kernels::widen(static_cast<const std::uint16_t*>(srcs[0]) + b, acc, len, t);
     for (int k = 1; k < nsrc; ++k) {
-      convertToFloat(static_cast<const std::uint16_t*>(srcs[k]) + b, {tmp, n}, t);
+      kernels::widen(static_cast<const std::uint16_t*>(srcs[k]) + b, tmp, len, t);
       fold<Op>(acc, tmp, n);
     }
     if constexpr (Op == ReduceOp::Avg) divide(acc, n, divisor);
-    convertFromFloat({acc, n}, out, t);
+    kernels::narrow(acc, out, len, t);
     storeBlock(to, b, out, n);
   }
 }

@@ -274,9 +274,12 @@ void TestCommThreads::exitedRankFailsPeers() {
     });
     QFAIL("expected a failure");
   } catch (const CommError& e) {
+    // Rank 2 may find rank 1 gone before rank 0 has arrived: then it names both as missing.
     const std::string m = e.what();
-    QVERIFY2(has(m, "rank(s) 1 exited without joining") && has(m, "ranks that did not arrive: 1"),
-             m.c_str());
+    QVERIFY2(
+        has(m, "rank(s) 1 exited without joining") &&
+            (has(m, "ranks that did not arrive: 1") || has(m, "ranks that did not arrive: 0, 1")),
+        m.c_str());
   }
   // A receive whose sender exited fails as well.
   try {
