@@ -49,14 +49,17 @@ std::vector<pptest::RunRecord> trainRanks(const TrainConfig& c, int steps) {
   return records;
 }
 
-// The single-rank run (no pipeline program) of the tiny GPT with `layers` blocks.
-const pptest::RunRecord& reference(int layers) {
-  static std::map<int, pptest::RunRecord> cache;
-  auto it = cache.find(layers);
-  if (it == cache.end()) {
-    const TrainConfig c = tinyConfig({"model.num_layers=" + std::to_string(layers)});
-    it = cache.emplace(layers, pptest::train(c, kSteps)).first;
-  }
+// The single-rank run (no pipeline program) of the tiny GPT with `layers` blocks and the
+// `model.` keys among `overrides`.
+const pptest::RunRecord& reference(int layers, const std::vector<std::string>& overrides = {}) {
+  std::vector<std::string> model = {"model.num_layers=" + std::to_string(layers)};
+  for (const std::string& o : overrides)
+    if (o.rfind("model.", 0) == 0) model.push_back(o);
+  std::string key;
+  for (const std::string& m : model) key += m + " ";
+  static std::map<std::string, pptest::RunRecord> cache;
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, pptest::train(tinyConfig(model), kSteps)).first;
   return it->second;
 }
 
@@ -143,6 +146,18 @@ void TestPipelineTraining::matchesOneRank_data() {
                      "gradient_accumulation_steps=4"};
     QTest::newRow(name) << 4 << o + extra;
   }
+  // World 8: four tensor ranks per stage (4 heads), and four stages of two tensor ranks.
+  QTest::newRow("t4 p2 1f1b sp") << 4 << QStringList{"tensor_model_parallel_size=4",
+                                                     "pipeline_model_parallel_size=2",
+                                                     "gradient_accumulation_steps=4",
+                                                     "pipeline_schedule=1f1b",
+                                                     "sequence_parallel=true",
+                                                     "model.num_attention_heads=4"};
+  QTest::newRow("t2 p4 zb-h1") << 4
+                               << QStringList{"tensor_model_parallel_size=2",
+                                              "pipeline_model_parallel_size=4",
+                                              "gradient_accumulation_steps=4",
+                                              "pipeline_schedule=zb-h1"};
   // Uneven stages, ZeRO-1 and a list layout.
   QTest::addRow("p2 dp2 1f1b zero1 layout [1,5]")
       << 4
@@ -157,7 +172,7 @@ void TestPipelineTraining::matchesOneRank_data() {
 void TestPipelineTraining::matchesOneRank() {
   QFETCH(int, layers);
   QFETCH(QStringList, overrides);
-  const pptest::RunRecord& want = reference(layers);
+  const pptest::RunRecord& want = reference(layers, toStrings(overrides));
   const TrainConfig c = tinyConfig(toStrings(overrides));
   QVERIFY(c.pipeline.enabled);
   const std::vector<pptest::RunRecord> got = trainRanks(c, kSteps);
