@@ -97,31 +97,53 @@ void TestPipelineTraining::cleanupTestCase() {
 void TestPipelineTraining::matchesOneRank_data() {
   QTest::addColumn<int>("layers");
   QTest::addColumn<QStringList>("overrides");
-  // Every schedule at every (p, dp) with world <= 8, 4 micro-batches per step.
+  // Every schedule at every (t, p, dp) with world <= 8, 4 micro-batches per step; with t > 1
+  // sequence parallelism off and on (4 heads so that t = 4 splits them).
   const char* schedules[] = {"gpipe", "1f1b", "interleaved", "zb-h1"};
-  for (int p : {1, 2, 4}) {
-    for (int dp : {1, 2}) {
-      for (const char* s : schedules) {
-        const bool interleaved = std::string(s) == "interleaved";
-        // p * v = 8 virtual stages need 8 layers: the 6-block model, one layer per stage.
-        const int layers = interleaved && p == 4 ? 6 : 4;
-        QStringList o = {QString("pipeline_model_parallel_size=%1").arg(p),
-                         QString("data_parallel_size=%1").arg(dp), "gradient_accumulation_steps=4",
-                         QString("pipeline_schedule=") + s,
-                         QString("model.num_layers=%1").arg(layers)};
-        if (interleaved) o << "virtual_pipeline_model_parallel_size=2";
-        if (interleaved && p == 4) o << "pipeline_model_parallel_layout=E|t|t|t|t|t|t|L";
-        QTest::addRow("p%d dp%d %s", p, dp, s) << layers << o;
+  auto scheduled = [](int p, const char* s, int* layers) {
+    const bool interleaved = std::string(s) == "interleaved";
+    // p * v = 8 virtual stages need 8 layers: the 6-block model, one layer per stage.
+    *layers = interleaved && p == 4 ? 6 : 4;
+    QStringList o = {QString("pipeline_model_parallel_size=%1").arg(p),
+                     "gradient_accumulation_steps=4", QString("pipeline_schedule=") + s,
+                     QString("model.num_layers=%1").arg(*layers)};
+    if (interleaved) o << "virtual_pipeline_model_parallel_size=2";
+    if (interleaved && p == 4) o << "pipeline_model_parallel_layout=E|t|t|t|t|t|t|L";
+    return o;
+  };
+  for (int t : {1, 2, 4}) {
+    for (int p : {1, 2, 4}) {
+      for (int dp : {1, 2}) {
+        if (t * p * dp > 8 || (t > 1 && p == 1)) continue;  // t x 1: test_tensor_parallel
+        for (const char* s : schedules) {
+          for (bool sp : {false, true}) {
+            if (sp && t == 1) continue;
+            int layers = 4;
+            QStringList o = scheduled(p, s, &layers);
+            o << QString("data_parallel_size=%1").arg(dp);
+            if (t > 1)
+              o << QString("tensor_model_parallel_size=%1").arg(t) << "model.num_attention_heads=4";
+            if (sp) o << "sequence_parallel=true";
+            if (t == 1)
+              QTest::addRow("p%d dp%d %s", p, dp, s) << layers << o;
+            else
+              QTest::addRow("t%d p%d dp%d %s%s", t, p, dp, s, sp ? " sp" : "") << layers << o;
+          }
+        }
       }
     }
   }
-  // Each recompute mode with every schedule (p = 2), and on one rank and four stages.
+  // Each recompute mode with every schedule (p = 2, and t = 2 with sequence parallelism), and
+  // on one rank and four stages.
   for (const char* r : {"selective", "full"}) {
     for (const char* s : schedules) {
-      QStringList o = {"pipeline_model_parallel_size=2", "gradient_accumulation_steps=4",
-                       QString("pipeline_schedule=") + s, QString("recompute_granularity=") + r};
-      if (std::string(s) == "interleaved") o << "virtual_pipeline_model_parallel_size=2";
-      QTest::addRow("p2 %s recompute %s", s, r) << 4 << o;
+      int layers = 4;
+      QStringList o = scheduled(2, s, &layers);
+      o << QString("recompute_granularity=") + r;
+      QTest::addRow("p2 %s recompute %s", s, r) << layers << o;
+      o << "tensor_model_parallel_size=2"
+        << "sequence_parallel=true";
+      QTest::addRow("t2 p2 %s sp recompute %s", s, r) << layers << o;
     }
     QTest::addRow("p1 recompute %s", r) << 4 << QStringList{QString("recompute_granularity=") + r};
     QTest::addRow("p4 dp2 zb-h1 recompute %s", r)
@@ -130,34 +152,6 @@ void TestPipelineTraining::matchesOneRank_data() {
                        "pipeline_schedule=zb-h1", "gradient_accumulation_steps=2",
                        QString("recompute_granularity=") + r};
   }
-  // Tensor x pipeline (x data) meshes, with sequence parallelism and recompute.
-  const std::vector<std::pair<const char*, QStringList>> tensor = {
-      {"t2 p2 1f1b", {"pipeline_schedule=1f1b"}},
-      {"t2 p2 zb-h1 sp", {"pipeline_schedule=zb-h1", "sequence_parallel=true"}},
-      {"t2 p2 dp2 interleaved sp",
-       {"pipeline_schedule=interleaved", "virtual_pipeline_model_parallel_size=2",
-        "data_parallel_size=2", "sequence_parallel=true"}},
-      {"t2 p2 gpipe sp recompute selective",
-       {"pipeline_schedule=gpipe", "sequence_parallel=true", "recompute_granularity=selective"}},
-      {"t2 p2 1f1b recompute full", {"pipeline_schedule=1f1b", "recompute_granularity=full"}},
-  };
-  for (const auto& [name, extra] : tensor) {
-    QStringList o = {"tensor_model_parallel_size=2", "pipeline_model_parallel_size=2",
-                     "gradient_accumulation_steps=4"};
-    QTest::newRow(name) << 4 << o + extra;
-  }
-  // World 8: four tensor ranks per stage (4 heads), and four stages of two tensor ranks.
-  QTest::newRow("t4 p2 1f1b sp") << 4 << QStringList{"tensor_model_parallel_size=4",
-                                                     "pipeline_model_parallel_size=2",
-                                                     "gradient_accumulation_steps=4",
-                                                     "pipeline_schedule=1f1b",
-                                                     "sequence_parallel=true",
-                                                     "model.num_attention_heads=4"};
-  QTest::newRow("t2 p4 zb-h1") << 4
-                               << QStringList{"tensor_model_parallel_size=2",
-                                              "pipeline_model_parallel_size=4",
-                                              "gradient_accumulation_steps=4",
-                                              "pipeline_schedule=zb-h1"};
   // Uneven stages, ZeRO-1 and a list layout.
   QTest::addRow("p2 dp2 1f1b zero1 layout [1,5]")
       << 4
