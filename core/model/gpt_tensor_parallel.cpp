@@ -168,7 +168,15 @@ class Block final : public Layer {
   const std::string& name() const override { return name_; }
   std::vector<Parameter*> parameters() const override { return params_; }
   Tensor forward(const Tensor& x, const Batch& batch, Activations& keep) override;
-  Tensor backward(const Tensor& dy, const Batch& batch, Activations& keep) override;
+  // The whole backward is the input half followed by the weight half.
+  Tensor backward(const Tensor& dy, const Batch& batch, Activations& keep) override {
+    Tensor dx = backwardInput(dy, batch, keep);
+    backwardWeight(batch, keep);
+    return dx;
+  }
+  bool splitsBackward() const override { return true; }
+  Tensor backwardInput(const Tensor& dy, const Batch& batch, Activations& keep) override;
+  void backwardWeight(const Batch& batch, Activations& keep) override;
   void setSelectiveRecompute(bool on) override { selective_ = on; }
 
  private:
@@ -186,13 +194,27 @@ class Block final : public Layer {
     kLn2Mean,
     kLn2Rstd,
     kFc,
-    kGelu
+    kGelu,
+    // Appended by backwardInput for backwardWeight: the gradients its GEMMs and layernorms need.
+    kDy,
+    kDyFull,
+    kDfc,
+    kDln2,
+    kDx2,
+    kDx2Full,
+    kDqkv,
+    kDln1
   };
   float* value(P p) const { return f(params_[p]->value); }
   float* grad(P p) const { return f(params_[p]->grad); }
-  // Layernorm backward with its weight and bias gradients shared over the group.
-  Tensor layernormBack(const Tensor& dout, const Tensor& inp, const Tensor& mean,
-                       const Tensor& rstd, P weight, P bias);
+  // Layernorm backward, input gradient only / weight and bias gradients only (shared over the
+  // group).
+  Tensor layernormInput(const Tensor& dout, const Tensor& inp, const Tensor& mean,
+                        const Tensor& rstd, P weight);
+  void layernormWeights(const Tensor& dout, const Tensor& inp, const Tensor& mean,
+                        const Tensor& rstd, P weight, P bias);
+  // A row-parallel layer's bias, added once after the partial sums: its gradient sums d's rows.
+  void biasGrad(const Tensor& d, P bias);
 
   std::string name_;
   Allocator& alloc_;
@@ -236,19 +258,38 @@ Tensor Block::forward(const Tensor& x, const Batch& batch, Activations& keep) {
   return out;
 }
 
-Tensor Block::layernormBack(const Tensor& dout, const Tensor& inp, const Tensor& mean,
-                            const Tensor& rstd, P weight, P bias) {
+Tensor Block::layernormInput(const Tensor& dout, const Tensor& inp, const Tensor& mean,
+                             const Tensor& rstd, P weight) {
   const int C = c_.hiddenSize, rows = static_cast<int>(inp.numel() / C);
-  SharedGrad dw(region_, params_[weight], alloc_), db(region_, params_[bias], alloc_);
   Tensor dinp = activation(alloc_, {rows, C});
-  layernormBackward(f(dinp), dw.target(), db.target(), f(dout), f(inp), value(weight), f(mean),
+  Tensor unused = Tensor::zeros({2, C}, DType::F32, MemoryCategory::Workspace, alloc_);
+  layernormBackward(f(dinp), f(unused), f(unused) + C, f(dout), f(inp), value(weight), f(mean),
                     f(rstd), rows, C);
-  dw.finish();
-  db.finish();
   return dinp;
 }
 
-Tensor Block::backward(const Tensor& dy, const Batch& batch, Activations& keep) {
+void Block::layernormWeights(const Tensor& dout, const Tensor& inp, const Tensor& mean,
+                             const Tensor& rstd, P weight, P bias) {
+  const int C = c_.hiddenSize, rows = static_cast<int>(inp.numel() / C);
+  SharedGrad dw(region_, params_[weight], alloc_), db(region_, params_[bias], alloc_);
+  Tensor unused = Tensor::empty({rows, C}, DType::F32, MemoryCategory::Workspace, alloc_);
+  layernormBackward(f(unused), dw.target(), db.target(), f(dout), f(inp), value(weight), f(mean),
+                    f(rstd), rows, C);
+  dw.finish();
+  db.finish();
+}
+
+void Block::biasGrad(const Tensor& d, P bias) {
+  const int C = c_.hiddenSize;
+  SharedGrad db(region_, params_[bias], alloc_);
+  sumRows(db.target(), f(d), static_cast<int>(d.numel() / C), C);
+  db.finish();
+}
+
+// The input-gradient half (zero-bubble B): every GEMM's input gradient, attention and the
+// layernorms' input gradients, with the region's collectives; what the weight half needs is
+// appended to the saved tensors.
+Tensor Block::backwardInput(const Tensor& dy, const Batch& batch, Activations& keep) {
   auto& s = keep.saved;
   const int B = static_cast<int>(batch.inputs.dim(0)), T = static_cast<int>(batch.inputs.dim(1));
   const int t = region_.size(), C = c_.hiddenSize, Cl = C / t, NH = c_.numHeads / t;
@@ -259,41 +300,53 @@ Tensor Block::backward(const Tensor& dy, const Batch& batch, Activations& keep) 
     attentionForward(f(s[kAttY]), f(s[kAtt]), f(s[kQkv]), B, T, Cl, NH);
   }
   // MLP branch: out = x2 + leave(gelu(fc(enter(ln2(x2)))) W2^T) + b2.
-  {
-    SharedGrad db(region_, params_[FcProjB], alloc_);
-    sumRows(db.target(), f(dy), rows, C);
-    db.finish();
-  }
   const Tensor dyFull = region_.leaveBackward(dy);
-  Tensor dgelu = activation(alloc_, {N, Fl});
-  matmulBackward<float>(f(dgelu), grad(FcProjW), nullptr, f(dyFull), f(s[kGelu]), value(FcProjW), N,
-                        Fl, C);
-  geluBackward(f(dgelu), f(s[kFc]), f(dgelu), static_cast<long>(N) * Fl);
-  Tensor dln2 = activation(alloc_, {N, C});
-  matmulBackward(f(dln2), grad(FcW), grad(FcB), f(dgelu), f(region_.enter(s[kLn2])), value(FcW), N,
-                 C, Fl);
-  Tensor dx2 =
-      layernormBack(region_.enterBackward(dln2), s[kX2], s[kLn2Mean], s[kLn2Rstd], Ln2W, Ln2B);
+  Tensor dfc = activation(alloc_, {N, Fl});
+  matmulBackward<float>(f(dfc), nullptr, nullptr, f(dyFull), f(s[kGelu]), value(FcProjW), N, Fl, C);
+  geluBackward(f(dfc), f(s[kFc]), f(dfc), static_cast<long>(N) * Fl);
+  Tensor dln2Full = activation(alloc_, {N, C});
+  // The GEMM's input (the gathered layernorm output) only feeds the weight gradient: not needed.
+  matmulBackward<float>(f(dln2Full), nullptr, nullptr, f(dfc), nullptr, value(FcW), N, C, Fl);
+  const Tensor dln2 = region_.enterBackward(dln2Full);
+  Tensor dx2 = layernormInput(dln2, s[kX2], s[kLn2Mean], s[kLn2Rstd], Ln2W);
   residualForward(f(dx2), f(dx2), f(dy), static_cast<long>(rows) * C);
   // Attention branch: x2 = x + leave(attn(enter(ln1(x)) Wqkv^T) Wproj^T) + bproj.
-  {
-    SharedGrad db(region_, params_[ProjB], alloc_);
-    sumRows(db.target(), f(dx2), rows, C);
-    db.finish();
-  }
   const Tensor dx2Full = region_.leaveBackward(dx2);
   Tensor datty = activation(alloc_, {N, Cl});
-  matmulBackward<float>(f(datty), grad(ProjW), nullptr, f(dx2Full), f(s[kAttY]), value(ProjW), N,
-                        Cl, C);
+  matmulBackward<float>(f(datty), nullptr, nullptr, f(dx2Full), f(s[kAttY]), value(ProjW), N, Cl,
+                        C);
   Tensor dqkv = activation(alloc_, {N, 3 * Cl}), scratch = activation(alloc_, {T, T});
   attentionBackward(f(dqkv), f(scratch), f(datty), f(s[kQkv]), f(s[kAtt]), B, T, Cl, NH);
-  Tensor dln1 = activation(alloc_, {N, C});
-  matmulBackward(f(dln1), grad(QkvW), grad(QkvB), f(dqkv), f(region_.enter(s[kLn1])), value(QkvW),
-                 N, C, 3 * Cl);
-  Tensor dx =
-      layernormBack(region_.enterBackward(dln1), s[kX], s[kLn1Mean], s[kLn1Rstd], Ln1W, Ln1B);
+  Tensor dln1Full = activation(alloc_, {N, C});
+  matmulBackward<float>(f(dln1Full), nullptr, nullptr, f(dqkv), nullptr, value(QkvW), N, C, 3 * Cl);
+  const Tensor dln1 = region_.enterBackward(dln1Full);
+  Tensor dx = layernormInput(dln1, s[kX], s[kLn1Mean], s[kLn1Rstd], Ln1W);
   residualForward(f(dx), f(dx), f(dx2), static_cast<long>(rows) * C);
+  // What the weight half does not need goes now (the attention probabilities are the largest).
+  s[kAtt] = s[kFc] = s[kQkv] = Tensor();
+  s.insert(s.end(), {dy, dyFull, dfc, dln2, dx2, dx2Full, dqkv, dln1});
   return dx;
+}
+
+// The weight half (zero-bubble W): every parameter gradient from what backwardInput kept. Under
+// sequence parallelism the layernorm outputs are gathered again here.
+void Block::backwardWeight(const Batch& batch, Activations& keep) {
+  const auto& s = keep.saved;
+  const int t = region_.size(), C = c_.hiddenSize, Cl = C / t, Fl = c_.mlpRatio * C / t;
+  const int N = static_cast<int>(batch.inputs.dim(0) * batch.inputs.dim(1));
+  biasGrad(s[kDy], FcProjB);
+  matmulBackward<float>(nullptr, grad(FcProjW), nullptr, f(s[kDyFull]), f(s[kGelu]), value(FcProjW),
+                        N, Fl, C);
+  matmulBackward<float>(nullptr, grad(FcW), grad(FcB), f(s[kDfc]), f(region_.enter(s[kLn2])),
+                        value(FcW), N, C, Fl);
+  layernormWeights(s[kDln2], s[kX2], s[kLn2Mean], s[kLn2Rstd], Ln2W, Ln2B);
+  biasGrad(s[kDx2], ProjB);
+  matmulBackward<float>(nullptr, grad(ProjW), nullptr, f(s[kDx2Full]), f(s[kAttY]), value(ProjW), N,
+                        Cl, C);
+  matmulBackward<float>(nullptr, grad(QkvW), grad(QkvB), f(s[kDqkv]), f(region_.enter(s[kLn1])),
+                        value(QkvW), N, C, 3 * Cl);
+  layernormWeights(s[kDln1], s[kX], s[kLn1Mean], s[kLn1Rstd], Ln1W, Ln1B);
+  keep.clear();
 }
 
 // Final layernorm, logits against this rank's vocabulary rows, and the cross-entropy over the

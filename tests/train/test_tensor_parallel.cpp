@@ -4,6 +4,7 @@
 // configurations that are refused.
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 
@@ -24,6 +25,7 @@ class TestTensorParallel : public QObject {
   void trainingMatchesOneRank();
   void evaluationMatchesOneRank();
   void recomputeLowersActivationPeak();
+  void zeroBubbleHalvesSplitTheBlock();
   void invalidSplitsAreRefused();
 };
 
@@ -209,6 +211,61 @@ void TestTensorParallel::recomputeLowersActivationPeak() {
            qPrintable(QString("%1 vs %2").arg(runs["selective"].second).arg(runs["none"].second)));
   QVERIFY2(runs["full"].second < runs["selective"].second,
            qPrintable(QString("%1 vs %2").arg(runs["full"].second).arg(runs["selective"].second)));
+}
+
+// ZB-H1's halves of a tensor-parallel block (t = 2, sequence parallel): the input half leaves
+// every parameter gradient untouched and returns the whole backward's input gradient; the
+// weight half then gives every gradient exactly as the whole backward does.
+void TestTensorParallel::zeroBubbleHalvesSplitTheBlock() {
+  const TrainConfig c = dptest::tinyConfig(
+      {"model.num_attention_heads=4", "tensor_model_parallel_size=2", "sequence_parallel=true"});
+  std::mutex mu;
+  std::vector<std::string> problems;
+  runInProcess(2, [&](Communicator& world) {
+    Allocator a;
+    Trainer t(c, a, world);
+    Model& m = t.model();
+    const Batch b = t.dataset().batch(Split::Train, 0, c.microBatch, a);
+    Layer& block = *m.layers()[1];
+    Activations e;
+    const Tensor x = m.layers()[0]->forward(b.inputs, b, e);
+    auto grads = [&] {
+      std::vector<float> all;
+      for (Parameter* p : block.parameters())
+        all.insert(all.end(), p->grad.data<float>(), p->grad.data<float>() + p->numel());
+      return all;
+    };
+    auto run = [&](bool split, std::vector<float>* beforeWeights) {
+      m.zeroGrad();
+      Activations keep;
+      const Tensor y = block.forward(x, b, keep);
+      Tensor dy = Tensor::empty(y.shape(), DType::F32, MemoryCategory::Activation, a);
+      for (std::int64_t i = 0; i < dy.numel(); ++i)
+        dy.data<float>()[i] = 0.01f * static_cast<float>(i % 7) - 0.03f;
+      Tensor dx;
+      if (split) {
+        dx = block.backwardInput(dy, b, keep);
+        *beforeWeights = grads();
+        block.backwardWeight(b, keep);
+      } else {
+        dx = block.backward(dy, b, keep);
+      }
+      return std::make_pair(dx, grads());
+    };
+    std::vector<float> afterInput;
+    const auto [dxWhole, gradsWhole] = run(false, nullptr);
+    const auto [dxSplit, gradsSplit] = run(true, &afterInput);
+    const bool sameDx = std::equal(dxWhole.data<float>(), dxWhole.data<float>() + dxWhole.numel(),
+                                   dxSplit.data<float>());
+    const bool untouched =
+        std::all_of(afterInput.begin(), afterInput.end(), [](float g) { return g == 0.0f; });
+    std::lock_guard lock(mu);
+    if (!block.splitsBackward()) problems.push_back("the block does not split its backward");
+    if (!sameDx) problems.push_back("input gradients differ");
+    if (!untouched) problems.push_back("the input half wrote parameter gradients");
+    if (gradsSplit != gradsWhole) problems.push_back("weight gradients differ");
+  });
+  QVERIFY2(problems.empty(), problems.empty() ? "" : problems.front().c_str());
 }
 
 void TestTensorParallel::invalidSplitsAreRefused() {
