@@ -23,7 +23,9 @@ int main() {
   const int steps = 3;
   int failures = 0;
   try {
-    const std::vector<std::string> model = {"model.num_attention_heads=4"};
+    // Adam's eps 1e-6: see test_tensor_parallel.cpp.
+    const std::vector<std::string> model = {"model.num_attention_heads=4",
+                                            "optimizer.params.eps=1e-6"};
     for (const auto& c : cases) {
       std::vector<std::string> reference = model, split = model;
       for (const auto& o : c) {
