@@ -31,17 +31,25 @@ struct TrainOptions {
   std::string trace;  // Chrome trace file; empty: no tracing
 };
 
+// The whole model's parameters, whichever of them this rank holds (a pipeline stage holds only
+// its layers').
+std::int64_t modelParameters(const TrainConfig& c, const Model& m) {
+  if (c.model.kind != ModelSpec::Kind::Gpt) return m.parameterCount();
+  const GptConfig& g = c.model.gpt;
+  return g.nonEmbeddingPositionParameters() +
+         static_cast<std::int64_t>(g.contextLength) * g.hiddenSize;
+}
+
 std::string describeModel(const TrainConfig& c, const Model& m) {
   char buf[256];
+  const double millions = static_cast<double>(modelParameters(c, m)) / 1e6;
   if (c.model.kind == ModelSpec::Kind::Gpt) {
     const GptConfig& g = c.model.gpt;
     std::snprintf(buf, sizeof buf,
                   "gpt, %.2fM parameters (%d layers, width %d, %d heads, context %d, vocab %d)",
-                  static_cast<double>(m.parameterCount()) / 1e6, g.numLayers, g.hiddenSize,
-                  g.numHeads, g.contextLength, g.vocabSize);
+                  millions, g.numLayers, g.hiddenSize, g.numHeads, g.contextLength, g.vocabSize);
   } else {
-    std::snprintf(buf, sizeof buf, "mlp, %.2fM parameters",
-                  static_cast<double>(m.parameterCount()) / 1e6);
+    std::snprintf(buf, sizeof buf, "mlp, %.2fM parameters", millions);
   }
   return buf;
 }
@@ -137,23 +145,24 @@ void printStart(const TrainConfig& config, Trainer& trainer, bool json) {
   const std::string model = describeModel(trainer.config(), trainer.model());
   const ParallelStrategy& p = config.parallel;
   if (json) {
-    std::printf("%s\n", nlohmann::json{{"event", "start"},
-                                       {"model", model},
-                                       {"parameters", trainer.model().parameterCount()},
-                                       {"data", trainer.dataset().describe()},
-                                       {"global_batch", config.globalBatch},
-                                       {"micro_batch", config.microBatch},
-                                       {"gradient_accumulation_steps", config.gradientAccumulation},
-                                       {"data_parallel_size", p.data},
-                                       {"tensor_model_parallel_size", p.tensor},
-                                       {"pipeline_model_parallel_size", p.pipeline},
-                                       {"sequence_parallel", p.sequenceParallel},
-                                       {"zero_stage", p.zeroStage},
-                                       {"precision", precisionName(p.compute)},
-                                       {"backend", rankBackendName(p.backend)},
-                                       {"train_iters", config.trainIters}}
-                            .dump()
-                            .c_str());
+    std::printf("%s\n",
+                nlohmann::json{{"event", "start"},
+                               {"model", model},
+                               {"parameters", modelParameters(trainer.config(), trainer.model())},
+                               {"data", trainer.dataset().describe()},
+                               {"global_batch", config.globalBatch},
+                               {"micro_batch", config.microBatch},
+                               {"gradient_accumulation_steps", config.gradientAccumulation},
+                               {"data_parallel_size", p.data},
+                               {"tensor_model_parallel_size", p.tensor},
+                               {"pipeline_model_parallel_size", p.pipeline},
+                               {"sequence_parallel", p.sequenceParallel},
+                               {"zero_stage", p.zeroStage},
+                               {"precision", precisionName(p.compute)},
+                               {"backend", rankBackendName(p.backend)},
+                               {"train_iters", config.trainIters}}
+                    .dump()
+                    .c_str());
   } else {
     std::printf(
         "model: %s\ndata:  %s\nbatch: %d = %d micro x %d accumulation x %d data-parallel, %d "
