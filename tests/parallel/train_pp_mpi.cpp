@@ -1,7 +1,8 @@
 // Pipeline equivalence on Open MPI ranks (CTest runs it under mpirun with 2 and 4 processes):
 // every rank trains the single-rank reference locally, then its part of each pipeline run, and
-// compares the losses and the parameters it holds. Exit status 0 and the pass line from rank 0
-// only if every rank matched in every case.
+// compares the losses and the parameters it holds; then each rank's peak activation memory under
+// each recompute mode (none > selective > full). Exit status 0 and the pass line from rank 0 only
+// if every rank matched in every case.
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -40,6 +41,23 @@ int main() {
         std::fprintf(stderr, "rank %d, case %s: %s\n", world.rank(), c[1].c_str(), diff.c_str());
         ++failures;
       }
+    }
+    std::int64_t peaks[3] = {};
+    const char* modes[] = {"none", "selective", "full"};
+    for (int i = 0; i < 3; ++i) {
+      Allocator allocator;
+      pptest::train(pptest::tinyConfig({"pipeline_model_parallel_size=2", "pipeline_schedule=1f1b",
+                                        "gradient_accumulation_steps=4",
+                                        std::string("recompute_granularity=") + modes[i]},
+                                       n),
+                    1, world, &allocator);
+      peaks[i] = allocator.peakBytes(MemoryCategory::Activation);
+    }
+    if (!(peaks[0] > peaks[1] && peaks[1] > peaks[2])) {
+      std::fprintf(stderr, "rank %d: peak activation bytes none %lld, selective %lld, full %lld\n",
+                   world.rank(), static_cast<long long>(peaks[0]), static_cast<long long>(peaks[1]),
+                   static_cast<long long>(peaks[2]));
+      ++failures;
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", world.rank(), e.what());
