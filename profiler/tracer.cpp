@@ -119,7 +119,23 @@ Tracer::ThreadBuffer* Tracer::localBuffer() noexcept {
   return static_cast<ThreadBuffer*>(tlSlot.buffer);
 }
 
+// The fast path touches only this thread's buffer and calls nothing, so it needs no stack
+// frame; registering the thread, starting a new chunk and dropping go through recordSlow().
 void Tracer::record(const Event& e) noexcept {
+  if (tlSlot.generation == generation_) [[likely]] {
+    auto* b = static_cast<ThreadBuffer*>(tlSlot.buffer);
+    if (b->fill != kChunkEvents && b->total < options_.maxEventsPerThread) [[likely]] {
+      new (b->tail->events() + b->fill) Event(e);
+      ++b->fill;
+      ++b->total;
+      b->tail->count.store(b->fill, std::memory_order_release);
+      return;
+    }
+  }
+  recordSlow(e);
+}
+
+void Tracer::recordSlow(const Event& e) noexcept {
   ThreadBuffer* b = localBuffer();
   if (!b || b->total >= options_.maxEventsPerThread) [[unlikely]] {
     dropped_.fetch_add(1, std::memory_order_relaxed);

@@ -72,6 +72,7 @@ class Tracer final : public trace::Recorder {
   struct Chunk;
   struct ThreadBuffer;
   ThreadBuffer* localBuffer() noexcept;
+  [[gnu::noinline, gnu::cold]] void recordSlow(const Event& e) noexcept;
   ThreadBuffer* registerThread() noexcept;
   Chunk* acquireChunk() noexcept;
   TraceData read(bool consume);
