@@ -10,27 +10,27 @@
 #include <vector>
 
 #include "core/train/trainer.h"
+#include "tests/train/dp_harness.h"
 
 namespace pptest {
 
-struct RunRecord {
-  std::vector<double> losses;
-  std::vector<parascope::StepReport> reports;
-  std::map<std::string, std::vector<float>> parameters;  // those this rank holds
-};
+// Runs and their comparison are the data-parallel tests' (dp_harness.h); a pipeline rank's
+// record holds only its stage's parameters.
+using dptest::RunRecord;
+using dptest::train;
 
 // Writes (once per process) a deterministic byte-level text file and returns its path.
 std::string textFixture();
+// Removes the text files the configs wrote (this one and the data-parallel tests' default).
+void removeFixtures();
 
 parascope::TrainConfig tinyConfig(const std::vector<std::string>& overrides, int worldSize = 0);
 
-RunRecord train(const parascope::TrainConfig& config, int steps,
-                const parascope::Communicator& world = parascope::Communicator(),
-                parascope::Allocator* allocator = nullptr);
-
 // Empty if every loss and every parameter `got` holds match `want` within rtol / atol, else the
 // first difference.
-std::string compare(const RunRecord& want, const RunRecord& got, double rtol = 1e-5,
-                    double atol = 4e-5);
+inline std::string compare(const RunRecord& want, const RunRecord& got, double rtol = 1e-5,
+                           double atol = 4e-5) {
+  return dptest::compare(want, got, rtol, atol, dptest::Held::Some);
+}
 
 }  // namespace pptest

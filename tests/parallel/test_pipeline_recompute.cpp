@@ -40,7 +40,7 @@ std::int64_t peakActivationBytes(const std::string& recompute) {
 }  // namespace
 
 void TestPipelineRecompute::cleanupTestCase() {
-  std::filesystem::remove(pptest::textFixture());
+  pptest::removeFixtures();
 }
 
 void TestPipelineRecompute::peakActivationBytesDrop() {

@@ -91,7 +91,7 @@ std::string userErrorOf(const std::vector<std::string>& overrides, int world = 0
 }  // namespace
 
 void TestPipelineTraining::cleanupTestCase() {
-  std::filesystem::remove(pptest::textFixture());
+  pptest::removeFixtures();
 }
 
 void TestPipelineTraining::matchesOneRank_data() {

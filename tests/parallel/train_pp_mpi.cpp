@@ -63,7 +63,7 @@ int main() {
     std::fprintf(stderr, "rank %d: %s\n", world.rank(), e.what());
     failures = 1;
   }
-  std::filesystem::remove(pptest::textFixture());
+  pptest::removeFixtures();
   world.allReduce(&failures, &failures, 1, DType::I32, ReduceOp::Sum);
   if (world.rank() == 0 && failures == 0) {
     std::printf("pipeline equivalence passed on %d MPI ranks\n", n);

@@ -89,6 +89,7 @@ std::int64_t counterPeak(const std::vector<MemorySeries>& series, std::int32_t r
 class TestEngineTrace : public QObject {
   Q_OBJECT
  private slots:
+  void cleanupTestCase() { std::filesystem::remove(dptest::textFixture()); }
   void commMatrixEqualsAccountingAndHandCount_data();
   void commMatrixEqualsAccountingAndHandCount();
   void asyncSpanCoversIssueToCompletion();

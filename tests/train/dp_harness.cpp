@@ -14,21 +14,27 @@ namespace dptest {
 
 using namespace parascope;
 
-std::string textFixture() {
+std::string writeTextFixture(const std::string& tag, std::uint64_t seed, std::size_t bytes,
+                             const std::vector<const char*>& words) {
   const std::string path = (std::filesystem::temp_directory_path() /
-                            ("parascope-dp-text-" + std::to_string(getpid()) + ".txt"))
+                            ("parascope-" + tag + "-text-" + std::to_string(getpid()) + ".txt"))
                                .string();
   if (std::filesystem::exists(path)) return path;
-  static const char* words[] = {"the ",      "rank ",   "sums ",      "a ",
-                                "bucket ",   "of ",     "gradients ", "while ",
-                                "backward ", "runs.\n", "every ",     "shard "};
-  Rng rng(7);
+  Rng rng(seed);
+  const auto n = static_cast<double>(words.size());
   std::string text;
-  while (text.size() < 96 * 1024) text += words[static_cast<int>(rng.uniform() * 12) % 12];
+  while (text.size() < bytes)
+    text += words[static_cast<std::size_t>(rng.uniform() * n) % words.size()];
   const std::string tmp = path + ".part";
   std::ofstream(tmp, std::ios::binary) << text;
   std::filesystem::rename(tmp, path);
   return path;
+}
+
+std::string textFixture() {
+  return writeTextFixture("dp", 7, 96 * 1024,
+                          {"the ", "rank ", "sums ", "a ", "bucket ", "of ", "gradients ", "while ",
+                           "backward ", "runs.\n", "every ", "shard "});
 }
 
 TrainConfig tinyConfig(const std::vector<std::string>& overrides, int worldSize) {
@@ -67,7 +73,8 @@ RunRecord train(const TrainConfig& config, int steps, const Communicator& world,
   return r;
 }
 
-std::string compare(const RunRecord& want, const RunRecord& got, double rtol, double atol) {
+std::string compare(const RunRecord& want, const RunRecord& got, double rtol, double atol,
+                    Held held) {
   auto close = [&](double w, double g) { return std::fabs(g - w) <= atol + rtol * std::fabs(w); };
   char buf[256];
   if (want.losses.size() != got.losses.size()) return "different step counts";
@@ -78,8 +85,17 @@ std::string compare(const RunRecord& want, const RunRecord& got, double rtol, do
       return buf;
     }
   }
+  if (held == Held::Some && got.parameters.empty()) return "the rank holds no parameters";
+  for (const auto& [name, g] : got.parameters)
+    if (!want.parameters.count(name)) return "unexpected parameter " + name;
   for (const auto& [name, w] : want.parameters) {
-    const std::vector<float>& g = got.parameters.at(name);
+    const auto it = got.parameters.find(name);
+    if (it == got.parameters.end()) {
+      if (held == Held::Some) continue;
+      return "missing parameter " + name;
+    }
+    const std::vector<float>& g = it->second;
+    if (g.size() != w.size()) return "size of " + name;
     for (std::size_t i = 0; i < w.size(); ++i) {
       if (!close(w[i], g[i])) {
         std::snprintf(buf, sizeof buf, "%s[%zu]: %.9g, one rank %.9g", name.c_str(), i, g[i], w[i]);

@@ -4,6 +4,7 @@
 // precision).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -16,12 +17,16 @@ namespace dptest {
 struct RunRecord {
   std::vector<double> losses;
   std::vector<parascope::StepReport> reports;
-  // Whole values after the last step (f32; under mixed precision the stored 16-bit values
-  // widened).
+  // Logical values after the last step, of the parameters this rank's pipeline stage holds (all
+  // of them without pipeline parallelism; f32, under mixed precision the 16-bit values widened).
   std::map<std::string, std::vector<float>> parameters;
 };
 
-// Writes (once per path) a deterministic 96 KiB byte-level text file and returns its path.
+// Writes (once per process and tag) `bytes` of text drawn from `words` with a seeded generator
+// into the temporary directory and returns its path.
+std::string writeTextFixture(const std::string& tag, std::uint64_t seed, std::size_t bytes,
+                             const std::vector<const char*>& words);
+// The data-parallel tests' 96 KiB fixture.
 std::string textFixture();
 
 // The tiny GPT (2 layers, width 32, context 16) with global batch 16, lr 1e-2, clipping 1.0,
@@ -35,9 +40,13 @@ RunRecord train(const parascope::TrainConfig& config, int steps,
                 parascope::Allocator* allocator = nullptr,
                 const std::function<void(parascope::Trainer&)>& setup = {});
 
+// Which parameters compare() checks: all of `want`'s (a rank that holds the whole model), or
+// those `got` holds (a pipeline stage; it must hold some).
+enum class Held { All, Some };
+
 // Empty if `got` matches `want` within rtol / atol everywhere (fp32 default: 1e-5 / 4e-5), else
 // the first difference.
 std::string compare(const RunRecord& want, const RunRecord& got, double rtol = 1e-5,
-                    double atol = 4e-5);
+                    double atol = 4e-5, Held held = Held::All);
 
 }  // namespace dptest

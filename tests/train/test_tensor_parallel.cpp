@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <mutex>
 
 #include "core/comm/launch.h"
@@ -18,6 +19,7 @@ using namespace parascope;
 class TestTensorParallel : public QObject {
   Q_OBJECT
  private slots:
+  void cleanupTestCase();
   void splitPartsAreMegatrons();
   void gradientsMatchUnsplitLayers_data();
   void gradientsMatchUnsplitLayers();
@@ -28,6 +30,10 @@ class TestTensorParallel : public QObject {
   void zeroBubbleHalvesSplitTheBlock();
   void invalidSplitsAreRefused();
 };
+
+void TestTensorParallel::cleanupTestCase() {
+  std::filesystem::remove(dptest::textFixture());
+}
 
 // A 4 x 6 tensor holding 0..23, cut in 2 parts: hand-written expected parts.
 void TestTensorParallel::splitPartsAreMegatrons() {
