@@ -7,6 +7,13 @@
 
 namespace parascope {
 
+std::string operationPrefix(std::string_view op, std::string_view group, int rank, int size) {
+  std::string s = "[";
+  s.append(op).append("] group '").append(group).append("' (rank ");
+  s.append(std::to_string(rank)).append(" of ").append(std::to_string(size)).append(")");
+  return s;
+}
+
 std::string_view commOpName(CommOp op) {
   switch (op) {
     case CommOp::Broadcast: return "broadcast";

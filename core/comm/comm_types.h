@@ -32,6 +32,9 @@ enum class CommOp : std::uint8_t {
 inline constexpr int kCommOpCount = 10;
 std::string_view commOpName(CommOp op);  // "allReduce"
 
+// How every error of an operation starts: "[allReduce] group 'world' (rank 0 of 4)".
+std::string operationPrefix(std::string_view op, std::string_view group, int rank, int size);
+
 // Average divides the sum by the group size (floats: in f32; integers: truncating division).
 enum class ReduceOp : std::uint8_t { Sum, Avg, Max, Min };
 std::string_view reduceOpName(ReduceOp op);

@@ -20,8 +20,7 @@ bool isRooted(CommOp op) {
 }
 
 std::string where(const CommBackend& b, CommOp op) {
-  return "[" + std::string(commOpName(op)) + "] group '" + b.name() + "' (rank " +
-         std::to_string(b.rank()) + " of " + std::to_string(b.size()) + "): ";
+  return operationPrefix(commOpName(op), b.name(), b.rank(), b.size()) + ": ";
 }
 
 // Bytes of the send and receive ranges this rank touches, and where recv must start relative

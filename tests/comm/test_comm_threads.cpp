@@ -49,7 +49,7 @@ using Bytes = std::vector<std::uint64_t>;
 
 std::string show(const Bytes& v) {
   std::string s;
-  for (auto x : v) s += (s.empty() ? "" : " ") + std::to_string(x);
+  for (auto x : v) s.append(s.empty() ? "" : " ").append(std::to_string(x));
   return "[" + s + "]";
 }
 template <typename T>

@@ -141,7 +141,7 @@ struct Signature {
   std::string describe() const {
     std::string s = std::string(commOpName(static_cast<CommOp>(op))) + " count " +
                     std::to_string(count) + " " + std::string(dtypeName(static_cast<DType>(dtype)));
-    if (reduce >= 0) s += " " + std::string(reduceOpName(static_cast<ReduceOp>(reduce)));
+    if (reduce >= 0) s.append(" ").append(reduceOpName(static_cast<ReduceOp>(reduce)));
     if (root >= 0) s += " root " + std::to_string(root);
     return s;
   }
@@ -244,8 +244,7 @@ class MpiComm final : public CommBackend {
 
  private:
   std::string prefix(CommOp op) const {
-    return "[" + std::string(commOpName(op)) + "] group '" + name() + "' (rank " +
-           std::to_string(rank_) + " of " + std::to_string(size_) + ")";
+    return operationPrefix(commOpName(op), name(), rank_, size_);
   }
   void checkSignature(const CommArgs& a);
   void post(const CommArgs& a, MpiRequest& req);

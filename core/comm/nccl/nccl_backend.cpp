@@ -124,11 +124,8 @@ class NcclComm final : public CommBackend {
 
 std::shared_ptr<CommRequest> NcclComm::start(const CommArgs& a, bool) {
   CUDACHECK(cudaSetDevice(device_));
-  auto req = std::make_shared<NcclRequest>(comm_,
-                                           "[" + std::string(commOpName(a.op)) + "] group '" +
-                                               name() + "' (rank " + std::to_string(rank_) +
-                                               " of " + std::to_string(size_) + ")",
-                                           options().timeout);
+  auto req = std::make_shared<NcclRequest>(
+      comm_, operationPrefix(commOpName(a.op), name(), rank_, size_), options().timeout);
   const bool chunked = a.op == CommOp::Reduce || a.op == CommOp::AllReduce;
   req->record = makeRecord(kind(), name(), rank_, size_, a,
                            chunked ? CommAlgorithm::Chunked : CommAlgorithm::Direct);

@@ -101,9 +101,8 @@ void ThreadRequest::withdraw(const std::string& why) {
     reason = group_->brokenReason;
   }
   complete(std::make_exception_ptr(
-      CommError("[" + std::string(isSend ? "send" : "recv") + "] group '" + group_->name +
-                "' (rank " + std::to_string(record.rank) + " of " + std::to_string(record.size) +
-                ") failed: " + reason + "; ranks that did not arrive: " + std::to_string(peer_))));
+      CommError(operationPrefix(isSend ? "send" : "recv", group_->name, record.rank, record.size) +
+                " failed: " + reason + "; ranks that did not arrive: " + std::to_string(peer_))));
 }
 
 // ---- the communicator -----------------------------------------------------------------------
@@ -125,8 +124,7 @@ ThreadComm::~ThreadComm() {
 }
 
 std::string ThreadComm::prefix(CommOp op) const {
-  return "[" + std::string(commOpName(op)) + "] group '" + name() + "' (rank " +
-         std::to_string(rank_) + " of " + std::to_string(size()) + ")";
+  return operationPrefix(commOpName(op), name(), rank_, size());
 }
 
 std::shared_ptr<CommRequest> ThreadComm::start(const CommArgs& args, bool blocking) {
