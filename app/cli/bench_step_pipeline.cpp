@@ -74,6 +74,8 @@ void printFigures(const TrainConfig& config, const std::vector<RankFigures>& fig
                                        {"ranks", ranks},
                                        {"pipeline_size", shape.stages},
                                        {"data_parallel_size", config.parallel.data},
+                                       {"tensor_model_parallel_size", config.parallel.tensor},
+                                       {"sequence_parallel", config.parallel.sequenceParallel},
                                        {"schedule", config.pipeline.schedule},
                                        {"virtual_stages_per_rank", shape.chunks},
                                        {"micro_batches", shape.microBatches},
@@ -87,11 +89,13 @@ void printFigures(const TrainConfig& config, const std::vector<RankFigures>& fig
                             .c_str());
   } else {
     std::printf(
-        "GPT: %d layers, width %d, context %d; pipeline %d x data %d ranks (threads), schedule "
-        "%s (v=%d), %d micro-batches of %d, recompute %s\n",
+        "GPT: %d layers, width %d, context %d; pipeline %d x data %d x tensor %d%s ranks "
+        "(threads), schedule %s (v=%d), %d micro-batches of %d, recompute %s\n",
         config.model.gpt.numLayers, config.model.gpt.hiddenSize, config.model.gpt.contextLength,
-        shape.stages, config.parallel.data, config.pipeline.schedule.c_str(), shape.chunks,
-        shape.microBatches, config.microBatch, recompute.c_str());
+        shape.stages, config.parallel.data, config.parallel.tensor,
+        config.parallel.sequenceParallel ? " (sequence-parallel)" : "",
+        config.pipeline.schedule.c_str(), shape.chunks, shape.microBatches, config.microBatch,
+        recompute.c_str());
     std::printf("step time            %.2f ms median over %d steps\n", median * 1e3, steps);
     std::printf("throughput           %.0f tokens/s\n", tokensPerSecond);
     std::printf("MFU                  %.1f%% of %d x single-thread sgemm peak (%.2f GFLOP/s)\n",
