@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/comm/launch.h"
 #include "core/common/random.h"
 #include "core/model/gpt_tensor_parallel.h"
 
@@ -71,6 +72,28 @@ RunRecord train(const TrainConfig& config, int steps, const Communicator& world,
     r.parameters[name].assign(v, v + value.numel());
   }
   return r;
+}
+
+ModelState measureModelState(const TrainConfig& config) {
+  const int n = config.parallel.worldSize();
+  ModelState m;
+  m.ranks.resize(static_cast<std::size_t>(n));
+  runInProcess(n, [&](Communicator& world) {
+    Allocator a;
+    Trainer t(config, a, world);
+    t.step();
+    a.resetPeaks();
+    t.step();
+    if (world.rank() == 0) {
+      m.parameters = t.model().parameterCount();
+      m.tensors = static_cast<std::int64_t>(t.model().parameters().size());
+    }
+    m.ranks[static_cast<std::size_t>(world.rank())] = {
+        a.liveBytes(MemoryCategory::Parameter),      a.liveBytes(MemoryCategory::Gradient),
+        a.liveBytes(MemoryCategory::OptimizerState), a.liveBytes(MemoryCategory::Workspace),
+        a.peakBytes(MemoryCategory::Gradient),       a.peakBytes(MemoryCategory::Parameter)};
+  });
+  return m;
 }
 
 std::string compare(const RunRecord& want, const RunRecord& got, double rtol, double atol,

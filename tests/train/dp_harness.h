@@ -40,6 +40,18 @@ RunRecord train(const parascope::TrainConfig& config, int steps,
                 parascope::Allocator* allocator = nullptr,
                 const std::function<void(parascope::Trainer&)>& setup = {});
 
+// Model-state bytes of one rank, live after its second step and peaks during that step.
+struct StateBytes {
+  std::int64_t param, grad, optim, work, gradPeak, paramPeak;
+};
+struct ModelState {
+  std::int64_t parameters = 0;  // P, of the logical model
+  std::int64_t tensors = 0;     // parameter tensors (each may pad its buckets)
+  std::vector<StateBytes> ranks;
+};
+// Two steps of `config` on its world of in-process ranks, each with its own Allocator.
+ModelState measureModelState(const parascope::TrainConfig& config);
+
 // Which parameters compare() checks: all of `want`'s (a rank that holds the whole model), or
 // those `got` holds (a pipeline stage; it must hold some).
 enum class Held { All, Some };

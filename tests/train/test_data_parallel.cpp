@@ -215,31 +215,13 @@ void TestDataParallel::zeroShardsModelState() {
       tinyConfig({"data_parallel_size=" + std::to_string(dp),
                   "zero_optimization.stage=" + std::to_string(stage),
                   "zero_optimization.reduce_bucket_size=3000", "model.num_layers=8"});
-  struct Bytes {
-    std::int64_t param, grad, optim, gradPeak, paramPeak;
-  };
-  std::vector<Bytes> bytes(static_cast<std::size_t>(dp));
-  std::int64_t P = 0, tensors = 0;
-  runInProcess(dp, [&](Communicator& world) {
-    Allocator a;
-    Trainer t(c, a, world);
-    t.step();
-    a.resetPeaks();
-    t.step();
-    if (world.rank() == 0) {
-      P = t.model().parameterCount();
-      tensors = static_cast<std::int64_t>(t.model().parameters().size());
-    }
-    bytes[static_cast<std::size_t>(world.rank())] = {
-        a.liveBytes(MemoryCategory::Parameter), a.liveBytes(MemoryCategory::Gradient),
-        a.liveBytes(MemoryCategory::OptimizerState), a.peakBytes(MemoryCategory::Gradient),
-        a.peakBytes(MemoryCategory::Parameter)};
-  });
-  const std::int64_t padded = P + tensors * (dp - 1);  // at most one bucket per tensor
+  const dptest::ModelState m = dptest::measureModelState(c);
+  const std::int64_t P = m.parameters;
+  const std::int64_t padded = P + m.tensors * (dp - 1);  // at most one bucket per tensor
   auto within = [](std::int64_t got, std::int64_t lo, std::int64_t hi) {
     return got >= lo && got <= hi;
   };
-  for (const Bytes& b : bytes) {
+  for (const dptest::StateBytes& b : m.ranks) {
     const QString all = QString("P=%1 param %2 grad %3 optim %4 grad peak %5 param peak %6")
                             .arg(P)
                             .arg(b.param)
