@@ -235,28 +235,17 @@ void Trainer::gatherParameters() {
   model_->materializeValues();
 }
 
-EvalReport Trainer::run(TrainObserver& observer) {
-  EvalReport last;
-  const bool canEvaluate = dataset_->samples(Split::Validation) > 0;
-  while (steps_ < config_.trainIters) {
-    observer.onStep(step());
-    const bool due = config_.evalInterval > 0 && steps_ % config_.evalInterval == 0;
-    if (canEvaluate && (due || steps_ == config_.trainIters)) {
-      last = evaluate();
-      observer.onEval(last);
+void Trainer::saveWeights() {
+  if (config_.saveWeights.empty()) return;
+  gatherParameters();
+  if (region_) {
+    const auto values = gatherParameterValues(*model_, mesh_.tensor());
+    if (mesh_.world().rank() == 0) {
+      writeSafetensors(config_.saveWeights, values, {{"format", "pt"}});
     }
+  } else if (mesh_.world().rank() == 0) {
+    parascope::saveWeights(*model_, config_.saveWeights);  // core/io/safetensors.h
   }
-  if (!config_.saveWeights.empty()) {
-    gatherParameters();
-    if (region_) {
-      const auto values = gatherParameterValues(*model_, mesh_.tensor());
-      if (mesh_.world().rank() == 0)
-        writeSafetensors(config_.saveWeights, values, {{"format", "pt"}});
-    } else if (mesh_.world().rank() == 0) {
-      saveWeights(*model_, config_.saveWeights);
-    }
-  }
-  return last;
 }
 
 }  // namespace parascope
