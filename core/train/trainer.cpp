@@ -140,7 +140,12 @@ StepReport Trainer::step() {
   context.step = steps_;
   const trace::ScopedContext scoped(context);
   const trace::Span span("train_step", trace::Category::Step, trace::lane::kHost);
-  if (pipeline_) return pipeline_->step(steps_++, reducer_.get(), optimizer_.get(), sharded_.get());
+  if (pipeline_) {
+    StepReport r = pipeline_->step(steps_, static_cast<float>(scaler_.scale()), reducer_.get(),
+                                   [this](StepReport& s, double norm) { update(s, norm); });
+    ++steps_;
+    return r;
+  }
   const TrainConfig& c = config_;
   const std::int64_t targetsPerStep =
       static_cast<std::int64_t>(c.globalBatch) * dataset_->targetsPerSample();

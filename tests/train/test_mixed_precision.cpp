@@ -168,10 +168,6 @@ void TestMixedPrecision::refusesInvalidConfigs_data() {
   QTest::newRow("unknown bf16 key")
       << QStringList{"bf16.enabled=true", "bf16.hysteresis=2"}
       << "config: unknown key 'bf16.hysteresis'; allowed here: enabled";
-  QTest::newRow("with pipeline")
-      << QStringList{"bf16.enabled=true", "pipeline_model_parallel_size=2"}
-      << "config: bf16.enabled with pipeline_model_parallel_size (2) > 1 is not available in "
-         "this build yet; valid: mixed precision with pipeline_model_parallel_size = 1";
   QTest::newRow("both") << QStringList{"fp16.enabled=true", "bf16.enabled=true"}
                         << "config: fp16.enabled and bf16.enabled are both true; enable at most "
                            "one";
