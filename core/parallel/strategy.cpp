@@ -115,11 +115,6 @@ ParallelStrategy parseStrategy(JsonReader& top, int worldSize) {
   parseDegrees(top, s, worldSize);
   parseZero(top.object("zero_optimization"), s);
   parsePrecision(top, s);
-  if (s.tensor > 1 && s.zeroStage >= 2) {
-    throw UserError("config: zero_optimization.stage = " + str(s.zeroStage) +
-                    " with tensor_model_parallel_size (" + str(s.tensor) +
-                    ") > 1 is not available in this build yet; valid: stage 0 or 1");
-  }
   return s;
 }
 

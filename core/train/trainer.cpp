@@ -183,9 +183,10 @@ StepReport Trainer::step() {
   if (std::find(faultSteps_.begin(), faultSteps_.end(), steps_) != faultSteps_.end()) {
     setInfinity(reducer_ ? reducer_->gradients() : model_->parameters().front().storedGrad());
   }
-  update(r, region_    ? tensorParallelGradientNorm(*model_, mesh_.tensor())
-            : reducer_ ? reducer_->gradientNorm()
-                       : gradientNorm(*model_));
+  Communicator* tensor = region_ ? &mesh_.tensor() : nullptr;
+  update(r, reducer_ ? reducer_->gradientNorm(tensor)
+            : tensor ? tensorParallelGradientNorm(*model_, *tensor)
+                     : gradientNorm(*model_));
   if (gatherer_) r.exposedCommSeconds += gatherer_->takeWaitSeconds();
   if (region_) r.exposedCommSeconds += region_->takeCommSeconds();
   ++steps_;

@@ -74,10 +74,6 @@ void TestDataParallel::refusesInvalidStrategies_data() {
       << QStringList{"pipeline_model_parallel_size=3"} << 4
       << "config: tensor_model_parallel_size (1) x pipeline_model_parallel_size (3) must divide "
          "the world of 4 ranks";
-  QTest::newRow("tensor parallel with zero 3")
-      << QStringList{"tensor_model_parallel_size=2", "zero_optimization.stage=3"} << 0
-      << "config: zero_optimization.stage = 3 with tensor_model_parallel_size (2) > 1 is not "
-         "available in this build yet; valid: stage 0 or 1";
   QTest::newRow("zero stage range")
       << QStringList{"zero_optimization.stage=4"} << 0
       << "config: zero_optimization.stage = 4 is out of range; allowed 0..3";
