@@ -37,7 +37,7 @@ PipelineTrainer::PipelineTrainer(const TrainConfig& config, Model& model, Device
       executor_(model, mesh.pipeline(), makeSetup(config, mesh.pipeline())) {}
 
 StepReport PipelineTrainer::step(int stepIndex, GradientReducer* reducer, AdamW* optimizer,
-                                 ShardedAdamW* sharded) {
+                                 ShardedAdamW* sharded, const std::function<void()>& onReduced) {
   const auto start = std::chrono::steady_clock::now();
   const TrainConfig& c = config_;
   const std::int64_t targetsPerStep =
@@ -60,8 +60,8 @@ StepReport PipelineTrainer::step(int stepIndex, GradientReducer* reducer, AdamW*
     b.lossWeight = 1.0f / static_cast<float>(targetsPerStep);
     return b;
   };
-  const PipelineStepStats stats =
-      executor_.run(batches, [&] { optimizerStep(stepIndex, r, reducer, optimizer, sharded); });
+  const PipelineStepStats stats = executor_.run(
+      batches, [&] { optimizerStep(stepIndex, r, reducer, optimizer, sharded, onReduced); });
   double lossSum = stats.lossSum;
   if (dp > 1) {
     auto v = static_cast<float>(lossSum);
@@ -80,9 +80,11 @@ StepReport PipelineTrainer::step(int stepIndex, GradientReducer* reducer, AdamW*
 }
 
 void PipelineTrainer::optimizerStep(int stepIndex, StepReport& r, GradientReducer* reducer,
-                                    AdamW* optimizer, ShardedAdamW* sharded) {
+                                    AdamW* optimizer, ShardedAdamW* sharded,
+                                    const std::function<void()>& onReduced) {
   if (reducer != nullptr) r.exposedCommSeconds += reducer->endMicroStep();
   sumTiedEmbedding();
+  onReduced();
   r.gradNorm = globalGradientNorm();
   r.lr = learningRate(config_, stepIndex);
   const double clip = kernels::clipFactor(r.gradNorm, config_.gradientClipping);

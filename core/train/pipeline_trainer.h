@@ -7,6 +7,8 @@
 // stage and reduced over data-parallel ranks, so every rank reports the same global mean.
 #pragma once
 
+#include <functional>
+
 #include "core/parallel/pipeline_executor.h"
 #include "core/train/trainer.h"
 
@@ -18,14 +20,16 @@ class PipelineTrainer {
   PipelineTrainer(const TrainConfig& config, Model& model, DeviceMesh& mesh, const Dataset& data);
 
   // stepIndex: 0-based. reducer and sharded may be null (one data-parallel rank, ZeRO 0), and
-  // optimizer is null exactly when sharded is not.
-  StepReport step(int stepIndex, GradientReducer* reducer, AdamW* optimizer, ShardedAdamW* sharded);
+  // optimizer is null exactly when sharded is not. onReduced runs once the gradients are reduced,
+  // before clipping and the optimizer (Trainer::setGradientObserver).
+  StepReport step(int stepIndex, GradientReducer* reducer, AdamW* optimizer, ShardedAdamW* sharded,
+                  const std::function<void()>& onReduced);
   EvalReport evaluate(int stepIndex);
   const PipelineExecutor& executor() const { return executor_; }
 
  private:
   void optimizerStep(int stepIndex, StepReport& r, GradientReducer* reducer, AdamW* optimizer,
-                     ShardedAdamW* sharded);
+                     ShardedAdamW* sharded, const std::function<void()>& onReduced);
   void sumTiedEmbedding();
   double globalGradientNorm();
 

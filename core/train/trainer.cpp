@@ -140,7 +140,11 @@ StepReport Trainer::step() {
   context.step = steps_;
   const trace::ScopedContext scoped(context);
   const trace::Span span("train_step", trace::Category::Step, trace::lane::kHost);
-  if (pipeline_) return pipeline_->step(steps_++, reducer_.get(), optimizer_.get(), sharded_.get());
+  if (pipeline_) {
+    return pipeline_->step(steps_++, reducer_.get(), optimizer_.get(), sharded_.get(), [this] {
+      if (gradientObserver_) gradientObserver_(*this);
+    });
+  }
   const TrainConfig& c = config_;
   const std::int64_t targetsPerStep =
       static_cast<std::int64_t>(c.globalBatch) * dataset_->targetsPerSample();
@@ -178,6 +182,7 @@ StepReport Trainer::step() {
   if (std::find(faultSteps_.begin(), faultSteps_.end(), steps_) != faultSteps_.end()) {
     setInfinity(reducer_ ? reducer_->gradients() : model_->parameters().front().storedGrad());
   }
+  if (gradientObserver_) gradientObserver_(*this);
   update(r, region_    ? tensorParallelGradientNorm(*model_, mesh_.tensor())
             : reducer_ ? reducer_->gradientNorm()
                        : gradientNorm(*model_));
