@@ -142,7 +142,10 @@ StepReport Trainer::step() {
   const trace::Span span("train_step", trace::Category::Step, trace::lane::kHost);
   if (pipeline_) {
     StepReport r = pipeline_->step(steps_, static_cast<float>(scaler_.scale()), reducer_.get(),
-                                   [this](StepReport& s, double norm) { update(s, norm); });
+                                   [this](StepReport& s, double norm) {
+                                     if (gradientObserver_) gradientObserver_(*this);
+                                     update(s, norm);
+                                   });
     ++steps_;
     return r;
   }
@@ -183,6 +186,7 @@ StepReport Trainer::step() {
   if (std::find(faultSteps_.begin(), faultSteps_.end(), steps_) != faultSteps_.end()) {
     setInfinity(reducer_ ? reducer_->gradients() : model_->parameters().front().storedGrad());
   }
+  if (gradientObserver_) gradientObserver_(*this);
   Communicator* tensor = region_ ? &mesh_.tensor() : nullptr;
   update(r, reducer_ ? reducer_->gradientNorm(tensor)
             : tensor ? tensorParallelGradientNorm(*model_, *tensor)

@@ -148,16 +148,17 @@ void TestTensorParallel::trainingMatchesOneRank_data() {
   QTest::addRow("tp2-zero2") << 2 << 1 << false << QStringList{"zero_optimization.stage=2"};
 }
 
-// Three optimizer steps (AdamW, clipping) on a tensor x data mesh: losses and every logical
-// parameter match one rank with the same global batch.
+// Three optimizer steps (AdamW, clipping) on a tensor x data mesh: each step's loss and every
+// logical gradient, then every logical parameter, match one rank with the same global batch.
+// Why rtol 1e-5 / atol 4e-5 holds on any CPU: split matmuls and the tensor group's sums only
+// reorder fp32 additions (relative error ~1e-7 of the summands, whichever GEMM kernels OpenBLAS
+// picks), and the harness's eps 1e-2 keeps AdamW from amplifying that (dp_harness.h).
 void TestTensorParallel::trainingMatchesOneRank() {
   QFETCH(int, tensor);
   QFETCH(int, data);
   QFETCH(bool, sequence);
   QFETCH(QStringList, extra);
-  // Adam's eps 1e-6 (as the pipeline tests): an element whose gradient is rounding noise around
-  // zero would otherwise turn its normalised update into noise too.
-  std::vector<std::string> common = {"model.num_attention_heads=4", "optimizer.params.eps=1e-6"};
+  std::vector<std::string> common = {"model.num_attention_heads=4"};
   for (const QString& e : extra) common.push_back(e.toStdString());
   const dptest::RunRecord want = dptest::train(dptest::tinyConfig(common), 3);
   std::vector<std::string> split = common;
