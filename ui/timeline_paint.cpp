@@ -1,6 +1,7 @@
 // Painting of TimelineView: labels on the left, the ruler with search marks on top, then the
 // rows from a draw list built for this frame only (no caches that can go stale).
 #include <QPainter>
+#include <numeric>
 
 #include "ui/timeline_view.h"
 
@@ -155,7 +156,11 @@ void TimelineView::paintCounterRow(QPainter& p, const TimelineRow& row, int y) c
   const QColor fill = QColor(c.red(), c.green(), c.blue()).lighter(115);
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const int x0 = kLabelWidth + samples[i].x;
-    const int x1 = i + 1 < samples.size() ? kLabelWidth + samples[i + 1].x : kLabelWidth + w;
+    // The last value holds until the track's last point, not to the edge of the view.
+    const int x1 = i + 1 < samples.size()
+                       ? kLabelWidth + samples[i + 1].x
+                       : kLabelWidth + static_cast<int>(std::clamp(
+                                           axis_.x(track.points.back().timeNs) + 1, 0.0, 1.0 * w));
     const int top = static_cast<int>(yOf(samples[i].value));
     p.fillRect(QRect(x0, top, std::max(1, x1 - x0), y + row.height - 2 - top), fill);
   }
@@ -163,22 +168,57 @@ void TimelineView::paintCounterRow(QPainter& p, const TimelineRow& row, int y) c
   p.drawLine(kLabelWidth, y + row.height - 1, width(), y + row.height - 1);
 }
 
+// Flows sorted by where they start (flows are only appended, so the order is rebuilt only
+// when their count changes) and the longest one: a frame looks at the flows that can touch it.
+void TimelineView::sortFlows() const {
+  const auto& flows = index_->flows();
+  if (flowOrder_.size() == flows.size()) return;
+  flowOrder_.resize(flows.size());
+  std::iota(flowOrder_.begin(), flowOrder_.end(), 0u);
+  auto from = [&](std::uint32_t f) {
+    return std::min(index_->span(flows[f].from).endNs, index_->span(flows[f].to).startNs);
+  };
+  std::sort(flowOrder_.begin(), flowOrder_.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return from(a) < from(b); });
+  longestFlowNs_ = 0;
+  for (const Flow& f : flows) {
+    const std::int64_t a = index_->span(f.from).endNs, b = index_->span(f.to).startNs;
+    longestFlowNs_ = std::max(longestFlowNs_, std::max(a, b) - std::min(a, b));
+  }
+}
+
 void TimelineView::paintFlows(QPainter& p) const {
+  sortFlows();
   const std::int64_t t0 = axis_.startNs, t1 = axis_.endNs(timeAreaWidth());
-  constexpr int kMaxArrows = 2000;  // past this the arrows hide the spans; show none
+  // Past this many arrows they hide the spans: then only the selected span's flows show.
+  constexpr std::size_t kMaxArrows = 256;
   std::vector<QLineF> lines;
-  for (const Flow& f : index_->flows()) {
-    const SpanRec& a = index_->span(f.from);
-    const SpanRec& b = index_->span(f.to);
-    const bool touches = f.from == selected_ || f.to == selected_;
-    if (!touches && (std::max(a.endNs, b.startNs) < t0 || std::min(a.endNs, b.startNs) > t1)) {
-      continue;
-    }
+  auto line = [&](const Flow& f) {
     const int ya = rowY(f.from), yb = rowY(f.to);
-    if (ya < 0 || yb < 0) continue;
-    lines.emplace_back(kLabelWidth + axis_.x(a.endNs), ya + 9, kLabelWidth + axis_.x(b.startNs),
-                       yb + 9);
-    if (lines.size() > kMaxArrows) return;
+    if (ya < 0 || yb < 0) return false;
+    lines.emplace_back(kLabelWidth + axis_.x(index_->span(f.from).endNs), ya + 9,
+                       kLabelWidth + axis_.x(index_->span(f.to).startNs), yb + 9);
+    return true;
+  };
+  const auto& flows = index_->flows();
+  auto it = std::lower_bound(flowOrder_.begin(), flowOrder_.end(), t0 - longestFlowNs_,
+                             [&](std::uint32_t f, std::int64_t t) {
+                               return std::min(index_->span(flows[f].from).endNs,
+                                               index_->span(flows[f].to).startNs) < t;
+                             });
+  for (; it != flowOrder_.end() && lines.size() <= kMaxArrows; ++it) {
+    const Flow& f = flows[*it];
+    const std::int64_t a = index_->span(f.from).endNs, b = index_->span(f.to).startNs;
+    if (std::min(a, b) > t1) break;
+    if (std::max(a, b) >= t0) line(f);
+  }
+  if (lines.size() > kMaxArrows) {
+    lines.clear();
+    if (selected_.valid()) {
+      for (const Flow& f : flows) {
+        if (f.from == selected_ || f.to == selected_) line(f);
+      }
+    }
   }
   // Aliased one-pixel lines: antialiased ones are filled as spans on Qt's thread pool (fillTall).
   p.setPen(QPen(QColor(0x30, 0x30, 0x30), 0));

@@ -16,12 +16,14 @@ TimelineView::TimelineView(QWidget* parent)
   setFocusPolicy(Qt::StrongFocus);
   setMouseTracking(true);
   setMinimumSize(400, 200);
+  axisWidth_ = timeAreaWidth();
 }
 
 TimelineView::~TimelineView() = default;
 
 void TimelineView::setIndex(std::shared_ptr<TimelineIndex> index) {
   index_ = std::move(index);
+  flowOrder_.clear();
   hits_.clear();
   selection_.reset();
   selected_ = {};
@@ -168,6 +170,12 @@ QString TimelineView::spanDescription(SpanRef ref) const {
            .arg(e.rank)
            .arg(QString::fromStdString(index_->lanes()[ref.lane].name));
   if (e.bytes) s += QStringLiteral("\nbytes %1").arg(e.bytes);
+  if (e.bytes && e.category == Category::Communication && e.durationNs() > 0) {
+    // Bytes sent per ns is GB/s; for collectives the bytes are the ring's, so this is nccl-tests'
+    // bus bandwidth.
+    s += QStringLiteral("\nbus bandwidth %1 GB/s")
+             .arg(static_cast<double>(e.bytes) / static_cast<double>(e.durationNs()), 0, 'f', 2);
+  }
   if (e.peer >= 0) {
     s += (e.flags & parascope::trace::flag::kReceive) ? QStringLiteral("\nfrom rank %1")
                                                       : QStringLiteral("\nto rank %1");
@@ -208,7 +216,10 @@ void TimelineView::paintEvent(QPaintEvent*) {
   render(p);
 }
 
+// The visible time range stays the same when the view changes width.
 void TimelineView::resizeEvent(QResizeEvent*) {
+  axis_.nsPerPx *= static_cast<double>(axisWidth_) / timeAreaWidth();
+  axisWidth_ = timeAreaWidth();
   relayout();
 }
 

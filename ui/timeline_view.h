@@ -97,6 +97,7 @@ class TimelineView : public QWidget {
   void paintBubbles(QPainter& p, const TimelineRow& row, int y,
                     const std::vector<DrawItem>& items) const;
   void paintFlows(QPainter& p) const;
+  void sortFlows() const;
   void paintRuler(QPainter& p) const;
   void paintLabels(QPainter& p) const;
   void paintOverlay(QPainter& p) const;
@@ -111,6 +112,9 @@ class TimelineView : public QWidget {
   std::vector<TimelineRow> rows_;
   std::vector<int> laneFirstRow_;  // lane -> row of depth 0, -1 when folded
   std::size_t shape_ = 0;
+  mutable std::vector<std::uint32_t> flowOrder_;  // flows by start; see sortFlows
+  mutable std::int64_t longestFlowNs_ = 0;
+  int axisWidth_ = 1;  // the time area's width the axis was last set for
   int scrollY_ = 0;
   QString message_;
   std::vector<SearchHit> hits_;
