@@ -49,6 +49,7 @@ void TimelineIndex::setNames(const TraceData& trace) {
 void TimelineIndex::append(const Event* events, std::size_t count) {
   // Name pointers are only known to be stable within one call (the caller's pool may go).
   namesByPointer_.clear();
+  nameCache_.fill({nullptr, 0});
   for (std::size_t i = 0; i < count; ++i) add(events[i]);
 }
 
@@ -63,7 +64,8 @@ void TimelineIndex::compact() {
   decltype(detailIndex_)().swap(detailIndex_);
   decltype(pendingFlows_)().swap(pendingFlows_);
   namesByPointer_.clear();
-  lastDetail_ = 0;
+  nameCache_.fill({nullptr, 0});
+  detailCache_.fill(0);
 }
 
 std::uint32_t TimelineIndex::laneFor(std::int32_t rank, std::int32_t laneId) {
@@ -83,22 +85,39 @@ std::uint32_t TimelineIndex::laneFor(std::int32_t rank, std::int32_t laneId) {
 }
 
 std::uint32_t TimelineIndex::nameId(const char* name) {
-  if (auto it = namesByPointer_.find(name); it != namesByPointer_.end()) return it->second;
-  auto [it, inserted] = namesByText_.try_emplace(name, static_cast<std::uint32_t>(names_.size()));
-  if (inserted) names_.emplace_back(name);
-  namesByPointer_.emplace(name, it->second);
-  return it->second;
+  // Pooled names repeat: a direct-mapped cache by address skips most hash look-ups.
+  auto& slot = nameCache_[(reinterpret_cast<std::uintptr_t>(name) >> 3) % kCacheSlots];
+  if (slot.first == name) return slot.second;
+  std::uint32_t id = 0;
+  if (auto it = namesByPointer_.find(name); it != namesByPointer_.end()) {
+    id = it->second;
+  } else {
+    auto [t, inserted] = namesByText_.try_emplace(name, static_cast<std::uint32_t>(names_.size()));
+    if (inserted) names_.emplace_back(name);
+    namesByPointer_.emplace(name, t->second);
+    id = t->second;
+  }
+  slot = {name, id};
+  return id;
 }
 
 std::uint32_t TimelineIndex::detailId(const Event& e) {
   if (!hasDetail(e)) return 0;
   const SpanDetail d{e.bytes,      e.correlation, e.peer,        e.group, e.step,
                      e.microBatch, e.stage,       e.instruction, e.flags};
-  // Neighbouring events of a lane mostly share step, stage and micro-batch.
-  if (details_[lastDetail_] == d) return lastDetail_;
+  // A correlation id is (nearly) unique to its flow's ends: nothing to share.
+  if (d.correlation != 0) {
+    details_.push_back(d);
+    return static_cast<std::uint32_t>(details_.size() - 1);
+  }
+  // Neighbouring events mostly share step, stage and micro-batch: a direct-mapped cache by hash
+  // answers most look-ups without the table.
+  const std::size_t h = DetailHash()(d);
+  std::uint32_t& slot = detailCache_[h % kCacheSlots];
+  if (details_[slot] == d) return slot;
   auto [it, inserted] = detailIndex_.try_emplace(d, static_cast<std::uint32_t>(details_.size()));
   if (inserted) details_.push_back(d);
-  lastDetail_ = it->second;
+  slot = it->second;
   return it->second;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -134,7 +135,9 @@ class TimelineIndex {
     std::size_t operator()(const SpanDetail& d) const noexcept;
   };
   std::unordered_map<SpanDetail, std::uint32_t, DetailHash> detailIndex_;
-  std::uint32_t lastDetail_ = 0;
+  static constexpr std::size_t kCacheSlots = 1024;
+  std::array<std::uint32_t, kCacheSlots> detailCache_{};  // detail ids by hash slot
+  std::array<std::pair<const char*, std::uint32_t>, kCacheSlots> nameCache_{};
   std::vector<CounterTrack> counters_;
   std::map<std::tuple<std::int32_t, std::int32_t, std::uint32_t>, std::uint32_t> counterIndex_;
   std::unordered_map<std::uint64_t, std::pair<SpanRef, std::vector<SpanRef>>> pendingFlows_;

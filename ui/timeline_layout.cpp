@@ -9,10 +9,9 @@ namespace parascope::ui {
 std::int32_t rankStage(const TimelineIndex& index, std::int32_t rank) {
   for (const Lane& l : index.lanes()) {
     if (l.rank != rank) continue;
-    for (const auto& level : l.levels) {
-      for (const SpanRec& s : level) {
-        if (index.details()[s.detail].stage >= 0) return index.details()[s.detail].stage;
-      }
+    if (l.levels.empty()) continue;
+    for (const SpanRec& s : l.levels[0]) {
+      if (index.details()[s.detail].stage >= 0) return index.details()[s.detail].stage;
     }
   }
   return -1;
@@ -27,9 +26,11 @@ std::vector<TimelineRow> layoutRows(const TimelineIndex& index, const LayoutOpti
     countersByRank[index.counters()[i].rank].push_back(i);
     lanesByRank[index.counters()[i].rank];
   }
+  std::map<std::int32_t, std::int32_t> stages;
   std::vector<std::pair<std::int32_t, std::int32_t>> order;  // (key, rank)
   for (const auto& [rank, lanes] : lanesByRank) {
-    order.emplace_back(options.byStage ? rankStage(index, rank) : 0, rank);
+    stages[rank] = rankStage(index, rank);
+    order.emplace_back(options.byStage ? stages[rank] : 0, rank);
   }
   std::sort(order.begin(), order.end());
   std::vector<TimelineRow> rows;
@@ -41,7 +42,9 @@ std::vector<TimelineRow> layoutRows(const TimelineIndex& index, const LayoutOpti
     rows.push_back(r);
   };
   for (const auto& [key, rank] : order) {
-    push({TimelineRow::Kind::RankHeader, rank}, options.headerHeight);
+    TimelineRow header{TimelineRow::Kind::RankHeader, rank};
+    header.stage = stages[rank];
+    push(header, options.headerHeight);
     if (options.collapsed.count(rank)) continue;
     auto lanes = lanesByRank[rank];
     std::sort(lanes.begin(), lanes.end(), [&](std::uint32_t a, std::uint32_t b) {

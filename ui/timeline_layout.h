@@ -18,6 +18,7 @@ struct TimelineRow {
   std::uint32_t lane = 0;     // Level: index into TimelineIndex::lanes()
   std::uint32_t depth = 0;    // Level: nesting level
   std::uint32_t counter = 0;  // Counter: index into TimelineIndex::counters()
+  std::int32_t stage = -1;    // RankHeader: the rank's pipeline stage, -1 if none
   int y = 0;                  // pixels from the top of the content
   int height = 0;
 };
@@ -29,7 +30,8 @@ struct LayoutOptions {
 };
 
 std::vector<TimelineRow> layoutRows(const TimelineIndex& index, const LayoutOptions& options);
-// The pipeline stage a rank runs (from its first span that names one), -1 if none.
+// The pipeline stage a rank runs (from its first outermost span that names one, as pipeline
+// instructions are), -1 if none.
 std::int32_t rankStage(const TimelineIndex& index, std::int32_t rank);
 // Index of the row at content y, or -1.
 int rowAt(const std::vector<TimelineRow>& rows, int y);

@@ -42,19 +42,33 @@ bool tiny(const SpanRec& s, const TimeAxis& axis) {
   return static_cast<double>(s.endNs - s.startNs) < axis.nsPerPx;
 }
 
+// The first index in [from, end) whose end lies past column `last`. Galloping from `from`:
+// the answer is usually a few spans away, so this costs O(log distance), not O(log n).
+std::uint32_t pastColumn(const std::vector<SpanRec>& level, std::uint32_t from, std::uint32_t end,
+                         std::int64_t last, const TimeAxis& axis) {
+  auto inside = [&](std::uint32_t k) { return axis.column(level[k].endNs) <= last; };
+  std::uint32_t lo = from, step = 1;
+  while (lo + step < end && inside(lo + step)) {
+    lo += step;
+    step *= 2;
+  }
+  if (lo >= end || !inside(lo)) return lo;
+  const auto base = level.begin();
+  auto it =
+      std::upper_bound(base + lo + 1, base + std::min<std::uint32_t>(lo + step, end), last,
+                       [&](std::int64_t c, const SpanRec& s) { return c < axis.column(s.endNs); });
+  return static_cast<std::uint32_t>(it - base);
+}
+
 // Consumes a run of sub-pixel spans starting at `i` whose columns touch; returns the index
 // after the run and the last column it covers.
 std::uint32_t mergeRun(const std::vector<SpanRec>& level, std::uint32_t i, std::uint32_t end,
                        const TimeAxis& axis, std::int64_t* lastColumn) {
-  const auto base = level.begin();
   std::int64_t last = axis.column(level[i].startNs);
   while (i < end && tiny(level[i], axis) && axis.column(level[i].startNs) <= last + 1) {
     last = std::max(last, axis.column(level[i].endNs));
     // Every later span ending in column `last` lies wholly inside it: sub-pixel too.
-    auto next = std::upper_bound(
-        base + i + 1, base + end, last,
-        [&](std::int64_t c, const SpanRec& s) { return c < axis.column(s.endNs); });
-    i = static_cast<std::uint32_t>(next - base);
+    i = pastColumn(level, i + 1, end, last, axis);
   }
   *lastColumn = last;
   return i;

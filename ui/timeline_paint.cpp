@@ -278,8 +278,7 @@ void TimelineView::paintLabels(QPainter& p) const {
                                : QStringLiteral("rank %1").arg(row.rank);
       const bool folded = layoutOptions_.collapsed.count(row.rank) > 0;
       text = QString(folded ? QStringLiteral("▸ ") : QStringLiteral("▾ ")) + name;
-      const std::int32_t stage = rankStage(*index_, row.rank);
-      if (stage >= 0) text += QStringLiteral("  (stage %1)").arg(stage);
+      if (row.stage >= 0) text += QStringLiteral("  (stage %1)").arg(row.stage);
     } else if (row.kind == TimelineRow::Kind::Level && row.depth == 0) {
       text = QStringLiteral("   ") + QString::fromStdString(index_->lanes()[row.lane].name);
     } else if (row.kind == TimelineRow::Kind::Counter) {
