@@ -42,11 +42,22 @@ bool tiny(const SpanRec& s, const TimeAxis& axis) {
   return static_cast<double>(s.endNs - s.startNs) < axis.nsPerPx;
 }
 
+// The earliest time in column `c` or later, exactly as TimeAxis::column rounds.
+std::int64_t columnStart(const TimeAxis& axis, std::int64_t c) {
+  auto t =
+      axis.startNs + static_cast<std::int64_t>(std::ceil(static_cast<double>(c) * axis.nsPerPx));
+  while (axis.column(t - 1) >= c) --t;
+  while (axis.column(t) < c) ++t;
+  return t;
+}
+
 // The first index in [from, end) whose end lies past column `last`. Galloping from `from`:
-// the answer is usually a few spans away, so this costs O(log distance), not O(log n).
+// the answer is usually a few spans away, so this costs O(log distance), not O(log n), and
+// compares integer times against the next column's first nanosecond.
 std::uint32_t pastColumn(const std::vector<SpanRec>& level, std::uint32_t from, std::uint32_t end,
                          std::int64_t last, const TimeAxis& axis) {
-  auto inside = [&](std::uint32_t k) { return axis.column(level[k].endNs) <= last; };
+  const std::int64_t next = columnStart(axis, last + 1);
+  auto inside = [&](std::uint32_t k) { return level[k].endNs < next; };
   std::uint32_t lo = from, step = 1;
   while (lo + step < end && inside(lo + step)) {
     lo += step;
@@ -54,9 +65,8 @@ std::uint32_t pastColumn(const std::vector<SpanRec>& level, std::uint32_t from, 
   }
   if (lo >= end || !inside(lo)) return lo;
   const auto base = level.begin();
-  auto it =
-      std::upper_bound(base + lo + 1, base + std::min<std::uint32_t>(lo + step, end), last,
-                       [&](std::int64_t c, const SpanRec& s) { return c < axis.column(s.endNs); });
+  auto it = std::lower_bound(base + lo + 1, base + std::min<std::uint32_t>(lo + step, end), next,
+                             [](const SpanRec& s, std::int64_t t) { return s.endNs < t; });
   return static_cast<std::uint32_t>(it - base);
 }
 

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <random>
 
+#include "profiler/io/chrome_export.h"
 #include "ui/synthetic_trace.h"
 #include "ui/timeline_export.h"
 #include "ui/timeline_window.h"
@@ -46,6 +47,8 @@ class TestTimelineView : public QObject {
   void boxSelectionFillsTheStatistics();
   void hitTestingMatchesTheTooltip();
   void shortcutListAndFolding();
+  void flowsSearchAndDoubleClick();
+  void cancelDropsTheLoad();
   void liveAppendsFollowTheNewestTime();
   void badFilesShowAMessage_data();
   void badFilesShowAMessage();
@@ -177,6 +180,64 @@ void TestTimelineView::shortcutListAndFolding() {
   QCOMPARE(view.rows().size(), rows);
   view.setOrderByStage(true);  // ranks 0..3 run stages 0..3: the same order
   QCOMPARE(view.rows()[0].rank, 0);
+}
+
+void TestTimelineView::flowsSearchAndDoubleClick() {
+  TimelineView view;
+  view.resize(1200, 600);
+  view.setIndex(syntheticIndex(10'000));
+  const Flow flow = view.index().flows().front();
+  view.selectSpan(flow.from);
+  QTest::keyClick(&view, Qt::Key_BracketRight);  // to the receive
+  QVERIFY(view.selectedSpan() == flow.to);
+  QTest::keyClick(&view, Qt::Key_BracketLeft);  // back to the send
+  QVERIFY(view.selectedSpan() == flow.from);
+  // Search walks the hits in time order and wraps.
+  const std::size_t n = view.setSearch("all_reduce", false);
+  QCOMPARE(n, view.searchHits().size());
+  QVERIFY(n > 2);
+  QVERIFY(view.selectedSpan() == view.searchHits()[0].ref);
+  view.nextHit(+1);
+  QVERIFY(view.selectedSpan() == view.searchHits()[1].ref);
+  view.nextHit(-1);
+  view.nextHit(-1);
+  QVERIFY(view.selectedSpan() == view.searchHits()[n - 1].ref);
+  // Double-click on a drawn span zooms to it (with a 5% margin each side).
+  view.fitAll();
+  const TimelineRow* host = nullptr;
+  for (const TimelineRow& r : view.rows()) {
+    if (r.kind == TimelineRow::Kind::Level && view.index().lanes()[r.lane].name == "host")
+      host = &r;
+  }
+  QVERIFY(host);
+  const SpanRec& step = view.index().lanes()[host->lane].levels[0][0];
+  const QPoint at(view.timeAreaLeft() + static_cast<int>(view.axis().x(step.startNs)) + 2,
+                  view.contentTop() + host->y + 5);
+  QTest::mouseDClick(&view, Qt::LeftButton, {}, at);
+  const std::int64_t len = step.endNs - step.startNs;
+  QCOMPARE(view.axis().startNs, step.startNs - len / 20);
+}
+
+void TestTimelineView::cancelDropsTheLoad() {
+  SyntheticOptions o;
+  o.events = 200'000;
+  QTemporaryDir dir;
+  const std::string path = dir.path().toStdString() + "/big.json";
+  const TraceData trace = syntheticTrainingTrace(o);
+  parascope::profiler::exportChromeTrace(trace, path);
+  TimelineWindow window;
+  QSignalSpy loaded(window.loader(), &TraceLoader::loaded);
+  QSignalSpy cancelled(window.loader(), &TraceLoader::cancelled);
+  window.openFiles({QString::fromStdString(path)});
+  window.loader()->cancel();
+  QCOMPARE(cancelled.count(), 1);
+  QTRY_VERIFY_WITH_TIMEOUT(!window.loader()->running(), 60000);
+  QTest::qWait(50);
+  QCOMPARE(loaded.count(), 0);
+  QCOMPARE(window.view()->message(), QString("Loading cancelled."));
+  window.openFiles({QString::fromStdString(path)});  // a new load after a cancel goes through
+  QVERIFY(loaded.wait(60000));
+  QCOMPARE(window.view()->index().eventCount(), trace.events.size());
 }
 
 void TestTimelineView::liveAppendsFollowTheNewestTime() {
