@@ -51,22 +51,27 @@ std::int64_t columnStart(const TimeAxis& axis, std::int64_t c) {
   return t;
 }
 
-// The first index in [from, end) whose end lies past column `last`. Galloping from `from`:
-// the answer is usually a few spans away, so this costs O(log distance), not O(log n), and
-// compares integer times against the next column's first nanosecond.
+// The first element of the sorted range [first, last) for which before(x) is false, searched
+// from `first` with doubling steps: the answer is usually near, so this costs O(log distance)
+// rather than O(log n) (the next column's answer is a few spans on).
+template <class It, class Before>
+It gallop(It first, It last, Before before) {
+  std::ptrdiff_t step = 1;
+  while (step < last - first && before(first[step])) {
+    first += step;
+    step *= 2;
+  }
+  if (first == last || !before(*first)) return first;
+  return std::partition_point(first + 1, first + std::min(step, last - first), before);
+}
+
+// The first index in [from, end) whose end lies past column `last`, comparing integer times
+// against the next column's first nanosecond.
 std::uint32_t pastColumn(const std::vector<SpanRec>& level, std::uint32_t from, std::uint32_t end,
                          std::int64_t last, const TimeAxis& axis) {
   const std::int64_t next = columnStart(axis, last + 1);
-  auto inside = [&](std::uint32_t k) { return level[k].endNs < next; };
-  std::uint32_t lo = from, step = 1;
-  while (lo + step < end && inside(lo + step)) {
-    lo += step;
-    step *= 2;
-  }
-  if (lo >= end || !inside(lo)) return lo;
   const auto base = level.begin();
-  auto it = std::lower_bound(base + lo + 1, base + std::min<std::uint32_t>(lo + step, end), next,
-                             [](const SpanRec& s, std::int64_t t) { return s.endNs < t; });
+  auto it = gallop(base + from, base + end, [next](const SpanRec& s) { return s.endNs < next; });
   return static_cast<std::uint32_t>(it - base);
 }
 
@@ -139,9 +144,8 @@ void sampleCounter(const std::vector<CounterPoint>& points, const TimeAxis& axis
     const std::int64_t c = axis.column(it->timeNs);
     if (c >= widthPx) break;
     // The value in force at the column's end: the last point inside it.
-    auto next = std::upper_bound(it, points.end(), c, [&](std::int64_t col, const CounterPoint& p) {
-      return col < axis.column(p.timeNs);
-    });
+    const std::int64_t end = columnStart(axis, c + 1);
+    auto next = gallop(it, points.end(), [end](const CounterPoint& p) { return p.timeNs < end; });
     out.push_back({clampColumn(c, widthPx), std::prev(next)->value});
     it = next;
   }

@@ -24,6 +24,7 @@ TimelineView::~TimelineView() = default;
 void TimelineView::setIndex(std::shared_ptr<TimelineIndex> index) {
   index_ = std::move(index);
   flowOrder_.clear();
+  sortFlows();  // once here, not in the first frame
   hits_.clear();
   selection_.reset();
   selected_ = {};
