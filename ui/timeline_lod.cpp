@@ -44,8 +44,10 @@ bool tiny(const SpanRec& s, const TimeAxis& axis) {
 
 // The earliest time in column `c` or later, exactly as TimeAxis::column rounds.
 std::int64_t columnStart(const TimeAxis& axis, std::int64_t c) {
-  auto t =
-      axis.startNs + static_cast<std::int64_t>(std::ceil(static_cast<double>(c) * axis.nsPerPx));
+  const double offset = std::ceil(static_cast<double>(c) * axis.nsPerPx);
+  // Past any event (column() clamps at 1e15): the caller's search takes everything.
+  if (offset > 4e18 || c > 1'000'000'000'000'000) return INT64_MAX;
+  auto t = axis.startNs + static_cast<std::int64_t>(offset);
   while (axis.column(t - 1) >= c) --t;
   while (axis.column(t) < c) ++t;
   return t;

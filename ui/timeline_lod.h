@@ -5,6 +5,7 @@
 // and the work is O(columns x log events), not O(events). Plain C++, no Qt.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -22,9 +23,11 @@ struct TimeAxis {
   std::int64_t time(double px) const {
     return startNs + static_cast<std::int64_t>(std::llround(px * nsPerPx));
   }
-  // The pixel column holding time t (may be negative or past the width).
+  // The pixel column holding time t (may be negative or past the width; clamped far outside
+  // it so that the conversion cannot overflow when zoomed deep into a long trace).
   std::int64_t column(std::int64_t t) const {
-    return static_cast<std::int64_t>(std::floor(static_cast<double>(t - startNs) / nsPerPx));
+    const double c = std::floor(static_cast<double>(t - startNs) / nsPerPx);
+    return static_cast<std::int64_t>(std::clamp(c, -1e15, 1e15));
   }
   std::int64_t endNs(int widthPx) const { return time(widthPx); }
   // Keeps the time under pixel `px` where it is; factor < 1 zooms in.

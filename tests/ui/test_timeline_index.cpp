@@ -117,6 +117,7 @@ class TestTimelineIndex : public QObject {
   void levelOfDetailIsExact_data();
   void levelOfDetailIsExact();
   void lonelyNanosecondSpanStaysVisible();
+  void deepZoomOnEpochTimes();
   void liveAppendEqualsWholeBuild();
   void rebuildsEveryEvent();
   void searchFindsExactlyTheMatches();
@@ -201,6 +202,29 @@ void TestTimelineIndex::lonelyNanosecondSpanStaysVisible() {
     QVERIFY(it->x1 - it->x0 >= 1);
     QCOMPARE(it->x0, static_cast<std::int32_t>(axis.column(lone.startNs)));
     if (axis.nsPerPx > 200) QCOMPARE(it->count, 1u);  // alone in its columns: its own mark
+  }
+}
+
+// Kineto traces stamp events with the epoch in ns (~1.7e18): the deepest zoom (1e-3 ns per
+// pixel) and panning far away stay exact and finite.
+void TestTimelineIndex::deepZoomOnEpochTimes() {
+  TraceData t = randomTrace(4, 500);
+  for (Event& e : t.events) {
+    e.startNs += 1'712'195'495'520'871'000;
+    e.endNs += 1'712'195'495'520'871'000;
+  }
+  TimelineIndex index;
+  index.build(t);
+  for (double nsPerPx : {1e-3, 0.37, 1e3, 1e12}) {
+    for (std::int64_t offset : {std::int64_t{0}, std::int64_t{-4'000'000'000'000'000'000},
+                                (index.endNs() - index.beginNs()) / 2}) {
+      TimeAxis axis;
+      axis.nsPerPx = nsPerPx;
+      axis.startNs = index.beginNs() + offset;
+      for (const Lane& l : index.lanes()) {
+        for (const auto& level : l.levels) checkLevel(level, axis, 1500);
+      }
+    }
   }
 }
 
