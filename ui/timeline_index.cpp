@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "ui/flow_matcher.h"
+
 namespace parascope::ui {
 
 namespace {
@@ -32,7 +34,11 @@ std::size_t TimelineIndex::DetailHash::operator()(const SpanDetail& d) const noe
   return static_cast<std::size_t>(mix(h, d.flags));
 }
 
-TimelineIndex::TimelineIndex() {
+TimelineIndex::~TimelineIndex() = default;
+TimelineIndex::TimelineIndex(TimelineIndex&&) noexcept = default;
+TimelineIndex& TimelineIndex::operator=(TimelineIndex&&) noexcept = default;
+
+TimelineIndex::TimelineIndex() : flowMatcher_(std::make_unique<FlowMatcher>()) {
   details_.emplace_back();
   detailIndex_.emplace(details_[0], 0);
 }
@@ -62,7 +68,7 @@ void TimelineIndex::compact() {
   details_.shrink_to_fit();
   flows_.shrink_to_fit();
   decltype(detailIndex_)().swap(detailIndex_);
-  decltype(pendingFlows_)().swap(pendingFlows_);
+  flowMatcher_->clear();
   namesByPointer_.clear();
   nameCache_.fill({nullptr, 0});
   detailCache_.fill(0);
@@ -146,23 +152,8 @@ void TimelineIndex::add(const Event& e) {
   lane.levels[depth].push_back(rec);
   if (e.correlation != 0) {
     const auto index = static_cast<std::uint32_t>(lane.levels[depth].size() - 1);
-    linkFlow(e, SpanRef{laneNo, static_cast<std::uint32_t>(depth), index});
-  }
-}
-
-// A flow runs from the span flagged as its source to every other span with the same
-// correlation id, whichever arrives first.
-void TimelineIndex::linkFlow(const Event& e, SpanRef ref) {
-  auto& [source, targets] = pendingFlows_[e.correlation];
-  if (e.flags & parascope::trace::flag::kFlowSource) {
-    source = ref;
-    for (const SpanRef& t : targets) flows_.push_back({source, t});
-    targets.clear();
-    targets.shrink_to_fit();
-  } else if (source.valid()) {
-    flows_.push_back({source, ref});
-  } else {
-    targets.push_back(ref);
+    flowMatcher_->add(e.correlation, (e.flags & parascope::trace::flag::kFlowSource) != 0,
+                      SpanRef{laneNo, static_cast<std::uint32_t>(depth), index}, flows_);
   }
 }
 
@@ -188,7 +179,7 @@ void TimelineIndex::addCounter(const Event& e) {
 std::size_t TimelineIndex::bytesHeld() const {
   std::size_t b = sizeof(*this) + details_.capacity() * sizeof(SpanDetail) +
                   detailIndex_.size() * (sizeof(SpanDetail) + 16) +
-                  flows_.capacity() * sizeof(Flow) + pendingFlows_.size() * 64;
+                  flows_.capacity() * sizeof(Flow) + flowMatcher_->bytesHeld();
   for (const Lane& l : lanes_) {
     b += sizeof(Lane) + l.instants.capacity() * sizeof(SpanRec);
     for (const auto& lv : l.levels) b += sizeof(lv) + lv.capacity() * sizeof(SpanRec);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -79,9 +80,14 @@ struct Flow {
   SpanRef from, to;
 };
 
+class FlowMatcher;
+
 class TimelineIndex {
  public:
   TimelineIndex();
+  ~TimelineIndex();
+  TimelineIndex(TimelineIndex&&) noexcept;
+  TimelineIndex& operator=(TimelineIndex&&) noexcept;
   // Builds from a whole trace; events must be sorted by (rank, start, longer first), as
   // TraceData::sortByTime leaves them. `progress` (0..1) may return false to cancel, then the
   // index holds what was added so far.
@@ -121,7 +127,6 @@ class TimelineIndex {
   std::uint32_t nameId(const char* name);
   std::uint32_t detailId(const Event& e);
   void addCounter(const Event& e);
-  void linkFlow(const Event& e, SpanRef ref);
 
   std::vector<Lane> lanes_;
   std::map<std::pair<std::int32_t, std::int32_t>, std::uint32_t> laneIndex_;
@@ -140,7 +145,7 @@ class TimelineIndex {
   std::array<std::pair<const char*, std::uint32_t>, kCacheSlots> nameCache_{};
   std::vector<CounterTrack> counters_;
   std::map<std::tuple<std::int32_t, std::int32_t, std::uint32_t>, std::uint32_t> counterIndex_;
-  std::unordered_map<std::uint64_t, std::pair<SpanRef, std::vector<SpanRef>>> pendingFlows_;
+  std::unique_ptr<FlowMatcher> flowMatcher_;
   std::vector<Flow> flows_;
   std::map<std::int32_t, std::string> rankNames_;
   std::int64_t beginNs_ = INT64_MAX, endNs_ = INT64_MIN;

@@ -30,6 +30,7 @@ TimelineWindow::TimelineWindow(QWidget* parent)
   auto* table = new QTableView;
   table->setModel(stats_);
   table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table->setMinimumWidth(380);  // name, count and total readable beside the timeline
   auto* splitter = new QSplitter(Qt::Horizontal);
   splitter->addWidget(view_);
   splitter->addWidget(table);
