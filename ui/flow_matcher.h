@@ -16,6 +16,14 @@ class FlowMatcher {
   // Adds one end; appends to `flows` every pair it completes.
   void add(std::uint64_t correlation, bool source, SpanRef ref, std::vector<Flow>& flows);
   std::size_t bytesHeld() const;
+  // Applies f(SpanRef&) to every span the matcher remembers (after spans moved in a level).
+  template <class F>
+  void forEachRef(F&& f) {
+    for (Slot& s : slots_) {
+      if (s.key != 0 && s.source.valid()) f(s.source);
+    }
+    for (Waiting& w : waiting_) f(w.ref);
+  }
   void clear();
 
  private:

@@ -141,20 +141,66 @@ void TimelineIndex::add(const Event& e) {
   Lane& lane = lanes_[laneNo];
   lane.endNs = std::max(lane.endNs, e.endNs);
   if (e.kind == EventKind::Instant) {
-    lane.instants.push_back(rec);
+    insertByStart(lane.instants, rec);
     return;
   }
-  std::size_t depth = lane.openEnds.size();
-  while (depth > 0 && lane.openEnds[depth - 1] <= e.startNs) --depth;
-  lane.openEnds.resize(depth);
-  lane.openEnds.push_back(e.endNs);
-  if (lane.levels.size() <= depth) lane.levels.resize(depth + 1);
-  lane.levels[depth].push_back(rec);
-  if (e.correlation != 0) {
-    const auto index = static_cast<std::uint32_t>(lane.levels[depth].size() - 1);
-    flowMatcher_->add(e.correlation, (e.flags & parascope::trace::flag::kFlowSource) != 0,
-                      SpanRef{laneNo, static_cast<std::uint32_t>(depth), index}, flows_);
+  SpanRef ref;
+  if (e.startNs < lane.lastStartNs) {
+    ref = insertLate(laneNo, rec);
+  } else {
+    lane.lastStartNs = e.startNs;
+    std::size_t depth = lane.openEnds.size();
+    while (depth > 0 && lane.openEnds[depth - 1] <= e.startNs) --depth;
+    lane.openEnds.resize(depth);
+    lane.openEnds.push_back(e.endNs);
+    if (lane.levels.size() <= depth) lane.levels.resize(depth + 1);
+    lane.levels[depth].push_back(rec);
+    ref = {laneNo, static_cast<std::uint32_t>(depth),
+           static_cast<std::uint32_t>(lane.levels[depth].size() - 1)};
   }
+  if (e.correlation != 0) {
+    flowMatcher_->add(e.correlation, (e.flags & parascope::trace::flag::kFlowSource) != 0, ref,
+                      flows_);
+  }
+}
+
+void TimelineIndex::insertByStart(std::vector<SpanRec>& v, const SpanRec& rec) {
+  if (v.empty() || v.back().startNs <= rec.startNs) {
+    v.push_back(rec);
+    return;
+  }
+  v.insert(std::upper_bound(v.begin(), v.end(), rec.startNs,
+                            [](std::int64_t t, const SpanRec& s) { return t < s.startNs; }),
+           rec);
+}
+
+// A span that starts before what its lane already holds (a recorder that emits parents after
+// their children, or a late batch): it goes into the first level where it overlaps nothing,
+// keeping every level sorted and non-overlapping, and references to later spans of that level
+// move up by one.
+SpanRef TimelineIndex::insertLate(std::uint32_t laneNo, const SpanRec& rec) {
+  Lane& lane = lanes_[laneNo];
+  for (std::uint32_t d = 0; d < lane.levels.size(); ++d) {
+    auto& level = lane.levels[d];
+    auto at = std::upper_bound(level.begin(), level.end(), rec.startNs,
+                               [](std::int64_t t, const SpanRec& s) { return t < s.startNs; });
+    const bool fits = (at == level.begin() || std::prev(at)->endNs <= rec.startNs) &&
+                      (at == level.end() || rec.endNs <= at->startNs);
+    if (!fits) continue;
+    const auto index = static_cast<std::uint32_t>(at - level.begin());
+    level.insert(at, rec);
+    auto shift = [&](SpanRef& r) {
+      if (r.lane == laneNo && r.depth == d && r.index >= index) ++r.index;
+    };
+    for (Flow& f : flows_) {
+      shift(f.from);
+      shift(f.to);
+    }
+    flowMatcher_->forEachRef(shift);
+    return {laneNo, d, index};
+  }
+  lane.levels.push_back({rec});
+  return {laneNo, static_cast<std::uint32_t>(lane.levels.size() - 1), 0};
 }
 
 void TimelineIndex::addCounter(const Event& e) {
@@ -171,7 +217,15 @@ void TimelineIndex::addCounter(const Event& e) {
     counters_.push_back(std::move(t));
   }
   CounterTrack& t = counters_[it->second];
-  t.points.push_back({e.startNs, e.bytes});
+  const CounterPoint p{e.startNs, e.bytes};
+  if (t.points.empty() || t.points.back().timeNs <= p.timeNs) {
+    t.points.push_back(p);
+  } else {
+    t.points.insert(
+        std::upper_bound(t.points.begin(), t.points.end(), p.timeNs,
+                         [](std::int64_t v, const CounterPoint& q) { return v < q.timeNs; }),
+        p);
+  }
   t.minValue = std::min(t.minValue, e.bytes);
   t.maxValue = std::max(t.maxValue, e.bytes);
 }

@@ -51,6 +51,7 @@ struct Lane {
   std::vector<SpanRec> instants;             // sorted by time
   std::vector<std::int64_t> openEnds;        // end of the span open at each depth (building)
   std::int64_t endNs = 0;                    // latest end seen
+  std::int64_t lastStartNs = INT64_MIN;      // latest start placed by the nesting stack
 };
 
 struct CounterPoint {
@@ -94,8 +95,9 @@ class TimelineIndex {
   template <class Progress>
   bool build(const TraceData& trace, Progress&& progress);
   void build(const TraceData& trace);
-  // Live: events newer than what each lane holds, in per-lane start order. The result equals
-  // building from the whole trace at once.
+  // Live: events in per-lane start order give the same index as building from the whole
+  // trace at once. An event older than its lane's newest is still placed (insertLate), in the
+  // first level where it overlaps nothing, at a cost linear in the lane's size.
   void append(const Event* events, std::size_t count);
   void setNames(const TraceData& trace);  // rank and lane labels
   // After a whole build: frees spare capacity and the look-up tables that only serve appends
@@ -127,6 +129,8 @@ class TimelineIndex {
   std::uint32_t nameId(const char* name);
   std::uint32_t detailId(const Event& e);
   void addCounter(const Event& e);
+  static void insertByStart(std::vector<SpanRec>& v, const SpanRec& rec);
+  SpanRef insertLate(std::uint32_t lane, const SpanRec& rec);
 
   std::vector<Lane> lanes_;
   std::map<std::pair<std::int32_t, std::int32_t>, std::uint32_t> laneIndex_;

@@ -1,5 +1,7 @@
-// TraceLoader; see trace_loader.h. The worker only touches its own data; every hand-over to
-// the GUI thread is a queued invocation on `this`, checked against the current job number.
+// TraceLoader; see trace_loader.h. The worker only touches its own data and the message queue
+// (under mutex_); the GUI thread is woken by a queued call by name that carries nothing, then
+// drains the queue and drops messages from superseded jobs. Results cross threads only through
+// the mutex, so ThreadSanitizer sees the hand-over (Qt's own event queue is not instrumented).
 #include "ui/trace_loader.h"
 
 #include <QMetaObject>
@@ -9,9 +11,7 @@
 
 namespace parascope::ui {
 
-TraceLoader::TraceLoader(QObject* parent) : QObject(parent) {
-  qRegisterMetaType<std::shared_ptr<parascope::ui::TimelineIndex>>();
-}
+TraceLoader::TraceLoader(QObject* parent) : QObject(parent) {}
 
 TraceLoader::~TraceLoader() {
   ++job_;
@@ -34,40 +34,67 @@ void TraceLoader::cancel() {
   emit cancelled();
 }
 
+void TraceLoader::post(Message m) {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(m));
+  }
+  QMetaObject::invokeMethod(this, "drain", Qt::QueuedConnection);
+}
+
+void TraceLoader::drain() {
+  std::vector<Message> messages;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    messages.swap(queue_);
+  }
+  for (Message& m : messages) {
+    if (m.job != job_) continue;
+    switch (m.kind) {
+      case Message::Progress: emit progress(m.text, m.fraction); break;
+      case Message::Loaded: emit loaded(std::move(m.index), m.events); break;
+      case Message::Failed: emit failed(m.text); break;
+    }
+  }
+}
+
 void TraceLoader::run(QStringList paths, std::uint64_t job) {
-  auto post = [this, job](auto&& f) {
-    QMetaObject::invokeMethod(
-        this,
-        [this, job, f = std::forward<decltype(f)>(f)] {
-          if (job_ == job) f();
-        },
-        Qt::QueuedConnection);
-  };
   struct Done {
     std::atomic<bool>& flag;
     ~Done() { flag = true; }
   } done{finished_};
+  auto say = [&](Message::Kind kind, QString text, double fraction) {
+    Message m;
+    m.kind = kind;
+    m.job = job;
+    m.text = std::move(text);
+    m.fraction = fraction;
+    post(std::move(m));
+  };
   try {
     std::vector<std::string> files;
     for (const QString& p : paths) files.push_back(p.toStdString());
-    post([this, n = paths.size()] { emit progress(tr("Reading %1 file(s)").arg(n), -1); });
+    say(Message::Progress, tr("Reading %1 file(s)").arg(paths.size()), -1);
     const profiler::TraceData trace = profiler::importChromeTraces(files);
     if (job_ != job) return;
     auto index = std::make_shared<TimelineIndex>();
     const bool complete = index->build(trace, [&](double f) {
-      post([this, f] { emit progress(tr("Building the timeline"), f); });
+      say(Message::Progress, tr("Building the timeline"), f);
       return job_ == job;
     });
     if (!complete) return;
     if (trace.events.empty()) {
-      post([this, paths] {
-        emit failed(tr("%1: the trace holds no events").arg(paths.join(", ")));
-      });
+      say(Message::Failed, tr("%1: the trace holds no events").arg(paths.join(", ")), 0);
       return;
     }
-    post([this, index, n = trace.events.size()] { emit loaded(index, static_cast<qint64>(n)); });
+    Message m;
+    m.kind = Message::Loaded;
+    m.job = job;
+    m.index = std::move(index);
+    m.events = static_cast<qint64>(trace.events.size());
+    post(std::move(m));
   } catch (const std::exception& e) {
-    post([this, message = QString::fromUtf8(e.what())] { emit failed(message); });
+    say(Message::Failed, QString::fromUtf8(e.what()), 0);
   }
 }
 

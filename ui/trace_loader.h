@@ -8,7 +8,9 @@
 #include <QStringList>
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "ui/timeline_index.h"
 
@@ -32,12 +34,24 @@ class TraceLoader : public QObject {
   void cancelled();
 
  private:
+  struct Message {
+    enum Kind { Progress, Loaded, Failed } kind = Progress;
+    std::uint64_t job = 0;
+    QString text;
+    double fraction = 0;
+    std::shared_ptr<TimelineIndex> index;
+    qint64 events = 0;
+  };
   void run(QStringList paths, std::uint64_t job);
   void join();
+  void post(Message m);      // worker thread
+  Q_INVOKABLE void drain();  // GUI thread
 
   std::thread worker_;
   std::atomic<std::uint64_t> job_{0};  // bumped by load and cancel: older jobs are stale
-  std::atomic<bool> finished_{true};   // written by the worker as it ends
+  std::atomic<bool> finished_{true};
+  std::mutex mutex_;            // guards queue_
+  std::vector<Message> queue_;  // written by the worker as it ends
 };
 
 }  // namespace parascope::ui

@@ -119,6 +119,7 @@ class TestTimelineIndex : public QObject {
   void lonelyNanosecondSpanStaysVisible();
   void deepZoomOnEpochTimes();
   void liveAppendEqualsWholeBuild();
+  void lateEventsArePlacedNotLost();
   void rebuildsEveryEvent();
   void searchFindsExactlyTheMatches();
   void selectionStatsMatchAnalyze();
@@ -266,6 +267,45 @@ void TestTimelineIndex::liveAppendEqualsWholeBuild() {
   }
   QCOMPARE(live.counters().size(), whole.counters().size());
   QVERIFY(!whole.flows().empty());
+}
+
+// Events in the order a scope-exit recorder emits them (each span when it ends, so parents
+// after their children), in batches: every event is kept, levels stay sorted and disjoint,
+// level of detail stays exact and every flow joins two ends with the same correlation id.
+void TestTimelineIndex::lateEventsArePlacedNotLost() {
+  SyntheticOptions o;
+  o.events = 30'000;
+  const TraceData trace = syntheticTrainingTrace(o);
+  std::vector<Event> byEnd = trace.events;
+  std::stable_sort(byEnd.begin(), byEnd.end(), [](const Event& a, const Event& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.endNs < b.endNs;
+  });
+  TimelineIndex index, whole;
+  for (std::size_t i = 0; i < byEnd.size(); i += 500) {
+    index.append(byEnd.data() + i, std::min<std::size_t>(500, byEnd.size() - i));
+  }
+  whole.build(trace);
+  QCOMPARE(index.eventCount(), trace.events.size());
+  QCOMPARE(index.flows().size(), whole.flows().size());
+  for (const Flow& f : index.flows()) {
+    QCOMPARE(index.event(f.from).correlation, index.event(f.to).correlation);
+    QVERIFY(index.event(f.from).flags & flag::kFlowSource);
+  }
+  std::size_t spans = 0;
+  TimeAxis axis;
+  axis.fit(index.beginNs(), index.endNs(), 1700);
+  for (const Lane& l : index.lanes()) {
+    for (const auto& level : l.levels) {
+      spans += level.size();
+      for (std::size_t i = 1; i < level.size(); ++i)
+        QVERIFY(level[i - 1].endNs <= level[i].startNs);
+      checkLevel(level, axis, 1700);
+    }
+  }
+  QCOMPARE(index.toTrace(INT64_MIN, INT64_MAX).events.size(), trace.events.size());
+  std::size_t expectedSpans = 0;
+  for (const Event& e : trace.events) expectedSpans += e.kind == EventKind::Span;
+  QCOMPARE(spans, expectedSpans);
 }
 
 void TestTimelineIndex::rebuildsEveryEvent() {
