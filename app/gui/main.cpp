@@ -1,8 +1,10 @@
-// parascope: the GUI. `parascope [--open] FILE...` opens traces in the timeline;
-// `parascope --bench-timeline [--events N] [--json]` runs the timeline benchmark (works under
-// QT_QPA_PLATFORM=offscreen). Exit status 2 on a usage error.
+// parascope: the GUI. `parascope [--open] FILE...` opens traces in the timeline (with
+// `--screenshot FILE.png` it saves the window once they are shown, or their error, and quits);
+// `parascope --bench-timeline [--events N] [--json]` runs the timeline benchmark. Both work under
+// QT_QPA_PLATFORM=offscreen. Exit status 2 on a usage error.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QTimer>
 #include <cstdio>
 #include <iostream>
 
@@ -24,7 +26,11 @@ int main(int argc, char** argv) {
                                   QStringLiteral("N"), QStringLiteral("10000000"));
   const QCommandLineOption json(QStringLiteral("json"),
                                 QStringLiteral("Benchmark output as JSON."));
-  parser.addOptions({open, bench, events, json});
+  const QCommandLineOption screenshot(
+      QStringLiteral("screenshot"),
+      QStringLiteral("Save the window as a PNG once the traces are shown, then quit."),
+      QStringLiteral("file.png"));
+  parser.addOptions({open, bench, events, json, screenshot});
   parser.addPositionalArgument(QStringLiteral("files"), QStringLiteral("More trace files."));
   parser.process(app);
   if (parser.isSet(bench)) {
@@ -41,6 +47,20 @@ int main(int argc, char** argv) {
     return parascope::ui::runTimelineBench(o, std::cout);
   }
   parascope::ui::TimelineWindow window;
+  if (parser.isSet(screenshot)) {
+    window.resize(1600, 900);
+    // Once the load has ended either way, give the view one turn of the event loop to paint.
+    const QString path = parser.value(screenshot);
+    auto save = [&window, path] {
+      QTimer::singleShot(100, &window, [&window, path] {
+        const bool saved = window.grab().save(path, "PNG");
+        if (!saved) std::fprintf(stderr, "parascope: cannot write '%s'\n", qPrintable(path));
+        QApplication::exit(saved ? 0 : 1);
+      });
+    };
+    QObject::connect(window.loader(), &parascope::ui::TraceLoader::loaded, &window, save);
+    QObject::connect(window.loader(), &parascope::ui::TraceLoader::failed, &window, save);
+  }
   window.openFiles(parser.values(open) + parser.positionalArguments());
   window.show();
   return QApplication::exec();
