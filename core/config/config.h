@@ -1,0 +1,83 @@
+// The training configuration: model, data, batch sizes, optimizer, schedule. JSON keys follow
+// what users know from DeepSpeed (train_batch_size, train_micro_batch_size_per_gpu,
+// gradient_accumulation_steps, optimizer.params, scheduler, gradient_clipping) and Megatron
+// (train_iters, eval_interval, eval_iters, log_interval). Every key is validated; see
+// docs/config.md for the full list. This module (core/config/) is the one place configs are
+// read: the document (config_document.cpp), the strategy keys (strategy_config.h), the pipeline
+// keys (pipeline_config.h), typed key lookup (json_reader.h), and what a run will need
+// (memory_estimate.h) and agree on across ranks (config_agreement.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/kernels/adamw.h"
+#include "core/model/gpt.h"
+#include "core/model/mlp.h"
+#include "core/parallel/pipeline_layout.h"
+#include "core/parallel/strategy.h"
+
+namespace parascope {
+
+struct ModelSpec {
+  enum class Kind : std::uint8_t { Gpt, Mlp };
+  Kind kind = Kind::Gpt;
+  GptConfig gpt;
+  MlpConfig mlp;
+};
+
+struct DataSpec {
+  enum class Kind : std::uint8_t { Text, Idx };
+  Kind kind = Kind::Text;
+  std::string path = "/usr/share/games/fortunes";
+  double validationFraction = 0.1;
+};
+
+struct ScheduleSpec {
+  enum class Kind : std::uint8_t { Constant, WarmupLR, WarmupCosineLR };
+  Kind kind = Kind::Constant;
+  int warmupSteps = 0;
+  int totalSteps = 0;     // cosine horizon; defaults to train_iters
+  double minRatio = 0.0;  // cosine floor as a fraction of the peak lr
+};
+
+struct TrainConfig {
+  ModelSpec model;
+  DataSpec data;
+  kernels::AdamWHyper adamw;
+  ScheduleSpec schedule;
+  ParallelStrategy parallel;      // degrees, ZeRO, precision, buckets, backend
+  PipelineSpec pipeline;          // schedule, virtual stages, layout, recompute
+  double gradientClipping = 0.0;  // 0 disables
+  int microBatch = 8;
+  int gradientAccumulation = 1;
+  int globalBatch = 8;
+  int trainIters = 100;
+  int evalInterval = 50;
+  int evalIters = 8;  // validation batches per evaluation; 0 = the whole split (images)
+  int logInterval = 10;
+  std::uint64_t seed = 1234;
+  std::string saveWeights;  // safetensors path written after training; empty = none
+};
+
+// Reads and validates; throws UserError naming the key. worldSize > 0: the number of ranks is
+// fixed from outside (mpirun) and the parallel degrees must fill it; 0: data_parallel_size
+// decides how many ranks run.
+TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize = 0);
+
+// Reads a config file under the JSON limits (core/common/bounded_json.h): a missing, oversized
+// or special file, a syntax error (with line and column), a duplicate key or a document that is
+// not an object is a UserError naming the file.
+nlohmann::json readJsonFile(const std::string& path);
+
+// Applies "a.b.c=value" (value parsed as JSON under the same limits, else taken as a string) to
+// the document.
+void applyOverride(nlohmann::json& j, const std::string& assignment);
+
+// Learning rate at a 0-based step.
+double learningRate(const TrainConfig& c, int step);
+
+}  // namespace parascope
