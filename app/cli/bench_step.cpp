@@ -13,12 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/bench_session.h"
 #include "app/cli/bench_step_pipeline.h"
 #include "app/cli/commands.h"
-#include "core/comm/launch.h"
 #include "core/common/error.h"
 #include "core/kernels/matmul.h"
-#include "core/train/trainer.h"
 #include "profiler/tracer.h"
 
 namespace parascope::cli {
@@ -96,14 +95,10 @@ struct KernelTime {
   long callsPerStep;
 };
 
-// Where a step's time goes: a few more steps under the tracer (after the untraced throughput
-// measurement), leaf spans summed by name. The remainder of the step is listed as "other".
-std::vector<KernelTime> kernelBreakdown(Trainer& trainer, int steps, double* stepMs) {
-  profiler::Tracer tracer;
-  tracer.install();
-  for (int i = 0; i < steps; ++i) trainer.step();
-  tracer.uninstall();
-  const profiler::TraceData data = tracer.collect();
+// Where a step's time goes: the traced steps after the untraced throughput measurement, leaf
+// spans summed by name. The remainder of the step is listed as "other".
+std::vector<KernelTime> kernelBreakdown(const profiler::TraceData& data, int steps,
+                                        double* stepMs) {
   std::map<std::string, std::pair<double, long>> sums;
   double total = 0;
   for (const trace::Event& e : data.events) {
@@ -129,38 +124,12 @@ std::vector<KernelTime> kernelBreakdown(Trainer& trainer, int steps, double* ste
   return out;
 }
 
-// What one data-parallel rank measured.
-struct RankFigures {
-  std::vector<double> times;  // per measured step
-  double exposed = 0;         // seconds waiting for gradient reduction, over measured steps
-  int skipped = 0;            // fp16 steps skipped on a gradient overflow
-  std::array<std::int64_t, kMemoryCategoryCount> peak{};
-};
-
 void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, double peak) {
   const int ranks = config.parallel.worldSize();
-  std::vector<RankFigures> figures(static_cast<std::size_t>(ranks));
-  std::int64_t tokens = 0;
-  runInProcess(ranks, [&](Communicator& world) {
-    Allocator allocator;
-    Trainer trainer(config, allocator, world);
-    for (int i = 0; i < o.warmup; ++i) trainer.step();
-    allocator.resetPeaks();
-    RankFigures& f = figures[static_cast<std::size_t>(world.rank())];
-    for (int i = 0; i < o.steps; ++i) {
-      const StepReport r = trainer.step();
-      f.times.push_back(r.seconds);
-      f.exposed += r.exposedCommSeconds;
-      f.skipped += r.skipped ? 1 : 0;
-      tokens = r.tokens;
-    }
-    for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
-      f.peak[c] = allocator.peakBytes(static_cast<MemoryCategory>(c));
-    }
-  });
-  std::vector<double> times = figures[0].times;
-  std::sort(times.begin(), times.end());
-  const double median = times[times.size() / 2];
+  const BenchRun run = runBenchSession(config, o.warmup, o.steps, 0, nullptr);
+  const std::vector<RankFigures>& figures = run.ranks;
+  const std::int64_t tokens = run.tokensPerStep;
+  const double median = run.medianSeconds;
   const double tokensPerSecond = static_cast<double>(tokens) / median;
   const double mfu = tokensPerSecond * config.model.gpt.flopsPerToken() / (peak * ranks);
   if (o.json) {
@@ -271,17 +240,13 @@ void runBenchStep(const BenchStepOptions& o) {
     runBenchStepParallel(o, config, peak);
     return;
   }
-  Trainer trainer(config);
-  for (int i = 0; i < o.warmup; ++i) trainer.step();
-  std::vector<double> times;
-  std::int64_t tokens = 0;
-  for (int i = 0; i < o.steps; ++i) {
-    const StepReport r = trainer.step();
-    times.push_back(r.seconds);
-    tokens = r.tokens;
-  }
+  const int tracedSteps = std::max(3, o.steps / 4);
+  profiler::Tracer tracer;
+  const BenchRun run = runBenchSession(config, o.warmup, o.steps, tracedSteps, &tracer);
+  std::vector<double> times = run.ranks[0].times;
   std::sort(times.begin(), times.end());
-  const double median = times[times.size() / 2];
+  const std::int64_t tokens = run.tokensPerStep;
+  const double median = run.medianSeconds;
   const double tokensPerSecond = static_cast<double>(tokens) / median;
   const double flopsPerToken = config.model.gpt.flopsPerToken();
   const double achieved = tokensPerSecond * flopsPerToken;
@@ -291,7 +256,7 @@ void runBenchStep(const BenchStepOptions& o) {
   const double torchTokensPerSecond = o.pytorch ? torch["tokens_per_s"].get<double>() : 0.0;
   double tracedStepMs = 0;
   const std::vector<KernelTime> kernels =
-      kernelBreakdown(trainer, std::max(3, o.steps / 4), &tracedStepMs);
+      kernelBreakdown(tracer.collect(), tracedSteps, &tracedStepMs);
   if (o.json) {
     std::printf("%s\n", nlohmann::json{{"bench", "step"},
                                        {"ranks", 1},

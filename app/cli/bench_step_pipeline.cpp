@@ -11,21 +11,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/comm/launch.h"
+#include "app/cli/bench_session.h"
 #include "core/parallel/schedule.h"
-#include "core/train/trainer.h"
 #include "profiler/tracer.h"
 
 namespace parascope::cli {
 
 namespace {
-
-struct RankFigures {
-  std::vector<double> times;  // per measured step
-  double busy = 0, idle = 0;  // summed over measured steps
-  std::int64_t peakActivation = 0;
-  int pipelineRank = 0;
-};
 
 constexpr int kTracedSteps = 2;
 
@@ -56,16 +48,15 @@ StepDurations measuredDurations(const profiler::TraceData& trace, std::string* s
   return d;
 }
 
-void printFigures(const TrainConfig& config, const std::vector<RankFigures>& figures,
-                  const StepDurations& durations, const std::string& seen, std::int64_t tokens,
-                  int steps, bool json, double sgemmPeak) {
+void printFigures(const TrainConfig& config, const BenchRun& run, const StepDurations& durations,
+                  const std::string& seen, int steps, bool json, double sgemmPeak) {
+  const std::vector<RankFigures>& figures = run.ranks;
+  const std::int64_t tokens = run.tokensPerStep;
   const int ranks = static_cast<int>(figures.size());
   const PipelineShape shape{config.parallel.pipeline, config.gradientAccumulation,
                             config.pipeline.chunks};
   const double ideal = findSchedule(config.pipeline.schedule).idealBubble(shape, durations);
-  std::vector<double> times = figures[0].times;
-  std::sort(times.begin(), times.end());
-  const double median = times[times.size() / 2];
+  const double median = run.medianSeconds;
   const double tokensPerSecond = static_cast<double>(tokens) / median;
   const double mfu = tokensPerSecond * config.model.gpt.flopsPerToken() / (sgemmPeak * ranks);
   const std::string recompute(recomputeName(config.pipeline.recompute));
@@ -108,20 +99,24 @@ void printFigures(const TrainConfig& config, const std::vector<RankFigures>& fig
     const RankFigures& f = figures[static_cast<std::size_t>(r)];
     const double fraction = f.idle / (f.busy + f.idle);
     if (json) {
-      std::printf("%s\n", nlohmann::json{{"bench", "step_pipeline_rank"},
-                                         {"rank", r},
-                                         {"pipeline_rank", f.pipelineRank},
-                                         {"busy_s_per_step", f.busy / steps},
-                                         {"idle_s_per_step", f.idle / steps},
-                                         {"idle_fraction", fraction},
-                                         {"ideal_bubble", ideal},
-                                         {"peak_activation_bytes", f.peakActivation}}
-                              .dump()
-                              .c_str());
+      std::printf("%s\n",
+                  nlohmann::json{{"bench", "step_pipeline_rank"},
+                                 {"rank", r},
+                                 {"pipeline_rank", f.pipelineRank},
+                                 {"busy_s_per_step", f.busy / steps},
+                                 {"idle_s_per_step", f.idle / steps},
+                                 {"idle_fraction", fraction},
+                                 {"ideal_bubble", ideal},
+                                 {"peak_activation_bytes",
+                                  f.peak[static_cast<std::size_t>(MemoryCategory::Activation)]}}
+                      .dump()
+                      .c_str());
     } else {
-      std::printf("  %4d  %5d  %12.2f  %12.2f  %9.3f  %5.3f  %14.2f\n", r, f.pipelineRank,
-                  f.busy / steps * 1e3, f.idle / steps * 1e3, fraction, ideal,
-                  static_cast<double>(f.peakActivation) / (1 << 20));
+      std::printf(
+          "  %4d  %5d  %12.2f  %12.2f  %9.3f  %5.3f  %14.2f\n", r, f.pipelineRank,
+          f.busy / steps * 1e3, f.idle / steps * 1e3, fraction, ideal,
+          static_cast<double>(f.peak[static_cast<std::size_t>(MemoryCategory::Activation)]) /
+              (1 << 20));
     }
   }
 }
@@ -130,40 +125,11 @@ void printFigures(const TrainConfig& config, const std::vector<RankFigures>& fig
 
 void runBenchStepPipeline(const TrainConfig& config, int steps, int warmup, bool json,
                           double sgemmPeak) {
-  const int ranks = config.parallel.worldSize();
-  std::vector<RankFigures> figures(static_cast<std::size_t>(ranks));
-  std::int64_t tokens = 0;
   profiler::Tracer tracer;
-  runInProcess(ranks, [&](Communicator& world) {
-    Allocator allocator;
-    trace::context().rank = world.rank();
-    Trainer trainer(config, allocator, world);
-    for (int i = 0; i < warmup; ++i) trainer.step();
-    allocator.resetPeaks();
-    RankFigures& f = figures[static_cast<std::size_t>(world.rank())];
-    f.pipelineRank = trainer.mesh().coordinates().pipeline;
-    for (int i = 0; i < steps; ++i) {
-      const StepReport r = trainer.step();
-      f.times.push_back(r.seconds);
-      f.busy += r.pipelineBusySeconds;
-      f.idle += r.pipelineIdleSeconds;
-      if (world.rank() == 0) tokens = r.tokens;
-    }
-    f.peakActivation = allocator.peakBytes(MemoryCategory::Activation);
-    // The tracer records only the traced steps: installed between two world-wide barriers.
-    auto barrier = [&world] {
-      int token = 0;
-      world.allReduce(&token, &token, 1, DType::I32, ReduceOp::Sum);
-    };
-    barrier();
-    if (world.rank() == 0) tracer.install();
-    barrier();
-    for (int i = 0; i < kTracedSteps; ++i) trainer.step();
-  });
-  tracer.uninstall();
+  const BenchRun run = runBenchSession(config, warmup, steps, kTracedSteps, &tracer);
   std::string seen;
   const StepDurations durations = measuredDurations(tracer.collect(), &seen);
-  printFigures(config, figures, durations, seen, tokens, steps, json, sgemmPeak);
+  printFigures(config, run, durations, seen, steps, json, sgemmPeak);
 }
 
 }  // namespace parascope::cli

@@ -1,7 +1,7 @@
-// parascope-cli train: trains from a JSON config plus key=value overrides, printing progress (a
-// bar on a terminal, plain lines otherwise, JSON lines with --json). data_parallel_size=N runs
-// N in-process ranks; under `mpirun -np N ... --backend mpi` each process is a rank. Rank 0
-// prints.
+// parascope-cli train: a front over a Session (core/session/session.h) built from a JSON config
+// plus key=value overrides. Printing is an observer: a progress bar on a terminal, plain lines
+// otherwise, JSON lines with --json. data_parallel_size=N runs N in-process ranks; under
+// `mpirun -np N ... --backend mpi` each process is a rank, and rank 0 prints.
 #include <unistd.h>
 
 #include <cmath>
@@ -13,11 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
-#include "core/comm/launch.h"
 #include "core/comm/mpi/mpi_backend.h"
 #include "core/common/error.h"
-#include "core/train/trainer.h"
-#include "profiler/trace_recording.h"
+#include "core/session/session.h"
+#include "profiler/run_trace.h"
 
 namespace parascope::cli {
 
@@ -31,33 +30,17 @@ struct TrainOptions {
   std::string trace;  // Chrome trace file; empty: no tracing
 };
 
-// The whole model's parameters, whichever of them this rank holds (a pipeline stage holds only
-// its layers').
-std::int64_t modelParameters(const TrainConfig& c, const Model& m) {
-  if (c.model.kind != ModelSpec::Kind::Gpt) return m.parameterCount();
-  const GptConfig& g = c.model.gpt;
-  return g.nonEmbeddingPositionParameters() +
-         static_cast<std::int64_t>(g.contextLength) * g.hiddenSize;
+const char* precisionName(DType t) {
+  return t == DType::F16 ? "fp16" : t == DType::BF16 ? "bf16" : "fp32";
 }
 
-std::string describeModel(const TrainConfig& c, const Model& m) {
-  char buf[256];
-  const double millions = static_cast<double>(modelParameters(c, m)) / 1e6;
-  if (c.model.kind == ModelSpec::Kind::Gpt) {
-    const GptConfig& g = c.model.gpt;
-    std::snprintf(buf, sizeof buf,
-                  "gpt, %.2fM parameters (%d layers, width %d, %d heads, context %d, vocab %d)",
-                  millions, g.numLayers, g.hiddenSize, g.numHeads, g.contextLength, g.vocabSize);
-  } else {
-    std::snprintf(buf, sizeof buf, "mlp, %.2fM parameters", millions);
-  }
-  return buf;
-}
-
-class Printer final : public TrainObserver {
+class Printer final : public SessionObserver {
  public:
-  Printer(const TrainConfig& c, bool json)
-      : c_(c), json_(json), tty_(!json && isatty(STDOUT_FILENO)) {}
+  Printer(const TrainConfig& c, bool json, bool tracing)
+      : c_(c), json_(json), tty_(!json && isatty(STDOUT_FILENO)), tracing_(tracing) {}
+
+  void onStart(const StartReport& s) override;
+  void onFinished(const FinishedReport& f) override;
 
   void onStep(const StepReport& r) override {
     const double rate = static_cast<double>(r.tokens) / r.seconds;
@@ -134,40 +117,36 @@ class Printer final : public TrainObserver {
   const TrainConfig& c_;
   bool json_;
   bool tty_;
+  bool tracing_;
   double smoothedRate_ = 0;
 };
 
-const char* precisionName(DType t) {
-  return t == DType::F16 ? "fp16" : t == DType::BF16 ? "bf16" : "fp32";
-}
-
-void printStart(const TrainConfig& config, Trainer& trainer, bool json) {
-  const std::string model = describeModel(trainer.config(), trainer.model());
+void Printer::onStart(const StartReport& s) {
+  const TrainConfig& config = s.config;
   const ParallelStrategy& p = config.parallel;
-  if (json) {
-    std::printf("%s\n",
-                nlohmann::json{{"event", "start"},
-                               {"model", model},
-                               {"parameters", modelParameters(trainer.config(), trainer.model())},
-                               {"data", trainer.dataset().describe()},
-                               {"global_batch", config.globalBatch},
-                               {"micro_batch", config.microBatch},
-                               {"gradient_accumulation_steps", config.gradientAccumulation},
-                               {"data_parallel_size", p.data},
-                               {"tensor_model_parallel_size", p.tensor},
-                               {"pipeline_model_parallel_size", p.pipeline},
-                               {"sequence_parallel", p.sequenceParallel},
-                               {"zero_stage", p.zeroStage},
-                               {"precision", precisionName(p.compute)},
-                               {"backend", rankBackendName(p.backend)},
-                               {"train_iters", config.trainIters}}
-                    .dump()
-                    .c_str());
+  if (json_) {
+    std::printf("%s\n", nlohmann::json{{"event", "start"},
+                                       {"model", s.model},
+                                       {"parameters", s.parameters},
+                                       {"data", s.data},
+                                       {"global_batch", config.globalBatch},
+                                       {"micro_batch", config.microBatch},
+                                       {"gradient_accumulation_steps", config.gradientAccumulation},
+                                       {"data_parallel_size", p.data},
+                                       {"tensor_model_parallel_size", p.tensor},
+                                       {"pipeline_model_parallel_size", p.pipeline},
+                                       {"sequence_parallel", p.sequenceParallel},
+                                       {"zero_stage", p.zeroStage},
+                                       {"precision", precisionName(p.compute)},
+                                       {"backend", rankBackendName(p.backend)},
+                                       {"train_iters", config.trainIters}}
+                            .dump()
+                            .c_str());
   } else {
     std::printf(
         "model: %s\ndata:  %s\nbatch: %d = %d micro x %d accumulation x %d data-parallel, %d "
         "steps\n",
-        model.c_str(), trainer.dataset().describe().c_str(), config.globalBatch, config.microBatch,
+        s.model.c_str(), s.data.c_str(), config.globalBatch, config.microBatch,
         config.gradientAccumulation, p.data, config.trainIters);
     if (p.worldSize() > 1) {
       std::printf(
@@ -190,43 +169,17 @@ void printStart(const TrainConfig& config, Trainer& trainer, bool json) {
   std::fflush(stdout);
 }
 
-// One rank's whole run; only rank 0 prints.
-void trainRank(const TrainConfig& config, const Communicator& world, Allocator& allocator,
-               const TrainOptions& o) {
-  const trace::ScopedContext traced({.rank = world.rank()});  // the rank of this thread's events
-  Trainer trainer(config, allocator, world);
-  const bool printing = world.rank() == 0;
-  if (printing) printStart(config, trainer, o.json);
-  Printer printer(trainer.config(), o.json);
-  TrainObserver silent;
-  trainer.run(printing ? static_cast<TrainObserver&>(printer) : silent);
-  if (printing && !config.saveWeights.empty() && !o.json) {
-    std::printf("weights saved to %s\n", config.saveWeights.c_str());
-  }
-}
-
-// --trace: recording starts before the model is built (so parameter memory is in the trace) and
-// the file is written after every rank has finished. Under MPI each process writes its own
-// rank's file, its clock aligned to rank 0's.
-std::unique_ptr<profiler::TraceRecording> startTrace(const TrainOptions& o, Communicator* mpi,
-                                                     int worldSize) {
-  if (o.trace.empty()) return nullptr;
-  profiler::ClockOffset offset;
-  if (mpi) offset = profiler::estimateClockOffset(*mpi);
-  auto recording = std::make_unique<profiler::TraceRecording>(o.trace, worldSize);
-  recording->setClockOffset(offset);
-  return recording;
-}
-
-void finishTrace(profiler::TraceRecording* recording, const TrainOptions& o, int rank) {
-  if (!recording) return;
-  const std::string path = recording->finish(rank);
-  if (rank > 0) return;
-  if (o.json) {
-    std::printf("%s\n", nlohmann::json{{"event", "trace"}, {"path", path}}.dump().c_str());
-  } else {
-    std::printf("trace written to %s%s\n", path.c_str(),
-                rank == 0 ? " (and one file for each other rank)" : "");
+void Printer::onFinished(const FinishedReport& f) {
+  if (f.failed) return;  // the error is printed by main() as one line
+  if (!f.weightsPath.empty() && !json_) std::printf("weights saved to %s\n", f.weightsPath.c_str());
+  if (tracing_) {
+    if (json_) {
+      std::printf("%s\n", nlohmann::json{{"event", "trace"}, {"path", f.tracePath}}.dump().c_str());
+    } else {
+      std::printf(
+          "trace written to %s%s\n", f.tracePath.c_str(),
+          c_.parallel.backend == RankBackend::Mpi ? " (and one file for each other rank)" : "");
+    }
   }
   std::fflush(stdout);
 }
@@ -236,34 +189,30 @@ void runTrain(const TrainOptions& o) {
   for (const auto& a : o.overrides) applyOverride(doc, a);
   if (!o.backend.empty()) doc["backend"] = o.backend;
   const bool mpi = doc.value("backend", std::string("threads")) == "mpi";
+  SessionOptions options;
   if (mpi) {
     if (!launchedByMpirun()) {
       throw UserError("--backend mpi: start the ranks with mpirun -np N parascope-cli train ...");
     }
-    Communicator world = mpiWorld();
-    const TrainConfig config = parseTrainConfig(doc, world.size());
-    const auto recording = startTrace(o, &world, world.size());
-    trainRank(config, world, defaultAllocator(), o);
-    finishTrace(recording.get(), o, world.rank());
-    return;
-  }
-  if (launchedByMpirun()) {
+    options.mpiWorld = mpiWorld();
+  } else if (launchedByMpirun()) {
     throw UserError(
         "started by mpirun with the threads backend; pass --backend mpi (or set "
         "\"backend\": \"mpi\") so that the processes train together");
   }
-  const TrainConfig config = parseTrainConfig(doc);
-  const int ranks = config.parallel.worldSize();
-  const auto recording = startTrace(o, nullptr, ranks);
-  if (ranks == 1) {
-    trainRank(config, Communicator(), defaultAllocator(), o);
-  } else {
-    runInProcess(ranks, [&](Communicator& world) {
-      Allocator allocator;  // each rank's own tracked memory, as a device would have
-      trainRank(config, world, allocator, o);
-    });
+  const TrainConfig config =
+      mpi ? parseTrainConfig(doc, options.mpiWorld->size()) : parseTrainConfig(doc);
+  if (!o.trace.empty()) options.recorder = std::make_shared<profiler::RunTrace>(o.trace);
+  const bool printing = !mpi || options.mpiWorld->rank() == 0;
+  Session session(config, std::move(options));
+  Printer printer(session.config(), o.json, !o.trace.empty());
+  if (printing) session.addObserver(printer);
+  session.run();
+  // main() prints the failure as one line and, under MPI, tells the peers.
+  if (const auto failure = session.error()) {
+    if (failure->userError) throw UserError(failure->reason);
+    throw std::runtime_error(failure->reason);
   }
-  finishTrace(recording.get(), o, -1);
 }
 
 }  // namespace

@@ -59,10 +59,6 @@ void resolvePipeline(TrainConfig& c) {
                     ", pipeline_schedule, virtual stages or recompute_granularity) in this build; "
                     "valid: fp32");
   }
-  if (p > 1 && !c.saveWeights.empty()) {
-    throw UserError("config: save_weights with " + pp +
-                    " > 1 is not available in this build; valid: unset");
-  }
   checkPipelineShape(spec, {p, c.gradientAccumulation, spec.chunks});
   spec.stages = resolveLayout(spec, p, layerSequence(c.model));
 }

@@ -235,28 +235,76 @@ void Trainer::gatherParameters() {
   model_->materializeValues();
 }
 
-EvalReport Trainer::run(TrainObserver& observer) {
-  EvalReport last;
-  const bool canEvaluate = dataset_->samples(Split::Validation) > 0;
-  while (steps_ < config_.trainIters) {
-    observer.onStep(step());
-    const bool due = config_.evalInterval > 0 && steps_ % config_.evalInterval == 0;
-    if (canEvaluate && (due || steps_ == config_.trainIters)) {
-      last = evaluate();
-      observer.onEval(last);
+namespace {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// Collective over a pipeline group: every stage's logical values (`mine`) arrive at stage 0,
+// each tensor once (the tied embedding lives on the first and the last stage with equal
+// values), in stage order, which is model order. A stage sends a JSON header of names and
+// shapes, then all its values as one f32 buffer.
+NamedTensors collectStages(NamedTensors mine, Communicator& pipeline, Allocator& allocator) {
+  if (pipeline.rank() > 0) {
+    nlohmann::json header = nlohmann::json::array();
+    std::int64_t total = 0;
+    for (const auto& [name, t] : mine) {
+      header.push_back({{"name", name}, {"shape", t.shape()}});
+      total += t.numel();
+    }
+    std::string text = header.dump();
+    text.resize((text.size() + 3) / 4 * 4, ' ');  // sent as i32 words
+    const std::int64_t sizes[2] = {static_cast<std::int64_t>(text.size()), total};
+    pipeline.send(sizes, 2, DType::I64, 0);
+    pipeline.send(text.data(), text.size() / 4, DType::I32, 0);
+    std::vector<float> values;
+    values.reserve(static_cast<std::size_t>(total));
+    for (const auto& [name, t] : mine)
+      values.insert(values.end(), t.data<float>(), t.data<float>() + t.numel());
+    pipeline.send(values.data(), values.size(), DType::F32, 0);
+    return {};
+  }
+  for (int stage = 1; stage < pipeline.size(); ++stage) {
+    std::int64_t sizes[2] = {0, 0};
+    pipeline.recv(sizes, 2, DType::I64, stage);
+    std::string text(static_cast<std::size_t>(sizes[0]), ' ');
+    pipeline.recv(text.data(), text.size() / 4, DType::I32, stage);
+    std::vector<float> values(static_cast<std::size_t>(sizes[1]));
+    pipeline.recv(values.data(), values.size(), DType::F32, stage);
+    const float* next = values.data();
+    for (const nlohmann::json& entry : nlohmann::json::parse(text)) {
+      const auto name = entry["name"].get<std::string>();
+      Tensor t = Tensor::empty(entry["shape"].get<Shape>(), DType::F32, MemoryCategory::Workspace,
+                               allocator);
+      std::copy(next, next + t.numel(), t.data<float>());
+      next += t.numel();
+      const bool seen = std::any_of(mine.begin(), mine.end(),
+                                    [&](const auto& held) { return held.first == name; });
+      if (!seen) mine.emplace_back(name, std::move(t));
     }
   }
-  if (!config_.saveWeights.empty()) {
-    gatherParameters();
-    if (region_) {
-      const auto values = gatherParameterValues(*model_, mesh_.tensor());
-      if (mesh_.world().rank() == 0)
-        writeSafetensors(config_.saveWeights, values, {{"format", "pt"}});
-    } else if (mesh_.world().rank() == 0) {
-      saveWeights(*model_, config_.saveWeights);
-    }
+  return mine;
+}
+
+}  // namespace
+
+void Trainer::saveWeights() {
+  if (config_.saveWeights.empty()) return;
+  gatherParameters();
+  // Logical values: tensor-parallel parts assembled over the tensor group (collective).
+  NamedTensors values;
+  if (region_) {
+    values = gatherParameterValues(*model_, mesh_.tensor());
+  } else {
+    for (const Parameter& p : model_->parameters()) values.emplace_back(p.name, p.value);
   }
-  return last;
+  // Every stage's first tensor and data rank holds its layers' values; the pipeline group
+  // through world rank 0 brings them together there.
+  const MeshCoordinates at = mesh_.coordinates();
+  if (at.tensor != 0 || at.data != 0) return;
+  if (mesh_.pipeline().size() > 1) {
+    values = collectStages(std::move(values), mesh_.pipeline(), model_->allocator());
+  }
+  if (mesh_.world().rank() == 0) writeSafetensors(config_.saveWeights, values, {{"format", "pt"}});
 }
 
 }  // namespace parascope

@@ -10,6 +10,7 @@
 // the same on every rank.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -49,6 +50,11 @@ struct StepReport {
   // unchanged, the scale lowered as fp16.hysteresis says).
   double lossScale = 1;
   bool skipped = false;
+  // Filled by the session (core/session/session.h): the reporting rank, its pipeline rank, and
+  // its peak bytes by MemoryCategory during this step.
+  int rank = 0;
+  int pipelineRank = 0;
+  std::array<std::int64_t, kMemoryCategoryCount> peakBytes{};
 };
 
 struct EvalReport {
@@ -59,13 +65,6 @@ struct EvalReport {
 };
 
 class PipelineTrainer;
-
-class TrainObserver {
- public:
-  virtual ~TrainObserver() = default;
-  virtual void onStep(const StepReport&) {}
-  virtual void onEval(const EvalReport&) {}
-};
 
 class Trainer {
  public:
@@ -80,9 +79,9 @@ class Trainer {
 
   StepReport step();
   EvalReport evaluate();
-  // train_iters steps, evaluating every eval_interval steps and at the end; saves weights if
-  // configured. Returns the last evaluation.
-  EvalReport run(TrainObserver& observer);
+  // Collective. Writes the whole logical model to config().saveWeights from rank 0 (no-op when
+  // it is empty); the session calls it at the end of a run.
+  void saveWeights();
 
   Model& model() { return *model_; }
   const Dataset& dataset() const { return *dataset_; }

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "core/train/trainer.h"
+#include "core/session/session.h"
 
 using namespace parascope;
 
@@ -21,13 +21,23 @@ class TestTraining : public QObject {
 
 namespace {
 
-class Quiet final : public TrainObserver {
+class Quiet final : public SessionObserver {
  public:
   std::vector<EvalReport> evals;
   std::vector<StepReport> steps;
   void onStep(const StepReport& r) override { steps.push_back(r); }
   void onEval(const EvalReport& r) override { evals.push_back(r); }
 };
+
+// The session's run, its last evaluation and the steps done.
+EvalReport train(const TrainConfig& config, Quiet& q, int* steps = nullptr) {
+  Session session(config);
+  session.addObserver(q);
+  const FinishedReport f = session.run();
+  if (const auto e = session.error()) qFatal("session failed: %s", e->reason.c_str());
+  if (steps) *steps = f.steps;
+  return f.lastEval;
+}
 
 TrainConfig bundled(const char* name, const std::vector<std::string>& overrides) {
   nlohmann::json doc = readJsonFile(std::string(PARASCOPE_SOURCE_DIR "/resources/configs/") + name);
@@ -42,14 +52,16 @@ void TestTraining::gptLearnsFortunes() {
     QSKIP("the fortunes package is not installed");
   }
   // A narrower, shallower GPT than the default so the test takes seconds, not minutes.
-  Trainer t(bundled("default.json",
+  Quiet q;
+  int steps = 0;
+  const EvalReport last =
+      train(bundled("default.json",
                     {"model.num_layers=2", "model.hidden_size=128", "model.context_length=64",
                      "train_micro_batch_size_per_gpu=16", "train_iters=800",
-                     "optimizer.params.lr=0.003", "eval_interval=400", "eval_iters=32"}));
-  Quiet q;
-  const EvalReport last = t.run(q);
+                     "optimizer.params.lr=0.003", "eval_interval=400", "eval_iters=32"}),
+            q, &steps);
   QCOMPARE(q.evals.size(), std::size_t{2});
-  qInfo("validation loss %.4f nats/byte after %d steps (ln 256 = %.4f)", last.loss, t.stepsDone(),
+  qInfo("validation loss %.4f nats/byte after %d steps (ln 256 = %.4f)", last.loss, steps,
         std::log(256.0));
   QVERIFY2(last.loss < 2.5, qPrintable(QString::number(last.loss)));
   QVERIFY(q.evals[1].loss < q.evals[0].loss);
@@ -60,9 +72,8 @@ void TestTraining::mlpClassifiesFashionMnist() {
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
     QSKIP("the dataset-fashion-mnist package is not installed");
   }
-  Trainer t(bundled("mlp-fashion-mnist.json", {}));
   Quiet q;
-  const EvalReport last = t.run(q);
+  const EvalReport last = train(bundled("mlp-fashion-mnist.json", {}), q);
   qInfo("test accuracy %.2f%% on %lld images", 100.0 * last.accuracy,
         static_cast<long long>(last.targets));
   QCOMPARE(last.targets, std::int64_t{10000});

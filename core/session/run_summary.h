@@ -1,0 +1,20 @@
+// What a run is, in words and numbers, for reports: the model's description and parameter
+// count, and the model FLOPs per target that MFU figures divide by.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/model/model.h"
+#include "core/train/config.h"
+
+namespace parascope {
+
+// The whole logical model's parameters, whichever part of it `model` (one rank's) holds.
+std::int64_t modelParameters(const TrainConfig& config, const Model& model);
+// "gpt, 3.22M parameters (4 layers, width 256, 4 heads, context 128, vocab 256)".
+std::string describeModel(const TrainConfig& config, const Model& model);
+// GPT: 6 N + 12 L T C per target (GptConfig::flopsPerToken); 0 for other models.
+double modelFlopsPerToken(const TrainConfig& config);
+
+}  // namespace parascope

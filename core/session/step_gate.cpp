@@ -1,0 +1,104 @@
+// StepGate: the wanted state under one mutex; rank 0 decides, the others follow.
+#include "core/session/step_gate.h"
+
+#include <chrono>
+#include <stdexcept>
+
+namespace parascope {
+
+void StepGate::pause() {
+  std::lock_guard lock(mutex_);
+  paused_ = true;
+  credits_ = 0;
+}
+
+void StepGate::resume() {
+  {
+    std::lock_guard lock(mutex_);
+    paused_ = false;
+  }
+  changed_.notify_all();
+}
+
+void StepGate::stepOnce() {
+  {
+    std::lock_guard lock(mutex_);
+    paused_ = true;
+    ++credits_;
+  }
+  changed_.notify_all();
+}
+
+void StepGate::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+}
+
+void StepGate::fail(const std::string& reason) {
+  {
+    std::lock_guard lock(mutex_);
+    if (failure_.empty()) failure_ = reason;
+  }
+  changed_.notify_all();
+}
+
+bool StepGate::paused() const {
+  std::lock_guard lock(mutex_);
+  return held_;
+}
+
+StepGate::Decision StepGate::decide(bool heartbeat) {
+  std::unique_lock lock(mutex_);
+  auto ready = [this] { return stopping_ || !paused_ || credits_ > 0 || !failure_.empty(); };
+  held_ = !ready();
+  if (heartbeat) {
+    changed_.wait_for(lock, std::chrono::milliseconds(500), ready);
+  } else {
+    changed_.wait(lock, ready);
+  }
+  if (!failure_.empty()) throw std::runtime_error(failure_);
+  if (stopping_) return Decision::Stop;
+  if (!paused_) {
+    held_ = false;
+    return Decision::Run;
+  }
+  if (credits_ > 0) {
+    --credits_;
+    held_ = false;
+    return Decision::Run;
+  }
+  return Decision::Wait;
+}
+
+bool StepGate::sharedNext(int rank, int boundary) {
+  if (rank == 0) {
+    const Decision d = decide(false);
+    {
+      std::lock_guard lock(mutex_);
+      decided_ = boundary;
+      decision_ = d;
+    }
+    changed_.notify_all();
+    return d == Decision::Run;
+  }
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return decided_ >= boundary || !failure_.empty(); });
+  if (decided_ > boundary) return true;
+  if (decided_ < boundary) throw std::runtime_error(failure_);
+  return decision_ == Decision::Run;
+}
+
+bool StepGate::next(Communicator& world, int boundary) {
+  if (shared_) return sharedNext(world.rank(), boundary);
+  for (;;) {
+    int d = world.rank() == 0 ? static_cast<int>(decide(true)) : 0;
+    if (world.size() > 1) world.broadcast(&d, 1, DType::I32, 0);
+    if (d == static_cast<int>(Decision::Run)) return true;
+    if (d == static_cast<int>(Decision::Stop)) return false;
+  }
+}
+
+}  // namespace parascope

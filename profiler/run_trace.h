@@ -1,0 +1,25 @@
+// The session's run recorder (core/session/run_recorder.h) over a TraceRecording: recording
+// starts before the ranks build their models, and under MPI each process's clock is aligned
+// to rank 0's first (a collective), so the per-rank files line up.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/session/run_recorder.h"
+#include "profiler/trace_recording.h"
+
+namespace parascope::profiler {
+
+class RunTrace final : public RunRecorder {
+ public:
+  explicit RunTrace(std::string path) : path_(std::move(path)) {}
+  void begin(Communicator* mpiWorld, int worldSize) override;
+  std::string end(int rank) override;
+
+ private:
+  std::string path_;
+  std::unique_ptr<TraceRecording> recording_;
+};
+
+}  // namespace parascope::profiler

@@ -1,0 +1,330 @@
+// The session: its report stream is complete and ordered, it is controlled from another thread
+// (pause, one step, resume, stop at arbitrary moments), a rank that throws ends it with that
+// rank's reason within a second while the process goes on to run another session, and driving
+// the trainer through it changes no bit of the losses.
+#include <QtTest>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/common/error.h"
+#include "core/session/session.h"
+
+using namespace parascope;
+using Clock = std::chrono::steady_clock;
+
+class TestSession : public QObject {
+  Q_OBJECT
+ private slots:
+  void reportsAreCompleteAndOrdered_data();
+  void reportsAreCompleteAndOrdered();
+  void lossesEqualTheTrainersBitForBit();
+  void controlledFromAnotherThread();
+  void stopAtArbitraryMoments();
+  void failingRankEndsTheSession_data();
+  void failingRankEndsTheSession();
+  void userErrorIsMarked();
+  void startsOnlyOnce();
+};
+
+namespace {
+
+std::string textFixture() {
+  static const std::string path = [] {
+    const std::string p = (std::filesystem::temp_directory_path() /
+                           ("parascope-session-" + std::to_string(getpid()) + ".txt"))
+                              .string();
+    std::string text;
+    for (int i = 0; text.size() < 48 * 1024; ++i) {
+      text += (i % 3 == 0 ? "the session steps " : i % 3 == 1 ? "every rank " : "at a boundary.\n");
+    }
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+  }();
+  return path;
+}
+
+TrainConfig tinyConfig(const std::vector<std::string>& overrides) {
+  nlohmann::json doc = {
+      {"model",
+       {{"type", "gpt"},
+        {"vocab_size", 256},
+        {"context_length", 16},
+        {"hidden_size", 32},
+        {"num_attention_heads", 2},
+        {"num_layers", 2}}},
+      {"data", {{"type", "text"}, {"path", textFixture()}, {"validation_fraction", 0.1}}},
+      {"train_batch_size", 8},
+      {"train_iters", 6},
+      {"eval_interval", 2},
+      {"eval_iters", 2},
+      {"optimizer", {{"params", {{"lr", 1e-2}}}}},
+      {"seed", 5}};
+  for (const auto& o : overrides) applyOverride(doc, o);
+  return parseTrainConfig(doc);
+}
+
+// Every report as a line ("start", "step 3", "eval 4", "rank-step 1 3", "error 1", "finished"),
+// in arrival order; rank steps are kept apart since ranks report them concurrently.
+class Recorder : public SessionObserver {
+ public:
+  void onStart(const StartReport& s) override {
+    add("start");
+    worldSize = s.worldSize;
+  }
+  void onStep(const StepReport& r) override {
+    add("step " + std::to_string(r.step));
+    std::lock_guard lock(mutex);
+    losses.push_back(r.loss);
+  }
+  void onRankStep(const StepReport& r) override {
+    std::lock_guard lock(mutex);
+    rankSteps.push_back(std::to_string(r.rank) + ":" + std::to_string(r.step));
+  }
+  void onEval(const EvalReport& r) override { add("eval " + std::to_string(r.step)); }
+  void onError(const ErrorReport& e) override {
+    add("error " + std::to_string(e.rank));
+    std::lock_guard lock(mutex);
+    error = e;
+  }
+  void onFinished(const FinishedReport&) override { add("finished"); }
+
+  std::vector<std::string> lines() {
+    std::lock_guard lock(mutex);
+    return log;
+  }
+  int steps() {
+    std::lock_guard lock(mutex);
+    return static_cast<int>(losses.size());
+  }
+
+  std::mutex mutex;
+  std::vector<std::string> log;
+  std::vector<std::string> rankSteps;
+  std::vector<double> losses;
+  ErrorReport error;
+  int worldSize = 0;
+
+ private:
+  void add(const std::string& line) {
+    std::lock_guard lock(mutex);
+    log.push_back(line);
+  }
+};
+
+// Waits (up to 60 s) until `done` holds.
+template <class F>
+bool eventually(F done) {
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (Clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+}  // namespace
+
+void TestSession::reportsAreCompleteAndOrdered_data() {
+  QTest::addColumn<QStringList>("overrides");
+  QTest::newRow("one rank") << QStringList{};
+  QTest::newRow("dp2") << QStringList{"data_parallel_size=2"};
+  QTest::newRow("tp2 x pp2") << QStringList{"tensor_model_parallel_size=2",
+                                            "pipeline_model_parallel_size=2",
+                                            "gradient_accumulation_steps=2"};
+}
+
+void TestSession::reportsAreCompleteAndOrdered() {
+  QFETCH(QStringList, overrides);
+  std::vector<std::string> o;
+  for (const QString& s : overrides) o.push_back(s.toStdString());
+  const TrainConfig config = tinyConfig(o);
+  Session session(config);
+  Recorder rec;
+  session.addObserver(rec);
+  const FinishedReport f = session.run();
+  QCOMPARE(session.state(), SessionState::Finished);
+  QVERIFY(!session.error());
+  QCOMPARE(f.steps, 6);
+  QVERIFY(!f.stopped && !f.failed);
+  QCOMPARE(f.lastEval.step, 6);
+  const std::vector<std::string> want = {"start",  "step 1", "step 2",  "eval 2",
+                                         "step 3", "step 4", "eval 4",  "step 5",
+                                         "step 6", "eval 6", "finished"};
+  QCOMPARE(rec.lines(), want);
+  QCOMPARE(rec.worldSize, config.parallel.worldSize());
+  // Every rank reports every step exactly once, and in step order per rank.
+  const int ranks = config.parallel.worldSize();
+  QCOMPARE(rec.rankSteps.size(), static_cast<std::size_t>(6 * ranks));
+  for (int r = 0; r < ranks; ++r) {
+    int last = 0;
+    for (const std::string& s : rec.rankSteps) {
+      if (s.substr(0, s.find(':')) != std::to_string(r)) continue;
+      const int step = std::stoi(s.substr(s.find(':') + 1));
+      QCOMPARE(step, last + 1);
+      last = step;
+    }
+    QCOMPARE(last, 6);
+  }
+}
+
+void TestSession::lossesEqualTheTrainersBitForBit() {
+  const TrainConfig config = tinyConfig({"eval_interval=0"});
+  std::vector<double> direct;
+  {
+    Trainer t(config);
+    for (int i = 0; i < config.trainIters; ++i) direct.push_back(t.step().loss);
+  }
+  Session session(config);
+  Recorder rec;
+  session.addObserver(rec);
+  session.run();
+  QCOMPARE(rec.losses, direct);  // exact: the same kernels in the same order
+}
+
+void TestSession::controlledFromAnotherThread() {
+  const TrainConfig config = tinyConfig({"data_parallel_size=2", "train_iters=40"});
+  Session session(config);
+  Recorder rec;
+  session.addObserver(rec);
+  session.start(/*paused=*/true);
+  QVERIFY(eventually([&] { return session.state() == SessionState::Paused; }));
+  QCOMPARE(rec.steps(), 0);
+  for (int i = 1; i <= 3; ++i) {
+    session.stepOnce();
+    QVERIFY(
+        eventually([&] { return rec.steps() == i && session.state() == SessionState::Paused; }));
+  }
+  // Held at the boundary: no step runs while paused, however long.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  QCOMPARE(rec.steps(), 3);
+  session.resume();
+  QVERIFY(eventually([&] { return rec.steps() >= 6; }));
+  session.pause();
+  QVERIFY(eventually([&] { return session.state() == SessionState::Paused; }));
+  const int held = rec.steps();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  QCOMPARE(rec.steps(), held);
+  session.resume();
+  const FinishedReport f = session.wait();
+  QCOMPARE(f.steps, 40);
+  QCOMPARE(session.state(), SessionState::Finished);
+  QCOMPARE(rec.steps(), 40);
+  QCOMPARE(rec.lines().back(), std::string("finished"));
+}
+
+void TestSession::stopAtArbitraryMoments() {
+  // Stops land at different points of a step each time (before the first step, mid-step, at a
+  // boundary); every time the session ends stopped, with each step reported once and in order.
+  const TrainConfig config = tinyConfig({"data_parallel_size=2", "train_iters=1000"});
+  for (int delayMs : {0, 1, 7, 23, 60}) {
+    Session session(config);
+    Recorder rec;
+    session.addObserver(rec);
+    session.start();
+    std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
+    session.stop();
+    const FinishedReport f = session.wait();
+    QVERIFY(f.stopped);
+    QCOMPARE(session.state(), SessionState::Stopped);
+    QCOMPARE(f.steps, rec.steps());
+    QVERIFY(f.steps < 1000);
+    int last = 0;
+    for (const std::string& line : rec.lines()) {
+      if (line.rfind("step ", 0) != 0) continue;
+      QCOMPARE(std::stoi(line.substr(5)), last + 1);
+      ++last;
+    }
+    QCOMPARE(rec.lines().back(), std::string("finished"));
+  }
+}
+
+namespace {
+
+// Throws from one rank's thread at one step, as a failing kernel or data read would.
+class Saboteur : public SessionObserver {
+ public:
+  Saboteur(int rank, int step) : rank_(rank), step_(step) {}
+  void onRankStep(const StepReport& r) override {
+    if (r.rank == rank_ && r.step == step_) {
+      thrownAt = Clock::now();
+      throw std::runtime_error("disk on fire on rank " + std::to_string(rank_));
+    }
+  }
+  Clock::time_point thrownAt;
+
+ private:
+  int rank_, step_;
+};
+
+}  // namespace
+
+void TestSession::failingRankEndsTheSession_data() {
+  QTest::addColumn<int>("ranks");
+  QTest::addColumn<int>("failing");
+  QTest::newRow("rank 0 of 1") << 1 << 0;
+  QTest::newRow("rank 1 of 2") << 2 << 1;
+  QTest::newRow("rank 0 of 4") << 4 << 0;
+  QTest::newRow("rank 3 of 4") << 4 << 3;
+}
+
+void TestSession::failingRankEndsTheSession() {
+  QFETCH(int, ranks);
+  QFETCH(int, failing);
+  const TrainConfig config =
+      tinyConfig({"data_parallel_size=" + std::to_string(ranks), "train_iters=1000"});
+  Session session(config);
+  Recorder rec;
+  Saboteur saboteur(failing, 3);
+  session.addObserver(saboteur);
+  session.addObserver(rec);
+  session.start();
+  const FinishedReport f = session.wait();
+  const auto ended = Clock::now();
+  QVERIFY(f.failed);
+  QCOMPARE(session.state(), SessionState::Failed);
+  QVERIFY(session.error().has_value());
+  QCOMPARE(session.error()->rank, failing);
+  QCOMPARE(session.error()->reason, "disk on fire on rank " + std::to_string(failing));
+  QVERIFY(!session.error()->userError);
+  QVERIFY2(ended - saboteur.thrownAt < std::chrono::seconds(1), "the session took over 1 s");
+  const std::vector<std::string> lines = rec.lines();
+  QCOMPARE(lines[lines.size() - 2], "error " + std::to_string(failing));
+  QCOMPARE(lines.back(), std::string("finished"));
+  QCOMPARE(static_cast<int>(std::count(lines.begin(), lines.end(), "error " + std::to_string(failing))), 1);
+
+  // The process lives on: another session runs to the end.
+  Session next(tinyConfig({"data_parallel_size=" + std::to_string(ranks), "train_iters=2"}));
+  QCOMPARE(next.run().steps, 2);
+  QCOMPARE(next.state(), SessionState::Finished);
+}
+
+void TestSession::userErrorIsMarked() {
+  class BadInput : public SessionObserver {
+    void onStart(const StartReport&) override { throw UserError("no such thing"); }
+  } bad;
+  Session session(tinyConfig({}));
+  session.addObserver(bad);
+  session.run();
+  QVERIFY(session.error().has_value());
+  QVERIFY(session.error()->userError);
+  QCOMPARE(session.error()->reason, std::string("no such thing"));
+}
+
+void TestSession::startsOnlyOnce() {
+  Session session(tinyConfig({"train_iters=1"}));
+  session.start();
+  session.wait();
+  QVERIFY_THROWS_EXCEPTION(UserError, session.start());
+}
+
+QTEST_GUILESS_MAIN(TestSession)
+#include "test_session.moc"
