@@ -54,11 +54,6 @@ void resolvePipeline(TrainConfig& c) {
                     ", pipeline_schedule, "
                     "virtual stages or recompute_granularity); valid: stage 0 or 1");
   }
-  if (c.parallel.compute != DType::F32) {
-    throw UserError("config: fp16/bf16 training does not combine with pipeline programs (" + pp +
-                    ", pipeline_schedule, virtual stages or recompute_granularity) in this build; "
-                    "valid: fp32");
-  }
   checkPipelineShape(spec, {p, c.gradientAccumulation, spec.chunks});
   spec.stages = resolveLayout(spec, p, layerSequence(c.model));
 }

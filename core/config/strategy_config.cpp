@@ -91,12 +91,6 @@ void parsePrecision(JsonReader& top, ParallelStrategy& s) {
     throw UserError("config: fp16.enabled and bf16.enabled are both true; enable at most one");
   }
   s.compute = half ? DType::F16 : brain ? DType::BF16 : DType::F32;
-  if ((half || brain) && s.pipeline > 1) {  // pipeline stages run layers outside Model's passes
-    throw UserError(std::string("config: ") + (half ? "fp16" : "bf16") +
-                    ".enabled with pipeline_model_parallel_size (" + str(s.pipeline) +
-                    ") > 1 is not available in this build yet; valid: mixed precision with "
-                    "pipeline_model_parallel_size = 1");
-  }
   // Unset: gradients travel in the compute type, as DeepSpeed's default.
   const std::string fallback = half ? "fp16" : brain ? "bf16" : "fp32";
   const std::string comm =
@@ -112,11 +106,6 @@ ParallelStrategy parseStrategy(JsonReader& top, int worldSize) {
   parseDegrees(top, s, worldSize);
   parseZero(top.object("zero_optimization"), s);
   parsePrecision(top, s);
-  if (s.tensor > 1 && s.zeroStage >= 2) {
-    throw UserError("config: zero_optimization.stage = " + str(s.zeroStage) +
-                    " with tensor_model_parallel_size (" + str(s.tensor) +
-                    ") > 1 is not available in this build yet; valid: stage 0 or 1");
-  }
   return s;
 }
 

@@ -109,6 +109,27 @@ Tensor Model::backwardLayer(std::size_t i, const Tensor& dy, const Batch& batch,
   return dx;
 }
 
+Tensor Model::backwardInputLayer(std::size_t i, const Tensor& dy, const Batch& batch,
+                                 Activations& keep) {
+  Layer& layer = *layers_[i];
+  if (!mixedPrecision()) return layer.backwardInput(dy, batch, keep);
+  const bool gradients = !layer.splitsBackward();
+  beginWorkingCopies(i, gradients);
+  Tensor dx = layer.backwardInput(dy, batch, keep);
+  endWorkingCopies(gradients);
+  const trace::Span span("round_activations", trace::Category::Compute);
+  roundToCompute(dx);
+  return dx;
+}
+
+void Model::backwardWeightLayer(std::size_t i, const Batch& batch, Activations& keep) {
+  Layer& layer = *layers_[i];
+  if (!mixedPrecision()) return layer.backwardWeight(batch, keep);
+  beginWorkingCopies(i, true);
+  layer.backwardWeight(batch, keep);
+  endWorkingCopies(true);
+}
+
 void Model::materializeValues() {
   if (!mixedPrecision()) return;
   for (Parameter& p : parameters_) {

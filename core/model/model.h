@@ -71,6 +71,16 @@ class Model {
   // Forward only, with the number of correct predictions.
   MicroBatchResult evaluate(const Batch& batch);
 
+  // One pass of layer i, for callers that schedule layers themselves (a pipeline stage): the
+  // forward hooks around a forward pass, and under mixed precision the working copies and the
+  // rounding described above. No backward hooks (callers place them). backwardInputLayer adds
+  // weight gradients only for a layer that cannot split its backward; backwardWeightLayer adds
+  // them for one that can.
+  Tensor forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, Activations& keep);
+  Tensor backwardLayer(std::size_t i, const Tensor& dy, const Batch& batch, Activations& keep);
+  Tensor backwardInputLayer(std::size_t i, const Tensor& dy, const Batch& batch, Activations& keep);
+  void backwardWeightLayer(std::size_t i, const Batch& batch, Activations& keep);
+
   // Mixed precision: f32 copies of every parameter's stored value in `value` (Workspace memory)
   // until releaseValues(), e.g. to save or compare weights (with ZeRO-3, after gathering them).
   // Layers running meanwhile use these copies. Nothing to do in full precision.
@@ -81,8 +91,6 @@ class Model {
   Allocator* allocator_;
   std::deque<Parameter> parameters_;  // deque: layers keep pointers into it
   std::vector<std::unique_ptr<Layer>> layers_;
-  Tensor forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, Activations& keep);
-  Tensor backwardLayer(std::size_t i, const Tensor& dy, const Batch& batch, Activations& keep);
   // Mixed precision: working copies of layer i's parameters, and after its pass their release
   // (backward: the f32 gradients added into the stored ones first).
   void beginWorkingCopies(std::size_t i, bool backward);

@@ -35,9 +35,9 @@ Tensor PipelineStage::forward(int microBatch, const Tensor& x, const Batch& batc
       // Only the input stays; the layer's saved state is dropped right after it ran.
       s.inputs[at] = y;
       Activations scratch;
-      y = layer(i).forward(y, batch, scratch);
+      y = model_.forwardLayer(index(i), y, batch, scratch);
     } else {
-      y = layer(i).forward(y, batch, s.keep[at]);
+      y = model_.forwardLayer(index(i), y, batch, s.keep[at]);
     }
   }
   return y;
@@ -46,16 +46,15 @@ Tensor PipelineStage::forward(int microBatch, const Tensor& x, const Batch& batc
 void PipelineStage::restore(Saved& s, int i, const Batch& batch) {
   if (recompute_ != Recompute::Full) return;
   const auto at = static_cast<std::size_t>(i);
-  layer(i).forward(s.inputs[at], batch, s.keep[at]);
+  model_.forwardLayer(index(i), s.inputs[at], batch, s.keep[at]);
   s.inputs[at] = Tensor();
 }
 
 template <class F>
 auto PipelineStage::gradientPass(int i, bool last, F pass) {
-  const auto index = static_cast<std::size_t>(begin_ + i);
-  if (last) model_.notifyBackward(index, false);
+  if (last) model_.notifyBackward(index(i), false);
   auto result = pass();
-  if (last) model_.notifyBackward(index, true);
+  if (last) model_.notifyBackward(index(i), true);
   return result;
 }
 
@@ -66,7 +65,7 @@ Tensor PipelineStage::backward(int microBatch, const Tensor& dy, const Batch& ba
   for (int i = size(); i-- > 0;) {
     restore(s, i, batch);
     Activations& keep = s.keep[static_cast<std::size_t>(i)];
-    d = gradientPass(i, last, [&] { return layer(i).backward(d, batch, keep); });
+    d = gradientPass(i, last, [&] { return model_.backwardLayer(index(i), d, batch, keep); });
     keep.clear();
   }
   saved_.erase(microBatch);
@@ -82,7 +81,7 @@ Tensor PipelineStage::backwardInput(int microBatch, const Tensor& dy, const Batc
     Activations& keep = s.keep[static_cast<std::size_t>(i)];
     // A layer that cannot split accumulates its weight gradients here.
     const bool hooks = last && !layer(i).splitsBackward();
-    d = gradientPass(i, hooks, [&] { return layer(i).backwardInput(d, batch, keep); });
+    d = gradientPass(i, hooks, [&] { return model_.backwardInputLayer(index(i), d, batch, keep); });
   }
   return d;
 }
@@ -94,7 +93,7 @@ void PipelineStage::backwardWeight(int microBatch, const Batch& batch) {
     Activations& keep = s.keep[static_cast<std::size_t>(i)];
     const bool hooks = last && layer(i).splitsBackward();
     gradientPass(i, hooks, [&] {
-      layer(i).backwardWeight(batch, keep);
+      model_.backwardWeightLayer(index(i), batch, keep);
       return 0;
     });
     keep.clear();
@@ -106,7 +105,7 @@ Tensor PipelineStage::evaluate(const Tensor& x, const Batch& batch, Activations*
   Tensor y = x;
   for (int i = 0; i < size(); ++i) {
     Activations keep;
-    y = layer(i).forward(y, batch, keep);
+    y = model_.forwardLayer(index(i), y, batch, keep);
     if (last != nullptr && i + 1 == size()) *last = std::move(keep);
   }
   return y;

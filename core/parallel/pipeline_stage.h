@@ -36,7 +36,8 @@ class PipelineStage {
     std::vector<Activations> keep;  // per layer of the stage
     std::vector<Tensor> inputs;     // per layer: its input (full recompute)
   };
-  Layer& layer(int i) const { return *model_.layers()[static_cast<std::size_t>(begin_ + i)]; }
+  Layer& layer(int i) const { return *model_.layers()[index(i)]; }
+  std::size_t index(int i) const { return static_cast<std::size_t>(begin_ + i); }  // in the model
   int size() const { return end_ - begin_; }
   // Full recompute: run layer i's forward again so that keep[i] holds its saved state.
   void restore(Saved& s, int i, const Batch& batch);

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/comm/communicator.h"
@@ -45,8 +46,9 @@ class GradientReducer {
   const Tensor& gradients() const { return reduced_; }
   bool sharded() const { return mode_ == Mode::ReduceScatter; }
   // L2 norm of the full reduced gradient (collective in ReduceScatter mode); inf or NaN if any
-  // rank's part holds one.
-  double gradientNorm();
+  // rank's part holds one. With a tensor-parallel group (collective over it too) the model's
+  // split parameters are parts: theirs are summed over the group, whole ones counted once.
+  double gradientNorm(Communicator* tensor = nullptr);
 
  private:
   struct Bucket {
@@ -56,6 +58,8 @@ class GradientReducer {
     CommHandle handle;
   };
   void onBackward(std::size_t layer, bool finished);
+  // Sums of squares of this rank's reduced gradients of whole and of split parameters.
+  std::pair<double, double> squaresBySplit() const;
   void startReady();
   void start(int b);
   void complete(int b);  // after the handle finished

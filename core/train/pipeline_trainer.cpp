@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "core/kernels/grad_clip.h"
+#include "core/kernels/precision.h"
 #include "core/trace/trace.h"
 
 namespace parascope {
@@ -36,8 +36,8 @@ PipelineTrainer::PipelineTrainer(const TrainConfig& config, Model& model, Device
       data_(data),
       executor_(model, mesh.pipeline(), makeSetup(config, mesh.pipeline())) {}
 
-StepReport PipelineTrainer::step(int stepIndex, GradientReducer* reducer, AdamW* optimizer,
-                                 ShardedAdamW* sharded) {
+StepReport PipelineTrainer::step(int stepIndex, float lossScale, GradientReducer* reducer,
+                                 const Update& update) {
   const auto start = std::chrono::steady_clock::now();
   const TrainConfig& c = config_;
   const std::int64_t targetsPerStep =
@@ -57,11 +57,14 @@ StepReport PipelineTrainer::step(int stepIndex, GradientReducer* reducer, AdamW*
                                (static_cast<std::int64_t>(k) * dp + d) * c.microBatch;
     const trace::Span load("data_load", trace::Category::DataLoad, trace::lane::kData);
     Batch b = data_.batch(Split::Train, first, c.microBatch, model_.allocator());
-    b.lossWeight = 1.0f / static_cast<float>(targetsPerStep);
+    b.lossWeight = lossScale / static_cast<float>(targetsPerStep);
     return b;
   };
-  const PipelineStepStats stats =
-      executor_.run(batches, [&] { optimizerStep(stepIndex, r, reducer, optimizer, sharded); });
+  const PipelineStepStats stats = executor_.run(batches, [&] {
+    if (reducer != nullptr) r.exposedCommSeconds += reducer->endMicroStep();
+    sumTiedEmbedding();
+    update(r, globalGradientNorm());
+  });
   double lossSum = stats.lossSum;
   if (dp > 1) {
     auto v = static_cast<float>(lossSum);
@@ -79,20 +82,6 @@ StepReport PipelineTrainer::step(int stepIndex, GradientReducer* reducer, AdamW*
   return r;
 }
 
-void PipelineTrainer::optimizerStep(int stepIndex, StepReport& r, GradientReducer* reducer,
-                                    AdamW* optimizer, ShardedAdamW* sharded) {
-  if (reducer != nullptr) r.exposedCommSeconds += reducer->endMicroStep();
-  sumTiedEmbedding();
-  r.gradNorm = globalGradientNorm();
-  r.lr = learningRate(config_, stepIndex);
-  const double clip = kernels::clipFactor(r.gradNorm, config_.gradientClipping);
-  if (sharded != nullptr) {
-    r.exposedCommSeconds += sharded->step(r.lr, clip, reducer->gradients(), reducer->sharded());
-  } else {
-    optimizer->step(r.lr, clip);
-  }
-}
-
 // The embedding (first stage) and the head (last stage) each hold a copy of the tied wte; their
 // gradients are summed so that both copies take the same update. The step's transfers between
 // the two ranks are all received by now, so this exchange is the next message on the pair.
@@ -106,14 +95,23 @@ void PipelineTrainer::sumTiedEmbedding() {
   const auto n = static_cast<std::size_t>(wte->numel());
   const trace::Span span("tied_embedding_sum", trace::Category::Communication,
                          trace::lane::kCommunication);
-  Tensor theirs =
-      Tensor::empty(wte->shape, DType::F32, MemoryCategory::CommBuffer, model_.allocator());
-  CommHandle sent = pipe.sendAsync(wte->grad.raw(), n, DType::F32, peer);
-  pipe.recv(theirs.raw(), n, DType::F32, peer);
+  const DType type = wte->storage;
+  Tensor& grad = wte->storedGrad();
+  Tensor theirs = Tensor::empty(wte->shape, type, MemoryCategory::CommBuffer, model_.allocator());
+  CommHandle sent = pipe.sendAsync(grad.raw(), n, type, peer);
+  pipe.recv(theirs.raw(), n, type, peer);
   sent.wait();
-  float* g = wte->grad.data<float>();
-  const float* t = theirs.data<float>();
-  for (std::size_t i = 0; i < n; ++i) g[i] += t[i];  // a + b == b + a: both copies agree
+  // a + b == b + a, and under mixed precision round(a + b) == round(b + a): both copies agree.
+  if (type == DType::F32) {
+    float* g = grad.data<float>();
+    const float* t = theirs.data<float>();
+    for (std::size_t i = 0; i < n; ++i) g[i] += t[i];
+  } else {
+    Tensor wide =
+        Tensor::empty(wte->shape, DType::F32, MemoryCategory::CommBuffer, model_.allocator());
+    kernels::widen(theirs.data<std::uint16_t>(), wide.data<float>(), wte->numel(), type);
+    kernels::accumulateRounded(grad.data<std::uint16_t>(), wide.data<float>(), wte->numel(), type);
+  }
 }
 
 // The L2 norm over the whole model: each stage's squares, the tied embedding counted once (on
@@ -124,8 +122,10 @@ double PipelineTrainer::globalGradientNorm() {
   double whole = 0, split = 0;
   for (const Parameter& p : model_.parameters()) {
     const bool copy = pipe.size() > 1 && !executor_.holdsFirstStage() && p.name == "wte.weight";
-    if (!copy)
-      (p.split.whole() ? whole : split) += kernels::sumOfSquares(p.grad.data<float>(), p.numel());
+    if (!copy) {
+      (p.split.whole() ? whole : split) +=
+          kernels::sumOfSquaresAny(p.storedGrad().raw(), p.numel(), p.storage);
+    }
   }
   if (mesh_.tensor().size() > 1) {
     auto v = static_cast<float>(split);

@@ -7,6 +7,8 @@
 // stage and reduced over data-parallel ranks, so every rank reports the same global mean.
 #pragma once
 
+#include <functional>
+
 #include "core/parallel/pipeline_executor.h"
 #include "core/train/trainer.h"
 
@@ -17,15 +19,18 @@ class PipelineTrainer {
   // model: the rank's layers (pipelineRankLayers). Collective over the mesh's pipeline group.
   PipelineTrainer(const TrainConfig& config, Model& model, DeviceMesh& mesh, const Dataset& data);
 
-  // stepIndex: 0-based. reducer and sharded may be null (one data-parallel rank, ZeRO 0), and
-  // optimizer is null exactly when sharded is not.
-  StepReport step(int stepIndex, GradientReducer* reducer, AdamW* optimizer, ShardedAdamW* sharded);
+  // After the step's gradients are complete (reduced, the tied embedding summed), inside the
+  // OptStep instruction: the overflow check, clipping and the optimizer, given the global norm
+  // of the (loss-scaled) gradients.
+  using Update = std::function<void(StepReport&, double gradNorm)>;
+
+  // stepIndex: 0-based; lossScale: what the loss gradient is multiplied by (fp16; else 1).
+  // reducer may be null (one data-parallel rank, ZeRO 0).
+  StepReport step(int stepIndex, float lossScale, GradientReducer* reducer, const Update& update);
   EvalReport evaluate(int stepIndex);
   const PipelineExecutor& executor() const { return executor_; }
 
  private:
-  void optimizerStep(int stepIndex, StepReport& r, GradientReducer* reducer, AdamW* optimizer,
-                     ShardedAdamW* sharded);
   void sumTiedEmbedding();
   double globalGradientNorm();
 

@@ -140,7 +140,15 @@ StepReport Trainer::step() {
   context.step = steps_;
   const trace::ScopedContext scoped(context);
   const trace::Span span("train_step", trace::Category::Step, trace::lane::kHost);
-  if (pipeline_) return pipeline_->step(steps_++, reducer_.get(), optimizer_.get(), sharded_.get());
+  if (pipeline_) {
+    StepReport r = pipeline_->step(steps_, static_cast<float>(scaler_.scale()), reducer_.get(),
+                                   [this](StepReport& s, double norm) {
+                                     if (gradientObserver_) gradientObserver_(*this);
+                                     update(s, norm);
+                                   });
+    ++steps_;
+    return r;
+  }
   const TrainConfig& c = config_;
   const std::int64_t targetsPerStep =
       static_cast<std::int64_t>(c.globalBatch) * dataset_->targetsPerSample();
@@ -178,9 +186,11 @@ StepReport Trainer::step() {
   if (std::find(faultSteps_.begin(), faultSteps_.end(), steps_) != faultSteps_.end()) {
     setInfinity(reducer_ ? reducer_->gradients() : model_->parameters().front().storedGrad());
   }
-  update(r, region_    ? tensorParallelGradientNorm(*model_, mesh_.tensor())
-            : reducer_ ? reducer_->gradientNorm()
-                       : gradientNorm(*model_));
+  if (gradientObserver_) gradientObserver_(*this);
+  Communicator* tensor = region_ ? &mesh_.tensor() : nullptr;
+  update(r, reducer_ ? reducer_->gradientNorm(tensor)
+            : tensor ? tensorParallelGradientNorm(*model_, *tensor)
+                     : gradientNorm(*model_));
   if (gatherer_) r.exposedCommSeconds += gatherer_->takeWaitSeconds();
   if (region_) r.exposedCommSeconds += region_->takeCommSeconds();
   ++steps_;

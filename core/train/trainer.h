@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -96,6 +97,15 @@ class Trainer {
   // this rank writes +inf into the first gradient element it holds after the gradients are
   // reduced, so the ranks must agree on the overflow; fp16 loss scaling then skips that step.
   void injectGradientOverflow(int step) { faultSteps_.push_back(step); }
+  // Called in every step once the gradients are reduced (over data-parallel ranks, and between a
+  // pipeline's two copies of a tied embedding) and before clipping and the optimizer read them,
+  // so that tests can compare the gradients of different layouts. Every rank calls it at the
+  // same point, so it may communicate over the mesh.
+  using GradientObserver = std::function<void(Trainer&)>;
+  void setGradientObserver(GradientObserver observer) { gradientObserver_ = std::move(observer); }
+  // Where the reduced gradients are (grad_reducer.h): null with one data-parallel rank and
+  // ZeRO 0, where each parameter's stored gradient holds its own.
+  const GradientReducer* gradientReducer() const { return reducer_.get(); }
 
  private:
   void setUpDataParallel();
@@ -117,6 +127,7 @@ class Trainer {
   int steps_ = 0;
   int skipped_ = 0;  // overflowed steps: the lr schedule does not advance on them (DeepSpeed)
   std::vector<int> faultSteps_;
+  GradientObserver gradientObserver_;
 };
 
 }  // namespace parascope

@@ -222,6 +222,7 @@ struct Args {
   std::string_view metaName;  // "name" of process_name / thread_name metadata
   std::optional<std::int64_t> totalAllocated, deviceType, deviceId;  // "[memory]" instants
   std::vector<std::pair<std::string_view, double>> numbers;          // for foreign "C" events
+  KinetoCollective collective;                                       // record_param_comms
 };
 
 struct RawEvent {
@@ -230,6 +231,8 @@ struct RawEvent {
   std::optional<std::int64_t> ts, dur;
   Args args;
 };
+
+void parseStringArg(std::string_view k, std::string_view v, Args& a);
 
 class Importer {
  public:
@@ -259,6 +262,7 @@ class Importer {
   void addEvent(RawEvent& r);
   void addCounters(RawEvent& r, const ForeignMapping& m);
   void resolve();
+  void addCollectiveTraffic();
 
   std::string_view data_;
   std::string source_;
@@ -278,6 +282,7 @@ class Importer {
   int recentNext_ = 0;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> eventKeys_;
   std::vector<bool> laneFixed_;
+  std::vector<std::pair<std::size_t, KinetoCollective>> collectives_;  // event index, args
   std::map<std::uint32_t, std::string> processNames_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::string> threadNames_;
 };
@@ -450,8 +455,8 @@ void Importer::parseArgs(od::object obj, Args& a, bool collectNumbers) {
     std::string_view k = fieldKey(field);
     od::value v = field.value();
     const od::json_type t = take(v.type(), "bad value");
-    if (k == "name" && t == od::json_type::string) {
-      a.metaName = take(v.get_string(), "bad name");
+    if (t == od::json_type::string) {
+      parseStringArg(k, take(v.get_string(), "bad string"), a);
       continue;
     }
     if (t != od::json_type::number) continue;
@@ -483,10 +488,37 @@ void Importer::parseArgs(od::object obj, Args& a, bool collectNumbers) {
       a.deviceType = integer(v, "Device Type");
     else if (k == "Device Id")
       a.deviceId = integer(v, "Device Id");
+    else if (k == "In msg nelems")
+      a.collective.inElements = integer(v, "In msg nelems");
+    else if (k == "Out msg nelems")
+      a.collective.outElements = integer(v, "Out msg nelems");
+    else if (k == "Group size")
+      a.collective.groupSize = integer(v, "Group size");
+    else if (k == "Global rank start")
+      a.collective.rankStart = integer(v, "Global rank start");
+    else if (k == "Global rank stride")
+      a.collective.rankStride = integer(v, "Global rank stride");
+    else if (k == "Process Group ID")
+      a.collective.groupId = integer(v, "Process Group ID");
     else if (collectNumbers && a.numbers.size() < 64) {
       a.numbers.emplace_back(k, take(v.get_double(), "bad number"));
     }
   }
+}
+
+void parseStringArg(std::string_view k, std::string_view v, Args& a) {
+  if (k == "name")
+    a.metaName = v;
+  else if (k == "Collective name")
+    a.collective.name = v;
+  else if (k == "dtype")
+    a.collective.dtype = v;
+  else if (k == "Process Group Ranks")
+    a.collective.groupRanks = v;
+  else if (k == "In split size")
+    a.collective.inSplits = v;
+  else if (k == "Out split size")
+    a.collective.outSplits = v;
 }
 
 std::int32_t toInt32(const std::optional<std::int64_t>& v, const char* what) {
@@ -541,6 +573,13 @@ void Importer::addEvent(RawEvent& r) {
   if (a.receive) e.flags |= trace::flag::kReceive;
   const bool gpuLane = !ours_ && m.gpu && a.stream;
   if (gpuLane) e.lane = trace::lane::gpuStream(static_cast<std::uint32_t>(*a.stream));
+  if (!ours_ && e.kind == EventKind::Span && r.name == "record_param_comms" &&
+      !a.collective.name.empty()) {
+    e.name = out_.strings.intern("record_param_comms:" + std::string(a.collective.name));
+    e.category = Category::Communication;
+    if (a.collective.groupId >= 0) e.group = toInt32(a.collective.groupId, "Process Group ID");
+    collectives_.emplace_back(out_.events.size(), a.collective);
+  }
   out_.events.push_back(e);
   eventKeys_.emplace_back(key(r.pid), key(r.tid));
   laneFixed_.push_back(gpuLane);
@@ -634,9 +673,29 @@ void Importer::resolve() {
       out_.laneNames[{parseId(k.first, "pid"), parseId(k.second, "tid")}] = name;
     }
   }
+  addCollectiveTraffic();
   out_.sortByTime();
   if (!ours_) tagStepsFromSpans(out_);
   eventKeys_.clear();
+}
+
+// Once the rank is known: each collective's span carries the bytes this rank sends, and one
+// instant per peer carries what goes to it, as the engine records its own collectives.
+void Importer::addCollectiveTraffic() {
+  for (const auto& [at, collective] : collectives_) {
+    const CollectiveTraffic traffic = collectiveTraffic(collective, out_.events[at].rank);
+    out_.events[at].bytes = traffic.sentBytes;
+    for (const PeerBytes& p : traffic.peers) {
+      if (out_.events.size() >= options_.maxEvents) break;
+      Event peer = out_.events[at];
+      peer.kind = EventKind::Instant;
+      peer.startNs = peer.endNs;
+      peer.peer = p.peer;
+      peer.bytes = p.bytes;
+      out_.events.push_back(peer);
+    }
+  }
+  collectives_.clear();
 }
 
 bool isGzip(const char* data, std::size_t size) {

@@ -111,3 +111,99 @@ void tagStepsFromSpans(TraceData& trace) {
 }
 
 }  // namespace parascope::profiler
+
+namespace parascope::profiler {
+
+namespace {
+
+// "[0, 1, 2]" -> {0, 1, 2}; non-digits separate numbers.
+std::vector<std::int64_t> parseIntList(std::string_view s) {
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < s.size();) {
+    if ((s[i] < '0' || s[i] > '9') && s[i] != '-') {
+      ++i;
+      continue;
+    }
+    std::int64_t v = 0;
+    auto r = std::from_chars(s.data() + i, s.data() + s.size(), v);
+    if (r.ec != std::errc()) break;
+    out.push_back(v);
+    i = static_cast<std::size_t>(r.ptr - s.data());
+  }
+  return out;
+}
+
+std::vector<std::int64_t> groupMembers(const KinetoCollective& c) {
+  std::vector<std::int64_t> ranks = parseIntList(c.groupRanks);
+  if (ranks.empty() && c.groupSize > 0 && c.rankStart >= 0 && c.rankStride > 0) {
+    for (std::int64_t i = 0; i < c.groupSize; ++i) ranks.push_back(c.rankStart + i * c.rankStride);
+  }
+  return ranks;
+}
+
+bool isAny(std::string_view name, std::initializer_list<std::string_view> names) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// All-to-all: per peer from the input split sizes (rows of equal size), or an even share.
+void allToAll(const KinetoCollective& c, const std::vector<std::int64_t>& ranks, std::size_t me,
+              std::int64_t elementBytes, CollectiveTraffic& t) {
+  const std::vector<std::int64_t> splits = parseIntList(c.inSplits);
+  const std::int64_t n = static_cast<std::int64_t>(ranks.size());
+  std::int64_t rows = 0;
+  for (std::int64_t s : splits) rows += s;
+  const bool bySplit = splits.size() == ranks.size() && rows > 0 && c.inElements % rows == 0;
+  for (std::size_t q = 0; q < ranks.size(); ++q) {
+    if (q == me) continue;
+    const std::int64_t bytes = bySplit ? splits[q] * (c.inElements / rows) * elementBytes
+                                       : c.inElements / n * elementBytes;
+    t.peers.push_back({static_cast<std::int32_t>(ranks[q]), bytes});
+    t.sentBytes += bytes;
+  }
+}
+
+}  // namespace
+
+std::int64_t dtypeBytes(std::string_view d) {
+  if (isAny(d, {"Double", "Long", "ComplexFloat"})) return 8;
+  if (isAny(d, {"Float", "Int", "ComplexHalf"})) return 4;
+  if (isAny(d, {"Half", "BFloat16", "Short"})) return 2;
+  if (isAny(d, {"Byte", "Char", "Bool", "Float8_e4m3fn", "Float8_e5m2", "QInt8", "QUInt8"})) {
+    return 1;
+  }
+  if (d == "ComplexDouble") return 16;
+  return 0;
+}
+
+CollectiveTraffic collectiveTraffic(const KinetoCollective& c, std::int32_t rank) {
+  CollectiveTraffic t;
+  const std::vector<std::int64_t> ranks = groupMembers(c);
+  const std::int64_t n = static_cast<std::int64_t>(ranks.size());
+  const std::int64_t e = dtypeBytes(c.dtype);
+  auto at = std::find(ranks.begin(), ranks.end(), rank);
+  if (n < 2 || e == 0 || at == ranks.end()) return t;
+  const auto me = static_cast<std::size_t>(at - ranks.begin());
+  const std::string_view op = c.name;
+  std::int64_t ring = 0;  // bytes to the next rank of the ring
+  if (isAny(op, {"allreduce", "all_reduce", "allreduce_coalesced"})) {
+    ring = 2 * (n - 1) * c.inElements * e / n;
+  } else if (isAny(op, {"allgather", "all_gather", "_allgather_base",
+                        "allgather_into_tensor_coalesced", "all_gather_into_tensor"})) {
+    ring = (n - 1) * c.outElements * e / n;
+  } else if (isAny(op, {"reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor",
+                        "reduce_scatter_tensor_coalesced"})) {
+    ring = (n - 1) * c.inElements * e / n;
+  } else if (isAny(op, {"broadcast", "reduce"})) {
+    ring = c.inElements * e;
+  } else if (isAny(op, {"all_to_all", "alltoall", "alltoall_base", "all_to_allv"})) {
+    allToAll(c, ranks, me, e, t);
+    return t;
+  }
+  if (ring > 0) {
+    t.sentBytes = ring;
+    t.peers.push_back({static_cast<std::int32_t>(ranks[(me + 1) % ranks.size()]), ring});
+  }
+  return t;
+}
+
+}  // namespace parascope::profiler

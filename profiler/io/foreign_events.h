@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "profiler/trace_data.h"
 
@@ -18,6 +19,34 @@ struct ForeignMapping {
 };
 
 ForeignMapping mapForeignEvent(std::string_view cat, std::string_view name);
+
+// What recent Kineto traces say about a collective on `record_param_comms` (args "Collective
+// name", "In msg nelems", "Out msg nelems", "dtype", "Group size", "Process Group Ranks" or
+// "Global rank start"/"stride", "In split size"/"Out split size"). Strings point into the input.
+struct KinetoCollective {
+  std::string_view name, dtype, groupRanks, inSplits, outSplits;
+  std::int64_t inElements = 0, outElements = 0;
+  std::int64_t groupSize = -1, rankStart = -1, rankStride = -1, groupId = -1;
+};
+
+struct PeerBytes {
+  std::int32_t peer = -1;
+  std::int64_t bytes = 0;
+};
+
+// The bytes `rank` sends for the collective under NCCL's ring algorithms, so that bytes over
+// the span's duration is nccl-tests' bus bandwidth: all-reduce 2(n-1)/n x S, all-gather and
+// reduce-scatter (n-1)/n x the full buffer, broadcast and reduce S, all-to-all (n-1)/n x S or
+// the split sizes; ring traffic goes to the next rank of the group. S is the message size in
+// bytes (elements x dtype size). Unknown collectives, dtypes, waits and groups of one send 0.
+struct CollectiveTraffic {
+  std::int64_t sentBytes = 0;
+  std::vector<PeerBytes> peers;  // world rank -> bytes, summing to sentBytes where known
+};
+CollectiveTraffic collectiveTraffic(const KinetoCollective& c, std::int32_t rank);
+// Bytes of one element of a PyTorch dtype as Kineto names it ("Float", "BFloat16", ...), 0 if
+// unknown.
+std::int64_t dtypeBytes(std::string_view dtype);
 
 // Tags every host span, instant and counter inside a rank's Step span with that step, where
 // the event has none. Events must be sorted by rank and start.

@@ -18,8 +18,8 @@ void removeFixtures() {
 }
 
 TrainConfig tinyConfig(const std::vector<std::string>& overrides, int worldSize) {
-  std::vector<std::string> all = {"model.num_layers=4", "optimizer.params.eps=1e-6", "eval_iters=2",
-                                  "seed=5", "data.path=" + textFixture()};
+  std::vector<std::string> all = {"model.num_layers=4", "eval_iters=2", "seed=5",
+                                  "data.path=" + textFixture()};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return dptest::tinyConfig(all, worldSize);
 }

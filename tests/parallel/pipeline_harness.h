@@ -1,8 +1,8 @@
 // Shared by the pipeline tests on both backends: a tiny GPT config (4 layers, width 32, context
-// 16, global batch 16; AdamW eps 1e-6, so that an element whose gradient is rounding noise
-// around zero cannot turn Adam's normalised update into noise too) over a generated text file, a
-// recorded run of one rank of a world (its per-step reports, losses and the parameters it holds),
-// and the check against one rank at rtol 1e-5 / atol 4e-5 of every parameter the rank holds.
+// 16, global batch 16; AdamW eps 1e-2 as dp_harness.h argues) over a generated text file, a
+// recorded run of one rank of a world (its per-step reports, losses, reduced gradients and the
+// parameters it holds), and the check against one rank at rtol 1e-5 / atol 4e-5 of every step's
+// loss and gradients and the final value of every parameter the rank holds.
 #pragma once
 
 #include <map>
@@ -26,8 +26,8 @@ void removeFixtures();
 
 parascope::TrainConfig tinyConfig(const std::vector<std::string>& overrides, int worldSize = 0);
 
-// Empty if every loss and every parameter `got` holds match `want` within rtol / atol, else the
-// first difference.
+// Empty if every loss, and every gradient and parameter `got` holds, match `want` within
+// rtol / atol, else the first difference.
 inline std::string compare(const RunRecord& want, const RunRecord& got, double rtol = 1e-5,
                            double atol = 4e-5) {
   return dptest::compare(want, got, rtol, atol, dptest::Held::Some);

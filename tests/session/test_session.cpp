@@ -4,12 +4,9 @@
 // the trainer through it changes no bit of the losses.
 #include <QtTest>
 
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -17,6 +14,7 @@
 
 #include "core/common/error.h"
 #include "core/session/session.h"
+#include "tests/train/dp_harness.h"
 
 using namespace parascope;
 using Clock = std::chrono::steady_clock;
@@ -24,6 +22,7 @@ using Clock = std::chrono::steady_clock;
 class TestSession : public QObject {
   Q_OBJECT
  private slots:
+  void cleanupTestCase() { std::filesystem::remove(dptest::textFixture()); }
   void reportsAreCompleteAndOrdered_data();
   void reportsAreCompleteAndOrdered();
   void lossesEqualTheTrainersBitForBit();
@@ -37,39 +36,10 @@ class TestSession : public QObject {
 
 namespace {
 
-std::string textFixture() {
-  static const std::string path = [] {
-    const std::string p = (std::filesystem::temp_directory_path() /
-                           ("parascope-session-" + std::to_string(getpid()) + ".txt"))
-                              .string();
-    std::string text;
-    for (int i = 0; text.size() < 48 * 1024; ++i) {
-      text += (i % 3 == 0 ? "the session steps " : i % 3 == 1 ? "every rank " : "at a boundary.\n");
-    }
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
-  }();
-  return path;
-}
-
-TrainConfig tinyConfig(const std::vector<std::string>& overrides) {
-  nlohmann::json doc = {
-      {"model",
-       {{"type", "gpt"},
-        {"vocab_size", 256},
-        {"context_length", 16},
-        {"hidden_size", 32},
-        {"num_attention_heads", 2},
-        {"num_layers", 2}}},
-      {"data", {{"type", "text"}, {"path", textFixture()}, {"validation_fraction", 0.1}}},
-      {"train_batch_size", 8},
-      {"train_iters", 6},
-      {"eval_interval", 2},
-      {"eval_iters", 2},
-      {"optimizer", {{"params", {{"lr", 1e-2}}}}},
-      {"seed", 5}};
-  for (const auto& o : overrides) applyOverride(doc, o);
-  return parseTrainConfig(doc);
+// The data-parallel tests' tiny GPT, six steps with an evaluation every second one.
+TrainConfig tinyConfig(std::vector<std::string> overrides) {
+  overrides.insert(overrides.begin(), {"train_iters=6", "eval_interval=2", "eval_iters=2"});
+  return dptest::tinyConfig(overrides);
 }
 
 // Every report as a line ("start", "step 3", "eval 4", "rank-step 1 3", "error 1", "finished"),
@@ -299,7 +269,9 @@ void TestSession::failingRankEndsTheSession() {
   const std::vector<std::string> lines = rec.lines();
   QCOMPARE(lines[lines.size() - 2], "error " + std::to_string(failing));
   QCOMPARE(lines.back(), std::string("finished"));
-  QCOMPARE(static_cast<int>(std::count(lines.begin(), lines.end(), "error " + std::to_string(failing))), 1);
+  QCOMPARE(
+      static_cast<int>(std::count(lines.begin(), lines.end(), "error " + std::to_string(failing))),
+      1);
 
   // The process lives on: another session runs to the end.
   Session next(tinyConfig({"data_parallel_size=" + std::to_string(ranks), "train_iters=2"}));

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -49,11 +51,77 @@ TrainConfig tinyConfig(const std::vector<std::string>& overrides, int worldSize)
         {"num_layers", 2}}},
       {"data", {{"type", "text"}, {"path", textFixture()}, {"validation_fraction", 0.1}}},
       {"train_batch_size", 16},
-      {"optimizer", {{"params", {{"lr", 1e-2}}}}},
+      {"optimizer", {{"params", {{"lr", 1e-2}, {"eps", 1e-2}}}}},
       {"gradient_clipping", 1.0},
       {"seed", 99}};
   for (const auto& o : overrides) applyOverride(doc, o);
   return parseTrainConfig(doc, worldSize);
+}
+
+namespace {
+
+// n elements of type `type` (f32, bf16 or fp16) at `src`, as f32.
+std::vector<float> widen(const void* src, DType type, std::int64_t n) {
+  std::vector<float> out(static_cast<std::size_t>(n));
+  if (type == DType::F32) {
+    std::memcpy(out.data(), src, out.size() * sizeof(float));
+  } else {
+    convertToFloat(static_cast<const std::uint16_t*>(src), out, type);
+  }
+  return out;
+}
+
+}  // namespace
+
+Values reducedGradients(Trainer& t) {
+  Model& model = t.model();
+  const DType type = model.computeType();
+  const GradientReducer* reducer = t.gradientReducer();
+  // The flat gradient space of this rank's model (flat_layout.h), whole: the trainer's layout.
+  std::vector<float> flat;
+  FlatLayout layout;
+  if (reducer) {
+    Communicator& dp = t.mesh().data();
+    layout = makeFlatLayout(model, dp.size(), t.config().parallel.bucketElements);
+    const Tensor& g = reducer->gradients();
+    flat = widen(g.raw(), type, g.numel());
+    if (reducer->sharded()) {
+      // Rank d holds part d of every bucket; all-gathering the parts rebuilds each bucket.
+      const std::vector<float> shard = flat;
+      flat.assign(static_cast<std::size_t>(layout.total), 0.0f);
+      for (const FlatBucket& b : layout.buckets) {
+        dp.allGather(shard.data() + b.shardOffset, flat.data() + b.begin,
+                     static_cast<std::size_t>(layout.partSize(b)), DType::F32);
+      }
+    }
+  }
+  const double scale = t.lossScaler().scale();  // a power of two: dividing is exact
+  Values out;
+  const auto& params = model.parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Parameter& p = params[i];
+    std::vector<float> local = reducer
+                                   ? std::vector<float>(flat.begin() + layout.offset[i],
+                                                        flat.begin() + layout.offset[i] + p.numel())
+                                   : widen(p.storedGrad().raw(), p.storage, p.numel());
+    for (float& v : local) v = static_cast<float>(v / scale);
+    if (p.split.whole()) {
+      out[p.name] = std::move(local);
+      continue;
+    }
+    Communicator& tp = t.mesh().tensor();
+    std::vector<float> parts(local.size() * static_cast<std::size_t>(tp.size()));
+    tp.allGather(local.data(), parts.data(), local.size(), DType::F32);
+    std::vector<float>& full = out[p.name];
+    full.assign(static_cast<std::size_t>(shapeNumel(p.fullShape)), 0.0f);
+    for (int r = 0; r < tp.size(); ++r) {
+      TensorSplit s = p.split;
+      s.index = r;
+      placeSplitPart(parts.data() + static_cast<std::size_t>(r) * local.size(), full.data(),
+                     p.fullShape, s);
+    }
+  }
+  return out;
 }
 
 RunRecord train(const TrainConfig& config, int steps, const Communicator& world,
@@ -61,6 +129,7 @@ RunRecord train(const TrainConfig& config, int steps, const Communicator& world,
   Trainer t(config, allocator ? *allocator : defaultAllocator(), world);
   if (setup) setup(t);
   RunRecord r;
+  t.setGradientObserver([&r](Trainer& tr) { r.gradients.push_back(reducedGradients(tr)); });
   for (int i = 0; i < steps; ++i) {
     r.reports.push_back(t.step());
     r.losses.push_back(r.reports.back().loss);
@@ -96,37 +165,77 @@ ModelState measureModelState(const TrainConfig& config) {
   return m;
 }
 
-std::string compare(const RunRecord& want, const RunRecord& got, double rtol, double atol,
-                    Held held) {
-  auto close = [&](double w, double g) { return std::fabs(g - w) <= atol + rtol * std::fabs(w); };
-  char buf[256];
-  if (want.losses.size() != got.losses.size()) return "different step counts";
-  for (std::size_t i = 0; i < want.losses.size(); ++i) {
-    if (!close(want.losses[i], got.losses[i])) {
-      std::snprintf(buf, sizeof buf, "loss of step %zu: %.9g, one rank %.9g", i + 1, got.losses[i],
-                    want.losses[i]);
-      return buf;
-    }
-  }
-  if (held == Held::Some && got.parameters.empty()) return "the rank holds no parameters";
-  for (const auto& [name, g] : got.parameters)
-    if (!want.parameters.count(name)) return "unexpected parameter " + name;
-  for (const auto& [name, w] : want.parameters) {
-    const auto it = got.parameters.find(name);
-    if (it == got.parameters.end()) {
+namespace {
+
+// Empty if every value `got` holds matches `want`'s within atol + rtol |want| + tensorRtol x
+// (the largest |want| of its tensor), else the first difference, named with `what`.
+std::string compareValues(const Values& want, const Values& got, double rtol, double atol,
+                          Held held, const std::string& what, double tensorRtol = 0) {
+  if (held == Held::Some && got.empty()) return "the rank holds no parameters";
+  for (const auto& [name, g] : got)
+    if (!want.count(name)) return "unexpected parameter " + name;
+  char buf[320];
+  for (const auto& [name, w] : want) {
+    const auto it = got.find(name);
+    if (it == got.end()) {
       if (held == Held::Some) continue;
       return "missing parameter " + name;
     }
     const std::vector<float>& g = it->second;
     if (g.size() != w.size()) return "size of " + name;
+    float largest = 0;
+    for (float v : w) largest = std::max(largest, std::fabs(v));
+    const double tensorAtol = atol + tensorRtol * largest;
     for (std::size_t i = 0; i < w.size(); ++i) {
-      if (!close(w[i], g[i])) {
-        std::snprintf(buf, sizeof buf, "%s[%zu]: %.9g, one rank %.9g", name.c_str(), i, g[i], w[i]);
+      if (!(std::fabs(g[i] - w[i]) <= tensorAtol + rtol * std::fabs(w[i]))) {
+        std::snprintf(buf, sizeof buf, "%s %s[%zu]: %.9g, one rank %.9g", what.c_str(),
+                      name.c_str(), i, g[i], w[i]);
         return buf;
       }
     }
   }
   return {};
+}
+
+}  // namespace
+
+std::string compare(const RunRecord& want, const RunRecord& got, double rtol, double atol,
+                    Held held) {
+  if (want.losses.size() != got.losses.size() || want.gradients.size() != got.gradients.size())
+    return "different step counts";
+  char buf[256];
+  for (std::size_t i = 0; i < want.losses.size(); ++i) {
+    if (!(std::fabs(got.losses[i] - want.losses[i]) <= atol + rtol * std::fabs(want.losses[i]))) {
+      std::snprintf(buf, sizeof buf, "loss of step %zu: %.9g, one rank %.9g", i + 1, got.losses[i],
+                    want.losses[i]);
+      return buf;
+    }
+    const std::string diff = compareValues(want.gradients[i], got.gradients[i], rtol, atol, held,
+                                           "step " + std::to_string(i + 1) + " gradient");
+    if (!diff.empty()) return diff;
+  }
+  return compareValues(want.parameters, got.parameters, rtol, atol, held, "parameter");
+}
+
+std::string compareLowPrecision(const RunRecord& want, const RunRecord& got, double paramAtol,
+                                Held held) {
+  if (want.losses.size() != got.losses.size() || want.gradients.size() != got.gradients.size())
+    return "different step counts";
+  const double lossRtol = std::ldexp(1.0, -8), gradTensorRtol = std::ldexp(1.0, -5);
+  char buf[256];
+  for (std::size_t i = 0; i < want.losses.size(); ++i) {
+    if (!(std::fabs(got.losses[i] - want.losses[i]) <= lossRtol * std::fabs(want.losses[i]))) {
+      std::snprintf(buf, sizeof buf, "loss of step %zu: %.9g, fp32 %.9g", i + 1, got.losses[i],
+                    want.losses[i]);
+      return buf;
+    }
+    const std::string diff =
+        compareValues(want.gradients[i], got.gradients[i], 0, 0, held,
+                      "step " + std::to_string(i + 1) + " gradient", gradTensorRtol);
+    if (!diff.empty()) return diff;
+  }
+  return compareValues(want.parameters, got.parameters, std::ldexp(1.0, -7), paramAtol, held,
+                       "parameter");
 }
 
 }  // namespace dptest

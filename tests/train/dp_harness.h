@@ -1,7 +1,7 @@
-// Shared by the data-parallel tests on both backends: a tiny GPT config over a generated text
-// file, a recorded run (per-step losses and final parameters) of one rank or of one replica of
-// a data-parallel world, and the equivalence check at rtol 1e-5 / atol 4e-5 (looser for mixed
-// precision).
+// Shared by the data-parallel, tensor- and pipeline-parallel tests on both backends: a tiny GPT
+// config over a generated text file, a recorded run (per step the loss and every reduced
+// gradient, then the final parameters) of one rank or of one rank of a parallel world, and the
+// equivalence check at rtol 1e-5 / atol 4e-5 (looser for mixed precision).
 #pragma once
 
 #include <cstdint>
@@ -14,13 +14,24 @@
 
 namespace dptest {
 
+using Values = std::map<std::string, std::vector<float>>;  // logical f32 values by parameter
+
 struct RunRecord {
   std::vector<double> losses;
   std::vector<parascope::StepReport> reports;
+  // Per step, the logical gradients of the parameters this rank holds once they are reduced,
+  // before clipping and the optimizer (f32, unscaled; under mixed precision the 16-bit values
+  // widened).
+  std::vector<Values> gradients;
   // Logical values after the last step, of the parameters this rank's pipeline stage holds (all
   // of them without pipeline parallelism; f32, under mixed precision the 16-bit values widened).
-  std::map<std::string, std::vector<float>> parameters;
+  Values parameters;
 };
+
+// The logical gradients `t` holds right now (Trainer::setGradientObserver): this rank's reduced
+// gradients (a ZeRO-2/3 shard all-gathered over the data-parallel group), tensor-parallel parts
+// assembled over the tensor group, divided by the loss scale. Collective.
+Values reducedGradients(parascope::Trainer& t);
 
 // Writes (once per process and tag) `bytes` of text drawn from `words` with a seeded generator
 // into the temporary directory and returns its path.
@@ -30,7 +41,12 @@ std::string writeTextFixture(const std::string& tag, std::uint64_t seed, std::si
 std::string textFixture();
 
 // The tiny GPT (2 layers, width 32, context 16) with global batch 16, lr 1e-2, clipping 1.0,
-// plus "key=value" overrides.
+// plus "key=value" overrides. AdamW's eps is 1e-2, not 1e-8: an element's update
+// lr m / (sqrt(v) + eps) then changes by at most about 2 lr / eps = 2 times any change of its
+// gradient, so rounding noise in a gradient (a different summation order across ranks or BLAS
+// kernels, ~1e-7 relative) stays noise in the parameters. With eps 1e-8 an element whose
+// gradient is noise around zero takes an update of +-lr of random sign, and every later loss,
+// gradient and parameter can differ far beyond rounding.
 parascope::TrainConfig tinyConfig(const std::vector<std::string>& overrides, int worldSize = 0);
 
 // `steps` optimizer steps of one rank of `world` (a default Communicator: the single rank).
@@ -56,9 +72,18 @@ ModelState measureModelState(const parascope::TrainConfig& config);
 // those `got` holds (a pipeline stage; it must hold some).
 enum class Held { All, Some };
 
-// Empty if `got` matches `want` within rtol / atol everywhere (fp32 default: 1e-5 / 4e-5), else
-// the first difference.
+// Empty if `got` matches `want` within rtol / atol everywhere (fp32 default: 1e-5 / 4e-5): every
+// step's loss and gradients, then the final parameters; else the first difference.
 std::string compare(const RunRecord& want, const RunRecord& got, double rtol = 1e-5,
                     double atol = 4e-5, Held held = Held::All);
+
+// A run that rounds to bf16 / fp16 (mixed precision, or gradients communicated in 16 bits)
+// against one fp32 rank: each step's loss within rtol 2^-8; each gradient element within 2^-5 of
+// the largest |value| of its tensor (an element summed from rounded terms that cancel has no
+// relative accuracy, its tensor's scale does, and fp32 rounding differences are 1e5 times
+// smaller); the final parameters within rtol 2^-7 (their last rounding) plus paramAtol (the
+// steps' update differences: at most 2 lr / eps times the gradient differences each).
+std::string compareLowPrecision(const RunRecord& want, const RunRecord& got, double paramAtol,
+                                Held held = Held::All);
 
 }  // namespace dptest

@@ -2,8 +2,9 @@
 // fp16 keys refused with their names; a hand-built two-layer model whose stored values,
 // activations and gradients are checked bit for bit against an independent computation;
 // DeepSpeed's dynamic loss-scale rule on fixed overflow patterns; equivalence with one fp32 rank
-// within rtol 1.6e-2 for DP 1 and 2 and ZeRO 0 to 3; model-state bytes per category (2 + 2 + 12
-// per parameter, sharded by stage); an injected overflow skipping the step on every rank.
+// per step (losses, gradients) within the low-precision tolerance for DP 1 and 2 and ZeRO 0 to 3;
+// model-state bytes per category (2 + 2 + 12 per parameter, sharded by stage); an injected overflow
+// skipping the step on every rank.
 #include <QtTest>
 
 #include <cmath>
@@ -168,10 +169,6 @@ void TestMixedPrecision::refusesInvalidConfigs_data() {
   QTest::newRow("unknown bf16 key")
       << QStringList{"bf16.enabled=true", "bf16.hysteresis=2"}
       << "config: unknown key 'bf16.hysteresis'; allowed here: enabled";
-  QTest::newRow("with pipeline")
-      << QStringList{"bf16.enabled=true", "pipeline_model_parallel_size=2"}
-      << "config: bf16.enabled with pipeline_model_parallel_size (2) > 1 is not available in "
-         "this build yet; valid: mixed precision with pipeline_model_parallel_size = 1";
   QTest::newRow("both") << QStringList{"fp16.enabled=true", "bf16.enabled=true"}
                         << "config: fp16.enabled and bf16.enabled are both true; enable at most "
                            "one";
@@ -428,11 +425,15 @@ void TestMixedPrecision::matchesFp32OneRank_data() {
                      "zero_optimization.stage=1"};
 }
 
-// Losses within rtol 1.6e-2 of one fp32 rank, and the parameters too (lr 1e-3: Adam moves an
-// element by about lr per step whatever its gradient's size, so an element whose tiny gradient
-// changes sign under rounding may differ by up to 2 lr per step; atol 1e-2 covers 4 steps of
-// that). Every value read back is exactly one of the low type; every rank holds the same
-// parameters; and the run really is rounded (it differs from fp32 beyond fp32's tolerance).
+// Each step's loss and gradients, then the parameters, against one fp32 rank within the low
+// precision tolerance of dptest::compareLowPrecision. Why it holds on any CPU: what differs from
+// fp32 is the 16-bit rounding of values, which is 2^-9 (bf16) or 2^-12 (fp16) of each value,
+// while fp32 summation orders and BLAS kernels add ~1e-7; the worst gradient difference here is
+// 0.0095 (bf16) and 0.0012 (fp16) of its tensor's largest value, against 2^-5. Parameters:
+// atol 1e-2 = 4 steps x 2 lr / eps (0.2 at lr 1e-3) x the gradient tolerance (2^-5 x the
+// largest gradient, about 0.4). Every value read back is exactly one of the low type; every rank
+// holds the same parameters; and the run really is rounded (it differs from fp32 beyond fp32's
+// tolerance).
 void TestMixedPrecision::matchesFp32OneRank() {
   QFETCH(QString, precision);
   QFETCH(QStringList, overrides);
@@ -443,7 +444,7 @@ void TestMixedPrecision::matchesFp32OneRank() {
   const dptest::RunRecord want = dptest::train(tinyConfig({"optimizer.params.lr=1e-3"}), steps);
   const std::vector<dptest::RunRecord> got = trainRanks(tinyConfig(o), steps);
   for (const dptest::RunRecord& r : got) {
-    const std::string diff = dptest::compare(want, r, 1.6e-2, 1e-2);
+    const std::string diff = dptest::compareLowPrecision(want, r, 1e-2);
     QVERIFY2(diff.empty(), diff.c_str());
     QVERIFY(r.parameters == got[0].parameters);
     for (const auto& [name, v] : r.parameters) {

@@ -19,6 +19,7 @@ using namespace parascope;
 class TestSaveWeights : public QObject {
   Q_OBJECT
  private slots:
+  void cleanupTestCase() { std::filesystem::remove(dptest::textFixture()); }
   void wholeModelFromAnyLayout_data();
   void wholeModelFromAnyLayout();
 };

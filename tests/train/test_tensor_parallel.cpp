@@ -138,18 +138,27 @@ void TestTensorParallel::trainingMatchesOneRank_data() {
   QTest::addRow("tp2-dp2") << 2 << 2 << false << QStringList();
   QTest::addRow("tp2-dp2-sp-zero1") << 2 << 2 << true << QStringList{"zero_optimization.stage=1"};
   QTest::addRow("tp4-dp2-sp") << 4 << 2 << true << QStringList();
+  const QString small = "zero_optimization.reduce_bucket_size=3000";  // several buckets
+  QTest::addRow("tp2-dp2-zero2-accum2")
+      << 2 << 2 << false
+      << QStringList{"zero_optimization.stage=2", small, "gradient_accumulation_steps=2"};
+  QTest::addRow("tp2-dp2-sp-zero3")
+      << 2 << 2 << true << QStringList{"zero_optimization.stage=3", small};
+  QTest::addRow("tp4-dp2-zero3") << 4 << 2 << false << QStringList{"zero_optimization.stage=3"};
+  QTest::addRow("tp2-zero2") << 2 << 1 << false << QStringList{"zero_optimization.stage=2"};
 }
 
-// Three optimizer steps (AdamW, clipping) on a tensor x data mesh: losses and every logical
-// parameter match one rank with the same global batch.
+// Three optimizer steps (AdamW, clipping) on a tensor x data mesh: each step's loss and every
+// logical gradient, then every logical parameter, match one rank with the same global batch.
+// Why rtol 1e-5 / atol 4e-5 holds on any CPU: split matmuls and the tensor group's sums only
+// reorder fp32 additions (relative error ~1e-7 of the summands, whichever GEMM kernels OpenBLAS
+// picks), and the harness's eps 1e-2 keeps AdamW from amplifying that (dp_harness.h).
 void TestTensorParallel::trainingMatchesOneRank() {
   QFETCH(int, tensor);
   QFETCH(int, data);
   QFETCH(bool, sequence);
   QFETCH(QStringList, extra);
-  // Adam's eps 1e-6 (as the pipeline tests): an element whose gradient is rounding noise around
-  // zero would otherwise turn its normalised update into noise too.
-  std::vector<std::string> common = {"model.num_attention_heads=4", "optimizer.params.eps=1e-6"};
+  std::vector<std::string> common = {"model.num_attention_heads=4"};
   for (const QString& e : extra) common.push_back(e.toStdString());
   const dptest::RunRecord want = dptest::train(dptest::tinyConfig(common), 3);
   std::vector<std::string> split = common;
@@ -161,7 +170,16 @@ void TestTensorParallel::trainingMatchesOneRank() {
   std::vector<std::string> diffs;
   runInProcess(tensor * data, [&](Communicator& world) {
     Allocator a;
-    const std::string diff = dptest::compare(want, dptest::train(c, 3, world, &a));
+    const dptest::RunRecord got = dptest::train(c, 3, world, &a);
+    std::string diff = dptest::compare(want, got);
+    // AdamW's update does not see a gradient's scale, so the norm is compared on its own.
+    for (std::size_t i = 0; diff.empty() && i < got.reports.size(); ++i) {
+      const double norm = got.reports[i].gradNorm, one = want.reports[i].gradNorm;
+      if (std::fabs(norm - one) > 1e-5 * one) {
+        diff = "step " + std::to_string(i) + " gradient norm " + std::to_string(norm) +
+               ", one rank " + std::to_string(one);
+      }
+    }
     std::lock_guard lock(mu);
     if (!diff.empty()) diffs.push_back("rank " + std::to_string(world.rank()) + ": " + diff);
   });
@@ -296,8 +314,6 @@ void TestTensorParallel::invalidSplitsAreRefused() {
       {{"tensor_model_parallel_size=2", "sequence_parallel=true", "model.context_length=15"},
        "with sequence_parallel, model.context_length (15) must be divisible by "
        "tensor_model_parallel_size (2)"},
-      {{"tensor_model_parallel_size=2", "zero_optimization.stage=2"},
-       "zero_optimization.stage = 2 with tensor_model_parallel_size (2) > 1 is not available"},
   };
   for (const auto& [overrides, fragment] : cases) {
     const std::string problem = refused(overrides, fragment);

@@ -1,6 +1,8 @@
 // Data-parallel equivalence on Open MPI ranks (CTest runs it under mpirun): every rank trains
 // the single-rank reference locally, then its replica of the data-parallel run, and compares:
-// fp32 cases at rtol 1e-5, bf16 / fp16 mixed precision within rtol 1.6e-2 of fp32 (lr 1e-3, see
+// per step the loss and every gradient, then the parameters, of fp32 cases at rtol 1e-5 /
+// atol 4e-5 (MPI's sums only reorder fp32 additions; test_data_parallel.cpp), of bf16 / fp16
+// mixed precision within the low-precision tolerance of fp32 (lr 1e-3, see
 // test_mixed_precision.cpp), an fp16 overflow injected on the last rank only, which every rank
 // must skip, and bf16 model-state bytes per category (2 + 2 + 12 per parameter, sharded by the
 // ZeRO stage). Exit status 0 and the pass line from rank 0 only if every rank passed.
@@ -93,7 +95,7 @@ int main() {
       if (c.mixed) o.push_back(lr);
       const dptest::RunRecord got = dptest::train(dptest::tinyConfig(o, n), steps, world);
       const std::string diff =
-          c.mixed ? dptest::compare(wantMixed, got, 1.6e-2, 1e-2) : dptest::compare(want, got);
+          c.mixed ? dptest::compareLowPrecision(wantMixed, got, 1e-2) : dptest::compare(want, got);
       if (!diff.empty()) {
         std::fprintf(stderr, "rank %d, case %zu: %s\n", world.rank(), &c - cases.data(),
                      diff.c_str());

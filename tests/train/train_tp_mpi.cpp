@@ -1,7 +1,7 @@
 // Tensor (and sequence) parallelism on Open MPI ranks (CTest runs it under mpirun with 4 ranks):
 // every rank trains the single-rank reference locally, then its part of each tensor x data
-// mesh, and compares losses and logical parameters. Exit status 0 and the pass line from rank 0
-// only if every rank matched in every case.
+// mesh, and compares per step the loss and every logical gradient, then the logical parameters.
+// Exit status 0 and the pass line from rank 0 only if every rank matched in every case.
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -23,9 +23,9 @@ int main() {
   const int steps = 3;
   int failures = 0;
   try {
-    // Adam's eps 1e-6: see test_tensor_parallel.cpp.
-    const std::vector<std::string> model = {"model.num_attention_heads=4",
-                                            "optimizer.params.eps=1e-6"};
+    // Losses and gradients per step, then parameters, at rtol 1e-5 / atol 4e-5: MPI's sums only
+    // reorder fp32 additions and AdamW cannot amplify that (test_tensor_parallel.cpp).
+    const std::vector<std::string> model = {"model.num_attention_heads=4"};
     for (const auto& c : cases) {
       std::vector<std::string> reference = model, split = model;
       for (const auto& o : c) {

@@ -1,0 +1,435 @@
+// The timeline's data side without a window: level of detail is exact at every zoom (each
+// visible span drawn or counted in exactly one item), a 1-ns span among 10^6 stays visible,
+// live appends equal a whole build, search finds exactly the matching spans, selection
+// statistics equal analyze's per-operation totals and a brute-force sum, and an exported range
+// re-imports to the same events.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <random>
+#include <regex>
+
+#include "profiler/analysis/comm_volume.h"
+#include "profiler/io/chrome_import.h"
+#include "ui/selection_stats.h"
+#include "ui/synthetic_trace.h"
+#include "ui/timeline_export.h"
+#include "ui/timeline_index.h"
+#include "ui/timeline_lod.h"
+#include "ui/timeline_search.h"
+
+using namespace parascope::ui;
+using parascope::profiler::TraceData;
+namespace flag = parascope::trace::flag;
+
+namespace {
+
+const char* const kNames[] = {"gemm", "gemm_bwd", "all_reduce", "send", "recv", "F", "B", "W"};
+
+// Random nested spans on a few ranks and lanes: sizes from 1 ns to 1 ms, partial overlaps too.
+TraceData randomTrace(std::uint64_t seed, int perLane) {
+  std::mt19937_64 rng(seed);
+  TraceData t;
+  auto uni = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  for (int rank = 0; rank < 3; ++rank) {
+    for (int lane = 0; lane < 3; ++lane) {
+      std::int64_t time = uni(0, 1000);
+      for (int i = 0; i < perLane; ++i) {
+        Event e;
+        e.rank = rank;
+        e.lane = lane;
+        e.name = t.strings.intern(kNames[uni(0, 7)]);
+        e.category = lane == 1 ? Category::Communication : Category::Compute;
+        e.startNs = time;
+        const int scale = static_cast<int>(uni(0, 6));
+        e.endNs = time + uni(1, 10) * static_cast<std::int64_t>(std::pow(10, scale));
+        e.bytes = lane == 1 ? uni(1, 1 << 20) : 0;
+        e.peer = lane == 1 ? static_cast<std::int32_t>(uni(0, 2)) : -1;
+        e.step = static_cast<std::int32_t>(i / 50);
+        if (uni(0, 20) == 0) {
+          e.kind = EventKind::Instant;
+          e.endNs = e.startNs;
+        }
+        if (uni(0, 30) == 0) {
+          e.kind = EventKind::Counter;
+          e.category = Category::Memory;
+          e.endNs = e.startNs;
+          e.name = t.strings.intern("memory");
+        }
+        t.events.push_back(e);
+        time += uni(0, 3) == 0 ? uni(1, 200000) : uni(0, 50);
+      }
+    }
+  }
+  t.sortByTime();
+  return t;
+}
+
+// The spans of a level a view shows, by brute force.
+std::pair<std::uint32_t, std::uint32_t> bruteVisible(const std::vector<SpanRec>& level,
+                                                     std::int64_t t0, std::int64_t t1) {
+  std::uint32_t first = UINT32_MAX, last = 0;
+  for (std::uint32_t i = 0; i < level.size(); ++i) {
+    if (level[i].endNs >= t0 && level[i].startNs < t1) {
+      first = std::min(first, i);
+      last = i + 1;
+    }
+  }
+  return first == UINT32_MAX ? std::pair<std::uint32_t, std::uint32_t>{0, 0}
+                             : std::pair{first, last};
+}
+
+void checkLevel(const std::vector<SpanRec>& level, const TimeAxis& axis, int width) {
+  std::vector<DrawItem> items;
+  buildLevelDrawList(level, axis, width, items);
+  const auto [first, last] = bruteVisible(level, axis.startNs, axis.endNs(width));
+  std::uint32_t next = first;
+  for (const DrawItem& it : items) {
+    QCOMPARE(it.first, next);  // items partition the visible spans in order
+    QVERIFY(it.count >= 1);
+    QVERIFY(it.x0 >= 0 && it.x1 > it.x0 && it.x1 <= width);
+    for (std::uint32_t k = it.first; k < it.first + it.count; ++k) {
+      const bool tiny = static_cast<double>(level[k].endNs - level[k].startNs) < axis.nsPerPx;
+      QCOMPARE(tiny, it.merged);  // a drawn span is a pixel wide; a block holds only narrower
+    }
+    next = it.first + it.count;
+  }
+  if (first != last) QCOMPARE(next, last);
+  QVERIFY(items.size() <= 2 * static_cast<std::size_t>(width) + 2);  // cost follows pixels
+}
+
+bool sameEvent(const Event& a, const Event& b) {
+  return std::string_view(a.name) == b.name && a.startNs == b.startNs && a.endNs == b.endNs &&
+         a.rank == b.rank && a.lane == b.lane && a.kind == b.kind && a.category == b.category &&
+         a.bytes == b.bytes && a.peer == b.peer && a.group == b.group && a.step == b.step &&
+         a.microBatch == b.microBatch && a.stage == b.stage && a.instruction == b.instruction &&
+         a.correlation == b.correlation && a.flags == b.flags;
+}
+
+}  // namespace
+
+class TestTimelineIndex : public QObject {
+  Q_OBJECT
+ private slots:
+  void levelsNeverOverlap();
+  void levelOfDetailIsExact_data();
+  void levelOfDetailIsExact();
+  void lonelyNanosecondSpanStaysVisible();
+  void deepZoomOnEpochTimes();
+  void liveAppendEqualsWholeBuild();
+  void rebuildsEveryEvent();
+  void searchFindsExactlyTheMatches();
+  void selectionStatsMatchAnalyze();
+  void selectionStatsOverARange();
+  void exportedRangeReimports();
+  void rulerUnits();
+  void timeMapping();
+};
+
+void TestTimelineIndex::levelsNeverOverlap() {
+  TimelineIndex index;
+  index.build(randomTrace(7, 3000));
+  for (const Lane& l : index.lanes()) {
+    for (const auto& level : l.levels) {
+      for (std::size_t i = 1; i < level.size(); ++i) {
+        QVERIFY(level[i - 1].endNs <= level[i].startNs);
+      }
+    }
+  }
+}
+
+void TestTimelineIndex::levelOfDetailIsExact_data() {
+  QTest::addColumn<quint64>("seed");
+  for (quint64 s = 1; s <= 6; ++s) QTest::newRow(qPrintable(QString("seed %1").arg(s))) << s;
+}
+
+void TestTimelineIndex::levelOfDetailIsExact() {
+  QFETCH(quint64, seed);
+  TimelineIndex index;
+  index.build(randomTrace(seed, 4000));
+  std::mt19937_64 rng(seed);
+  const int width = 1000 + static_cast<int>(seed) * 37;
+  const double span = static_cast<double>(index.endNs() - index.beginNs());
+  for (double window = span * 1.2; window >= 50; window /= 4) {
+    for (int probe = 0; probe < 4; ++probe) {
+      TimeAxis axis;
+      axis.nsPerPx = window / width;
+      axis.startNs =
+          index.beginNs() - static_cast<std::int64_t>(window * 0.1) +
+          static_cast<std::int64_t>(std::uniform_real_distribution<double>(0, span)(rng));
+      for (const Lane& l : index.lanes()) {
+        for (const auto& level : l.levels) checkLevel(level, axis, width);
+      }
+    }
+  }
+}
+
+void TestTimelineIndex::lonelyNanosecondSpanStaysVisible() {
+  TraceData t;
+  const char* name = t.strings.intern("kernel");
+  for (std::int64_t i = 0; i < 1'000'000; ++i) {
+    Event e;
+    e.name = name;
+    e.startNs = i * 500;
+    e.endNs = i * 500 + 300;
+    t.events.push_back(e);
+  }
+  Event lone;
+  lone.name = t.strings.intern("lone");
+  lone.startNs = 750'000'000;
+  lone.endNs = lone.startNs + 1;
+  t.events.push_back(lone);
+  TimelineIndex index;
+  index.build(t);
+  QCOMPARE(index.lanes().size(), std::size_t{1});
+  const auto& level = index.lanes()[0].levels[0];
+  const std::uint32_t loneAt = 1'000'000;
+  QCOMPARE(index.name(level[loneAt].nameCat), std::string("lone"));
+  const int width = 1920;
+  for (double window = 2e9; window >= 10; window /= 3) {
+    TimeAxis axis;
+    axis.nsPerPx = window / width;
+    axis.startNs = lone.startNs - static_cast<std::int64_t>(window / 3);
+    std::vector<DrawItem> items;
+    buildLevelDrawList(level, axis, width, items);
+    const auto holds = [&](const DrawItem& d) {
+      return d.first <= loneAt && loneAt < d.first + d.count;
+    };
+    auto it = std::find_if(items.begin(), items.end(), holds);
+    QVERIFY2(it != items.end(), qPrintable(QString("lost at %1 ns per px").arg(axis.nsPerPx)));
+    QVERIFY(it->x1 - it->x0 >= 1);
+    QCOMPARE(it->x0, static_cast<std::int32_t>(axis.column(lone.startNs)));
+    if (axis.nsPerPx > 200) QCOMPARE(it->count, 1u);  // alone in its columns: its own mark
+  }
+}
+
+// Kineto traces stamp events with the epoch in ns (~1.7e18): the deepest zoom (1e-3 ns per
+// pixel) and panning far away stay exact and finite.
+void TestTimelineIndex::deepZoomOnEpochTimes() {
+  TraceData t = randomTrace(4, 500);
+  for (Event& e : t.events) {
+    e.startNs += 1'712'195'495'520'871'000;
+    e.endNs += 1'712'195'495'520'871'000;
+  }
+  TimelineIndex index;
+  index.build(t);
+  for (double nsPerPx : {1e-3, 0.37, 1e3, 1e12}) {
+    for (std::int64_t offset : {std::int64_t{0}, std::int64_t{-4'000'000'000'000'000'000},
+                                (index.endNs() - index.beginNs()) / 2}) {
+      TimeAxis axis;
+      axis.nsPerPx = nsPerPx;
+      axis.startNs = index.beginNs() + offset;
+      for (const Lane& l : index.lanes()) {
+        for (const auto& level : l.levels) checkLevel(level, axis, 1500);
+      }
+    }
+  }
+}
+
+void TestTimelineIndex::liveAppendEqualsWholeBuild() {
+  SyntheticOptions o;
+  o.events = 60'000;
+  const TraceData trace = syntheticTrainingTrace(o);
+  TimelineIndex whole, live;
+  whole.build(trace);
+  // Live data arrives per rank as the ranks record it, in chunks of any size.
+  std::mt19937_64 rng(3);
+  for (std::size_t i = 0; i < trace.events.size();) {
+    const std::size_t n = std::min<std::size_t>(trace.events.size() - i, rng() % 700 + 1);
+    const std::vector<Event> chunk(trace.events.begin() + static_cast<std::ptrdiff_t>(i),
+                                   trace.events.begin() + static_cast<std::ptrdiff_t>(i + n));
+    live.append(chunk.data(), chunk.size());
+    i += n;
+  }
+  live.setNames(trace);
+  QCOMPARE(live.eventCount(), whole.eventCount());
+  QCOMPARE(live.lanes().size(), whole.lanes().size());
+  for (std::size_t l = 0; l < whole.lanes().size(); ++l) {
+    const Lane& a = whole.lanes()[l];
+    const Lane& b = live.lanes()[l];
+    QCOMPARE(b.name, a.name);
+    QCOMPARE(b.levels.size(), a.levels.size());
+    for (std::size_t d = 0; d < a.levels.size(); ++d) {
+      QCOMPARE(b.levels[d].size(), a.levels[d].size());
+      for (std::size_t i = 0; i < a.levels[d].size(); ++i) {
+        QVERIFY(sameEvent(live.eventOf(b, b.levels[d][i], EventKind::Span),
+                          whole.eventOf(a, a.levels[d][i], EventKind::Span)));
+      }
+    }
+  }
+  QCOMPARE(live.flows().size(), whole.flows().size());
+  for (std::size_t f = 0; f < whole.flows().size(); ++f) {
+    QVERIFY(live.flows()[f].from == whole.flows()[f].from);
+    QVERIFY(live.flows()[f].to == whole.flows()[f].to);
+  }
+  QCOMPARE(live.counters().size(), whole.counters().size());
+  QVERIFY(!whole.flows().empty());
+}
+
+void TestTimelineIndex::rebuildsEveryEvent() {
+  const TraceData trace = randomTrace(11, 2000);
+  TimelineIndex index;
+  index.build(trace);
+  const TraceData back = index.toTrace(INT64_MIN, INT64_MAX);
+  QCOMPARE(back.events.size(), trace.events.size());
+  // Both sorted by (rank, start, longer first); ties keep no particular order, so compare sets.
+  auto key = [](const Event& e) {
+    return std::tuple(e.rank, e.startNs, -e.endNs, e.lane, std::string(e.name), e.kind, e.bytes);
+  };
+  std::vector<std::tuple<int, long, long, int, std::string, EventKind, long>> a, b;
+  for (const Event& e : trace.events) a.push_back(key(e));
+  for (const Event& e : back.events) b.push_back(key(e));
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  QVERIFY(a == b);
+  // Compact: the synthetic training trace stays within the 48-byte goal.
+  SyntheticOptions o;
+  o.events = 200'000;
+  TimelineIndex big;
+  const TraceData synthetic = syntheticTrainingTrace(o);
+  big.build(synthetic);
+  QVERIFY2(big.bytesHeld() <= 48 * synthetic.events.size(),
+           qPrintable(QString::number(double(big.bytesHeld()) / synthetic.events.size())));
+}
+
+void TestTimelineIndex::searchFindsExactlyTheMatches() {
+  const TraceData trace = randomTrace(5, 1500);
+  TimelineIndex index;
+  index.build(trace);
+  for (const auto& [pattern, regex] : std::vector<std::pair<std::string, bool>>{
+           {"gemm", false}, {"_b", false}, {"^[FBW]$", true}, {"re(cv|duce)", true}}) {
+    std::size_t expected = 0;
+    for (const Event& e : trace.events) {
+      if (e.kind != EventKind::Span) continue;
+      const std::string name = e.name;
+      expected += regex ? std::regex_search(name, std::regex(pattern))
+                        : name.find(pattern) != std::string::npos;
+    }
+    const auto hits = searchSpans(index, pattern, regex);
+    QCOMPARE(hits.size(), expected);
+    for (std::size_t i = 0; i < hits.size(); ++i) {
+      const std::string name = index.name(index.span(hits[i].ref).nameCat);
+      QVERIFY(regex ? std::regex_search(name, std::regex(pattern))
+                    : name.find(pattern) != std::string::npos);
+      QCOMPARE(hits[i].startNs, index.span(hits[i].ref).startNs);
+      if (i) QVERIFY(hits[i - 1].startNs <= hits[i].startNs);
+    }
+  }
+  QVERIFY(searchSpans(index, "", false).empty());
+  QVERIFY_THROWS_EXCEPTION(std::regex_error, searchSpans(index, "(", true));
+}
+
+void TestTimelineIndex::selectionStatsMatchAnalyze() {
+  SyntheticOptions o;
+  o.events = 40'000;
+  const TraceData trace = syntheticTrainingTrace(o);
+  TimelineIndex index;
+  index.build(trace);
+  std::vector<std::uint32_t> all(index.lanes().size());
+  std::iota(all.begin(), all.end(), 0u);
+  const auto stats = selectionStats(index, all, index.beginNs(), index.endNs());
+  const auto volume = parascope::profiler::computeCommVolume(trace);
+  QVERIFY(!volume.ops.empty());
+  for (const auto& op : volume.ops) {
+    auto it = std::find_if(stats.begin(), stats.end(),
+                           [&](const NameStats& s) { return s.name == op.name; });
+    QVERIFY(it != stats.end());
+    QCOMPARE(it->count, op.count);
+    QCOMPARE(it->totalNs, op.timeNs);
+  }
+}
+
+void TestTimelineIndex::selectionStatsOverARange() {
+  const TraceData trace = randomTrace(9, 2000);
+  TimelineIndex index;
+  index.build(trace);
+  std::vector<std::uint32_t> lanes;
+  for (std::uint32_t l = 0; l < index.lanes().size(); ++l) {
+    if (index.lanes()[l].rank == 1) lanes.push_back(l);
+  }
+  const std::int64_t from = index.beginNs() + (index.endNs() - index.beginNs()) / 3;
+  const std::int64_t to = from + (index.endNs() - index.beginNs()) / 4;
+  std::map<std::string, NameStats> expected;
+  for (const Event& e : trace.events) {
+    if (e.kind != EventKind::Span || e.rank != 1 || e.endNs < from || e.startNs > to) continue;
+    const std::int64_t d = std::min(e.endNs, to) - std::max(e.startNs, from);
+    NameStats& s = expected[e.name];
+    s.minNs = s.count ? std::min(s.minNs, d) : d;
+    s.maxNs = s.count ? std::max(s.maxNs, d) : d;
+    ++s.count;
+    s.totalNs += d;
+  }
+  const auto stats = selectionStats(index, lanes, from, to);
+  QCOMPARE(stats.size(), expected.size());
+  for (const NameStats& s : stats) {
+    const NameStats& x = expected.at(s.name);
+    QCOMPARE(s.count, x.count);
+    QCOMPARE(s.totalNs, x.totalNs);
+    QCOMPARE(s.minNs, x.minNs);
+    QCOMPARE(s.maxNs, x.maxNs);
+    QCOMPARE(s.share, double(x.totalNs) / double(to - from));
+  }
+  const std::string csv = statsToCsv(stats);
+  QVERIFY(csv.rfind("name,count,total_ns,mean_ns,min_ns,max_ns,share\n", 0) == 0);
+  QCOMPARE(std::count(csv.begin(), csv.end(), '\n'), static_cast<long>(stats.size() + 1));
+}
+
+void TestTimelineIndex::exportedRangeReimports() {
+  SyntheticOptions o;
+  o.events = 20'000;
+  const TraceData trace = syntheticTrainingTrace(o);
+  TimelineIndex index;
+  index.build(trace);
+  QTemporaryDir dir;
+  const std::int64_t from = index.beginNs() + (index.endNs() - index.beginNs()) / 5;
+  const std::int64_t to = from + (index.endNs() - index.beginNs()) / 3;
+  for (const char* file : {"/range.json", "/range.json.gz"}) {
+    const std::string path = dir.path().toStdString() + file;
+    exportTraceRange(index, from, to, path);
+    const TraceData back = parascope::profiler::importChromeTrace(path);
+    std::vector<Event> expected;
+    for (const Event& e : trace.events) {
+      if (e.endNs >= from && e.startNs <= to) expected.push_back(e);
+    }
+    QCOMPARE(back.events.size(), expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      QVERIFY2(sameEvent(back.events[i], expected[i]), expected[i].name);
+    }
+  }
+}
+
+void TestTimelineIndex::rulerUnits() {
+  QCOMPARE(formatDuration(750), std::string("750 ns"));
+  QCOMPARE(formatDuration(1500), std::string("1.5 us"));
+  QCOMPARE(formatDuration(2'000'000), std::string("2 ms"));
+  QCOMPARE(formatDuration(3'250'000'000), std::string("3.25 s"));
+  TimeAxis axis;
+  axis.startNs = 1'000'000;
+  axis.nsPerPx = 1000;  // 1 us per pixel: ticks every 100 us at 90 px minimum spacing
+  const auto ticks = rulerTicks(axis, 1'000'000, 1000, 90);
+  QCOMPARE(ticks.size(), std::size_t{10});
+  QCOMPARE(ticks[0].label, std::string("0 ns"));
+  QCOMPARE(ticks[1].label, std::string("100 us"));
+  QCOMPARE(ticks[1].x, 100.0);
+}
+
+void TestTimelineIndex::timeMapping() {
+  TimeAxis axis;
+  axis.startNs = 5000;
+  axis.nsPerPx = 10;
+  QCOMPARE(axis.x(5100), 10.0);
+  QCOMPARE(axis.time(10), std::int64_t{5100});
+  QCOMPARE(axis.column(5109), std::int64_t{10});
+  QCOMPARE(axis.column(4999), std::int64_t{-1});
+  axis.zoomAt(50, 0.5);  // the time under x = 50 stays there
+  QCOMPARE(axis.time(50), std::int64_t{5500});
+  QCOMPARE(axis.nsPerPx, 5.0);
+  axis.fit(0, 1000, 100);
+  QCOMPARE(axis.startNs, std::int64_t{0});
+  QCOMPARE(axis.nsPerPx, 10.0);
+}
+
+QTEST_GUILESS_MAIN(TestTimelineIndex)
+#include "test_timeline_index.moc"

@@ -1,0 +1,333 @@
+// The timeline widget driven as a user would, through QTest events: wheel zoom at the cursor,
+// drag pan, W/A/S/D, Home, box selection into the statistics model, ? for the shortcut list,
+// hit testing against the tooltip, rank folding, live appends that follow the newest time,
+// and loading: corrupt, truncated, unsupported and missing files end in a message, real
+// Kineto traces load. Runs under QT_QPA_PLATFORM=offscreen.
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "profiler/io/chrome_export.h"
+#include "ui/synthetic_trace.h"
+#include "ui/timeline_export.h"
+#include "ui/timeline_window.h"
+
+using namespace parascope::ui;
+using parascope::profiler::TraceData;
+
+namespace {
+
+const std::string kKineto = std::string(PARASCOPE_SOURCE_DIR) + "/../shared/traces/kineto/";
+
+std::shared_ptr<TimelineIndex> syntheticIndex(std::size_t events) {
+  SyntheticOptions o;
+  o.events = events;
+  o.ranks = 4;
+  auto index = std::make_shared<TimelineIndex>();
+  index->build(syntheticTrainingTrace(o));
+  return index;
+}
+
+void writeFile(const QString& path, const std::string& bytes) {
+  std::ofstream(path.toStdString(), std::ios::binary) << bytes;
+}
+
+}  // namespace
+
+class TestTimelineView : public QObject {
+  Q_OBJECT
+ private slots:
+  void wheelZoomsAtTheCursor();
+  void dragPansAndKeysMove();
+  void boxSelectionFillsTheStatistics();
+  void hitTestingMatchesTheTooltip();
+  void shortcutListAndFolding();
+  void flowsSearchAndDoubleClick();
+  void cancelDropsTheLoad();
+  void liveAppendsFollowTheNewestTime();
+  void badFilesShowAMessage_data();
+  void badFilesShowAMessage();
+  void kinetoTracesLoad();
+  void exportsImages();
+};
+
+void TestTimelineView::wheelZoomsAtTheCursor() {
+  TimelineView view;
+  view.resize(1200, 600);
+  view.setIndex(syntheticIndex(20'000));
+  const TimeAxis before = view.axis();
+  const QPoint at(view.timeAreaLeft() + 300, 100);
+  const std::int64_t under = before.time(300);
+  QWheelEvent wheel(at, view.mapToGlobal(at), {}, QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+                    Qt::NoScrollPhase, false);
+  QApplication::sendEvent(&view, &wheel);
+  QCOMPARE(view.axis().nsPerPx, before.nsPerPx * 0.8);
+  QVERIFY(std::llabs(view.axis().time(300) - under) <= 1);
+}
+
+void TestTimelineView::dragPansAndKeysMove() {
+  TimelineView view;
+  view.resize(1200, 600);
+  view.setIndex(syntheticIndex(20'000));
+  view.show();
+  const TimeAxis start = view.axis();
+  const QPoint from(view.timeAreaLeft() + 500, 200);
+  QTest::mousePress(&view, Qt::LeftButton, {}, from);
+  QTest::mouseMove(&view, from + QPoint(-100, 0));
+  QTest::mouseRelease(&view, Qt::LeftButton, {}, from + QPoint(-100, 0));
+  // Dragging left by 100 px shows what was 100 px to the right.
+  QCOMPARE(view.axis().startNs, start.startNs + std::llround(100 * start.nsPerPx));
+  const TimeAxis panned = view.axis();
+  QTest::keyClick(&view, Qt::Key_D);
+  QCOMPARE(view.axis().startNs,
+           panned.startNs + static_cast<std::int64_t>(panned.nsPerPx * view.timeAreaWidth() / 10));
+  QTest::keyClick(&view, Qt::Key_A);
+  QCOMPARE(view.axis().startNs, panned.startNs);
+  QTest::keyClick(&view, Qt::Key_W);
+  QCOMPARE(view.axis().nsPerPx, panned.nsPerPx * 0.8);
+  QTest::keyClick(&view, Qt::Key_S);
+  QVERIFY(std::fabs(view.axis().nsPerPx - panned.nsPerPx) < 1e-9 * panned.nsPerPx);
+  QTest::keyClick(&view, Qt::Key_Home);
+  QCOMPARE(view.axis().startNs, view.index().beginNs());
+}
+
+void TestTimelineView::boxSelectionFillsTheStatistics() {
+  TimelineWindow window;
+  window.resize(1400, 800);
+  window.view()->setIndex(syntheticIndex(20'000));
+  window.show();
+  QAbstractItemModelTester tester(window.statsModel(),
+                                  QAbstractItemModelTester::FailureReportingMode::QtTest);
+  TimelineView* view = window.view();
+  QSignalSpy selected(view, &TimelineView::selectionChanged);
+  const QPoint a(view->timeAreaLeft() + 200, view->contentTop() + 25);
+  const QPoint b(view->timeAreaLeft() + 700, view->contentTop() + 90);
+  QTest::mousePress(view, Qt::LeftButton, Qt::ShiftModifier, a);
+  QTest::mouseMove(view, b);
+  QTest::mouseRelease(view, Qt::LeftButton, Qt::ShiftModifier, b);
+  QCOMPARE(selected.count(), 1);
+  const auto sel = view->selection();
+  QVERIFY(sel.has_value());
+  QCOMPARE(sel->fromNs, view->axis().time(200));
+  QCOMPARE(sel->toNs, view->axis().time(700));
+  QVERIFY(!sel->lanes.empty());
+  const auto expected = selectionStats(view->index(), sel->lanes, sel->fromNs, sel->toNs);
+  QCOMPARE(window.statsModel()->rowCount(), static_cast<int>(expected.size()));
+  QVERIFY(!expected.empty());
+  const QModelIndex count = window.statsModel()->index(0, SelectionStatsModel::Count);
+  QCOMPARE(count.data().toLongLong(), expected[0].count);
+  QCOMPARE(window.statsModel()->index(0, SelectionStatsModel::Name).data().toString(),
+           QString::fromStdString(expected[0].name));
+  // F fits the selection (with a 5% margin each side).
+  QTest::keyClick(view, Qt::Key_F);
+  const std::int64_t len = sel->toNs - sel->fromNs;
+  QCOMPARE(view->axis().startNs, sel->fromNs - len / 20);
+}
+
+void TestTimelineView::hitTestingMatchesTheTooltip() {
+  TimelineView view;
+  view.resize(1600, 900);
+  view.setIndex(syntheticIndex(30'000));
+  std::mt19937 rng(1);
+  int spans = 0;
+  for (int zoom = 0; zoom < 6; ++zoom) {
+    for (int probe = 0; probe < 300; ++probe) {
+      const QPoint pos(view.timeAreaLeft() + static_cast<int>(rng() % view.timeAreaWidth()),
+                       view.contentTop() + static_cast<int>(rng() % 860));
+      const TimelineView::Hit hit = view.hitTest(pos);
+      const QString tip = view.tooltipText(pos);
+      if (!hit.ref.valid()) {
+        QVERIFY(tip.isEmpty());
+        continue;
+      }
+      ++spans;
+      const SpanRec& s = view.index().span(hit.ref);
+      const QString name = QString::fromStdString(view.index().name(s.nameCat));
+      const QStringList lines = tip.split('\n');
+      QCOMPARE(hit.count > 1 ? lines[1] : lines[0], name);
+      const std::int64_t x = pos.x() - view.timeAreaLeft();
+      if (hit.count == 1 && s.endNs - s.startNs >= view.axis().nsPerPx) {
+        QVERIFY(view.axis().column(s.startNs) <= x && x <= view.axis().column(s.endNs));
+      }
+    }
+    QTest::keyClick(&view, Qt::Key_W);
+    QTest::keyClick(&view, Qt::Key_W);
+    QTest::keyClick(&view, Qt::Key_W);
+  }
+  QVERIFY(spans > 100);
+}
+
+void TestTimelineView::shortcutListAndFolding() {
+  TimelineView view;
+  view.resize(1200, 600);
+  view.setIndex(syntheticIndex(10'000));
+  QVERIFY(!view.shortcutsShown());
+  QTest::keyClick(&view, Qt::Key_Question);
+  QVERIFY(view.shortcutsShown());
+  QTest::keyClick(&view, Qt::Key_Escape);
+  QVERIFY(!view.shortcutsShown());
+  const std::size_t rows = view.rows().size();
+  QCOMPARE(view.rows()[0].kind, TimelineRow::Kind::RankHeader);
+  QTest::mouseClick(&view, Qt::LeftButton, {}, QPoint(20, view.contentTop() + 5));
+  QVERIFY(view.rows().size() < rows);
+  QCOMPARE(view.rows()[1].kind, TimelineRow::Kind::RankHeader);
+  QTest::mouseClick(&view, Qt::LeftButton, {}, QPoint(20, view.contentTop() + 5));
+  QCOMPARE(view.rows().size(), rows);
+  view.setOrderByStage(true);  // ranks 0..3 run stages 0..3: the same order
+  QCOMPARE(view.rows()[0].rank, 0);
+}
+
+void TestTimelineView::flowsSearchAndDoubleClick() {
+  TimelineView view;
+  view.resize(1200, 600);
+  view.setIndex(syntheticIndex(10'000));
+  const Flow flow = view.index().flows().front();
+  view.selectSpan(flow.from);
+  QTest::keyClick(&view, Qt::Key_BracketRight);  // to the receive
+  QVERIFY(view.selectedSpan() == flow.to);
+  QTest::keyClick(&view, Qt::Key_BracketLeft);  // back to the send
+  QVERIFY(view.selectedSpan() == flow.from);
+  // Search walks the hits in time order and wraps.
+  const std::size_t n = view.setSearch("all_reduce", false);
+  QCOMPARE(n, view.searchHits().size());
+  QVERIFY(n > 2);
+  QVERIFY(view.selectedSpan() == view.searchHits()[0].ref);
+  view.nextHit(+1);
+  QVERIFY(view.selectedSpan() == view.searchHits()[1].ref);
+  view.nextHit(-1);
+  view.nextHit(-1);
+  QVERIFY(view.selectedSpan() == view.searchHits()[n - 1].ref);
+  // Double-click on a drawn span zooms to it (with a 5% margin each side).
+  view.fitAll();
+  const TimelineRow* host = nullptr;
+  for (const TimelineRow& r : view.rows()) {
+    if (r.kind == TimelineRow::Kind::Level && view.index().lanes()[r.lane].name == "host")
+      host = &r;
+  }
+  QVERIFY(host);
+  const SpanRec& step = view.index().lanes()[host->lane].levels[0][0];
+  const QPoint at(view.timeAreaLeft() + static_cast<int>(view.axis().x(step.startNs)) + 2,
+                  view.contentTop() + host->y + 5);
+  QTest::mouseDClick(&view, Qt::LeftButton, {}, at);
+  const std::int64_t len = step.endNs - step.startNs;
+  QCOMPARE(view.axis().startNs, step.startNs - len / 20);
+}
+
+void TestTimelineView::cancelDropsTheLoad() {
+  SyntheticOptions o;
+  o.events = 200'000;
+  QTemporaryDir dir;
+  const std::string path = dir.path().toStdString() + "/big.json";
+  const TraceData trace = syntheticTrainingTrace(o);
+  parascope::profiler::exportChromeTrace(trace, path);
+  TimelineWindow window;
+  QSignalSpy loaded(window.loader(), &TraceLoader::loaded);
+  QSignalSpy cancelled(window.loader(), &TraceLoader::cancelled);
+  window.openFiles({QString::fromStdString(path)});
+  window.loader()->cancel();
+  QCOMPARE(cancelled.count(), 1);
+  QTRY_VERIFY_WITH_TIMEOUT(!window.loader()->running(), 60000);
+  QTest::qWait(50);
+  QCOMPARE(loaded.count(), 0);
+  QCOMPARE(window.view()->message(), QString("Loading cancelled."));
+  window.openFiles({QString::fromStdString(path)});  // a new load after a cancel goes through
+  QVERIFY(loaded.wait(60000));
+  QCOMPARE(window.view()->index().eventCount(), trace.events.size());
+}
+
+void TestTimelineView::liveAppendsFollowTheNewestTime() {
+  SyntheticOptions o;
+  o.events = 20'000;
+  const TraceData trace = syntheticTrainingTrace(o);
+  TimelineView view;
+  view.resize(1200, 600);
+  const std::size_t half = trace.events.size() / 2;
+  view.appendEvents({trace.events.begin(), trace.events.begin() + half});
+  QCOMPARE(view.axis().startNs, view.index().beginNs());
+  view.appendEvents({trace.events.begin() + half, trace.events.end()});
+  QCOMPARE(view.index().eventCount(), trace.events.size());
+  QVERIFY(std::llabs(view.axis().time(view.timeAreaWidth()) - view.index().endNs()) <= 1);
+  // Once the user pans away the view stays where it is.
+  QTest::keyClick(&view, Qt::Key_A);
+  const TimeAxis kept = view.axis();
+  Event late;
+  late.name = "late";
+  late.startNs = view.index().endNs() + 1000;
+  late.endNs = late.startNs + 500;
+  view.appendEvents({late});
+  QCOMPARE(view.axis().startNs, kept.startNs);
+}
+
+void TestTimelineView::badFilesShowAMessage_data() {
+  QTest::addColumn<QByteArray>("content");
+  QTest::addColumn<QString>("expected");
+  QTest::newRow("truncated") << QByteArray("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1")
+                             << "truncated";
+  QTest::newRow("corrupt") << QByteArray("\x1f\x8b\x08\x00garbage", 12) << "gzip";
+  QTest::newRow("unsupported") << QByteArray("{\"displayTimeUnit\": \"ns\"}") << "traceEvents";
+  QTest::newRow("not json") << QByteArray("hello") << "JSON";
+  QTest::newRow("empty trace") << QByteArray("{\"traceEvents\": []}") << "no events";
+  QTest::newRow("missing") << QByteArray() << "cannot open";
+}
+
+void TestTimelineView::badFilesShowAMessage() {
+  QFETCH(QByteArray, content);
+  QFETCH(QString, expected);
+  QTemporaryDir dir;
+  const QString path = dir.path() + "/bad.json";
+  if (!content.isEmpty()) writeFile(path, content.toStdString());
+  TimelineWindow window;
+  QSignalSpy failed(window.loader(), &TraceLoader::failed);
+  window.openFiles({path});
+  QVERIFY(failed.wait(20000));
+  const QString message = window.view()->message();
+  QVERIFY2(message.contains(expected, Qt::CaseInsensitive), qPrintable(message));
+  QVERIFY(message.contains("bad.json"));
+}
+
+void TestTimelineView::kinetoTracesLoad() {
+  if (!std::filesystem::exists(kKineto))
+    QSKIP("../shared/traces/kineto is not beside the checkout");
+  TimelineWindow window;
+  QSignalSpy loaded(window.loader(), &TraceLoader::loaded);
+  window.openFiles({QString::fromStdString(kKineto + "sampled-rank0.json.gz"),
+                    QString::fromStdString(kKineto + "sampled-rank1.json.gz")});
+  QVERIFY(loaded.wait(60000));
+  const TimelineIndex& index = window.view()->index();
+  QVERIFY(index.eventCount() > 1000);
+  std::set<std::int32_t> ranks;
+  bool gpu = false;
+  for (const Lane& l : index.lanes()) {
+    ranks.insert(l.rank);
+    gpu = gpu || parascope::trace::lane::isGpu(l.laneId);
+  }
+  QCOMPARE(ranks.size(), std::size_t{2});
+  QVERIFY(gpu);
+  QVERIFY(!index.flows().empty());  // CPU launches -> GPU kernels
+  QVERIFY(window.view()->message().isEmpty());
+}
+
+void TestTimelineView::exportsImages() {
+  TimelineView view;
+  view.resize(800, 400);
+  view.setIndex(syntheticIndex(5'000));
+  QTemporaryDir dir;
+  const std::string png = dir.path().toStdString() + "/view.png";
+  const std::string svg = dir.path().toStdString() + "/view.svg";
+  exportViewPng(view, png);
+  exportViewSvg(view, svg);
+  QImage image(QString::fromStdString(png));
+  QCOMPARE(image.size(), QSize(800, 400));
+  std::ifstream in(svg);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  QVERIFY(text.find("<svg") != std::string::npos);
+  QVERIFY(text.find("rank 0") != std::string::npos);
+}
+
+QTEST_MAIN(TestTimelineView)
+#include "test_timeline_view.moc"

@@ -1,0 +1,252 @@
+// Building the per-lane index: one pass over events in time order, a stack of open span ends
+// per lane decides each span's nesting level (a span goes one level above the innermost span
+// still open at its start), so appending later events continues exactly where a build stops.
+#include "ui/timeline_index.h"
+
+#include <algorithm>
+
+#include "ui/flow_matcher.h"
+
+namespace parascope::ui {
+
+namespace {
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+bool hasDetail(const Event& e) {
+  return e.bytes != 0 || e.correlation != 0 || e.peer != -1 || e.group != -1 || e.step != -1 ||
+         e.microBatch != -1 || e.stage != -1 || e.instruction != -1 || e.flags != 0;
+}
+
+}  // namespace
+
+std::size_t TimelineIndex::DetailHash::operator()(const SpanDetail& d) const noexcept {
+  std::uint64_t h = mix(static_cast<std::uint64_t>(d.bytes), d.correlation);
+  h = mix(h, (static_cast<std::uint64_t>(static_cast<std::uint32_t>(d.peer)) << 32) |
+                 static_cast<std::uint32_t>(d.group));
+  h = mix(h, (static_cast<std::uint64_t>(static_cast<std::uint32_t>(d.step)) << 32) |
+                 static_cast<std::uint32_t>(d.microBatch));
+  h = mix(h, (static_cast<std::uint64_t>(static_cast<std::uint32_t>(d.stage)) << 32) |
+                 static_cast<std::uint32_t>(d.instruction));
+  return static_cast<std::size_t>(mix(h, d.flags));
+}
+
+TimelineIndex::~TimelineIndex() = default;
+TimelineIndex::TimelineIndex(TimelineIndex&&) noexcept = default;
+TimelineIndex& TimelineIndex::operator=(TimelineIndex&&) noexcept = default;
+
+TimelineIndex::TimelineIndex() : flowMatcher_(std::make_unique<FlowMatcher>()) {
+  details_.emplace_back();
+  detailIndex_.emplace(details_[0], 0);
+}
+
+void TimelineIndex::build(const TraceData& trace) {
+  build(trace, [](double) { return true; });
+}
+
+void TimelineIndex::setNames(const TraceData& trace) {
+  rankNames_ = trace.rankNames;
+  for (Lane& l : lanes_) l.name = trace.laneName(l.rank, l.laneId);
+}
+
+void TimelineIndex::append(const Event* events, std::size_t count) {
+  // Name pointers are only known to be stable within one call (the caller's pool may go).
+  namesByPointer_.clear();
+  nameCache_.fill({nullptr, 0});
+  for (std::size_t i = 0; i < count; ++i) add(events[i]);
+}
+
+void TimelineIndex::compact() {
+  for (Lane& l : lanes_) {
+    for (auto& level : l.levels) level.shrink_to_fit();
+    l.instants.shrink_to_fit();
+  }
+  for (CounterTrack& c : counters_) c.points.shrink_to_fit();
+  details_.shrink_to_fit();
+  flows_.shrink_to_fit();
+  decltype(detailIndex_)().swap(detailIndex_);
+  flowMatcher_->clear();
+  namesByPointer_.clear();
+  nameCache_.fill({nullptr, 0});
+  detailCache_.fill(0);
+}
+
+std::uint32_t TimelineIndex::laneFor(std::int32_t rank, std::int32_t laneId) {
+  const std::pair key{rank, laneId};
+  if (key == lastLaneKey_) return lastLane_;
+  auto [it, inserted] = laneIndex_.try_emplace(key, static_cast<std::uint32_t>(lanes_.size()));
+  if (inserted) {
+    Lane l;
+    l.rank = rank;
+    l.laneId = laneId;
+    l.name = TraceData().laneName(rank, laneId);
+    lanes_.push_back(std::move(l));
+  }
+  lastLaneKey_ = key;
+  lastLane_ = it->second;
+  return it->second;
+}
+
+std::uint32_t TimelineIndex::nameId(const char* name) {
+  // Pooled names repeat: a direct-mapped cache by address skips most hash look-ups.
+  auto& slot = nameCache_[(reinterpret_cast<std::uintptr_t>(name) >> 3) % kCacheSlots];
+  if (slot.first == name) return slot.second;
+  std::uint32_t id = 0;
+  if (auto it = namesByPointer_.find(name); it != namesByPointer_.end()) {
+    id = it->second;
+  } else {
+    auto [t, inserted] = namesByText_.try_emplace(name, static_cast<std::uint32_t>(names_.size()));
+    if (inserted) names_.emplace_back(name);
+    namesByPointer_.emplace(name, t->second);
+    id = t->second;
+  }
+  slot = {name, id};
+  return id;
+}
+
+std::uint32_t TimelineIndex::detailId(const Event& e) {
+  if (!hasDetail(e)) return 0;
+  const SpanDetail d{e.bytes,      e.correlation, e.peer,        e.group, e.step,
+                     e.microBatch, e.stage,       e.instruction, e.flags};
+  // A correlation id is (nearly) unique to its flow's ends: nothing to share.
+  if (d.correlation != 0) {
+    details_.push_back(d);
+    return static_cast<std::uint32_t>(details_.size() - 1);
+  }
+  // Neighbouring events mostly share step, stage and micro-batch: a direct-mapped cache by hash
+  // answers most look-ups without the table.
+  const std::size_t h = DetailHash()(d);
+  std::uint32_t& slot = detailCache_[h % kCacheSlots];
+  if (details_[slot] == d) return slot;
+  auto [it, inserted] = detailIndex_.try_emplace(d, static_cast<std::uint32_t>(details_.size()));
+  if (inserted) details_.push_back(d);
+  slot = it->second;
+  return it->second;
+}
+
+void TimelineIndex::add(const Event& e) {
+  ++eventCount_;
+  beginNs_ = std::min(beginNs_, e.startNs);
+  endNs_ = std::max(endNs_, e.endNs);
+  if (e.kind == EventKind::Counter) {
+    addCounter(e);
+    return;
+  }
+  const SpanRec rec{e.startNs, e.endNs,
+                    nameId(e.name) << 4 | static_cast<std::uint32_t>(e.category), detailId(e)};
+  const std::uint32_t laneNo = laneFor(e.rank, e.lane);
+  Lane& lane = lanes_[laneNo];
+  lane.endNs = std::max(lane.endNs, e.endNs);
+  if (e.kind == EventKind::Instant) {
+    lane.instants.push_back(rec);
+    return;
+  }
+  std::size_t depth = lane.openEnds.size();
+  while (depth > 0 && lane.openEnds[depth - 1] <= e.startNs) --depth;
+  lane.openEnds.resize(depth);
+  lane.openEnds.push_back(e.endNs);
+  if (lane.levels.size() <= depth) lane.levels.resize(depth + 1);
+  lane.levels[depth].push_back(rec);
+  if (e.correlation != 0) {
+    const auto index = static_cast<std::uint32_t>(lane.levels[depth].size() - 1);
+    flowMatcher_->add(e.correlation, (e.flags & parascope::trace::flag::kFlowSource) != 0,
+                      SpanRef{laneNo, static_cast<std::uint32_t>(depth), index}, flows_);
+  }
+}
+
+void TimelineIndex::addCounter(const Event& e) {
+  const std::uint32_t name = nameId(e.name);
+  auto [it, inserted] = counterIndex_.try_emplace({e.rank, e.lane, name},
+                                                  static_cast<std::uint32_t>(counters_.size()));
+  if (inserted) {
+    CounterTrack t;
+    t.rank = e.rank;
+    t.laneId = e.lane;
+    t.name = name << 4 | static_cast<std::uint32_t>(e.category);
+    t.category = e.category;
+    t.minValue = t.maxValue = e.bytes;
+    counters_.push_back(std::move(t));
+  }
+  CounterTrack& t = counters_[it->second];
+  t.points.push_back({e.startNs, e.bytes});
+  t.minValue = std::min(t.minValue, e.bytes);
+  t.maxValue = std::max(t.maxValue, e.bytes);
+}
+
+std::size_t TimelineIndex::bytesHeld() const {
+  std::size_t b = sizeof(*this) + details_.capacity() * sizeof(SpanDetail) +
+                  detailIndex_.size() * (sizeof(SpanDetail) + 16) +
+                  flows_.capacity() * sizeof(Flow) + flowMatcher_->bytesHeld();
+  for (const Lane& l : lanes_) {
+    b += sizeof(Lane) + l.instants.capacity() * sizeof(SpanRec);
+    for (const auto& lv : l.levels) b += sizeof(lv) + lv.capacity() * sizeof(SpanRec);
+  }
+  for (const CounterTrack& c : counters_)
+    b += sizeof(c) + c.points.capacity() * sizeof(CounterPoint);
+  for (const std::string& s : names_) b += sizeof(s) + s.capacity() + 48;
+  return b;
+}
+
+Event TimelineIndex::eventOf(const Lane& lane, const SpanRec& s, EventKind kind) const {
+  Event e;
+  e.startNs = s.startNs;
+  e.endNs = s.endNs;
+  e.name = names_[s.nameCat >> 4].c_str();
+  e.category = static_cast<Category>(s.nameCat & 15);
+  e.kind = kind;
+  e.rank = lane.rank;
+  e.lane = lane.laneId;
+  const SpanDetail& d = details_[s.detail];
+  e.bytes = d.bytes;
+  e.correlation = d.correlation;
+  e.peer = d.peer;
+  e.group = d.group;
+  e.step = d.step;
+  e.microBatch = d.microBatch;
+  e.stage = d.stage;
+  e.instruction = d.instruction;
+  e.flags = d.flags;
+  return e;
+}
+
+Event TimelineIndex::event(SpanRef r) const {
+  return eventOf(lanes_[r.lane], span(r), EventKind::Span);
+}
+
+TraceData TimelineIndex::toTrace(std::int64_t fromNs, std::int64_t toNs) const {
+  TraceData t;
+  auto keep = [&](const Event& e) {
+    if (e.endNs < fromNs || e.startNs > toNs) return;
+    t.events.push_back(e);
+  };
+  for (const Lane& l : lanes_) {
+    for (const auto& lv : l.levels) {
+      for (const SpanRec& s : lv) keep(eventOf(l, s, EventKind::Span));
+    }
+    for (const SpanRec& s : l.instants) keep(eventOf(l, s, EventKind::Instant));
+    t.laneNames[{l.rank, l.laneId}] = l.name;
+  }
+  for (const CounterTrack& c : counters_) {
+    for (const CounterPoint& p : c.points) {
+      Event e;
+      e.name = names_[c.name >> 4].c_str();
+      e.category = c.category;
+      e.kind = EventKind::Counter;
+      e.rank = c.rank;
+      e.lane = c.laneId;
+      e.startNs = e.endNs = p.timeNs;
+      e.bytes = p.value;
+      keep(e);
+    }
+  }
+  t.rankNames = rankNames_;
+  t.adoptNames();
+  t.sortByTime();
+  for (std::int32_t r : t.ranks()) t.worldSize = std::max(t.worldSize, r + 1);
+  return t;
+}
+
+}  // namespace parascope::ui

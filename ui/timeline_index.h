@@ -1,0 +1,169 @@
+// The timeline's data, prepared for drawing: per (rank, lane) the spans split into nesting
+// levels (within a level spans never overlap, so start and end are both sorted and a binary
+// search finds the visible range), instants per lane, counter series per (rank, name) and flow
+// pairs. Compact: a span is 24 bytes; the fields most spans leave at their defaults live in a
+// shared, de-duplicated detail table. Every event can be rebuilt exactly (export, statistics).
+// Plain C++, no Qt: testable without a window, built on any thread, not thread-safe.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "profiler/trace_data.h"
+
+namespace parascope::ui {
+
+using profiler::Category;
+using profiler::Event;
+using profiler::EventKind;
+using profiler::TraceData;
+
+struct SpanRec {
+  std::int64_t startNs = 0;
+  std::int64_t endNs = 0;
+  std::uint32_t nameCat = 0;  // name id << 4 | category
+  std::uint32_t detail = 0;   // index into TimelineIndex::details(); 0 is all defaults
+};
+
+// The rarely-set event fields, shared by every event that has the same values.
+struct SpanDetail {
+  std::int64_t bytes = 0;  // counters: the value
+  std::uint64_t correlation = 0;
+  std::int32_t peer = -1, group = -1, step = -1, microBatch = -1, stage = -1, instruction = -1;
+  std::uint8_t flags = 0;
+  bool operator==(const SpanDetail&) const = default;
+};
+
+struct Lane {
+  std::int32_t rank = 0;
+  std::int32_t laneId = 0;
+  std::string name;
+  std::vector<std::vector<SpanRec>> levels;  // [depth][i], sorted by start
+  std::vector<SpanRec> instants;             // sorted by time
+  std::vector<std::int64_t> openEnds;        // end of the span open at each depth (building)
+  std::int64_t endNs = 0;                    // latest end seen
+};
+
+struct CounterPoint {
+  std::int64_t timeNs = 0;
+  std::int64_t value = 0;
+};
+
+struct CounterTrack {
+  std::int32_t rank = 0;
+  std::int32_t laneId = 0;
+  std::uint32_t name = 0;
+  Category category = Category::Memory;
+  std::vector<CounterPoint> points;  // sorted by time
+  std::int64_t minValue = 0, maxValue = 0;
+};
+
+// Where a span lives in the index.
+struct SpanRef {
+  std::uint32_t lane = UINT32_MAX;
+  std::uint32_t depth = 0;
+  std::uint32_t index = 0;
+  bool valid() const { return lane != UINT32_MAX; }
+  bool operator==(const SpanRef&) const = default;
+};
+
+struct Flow {
+  SpanRef from, to;
+};
+
+class FlowMatcher;
+
+class TimelineIndex {
+ public:
+  TimelineIndex();
+  ~TimelineIndex();
+  TimelineIndex(TimelineIndex&&) noexcept;
+  TimelineIndex& operator=(TimelineIndex&&) noexcept;
+  // Builds from a whole trace; events must be sorted by (rank, start, longer first), as
+  // TraceData::sortByTime leaves them. `progress` (0..1) may return false to cancel, then the
+  // index holds what was added so far.
+  template <class Progress>
+  bool build(const TraceData& trace, Progress&& progress);
+  void build(const TraceData& trace);
+  // Live: events newer than what each lane holds, in per-lane start order. The result equals
+  // building from the whole trace at once.
+  void append(const Event* events, std::size_t count);
+  void setNames(const TraceData& trace);  // rank and lane labels
+  // After a whole build: frees spare capacity and the look-up tables that only serve appends
+  // (later appends still work; they no longer share details with, or link flows to, older
+  // spans).
+  void compact();
+
+  const std::vector<Lane>& lanes() const { return lanes_; }
+  const std::vector<CounterTrack>& counters() const { return counters_; }
+  const std::vector<Flow>& flows() const { return flows_; }
+  const std::vector<SpanDetail>& details() const { return details_; }
+  const std::string& name(std::uint32_t nameCat) const { return names_[nameCat >> 4]; }
+  std::size_t nameCount() const { return names_.size(); }
+  const std::map<std::int32_t, std::string>& rankNames() const { return rankNames_; }
+  std::int64_t beginNs() const { return beginNs_; }
+  std::int64_t endNs() const { return endNs_; }
+  std::size_t eventCount() const { return eventCount_; }
+  std::size_t bytesHeld() const;
+
+  const SpanRec& span(SpanRef r) const { return lanes_[r.lane].levels[r.depth][r.index]; }
+  Event event(SpanRef r) const;  // the span as the profiler event it came from
+  Event eventOf(const Lane& lane, const SpanRec& s, EventKind kind) const;
+  // Every event held (spans, instants, counters), sorted like TraceData::sortByTime.
+  TraceData toTrace(std::int64_t fromNs, std::int64_t toNs) const;
+
+ private:
+  void add(const Event& e);
+  std::uint32_t laneFor(std::int32_t rank, std::int32_t laneId);
+  std::uint32_t nameId(const char* name);
+  std::uint32_t detailId(const Event& e);
+  void addCounter(const Event& e);
+
+  std::vector<Lane> lanes_;
+  std::map<std::pair<std::int32_t, std::int32_t>, std::uint32_t> laneIndex_;
+  std::pair<std::int32_t, std::int32_t> lastLaneKey_{INT32_MIN, 0};
+  std::uint32_t lastLane_ = 0;
+  std::deque<std::string> names_;  // deque: c_str() of events handed out stays valid
+  std::unordered_map<const char*, std::uint32_t> namesByPointer_;  // pooled names repeat
+  std::unordered_map<std::string, std::uint32_t> namesByText_;
+  std::vector<SpanDetail> details_;
+  struct DetailHash {
+    std::size_t operator()(const SpanDetail& d) const noexcept;
+  };
+  std::unordered_map<SpanDetail, std::uint32_t, DetailHash> detailIndex_;
+  static constexpr std::size_t kCacheSlots = 1024;
+  std::array<std::uint32_t, kCacheSlots> detailCache_{};  // detail ids by hash slot
+  std::array<std::pair<const char*, std::uint32_t>, kCacheSlots> nameCache_{};
+  std::vector<CounterTrack> counters_;
+  std::map<std::tuple<std::int32_t, std::int32_t, std::uint32_t>, std::uint32_t> counterIndex_;
+  std::unique_ptr<FlowMatcher> flowMatcher_;
+  std::vector<Flow> flows_;
+  std::map<std::int32_t, std::string> rankNames_;
+  std::int64_t beginNs_ = INT64_MAX, endNs_ = INT64_MIN;
+  std::size_t eventCount_ = 0;
+};
+
+template <class Progress>
+bool TimelineIndex::build(const TraceData& trace, Progress&& progress) {
+  setNames(trace);
+  const std::size_t n = trace.events.size();
+  constexpr std::size_t kChunk = 1 << 16;
+  for (std::size_t i = 0; i < n; i += kChunk) {
+    if (!progress(static_cast<double>(i) / static_cast<double>(n))) return false;
+    append(trace.events.data() + i, std::min(kChunk, n - i));
+  }
+  setNames(trace);
+  compact();
+  return true;
+}
+
+}  // namespace parascope::ui

@@ -1,0 +1,192 @@
+// Level of detail: see timeline_lod.h. Columns come from one function (TimeAxis::column) so
+// the binary searches and the merge decisions agree on which column a time falls in.
+#include "ui/timeline_lod.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace parascope::ui {
+
+void TimeAxis::zoomAt(double px, double factor) {
+  const double anchor = static_cast<double>(startNs) + px * nsPerPx;
+  nsPerPx = std::clamp(nsPerPx * factor, 1e-3, 1e15);
+  startNs = static_cast<std::int64_t>(std::llround(anchor - px * nsPerPx));
+}
+
+void TimeAxis::fit(std::int64_t fromNs, std::int64_t toNs, int widthPx) {
+  const std::int64_t span = std::max<std::int64_t>(toNs - fromNs, 1);
+  nsPerPx = static_cast<double>(span) / std::max(widthPx, 1);
+  startNs = fromNs;
+}
+
+std::pair<std::uint32_t, std::uint32_t> visibleRange(const std::vector<SpanRec>& level,
+                                                     const TimeAxis& axis, int widthPx) {
+  const std::int64_t t0 = axis.startNs;
+  const std::int64_t t1 = axis.endNs(widthPx);
+  // Within a level spans do not overlap, so ends are sorted like starts.
+  auto first = std::lower_bound(level.begin(), level.end(), t0,
+                                [](const SpanRec& s, std::int64_t t) { return s.endNs < t; });
+  auto last = std::lower_bound(first, level.end(), t1,
+                               [](const SpanRec& s, std::int64_t t) { return s.startNs < t; });
+  return {static_cast<std::uint32_t>(first - level.begin()),
+          static_cast<std::uint32_t>(last - level.begin())};
+}
+
+namespace {
+
+std::int32_t clampColumn(std::int64_t c, int widthPx) {
+  return static_cast<std::int32_t>(std::clamp<std::int64_t>(c, 0, widthPx));
+}
+
+bool tiny(const SpanRec& s, const TimeAxis& axis) {
+  return static_cast<double>(s.endNs - s.startNs) < axis.nsPerPx;
+}
+
+// The earliest time in column `c` or later, exactly as TimeAxis::column rounds.
+std::int64_t columnStart(const TimeAxis& axis, std::int64_t c) {
+  const double offset = std::ceil(static_cast<double>(c) * axis.nsPerPx);
+  // Past any event (column() clamps at 1e15): the caller's search takes everything.
+  if (offset > 4e18 || c > 1'000'000'000'000'000) return INT64_MAX;
+  auto t = axis.startNs + static_cast<std::int64_t>(offset);
+  while (axis.column(t - 1) >= c) --t;
+  while (axis.column(t) < c) ++t;
+  return t;
+}
+
+// The first element of the sorted range [first, last) for which before(x) is false, searched
+// from `first` with doubling steps: the answer is usually near, so this costs O(log distance)
+// rather than O(log n) (the next column's answer is a few spans on).
+template <class It, class Before>
+It gallop(It first, It last, Before before) {
+  std::ptrdiff_t step = 1;
+  while (step < last - first && before(first[step])) {
+    first += step;
+    step *= 2;
+  }
+  if (first == last || !before(*first)) return first;
+  return std::partition_point(first + 1, first + std::min(step, last - first), before);
+}
+
+// The first index in [from, end) whose end lies past column `last`, comparing integer times
+// against the next column's first nanosecond.
+std::uint32_t pastColumn(const std::vector<SpanRec>& level, std::uint32_t from, std::uint32_t end,
+                         std::int64_t last, const TimeAxis& axis) {
+  const std::int64_t next = columnStart(axis, last + 1);
+  const auto base = level.begin();
+  auto it = gallop(base + from, base + end, [next](const SpanRec& s) { return s.endNs < next; });
+  return static_cast<std::uint32_t>(it - base);
+}
+
+// Consumes a run of sub-pixel spans starting at `i` whose columns touch; returns the index
+// after the run and the last column it covers.
+std::uint32_t mergeRun(const std::vector<SpanRec>& level, std::uint32_t i, std::uint32_t end,
+                       const TimeAxis& axis, std::int64_t* lastColumn) {
+  std::int64_t last = axis.column(level[i].startNs);
+  while (i < end && tiny(level[i], axis) && axis.column(level[i].startNs) <= last + 1) {
+    last = std::max(last, axis.column(level[i].endNs));
+    // Every later span ending in column `last` lies wholly inside it: sub-pixel too.
+    i = pastColumn(level, i + 1, end, last, axis);
+  }
+  *lastColumn = last;
+  return i;
+}
+
+}  // namespace
+
+void buildLevelDrawList(const std::vector<SpanRec>& level, const TimeAxis& axis, int widthPx,
+                        std::vector<DrawItem>& out) {
+  auto [i, end] = visibleRange(level, axis, widthPx);
+  while (i < end) {
+    const SpanRec& s = level[i];
+    DrawItem item;
+    item.first = i;
+    if (!tiny(s, axis)) {
+      item.x0 = clampColumn(axis.column(s.startNs), widthPx);
+      item.x1 = clampColumn(axis.column(s.endNs), widthPx);
+      item.count = 1;
+      ++i;
+    } else {
+      std::int64_t lastColumn = 0;
+      item.x0 = clampColumn(axis.column(s.startNs), widthPx);
+      const std::uint32_t next = mergeRun(level, i, end, axis, &lastColumn);
+      item.x1 = clampColumn(lastColumn + 1, widthPx);
+      item.count = next - i;
+      item.merged = true;
+      i = next;
+    }
+    item.x0 = std::min(item.x0, widthPx - 1);
+    item.x1 = std::max(item.x1, item.x0 + 1);
+    out.push_back(item);
+  }
+}
+
+void buildInstantDrawList(const std::vector<SpanRec>& instants, const TimeAxis& axis, int widthPx,
+                          std::vector<DrawItem>& out) {
+  auto [i, end] = visibleRange(instants, axis, widthPx);
+  const auto base = instants.begin();
+  while (i < end) {
+    const std::int64_t c = axis.column(instants[i].startNs);
+    auto next = std::upper_bound(base + i, base + end, c, [&](std::int64_t col, const SpanRec& s) {
+      return col < axis.column(s.startNs);
+    });
+    const auto j = static_cast<std::uint32_t>(next - base);
+    const std::int32_t x = std::min(clampColumn(c, widthPx), widthPx - 1);
+    out.push_back({x, x + 1, i, j - i, j - i > 1});
+    i = j;
+  }
+}
+
+void sampleCounter(const std::vector<CounterPoint>& points, const TimeAxis& axis, int widthPx,
+                   std::vector<CounterSample>& out) {
+  if (points.empty()) return;
+  auto byTime = [](const CounterPoint& p, std::int64_t t) { return p.timeNs < t; };
+  auto it = std::lower_bound(points.begin(), points.end(), axis.startNs, byTime);
+  if (it != points.begin()) out.push_back({0, std::prev(it)->value});
+  while (it != points.end()) {
+    const std::int64_t c = axis.column(it->timeNs);
+    if (c >= widthPx) break;
+    // The value in force at the column's end: the last point inside it.
+    const std::int64_t end = columnStart(axis, c + 1);
+    auto next = gallop(it, points.end(), [end](const CounterPoint& p) { return p.timeNs < end; });
+    out.push_back({clampColumn(c, widthPx), std::prev(next)->value});
+    it = next;
+  }
+}
+
+std::string formatDuration(std::int64_t ns) {
+  const double v = static_cast<double>(ns);
+  const double a = std::fabs(v);
+  char buf[48];
+  if (a < 1e3)
+    std::snprintf(buf, sizeof buf, "%lld ns", static_cast<long long>(ns));
+  else if (a < 1e6)
+    std::snprintf(buf, sizeof buf, "%.4g us", v / 1e3);
+  else if (a < 1e9)
+    std::snprintf(buf, sizeof buf, "%.4g ms", v / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.4g s", v / 1e9);
+  return buf;
+}
+
+std::vector<Tick> rulerTicks(const TimeAxis& axis, std::int64_t originNs, int widthPx,
+                             int minSpacingPx) {
+  const double minStep = axis.nsPerPx * minSpacingPx;
+  double step = 1;
+  for (double p = 1; step < minStep; p *= 10) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      step = m * p;
+      if (step >= minStep) break;
+    }
+  }
+  const auto stepNs = static_cast<std::int64_t>(step);
+  std::vector<Tick> ticks;
+  const std::int64_t rel = axis.startNs - originNs;
+  std::int64_t t = rel / stepNs * stepNs;
+  if (t < rel) t += stepNs;
+  for (; axis.x(t + originNs) < widthPx; t += stepNs) {
+    ticks.push_back({axis.x(t + originNs), formatDuration(t)});
+  }
+  return ticks;
+}
+
+}  // namespace parascope::ui

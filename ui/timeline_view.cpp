@@ -1,0 +1,353 @@
+// TimelineView: state, hit testing and interaction. Painting is in timeline_paint.cpp.
+#include "ui/timeline_view.h"
+
+#include <QHelpEvent>
+#include <QKeyEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolTip>
+#include <QWheelEvent>
+#include <cmath>
+
+namespace parascope::ui {
+
+TimelineView::TimelineView(QWidget* parent)
+    : QWidget(parent), index_(std::make_shared<TimelineIndex>()) {
+  setFocusPolicy(Qt::StrongFocus);
+  setMouseTracking(true);
+  setMinimumSize(400, 200);
+  axisWidth_ = timeAreaWidth();
+}
+
+TimelineView::~TimelineView() = default;
+
+void TimelineView::setIndex(std::shared_ptr<TimelineIndex> index) {
+  index_ = std::move(index);
+  flowOrder_.clear();
+  sortFlows();  // once here, not in the first frame
+  hits_.clear();
+  selection_.reset();
+  selected_ = {};
+  scrollY_ = 0;
+  relayout();
+  fitAll();
+}
+
+void TimelineView::appendEvents(const std::vector<Event>& events) {
+  if (events.empty()) return;
+  const bool first = index_->eventCount() == 0;
+  index_->append(events.data(), events.size());
+  if (layoutShape() != shape_) relayout();
+  if (first) {
+    fitAll();
+  } else if (followLive_) {
+    axis_.startNs = index_->endNs() - static_cast<std::int64_t>(axis_.nsPerPx * timeAreaWidth());
+  }
+  update();
+}
+
+std::size_t TimelineView::layoutShape() const {
+  std::size_t n = index_->lanes().size() + index_->counters().size() * 1000003;
+  for (const Lane& l : index_->lanes()) n += l.levels.size() * 7919;
+  return n;
+}
+
+void TimelineView::setMessage(const QString& message) {
+  message_ = message;
+  update();
+}
+
+void TimelineView::setAxis(const TimeAxis& axis) {
+  axis_ = axis;
+  update();
+}
+
+void TimelineView::fitAll() {
+  if (index_->eventCount() == 0) return;
+  axis_.fit(index_->beginNs(), index_->endNs(), timeAreaWidth());
+  followLive_ = true;
+  update();
+}
+
+void TimelineView::fitRange(std::int64_t fromNs, std::int64_t toNs) {
+  // A little margin so the fitted range's edges stay visible.
+  const std::int64_t pad = std::max<std::int64_t>((toNs - fromNs) / 20, 1);
+  axis_.fit(fromNs - pad, toNs + pad, timeAreaWidth());
+  update();
+}
+
+void TimelineView::setRankCollapsed(std::int32_t rank, bool collapsed) {
+  if (collapsed)
+    layoutOptions_.collapsed.insert(rank);
+  else
+    layoutOptions_.collapsed.erase(rank);
+  relayout();
+}
+
+void TimelineView::setOrderByStage(bool byStage) {
+  layoutOptions_.byStage = byStage;
+  relayout();
+}
+
+void TimelineView::relayout() {
+  rows_ = layoutRows(*index_, layoutOptions_);
+  shape_ = layoutShape();
+  laneFirstRow_.assign(index_->lanes().size(), -1);
+  for (std::size_t r = 0; r < rows_.size(); ++r) {
+    if (rows_[r].kind == TimelineRow::Kind::Level && rows_[r].depth == 0) {
+      laneFirstRow_[rows_[r].lane] = static_cast<int>(r);
+    }
+  }
+  const int content = rows_.empty() ? 0 : rows_.back().y + rows_.back().height;
+  scrollY_ = std::clamp(scrollY_, 0, std::max(0, content - (height() - kRulerHeight)));
+  update();
+}
+
+int TimelineView::rowY(SpanRef ref) const {
+  if (!ref.valid() || ref.lane >= laneFirstRow_.size() || laneFirstRow_[ref.lane] < 0) return -1;
+  const TimelineRow& row = rows_[static_cast<std::size_t>(laneFirstRow_[ref.lane]) + ref.depth];
+  return row.y - scrollY_ + kRulerHeight;
+}
+
+std::size_t TimelineView::setSearch(const QString& pattern, bool regex) {
+  hits_ = searchSpans(*index_, pattern.toStdString(), regex);
+  currentHit_ = 0;
+  if (!hits_.empty()) nextHit(0);
+  update();
+  return hits_.size();
+}
+
+// direction 0: the first hit at or after the view's start; +1 / -1: the next / previous hit.
+void TimelineView::nextHit(int direction) {
+  if (hits_.empty()) return;
+  if (direction == 0) {
+    auto it = std::lower_bound(hits_.begin(), hits_.end(), axis_.startNs,
+                               [](const SearchHit& h, std::int64_t t) { return h.startNs < t; });
+    currentHit_ = it == hits_.end() ? 0 : static_cast<std::size_t>(it - hits_.begin());
+  } else {
+    currentHit_ =
+        (currentHit_ + hits_.size() + static_cast<std::size_t>(direction + 2) - 2) % hits_.size();
+  }
+  selectSpan(hits_[currentHit_].ref);
+  const SpanRec& s = index_->span(selected_);
+  if (direction != 0 || axis_.x(s.startNs) > timeAreaWidth()) {
+    const std::int64_t half = static_cast<std::int64_t>(axis_.nsPerPx * timeAreaWidth() / 2);
+    axis_.startNs = s.startNs - half;
+    followLive_ = false;
+  }
+  update();
+}
+
+void TimelineView::selectSpan(SpanRef ref) {
+  selected_ = ref;
+  emit spanSelected();
+  update();
+}
+
+TimelineView::Hit TimelineView::hitTest(QPoint pos) const {
+  const int x = pos.x() - kLabelWidth;
+  const int r = rowAt(rows_, pos.y() - kRulerHeight + scrollY_);
+  if (x < 0 || pos.y() < kRulerHeight || r < 0) return {};
+  const TimelineRow& row = rows_[static_cast<std::size_t>(r)];
+  if (row.kind != TimelineRow::Kind::Level) return {};
+  const Lane& lane = index_->lanes()[row.lane];
+  if (row.depth >= lane.levels.size()) return {};
+  std::vector<DrawItem> items;
+  buildLevelDrawList(lane.levels[row.depth], axis_, timeAreaWidth(), items);
+  auto it = std::upper_bound(items.begin(), items.end(), x,
+                             [](int v, const DrawItem& d) { return v < d.x0; });
+  if (it == items.begin() || x >= std::prev(it)->x1) return {};
+  --it;
+  return {SpanRef{row.lane, row.depth, it->first}, it->count};
+}
+
+QString TimelineView::spanDescription(SpanRef ref) const {
+  const Event e = index_->event(ref);
+  QString s =
+      QStringLiteral("%1\n%2 (%3)")
+          .arg(QString::fromUtf8(e.name), QString::fromStdString(formatDuration(e.durationNs())),
+               QString::fromUtf8(parascope::trace::categoryName(e.category).data()));
+  s += QStringLiteral("\nrank %1, %2")
+           .arg(e.rank)
+           .arg(QString::fromStdString(index_->lanes()[ref.lane].name));
+  if (e.bytes) s += QStringLiteral("\nbytes %1").arg(e.bytes);
+  if (e.bytes && e.category == Category::Communication && e.durationNs() > 0) {
+    // Bytes sent per ns is GB/s; for collectives the bytes are the ring's, so this is nccl-tests'
+    // bus bandwidth.
+    s += QStringLiteral("\nbus bandwidth %1 GB/s")
+             .arg(static_cast<double>(e.bytes) / static_cast<double>(e.durationNs()), 0, 'f', 2);
+  }
+  if (e.peer >= 0) {
+    s += (e.flags & parascope::trace::flag::kReceive) ? QStringLiteral("\nfrom rank %1")
+                                                      : QStringLiteral("\nto rank %1");
+    s = s.arg(e.peer);
+  }
+  if (e.group >= 0) s += QStringLiteral("\ngroup %1").arg(e.group);
+  if (e.step >= 0) s += QStringLiteral("\nstep %1").arg(e.step);
+  if (e.stage >= 0) s += QStringLiteral("\nstage %1").arg(e.stage);
+  if (e.microBatch >= 0) s += QStringLiteral("\nmicro-batch %1").arg(e.microBatch);
+  if (e.instruction >= 0) s += QStringLiteral("\ninstruction %1").arg(e.instruction);
+  if (e.correlation) s += QStringLiteral("\ncorrelation %1").arg(e.correlation);
+  return s;
+}
+
+QString TimelineView::tooltipText(QPoint pos) const {
+  const Hit h = hitTest(pos);
+  if (!h.ref.valid()) return {};
+  QString s = spanDescription(h.ref);
+  if (h.count > 1) s = QStringLiteral("%1 spans merged; the first:\n").arg(h.count) + s;
+  return s;
+}
+
+bool TimelineView::event(QEvent* e) {
+  if (e->type() == QEvent::ToolTip) {
+    const auto* help = static_cast<QHelpEvent*>(e);
+    const QString text = tooltipText(help->pos());
+    if (text.isEmpty())
+      QToolTip::hideText();
+    else
+      QToolTip::showText(help->globalPos(), text, this);
+    return true;
+  }
+  return QWidget::event(e);
+}
+
+void TimelineView::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  render(p);
+}
+
+// The visible time range stays the same when the view changes width.
+void TimelineView::resizeEvent(QResizeEvent*) {
+  axis_.nsPerPx *= static_cast<double>(axisWidth_) / timeAreaWidth();
+  axisWidth_ = timeAreaWidth();
+  relayout();
+}
+
+void TimelineView::userMoved() {
+  followLive_ = false;
+  update();
+}
+
+void TimelineView::wheelEvent(QWheelEvent* e) {
+  const double steps = e->angleDelta().y() / 120.0;
+  if (e->modifiers() & Qt::ShiftModifier) {
+    const int content = rows_.empty() ? 0 : rows_.back().y + rows_.back().height;
+    scrollY_ = std::clamp(scrollY_ - static_cast<int>(steps * 60), 0,
+                          std::max(0, content - (height() - kRulerHeight)));
+    update();
+    return;
+  }
+  axis_.zoomAt(e->position().x() - kLabelWidth, std::pow(0.8, steps));
+  userMoved();
+}
+
+void TimelineView::mousePressEvent(QMouseEvent* e) {
+  if (e->button() != Qt::LeftButton) return;
+  drag_ = (e->modifiers() & Qt::ShiftModifier) ? Drag::Box : Drag::Pan;
+  dragStart_ = dragLast_ = e->position().toPoint();
+  dragMoved_ = false;
+}
+
+void TimelineView::mouseMoveEvent(QMouseEvent* e) {
+  const QPoint pos = e->position().toPoint();
+  if (drag_ == Drag::None) return;
+  dragMoved_ = dragMoved_ || (pos - dragStart_).manhattanLength() > 3;
+  if (drag_ == Drag::Pan && dragMoved_) {
+    axis_.startNs -=
+        static_cast<std::int64_t>(std::llround((pos.x() - dragLast_.x()) * axis_.nsPerPx));
+    const int content = rows_.empty() ? 0 : rows_.back().y + rows_.back().height;
+    scrollY_ = std::clamp(scrollY_ - (pos.y() - dragLast_.y()), 0,
+                          std::max(0, content - (height() - kRulerHeight)));
+    userMoved();
+  }
+  dragLast_ = pos;
+  update();
+}
+
+void TimelineView::finishBox(QPoint end) {
+  const QRect box = QRect(dragStart_, end).normalized();
+  TimelineSelection sel;
+  sel.fromNs = axis_.time(box.left() - kLabelWidth);
+  sel.toNs = axis_.time(box.right() - kLabelWidth);
+  for (const TimelineRow& row : rows_) {
+    const int y = row.y - scrollY_ + kRulerHeight;
+    if (row.kind != TimelineRow::Kind::Level || y + row.height <= box.top() || y > box.bottom()) {
+      continue;
+    }
+    if (sel.lanes.empty() || sel.lanes.back() != row.lane) sel.lanes.push_back(row.lane);
+  }
+  selection_ = sel;
+  emit selectionChanged();
+}
+
+void TimelineView::mouseReleaseEvent(QMouseEvent* e) {
+  const QPoint pos = e->position().toPoint();
+  const Drag drag = drag_;
+  drag_ = Drag::None;
+  if (drag == Drag::Box && dragMoved_) {
+    finishBox(pos);
+  } else if (!dragMoved_) {
+    const int r = rowAt(rows_, pos.y() - kRulerHeight + scrollY_);
+    if (r >= 0 && rows_[static_cast<std::size_t>(r)].kind == TimelineRow::Kind::RankHeader) {
+      const std::int32_t rank = rows_[static_cast<std::size_t>(r)].rank;
+      setRankCollapsed(rank, !layoutOptions_.collapsed.count(rank));
+    } else {
+      selectSpan(hitTest(pos).ref);
+    }
+  }
+  update();
+}
+
+void TimelineView::mouseDoubleClickEvent(QMouseEvent* e) {
+  const Hit h = hitTest(e->position().toPoint());
+  if (!h.ref.valid()) return;
+  const auto& level = index_->lanes()[h.ref.lane].levels[h.ref.depth];
+  fitRange(level[h.ref.index].startNs, level[h.ref.index + h.count - 1].endNs);
+  selectSpan(h.ref);
+  userMoved();
+}
+
+// `[` goes to the flow's source, `]` to its (first) target.
+void TimelineView::followFlow(int direction) {
+  if (!selected_.valid()) return;
+  for (const Flow& f : index_->flows()) {
+    const SpanRef peer = direction < 0 ? (f.to == selected_ ? f.from : SpanRef{})
+                                       : (f.from == selected_ ? f.to : SpanRef{});
+    if (!peer.valid()) continue;
+    selectSpan(peer);
+    const SpanRec& s = index_->span(peer);
+    axis_.startNs =
+        (s.startNs + s.endNs) / 2 - static_cast<std::int64_t>(axis_.nsPerPx * timeAreaWidth() / 2);
+    const int y = rowY(peer);
+    if (y < kRulerHeight || y > height() - 20) scrollY_ = std::max(0, scrollY_ + y - height() / 2);
+    userMoved();
+    return;
+  }
+}
+
+void TimelineView::keyPressEvent(QKeyEvent* e) {
+  const double w = timeAreaWidth();
+  switch (e->key()) {
+    case Qt::Key_W: axis_.zoomAt(w / 2, 0.8); break;
+    case Qt::Key_S: axis_.zoomAt(w / 2, 1.25); break;
+    case Qt::Key_A: axis_.startNs -= static_cast<std::int64_t>(axis_.nsPerPx * w / 10); break;
+    case Qt::Key_D: axis_.startNs += static_cast<std::int64_t>(axis_.nsPerPx * w / 10); break;
+    case Qt::Key_Home: fitAll(); return;
+    case Qt::Key_F:
+      if (selection_) {
+        fitRange(selection_->fromNs, selection_->toNs);
+      } else if (selected_.valid()) {
+        fitRange(index_->span(selected_).startNs, index_->span(selected_).endNs);
+      }
+      break;
+    case Qt::Key_BracketLeft: followFlow(-1); return;
+    case Qt::Key_BracketRight: followFlow(+1); return;
+    case Qt::Key_Question: showHelp_ = !showHelp_; break;
+    case Qt::Key_Escape: showHelp_ = false; break;
+    default: QWidget::keyPressEvent(e); return;
+  }
+  userMoved();
+}
+
+}  // namespace parascope::ui

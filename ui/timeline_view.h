@@ -1,0 +1,131 @@
+// The timeline widget: rank groups of lanes over one aligned time axis, painted every frame
+// from a draw list built for the visible rows (timeline_lod.h), so a frame costs pixels, not
+// events. Fed a whole index (files) or live events (appendEvents). Interaction as in Perfetto
+// and Tracy: wheel zooms at the cursor, drag pans, Shift+drag selects a box, W/A/S/D, F, Home,
+// [ and ] follow flows, ? lists the shortcuts.
+#pragma once
+
+#include <QWidget>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "ui/timeline_index.h"
+#include "ui/timeline_layout.h"
+#include "ui/timeline_lod.h"
+#include "ui/timeline_search.h"
+
+class QPainter;
+
+namespace parascope::ui {
+
+struct TimelineSelection {
+  std::int64_t fromNs = 0, toNs = 0;
+  std::vector<std::uint32_t> lanes;  // lanes with a row inside the box
+};
+
+class TimelineView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit TimelineView(QWidget* parent = nullptr);
+  ~TimelineView() override;
+
+  void setIndex(std::shared_ptr<TimelineIndex> index);
+  const TimelineIndex& index() const { return *index_; }
+  // Live: appends without rebuilding; the view follows the newest time unless the user moved.
+  void appendEvents(const std::vector<Event>& events);
+  void setMessage(const QString& message);
+  QString message() const { return message_; }
+
+  const TimeAxis& axis() const { return axis_; }
+  void setAxis(const TimeAxis& axis);
+  void fitAll();
+  void fitRange(std::int64_t fromNs, std::int64_t toNs);
+  void setRankCollapsed(std::int32_t rank, bool collapsed);
+  void setOrderByStage(bool byStage);
+  const std::vector<TimelineRow>& rows() const { return rows_; }
+
+  // Search: returns the hit count and selects the first hit at or after the view's start.
+  std::size_t setSearch(const QString& pattern, bool regex);
+  const std::vector<SearchHit>& searchHits() const { return hits_; }
+  void nextHit(int direction);
+
+  std::optional<TimelineSelection> selection() const { return selection_; }
+  SpanRef selectedSpan() const { return selected_; }
+  void selectSpan(SpanRef ref);
+
+  // What lies under a widget position: a span, or the first span of a merged block.
+  struct Hit {
+    SpanRef ref;
+    std::uint32_t count = 0;  // spans under the pixel's item (1 for a drawn span)
+  };
+  Hit hitTest(QPoint pos) const;
+  QString tooltipText(QPoint pos) const;
+  QString spanDescription(SpanRef ref) const;
+  bool shortcutsShown() const { return showHelp_; }
+  int timeAreaLeft() const { return kLabelWidth; }
+  int timeAreaWidth() const { return std::max(1, width() - kLabelWidth); }
+  int contentTop() const { return kRulerHeight; }
+
+  // Paints the whole view into any device (image, SVG generator) of the widget's size.
+  void render(QPainter& p) const;
+
+ signals:
+  void selectionChanged();
+  void spanSelected();
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  bool event(QEvent* event) override;
+
+ private:
+  static constexpr int kLabelWidth = 160;
+  static constexpr int kRulerHeight = 26;
+
+  void relayout();
+  std::size_t layoutShape() const;  // changes when lanes, levels or counters are added
+  void paintRows(QPainter& p) const;
+  void paintLevelRow(QPainter& p, const TimelineRow& row, int y) const;
+  void paintCounterRow(QPainter& p, const TimelineRow& row, int y) const;
+  void paintBubbles(QPainter& p, const TimelineRow& row, int y,
+                    const std::vector<DrawItem>& items) const;
+  void paintFlows(QPainter& p) const;
+  void sortFlows() const;
+  void paintRuler(QPainter& p) const;
+  void paintLabels(QPainter& p) const;
+  void paintOverlay(QPainter& p) const;
+  int rowY(SpanRef ref) const;  // widget y of the span's row, -1 if not shown
+  void followFlow(int direction);
+  void userMoved();
+  void finishBox(QPoint end);
+
+  std::shared_ptr<TimelineIndex> index_;
+  TimeAxis axis_;
+  LayoutOptions layoutOptions_;
+  std::vector<TimelineRow> rows_;
+  std::vector<int> laneFirstRow_;  // lane -> row of depth 0, -1 when folded
+  std::size_t shape_ = 0;
+  mutable std::vector<std::uint32_t> flowOrder_;  // flows by start; see sortFlows
+  mutable std::int64_t longestFlowNs_ = 0;
+  int axisWidth_ = 1;  // the time area's width the axis was last set for
+  int scrollY_ = 0;
+  QString message_;
+  std::vector<SearchHit> hits_;
+  std::size_t currentHit_ = 0;
+  std::optional<TimelineSelection> selection_;
+  SpanRef selected_;
+  bool followLive_ = true;
+  bool showHelp_ = false;
+  enum class Drag { None, Pan, Box } drag_ = Drag::None;
+  QPoint dragStart_, dragLast_;
+  bool dragMoved_ = false;
+};
+
+}  // namespace parascope::ui

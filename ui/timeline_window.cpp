@@ -1,0 +1,176 @@
+// TimelineWindow; see timeline_window.h.
+#include "ui/timeline_window.h"
+
+#include <QCheckBox>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTableView>
+#include <QVBoxLayout>
+#include <regex>
+
+#include "ui/timeline_export.h"
+
+namespace parascope::ui {
+
+TimelineWindow::TimelineWindow(QWidget* parent)
+    : QMainWindow(parent),
+      view_(new TimelineView),
+      stats_(new SelectionStatsModel(this)),
+      loader_(new TraceLoader(this)) {
+  setWindowTitle(tr("ParaScope timeline"));
+  auto* table = new QTableView;
+  table->setModel(stats_);
+  table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table->setMinimumWidth(380);  // name, count and total readable beside the timeline
+  auto* splitter = new QSplitter(Qt::Horizontal);
+  splitter->addWidget(view_);
+  splitter->addWidget(table);
+  splitter->setStretchFactor(0, 4);
+  splitter->setStretchFactor(1, 1);
+  auto* central = new QWidget;
+  auto* layout = new QVBoxLayout(central);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(buildSearchBar());
+  layout->addWidget(splitter, 1);
+  setCentralWidget(central);
+  progress_ = new QProgressBar;
+  cancel_ = new QPushButton(tr("Cancel"));
+  statusBar()->addPermanentWidget(progress_);
+  statusBar()->addPermanentWidget(cancel_);
+  progress_->hide();
+  cancel_->hide();
+  connect(cancel_, &QPushButton::clicked, loader_, &TraceLoader::cancel);
+  connect(loader_, &TraceLoader::progress, this, &TimelineWindow::onProgress);
+  connect(loader_, &TraceLoader::loaded, this, [this](auto index, qint64 n) {
+    progress_->hide();
+    cancel_->hide();
+    view_->setMessage({});
+    view_->setIndex(std::move(index));
+    statusBar()->showMessage(tr("%1 events").arg(n));
+  });
+  connect(loader_, &TraceLoader::failed, this, [this](const QString& message) {
+    progress_->hide();
+    cancel_->hide();
+    view_->setMessage(tr("Could not open the trace:\n%1").arg(message));
+  });
+  connect(loader_, &TraceLoader::cancelled, this, [this] {
+    progress_->hide();
+    cancel_->hide();
+    view_->setMessage(tr("Loading cancelled."));
+  });
+  connect(view_, &TimelineView::selectionChanged, this, &TimelineWindow::updateStats);
+  buildMenus();
+  resize(1400, 850);
+}
+
+QWidget* TimelineWindow::buildSearchBar() {
+  auto* bar = new QWidget;
+  auto* row = new QHBoxLayout(bar);
+  row->setContentsMargins(6, 4, 6, 4);
+  search_ = new QLineEdit;
+  search_->setPlaceholderText(tr("Search span names"));
+  regex_ = new QCheckBox(tr("Regex"));
+  auto* prev = new QPushButton(tr("Previous"));
+  auto* next = new QPushButton(tr("Next"));
+  hitCount_ = new QLabel;
+  row->addWidget(search_, 1);
+  row->addWidget(regex_);
+  row->addWidget(prev);
+  row->addWidget(next);
+  row->addWidget(hitCount_);
+  connect(search_, &QLineEdit::returnPressed, this, &TimelineWindow::runSearch);
+  connect(regex_, &QCheckBox::toggled, this, &TimelineWindow::runSearch);
+  connect(prev, &QPushButton::clicked, this, [this] { view_->nextHit(-1); });
+  connect(next, &QPushButton::clicked, this, [this] { view_->nextHit(+1); });
+  return bar;
+}
+
+void TimelineWindow::runSearch() {
+  try {
+    const std::size_t n = view_->setSearch(search_->text(), regex_->isChecked());
+    hitCount_->setText(tr("%1 hits").arg(n));
+  } catch (const std::regex_error& e) {
+    hitCount_->setText(tr("bad regular expression: %1").arg(e.what()));
+  }
+}
+
+void TimelineWindow::updateStats() {
+  const auto sel = view_->selection();
+  if (!sel) return;
+  stats_->setStats(selectionStats(view_->index(), sel->lanes, sel->fromNs, sel->toNs));
+}
+
+void TimelineWindow::onProgress(const QString& stage, double fraction) {
+  progress_->show();
+  cancel_->show();
+  progress_->setFormat(stage + QStringLiteral(" %p%"));
+  if (fraction < 0) {
+    progress_->setRange(0, 0);
+  } else {
+    progress_->setRange(0, 1000);
+    progress_->setValue(static_cast<int>(fraction * 1000));
+  }
+  view_->setMessage(stage + QStringLiteral("…"));
+}
+
+void TimelineWindow::openFiles(const QStringList& paths) {
+  if (paths.isEmpty()) return;
+  setWindowTitle(tr("ParaScope timeline — %1").arg(paths.join(", ")));
+  loader_->load(paths);
+}
+
+void TimelineWindow::exportWith(const QString& title, const QString& filter,
+                                const std::function<void(const std::string&)>& write) {
+  const QString path = QFileDialog::getSaveFileName(this, title, {}, filter);
+  if (path.isEmpty()) return;
+  try {
+    write(path.toStdString());
+    statusBar()->showMessage(tr("Wrote %1").arg(path));
+  } catch (const std::exception& e) {
+    QMessageBox::warning(this, title, QString::fromUtf8(e.what()));
+  }
+}
+
+void TimelineWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("&Open…"), this, [this] {
+    openFiles(QFileDialog::getOpenFileNames(this, tr("Open traces"), {},
+                                            tr("Traces (*.json *.json.gz);;All files (*)")));
+  });
+  file->addAction(tr("Export trace (selection or all)…"), this, [this] {
+    exportWith(tr("Export trace"), tr("Chrome trace (*.json *.json.gz)"), [this](auto& path) {
+      const auto sel = view_->selection();
+      const TimelineIndex& index = view_->index();
+      exportTraceRange(index, sel ? sel->fromNs : index.beginNs(), sel ? sel->toNs : index.endNs(),
+                       path);
+    });
+  });
+  file->addAction(tr("Export view as PNG…"), this, [this] {
+    exportWith(tr("Export PNG"), tr("PNG (*.png)"), [this](auto& p) { exportViewPng(*view_, p); });
+  });
+  file->addAction(tr("Export view as SVG…"), this, [this] {
+    exportWith(tr("Export SVG"), tr("SVG (*.svg)"), [this](auto& p) { exportViewSvg(*view_, p); });
+  });
+  file->addAction(tr("Export selection statistics as CSV…"), this, [this] {
+    exportWith(tr("Export CSV"), tr("CSV (*.csv)"),
+               [this](auto& p) { exportStatsCsv(stats_->stats(), p); });
+  });
+  file->addSeparator();
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+  QMenu* viewMenu = menuBar()->addMenu(tr("&View"));
+  viewMenu->addAction(tr("Fit all (Home)"), this, [this] { view_->fitAll(); });
+  QAction* byStage = viewMenu->addAction(tr("Order ranks by pipeline stage"));
+  byStage->setCheckable(true);
+  connect(byStage, &QAction::toggled, view_, &TimelineView::setOrderByStage);
+}
+
+}  // namespace parascope::ui

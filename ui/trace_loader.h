@@ -1,0 +1,43 @@
+// Loads trace files and builds the timeline index on a worker thread, reporting progress and
+// honouring cancel (hotspot's job tracker: results come back to the GUI thread through a
+// queued call and a result from a superseded or cancelled load is dropped). Failures (missing,
+// corrupt, truncated or unsupported files) arrive as a message, never as a crash.
+#pragma once
+
+#include <QObject>
+#include <QStringList>
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include "ui/timeline_index.h"
+
+namespace parascope::ui {
+
+class TraceLoader : public QObject {
+  Q_OBJECT
+ public:
+  explicit TraceLoader(QObject* parent = nullptr);
+  ~TraceLoader() override;  // cancels and joins a running load
+
+  // Files are read as one trace (one file per rank, or one merged file).
+  void load(const QStringList& paths);
+  void cancel();
+  bool running() const { return worker_.joinable() && !finished_; }
+
+ signals:
+  void progress(const QString& stage, double fraction);  // fraction < 0: unknown
+  void loaded(std::shared_ptr<parascope::ui::TimelineIndex> index, qint64 eventCount);
+  void failed(const QString& message);
+  void cancelled();
+
+ private:
+  void run(QStringList paths, std::uint64_t job);
+  void join();
+
+  std::thread worker_;
+  std::atomic<std::uint64_t> job_{0};  // bumped by load and cancel: older jobs are stale
+  std::atomic<bool> finished_{true};   // written by the worker as it ends
+};
+
+}  // namespace parascope::ui
