@@ -53,16 +53,16 @@ std::pair<std::string, std::pair<std::string, std::string>> firstDifference(cons
 SettingList canonicalSettings(const nlohmann::json& doc) {
   SettingList out;
   // Explicit stack: documents are depth-limited, but the walk needs no recursion either way.
-  std::vector<std::pair<std::string, const nlohmann::json*>> todo{{"", &doc}};
-  while (!todo.empty()) {
-    auto [path, node] = todo.back();
-    todo.pop_back();
+  std::vector<std::pair<std::string, const nlohmann::json*>> pending{{"", &doc}};
+  while (!pending.empty()) {
+    auto [path, node] = pending.back();
+    pending.pop_back();
     if (!node->is_object() || node->empty()) {
       out.emplace_back(path, node->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       continue;
     }
     for (auto it = node->begin(); it != node->end(); ++it) {
-      todo.emplace_back(path.empty() ? it.key() : path + "." + it.key(), &it.value());
+      pending.emplace_back(path.empty() ? it.key() : path + "." + it.key(), &it.value());
     }
   }
   std::sort(out.begin(), out.end());
