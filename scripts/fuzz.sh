@@ -1,32 +1,45 @@
 #!/usr/bin/env bash
-# Fuzzes the trace importer with libFuzzer (clang-14 from Debian, ASan+UBSan) in build-fuzz.
-#   scripts/fuzz.sh [--time SECONDS] [--jobs N]
-# Starts from the committed corpus (tests/profiler/fuzz_corpus) and keeps what it discovers in
-# build-fuzz/corpus, so later runs continue from there. A crash leaves crash-* in build-fuzz;
-# replay one with build-fuzz/profiler/parascope_import_fuzzer build-fuzz/crash-...
-# The test suite runs a short deterministic replay of the same entry point (profiler_fuzz_replay).
+# Fuzzes with libFuzzer (clang-14 from Debian, ASan+UBSan) in build-fuzz.
+#   scripts/fuzz.sh [--target import|config|safetensors] [--time SECONDS] [--jobs N]
+# Targets: the trace importer (default; corpus tests/profiler/fuzz_corpus), the config path
+# (a file's text, then after a NUL byte one key.path=value override per line; seeds: the
+# shipped configs and tests/core/fuzz_corpus/config), and the safetensors reader (seeds: the
+# test fixtures and tests/core/fuzz_corpus/safetensors). What a run discovers is kept in
+# build-fuzz/corpus-TARGET, so later runs continue from there. A crash leaves crash-* in
+# build-fuzz; replay one with build-fuzz/<dir>/parascope_TARGET_fuzzer build-fuzz/crash-...
+# The test suite runs a short deterministic replay of each entry point (*_fuzz_replay).
+# A long run, as documented in docs/limits.md: scripts/fuzz.sh --target config --time 3600
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=600
 jobs=1
+target=import
 while (($#)); do
   case "$1" in
     --time) seconds="$2"; shift ;;
     --jobs) jobs="$2"; shift ;;
-    *) echo "fuzz.sh: unknown option '$1' (allowed: --time SECONDS, --jobs N)" >&2; exit 2 ;;
+    --target) target="$2"; shift ;;
+    *) echo "fuzz.sh: unknown option '$1' (allowed: --target import|config|safetensors, --time SECONDS, --jobs N)" >&2; exit 2 ;;
   esac
   shift
 done
+
+case "$target" in
+  import) binary=profiler/parascope_import_fuzzer; seeds=(../tests/profiler/fuzz_corpus); max_len=65536 ;;
+  config) binary=core/fuzz/parascope_config_fuzzer; seeds=(../tests/core/fuzz_corpus/config ../resources/configs); max_len=4096 ;;
+  safetensors) binary=core/fuzz/parascope_safetensors_fuzzer; seeds=(../tests/core/fuzz_corpus/safetensors ../tests/fixtures); max_len=262144 ;;
+  *) echo "fuzz.sh: unknown target '$target' (allowed: import, config, safetensors)" >&2; exit 2 ;;
+esac
 
 command -v clang++-14 >/dev/null || { echo "fuzz.sh: clang++-14 not found (apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 2; }
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DPARASCOPE_BUILD_TESTS=OFF -DPARASCOPE_FUZZ=ON -DPARASCOPE_SANITIZE=address,undefined
-cmake --build build-fuzz --target parascope_import_fuzzer --parallel "$(nproc)"
+cmake --build build-fuzz --target "$(basename "$binary")" --parallel "$(nproc)"
 
-mkdir -p build-fuzz/corpus
+mkdir -p "build-fuzz/corpus-$target"
 cd build-fuzz
-ASAN_OPTIONS=detect_leaks=1 ./profiler/parascope_import_fuzzer \
-  -max_total_time="$seconds" -jobs="$jobs" -workers="$jobs" -max_len=65536 -rss_limit_mb=2048 \
-  -timeout=10 corpus ../tests/profiler/fuzz_corpus
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 "./$binary" \
+  -max_total_time="$seconds" -jobs="$jobs" -workers="$jobs" -max_len="$max_len" -rss_limit_mb=2048 \
+  -timeout=10 "corpus-$target" "${seeds[@]}"

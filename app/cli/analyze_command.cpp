@@ -63,12 +63,8 @@ void printJson(const TraceData& t, const AnalyzeOptions& o) {
           {"bubble_fraction", b.bubbleFraction}});
   }
   const CommVolume v = computeCommVolume(t);
-  for (std::int32_t src : v.matrix.ranks) {
-    for (std::int32_t dst : v.matrix.ranks) {
-      if (std::int64_t bytes = v.matrix.at(src, dst)) {
-        line({{"section", "comm_matrix"}, {"src", src}, {"dst", dst}, {"bytes", bytes}});
-      }
-    }
+  for (const auto& [pair, bytes] : v.matrix.cells) {
+    line({{"section", "comm_matrix"}, {"src", pair.first}, {"dst", pair.second}, {"bytes", bytes}});
   }
   for (const auto& op : v.ops) {
     line({{"section", "comm_op"},
@@ -123,12 +119,8 @@ void printCommunication(const TraceData& t) {
       std::printf("\n");
     }
   } else {
-    for (std::int32_t src : v.matrix.ranks) {
-      for (std::int32_t dst : v.matrix.ranks) {
-        if (std::int64_t b = v.matrix.at(src, dst)) {
-          std::printf("  %d -> %d  %lld\n", src, dst, static_cast<long long>(b));
-        }
-      }
+    for (const auto& [pair, bytes] : v.matrix.cells) {
+      std::printf("  %d -> %d  %lld\n", pair.first, pair.second, static_cast<long long>(bytes));
     }
   }
   std::printf("\nCommunication per operation\n%-40s %8s %14s %12s\n", "operation", "count", "bytes",

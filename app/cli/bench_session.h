@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/train/config.h"
+#include "core/config/config.h"
 #include "profiler/tracer.h"
 
 namespace parascope::cli {

@@ -3,7 +3,7 @@
 // rank's measured idle fraction next to its schedule's ideal bubble, peak activation memory.
 #pragma once
 
-#include "core/train/config.h"
+#include "core/config/config.h"
 
 namespace parascope::cli {
 

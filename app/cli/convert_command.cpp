@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "core/common/output_file.h"
 #include "profiler/io/chrome_export.h"
 #include "profiler/io/chrome_import.h"
 
@@ -24,6 +25,9 @@ struct ConvertOptions {
 };
 
 void runConvert(const ConvertOptions& o) {
+  // Before reading anything: a bad output path is refused at once, not after the import. Per
+  // rank, the names depend on the ranks read; rank 0's name stands for their directory.
+  checkOutputPath(o.perRank ? profiler::perRankPath(o.output, 0) : o.output, "-o");
   const profiler::TraceData t = profiler::importChromeTraces(o.inputs);
   std::vector<std::string> written;
   if (o.perRank) {

@@ -9,9 +9,11 @@
 
 #include "app/cli/commands.h"
 #include "core/common/error.h"
+#include "core/common/output_file.h"
+#include "core/config/config.h"
+#include "core/config/memory_estimate.h"
 #include "core/io/safetensors.h"
 #include "core/kernels/matmul.h"
-#include "core/train/config.h"
 
 namespace parascope::cli {
 
@@ -58,10 +60,13 @@ Batch readTokens(const std::string& path, int B, int T, int vocab) {
 }
 
 void runGrad(const GradOptions& o) {
+  checkOutputPath(o.out, "--out");  // before any work, not after the gradients are computed
   const TrainConfig config = parseTrainConfig(readJsonFile(o.config));
   if (config.model.kind != ModelSpec::Kind::Gpt) {
     throw UserError("grad: model.type must be \"gpt\" (token batches); got \"mlp\"");
   }
+  // One rank, no data set: the model, its gradients and one micro-batch's activations.
+  checkMemory(estimateMemory(config, 0, 1), availableMemoryBytes());
   kernels::setBlasThreads(1);
   const GptConfig& g = config.model.gpt;
   Model model;

@@ -5,6 +5,19 @@
 #include "app/cli/commands.h"
 #include "core/comm/mpi/mpi_backend.h"
 #include "core/common/error.h"
+#include "core/common/stop_signal.h"
+
+namespace {
+
+// One line on stderr, then, under mpirun, the failure notice to every peer (which would
+// otherwise wait for this rank until their timeout); returns the exit status.
+int fail(const char* prefix, const char* what, int status) {
+  std::fprintf(stderr, "%s: %s\n", prefix, what);
+  parascope::failMpiWorld(what, status);
+  return status;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ParaScope: train, benchmark and inspect parallel training, headless."};
@@ -21,21 +34,25 @@ int main(int argc, char** argv) {
   parascope::cli::registerBenchTraceCommand(*bench);
   parascope::cli::registerBenchCommCommand(*bench);
 
+  // SIGINT / SIGTERM stop the command at its next safe point (exit 130 / 143, no file left).
+  parascope::installStopSignalHandlers();
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // One line, as every other usage error; --help shows the rest.
+    std::fprintf(stderr, "error: %s (see %s --help)\n", e.what(), argv[0]);
     return 2;
   } catch (const parascope::UserError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
+    return fail("error", e.what(), 2);
+  } catch (const parascope::Interrupted& e) {
+    return fail("stopped", e.what(), e.exitCode());
+  } catch (const std::bad_alloc&) {
+    return fail("failed", "out of memory (a setting or input asks for more than this machine has)",
+                1);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "failed: %s\n", e.what());
-    // Under mpirun the peers would otherwise wait for this rank until their timeout.
-    parascope::failMpiWorld(e.what());
-    return 1;
+    return fail("failed", e.what(), 1);
   }
   return 0;
 }

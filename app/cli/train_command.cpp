@@ -15,7 +15,11 @@
 #include "app/cli/commands.h"
 #include "core/comm/mpi/mpi_backend.h"
 #include "core/common/error.h"
+#include "core/common/output_file.h"
+#include "core/common/stop_signal.h"
+#include "core/config/config_agreement.h"
 #include "core/session/session.h"
+#include "profiler/io/chrome_export.h"
 #include "profiler/run_trace.h"
 
 namespace parascope::cli {
@@ -37,7 +41,12 @@ const char* precisionName(DType t) {
 class Printer final : public SessionObserver {
  public:
   Printer(const TrainConfig& c, bool json, bool tracing)
-      : c_(c), json_(json), tty_(!json && isatty(STDOUT_FILENO)), tracing_(tracing) {}
+      // Under mpirun a rank's stdout may be a terminal (Open MPI's pty) even when mpirun's own
+      // output is redirected: plain lines there, never the bar's escape codes.
+      : c_(c),
+        json_(json),
+        tty_(!json && isatty(STDOUT_FILENO) && !launchedByMpirun()),
+        tracing_(tracing) {}
 
   void onStart(const StartReport& s) override;
   void onFinished(const FinishedReport& f) override;
@@ -195,10 +204,20 @@ void runTrain(const TrainOptions& o) {
       throw UserError("--backend mpi: start the ranks with mpirun -np N parascope-cli train ...");
     }
     options.mpiWorld = mpiWorld();
+    // This rank's own output first, then, before any collective that depends on them, every
+    // rank's settings and outputs must agree (a rank that fails here tells its peers).
+    if (!o.trace.empty()) {
+      checkOutputPath(profiler::perRankPath(o.trace, options.mpiWorld->rank()), "--trace");
+    }
+    SettingList settings = canonicalSettings(doc);
+    settings.emplace_back("--trace", nlohmann::json(o.trace).dump());
+    agreeOnSettings(*options.mpiWorld, settings);
   } else if (launchedByMpirun()) {
     throw UserError(
         "started by mpirun with the threads backend; pass --backend mpi (or set "
         "\"backend\": \"mpi\") so that the processes train together");
+  } else if (!o.trace.empty()) {
+    checkOutputPath(o.trace, "--trace");
   }
   const TrainConfig config =
       mpi ? parseTrainConfig(doc, options.mpiWorld->size()) : parseTrainConfig(doc);
@@ -208,6 +227,8 @@ void runTrain(const TrainOptions& o) {
   Printer printer(session.config(), o.json, !o.trace.empty());
   if (printing) session.addObserver(printer);
   session.run();
+  // A stop signal ended the run at a step boundary (or came after the last): exit 130 / 143.
+  if (const int signal = pendingStopSignal()) throw Interrupted(signal);
   // main() prints the failure as one line and, under MPI, tells the peers.
   if (const auto failure = session.error()) {
     if (failure->userError) throw UserError(failure->reason);

@@ -78,8 +78,14 @@ IdxArray readIdx(const std::string& path, int expectedRank) {
     total *= dim;
     if (total > (std::size_t{1} << 33)) throw UserError(path + ": data larger than 8 GiB");
   }
-  a.data.resize(total);
-  readExactly(f.get(), path, a.data.data(), total, "data");
+  // The header's claim is not trusted with an allocation: the buffer grows only as the file
+  // delivers bytes, so a short file claiming gigabytes fails as truncated after using its size.
+  constexpr std::size_t kBlock = std::size_t{16} << 20;
+  while (a.data.size() < total) {
+    const std::size_t have = a.data.size(), take = std::min(kBlock, total - have);
+    a.data.resize(have + take);
+    readExactly(f.get(), path, a.data.data() + have, take, "data");
+  }
   return a;
 }
 

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 #include "core/common/error.h"
 #include "core/common/random.h"
@@ -16,6 +15,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::size_t kBlock = 16 * 1024;
+// The corpus is held in memory per rank (docs/limits.md).
+constexpr std::uintmax_t kMaxTextBytes = std::uintmax_t{4} << 30;
 
 std::vector<fs::path> textFiles(const std::string& path) {
   std::error_code ec;
@@ -26,9 +27,11 @@ std::vector<fs::path> textFiles(const std::string& path) {
     throw UserError("data.path: '" + path + "' is neither a regular file nor a directory");
   }
   std::vector<fs::path> files;
-  for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::end(it);
-       it.increment(ec)) {
-    if (it->is_symlink() || !it->is_regular_file()) continue;
+  for (auto it = fs::recursive_directory_iterator(
+           path, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::end(it); it.increment(ec)) {
+    std::error_code entryEc;  // an unreadable entry (e.g. under /proc) is skipped, not fatal
+    if (it->is_symlink(entryEc) || !it->is_regular_file(entryEc) || entryEc) continue;
     const fs::path& p = it->path();
     if (p.extension() == ".dat" || p.filename().string().starts_with(".")) continue;
     files.push_back(p);
@@ -45,9 +48,21 @@ TextDataset::TextDataset(const std::string& path, int sequenceLength, double val
     : path_(path), sequenceLength_(sequenceLength), seed_(seed) {
   std::vector<std::uint8_t> text;
   for (const fs::path& f : textFiles(path)) {
+    // At most the size the file system states: files under /proc state 0 and never end.
+    std::error_code ec;
+    const std::uintmax_t size = fs::file_size(f, ec);
+    if (ec) continue;
+    if (text.size() + size > kMaxTextBytes) {
+      throw UserError("data.path: '" + path + "' holds more than " +
+                      std::to_string(kMaxTextBytes >> 30) +
+                      " GiB of text, the limit for a text corpus");
+    }
     std::ifstream in(f, std::ios::binary);
     if (!in) throw UserError("data.path: cannot read '" + f.string() + "'");
-    text.insert(text.end(), std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    const std::size_t at = text.size();
+    text.resize(at + size);
+    in.read(reinterpret_cast<char*>(text.data() + at), static_cast<std::streamsize>(size));
+    text.resize(at + static_cast<std::size_t>(in.gcount()));
     ++files_;
   }
   const auto window = static_cast<std::size_t>(sequenceLength) + 1;

@@ -1,19 +1,20 @@
 #include "core/io/safetensors.h"
 
+#include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
+#include "core/common/bounded_json.h"
 #include "core/common/error.h"
+#include "core/common/output_file.h"
 
 namespace parascope {
 
 namespace {
-
-constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // as the reference implementation
 
 std::string fileTypeName(DType t) {
   switch (t) {
@@ -38,10 +39,82 @@ DType parseFileType(const std::string& path, const std::string& name, const std:
 
 }  // namespace
 
+namespace {
+
+struct Entry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::uint64_t begin, end;
+};
+
+// One tensor's header entry, checked against the data section; nothing is allocated here.
+Entry parseEntry(const std::string& path, const std::string& name, const nlohmann::json& e,
+                 std::uint64_t dataSize) {
+  if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string() || !e.contains("shape") ||
+      !e["shape"].is_array() || !e.contains("data_offsets") || !e["data_offsets"].is_array() ||
+      e["data_offsets"].size() != 2) {
+    throw UserError(path + ": tensor '" + name +
+                    "' needs dtype (string), shape (array) and data_offsets ([begin, end])");
+  }
+  Entry out{name, parseFileType(path, name, e["dtype"].get<std::string>()), {}, 0, 0};
+  // Every dimension and every partial product stays within 2^40, checked before multiplying,
+  // so the product never wraps.
+  std::uint64_t numel = 1;
+  for (const auto& d : e["shape"]) {
+    if (!d.is_number_unsigned() || d.get<std::uint64_t>() > (1ull << 40)) {
+      throw UserError(path + ": tensor '" + name + "' has an invalid shape " +
+                      describeJson(e["shape"]));
+    }
+    out.shape.push_back(d.get<std::int64_t>());
+    const std::uint64_t dim = d.get<std::uint64_t>();
+    if (dim != 0 && numel > (1ull << 40) / dim) {
+      throw UserError(path + ": tensor '" + name + "' is too large");
+    }
+    numel *= dim;
+  }
+  const auto& off = e["data_offsets"];
+  if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
+    throw UserError(path + ": tensor '" + name + "' has non-integer data_offsets");
+  }
+  out.begin = off[0].get<std::uint64_t>();
+  out.end = off[1].get<std::uint64_t>();
+  if (out.begin > out.end || out.end > dataSize ||
+      out.end - out.begin != numel * dtypeSize(out.dtype)) {
+    throw UserError(path + ": tensor '" + name + "' data_offsets [" + std::to_string(out.begin) +
+                    ", " + std::to_string(out.end) + ") do not match its " + std::to_string(numel) +
+                    " " + fileTypeName(out.dtype) + " elements within the file's " +
+                    std::to_string(dataSize) + " data bytes (truncated file?)");
+  }
+  return out;
+}
+
+// Tensors may not share bytes: overlapping ranges would let a small file claim many times its
+// size in memory.
+void checkDisjoint(const std::string& path, std::vector<Entry>& entries) {
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  for (std::size_t i = 1; i < entries.size(); ++i) {
+    const Entry& prev = entries[i - 1];
+    if (entries[i].begin < prev.end) {
+      throw UserError(path + ": tensors '" + prev.name + "' and '" + entries[i].name +
+                      "' overlap in the data section (data_offsets [" + std::to_string(prev.begin) +
+                      ", " + std::to_string(prev.end) + ") and [" +
+                      std::to_string(entries[i].begin) + ", " + std::to_string(entries[i].end) +
+                      "))");
+    }
+  }
+}
+
+}  // namespace
+
 SafetensorsFile readSafetensors(const std::string& path, MemoryCategory category,
                                 Allocator& allocator) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path + ": cannot open safetensors file");
+  std::error_code ec;
+  if (!in || !std::filesystem::is_regular_file(path, ec)) {
+    throw UserError(path + ": cannot open safetensors file");
+  }
   in.seekg(0, std::ios::end);
   const auto fileSize = static_cast<std::uint64_t>(in.tellg());
   in.seekg(0);
@@ -51,66 +124,45 @@ SafetensorsFile readSafetensors(const std::string& path, MemoryCategory category
   }
   std::uint64_t headerLen = 0;
   for (int i = 7; i >= 0; --i) headerLen = (headerLen << 8) | lenBytes[i];
-  if (headerLen > kMaxHeaderBytes || headerLen > fileSize - 8) {
+  if (headerLen > kSafetensorsJsonLimits.maxBytes || headerLen > fileSize - 8) {
     throw UserError(path + ": header length " + std::to_string(headerLen) +
                     " exceeds the file size (" + std::to_string(fileSize) +
                     " bytes) or the 100 MiB limit; the file is truncated or not safetensors");
   }
   std::string header(headerLen, '\0');
   in.read(header.data(), static_cast<std::streamsize>(headerLen));
-  nlohmann::json j = nlohmann::json::parse(header, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    throw UserError(path + ": header is not a JSON object");
-  }
+  // Malformed is "not a JSON object" as before; nesting, duplicate names and numbers beyond a
+  // double are refused by name.
+  const std::optional<nlohmann::json> j =
+      parseBoundedJsonIfJson(header, path + ": header", kSafetensorsJsonLimits);
+  if (!j || !j->is_object()) throw UserError(path + ": header is not a JSON object");
   const std::uint64_t dataSize = fileSize - 8 - headerLen;
   SafetensorsFile file;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& name = it.key();
+  std::vector<Entry> entries;
+  for (auto it = j->begin(); it != j->end(); ++it) {
+    const std::string name = clipForMessage(it.key(), 200);
     const nlohmann::json& e = it.value();
-    if (name == "__metadata__") {
+    if (it.key() == "__metadata__") {
       if (!e.is_object()) throw UserError(path + ": __metadata__ must be an object");
       for (auto m = e.begin(); m != e.end(); ++m) {
         if (!m.value().is_string()) {
-          throw UserError(path + ": __metadata__." + m.key() + " must be a string");
+          throw UserError(path + ": __metadata__." + clipForMessage(m.key()) + " must be a string");
         }
         file.metadata[m.key()] = m.value().get<std::string>();
       }
       continue;
     }
-    if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string() || !e.contains("shape") ||
-        !e["shape"].is_array() || !e.contains("data_offsets") || !e["data_offsets"].is_array() ||
-        e["data_offsets"].size() != 2) {
-      throw UserError(path + ": tensor '" + name +
-                      "' needs dtype (string), shape (array) and data_offsets ([begin, end])");
+    entries.push_back(parseEntry(path, name, e, dataSize));
+    entries.back().name = it.key();
+  }
+  checkDisjoint(path, entries);
+  for (const Entry& e : entries) {
+    Tensor t = Tensor::empty(e.shape, e.dtype, category, allocator);
+    in.seekg(static_cast<std::streamoff>(8 + headerLen + e.begin));
+    if (!in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(e.end - e.begin))) {
+      throw UserError(path + ": could not read tensor '" + clipForMessage(e.name, 200) + "'");
     }
-    const DType dtype = parseFileType(path, name, e["dtype"].get<std::string>());
-    Shape shape;
-    std::uint64_t numel = 1;
-    for (const auto& d : e["shape"]) {
-      if (!d.is_number_unsigned() || d.get<std::uint64_t>() > (1ull << 40)) {
-        throw UserError(path + ": tensor '" + name + "' has an invalid shape " + e["shape"].dump());
-      }
-      shape.push_back(d.get<std::int64_t>());
-      numel *= d.get<std::uint64_t>();
-      if (numel > (1ull << 40)) throw UserError(path + ": tensor '" + name + "' is too large");
-    }
-    const auto& off = e["data_offsets"];
-    if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
-      throw UserError(path + ": tensor '" + name + "' has non-integer data_offsets");
-    }
-    const auto begin = off[0].get<std::uint64_t>(), end = off[1].get<std::uint64_t>();
-    if (begin > end || end > dataSize || end - begin != numel * dtypeSize(dtype)) {
-      throw UserError(path + ": tensor '" + name + "' data_offsets [" + std::to_string(begin) +
-                      ", " + std::to_string(end) + ") do not match its " + std::to_string(numel) +
-                      " " + fileTypeName(dtype) + " elements within the file's " +
-                      std::to_string(dataSize) + " data bytes (truncated file?)");
-    }
-    Tensor t = Tensor::empty(shape, dtype, category, allocator);
-    in.seekg(static_cast<std::streamoff>(8 + headerLen + begin));
-    if (!in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(end - begin))) {
-      throw UserError(path + ": could not read tensor '" + name + "'");
-    }
-    file.tensors.emplace(name, std::move(t));
+    file.tensors.emplace(e.name, std::move(t));
   }
   return file;
 }
@@ -118,6 +170,7 @@ SafetensorsFile readSafetensors(const std::string& path, MemoryCategory category
 void writeSafetensors(const std::string& path,
                       const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata) {
+  OutputFile out(path, "safetensors file");
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::uint64_t offset = 0;
@@ -129,21 +182,20 @@ void writeSafetensors(const std::string& path,
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keep the data 8-byte aligned
-  const std::string tmp = path + ".partial";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw UserError(path + ": cannot write (check the directory exists)");
-    std::uint64_t len = text.size();
-    unsigned char lenBytes[8];
-    for (int i = 0; i < 8; ++i) lenBytes[i] = static_cast<unsigned char>(len >> (8 * i));
-    out.write(reinterpret_cast<const char*>(lenBytes), 8);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& [name, t] : tensors) {
-      out.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
+  const std::uint64_t len = text.size();
+  unsigned char lenBytes[8];
+  for (int i = 0; i < 8; ++i) lenBytes[i] = static_cast<unsigned char>(len >> (8 * i));
+  out.write(lenBytes, 8);
+  out.write(text.data(), text.size());
+  // Large tensors in blocks, so a stop signal is honoured within one block.
+  constexpr std::size_t kBlock = std::size_t{8} << 20;
+  for (const auto& [name, t] : tensors) {
+    const auto* bytes = static_cast<const char*>(t.raw());
+    for (std::size_t at = 0; at < t.nbytes(); at += kBlock) {
+      out.write(bytes + at, std::min(kBlock, t.nbytes() - at));
     }
-    if (!out.flush()) throw UserError(path + ": write failed (disk full?)");
   }
-  std::filesystem::rename(tmp, path);
+  out.commit();
 }
 
 void loadWeights(Model& model, const std::string& path) {

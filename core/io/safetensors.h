@@ -1,7 +1,9 @@
 // Safetensors files (the Hugging Face format): an 8-byte little-endian header length, a JSON
 // header {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {...}}, then the
-// raw little-endian tensor bytes. Reading validates every offset and size against the file
-// before touching data; writing goes to a temporary file renamed into place when complete.
+// raw little-endian tensor bytes. Reading parses the header under the JSON limits
+// (core/common/bounded_json.h) and validates every offset and size against the file (tensors
+// disjoint, shapes within 2^40 elements) before allocating; writing goes through OutputFile
+// (core/common/output_file.h): checked path, temporary file, fsync, rename.
 #pragma once
 
 #include <map>

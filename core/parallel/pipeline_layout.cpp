@@ -1,5 +1,5 @@
-// Pipeline config keys and layer layouts: parsing, Megatron's layout strings, balanced splits,
-// and the messages that say which layouts would be valid.
+// Layer layouts: Megatron's layout strings, balanced splits, and the messages that say which
+// layouts would be valid. The pipeline keys are read in core/config/pipeline_config.cpp.
 #include "core/parallel/pipeline_layout.h"
 
 #include <numeric>
@@ -28,7 +28,8 @@ std::vector<std::string> splitLayoutString(const std::string& text) {
                std::isdigit(static_cast<unsigned char>(text[i + 1]))) {
       std::size_t end = i + 1;
       while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
-      const long n = std::stol(text.substr(i + 1, end - i - 1));
+      // Five digits or more is out of range; stol would overflow on a long run of digits.
+      const long n = end - i - 1 > 4 ? 99999 : std::stol(text.substr(i + 1, end - i - 1));
       if (n < 1 || n > 4096) {
         throw UserError("config: pipeline_model_parallel_layout \"" + text + "\": repeat count " +
                         str(n) + " is out of range; allowed 1..4096");
@@ -106,32 +107,6 @@ std::string_view recomputeName(Recompute r) {
     case Recompute::Full: return "full";
   }
   return "none";
-}
-
-PipelineSpec parsePipelineSpec(JsonReader& top, const nlohmann::json& doc, int pipelineSize) {
-  PipelineSpec s;
-  std::vector<std::string> names;
-  for (const ScheduleInfo* info : scheduleTable()) names.emplace_back(info->name);
-  const bool named = top.has("pipeline_schedule");
-  s.schedule = top.choice("pipeline_schedule", s.schedule, names);
-  s.chunks = static_cast<int>(top.integer("virtual_pipeline_model_parallel_size", 1, 1, 4096));
-  const std::string recompute =
-      top.choice("recompute_granularity", "none", {"none", "selective", "full"});
-  s.recompute = recompute == "full"        ? Recompute::Full
-                : recompute == "selective" ? Recompute::Selective
-                                           : Recompute::None;
-  const char* layoutKey = "pipeline_model_parallel_layout";
-  if (doc.is_object() && doc.contains(layoutKey) && doc[layoutKey].is_array()) {
-    for (std::int64_t n : top.integers(layoutKey, {}, 4096, 1, 1 << 20)) {
-      s.layerCounts.push_back(static_cast<int>(n));
-    }
-  } else {
-    s.layoutText = top.string(layoutKey, "");
-  }
-  const bool laidOut = !s.layerCounts.empty() || !s.layoutText.empty();
-  s.enabled =
-      pipelineSize > 1 || s.chunks > 1 || s.recompute != Recompute::None || named || laidOut;
-  return s;
 }
 
 std::vector<LayerRange> resolveLayout(const PipelineSpec& spec, int pipelineSize,

@@ -2,7 +2,8 @@
 // the layer layout itself: which contiguous range of a model's layers each virtual pipeline
 // stage runs. Balanced by default (Megatron: transformer blocks split evenly, the embedding on
 // the first stage, the head on the last), or given as Megatron's layout string or a list of
-// layer counts. Parsing and checking only; the executor (pipeline_executor.h) runs the stages.
+// layer counts. Checking only (the keys are read in core/config/pipeline_config.h); the executor
+// (pipeline_executor.h) runs the stages.
 #pragma once
 
 #include <cstdint>
@@ -10,9 +11,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "core/common/json_reader.h"
 #include "core/parallel/schedule.h"
 
 namespace parascope {
@@ -42,11 +40,6 @@ struct PipelineSpec {
   bool enabled = false;
   std::vector<LayerRange> stages;  // per virtual stage, resolved against the model (resolveLayout)
 };
-
-// Reads pipeline_schedule, virtual_pipeline_model_parallel_size, pipeline_model_parallel_layout
-// and recompute_granularity from the top level of `doc` (read through `top`, so that finish()
-// knows them). UserError naming the key for a bad value.
-PipelineSpec parsePipelineSpec(JsonReader& top, const nlohmann::json& doc, int pipelineSize);
 
 // How a model's layer list reads to a layout: `pre` layers before the repeated blocks (GPT: the
 // embedding, letter E), `blocks` blocks (t), `post` after (GPT: the head, L). The string form

@@ -1,14 +1,13 @@
 // How a run is spread over ranks: the parallel degrees (Megatron's names), the batch split
-// (DeepSpeed's names, resolved in core/train/config.cpp), ZeRO stage, precision, gradient
-// bucketing and the rank backend. Parsing refuses every invalid or unavailable combination
-// before any rank starts, naming the keys. The mesh built from it is in mesh.h.
+// (DeepSpeed's names), ZeRO stage, precision, gradient bucketing and the rank backend. The keys
+// are read and checked in core/config/strategy_config.h; the mesh built from it is in mesh.h.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
-#include "core/common/json_reader.h"
 #include "core/tensor/dtype.h"
 
 namespace parascope {
@@ -43,10 +42,5 @@ struct ParallelStrategy {
 
   int worldSize() const { return tensor * pipeline * data; }
 };
-
-// Reads the strategy keys from the top level of a config. worldSize > 0 is a world whose size
-// is fixed from outside (mpirun): data_parallel_size then defaults to what fills it and must
-// match it. Throws UserError naming the keys for any invalid or unavailable combination.
-ParallelStrategy parseStrategy(JsonReader& top, int worldSize);
 
 }  // namespace parascope

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/config/config.h"
 #include "core/model/model.h"
-#include "core/train/config.h"
 
 namespace parascope {
 

@@ -4,7 +4,11 @@
 #include <exception>
 
 #include "core/comm/launch.h"
+#include "core/comm/mpi/mpi_backend.h"
 #include "core/common/error.h"
+#include "core/common/output_file.h"
+#include "core/common/stop_signal.h"
+#include "core/config/memory_estimate.h"
 #include "core/session/run_summary.h"
 #include "core/trace/trace.h"
 
@@ -69,6 +73,9 @@ void Session::trainRank(Communicator& world, Allocator& allocator) {
   EvalReport last;
   bool stopped = false;
   for (int boundary = 0; trainer.stepsDone() < config_.trainIters; ++boundary) {
+    // A step boundary is the safe point for SIGINT / SIGTERM (core/common/stop_signal.h): the
+    // run ends as failed, so nothing half-done (weights, trace) is written.
+    throwIfStopRequested();
     if (!gate_.next(world, boundary)) {
       stopped = true;
       break;
@@ -103,6 +110,17 @@ void Session::trainRank(Communicator& world, Allocator& allocator) {
   }
 }
 
+// What can be refused without any work is refused before any rank allocates: an output path
+// that cannot be written, and a run that cannot fit in this machine's memory (the estimate of
+// core/config/memory_estimate.h, times the ranks sharing the machine). Every rank checks the
+// same config, so under MPI all refuse together.
+void Session::checkBeforeStart(bool mpi) const {
+  if (!config_.saveWeights.empty()) checkOutputPath(config_.saveWeights, "save_weights");
+  const int sharing = mpi ? mpiRanksOnThisNode() : config_.parallel.worldSize();
+  checkMemory(estimateMemory(config_, dataBytesInMemory(config_.data), sharing),
+              availableMemoryBytes());
+}
+
 void Session::runRank(Communicator& world, Allocator& allocator) {
   try {
     trainRank(world, allocator);
@@ -118,6 +136,7 @@ FinishedReport Session::run() {
   const int ranks = mpi ? options_.mpiWorld->size() : config_.parallel.worldSize();
   std::string tracePath;
   try {
+    checkBeforeStart(mpi);
     if (options_.recorder) options_.recorder->begin(mpi ? &*options_.mpiWorld : nullptr, ranks);
     if (mpi) {
       runRank(*options_.mpiWorld, defaultAllocator());

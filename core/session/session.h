@@ -59,6 +59,7 @@ class Session {
   std::optional<ErrorReport> error() const;
 
  private:
+  void checkBeforeStart(bool mpi) const;
   void runRank(Communicator& world, Allocator& allocator);
   void trainRank(Communicator& world, Allocator& allocator);
   void recordFailure(int rank, const std::exception& e);

@@ -3,13 +3,18 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/common/checked_math.h"
+
 namespace parascope {
 
 std::int64_t shapeNumel(const Shape& shape) {
   std::int64_t n = 1;
   for (std::int64_t d : shape) {
     if (d < 0) throw std::invalid_argument("negative dimension in shape " + shapeString(shape));
-    n *= d;
+    const std::optional<std::int64_t> product = checkedMul(n, d);
+    if (!product)
+      throw std::length_error("shape " + shapeString(shape) + " has more than 2^63 elements");
+    n = *product;
   }
   return n;
 }

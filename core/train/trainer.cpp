@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/common/error.h"
+#include "core/config/pipeline_config.h"
 #include "core/data/idx_dataset.h"
 #include "core/data/text_dataset.h"
 #include "core/io/safetensors.h"
@@ -13,7 +14,6 @@
 #include "core/kernels/matmul.h"
 #include "core/model/gpt_tensor_parallel.h"
 #include "core/trace/trace.h"
-#include "core/train/pipeline_config.h"
 #include "core/train/pipeline_trainer.h"
 
 namespace parascope {

@@ -16,11 +16,11 @@
 #include <memory>
 #include <vector>
 
+#include "core/config/config.h"
 #include "core/data/dataset.h"
 #include "core/model/model.h"
 #include "core/parallel/mesh.h"
 #include "core/parallel/tensor_parallel.h"
-#include "core/train/config.h"
 #include "core/train/grad_reducer.h"
 #include "core/train/loss_scaler.h"
 #include "core/train/optimizer.h"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/common/checked_math.h"
 #include "profiler/analysis/intervals.h"
 
 namespace parascope::profiler {
@@ -78,10 +79,11 @@ StepBreakdown measure(const std::vector<const Event*>& events, bool gpu, std::in
   r.communicationNs = totalLength(comm);
   r.exposedCommunicationNs = lengthOutside(comm, compute);
   r.otherNs = lengthOutside(other, computeOrComm);
-  r.idleNs = (hi - lo) - totalLength(unionOf(computeOrComm, other));
+  r.idleNs = saturatingSub(saturatingSub(hi, lo), totalLength(unionOf(computeOrComm, other)));
   if (r.communicationNs > 0) {
-    r.overlapRatio = static_cast<double>(r.communicationNs - r.exposedCommunicationNs) /
-                     static_cast<double>(r.communicationNs);
+    r.overlapRatio =
+        static_cast<double>(saturatingSub(r.communicationNs, r.exposedCommunicationNs)) /
+        static_cast<double>(r.communicationNs);
   }
   return r;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/common/checked_math.h"
 #include "profiler/trace_data.h"
 
 namespace parascope::profiler {
@@ -23,7 +24,7 @@ struct StepBreakdown {
   double overlapRatio = 0;                  // hidden communication / communication, 0 if none
   bool gpu = false;
 
-  std::int64_t windowNs() const { return windowEndNs - windowStartNs; }
+  std::int64_t windowNs() const { return saturatingSub(windowEndNs, windowStartNs); }
 };
 
 // One row per (rank, step), ordered by rank then step.

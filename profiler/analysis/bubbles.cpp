@@ -6,6 +6,7 @@
 #include <map>
 #include <tuple>
 
+#include "core/common/checked_math.h"
 #include "profiler/analysis/intervals.h"
 
 namespace parascope::profiler {
@@ -49,9 +50,9 @@ std::vector<StageBubble> computeBubbles(const TraceData& trace) {
     b.step = std::get<0>(key);
     b.stage = std::get<1>(key);
     b.rank = std::get<2>(key);
-    b.windowNs = w.end - w.start;
+    b.windowNs = saturatingSub(w.end, w.start);
     b.busyNs = totalLength(unite(std::move(intervals)));
-    b.bubbleNs = b.windowNs - b.busyNs;
+    b.bubbleNs = saturatingSub(b.windowNs, b.busyNs);
     b.bubbleFraction =
         b.windowNs > 0 ? static_cast<double>(b.bubbleNs) / static_cast<double>(b.windowNs) : 0;
     out.push_back(b);

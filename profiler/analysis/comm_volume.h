@@ -1,11 +1,15 @@
 // Who sends how many bytes to whom. Built from the communication layer's own accounting as
 // recorded: every Communication event with a peer and without flag::kReceive adds its bytes
 // to matrix[rank][peer] (a collective records one Instant per peer it sends to); per-operation
-// totals count Communication spans by name.
+// totals count Communication spans by name. The matrix holds only the pairs that communicated,
+// so a trace naming many peers costs memory in its events, not in the square of its ranks;
+// sums saturate at INT64_MAX (byte counts come from files).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "profiler/trace_data.h"
@@ -13,9 +17,10 @@
 namespace parascope::profiler {
 
 struct CommMatrix {
-  std::vector<std::int32_t> ranks;  // row/column i is rank ranks[i]
-  std::vector<std::int64_t> bytes;  // row-major, ranks.size()^2, sender x receiver
-  std::int64_t at(std::int32_t src, std::int32_t dst) const;
+  std::vector<std::int32_t> ranks;  // every rank that sent or received, ascending
+  // (sender, receiver) -> bytes, only pairs with bytes > 0, ordered by sender then receiver.
+  std::map<std::pair<std::int32_t, std::int32_t>, std::int64_t> cells;
+  std::int64_t at(std::int32_t src, std::int32_t dst) const;  // 0 for pairs that never spoke
   std::int64_t total() const;
 };
 

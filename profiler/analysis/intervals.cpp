@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "core/common/checked_math.h"
+
 namespace parascope::profiler {
 
 std::vector<Interval> unite(std::vector<Interval> v) {
@@ -22,7 +24,7 @@ std::vector<Interval> unite(std::vector<Interval> v) {
 
 std::int64_t totalLength(const std::vector<Interval>& disjoint) {
   std::int64_t sum = 0;
-  for (const Interval& i : disjoint) sum += i.end - i.start;
+  for (const Interval& i : disjoint) sum = saturatingAdd(sum, saturatingSub(i.end, i.start));
   return sum;
 }
 
@@ -32,10 +34,11 @@ std::int64_t lengthOutside(const std::vector<Interval>& a, const std::vector<Int
   for (const Interval& i : a) {
     while (j < b.size() && b[j].end <= i.start) ++j;
     for (std::size_t k = j; k < b.size() && b[k].start < i.end; ++k) {
-      covered += std::min(i.end, b[k].end) - std::max(i.start, b[k].start);
+      covered = saturatingAdd(
+          covered, saturatingSub(std::min(i.end, b[k].end), std::max(i.start, b[k].start)));
     }
   }
-  return totalLength(a) - covered;
+  return saturatingSub(totalLength(a), covered);
 }
 
 std::vector<Interval> unionOf(const std::vector<Interval>& a, const std::vector<Interval>& b) {

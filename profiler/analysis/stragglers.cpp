@@ -6,6 +6,8 @@
 #include <string>
 #include <tuple>
 
+#include "core/common/checked_math.h"
+
 namespace parascope::profiler {
 
 std::vector<StragglerStats> computeStragglers(const TraceData& trace) {
@@ -38,8 +40,8 @@ std::vector<StragglerStats> computeStragglers(const TraceData& trace) {
       StragglerStats& s = stats[rank];
       s.rank = rank;
       ++s.collectives;
-      const std::int64_t late = t - first;
-      s.totalLatenessNs += late;
+      const std::int64_t late = saturatingSub(t, first);
+      s.totalLatenessNs = saturatingAdd(s.totalLatenessNs, late);
       s.maxLatenessNs = std::max(s.maxLatenessNs, late);
       if (t == last && last > first) ++s.timesLast;
     }

@@ -351,10 +351,18 @@ void Importer::parseRoot() {
       for (auto df : take(v.get_object(), "\"distributedInfo\" must be an object")) {
         od::field d = take(std::move(df), "malformed member");
         std::string_view dk = take(d.unescaped_key(), "malformed key");
-        if (dk == "rank") infoRank_ = static_cast<std::int32_t>(integer(d.value(), "rank"));
-        if (dk == "world_size") {
-          out_.worldSize = static_cast<int>(integer(d.value(), "world_size"));
-        }
+        // Ranks are int32 everywhere downstream: a larger value is refused, never truncated.
+        auto rankField = [&](const char* name, std::int64_t min) {
+          const std::int64_t x = integer(d.value(), name);
+          if (x < min || x > INT32_MAX) {
+            throw ParseFailure{"distributedInfo." + std::string(name) + " = " + std::to_string(x) +
+                               " is out of range; allowed " + std::to_string(min) + ".." +
+                               std::to_string(INT32_MAX)};
+          }
+          return static_cast<std::int32_t>(x);
+        };
+        if (dk == "rank") infoRank_ = rankField("rank", 0);
+        if (dk == "world_size") out_.worldSize = rankField("world_size", 0);
       }
     }
   }

@@ -1,11 +1,9 @@
-// Trace file writing (temporary + rename) and bounded reading with gzip support.
+// Trace file writing (deflate into an OutputFile) and bounded reading with gzip support.
 #include "profiler/io/trace_file.h"
 
-#include <unistd.h>
 #include <zlib.h>
 
-#include <cerrno>
-#include <cstring>
+#include <cstdint>
 
 #include "core/common/error.h"
 
@@ -17,65 +15,55 @@ bool endsWith(std::string_view s, std::string_view suffix) {
 }
 }  // namespace
 
-TraceFileWriter::TraceFileWriter(std::string path)
-    : path_(std::move(path)), tmpPath_(path_ + ".tmp" + std::to_string(::getpid())) {
+TraceFileWriter::TraceFileWriter(std::string path) : file_(std::move(path), "trace file") {
   buffer_.reserve(kFlushAt + 4096);
-  if (endsWith(path_, ".gz")) {
-    gz_ = gzopen(tmpPath_.c_str(), "wb6");
-    if (!gz_) fail("cannot create");
-  } else {
-    file_ = std::fopen(tmpPath_.c_str(), "wb");
-    if (!file_) fail("cannot create");
+  if (endsWith(file_.path(), ".gz")) {
+    auto* z = new z_stream{};
+    // windowBits 15 + 16: a gzip wrapper, as gzopen writes; level 6 as "wb6".
+    if (deflateInit2(z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      delete z;
+      file_.fail("cannot start the gzip encoder");
+    }
+    gz_ = z;
   }
 }
 
 TraceFileWriter::~TraceFileWriter() {
-  if (file_ || gz_) {
-    if (file_) std::fclose(file_);
-    if (gz_) gzclose(static_cast<gzFile>(gz_));
-    std::remove(tmpPath_.c_str());
+  if (gz_) {
+    deflateEnd(static_cast<z_stream*>(gz_));
+    delete static_cast<z_stream*>(gz_);
   }
 }
 
-void TraceFileWriter::fail(const char* what) {
-  const int err = errno;
-  if (file_) std::fclose(file_);
-  if (gz_) gzclose(static_cast<gzFile>(gz_));
-  file_ = nullptr;
-  gz_ = nullptr;
-  std::remove(tmpPath_.c_str());
-  throw UserError(std::string(what) + " trace file '" + path_ + "': " + std::strerror(err));
+// Deflates `in` (with Z_FINISH at the end) into the file in 64 KiB pieces.
+void TraceFileWriter::deflateInto(std::string_view in, int flush) {
+  auto* z = static_cast<z_stream*>(gz_);
+  z->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z->avail_in = static_cast<uInt>(in.size());
+  unsigned char out[1 << 16];
+  do {
+    z->next_out = out;
+    z->avail_out = sizeof out;
+    if (deflate(z, flush) == Z_STREAM_ERROR) file_.fail("gzip encoder failed");
+    file_.write(out, sizeof out - z->avail_out);
+  } while (z->avail_out == 0);
 }
 
 void TraceFileWriter::flush() {
   if (buffer_.empty()) return;
-  bool ok;
   if (gz_) {
-    ok = gzwrite(static_cast<gzFile>(gz_), buffer_.data(), static_cast<unsigned>(buffer_.size())) ==
-         static_cast<int>(buffer_.size());
+    deflateInto(buffer_, Z_NO_FLUSH);
   } else {
-    ok = std::fwrite(buffer_.data(), 1, buffer_.size(), file_) == buffer_.size();
+    file_.write(buffer_.data(), buffer_.size());
   }
-  if (!ok) fail("cannot write");
   written_ += buffer_.size();
   buffer_.clear();
 }
 
 void TraceFileWriter::commit() {
   flush();
-  bool ok;
-  if (gz_) {
-    ok = gzclose(static_cast<gzFile>(gz_)) == Z_OK;
-    gz_ = nullptr;
-  } else {
-    ok = std::fclose(file_) == 0;
-    file_ = nullptr;
-  }
-  if (!ok || std::rename(tmpPath_.c_str(), path_.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmpPath_.c_str());
-    throw UserError("cannot finish trace file '" + path_ + "': " + std::strerror(err));
-  }
+  if (gz_) deflateInto({}, Z_FINISH);
+  file_.commit();
 }
 
 std::string gunzipBounded(std::string_view data, std::size_t maxBytes, const std::string& what) {
@@ -83,7 +71,23 @@ std::string gunzipBounded(std::string_view data, std::size_t maxBytes, const std
   if (inflateInit2(&z, 15 + 32) != Z_OK) throw UserError(what + ": cannot start gzip decoder");
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   z.avail_in = static_cast<uInt>(data.size());
+  // A gzip member ends with its inflated size mod 2^32 (RFC 1952 ISIZE). Within the limit
+  // (below 4 GiB) it is exact: refuse a larger claim before inflating anything, and allocate
+  // the output once, so a bomb never makes the buffer double past the limit.
+  const bool gzip = data.size() >= 18 && static_cast<unsigned char>(data[0]) == 0x1f &&
+                    static_cast<unsigned char>(data[1]) == 0x8b;
+  std::size_t stated = maxBytes;
+  if (gzip) {
+    const auto* t = reinterpret_cast<const unsigned char*>(data.data() + data.size() - 4);
+    stated = t[0] | (t[1] << 8) | (t[2] << 16) | (std::uint32_t{t[3]} << 24);
+    if (stated > maxBytes) {
+      inflateEnd(&z);
+      throw UserError(what + ": states an inflated size of " + std::to_string(stated) +
+                      " bytes, more than the import limit of " + std::to_string(maxBytes));
+    }
+  }
   std::string out;
+  out.reserve(stated);
   char chunk[1 << 16];
   int rc = Z_OK;
   while (rc != Z_STREAM_END) {
@@ -96,12 +100,15 @@ std::string gunzipBounded(std::string_view data, std::size_t maxBytes, const std
       throw UserError(what + ": corrupt or truncated gzip data at compressed byte " +
                       std::to_string(at));
     }
-    out.append(chunk, sizeof chunk - z.avail_out);
-    if (out.size() > maxBytes) {
+    if (out.size() + (sizeof chunk - z.avail_out) > stated) {
       inflateEnd(&z);
-      throw UserError(what + ": inflates to more than " + std::to_string(maxBytes) +
-                      " bytes, the import limit");
+      throw UserError(what + (stated < maxBytes
+                                  ? ": inflates past the " + std::to_string(stated) +
+                                        " bytes its gzip trailer states (corrupt)"
+                                  : ": inflates to more than " + std::to_string(maxBytes) +
+                                        " bytes, the import limit"));
     }
+    out.append(chunk, sizeof chunk - z.avail_out);
     if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
       inflateEnd(&z);
       throw UserError(what + ": truncated gzip data (stream ends after " +

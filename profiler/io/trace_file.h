@@ -1,12 +1,14 @@
-// Files for traces: a streaming writer that writes to a temporary file beside the target and
-// renames it into place only when complete (readers never see half a trace), gzip when the
-// name ends in ".gz"; and bounded gzip inflation for readers.
+// Files for traces: a streaming writer over OutputFile (core/common/output_file.h: the path
+// checked up front, a temporary beside the target renamed into place only when complete, and
+// removed on any error or stop signal), gzip when the name ends in ".gz"; and bounded gzip
+// inflation for readers.
 #pragma once
 
 #include <cstddef>
-#include <cstdio>
 #include <string>
 #include <string_view>
+
+#include "core/common/output_file.h"
 
 namespace parascope::profiler {
 
@@ -36,18 +38,17 @@ class TraceFileWriter {
  private:
   static constexpr std::size_t kFlushAt = std::size_t{1} << 20;
   void flush();
-  void fail(const char* what);
+  void deflateInto(std::string_view in, int flush);
 
-  std::string path_;
-  std::string tmpPath_;
-  std::FILE* file_ = nullptr;
-  void* gz_ = nullptr;  // gzFile when compressing
+  OutputFile file_;
+  void* gz_ = nullptr;  // z_stream when compressing, deflating into file_
   std::string buffer_;
   std::size_t written_ = 0;
 };
 
 // Inflates gzip data; throws UserError naming `what` when it is corrupt, truncated or inflates
-// past maxBytes.
+// past maxBytes or past the size its trailer states (checked before inflating, and the only
+// allocation made for the output), so a gzip bomb costs no more than the limit.
 std::string gunzipBounded(std::string_view data, std::size_t maxBytes, const std::string& what);
 
 }  // namespace parascope::profiler

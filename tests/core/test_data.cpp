@@ -8,10 +8,10 @@
 #include <fstream>
 
 #include "core/common/error.h"
+#include "core/config/config.h"
 #include "core/data/idx_dataset.h"
 #include "core/data/text_dataset.h"
 #include "core/io/safetensors.h"
-#include "core/train/config.h"
 
 using namespace parascope;
 namespace fs = std::filesystem;

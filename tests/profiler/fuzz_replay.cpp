@@ -1,7 +1,8 @@
 // Replays the importer's fuzz corpus through the libFuzzer entry point, then a fixed number of
 // deterministic mutations of it (byte flips, JSON-token splices, cuts, duplications), so the
 // ordinary test suite (and its ASan/UBSan build) exercises the fuzz target without clang.
-//   fuzz_replay CORPUS_DIR ITERATIONS
+//   fuzz_replay CORPUS_DIR ITERATIONS [MORE_CORPUS_DIRS...]
+// Every fuzz target (trace importer, config, safetensors) links its own copy.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -73,14 +74,17 @@ void run(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: fuzz_replay CORPUS_DIR ITERATIONS\n");
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: fuzz_replay CORPUS_DIR ITERATIONS [MORE_CORPUS_DIRS...]\n");
     return 2;
   }
   std::vector<std::string> corpus;
-  for (const auto& entry : std::filesystem::directory_iterator(argv[1])) {
-    std::ifstream in(entry.path(), std::ios::binary);
-    corpus.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  for (int a = 1; a < argc; ++a) {
+    if (a == 2) continue;
+    for (const auto& entry : std::filesystem::directory_iterator(argv[a])) {
+      std::ifstream in(entry.path(), std::ios::binary);
+      corpus.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
   }
   if (corpus.empty()) {
     std::fprintf(stderr, "fuzz_replay: no corpus files in %s\n", argv[1]);

@@ -408,6 +408,12 @@ void MpiComm::post(const CommArgs& a, MpiRequest& req) {
 }
 
 std::shared_ptr<CommBackend> MpiComm::split(int color, int key) {
+  // MPI_Comm_split blocks without a bound; a non-blocking barrier first, polled for failure
+  // notices and the timeout, makes sure every rank has arrived before entering it.
+  MpiRequest arrived(operationPrefix("split", name(), rank_, size_), options().timeout,
+                     "unknown (a rank did not reach the split)");
+  MPICHECK(MPI_Ibarrier(control_, &arrived.request));
+  arrived.wait();
   MPI_Comm out = MPI_COMM_NULL;
   MPICHECK(MPI_Comm_split(comm_, color, key, &out));
   return std::make_shared<MpiComm>(out, name() + "/" + std::to_string(color), options());
@@ -419,7 +425,13 @@ bool launchedByMpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
 }
 
-void failMpiWorld(const std::string& reason, std::chrono::milliseconds grace) {
+int mpiRanksOnThisNode() {
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const long n = local ? std::strtol(local, nullptr, 10) : 1;
+  return n >= 1 && n <= INT_MAX ? static_cast<int>(n) : 1;
+}
+
+void failMpiWorld(const std::string& reason, int exitCode, std::chrono::milliseconds grace) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -462,8 +474,8 @@ void failMpiWorld(const std::string& reason, std::chrono::milliseconds grace) {
       return all != 0;
     });
   }
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::_Exit(1);
+  MPI_Abort(MPI_COMM_WORLD, exitCode);
+  std::_Exit(exitCode);
 }
 
 Communicator mpiWorld(CommOptions options) {

@@ -1,5 +1,6 @@
-// Pipeline keys checked against the model, the batch split and the other strategy keys.
-#include "core/train/pipeline_config.h"
+// Pipeline keys read, then checked against the model, the batch split and the other strategy
+// keys.
+#include "core/config/pipeline_config.h"
 
 #include <string>
 
@@ -7,6 +8,32 @@
 #include "core/parallel/mesh.h"
 
 namespace parascope {
+
+PipelineSpec parsePipelineSpec(JsonReader& top, const nlohmann::json& doc, int pipelineSize) {
+  PipelineSpec s;
+  std::vector<std::string> names;
+  for (const ScheduleInfo* info : scheduleTable()) names.emplace_back(info->name);
+  const bool named = top.has("pipeline_schedule");
+  s.schedule = top.choice("pipeline_schedule", s.schedule, names);
+  s.chunks = static_cast<int>(top.integer("virtual_pipeline_model_parallel_size", 1, 1, 4096));
+  const std::string recompute =
+      top.choice("recompute_granularity", "none", {"none", "selective", "full"});
+  s.recompute = recompute == "full"        ? Recompute::Full
+                : recompute == "selective" ? Recompute::Selective
+                                           : Recompute::None;
+  const char* layoutKey = "pipeline_model_parallel_layout";
+  if (doc.is_object() && doc.contains(layoutKey) && doc[layoutKey].is_array()) {
+    for (std::int64_t n : top.integers(layoutKey, {}, 4096, 1, 1 << 20)) {
+      s.layerCounts.push_back(static_cast<int>(n));
+    }
+  } else {
+    s.layoutText = top.string(layoutKey, "");
+  }
+  const bool laidOut = !s.layerCounts.empty() || !s.layoutText.empty();
+  s.enabled =
+      pipelineSize > 1 || s.chunks > 1 || s.recompute != Recompute::None || named || laidOut;
+  return s;
+}
 
 LayerSequence layerSequence(const ModelSpec& model) {
   if (model.kind == ModelSpec::Kind::Gpt) return {1, model.gpt.numLayers, 1, true};

@@ -2,7 +2,10 @@
 // what users know from DeepSpeed (train_batch_size, train_micro_batch_size_per_gpu,
 // gradient_accumulation_steps, optimizer.params, scheduler, gradient_clipping) and Megatron
 // (train_iters, eval_interval, eval_iters, log_interval). Every key is validated; see
-// docs/config.md for the full list.
+// docs/config.md for the full list. This module (core/config/) is the one place configs are
+// read: the document (config_document.cpp), the strategy keys (strategy_config.h), the pipeline
+// keys (pipeline_config.h), typed key lookup (json_reader.h), and what a run will need
+// (memory_estimate.h) and agree on across ranks (config_agreement.h).
 #pragma once
 
 #include <cstdint>
@@ -65,11 +68,13 @@ struct TrainConfig {
 // decides how many ranks run.
 TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize = 0);
 
-// Reads a JSON file; a missing file or a syntax error is a UserError naming the file and the
-// byte offset.
+// Reads a config file under the JSON limits (core/common/bounded_json.h): a missing, oversized
+// or special file, a syntax error (with line and column), a duplicate key or a document that is
+// not an object is a UserError naming the file.
 nlohmann::json readJsonFile(const std::string& path);
 
-// Applies "a.b.c=value" (value parsed as JSON, else taken as a string) to the document.
+// Applies "a.b.c=value" (value parsed as JSON under the same limits, else taken as a string) to
+// the document.
 void applyOverride(nlohmann::json& j, const std::string& assignment);
 
 // Learning rate at a 0-based step.

@@ -1,17 +1,22 @@
-#include "core/train/config.h"
+// The whole config read and validated: model, data, batch sizes, optimizer and schedule here;
+// the strategy keys in strategy_config.cpp, the pipeline keys in pipeline_config.cpp.
+#include "core/config/config.h"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "core/common/error.h"
-#include "core/common/json_reader.h"
+#include "core/config/json_reader.h"
+#include "core/config/pipeline_config.h"
+#include "core/config/strategy_config.h"
 #include "core/model/gpt_tensor_parallel.h"
-#include "core/train/pipeline_config.h"
 
 namespace parascope {
 
 namespace {
+
+// In-process ranks are threads of one process, each holding its own model: beyond this a run
+// exhausts the machine before it teaches anything (docs/limits.md).
+constexpr int kMaxThreadRanks = 256;
 
 void parseModel(JsonReader r, ModelSpec& m) {
   const std::string type = r.choice("type", "gpt", {"gpt", "mlp"});
@@ -121,6 +126,15 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
                     (c.model.kind == ModelSpec::Kind::Gpt ? "text" : "idx") + "\"");
   }
   c.parallel = parseStrategy(r, worldSize);
+  if (worldSize == 0 && c.parallel.worldSize() > kMaxThreadRanks) {
+    throw UserError(
+        "config: tensor_model_parallel_size x data_parallel_size x "
+        "pipeline_model_parallel_size = " +
+        std::to_string(c.parallel.worldSize()) + " ranks, more than the " +
+        std::to_string(kMaxThreadRanks) +
+        " in-process ranks the threads backend runs; valid: at most " +
+        std::to_string(kMaxThreadRanks) + ", or more processes under mpirun");
+  }
   if (c.parallel.tensor > 1) {
     if (c.model.kind != ModelSpec::Kind::Gpt)
       throw UserError("config: tensor_model_parallel_size (" + std::to_string(c.parallel.tensor) +
@@ -141,55 +155,6 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
   r.finish();
   resolvePipeline(c);
   return c;
-}
-
-nlohmann::json readJsonFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path + ": cannot open config file");
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str();
-  try {
-    return nlohmann::json::parse(s);
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is 1-based; turn it into the line and column an editor shows.
-    std::size_t line = 1, column = 1;
-    for (std::size_t i = 0; i + 1 < e.byte && i < s.size(); ++i) {
-      column = s[i] == '\n' ? 1 : column + 1;
-      line += s[i] == '\n';
-    }
-    const std::string what = e.what();
-    throw UserError(path + ": malformed JSON at line " + std::to_string(line) + ", column " +
-                    std::to_string(column) + ": " + what.substr(what.find(':') + 2));
-  }
-}
-
-void applyOverride(nlohmann::json& j, const std::string& assignment) {
-  const auto eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0) {
-    throw UserError("override '" + assignment + "' must look like key.path=value");
-  }
-  const std::string path = assignment.substr(0, eq), text = assignment.substr(eq + 1);
-  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
-  if (value.is_discarded()) value = text;
-  nlohmann::json* node = &j;
-  std::size_t start = 0;
-  while (true) {
-    const auto dot = path.find('.', start);
-    const std::string key = path.substr(start, dot - start);
-    if (key.empty()) throw UserError("override '" + assignment + "' has an empty key");
-    if (!node->is_object()) {
-      throw UserError("override '" + assignment + "': '" + path.substr(0, start - 1) +
-                      "' is not an object");
-    }
-    if (dot == std::string::npos) {
-      (*node)[key] = value;
-      return;
-    }
-    node = &(*node)[key];
-    if (node->is_null()) *node = nlohmann::json::object();
-    start = dot + 1;
-  }
 }
 
 double learningRate(const TrainConfig& c, int step) {

@@ -1,5 +1,6 @@
-#include "core/common/json_reader.h"
+#include "core/config/json_reader.h"
 
+#include "core/common/bounded_json.h"
 #include "core/common/error.h"
 
 namespace parascope {
@@ -53,13 +54,13 @@ std::int64_t JsonReader::integer(const std::string& key, std::int64_t fallback, 
   if (v == nullptr) return fallback;
   if (!v->is_number_integer()) {
     fail(key, "must be an integer in " + std::to_string(min) + ".." + std::to_string(max) +
-                  ", got " + typeName(*v) + " (" + v->dump() + ")");
+                  ", got " + typeName(*v) + " (" + describeJson(*v) + ")");
   }
-  const std::int64_t x = v->is_number_unsigned() && v->get<std::uint64_t>() > INT64_MAX
-                             ? INT64_MAX
-                             : v->get<std::int64_t>();
-  if (x < min || x > max) {
-    fail(key, "= " + v->dump() + " is out of range; allowed " + std::to_string(min) + ".." +
+  // Beyond int64 (e.g. 2^64 - 1) is out of any allowed range; never clamped.
+  const bool huge = v->is_number_unsigned() && v->get<std::uint64_t>() > INT64_MAX;
+  const std::int64_t x = huge ? 0 : v->get<std::int64_t>();
+  if (huge || x < min || x > max) {
+    fail(key, "= " + describeJson(*v) + " is out of range; allowed " + std::to_string(min) + ".." +
                   std::to_string(max));
   }
   return x;
@@ -79,12 +80,13 @@ double JsonReader::number(const std::string& key, double fallback, double min, d
   if (v == nullptr) return fallback;
   if (!v->is_number()) {
     fail(key, "must be a number in [" + nlohmann::json(min).dump() + ", " +
-                  nlohmann::json(max).dump() + "], got " + typeName(*v) + " (" + v->dump() + ")");
+                  nlohmann::json(max).dump() + "], got " + typeName(*v) + " (" + describeJson(*v) +
+                  ")");
   }
   const double x = v->get<double>();
   if (!(x >= min && x <= max)) {
-    fail(key, "= " + v->dump() + " is out of range; allowed [" + nlohmann::json(min).dump() + ", " +
-                  nlohmann::json(max).dump() + "]");
+    fail(key, "= " + describeJson(*v) + " is out of range; allowed [" + nlohmann::json(min).dump() +
+                  ", " + nlohmann::json(max).dump() + "]");
   }
   return x;
 }
@@ -93,14 +95,15 @@ bool JsonReader::boolean(const std::string& key, bool fallback) {
   const nlohmann::json* v = find(key);
   if (v == nullptr) return fallback;
   if (!v->is_boolean())
-    fail(key, "must be true or false, got " + typeName(*v) + " (" + v->dump() + ")");
+    fail(key, "must be true or false, got " + typeName(*v) + " (" + describeJson(*v) + ")");
   return v->get<bool>();
 }
 
 std::string JsonReader::string(const std::string& key, const std::string& fallback) {
   const nlohmann::json* v = find(key);
   if (v == nullptr) return fallback;
-  if (!v->is_string()) fail(key, "must be a string, got " + typeName(*v) + " (" + v->dump() + ")");
+  if (!v->is_string())
+    fail(key, "must be a string, got " + typeName(*v) + " (" + describeJson(*v) + ")");
   return v->get<std::string>();
 }
 
@@ -112,7 +115,7 @@ std::string JsonReader::choice(const std::string& key, const std::string& fallba
   }
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-  fail(key, "= \"" + s + "\" is not supported; allowed: " + list);
+  fail(key, "= \"" + clipForMessage(s) + "\" is not supported; allowed: " + list);
 }
 
 std::vector<double> JsonReader::numbers(const std::string& key, std::vector<double> fallback,
@@ -121,11 +124,11 @@ std::vector<double> JsonReader::numbers(const std::string& key, std::vector<doub
   if (v == nullptr) return fallback;
   const std::string want = "must be an array of " + std::to_string(count) + " numbers in [" +
                            nlohmann::json(min).dump() + ", " + nlohmann::json(max).dump() + "]";
-  if (!v->is_array() || v->size() != count) fail(key, want + ", got " + v->dump());
+  if (!v->is_array() || v->size() != count) fail(key, want + ", got " + describeJson(*v));
   std::vector<double> out;
   for (const auto& e : *v) {
     if (!e.is_number() || !(e.get<double>() >= min && e.get<double>() <= max)) {
-      fail(key, want + ", got " + v->dump());
+      fail(key, want + ", got " + describeJson(*v));
     }
     out.push_back(e.get<double>());
   }
@@ -140,11 +143,13 @@ std::vector<std::int64_t> JsonReader::integers(const std::string& key,
   if (v == nullptr) return fallback;
   const std::string want = "must be an array of at most " + std::to_string(maxCount) +
                            " integers in " + std::to_string(min) + ".." + std::to_string(max);
-  if (!v->is_array() || v->size() > maxCount) fail(key, want + ", got " + v->dump());
+  if (!v->is_array() || v->size() > maxCount) fail(key, want + ", got " + describeJson(*v));
   std::vector<std::int64_t> out;
   for (const auto& e : *v) {
-    if (!e.is_number_integer() || e.get<std::int64_t>() < min || e.get<std::int64_t>() > max) {
-      fail(key, want + ", got " + v->dump());
+    const bool huge = e.is_number_unsigned() && e.get<std::uint64_t>() > INT64_MAX;
+    if (!e.is_number_integer() || huge || e.get<std::int64_t>() < min ||
+        e.get<std::int64_t>() > max) {
+      fail(key, want + ", got " + describeJson(*v));
     }
     out.push_back(e.get<std::int64_t>());
   }
@@ -154,7 +159,8 @@ std::vector<std::int64_t> JsonReader::integers(const std::string& key,
 JsonReader JsonReader::object(const std::string& key) {
   const nlohmann::json* v = find(key);
   if (v == nullptr) return JsonReader(emptyObject(), keyPath(key));
-  if (!v->is_object()) fail(key, "must be an object, got " + typeName(*v) + " (" + v->dump() + ")");
+  if (!v->is_object())
+    fail(key, "must be an object, got " + typeName(*v) + " (" + describeJson(*v) + ")");
   return JsonReader(*v, keyPath(key));
 }
 
@@ -163,7 +169,7 @@ void JsonReader::finish() const {
     if (read_.count(it.key()) == 0) {
       std::string allowed;
       for (const auto& k : read_) allowed += (allowed.empty() ? "" : ", ") + k;
-      throw UserError("config: unknown key '" + keyPath(it.key()) + "'" +
+      throw UserError("config: unknown key '" + clipForMessage(keyPath(it.key()), 120) + "'" +
                       (allowed.empty() ? std::string(" (this object takes no keys)")
                                        : "; allowed here: " + allowed));
     }

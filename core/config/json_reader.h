@@ -1,6 +1,7 @@
 // Strict reading of JSON configs: every key is looked up with its type and allowed range, and
 // finish() refuses keys nobody asked for. Errors are UserErrors naming the full key path, the
-// value and what is allowed, e.g. "config: model.num_layers = 0 is out of range; allowed 1..1024".
+// value (cut to a short prefix) and what is allowed, e.g. "config: model.num_layers = 0 is out of
+// range; allowed 1..1024". Documents come from parseBoundedJson (core/common/bounded_json.h).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,33 @@
+// Integer arithmetic on values that come from files (trace timestamps and byte counts, tensor
+// shapes, header sizes): saturating where a clamped figure is still meaningful (a total shown
+// to a user), checked where a wrong size would corrupt memory. Never signed overflow.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+namespace parascope {
+
+inline std::int64_t saturatingAdd(std::int64_t a, std::int64_t b) {
+  std::int64_t out;
+  if (!__builtin_add_overflow(a, b, &out)) return out;
+  return b > 0 ? std::numeric_limits<std::int64_t>::max()
+               : std::numeric_limits<std::int64_t>::min();
+}
+
+inline std::int64_t saturatingSub(std::int64_t a, std::int64_t b) {
+  std::int64_t out;
+  if (!__builtin_sub_overflow(a, b, &out)) return out;
+  return b < 0 ? std::numeric_limits<std::int64_t>::max()
+               : std::numeric_limits<std::int64_t>::min();
+}
+
+// a * b, or nullopt when it does not fit.
+inline std::optional<std::int64_t> checkedMul(std::int64_t a, std::int64_t b) {
+  std::int64_t out;
+  if (__builtin_mul_overflow(a, b, &out)) return std::nullopt;
+  return out;
+}
+
+}  // namespace parascope

@@ -1,0 +1,49 @@
+// The one way the engine writes a file a user named (weights, gradients, traces): the path is
+// checked before any work (its directory exists and is writable; the target is absent or a
+// regular file, never a directory, device, FIFO, socket or symbolic link), the bytes go to a
+// temporary file beside it, and only a complete, fsync'ed file is renamed over the target.
+// The temporary is removed on every error, on destruction without commit(), and when a stop
+// signal (core/common/stop_signal.h) ends the run; readers never see half a file.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace parascope {
+
+// Throws UserError "<what> '<path>': <why>; <what would be right>" if `path` cannot be written as
+// a new or replaced regular file. No file is created.
+void checkOutputPath(const std::string& path, const std::string& what);
+
+class OutputFile {
+ public:
+  // Checks the path (checkOutputPath) and creates the temporary; UserError on failure.
+  OutputFile(std::string path, std::string what);
+  ~OutputFile();  // without commit(): closes and removes the temporary
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  // Appends; UserError naming the file and the system's reason (e.g. no space left), after
+  // which the temporary is gone. Also the place a pending stop signal ends the write.
+  void write(const void* data, std::size_t bytes);
+  // The temporary's descriptor, for writers that format through another library (zlib); they
+  // must not close it.
+  int descriptor() const { return fd_; }
+  // fsync, close, and rename over the target (re-checked: a directory or device put there
+  // meanwhile is refused, never replaced); UserError on failure, the temporary removed.
+  void commit();
+  const std::string& path() const { return path_; }
+  const std::string& temporaryPath() const { return tmpPath_; }
+
+  [[noreturn]] void fail(const std::string& why);
+
+ private:
+  void discard();
+
+  std::string path_;
+  std::string what_;
+  std::string tmpPath_;
+  int fd_ = -1;
+};
+
+}  // namespace parascope

@@ -1,0 +1,199 @@
+// Memory estimate. Activation counts follow Korthikanti et al., "Reducing Activation
+// Recomputation in Large Transformer Models" (2022): a block keeps about
+// B T C (34 + 5 a T / C) bytes at 2 bytes per element, i.e. B T C (17 + 2.5 a T / C) elements;
+// selective recompute drops the attention core (the a T / C term), full recompute keeps the
+// block input only.
+#include "core/config/memory_estimate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/common/error.h"
+
+namespace parascope {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Counts {
+  double parameters = 0;   // elements this rank holds before ZeRO sharding
+  double activations = 0;  // elements kept for backward for one micro-batch
+};
+
+Counts gptCounts(const TrainConfig& c) {
+  const GptConfig& g = c.model.gpt;
+  const ParallelStrategy& s = c.parallel;
+  const double B = c.microBatch, T = g.contextLength, C = g.hiddenSize, V = g.vocabSize;
+  const double a = g.numHeads, F = static_cast<double>(g.mlpRatio) * C, t = s.tensor;
+  const double perBlock = 4 * C + 3 * C * C + 3 * C + C * C + C + 2 * F * C + F + C;
+  // The first pipeline stage: its share of the blocks (rounded up) and the embeddings; the
+  // last stage's head is tied to the embedding and no larger.
+  const double blocks = std::ceil(static_cast<double>(g.numLayers) / s.pipeline);
+  Counts n;
+  n.parameters = (blocks * perBlock + (V + T) * C + 2 * C) / t;
+  double perLayer = B * T * C * (17 + 2.5 * a * T / C) / t;
+  if (c.pipeline.recompute == Recompute::Selective) perLayer = B * T * C * 17 / t;
+  if (c.pipeline.recompute == Recompute::Full) perLayer = B * T * C;
+  // Logits and their gradient, split over the tensor group's vocabulary shards.
+  n.activations = blocks * perLayer + 2 * B * T * V / t;
+  return n;
+}
+
+Counts mlpCounts(const TrainConfig& c) {
+  const MlpConfig& m = c.model.mlp;
+  Counts n;
+  double in = m.inputSize, widths = m.inputSize;
+  for (int h : m.hiddenSizes) {
+    n.parameters += in * h + h;
+    widths += h;
+    in = h;
+  }
+  n.parameters += in * m.numClasses + m.numClasses;
+  n.activations = 3.0 * c.microBatch * (widths + m.numClasses);
+  return n;
+}
+
+// Micro-batches whose activations a rank holds at once: GPipe all of a step's, 1F1B-like
+// schedules up to the pipeline depth, one without a pipeline.
+double microBatchesInFlight(const TrainConfig& c) {
+  if (!c.pipeline.enabled) return 1;
+  const double m = c.gradientAccumulation;
+  if (c.pipeline.schedule == "gpipe") return m;
+  return std::min(m, static_cast<double>(c.parallel.pipeline) * c.pipeline.chunks);
+}
+
+std::uint32_t gzipStatedSize(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  unsigned char tail[4] = {0, 0, 0, 0};
+  in.seekg(-4, std::ios::end);
+  if (!in.read(reinterpret_cast<char*>(tail), 4)) return 0;
+  return tail[0] | (tail[1] << 8) | (tail[2] << 16) | (std::uint32_t{tail[3]} << 24);
+}
+
+double readMeminfoAvailable() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return -1;
+}
+
+double readNumber(const char* path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text) || text == "max") return -1;
+  try {
+    return std::stod(text);
+  } catch (...) {
+    return -1;
+  }
+}
+
+}  // namespace
+
+double MemoryEstimate::perRankBytes() const {
+  double sum = 0;
+  for (const MemoryItem& i : items) sum += i.bytes;
+  return sum;
+}
+
+const MemoryItem& MemoryEstimate::largest() const {
+  return *std::max_element(
+      items.begin(), items.end(),
+      [](const MemoryItem& a, const MemoryItem& b) { return a.bytes < b.bytes; });
+}
+
+MemoryEstimate estimateMemory(const TrainConfig& c, double dataBytes, int ranksSharingMemory) {
+  const ParallelStrategy& s = c.parallel;
+  const Counts n = c.model.kind == ModelSpec::Kind::Gpt ? gptCounts(c) : mlpCounts(c);
+  const bool mixed = s.compute != DType::F32;
+  const double half = mixed ? 2 : 4, d = s.data;
+  const double params = n.parameters * half / (s.zeroStage >= 3 ? d : 1);
+  const double grads = n.parameters * half / (s.zeroStage >= 2 ? d : 1);
+  // AdamW's m and v in fp32, plus fp32 master weights in mixed precision.
+  const double optimizer = n.parameters * (mixed ? 12 : 8) / (s.zeroStage >= 1 ? d : 1);
+  const double activations = n.activations * half * microBatchesInFlight(c);
+  MemoryEstimate e;
+  e.items = {{"parameters", params},
+             {"gradients", grads},
+             {"optimizer state", optimizer},
+             {"activations", activations},
+             {"data", dataBytes}};
+  e.ranksSharingMemory = std::max(1, ranksSharingMemory);
+  return e;
+}
+
+double dataBytesInMemory(const DataSpec& data) {
+  std::error_code ec;
+  double total = 0;
+  if (data.kind == DataSpec::Kind::Idx) {
+    for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                             "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
+      const fs::path f = fs::path(data.path) / name;
+      if (fs::is_regular_file(f, ec)) total += gzipStatedSize(f);
+    }
+    return total;
+  }
+  const fs::file_status st = fs::status(data.path, ec);
+  if (ec) return 0;
+  if (fs::is_regular_file(st)) return static_cast<double>(fs::file_size(data.path, ec));
+  if (!fs::is_directory(st)) return 0;
+  for (auto it = fs::recursive_directory_iterator(data.path, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    std::error_code fileEc;
+    if (it->is_regular_file(fileEc) && !it->is_symlink(fileEc)) {
+      const auto size = it->file_size(fileEc);
+      if (!fileEc) total += static_cast<double>(size);
+    }
+  }
+  return total;
+}
+
+double availableMemoryBytes() {
+  const double meminfo = readMeminfoAvailable();
+  const double limit = readNumber("/sys/fs/cgroup/memory.max");
+  const double used = readNumber("/sys/fs/cgroup/memory.current");
+  const double cgroup = limit >= 0 && used >= 0 ? std::max(0.0, limit - used) : -1;
+  if (meminfo < 0) return cgroup;
+  if (cgroup < 0) return meminfo;
+  return std::min(meminfo, cgroup);
+}
+
+std::string formatBytes(double bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 6) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+void checkMemory(const MemoryEstimate& e, double availableBytes) {
+  if (availableBytes < 0 || e.totalBytes() <= availableBytes) return;
+  std::string parts;
+  for (const MemoryItem& i : e.items) {
+    parts += (parts.empty() ? "" : ", ") + i.name + " " + formatBytes(i.bytes);
+  }
+  const std::string ranks =
+      e.ranksSharingMemory > 1
+          ? std::to_string(e.ranksSharingMemory) + " ranks x " + formatBytes(e.perRankBytes())
+          : "one rank";
+  throw UserError("memory: the run needs about " + formatBytes(e.totalBytes()) + " (" + ranks +
+                  ": " + parts + "; largest: " + e.largest().name + "), more than the " +
+                  formatBytes(availableBytes) +
+                  " available; use a smaller model or micro-batch, more ranks, a higher ZeRO "
+                  "stage or recompute");
+}
+
+}  // namespace parascope

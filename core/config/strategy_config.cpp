@@ -1,0 +1,112 @@
+// Strategy keys: degrees, ZeRO, precision and loss scaling, checked against each other.
+#include "core/config/strategy_config.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "core/common/error.h"
+
+namespace parascope {
+
+namespace {
+
+// What this build runs; the rest of the valid key space is refused by name before training.
+constexpr int kMaxZeroStage = 3;
+
+std::string str(long v) {
+  return std::to_string(v);
+}
+
+void parseDegrees(JsonReader& top, ParallelStrategy& s, int worldSize) {
+  s.tensor = static_cast<int>(top.integer("tensor_model_parallel_size", 1, 1, 4096));
+  s.pipeline = static_cast<int>(top.integer("pipeline_model_parallel_size", 1, 1, 4096));
+  const bool given = top.has("data_parallel_size");
+  const long model = static_cast<long>(s.tensor) * s.pipeline;
+  if (worldSize > 0 && !given && worldSize % model != 0) {
+    throw UserError("config: tensor_model_parallel_size (" + str(s.tensor) +
+                    ") x pipeline_model_parallel_size (" + str(s.pipeline) +
+                    ") must divide the world of " + str(worldSize) + " ranks");
+  }
+  const long fallback = worldSize > 0 ? worldSize / model : 1;
+  s.data = static_cast<int>(top.integer("data_parallel_size", fallback, 1, 4096));
+  if (worldSize > 0 && s.worldSize() != worldSize) {
+    throw UserError("config: tensor_model_parallel_size (" + str(s.tensor) +
+                    ") x data_parallel_size (" + str(s.data) +
+                    ") x pipeline_model_parallel_size (" + str(s.pipeline) +
+                    ") = " + str(s.worldSize()) + " must equal the world of " + str(worldSize) +
+                    " ranks; valid: data_parallel_size = " + str(worldSize / model) + " or unset");
+  }
+  s.sequenceParallel = top.boolean("sequence_parallel", false);
+  if (s.sequenceParallel && s.tensor == 1) {
+    throw UserError(
+        "config: sequence_parallel = true needs tensor_model_parallel_size > 1 (it shards the "
+        "tensor-parallel group's layernorm and residual regions); valid: false, or a tensor size "
+        "of 2 or more");
+  }
+}
+
+void parseZero(JsonReader z, ParallelStrategy& s) {
+  s.zeroStage = static_cast<int>(z.integer("stage", 0, 0, 3));
+  if (s.zeroStage > kMaxZeroStage) {
+    throw UserError("config: zero_optimization.stage = " + str(s.zeroStage) +
+                    " is not available in this build yet; valid: 0.." + str(kMaxZeroStage));
+  }
+  s.bucketElements = z.integer("reduce_bucket_size", s.bucketElements, 1, INT64_C(1) << 40);
+  s.overlapComm = z.boolean("overlap_comm", s.overlapComm);
+  z.finish();
+}
+
+void parseLossScale(JsonReader& fp16, LossScaleSpec& l) {
+  l.staticScale = fp16.number("loss_scale", l.staticScale, 0.0, 1e30);
+  l.initialScalePower =
+      static_cast<int>(fp16.integer("initial_scale_power", l.initialScalePower, 0, 64));
+  l.lossScaleWindow =
+      static_cast<int>(fp16.integer("loss_scale_window", l.lossScaleWindow, 1, 1 << 30));
+  l.hysteresis = static_cast<int>(fp16.integer("hysteresis", l.hysteresis, 1, 1 << 20));
+  l.consecutiveHysteresis = fp16.boolean("consecutive_hysteresis", l.consecutiveHysteresis);
+  l.minLossScale = fp16.number("min_loss_scale", l.minLossScale, 0.0, 1e30);
+  if (l.minLossScale <= 0) {
+    throw UserError("config: fp16.min_loss_scale = 0 would let the loss scale reach 0; valid: > 0");
+  }
+  const double initial = std::ldexp(1.0, l.initialScalePower);
+  if (l.staticScale == 0 && l.minLossScale > initial) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "fp16.min_loss_scale (%g) exceeds the initial loss scale ",
+                  l.minLossScale);
+    throw UserError("config: " + std::string(buf) + "2^fp16.initial_scale_power = 2^" +
+                    str(l.initialScalePower) + "; valid: min_loss_scale <= 2^initial_scale_power");
+  }
+}
+
+void parsePrecision(JsonReader& top, ParallelStrategy& s) {
+  JsonReader fp16 = top.object("fp16");
+  const bool half = fp16.boolean("enabled", false);
+  parseLossScale(fp16, s.lossScale);
+  fp16.finish();
+  JsonReader bf16 = top.object("bf16");
+  const bool brain = bf16.boolean("enabled", false);
+  bf16.finish();
+  if (half && brain) {
+    throw UserError("config: fp16.enabled and bf16.enabled are both true; enable at most one");
+  }
+  s.compute = half ? DType::F16 : brain ? DType::BF16 : DType::F32;
+  // Unset: gradients travel in the compute type, as DeepSpeed's default.
+  const std::string fallback = half ? "fp16" : brain ? "bf16" : "fp32";
+  const std::string comm =
+      top.choice("communication_data_type", fallback, {"fp32", "fp16", "bf16"});
+  s.gradComm = comm == "fp32" ? DType::F32 : comm == "fp16" ? DType::F16 : DType::BF16;
+}
+
+}  // namespace
+
+ParallelStrategy parseStrategy(JsonReader& top, int worldSize) {
+  ParallelStrategy s;
+  s.backend = parseRankBackend(top.choice("backend", "threads", {"threads", "mpi"}));
+  parseDegrees(top, s, worldSize);
+  parseZero(top.object("zero_optimization"), s);
+  parsePrecision(top, s);
+  return s;
+}
+
+}  // namespace parascope

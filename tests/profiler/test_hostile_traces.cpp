@@ -1,0 +1,155 @@
+// Hostile traces against analyze's arithmetic and memory (issue 16, items 5 and 8): timestamps
+// near the int64 range, byte counts near INT64_MAX, 20k distinct peers, an out-of-range rank,
+// a gzip bomb. Run under UBSan, any signed overflow fails the suite.
+#include <QtTest>
+
+#include <sys/resource.h>
+#include <zlib.h>
+
+#include <limits>
+#include <string>
+
+#include "core/common/error.h"
+#include "profiler/analysis/breakdown.h"
+#include "profiler/analysis/bubbles.h"
+#include "profiler/analysis/comm_volume.h"
+#include "profiler/analysis/stragglers.h"
+#include "profiler/io/chrome_import.h"
+#include "profiler/io/trace_file.h"
+#include "trace_builder.h"
+
+using namespace parascope;
+using namespace parascope::profiler;
+using namespace parascope::profiler::testing;
+
+namespace {
+
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+
+template <class F>
+QString userErrorOf(F&& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return QString::fromStdString(e.what());
+  }
+  return "(no UserError)";
+}
+
+std::string gzip(const std::string& text) {
+  uLongf size = compressBound(text.size()) + 64;
+  std::string out(size, '\0');
+  z_stream z{};
+  deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+}  // namespace
+
+class TestHostileTraces : public QObject {
+  Q_OBJECT
+ private slots:
+  void extremeTimestampsSaturate();
+  void extremeByteCountsSaturate();
+  void manyPeersCostTheirEventsOnly();
+  void ranksBeyondInt32AreRefused();
+  void gzipBombsAreRefusedBeforeInflating();
+};
+
+// Probe 8: breakdown.cpp's window of a step spanning -9e18 .. 9e18 ns.
+void TestHostileTraces::extremeTimestampsSaturate() {
+  TraceData t;
+  add(t, {.rank = 0,
+          .category = Category::Compute,
+          .start = -9'000'000'000'000'000'000,
+          .end = 9'000'000'000'000'000'000,
+          .step = 0});
+  add(t, {.rank = 0,
+          .category = Category::Communication,
+          .start = -9'000'000'000'000'000'000,
+          .end = 9'000'000'000'000'000'000,
+          .step = 0});
+  const auto b = computeBreakdown(t);
+  QCOMPARE(b.size(), std::size_t{1});
+  QCOMPARE(b[0].windowNs(), kMax);
+  QCOMPARE(b[0].computeNs, kMax);
+  QVERIFY(b[0].idleNs >= 0);
+  computeBubbles(t);
+  computeStragglers(t);
+}
+
+// Probe 8: comm_volume.cpp's totals of byte counts near INT64_MAX.
+void TestHostileTraces::extremeByteCountsSaturate() {
+  TraceData t;
+  for (int i = 0; i < 3; ++i) {
+    Event& e = add(t, {.rank = 0, .category = Category::Communication, .start = 0, .end = 10});
+    e.peer = 1;
+    e.bytes = kMax - 5;
+  }
+  const CommVolume v = computeCommVolume(t);
+  QCOMPARE(v.matrix.at(0, 1), kMax);
+  QCOMPARE(v.matrix.total(), kMax);
+  QCOMPARE(v.ops.front().bytes, kMax);
+}
+
+// Probe 5: 20k distinct peers used to make a dense 20k x 20k matrix (3.2 GB).
+void TestHostileTraces::manyPeersCostTheirEventsOnly() {
+  TraceData t;
+  for (int p = 1; p <= 20000; ++p) {
+    Event& e = add(t, {.rank = 0, .category = Category::Communication, .start = p, .end = p + 1});
+    e.peer = p;
+    e.bytes = 8;
+  }
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  const CommVolume v = computeCommVolume(t);
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  QCOMPARE(v.matrix.ranks.size(), std::size_t{20001});
+  QCOMPARE(v.matrix.cells.size(), std::size_t{20000});
+  QCOMPARE(v.matrix.total(), std::int64_t{160000});
+  QVERIFY2(after.ru_maxrss - before.ru_maxrss < 100 * 1024,
+           qPrintable(QString::number(after.ru_maxrss - before.ru_maxrss) + " KiB"));
+}
+
+// Probe 8: distributedInfo.rank 99999999999 silently became 1215752191.
+void TestHostileTraces::ranksBeyondInt32AreRefused() {
+  const std::string text = R"({"distributedInfo": {"rank": 99999999999}, "traceEvents": []})";
+  QVERIFY2(userErrorOf([&] { importChromeTraceFromMemory(text, "t.json"); })
+               .contains("distributedInfo.rank = 99999999999 is out of range; allowed "
+                         "0..2147483647"),
+           qPrintable(userErrorOf([&] { importChromeTraceFromMemory(text, "t.json"); })));
+}
+
+// Probe 5: a gzip bomb took 8.4 GB before it was refused.
+void TestHostileTraces::gzipBombsAreRefusedBeforeInflating() {
+  const std::string bomb = gzip(std::string(64 << 20, ' '));  // 64 MiB of spaces, ~64 KiB
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  QCOMPARE(userErrorOf([&] { gunzipBounded(bomb, 1 << 20, "bomb.json.gz"); }),
+           QString("bomb.json.gz: states an inflated size of 67108864 bytes, more than the "
+                   "import limit of 1048576"));
+  // A trailer that lies (claims 1 KiB) is caught as soon as the output passes it.
+  std::string liar = bomb;
+  liar[liar.size() - 4] = 0;
+  liar[liar.size() - 3] = 4;
+  liar[liar.size() - 2] = 0;
+  liar[liar.size() - 1] = 0;
+  QCOMPARE(userErrorOf([&] { gunzipBounded(liar, 1 << 20, "liar.json.gz"); }),
+           QString("liar.json.gz: inflates past the 1024 bytes its gzip trailer states (corrupt)"));
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  QVERIFY2(after.ru_maxrss - before.ru_maxrss < 16 * 1024,
+           qPrintable(QString::number(after.ru_maxrss - before.ru_maxrss) + " KiB"));
+  QCOMPARE(gunzipBounded(gzip("{}"), 1 << 20, "ok.json.gz"), std::string("{}"));
+}
+
+QTEST_GUILESS_MAIN(TestHostileTraces)
+#include "test_hostile_traces.moc"
