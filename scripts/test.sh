@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# README command 2: install what is missing, build with tests, and run the whole suite through
-# CTest, then again under the sanitizers; exits non-zero on any failure.
-#   scripts/test.sh                 Release suite, then ASan+UBSan (every test not labelled
-#                                   no-sanitize) and TSan (tests labelled threads)
-#   scripts/test.sh --no-sanitize   the Release suite only (the quick local loop)
+# README command 2: install what is missing, check formatting, build with tests, and run the
+# whole suite through CTest; then the numeric suites again with OpenBLAS forced to other kernel
+# families, clang-tidy over every project source, and the suite under the sanitizers; exits
+# non-zero on any failure.
+#   scripts/test.sh                 all of the above
+#   scripts/test.sh --no-sanitize   without the sanitizer builds (the quick local loop)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,8 +17,31 @@ for arg in "$@"; do
 done
 
 bash scripts/setup.sh
+bash scripts/check-format.sh
 bash scripts/build.sh --tests
 (cd build && ctest --output-on-failure --timeout 900)
+
+# OpenBLAS picks its GEMM kernels for the CPU at run time, and kernel families round
+# differently; a numeric test must pass whichever it picks, not only this machine's. So the
+# numeric suites (both backends) run again with each family forced that this CPU can execute:
+# SkylakeX (AVX-512), Haswell and Zen (AVX2, different blocking), Sandybridge (AVX), Nehalem and
+# Prescott (SSE only; /proc/cpuinfo calls SSE3 "pni"). test_kernels checks that the forced
+# family is the one in use.
+flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+needs() { for f in "$@"; do [[ "$flags" == *" $f "* ]] || return 1; done; }
+declare -A required=([SkylakeX]="avx512f avx512bw avx512dq avx512vl" [Haswell]="avx2 fma"
+  [Zen]="avx2 fma" [Sandybridge]="avx" [Nehalem]="ssse3 sse4_1 sse4_2" [Prescott]="pni")
+for core in SkylakeX Haswell Zen Sandybridge Nehalem Prescott; do
+  # shellcheck disable=SC2086  # the list of flags splits into words on purpose
+  if ! needs ${required[$core]}; then
+    echo "test.sh: skipping OPENBLAS_CORETYPE=$core: this CPU lacks ${required[$core]}"
+    continue
+  fi
+  echo "test.sh: numeric suites with OPENBLAS_CORETYPE=$core"
+  (cd build && OPENBLAS_CORETYPE=$core ctest --output-on-failure --timeout 900 -L numeric)
+done
+
+bash scripts/tidy.sh build
 
 if ((sanitize)); then
   bash scripts/build.sh --tests --sanitize address,undefined

@@ -70,6 +70,8 @@ double expectedReduce(DType t, ReduceOp op, int n, const std::function<double(in
       acc += x;
   }
   if (op != ReduceOp::Avg) return acc;
+  // Integer types average by truncating division, as the backends do.
+  // NOLINTNEXTLINE(bugprone-integer-division)
   if (!isFloating(t)) return static_cast<double>(static_cast<long long>(acc) / n);
   return asType(t, static_cast<float>(acc) / static_cast<float>(n));
 }

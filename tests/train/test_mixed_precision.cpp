@@ -7,6 +7,7 @@
 // skipping the step on every rank.
 #include <QtTest>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -71,7 +72,9 @@ float rounded(float v, DType t) {
 
 bool representable(const float* v, std::int64_t n, DType t) {
   for (std::int64_t i = 0; i < n; ++i) {
-    if (std::memcmp(&v[i], std::array<float, 1>{rounded(v[i], t)}.data(), 4) != 0) return false;
+    // Bit patterns, so that -0 and +0 differ as the stored 16-bit values do.
+    if (std::bit_cast<std::uint32_t>(v[i]) != std::bit_cast<std::uint32_t>(rounded(v[i], t)))
+      return false;
   }
   return true;
 }
