@@ -6,12 +6,35 @@
 #include <QCommandLineParser>
 #include <QTimer>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "ui/timeline_bench.h"
 #include "ui/timeline_window.h"
 
+namespace {
+
+// A display to open, or a platform chosen (QT_QPA_PLATFORM or Qt's -platform argument).
+bool hasPlatform(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-platform") == 0) return true;
+  }
+  return !qEnvironmentVariableIsEmpty("DISPLAY") ||
+         !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") ||
+         !qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  // Without one, Qt's default platform aborts with several lines about plugins; say what is
+  // missing in one line instead.
+  if (!hasPlatform(argc, argv)) {
+    std::fprintf(stderr,
+                 "parascope: no display (DISPLAY and WAYLAND_DISPLAY are unset); for "
+                 "--bench-timeline or --screenshot set QT_QPA_PLATFORM=offscreen\n");
+    return 2;
+  }
   QApplication app(argc, argv);
   QApplication::setApplicationName(QStringLiteral("parascope"));
   QCommandLineParser parser;
