@@ -236,11 +236,13 @@ std::size_t TimelineIndex::bytesHeld() const {
                   flows_.capacity() * sizeof(Flow) + flowMatcher_->bytesHeld();
   for (const Lane& l : lanes_) {
     b += sizeof(Lane) + l.instants.capacity() * sizeof(SpanRec);
-    for (const auto& lv : l.levels) b += sizeof(lv) + lv.capacity() * sizeof(SpanRec);
+    for (const auto& lv : l.levels) {
+      b += sizeof(std::vector<SpanRec>) + lv.capacity() * sizeof(SpanRec);
+    }
   }
   for (const CounterTrack& c : counters_)
     b += sizeof(c) + c.points.capacity() * sizeof(CounterPoint);
-  for (const std::string& s : names_) b += sizeof(s) + s.capacity() + 48;
+  for (const std::string& s : names_) b += sizeof(std::string) + s.capacity() + 48;
   return b;
 }
 

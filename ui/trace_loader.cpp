@@ -58,7 +58,7 @@ void TraceLoader::drain() {
   }
 }
 
-void TraceLoader::run(QStringList paths, std::uint64_t job) {
+void TraceLoader::run(const QStringList& paths, std::uint64_t job) {
   struct Done {
     std::atomic<bool>& flag;
     ~Done() { flag = true; }

@@ -42,7 +42,7 @@ class TraceLoader : public QObject {
     std::shared_ptr<TimelineIndex> index;
     qint64 events = 0;
   };
-  void run(QStringList paths, std::uint64_t job);
+  void run(const QStringList& paths, std::uint64_t job);
   void join();
   void post(Message m);      // worker thread
   Q_INVOKABLE void drain();  // GUI thread

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "core/common/error.h"
 #include "core/session/session.h"
@@ -51,7 +52,9 @@ BenchRun runBenchSession(const TrainConfig& config, int warmup, int steps, int t
   BenchRun run;
   run.ranks.resize(static_cast<std::size_t>(c.parallel.worldSize()));
   Collector collector(run, warmup, steps, tracer);
-  Session session(c, {.evaluate = false});
+  SessionOptions options;
+  options.evaluate = false;  // steps only
+  Session session(c, std::move(options));
   session.addObserver(collector);
   session.run();
   if (tracer) tracer->uninstall();

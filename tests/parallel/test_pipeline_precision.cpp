@@ -3,8 +3,9 @@
 // tolerance, store only values of the 16-bit type, and report the unscaled gradient norm.
 #include <QtTest>
 
+#include <bit>
 #include <cmath>
-#include <cstring>
+#include <cstdint>
 
 #include "core/comm/launch.h"
 #include "core/tensor/dtype.h"
@@ -26,7 +27,7 @@ bool representable(const std::vector<float>& v, DType t) {
   for (float x : v) {
     float r = x;
     roundTrip({&r, 1}, t);
-    if (std::memcmp(&r, &x, sizeof x) != 0) return false;
+    if (std::bit_cast<std::uint32_t>(r) != std::bit_cast<std::uint32_t>(x)) return false;
   }
   return true;
 }

@@ -350,7 +350,7 @@ void TestTimelineIndex::searchFindsExactlyTheMatches() {
     const auto hits = searchSpans(index, pattern, regex);
     QCOMPARE(hits.size(), expected);
     for (std::size_t i = 0; i < hits.size(); ++i) {
-      const std::string name = index.name(index.span(hits[i].ref).nameCat);
+      const std::string& name = index.name(index.span(hits[i].ref).nameCat);
       QVERIFY(regex ? std::regex_search(name, std::regex(pattern))
                     : name.find(pattern) != std::string::npos);
       QCOMPARE(hits[i].startNs, index.span(hits[i].ref).startNs);
