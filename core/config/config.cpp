@@ -154,6 +154,7 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
   c.saveWeights = r.string("save_weights", "");
   r.finish();
   resolvePipeline(c);
+  c.document = j;
   return c;
 }
 

@@ -61,6 +61,9 @@ struct TrainConfig {
   int logInterval = 10;
   std::uint64_t seed = 1234;
   std::string saveWeights;  // safetensors path written after training; empty = none
+  // The validated document this config was read from (overrides applied): what a checkpoint
+  // records and a strategy switch edits.
+  nlohmann::json document;
 };
 
 // Reads and validates; throws UserError naming the key. worldSize > 0: the number of ranks is

@@ -20,6 +20,25 @@ struct StartReport {
   int firstStep = 0;  // steps already done when the session starts (0 for a fresh run)
 };
 
+// A live strategy switch (Session::switchStrategy), published once it has taken effect.
+struct SwitchReport {
+  int step = 0;               // optimizer steps done when it took effect
+  std::string before, after;  // describeStrategy() of the two configs
+  TrainConfig from, to;
+  int worldBefore = 1, worldAfter = 1;
+  double milliseconds = 0;       // from the step boundary until the new layout could run
+  std::int64_t bytesMoved = 0;   // state bytes copied into the new layout, all ranks together
+};
+
+// A checkpoint written (Session::saveCheckpoint, save_interval, the end of a run) or loaded.
+struct CheckpointReport {
+  int step = 0;
+  std::string path;  // the checkpoint's step directory
+  bool loaded = false;
+  double milliseconds = 0;
+  std::int64_t bytes = 0;  // written or read, all ranks together
+};
+
 struct ErrorReport {
   int rank = 0;            // the rank whose failure ended the session (the first to fail)
   std::string reason;      // its message, as thrown
@@ -36,7 +55,8 @@ struct FinishedReport {
 };
 
 // Reports arrive on the rank threads (or the calling thread under MPI), in order: start, then
-// for each step its rank reports and its step report, then its evaluation if one was due, and
+// for each step its rank reports and its step report, then its evaluation if one was due, then
+// the switches and checkpoints done at the boundary after it, and
 // at the end exactly one of error or finished (finished also after an error, with failed set).
 // Observers must return quickly: the ranks wait for them.
 class SessionObserver {
@@ -49,6 +69,8 @@ class SessionObserver {
   // peak memory by category), each from its own thread in-process.
   virtual void onRankStep(const StepReport&) {}
   virtual void onEval(const EvalReport&) {}
+  virtual void onSwitch(const SwitchReport&) {}
+  virtual void onCheckpoint(const CheckpointReport&) {}
   virtual void onError(const ErrorReport&) {}
   virtual void onFinished(const FinishedReport&) {}
 };

@@ -30,4 +30,20 @@ double modelFlopsPerToken(const TrainConfig& c) {
   return c.model.kind == ModelSpec::Kind::Gpt ? c.model.gpt.flopsPerToken() : 0.0;
 }
 
+std::string describeStrategy(const TrainConfig& c) {
+  const ParallelStrategy& s = c.parallel;
+  std::string text = "D" + std::to_string(s.data) + " T" + std::to_string(s.tensor) + " P" +
+                     std::to_string(s.pipeline);
+  if (c.pipeline.enabled && s.pipeline > 1) text += " " + c.pipeline.schedule;
+  if (c.pipeline.chunks > 1) text += " v" + std::to_string(c.pipeline.chunks);
+  if (c.gradientAccumulation > 1) text += " m" + std::to_string(c.gradientAccumulation);
+  if (s.zeroStage > 0) text += " ZeRO-" + std::to_string(s.zeroStage);
+  if (s.sequenceParallel) text += " SP";
+  if (s.compute != DType::F32) text += " " + std::string(dtypeName(s.compute));
+  if (c.pipeline.recompute != Recompute::None) {
+    text += " recompute=" + std::string(recomputeName(c.pipeline.recompute));
+  }
+  return text;
+}
+
 }  // namespace parascope

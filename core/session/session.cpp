@@ -35,6 +35,11 @@ SessionState Session::state() const {
   return s == SessionState::Running && gate_.paused() ? SessionState::Paused : s;
 }
 
+TrainConfig Session::config() const {
+  std::lock_guard lock(mutex_);
+  return config_;
+}
+
 std::optional<ErrorReport> Session::error() const {
   std::lock_guard lock(mutex_);
   return error_;

@@ -25,6 +25,14 @@ struct SessionOptions {
   std::optional<Communicator> mpiWorld;
   std::shared_ptr<RunRecorder> recorder;  // records the run (train --trace); null: none
   bool evaluate = true;                   // false: steps only, no validation passes (benchmarks)
+  // Checkpoints (core/state/checkpoint.h): written under saveDir every saveInterval steps (0: only
+  // at the end of the run) and at the end, keeping the newest `keep` (0: all); `load` starts the
+  // run from a checkpoint (a step directory, or a directory whose `latest` is taken) under this
+  // session's config, whatever the layout it was saved under.
+  std::string saveDir;
+  int saveInterval = 0;
+  int keep = 0;
+  std::string load;
 };
 
 enum class SessionState { Idle, Running, Paused, Finished, Stopped, Failed };
@@ -52,9 +60,18 @@ class Session {
   void resume() { gate_.resume(); }
   void stepOnce() { gate_.stepOnce(); }
   void stop() { gate_.stop(); }
+  // From any thread: switches the running session to `next` at the next step boundary (also
+  // while paused), resharding the state in memory. Throws UserError, with the config validator's
+  // words, for a config that cannot continue this run (anything but the parallel strategy,
+  // pipeline, micro-batch and accumulation differs, or the global batch changes); the session is
+  // untouched then. In-process the number of ranks may change; under MPI it must stay.
+  void switchStrategy(const TrainConfig& next);
+  // From any thread: writes a checkpoint under `dir` at the next step boundary.
+  void saveCheckpoint(const std::string& dir);
 
   SessionState state() const;
-  const TrainConfig& config() const { return config_; }
+  // The config now running (the last switch's target once it has taken effect).
+  TrainConfig config() const;
   // The failure that ended the session, once it has ended failed.
   std::optional<ErrorReport> error() const;
 
@@ -64,12 +81,12 @@ class Session {
   void trainRank(Communicator& world, Allocator& allocator);
   void recordFailure(int rank, const std::exception& e);
 
-  const TrainConfig config_;
+  TrainConfig config_;  // guarded by mutex_ for readers off the rank threads
   SessionOptions options_;
   std::vector<SessionObserver*> observers_;
   StepGate gate_;
   std::atomic<SessionState> state_{SessionState::Idle};
-  mutable std::mutex mutex_;  // guards error_ and result_
+  mutable std::mutex mutex_;  // guards error_, result_ and config_
   std::optional<ErrorReport> error_;
   FinishedReport result_;
   std::thread thread_;

@@ -1,0 +1,86 @@
+// Checkpoints on disk: a directory per saved step holding one safetensors file per rank with that
+// rank's slices of the training state (training_state.h), and manifest.json describing all of
+// them. Written to a staging directory, fsync'd, renamed into place; the `latest` pointer is
+// replaced (write, fsync, rename) only after that, so a process killed at any moment leaves the
+// previous checkpoint loadable. docs/checkpoints.md has the format.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/state/training_state.h"
+
+namespace parascope {
+
+inline constexpr int kCheckpointFormatVersion = 1;
+
+struct CheckpointFile {
+  std::string name;  // relative to the checkpoint directory, e.g. "rank-00003.safetensors"
+  std::uint32_t crc32 = 0;  // of the whole file (zlib)
+  std::int64_t bytes = 0;
+};
+
+struct CheckpointSlice {  // one stored slice: always f32
+  std::string tensor;
+  StateField field = StateField::Param;
+  std::int64_t begin = 0, count = 0;  // elements of the logical tensor
+  std::string file;
+  std::int64_t offset = 0;  // byte offset of its data in the file
+  std::int64_t bytes = 0;   // count * 4
+};
+
+struct CheckpointManifest {
+  int formatVersion = kCheckpointFormatVersion;
+  nlohmann::json config;  // the TrainConfig document that produced the state
+  TrainingCounters counters;
+  std::vector<LogicalTensor> tensors;  // dtype f32, in model order
+  std::vector<CheckpointFile> files;
+  std::vector<CheckpointSlice> slices;
+};
+
+// What one rank wrote: its file and its slices' places in it.
+struct ShardWritten {
+  CheckpointFile file;
+  std::vector<CheckpointSlice> slices;
+};
+
+// The staging directory a save of `step` under `dir` writes into (created by rank 0 before any
+// rank writes: prepareCheckpoint).
+std::string stagingDirectory(const std::string& dir, int step);
+// Rank 0, before the shards: creates `dir` if missing and an empty staging directory for `step`
+// (a leftover one from a killed save is removed). Throws UserError if `dir` cannot be written.
+void prepareCheckpoint(const std::string& dir, int step);
+// Any rank: writes `slices` (F32 data, the elements this rank is the one to save) to
+// staging/rank-<rank>.safetensors, fsync'd, and returns where each slice went.
+ShardWritten writeShard(const std::string& staging, int rank, const std::vector<StateSlice>& slices);
+// Rank 0, after every rank's shard is written: writes manifest.json (with every shard's file and
+// slices), fsyncs, renames staging to dir/step-<8 digits>, updates dir/latest, and removes the
+// oldest complete checkpoints beyond `keep` (0: keep all). Returns the checkpoint's directory.
+std::string commitCheckpoint(const std::string& dir, int step, CheckpointManifest manifest,
+                             int keep);
+
+// A checkpoint opened for reading: `path` is a step directory or a directory with a `latest`
+// pointer (resolved). The manifest is validated at open (format version, file names that stay in
+// the directory, every file present with its size, slices within their files and their tensors,
+// every element of every (tensor, field) covered exactly once); every problem is a UserError
+// naming the file and, where there is one, the tensor.
+class CheckpointReader {
+ public:
+  explicit CheckpointReader(const std::string& path);
+  const std::string& directory() const { return directory_; }
+  const CheckpointManifest& manifest() const { return manifest_; }
+  // Fills `dest` (F32, or BF16 / F16 rounded to nearest even) from the stored slices overlapping
+  // it, reading only those bytes.
+  void read(const StateSlice& dest) const;
+  // Recomputes every file's CRC32; throws UserError naming the first file that differs.
+  void verifyChecksums() const;
+
+ private:
+  std::string directory_;
+  CheckpointManifest manifest_;
+};
+
+}  // namespace parascope
