@@ -15,5 +15,6 @@ void registerAnalyzeCommand(CLI::App& app);
 void registerConvertCommand(CLI::App& app);
 void registerBenchTraceCommand(CLI::App& bench);
 void registerBenchCommCommand(CLI::App& bench);
+void registerBenchSwitchCommand(CLI::App& bench);
 
 }  // namespace parascope::cli

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   parascope::cli::registerBenchStepCommand(*bench);
   parascope::cli::registerBenchTraceCommand(*bench);
   parascope::cli::registerBenchCommCommand(*bench);
+  parascope::cli::registerBenchSwitchCommand(*bench);
 
   // SIGINT / SIGTERM stop the command at its next safe point (exit 130 / 143, no file left).
   parascope::installStopSignalHandlers();

@@ -52,6 +52,7 @@ struct FinishedReport {
   EvalReport lastEval;      // the last evaluation (targets == 0 if none ran)
   std::string weightsPath;  // save_weights, when written
   std::string tracePath;    // the trace file, when recorded
+  std::string checkpoint;   // the last checkpoint written (also after a failure: resume from it)
 };
 
 // Reports arrive on the rank threads (or the calling thread under MPI), in order: start, then
