@@ -1,0 +1,108 @@
+// Crash safety: checkpoint_crash_writer saves a few MB per step in a loop and is SIGKILLed at
+// random moments (fixed seed), 30 times, each run continuing from `latest`. After every kill the
+// `latest` checkpoint must open, pass its CRCs and hold exactly the values of its step, and the
+// step never goes back. A kill comes 0-50 ms after the run's first commit, so every run makes
+// progress and the kills fall across the whole save cycle (one save takes tens of ms).
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "checkpoint_fixture.h"
+
+extern char** environ;
+
+using namespace parascope;
+using namespace parascope::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string latestOf(const std::string& dir) {
+  std::ifstream in(fs::path(dir) / "latest");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+class TestCheckpointCrash : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void latestSurvivesSigkill() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const std::string dir = tmp.filePath("ckpt").toStdString();
+    const auto tensors = fakeTensors(256);  // as the writer's
+    std::mt19937 random(20261123);
+    std::uniform_int_distribution<int> delayMs(0, 50);
+    int lastStep = 0, midSave = 0, commits = 0;
+    for (int kill = 0; kill < 30; ++kill) {
+      pid_t pid = 0;
+      std::string program = CHECKPOINT_CRASH_WRITER;
+      char* argv[] = {program.data(), const_cast<char*>(dir.c_str()), nullptr};
+      const std::string before = latestOf(dir);
+      QCOMPARE(posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv, environ), 0);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      int status = 0;
+      while (latestOf(dir) == before) {
+        QVERIFY2(::waitpid(pid, &status, WNOHANG) == 0, "the writer ended by itself (an error?)");
+        QVERIFY2(std::chrono::steady_clock::now() < deadline, "no commit within 30 s");
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(delayMs(random)));
+      QCOMPARE(::kill(pid, SIGKILL), 0);
+      QCOMPARE(::waitpid(pid, &status, 0), pid);
+      QVERIFY2(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+               "the writer ended before it was killed (an error?)");
+
+      for (const auto& e : fs::directory_iterator(dir, std::filesystem::directory_options{})) {
+        if (e.path().filename().string().rfind(".staging-", 0) == 0) ++midSave;
+      }
+      const CheckpointReader reader(dir);
+      reader.verifyChecksums();
+      const int step = reader.manifest().counters.step;
+      QVERIFY2(step >= lastStep,
+               qPrintable(QString("latest went back from step %1 to %2").arg(lastStep).arg(step)));
+      commits += step - lastStep;
+      lastStep = step;
+      QCOMPARE(countersToJson(reader.manifest().counters), countersToJson(fakeCounters(step)));
+      for (std::size_t t = 0; t < tensors.size(); ++t) {
+        const std::int64_t n = elementCount(tensors[t]);
+        for (int f = 0; f < kStateFieldCount; ++f) {
+          const auto field = static_cast<StateField>(f);
+          std::vector<float> got(static_cast<std::size_t>(n));
+          reader.read({tensors[t].name, field, 0, n, got.data()});
+          for (std::int64_t i = 0; i < n; ++i) {
+            if (std::bit_cast<std::uint32_t>(got[i]) !=
+                std::bit_cast<std::uint32_t>(stateValue(step, t, field, i))) {
+              QFAIL(qPrintable(QString("step %1: %2 %3 element %4 differs")
+                                   .arg(step)
+                                   .arg(tensors[t].name.c_str(), stateFieldName(field))
+                                   .arg(i)));
+            }
+          }
+        }
+      }
+    }
+    qInfo("%d checkpoints committed across 30 kills, %d kills during a save, last step %d", commits,
+          midSave, lastStep);
+    QVERIFY2(midSave > 0, "no kill landed during a save; the test proved nothing");
+    QVERIFY2(commits >= 30, "a run ended without a commit");
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCheckpointCrash)
+#include "test_checkpoint_crash.moc"
