@@ -5,11 +5,11 @@
 // previous checkpoint loadable. docs/checkpoints.md has the format.
 #pragma once
 
-#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -106,11 +106,7 @@ class CheckpointReader {
   void verifyChecksums() const;
 
  private:
-  struct Key {
-    std::string tensor;
-    StateField field;
-    auto operator<=>(const Key&) const = default;
-  };
+  using Key = std::pair<std::string, StateField>;  // (tensor, field)
   std::string directory_;
   CheckpointManifest manifest_;
   // Per (tensor, field): indices into manifest_.slices sorted by begin (disjoint, covering).
