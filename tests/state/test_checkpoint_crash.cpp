@@ -1,8 +1,8 @@
 // Crash safety: checkpoint_crash_writer saves a few MB per step in a loop and is SIGKILLed at
 // random moments (fixed seed), 30 times, each run continuing from `latest`. After every kill the
 // `latest` checkpoint must open, pass its CRCs and hold exactly the values of its step, and the
-// step never goes back. A kill comes 0-50 ms after the run's first commit, so every run makes
-// progress and the kills fall across the whole save cycle (one save takes tens of ms).
+// step never goes back. A kill comes a random 0-50 ms (or up to two save cycles, if longer) after
+// the run's first commit, so every run makes progress and kills fall in every phase of a save.
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -47,22 +48,35 @@ class TestCheckpointCrash : public QObject {
     const std::string dir = tmp.filePath("ckpt").toStdString();
     const auto tensors = fakeTensors(256);  // as the writer's
     std::mt19937 random(20261123);
-    std::uniform_int_distribution<int> delayMs(0, 50);
+    // Delays span two save cycles (at least 50 ms), so kills land in every phase of the next
+    // save: shards, manifest, renames, `latest`, pruning. The first run measures the cycle.
+    std::chrono::microseconds maxDelay{50000};
     int lastStep = 0, midSave = 0, commits = 0;
     for (int kill = 0; kill < 30; ++kill) {
       pid_t pid = 0;
       std::string program = CHECKPOINT_CRASH_WRITER;
       char* argv[] = {program.data(), const_cast<char*>(dir.c_str()), nullptr};
-      const std::string before = latestOf(dir);
       QCOMPARE(posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv, environ), 0);
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
       int status = 0;
-      while (latestOf(dir) == before) {
-        QVERIFY2(::waitpid(pid, &status, WNOHANG) == 0, "the writer ended by itself (an error?)");
-        QVERIFY2(std::chrono::steady_clock::now() < deadline, "no commit within 30 s");
-        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      const auto waitForCommit = [&] {
+        const std::string before = latestOf(dir);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (latestOf(dir) == before) {
+          if (::waitpid(pid, &status, WNOHANG) != 0) return false;  // ended by itself
+          if (std::chrono::steady_clock::now() > deadline) return false;
+          std::this_thread::sleep_for(std::chrono::microseconds(500));
+        }
+        return true;
+      };
+      QVERIFY2(waitForCommit(), "the writer committed nothing within 30 s or ended by itself");
+      if (kill == 0) {
+        const auto start = std::chrono::steady_clock::now();
+        QVERIFY(waitForCommit());
+        maxDelay = std::max(maxDelay, 2 * std::chrono::duration_cast<std::chrono::microseconds>(
+                                              std::chrono::steady_clock::now() - start));
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(delayMs(random)));
+      std::uniform_int_distribution<long> delayUs(0, maxDelay.count());
+      std::this_thread::sleep_for(std::chrono::microseconds(delayUs(random)));
       QCOMPARE(::kill(pid, SIGKILL), 0);
       QCOMPARE(::waitpid(pid, &status, 0), pid);
       QVERIFY2(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
@@ -97,8 +111,10 @@ class TestCheckpointCrash : public QObject {
         }
       }
     }
-    qInfo("%d checkpoints committed across 30 kills, %d kills during a save, last step %d", commits,
-          midSave, lastStep);
+    qInfo(
+        "%d checkpoints committed across 30 kills (delays up to %ld us), %d kills during a save "
+        "(staging left), last step %d",
+        commits, static_cast<long>(maxDelay.count()), midSave, lastStep);
     QVERIFY2(midSave > 0, "no kill landed during a save; the test proved nothing");
     QVERIFY2(commits >= 30, "a run ended without a commit");
   }
