@@ -50,53 +50,12 @@ std::vector<std::string> gatherText(Communicator& world, std::string mine) {
   return all;
 }
 
-nlohmann::json shardJson(const ShardWritten& w) {
-  nlohmann::json slices = nlohmann::json::array();
-  for (const CheckpointSlice& s : w.slices) {
-    slices.push_back({s.tensor, static_cast<int>(s.field), s.begin, s.count, s.offset, s.bytes});
-  }
-  return {{"file", w.file.name}, {"crc32", w.file.crc32}, {"bytes", w.file.bytes},
-          {"slices", slices}};
-}
-
-void addShard(CheckpointManifest& m, const nlohmann::json& j) {
-  const auto file = j["file"].get<std::string>();
-  m.files.push_back({file, j["crc32"].get<std::uint32_t>(), j["bytes"].get<std::int64_t>()});
-  for (const nlohmann::json& s : j["slices"]) {
-    m.slices.push_back({s[0].get<std::string>(), static_cast<StateField>(s[1].get<int>()),
-                        s[2].get<std::int64_t>(), s[3].get<std::int64_t>(), file,
-                        s[4].get<std::int64_t>(), s[5].get<std::int64_t>()});
-  }
-}
-
-std::string shapeText(const Shape& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  }
-  return text + "]";
-}
-
 // The checkpoint's tensors must be the model's, and its data position this config's.
 void checkLoadable(const CheckpointReader& reader, const TrainConfig& config,
                    const std::vector<LogicalTensor>& model) {
   const CheckpointManifest& m = reader.manifest();
   const std::string where = "checkpoint " + reader.directory() + ": ";
-  for (const LogicalTensor& t : model) {
-    auto found = std::find_if(m.tensors.begin(), m.tensors.end(),
-                              [&](const LogicalTensor& c) { return c.name == t.name; });
-    if (found == m.tensors.end()) {
-      throw UserError(where + "has no tensor " + t.name + " of the config's model");
-    }
-    if (found->shape != t.shape) {
-      throw UserError(where + "tensor " + t.name + " has shape " + shapeText(found->shape) +
-                      " but the config's model has " + shapeText(t.shape));
-    }
-  }
-  if (m.tensors.size() != model.size()) {
-    throw UserError(where + "holds " + std::to_string(m.tensors.size()) +
-                    " tensors but the config's model has " + std::to_string(model.size()));
-  }
+  checkCheckpointTensors(m, model, "checkpoint " + reader.directory());
   const std::int64_t expected = static_cast<std::int64_t>(m.counters.step) * config.globalBatch;
   if (m.counters.nextSample != expected) {
     const std::int64_t saved = m.counters.step > 0 ? m.counters.nextSample / m.counters.step : 0;
@@ -232,14 +191,21 @@ void Session::saveState(Communicator& world, Trainer& trainer, const std::string
     if (s.owned) owned.push_back(s);
   }
   const ShardWritten written = writeShard(stagingDirectory(dir, step), world.rank(), owned);
-  const std::vector<std::string> shards = gatherText(world, shardJson(written).dump());
+  // Each rank's shard travels to rank 0 as a manifest of its own.
+  CheckpointManifest mine;
+  mine.files.push_back(written.file);
+  mine.slices = written.slices;
+  const std::vector<std::string> shards = gatherText(world, manifestToJson(mine).dump());
   if (world.rank() == 0) {
     CheckpointManifest m;
     m.config = trainer.config().document;
     m.counters = state.counters;
     m.tensors = state.tensors;
     std::int64_t bytes = 0;
-    for (const std::string& text : shards) addShard(m, nlohmann::json::parse(text));
+    for (const std::string& text : shards) {
+      const CheckpointManifest shard = manifestFromJson(nlohmann::json::parse(text), "shard");
+      addShard(m, {shard.files.front(), shard.slices});
+    }
     for (const CheckpointFile& f : m.files) bytes += f.bytes;
     const std::string path = commitCheckpoint(dir, step, std::move(m), options_.keep);
     {

@@ -45,10 +45,10 @@ struct LogicalTensor {
 // global sample (each step takes global_batch of them, in the dataset's seeded order); the seed
 // fixes every random stream, so it is the config's.
 struct TrainingCounters {
-  int step = 0;            // optimizer steps done, skipped ones included
-  int skipped = 0;         // fp16 steps skipped on overflow (the lr schedule does not count them)
+  int step = 0;     // optimizer steps done, skipped ones included
+  int skipped = 0;  // fp16 steps skipped on overflow (the lr schedule does not count them)
   std::int64_t nextSample = 0;
-  double lossScale = 1;    // fp16's loss scaler
+  double lossScale = 1;  // fp16's loss scaler
   int hysteresis = 1;
   long scalerIteration = 0;
   long lastOverflow = -1;
