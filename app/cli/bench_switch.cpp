@@ -34,7 +34,7 @@ using Clock = std::chrono::steady_clock;
 struct BenchSwitchOptions {
   std::string config = "resources/configs/default.json";
   std::vector<std::string> overrides;
-  int rounds = 2;  // there-and-back pairs per pair of layouts
+  int rounds = 2;   // there-and-back pairs per pair of layouts
   std::string dir;  // checkpoint scratch directory; empty: under the temporary directory
   bool json = false;
 };
@@ -86,7 +86,8 @@ double secondsSince(Clock::time_point start) {
 // Best of three memcpy passes over `bytes` (fresh buffers, touched first so page faults are not
 // timed), in seconds.
 double memcpySeconds(std::int64_t bytes) {
-  std::vector<char> from(static_cast<std::size_t>(bytes), 1), to(static_cast<std::size_t>(bytes), 0);
+  std::vector<char> from(static_cast<std::size_t>(bytes), 1),
+      to(static_cast<std::size_t>(bytes), 0);
   double best = 1e30;
   for (int i = 0; i < 3; ++i) {
     const auto start = Clock::now();
@@ -135,21 +136,21 @@ void print(bool json, const nlohmann::json& row, const std::string& text) {
 void runBenchSwitch(const BenchSwitchOptions& o) {
   nlohmann::json base = readJsonFile(o.config);
   // About 100M parameters: 12 layers of width 768 (85M in the blocks), byte vocabulary.
-  for (const char* a : {"model.num_layers=12", "model.hidden_size=768",
-                        "model.num_attention_heads=12", "model.context_length=64",
-                        "train_batch_size=8", "train_micro_batch_size_per_gpu=1", "train_iters=1000", "eval_interval=0"}) {
+  for (const char* a :
+       {"model.num_layers=12", "model.hidden_size=768", "model.num_attention_heads=12",
+        "model.context_length=64", "train_batch_size=8", "train_micro_batch_size_per_gpu=1",
+        "train_iters=1000", "eval_interval=0"}) {
     applyOverride(base, a);
   }
   base.erase("gradient_accumulation_steps");
   for (const std::string& a : o.overrides) applyOverride(base, a);
-  auto layout = [&](std::vector<std::string> keys) {
+  auto layout = [&](const std::vector<std::string>& keys) {
     nlohmann::json doc = base;
     for (const std::string& k : keys) applyOverride(doc, k);
     return parseTrainConfig(doc);
   };
   const TrainConfig d4 = layout({"data_parallel_size=4"});
-  const TrainConfig t2p2 = layout({"tensor_model_parallel_size=2",
-                                   "pipeline_model_parallel_size=2",
+  const TrainConfig t2p2 = layout({"tensor_model_parallel_size=2", "pipeline_model_parallel_size=2",
                                    "train_micro_batch_size_per_gpu=2"});
   const TrainConfig d4z3 = layout({"data_parallel_size=4", "zero_optimization.stage=3"});
 
@@ -183,17 +184,23 @@ void runBenchSwitch(const BenchSwitchOptions& o) {
         now = target;
         const double seconds = r.milliseconds / 1e3;
         const double gbps = static_cast<double>(r.bytesMoved) / seconds / 1e9;
-        const double memcpyGbps = static_cast<double>(r.bytesMoved) / memcpySeconds(r.bytesMoved) / 1e9;
+        const double memcpyGbps =
+            static_cast<double>(r.bytesMoved) / memcpySeconds(r.bytesMoved) / 1e9;
         char text[256];
         std::snprintf(text, sizeof text, "%-28s %10.1f %12s %10.2f %12.2f %7.0f%%",
                       (r.before + " -> " + r.after).c_str(), r.milliseconds,
                       formatBytes(static_cast<double>(r.bytesMoved)).c_str(), gbps, memcpyGbps,
                       100 * gbps / memcpyGbps);
         print(o.json,
-              {{"event", "switch"}, {"before", r.before}, {"after", r.after},
-               {"world_before", r.worldBefore}, {"world_after", r.worldAfter},
-               {"switch_ms", r.milliseconds}, {"bytes_moved", r.bytesMoved},
-               {"effective_gb_per_s", gbps}, {"memcpy_gb_per_s", memcpyGbps},
+              {{"event", "switch"},
+               {"before", r.before},
+               {"after", r.after},
+               {"world_before", r.worldBefore},
+               {"world_after", r.worldAfter},
+               {"switch_ms", r.milliseconds},
+               {"bytes_moved", r.bytesMoved},
+               {"effective_gb_per_s", gbps},
+               {"memcpy_gb_per_s", memcpyGbps},
                {"ratio_to_memcpy", gbps / memcpyGbps}},
               text);
       }
@@ -224,13 +231,16 @@ void runBenchSwitch(const BenchSwitchOptions& o) {
     const double gbps = static_cast<double>(r.bytes) / (r.milliseconds / 1e3) / 1e9;
     const double plainGbps = static_cast<double>(saved.bytes) / plain / 1e9;
     char text[256];
-    std::snprintf(text, sizeof text, "checkpoint %-17s %10.1f %12s %10.2f %12.2f %7.0f%%  (vs plain %s)",
-                  what, r.milliseconds, formatBytes(static_cast<double>(r.bytes)).c_str(), gbps,
-                  plainGbps, 100 * gbps / plainGbps,
-                  std::string(what) == "save" ? "write + fsync" : "read");
+    std::snprintf(
+        text, sizeof text, "checkpoint %-17s %10.1f %12s %10.2f %12.2f %7.0f%%  (vs plain %s)",
+        what, r.milliseconds, formatBytes(static_cast<double>(r.bytes)).c_str(), gbps, plainGbps,
+        100 * gbps / plainGbps, std::string(what) == "save" ? "write + fsync" : "read");
     print(o.json,
-          {{"event", std::string("checkpoint_") + what}, {"checkpoint_ms", r.milliseconds},
-           {"bytes", r.bytes}, {"effective_gb_per_s", gbps}, {"plain_io_gb_per_s", plainGbps},
+          {{"event", std::string("checkpoint_") + what},
+           {"checkpoint_ms", r.milliseconds},
+           {"bytes", r.bytes},
+           {"effective_gb_per_s", gbps},
+           {"plain_io_gb_per_s", plainGbps},
            {"ratio_to_plain_io", gbps / plainGbps}},
           text);
   }

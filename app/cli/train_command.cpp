@@ -32,7 +32,7 @@ struct TrainOptions {
   std::vector<std::string> overrides;
   std::string backend;  // empty: the config's "backend" key
   bool json = false;
-  std::string trace;  // Chrome trace file; empty: no tracing
+  std::string trace;                  // Chrome trace file; empty: no tracing
   std::vector<std::string> switches;  // STEP:key=value[,key=value...]
   std::string save, load, resume;     // checkpoint directories
   int saveInterval = 0;
@@ -293,9 +293,9 @@ void Printer::onCheckpoint(const CheckpointReport& r) {
                             .c_str());
   } else {
     if (tty_) std::printf("\r\033[K");
-    std::printf("checkpoint %s %s at step %d (%s, %.1f ms)\n", r.loaded ? "loaded from" : "saved to",
-                r.path.c_str(), r.step, formatBytes(static_cast<double>(r.bytes)).c_str(),
-                r.milliseconds);
+    std::printf("checkpoint %s %s at step %d (%s, %.1f ms)\n",
+                r.loaded ? "loaded from" : "saved to", r.path.c_str(), r.step,
+                formatBytes(static_cast<double>(r.bytes)).c_str(), r.milliseconds);
   }
   std::fflush(stdout);
 }

@@ -26,8 +26,8 @@ struct SwitchReport {
   std::string before, after;  // describeStrategy() of the two configs
   TrainConfig from, to;
   int worldBefore = 1, worldAfter = 1;
-  double milliseconds = 0;       // from the step boundary until the new layout could run
-  std::int64_t bytesMoved = 0;   // state bytes copied into the new layout, all ranks together
+  double milliseconds = 0;      // from the step boundary until the new layout could run
+  std::int64_t bytesMoved = 0;  // state bytes copied into the new layout, all ranks together
 };
 
 // A checkpoint written (Session::saveCheckpoint, save_interval, the end of a run) or loaded.

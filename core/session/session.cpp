@@ -106,8 +106,8 @@ std::optional<ErrorReport> Session::error() const {
 // What a switch may change is how the run is spread; what it trains on and how must stay.
 void Session::checkSwitch(const TrainConfig& next) const {
   const TrainConfig now = config();
-  const char* kept[] = {"model", "data",         "optimizer", "scheduler", "gradient_clipping",
-                        "seed",  "train_iters",  "save_weights"};
+  const char* kept[] = {"model", "data",        "optimizer",   "scheduler", "gradient_clipping",
+                        "seed",  "train_iters", "save_weights"};
   for (const char* key : kept) {
     const nlohmann::json a = now.document.value(key, nlohmann::json());
     const nlohmann::json b = next.document.value(key, nlohmann::json());
@@ -291,8 +291,6 @@ Session::Ending Session::trainRank(Communicator& world, RankSlot& slot) {
     s.firstStep = trainer.stepsDone();
     publish([&](SessionObserver& o) { o.onStart(s); });
   }
-  barrier(world);  // every rank has read started_ before rank 0 sets it
-  if (world.rank() == 0) started_ = true;
   const bool canEvaluate = options_.evaluate && trainer.dataset().samples(Split::Validation) > 0;
   EvalReport last;
   Ending ending = Ending::Done;
@@ -406,6 +404,7 @@ FinishedReport Session::run() {
     if (options_.recorder) options_.recorder->begin(mpi ? &*options_.mpiWorld : nullptr, first);
     for (int ranks = first;;) {
       runLayout(ranks);
+      started_ = true;  // the next layout continues the run
       if (ending_ != Ending::Switch) break;
       // Between two layouts: the old ranks' state indexed for the new ones to copy from.
       std::vector<RankState> states;

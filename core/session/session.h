@@ -123,7 +123,7 @@ class Session {
   std::optional<TrainConfig> pending_;  // the requested switch, until it takes effect
   std::string saveDir_;                 // the requested checkpoint's directory
   int boundary_ = 0;                    // the next layout's first boundary (StepGate::next)
-  bool started_ = false;                // the start report has gone out
+  bool started_ = false;                // a layout has run: the next one continues the run
   std::string lastCheckpoint_;
   std::atomic<Ending> ending_{Ending::Done};
 };

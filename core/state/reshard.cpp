@@ -29,7 +29,8 @@ StateIndex::StateIndex(const std::vector<const RankState*>& ranks) {
       std::int64_t next = 0;
       for (const Piece& p : list) {
         if (p.begin != next) {
-          throw std::logic_error(what + ": elements from " + std::to_string(std::min(next, p.begin)) +
+          throw std::logic_error(what + ": elements from " +
+                                 std::to_string(std::min(next, p.begin)) +
                                  (p.begin < next ? " owned twice" : " owned by no rank"));
         }
         next = p.begin + p.count;

@@ -4,12 +4,9 @@ namespace parascope {
 
 const char* stateFieldName(StateField f) {
   switch (f) {
-    case StateField::Param:
-      return "param";
-    case StateField::ExpAvg:
-      return "exp_avg";
-    case StateField::ExpAvgSq:
-      return "exp_avg_sq";
+    case StateField::Param: return "param";
+    case StateField::ExpAvg: return "exp_avg";
+    case StateField::ExpAvgSq: return "exp_avg_sq";
   }
   return "?";
 }

@@ -367,8 +367,8 @@ RankState Trainer::state() {
       if (mixed) addSlices(s.slices, p, StateField::Param, 0, n, p.lowValue.raw(), low, false);
       addSlices(s.slices, p, StateField::ExpAvg, 0, n, optimizer_->expAvg(i).raw(), DType::F32,
                 owned);
-      addSlices(s.slices, p, StateField::ExpAvgSq, 0, n, optimizer_->expAvgSq(i).raw(),
-                DType::F32, owned);
+      addSlices(s.slices, p, StateField::ExpAvgSq, 0, n, optimizer_->expAvgSq(i).raw(), DType::F32,
+                owned);
     }
     return s;
   }
@@ -383,7 +383,7 @@ RankState Trainer::state() {
     const std::int64_t local =
         seg.flatBegin - z.layout().offset[static_cast<std::size_t>(seg.parameter)];
     ownedRanges[static_cast<std::size_t>(seg.parameter)].emplace_back(local, seg.count);
-    const float* master = mixed ? f32(z.master(), seg.shardBegin)
+    const float* master = mixed               ? f32(z.master(), seg.shardBegin)
                           : z.valuesSharded() ? f32(z.values(), seg.shardBegin)
                                               : p.value.data<float>() + local;
     addSlices(s.slices, p, StateField::Param, local, seg.count, const_cast<float*>(master),

@@ -51,8 +51,8 @@ constexpr int kSteps = 6;
 // The tiny GPT for kSteps steps, without evaluation, writing its final weights to `weights`.
 TrainConfig config(const QString& strategy, const std::string& weights) {
   std::vector<std::string> o = split(strategy);
-  o.insert(o.begin(), {"train_iters=" + std::to_string(kSteps), "eval_interval=0",
-                       "save_weights=" + weights});
+  o.insert(o.begin(),
+           {"train_iters=" + std::to_string(kSteps), "eval_interval=0", "save_weights=" + weights});
   return dptest::tinyConfig(o);
 }
 
@@ -119,8 +119,8 @@ std::string bitDifference(const Outcome& a, const Outcome& b, int fromStep) {
   if (a.losses.size() != b.losses.size()) return "different step counts";
   for (std::size_t i = static_cast<std::size_t>(fromStep); i < a.losses.size(); ++i) {
     if (std::bit_cast<std::uint64_t>(a.losses[i]) != std::bit_cast<std::uint64_t>(b.losses[i])) {
-      return "loss of step " + std::to_string(i + 1) + ": " + std::to_string(a.losses[i]) +
-             " vs " + std::to_string(b.losses[i]);
+      return "loss of step " + std::to_string(i + 1) + ": " + std::to_string(a.losses[i]) + " vs " +
+             std::to_string(b.losses[i]);
     }
   }
   if (a.weights.size() != b.weights.size()) return "different weight sets";
@@ -249,7 +249,8 @@ void TestSwitch::switchEqualsSaveAndLoad() {
 void TestSwitch::roundTripUnderOneLayout_data() {
   QTest::addColumn<QString>("layout");
   QTest::newRow("one rank") << "";
-  QTest::newRow("D2 ZeRO-3 bf16") << "data_parallel_size=2 zero_optimization.stage=3 bf16.enabled=true";
+  QTest::newRow("D2 ZeRO-3 bf16")
+      << "data_parallel_size=2 zero_optimization.stage=3 bf16.enabled=true";
   QTest::newRow("T2 P2") << "tensor_model_parallel_size=2 pipeline_model_parallel_size=2 "
                             "gradient_accumulation_steps=2";
 }
