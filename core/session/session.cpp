@@ -228,8 +228,6 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
     slot.trainer->restoreCounters(switchCounters_);
     barrier(world);  // every rank has copied: the old layout can go
     if (world.rank() == 0) {
-      retiring_.clear();
-      switchIndex_.reset();
       SwitchReport r;
       r.step = slot.trainer->stepsDone();
       r.before = describeStrategy(switchFrom_);
@@ -240,9 +238,12 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
       r.worldAfter = world.size();
       r.milliseconds = millisecondsSince(switchStart_);
       r.bytesMoved = switchBytes_.load();
+      // The new layout could run from here; freeing the old one is not part of the switch.
+      retiring_.clear();
+      switchIndex_.reset();
       publish([&](SessionObserver& o) { o.onSwitch(r); });
     }
-    barrier(world);  // nobody frees or reads the index after rank 0 dropped it
+    barrier(world);  // no rank goes on before the old layout is freed
     return *slot.trainer;
   }
   if (!options_.load.empty() && !started_) {
@@ -258,9 +259,12 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
       bytes += s.count * static_cast<std::int64_t>(dtypeSize(s.dtype));
     }
     slot.trainer->restoreCounters(reader.manifest().counters);
+    // In-process the report counts every rank's bytes; under MPI each process reports its own.
+    loadBytes_ += bytes;
+    if (!options_.mpiWorld) barrier(world);
     if (world.rank() == 0 || options_.mpiWorld) {
       const CheckpointReport r{slot.trainer->stepsDone(), reader.directory(), true,
-                               millisecondsSince(start), bytes};
+                               millisecondsSince(start), loadBytes_.load()};
       publish([&](SessionObserver& o) { o.onCheckpoint(r); });
     }
     return *slot.trainer;

@@ -120,6 +120,7 @@ class Session {
   TrainConfig switchFrom_;
   std::chrono::steady_clock::time_point switchStart_;
   std::atomic<std::int64_t> switchBytes_{0};
+  std::atomic<std::int64_t> loadBytes_{0};  // read by the ranks loading a checkpoint
   std::optional<TrainConfig> pending_;  // the requested switch, until it takes effect
   std::string saveDir_;                 // the requested checkpoint's directory
   int boundary_ = 0;                    // the next layout's first boundary (StepGate::next)

@@ -32,6 +32,7 @@ class TestSwitch : public QObject {
   void roundTripUnderOneLayout();
   void invalidTargetIsRefused();
   void switchWhilePaused();
+  void failureLeavesTheLastCheckpoint();
 };
 
 namespace {
@@ -356,6 +357,45 @@ void TestSwitch::switchWhilePaused() {
   const FinishedReport f = session.wait();
   QVERIFY(!f.failed);
   QCOMPARE(f.steps, kSteps);
+}
+
+// A rank that fails during a run with checkpoints leaves the last one complete; resumed under
+// another strategy, the run goes on as a live switch at that step would have.
+void TestSwitch::failureLeavesTheLastCheckpoint() {
+  const std::string weights = (scratch() / "failing.safetensors").string();
+  const fs::path dir = scratch() / "failing";
+  fs::remove_all(dir);
+  struct Saboteur : SessionObserver {
+    void onRankStep(const StepReport& r) override {
+      if (r.rank == 1 && r.step == 5) throw std::runtime_error("rank 1 lost its disk");
+    }
+  } saboteur;
+  SessionOptions save;
+  save.saveDir = dir.string();
+  save.saveInterval = 2;
+  Session failing(config("data_parallel_size=2", weights), save);
+  failing.addObserver(saboteur);
+  const FinishedReport f = failing.run();
+  QVERIFY(f.failed);
+  QCOMPARE(failing.error()->reason, std::string("rank 1 lost its disk"));
+  QCOMPARE(QString::fromStdString(f.checkpoint),
+           QString::fromStdString((dir / "step-00000004").string()));
+  const CheckpointReader latest(dir.string());
+  latest.verifyChecksums();
+  QCOMPARE(latest.manifest().counters.step, 4);
+
+  const TrainConfig t2 = config("tensor_model_parallel_size=2", weights);
+  const Outcome switched = run(config("data_parallel_size=2", weights), {{4, t2}});
+  SessionOptions resume;
+  resume.load = dir.string();
+  const Outcome resumed = run(t2, {}, resume);
+  QVERIFY2(!resumed.error, resumed.error ? resumed.error->reason.c_str() : "");
+  Outcome joined = switched;
+  joined.losses.resize(4);
+  joined.losses.insert(joined.losses.end(), resumed.losses.begin(), resumed.losses.end());
+  joined.weights = resumed.weights;
+  const std::string diff = bitDifference(switched, joined, 0);
+  QVERIFY2(diff.empty(), diff.c_str());
 }
 
 QTEST_GUILESS_MAIN(TestSwitch)
