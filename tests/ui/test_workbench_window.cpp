@@ -1,0 +1,242 @@
+// The workbench driven as a user drives it, under the offscreen platform: edits in the strategy
+// panel through key events (invalid ones show the config validator's own message and keep Apply
+// and Start disabled), a tiny session started with its shortcut whose steps reach the log, the
+// charts and, at the end, the timeline; the report queue's back-pressure; the log model under
+// QAbstractItemModelTester; screenshots of the window and each view checked by pixel statistics.
+#include <QAbstractItemModelTester>
+#include <QAction>
+#include <QComboBox>
+#include <QImage>
+#include <QLineSeries>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <set>
+#include <thread>
+
+#include "core/common/error.h"
+#include "core/config/config.h"
+#include "ui/live_charts.h"
+#include "ui/session_bridge.h"
+#include "ui/strategy_panel.h"
+#include "ui/timeline_window.h"
+#include "ui/training_log_model.h"
+#include "ui/workbench_window.h"
+
+using parascope::ui::LiveCharts;
+using parascope::ui::SessionBridge;
+using parascope::ui::StrategyPanel;
+using parascope::ui::WorkbenchWindow;
+
+namespace {
+
+// A GPT small enough that a step takes milliseconds: 4 layers of width 32, 4 heads.
+nlohmann::json tinyDocument() {
+  return nlohmann::json::parse(R"({
+    "model": {"type": "gpt", "vocab_size": 256, "context_length": 16, "hidden_size": 32,
+              "num_attention_heads": 4, "num_layers": 4, "mlp_ratio": 2},
+    "data": {"type": "text", "path": "/usr/share/games/fortunes", "validation_fraction": 0.1},
+    "train_micro_batch_size_per_gpu": 2, "train_iters": 6, "eval_interval": 3,
+    "eval_iters": 1, "log_interval": 1, "seed": 7,
+    "optimizer": {"type": "AdamW", "params": {"lr": 0.002}}
+  })");
+}
+
+// Types a value into a spin box as a user does: focus, select all, type, Enter.
+void typeInto(QSpinBox* box, int value) {
+  QVERIFY(box);
+  box->setFocus();
+  QTest::keyClick(box, Qt::Key_A, Qt::ControlModifier);
+  QTest::keyClicks(box, QString::number(value));
+  QTest::keyClick(box, Qt::Key_Return);
+}
+
+// Not a blank image: several colours and a spread of brightness.
+void checkPixels(const QString& path) {
+  const QImage image(path);
+  QVERIFY2(!image.isNull(), qPrintable(path));
+  QVERIFY(image.width() > 200 && image.height() > 200);
+  std::set<QRgb> colours;
+  double sum = 0, sumSq = 0;
+  int n = 0;
+  for (int y = 0; y < image.height(); y += 3) {
+    for (int x = 0; x < image.width(); x += 3) {
+      const QRgb p = image.pixel(x, y);
+      colours.insert(p);
+      const double v = qGray(p);
+      sum += v;
+      sumSq += v * v;
+      ++n;
+    }
+  }
+  const double mean = sum / n;
+  const double deviation = std::sqrt(std::max(0.0, sumSq / n - mean * mean));
+  QVERIFY2(colours.size() > 20,
+           qPrintable(QStringLiteral("%1: %2 colours").arg(path).arg(colours.size())));
+  QVERIFY2(deviation > 10, qPrintable(QStringLiteral("%1: deviation %2").arg(path).arg(deviation)));
+}
+
+}  // namespace
+
+class TestWorkbenchWindow : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase();
+  void invalidEditsKeepApplyDisabled_data();
+  void invalidEditsKeepApplyDisabled();
+  void panelRoundTripsTheDocument();
+  void bridgeNeverDropsReports();
+  void runsASessionAndShowsIt();
+};
+
+void TestWorkbenchWindow::initTestCase() {
+  // Keep the tests' QSettings away from the user's.
+  QCoreApplication::setOrganizationName(QStringLiteral("ParaScopeTests"));
+  QCoreApplication::setApplicationName(QStringLiteral("test_ui_workbench"));
+}
+
+void TestWorkbenchWindow::invalidEditsKeepApplyDisabled_data() {
+  QTest::addColumn<int>("world");
+  QTest::addColumn<int>("data");
+  QTest::addColumn<int>("tensor");
+  QTest::addColumn<int>("pipeline");
+  QTest::addColumn<QString>("mentions");
+  QTest::newRow("data degree does not fill the world") << 4 << 3 << 1 << 1 << "data_parallel_size";
+  QTest::newRow("heads not divisible by tensor") << 3 << 1 << 3 << 1 << "num_attention_heads";
+  QTest::newRow("layers not divisible by stages") << 3 << 1 << 1 << 3 << "num_layers";
+}
+
+void TestWorkbenchWindow::invalidEditsKeepApplyDisabled() {
+  QFETCH(int, world);
+  QFETCH(int, data);
+  QFETCH(int, tensor);
+  QFETCH(int, pipeline);
+  QFETCH(QString, mentions);
+  WorkbenchWindow window;
+  window.setDocument(tinyDocument());
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  StrategyPanel* panel = window.panel();
+  QVERIFY(panel->applyButton()->isEnabled());
+  QVERIFY(window.action(QStringLiteral("start"))->isEnabled());
+  auto spin = [panel](const char* key) {
+    return qobject_cast<QSpinBox*>(panel->field(QString::fromLatin1(key)));
+  };
+  typeInto(spin("tensor_model_parallel_size"), tensor);
+  typeInto(spin("pipeline_model_parallel_size"), pipeline);
+  typeInto(spin("data_parallel_size"), data);
+  typeInto(spin("world_size"), world);
+  QCOMPARE(spin("world_size")->value(), world);
+  QCOMPARE(spin("data_parallel_size")->value(), data);
+
+  // The validator's own words, shown as they are.
+  QString expected;
+  try {
+    parascope::parseTrainConfig(panel->document(), world);
+  } catch (const parascope::UserError& e) {
+    expected = QString::fromStdString(e.what());
+  }
+  QVERIFY2(!expected.isEmpty(), "the edit should be invalid");
+  QCOMPARE(panel->message(), expected);
+  QVERIFY2(panel->message().contains(mentions), qPrintable(panel->message()));
+  QVERIFY(!panel->applyButton()->isEnabled());
+  QVERIFY(!window.action(QStringLiteral("applyStrategy"))->isEnabled());
+  QVERIFY(!window.action(QStringLiteral("start"))->isEnabled());
+  // Clicking the disabled button does nothing; Start's shortcut starts nothing.
+  QSignalSpy applied(panel, &StrategyPanel::applied);
+  QTest::mouseClick(panel->applyButton(), Qt::LeftButton);
+  QTest::keyClick(&window, Qt::Key_F5);
+  QCOMPARE(applied.count(), 0);
+  QVERIFY(!window.running());
+
+  // Back to a valid strategy: Apply comes back.
+  typeInto(spin("tensor_model_parallel_size"), 1);
+  typeInto(spin("pipeline_model_parallel_size"), 1);
+  typeInto(spin("data_parallel_size"), world);
+  QVERIFY2(panel->applyButton()->isEnabled(), qPrintable(panel->message()));
+  QVERIFY(window.findChild<QObject*>(QStringLiteral("memory")) != nullptr);
+}
+
+void TestWorkbenchWindow::panelRoundTripsTheDocument() {
+  StrategyPanel panel;
+  nlohmann::json doc = tinyDocument();
+  doc["data_parallel_size"] = 2;
+  doc["tensor_model_parallel_size"] = 2;
+  doc["zero_optimization"] = {{"stage", 1}, {"reduce_bucket_size", 1000}};
+  doc["bf16"] = {{"enabled", true}};
+  doc["recompute_granularity"] = "selective";
+  panel.setDocument(doc);
+  QVERIFY2(panel.config().has_value(), qPrintable(panel.message()));
+  const parascope::TrainConfig& c = *panel.config();
+  QCOMPARE(c.parallel.data, 2);
+  QCOMPARE(c.parallel.tensor, 2);
+  QCOMPARE(c.parallel.zeroStage, 1);
+  QCOMPARE(c.parallel.bucketElements, std::int64_t{1000});
+  QCOMPARE(c.parallel.compute, parascope::DType::BF16);
+  QCOMPARE(qobject_cast<QSpinBox*>(panel.field(QStringLiteral("world_size")))->value(), 4);
+  const nlohmann::json back = panel.document();
+  QCOMPARE(back["model"], doc["model"]);
+  QCOMPARE(back["optimizer"], doc["optimizer"]);
+  QCOMPARE(back["recompute_granularity"].get<std::string>(), std::string("selective"));
+  QVERIFY(panel.findChild<QObject*>(QStringLiteral("memory")) != nullptr);
+}
+
+void TestWorkbenchWindow::bridgeNeverDropsReports() {
+  SessionBridge bridge(4);
+  constexpr int kSteps = 500;
+  std::thread rank([&bridge] {
+    for (int i = 1; i <= kSteps; ++i) {
+      parascope::StepReport r;
+      r.step = i;
+      bridge.onStep(r);
+    }
+  });
+  int expected = 1;
+  while (expected <= kSteps) {
+    for (const auto& report : bridge.drain()) {
+      QCOMPARE(std::get<parascope::StepReport>(report).step, expected);
+      ++expected;
+    }
+    std::this_thread::yield();
+  }
+  rank.join();
+  QVERIFY(bridge.drain().empty());
+  QVERIFY(bridge.waits() > 0);  // the producer was held back, not dropped
+}
+
+void TestWorkbenchWindow::runsASessionAndShowsIt() {
+  WorkbenchWindow window;
+  QAbstractItemModelTester tester(window.logModel(),
+                                  QAbstractItemModelTester::FailureReportingMode::QtTest);
+  nlohmann::json doc = tinyDocument();
+  doc["data_parallel_size"] = 2;
+  window.setDocument(doc);
+  window.resize(1400, 900);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QSignalSpy ended(&window, &WorkbenchWindow::sessionEnded);
+  QSignalSpy shown(&window, &WorkbenchWindow::traceShown);
+  QTest::keyClick(&window, Qt::Key_F5);
+  QVERIFY(window.running() || !ended.isEmpty());
+  QTRY_VERIFY_WITH_TIMEOUT(window.stepsSeen() >= 3, 120000);
+  QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 120000);
+  QCOMPARE(ended.at(0).at(0).toBool(), false);
+  QVERIFY2(window.errorText().isEmpty(), qPrintable(window.errorText()));
+  QCOMPARE(window.stepsSeen(), 6);
+  QCOMPARE(window.worldSize(), 2);
+  QCOMPARE(window.logModel()->rowCount(), 6);
+  QCOMPARE(window.charts()->pointCount(LiveCharts::Loss), 6);
+  QCOMPARE(window.charts()->pointCount(LiveCharts::TokensPerSecond), 6);
+  QVERIFY(window.statusText().contains(QStringLiteral("Finished after 6 steps")));
+  QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+
+  QTemporaryDir dir;
+  const QStringList files = window.saveScreenshots(dir.path());
+  QCOMPARE(files.size(), 1 + window.views()->count());
+  for (const QString& f : files) checkPixels(f);
+}
+
+QTEST_MAIN(TestWorkbenchWindow)
+#include "test_workbench_window.moc"
