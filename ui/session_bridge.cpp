@@ -11,6 +11,11 @@ void SessionBridge::push(SessionReport report) {
   queue_.push_back(std::move(report));
 }
 
+void SessionBridge::onStep(const parascope::StepReport& r) {
+  push(r);
+  if (stopAfter_ > 0 && r.step >= stopAfter_ && stop_) stop_();
+}
+
 std::vector<SessionReport> SessionBridge::drain() {
   std::vector<SessionReport> out;
   {

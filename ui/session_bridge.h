@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <variant>
 #include <vector>
@@ -32,7 +33,7 @@ class SessionBridge final : public parascope::SessionObserver {
   explicit SessionBridge(std::size_t capacity = 4096) : capacity_(capacity) {}
 
   void onStart(const parascope::StartReport& r) override { push(r); }
-  void onStep(const parascope::StepReport& r) override { push(r); }
+  void onStep(const parascope::StepReport& r) override;
   void onRankStep(const parascope::StepReport& r) override { push(RankStepReport{r}); }
   void onEval(const parascope::EvalReport& r) override { push(r); }
   void onSwitch(const parascope::SwitchReport& r) override { push(r); }
@@ -40,6 +41,13 @@ class SessionBridge final : public parascope::SessionObserver {
   void onError(const parascope::ErrorReport& r) override { push(r); }
   void onFinished(const parascope::FinishedReport& r) override { push(r); }
 
+  // Before the session starts: `stop` is called from the reporting thread with step `steps`'s
+  // report, so a session asked for N steps ends at the boundary right after step N however fast
+  // steps are compared with the GUI's frames.
+  void stopAfter(int steps, std::function<void()> stop) {
+    stopAfter_ = steps;
+    stop_ = std::move(stop);
+  }
   // GUI thread: everything queued so far, oldest first; wakes ranks waiting on a full queue.
   std::vector<SessionReport> drain();
   // Pushes never wait again (the session is being torn down).
@@ -57,6 +65,8 @@ class SessionBridge final : public parascope::SessionObserver {
   std::deque<SessionReport> queue_;
   bool closed_ = false;
   std::size_t waits_ = 0;
+  int stopAfter_ = 0;  // 0: never
+  std::function<void()> stop_;
 };
 
 }  // namespace parascope::ui

@@ -167,13 +167,25 @@ QWidget* StrategyPanel::field(const QString& key) const {
 void StrategyPanel::setDocument(const json& document) {
   filling_ = true;
   base_ = document.is_object() ? document : json::object();
+  const int presets = static_cast<int>(std::size(kPresets));
   const json model = base_.value("model", json::parse(kPresets[0].model));
-  int preset = 0;
-  for (int i = 0; i < static_cast<int>(std::size(kPresets)); ++i) {
+  int preset = -1;
+  for (int i = 0; i < presets; ++i) {
     if (json::parse(kPresets[i].model) == model) preset = i;
   }
+  while (preset_->count() > presets) preset_->removeItem(presets);
+  if (preset < 0) {
+    configModel_ = model;
+    configData_ = base_.value("data", json::object());
+    const std::string type = model.value("type", "gpt");
+    preset_->addItem(type == "gpt" ? tr("From the config: GPT, %1 layers, width %2")
+                                         .arg(model.value("num_layers", 4))
+                                         .arg(model.value("hidden_size", 256))
+                                   : tr("From the config: %1").arg(QString::fromStdString(type)));
+    preset = presets;
+  }
   preset_->setCurrentIndex(preset);
-  const json data = base_.value("data", json::parse(kPresets[preset].data));
+  const json data = base_.value("data", json::parse(kPresets[std::min(preset, presets - 1)].data));
   dataPath_->setText(QString::fromStdString(stringAt(data, "path", "")));
   const int d = intAt(base_, "data_parallel_size", 1);
   const int t = intAt(base_, "tensor_model_parallel_size", 1);
@@ -237,8 +249,9 @@ json StrategyPanel::document() const {
 
 void StrategyPanel::applyPreset(int index) {
   if (filling_ || index < 0) return;
-  base_["model"] = json::parse(kPresets[index].model);
-  base_["data"] = json::parse(kPresets[index].data);
+  const bool fromConfig = index >= static_cast<int>(std::size(kPresets));
+  base_["model"] = fromConfig ? configModel_ : json::parse(kPresets[index].model);
+  base_["data"] = fromConfig ? configData_ : json::parse(kPresets[index].data);
   dataPath_->setText(QString::fromStdString(base_["data"].value("path", "")));
   validate();
 }

@@ -54,6 +54,9 @@ class StrategyPanel : public QWidget {
   void showMemory(const parascope::TrainConfig& c);
 
   nlohmann::json base_;  // the document's keys without a widget
+  // The model and data the document came with, when they are no preset's: the preset list's
+  // last entry then.
+  nlohmann::json configModel_, configData_;
   std::optional<parascope::TrainConfig> config_;
   bool filling_ = false;
   std::map<std::string, double> dataBytes_;  // by data path: file sizes are read once

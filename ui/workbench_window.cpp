@@ -111,8 +111,9 @@ WorkbenchWindow::WorkbenchWindow(QWidget* parent) : QMainWindow(parent) {
   splitter->addWidget(timeline_);
   splitter->addWidget(views_);
   splitter->setStretchFactor(0, 2);
-  splitter->setStretchFactor(1, 3);
-  splitter->setStretchFactor(2, 2);
+  splitter->setStretchFactor(1, 5);
+  splitter->setStretchFactor(2, 3);
+  splitter->setSizes({200, 500, 300});
   auto* central = new QWidget;
   auto* layout = new QVBoxLayout(central);
   layout->setContentsMargins(0, 0, 0, 0);
@@ -279,6 +280,7 @@ void WorkbenchWindow::startSession(const TrainConfig& config, const std::string&
   try {
     session_ = std::make_unique<Session>(config, options);
     session_->addObserver(*bridge_);
+    if (stopAfter_ > 0) bridge_->stopAfter(stopAfter_, [s = session_.get()] { s->stop(); });
     session_->start(false);
     world_ = config.parallel.worldSize();
     setStatus(tr("Running %1 on %2 ranks")

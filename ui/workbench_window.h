@@ -52,6 +52,9 @@ class WorkbenchWindow : public QMainWindow {
   int worldSize() const { return world_; }
   bool running() const;
 
+  // Sessions started from now on stop at the boundary after this many steps (0: run them out).
+  void setStopAfterSteps(int steps) { stopAfter_ = steps; }
+
   // Saves the main window and each view tab as PNGs under `dir` (window.png, view-<name>.png);
   // returns the files written.
   QStringList saveScreenshots(const QString& dir);
@@ -107,6 +110,7 @@ class WorkbenchWindow : public QMainWindow {
   int runs_ = 0;
   int world_ = 0;
   int lastStep_ = 0;
+  int stopAfter_ = 0;
   bool paused_ = false;
   double flopsPerToken_ = 0;
   double peakFlops_ = 0;   // one rank's sgemm peak, FLOP/s, for MFU

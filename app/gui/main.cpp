@@ -68,9 +68,7 @@ void watchForScreenshots(parascope::ui::WorkbenchWindow& window, const QString& 
   using parascope::ui::WorkbenchWindow;
   auto failed = std::make_shared<bool>(false);
   auto shot = std::make_shared<bool>(false);
-  QObject::connect(&window, &WorkbenchWindow::stepReported, &window, [&window, steps](int step) {
-    if (step >= steps) window.stop();
-  });
+  window.setStopAfterSteps(steps);
   auto shoot = [&window, dir, failed, shot] {
     if (*shot) return;  // a failed run may also show its trace
     *shot = true;
