@@ -11,13 +11,16 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QMenuBar>
+#include <QPointer>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSettings>
+#include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
+#include <QThreadPool>
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
@@ -25,10 +28,14 @@
 #include <vector>
 
 #include "core/common/error.h"
+#include "core/config/memory_estimate.h"
 #include "core/kernels/matmul.h"
 #include "core/session/run_summary.h"
 #include "profiler/run_trace.h"
+#include "ui/breakdown_model.h"
+#include "ui/communication_view.h"
 #include "ui/live_charts.h"
+#include "ui/memory_view.h"
 #include "ui/strategy_panel.h"
 #include "ui/timeline_window.h"
 #include "ui/training_log_model.h"
@@ -80,10 +87,10 @@ WorkbenchWindow::WorkbenchWindow(QWidget* parent) : QMainWindow(parent) {
   charts_ = new LiveCharts;
   timeline_ = new TimelineWindow;
   timeline_->setWindowFlags(Qt::Widget);
-  connect(timeline_->loader(), &TraceLoader::loaded, this, &WorkbenchWindow::traceShown);
+  connect(timeline_->loader(), &TraceLoader::loaded, this, &WorkbenchWindow::shownOne);
   connect(timeline_->loader(), &TraceLoader::failed, this, [this](const QString& why) {
     setStatus(tr("Trace not shown: %1").arg(why));
-    emit traceShown();
+    shownOne();
   });
   log_ = new TrainingLogModel(this);
   buildViews();
@@ -144,7 +151,73 @@ void WorkbenchWindow::buildViews() {
   logView_->setModel(log_);
   logView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   logView_->verticalHeader()->hide();
+  memory_ = new MemoryView;
+  memory_->setObjectName(QStringLiteral("memoryView"));
+  communication_ = new CommunicationView;
+  communication_->setObjectName(QStringLiteral("communicationView"));
+  breakdown_ = new BreakdownModel(this);
+  auto* proxy = new QSortFilterProxyModel(this);
+  proxy->setSourceModel(breakdown_);
+  proxy->setSortRole(Qt::UserRole);
+  auto* breakdownView = new QTableView;
+  breakdownView->setObjectName(QStringLiteral("breakdownView"));
+  breakdownView->setModel(proxy);
+  breakdownView->setSortingEnabled(true);
+  breakdownView->sortByColumn(BreakdownModel::Rank, Qt::AscendingOrder);
+  breakdownView->verticalHeader()->hide();
+  breakdownView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   views_->addTab(logView_, tr("Log"));
+  views_->addTab(memory_, tr("Memory"));
+  views_->addTab(communication_, tr("Communication"));
+  views_->addTab(breakdownView, tr("Breakdown"));
+}
+
+void WorkbenchWindow::showTraces(const QStringList& files) {
+  if (files.isEmpty()) return;
+  pendingShows_ = 2;
+  timeline_->openFiles(files);
+  std::vector<std::string> paths;
+  for (const QString& f : files) paths.push_back(f.toStdString());
+  // The analysis runs on the pool; its result comes back to the GUI thread through the
+  // application object's queue, and is dropped if the window has gone meanwhile.
+  QPointer<WorkbenchWindow> self(this);
+  QThreadPool::globalInstance()->start([self, paths] {
+    std::shared_ptr<const TraceAnalysis> result;
+    QString error;
+    try {
+      result = analyzeTraces(paths);
+    } catch (const std::exception& e) {
+      error = QString::fromUtf8(e.what());
+    }
+    QMetaObject::invokeMethod(qApp, [self, result, error] {
+      if (!self) return;
+      if (result) {
+        self->showAnalysis(result);
+      } else {
+        self->showError(tr("Cannot analyse the trace: %1").arg(error), false);
+      }
+      self->shownOne();
+    });
+  });
+}
+
+void WorkbenchWindow::shownOne() {
+  if (pendingShows_ > 0 && --pendingShows_ == 0) emit traceShown();
+}
+
+void WorkbenchWindow::showAnalysis(std::shared_ptr<const TraceAnalysis> analysis) {
+  // The strategy the trace ran last: the session's, else the panel's.
+  std::map<std::string, double> predicted;
+  std::optional<TrainConfig> config =
+      session_ ? std::optional(session_->config()) : panel_->config();
+  if (config) {
+    const MemoryEstimate m =
+        estimateMemory(*config, dataBytesInMemory(config->data), config->parallel.worldSize());
+    for (const MemoryItem& item : m.items) predicted[item.name] = item.bytes;
+  }
+  breakdown_->setRows(analysis->breakdown);
+  communication_->setAnalysis(analysis);
+  memory_->setAnalysis(analysis, std::move(predicted));
 }
 
 void WorkbenchWindow::buildActions() {
@@ -348,7 +421,7 @@ void WorkbenchWindow::loadCheckpoint() {
 void WorkbenchWindow::openTrace() {
   const QStringList files = QFileDialog::getOpenFileNames(
       this, tr("Open traces"), {}, tr("Traces (*.json *.json.gz);;All files (*)"));
-  if (!files.isEmpty()) timeline_->openFiles(files);
+  showTraces(files);
 }
 
 void WorkbenchWindow::exportTrace() {
@@ -463,7 +536,7 @@ void WorkbenchWindow::handle(const SessionReport& report) {
             }
             if (!r.tracePath.empty()) {
               tracePath_ = r.tracePath;
-              timeline_->openFiles({QString::fromStdString(r.tracePath)});
+              showTraces({QString::fromStdString(r.tracePath)});
             }
             emit sessionEnded(r.failed);
           },

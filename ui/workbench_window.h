@@ -13,6 +13,7 @@
 
 #include "core/session/session.h"
 #include "ui/session_bridge.h"
+#include "ui/trace_analysis.h"
 
 class QAction;
 class QLabel;
@@ -23,7 +24,10 @@ class QTimer;
 
 namespace parascope::ui {
 
+class BreakdownModel;
+class CommunicationView;
 class LiveCharts;
+class MemoryView;
 class StrategyPanel;
 class TimelineWindow;
 class TrainingLogModel;
@@ -45,9 +49,17 @@ class WorkbenchWindow : public QMainWindow {
   TimelineWindow* timeline() const { return timeline_; }
   TrainingLogModel* logModel() const { return log_; }
   QTabWidget* views() const { return views_; }
+  MemoryView* memoryView() const { return memory_; }
+  CommunicationView* communicationView() const { return communication_; }
+  BreakdownModel* breakdownModel() const { return breakdown_; }
+  // Shows traces in the timeline and the views (analysed off the GUI thread); traceShown
+  // follows once both are done, either way.
+  void showTraces(const QStringList& files);
   QAction* action(const QString& name) const;
   QString statusText() const;
   QString errorText() const;
+  // The last run's trace file (empty before a run ended).
+  QString tracePath() const { return QString::fromStdString(tracePath_); }
   int stepsSeen() const { return lastStep_; }
   int worldSize() const { return world_; }
   bool running() const;
@@ -89,6 +101,8 @@ class WorkbenchWindow : public QMainWindow {
   void handle(const SessionReport& report);
   void showError(const QString& text, bool offerResume);
   void updateActions();
+  void shownOne();
+  void showAnalysis(std::shared_ptr<const TraceAnalysis> analysis);
   void setStatus(const QString& text);
 
   StrategyPanel* panel_ = nullptr;
@@ -97,6 +111,10 @@ class WorkbenchWindow : public QMainWindow {
   TrainingLogModel* log_ = nullptr;
   QTabWidget* views_ = nullptr;
   QTableView* logView_ = nullptr;
+  MemoryView* memory_ = nullptr;
+  CommunicationView* communication_ = nullptr;
+  BreakdownModel* breakdown_ = nullptr;
+  int pendingShows_ = 0;  // of the timeline and the analysis, for traceShown
   QWidget* errorBanner_ = nullptr;
   QLabel* errorLabel_ = nullptr;
   QPushButton* resume_ = nullptr;

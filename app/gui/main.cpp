@@ -43,7 +43,7 @@ std::string defaultConfigPath() {
 
 // The timeline window alone on trace files; with a screenshot path it saves the window once the
 // traces are shown (or their error) and quits.
-int showTraces(const QStringList& files, const QString& path) {
+int timelineOnly(const QStringList& files, const QString& path) {
   parascope::ui::TimelineWindow window;
   window.resize(1600, 900);
   // Once the load has ended either way, give the view one turn of the event loop to paint.
@@ -150,7 +150,8 @@ int main(int argc, char** argv) {
     return parascope::ui::runTimelineBench(o, std::cout);
   }
   if (parser.isSet(screenshot))
-    return showTraces(parser.values(open) + parser.positionalArguments(), parser.value(screenshot));
+    return timelineOnly(parser.values(open) + parser.positionalArguments(),
+                        parser.value(screenshot));
 
   // The workbench. Positional arguments are key=value overrides, or more trace files.
   nlohmann::json document;
@@ -186,7 +187,7 @@ int main(int argc, char** argv) {
   parascope::ui::WorkbenchWindow window;
   window.restoreLayout();
   window.setDocument(document);
-  if (!traces.isEmpty()) window.timeline()->openFiles(traces);
+  if (!traces.isEmpty()) window.showTraces(traces);
   if (parser.isSet(screenshotDir)) {
     window.resize(1600, 1000);
     watchForScreenshots(window, parser.value(screenshotDir), quitAfter);

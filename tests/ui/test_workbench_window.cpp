@@ -6,6 +6,7 @@
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QComboBox>
+#include <QFile>
 #include <QImage>
 #include <QLineSeries>
 #include <QPushButton>
@@ -18,7 +19,16 @@
 
 #include "core/common/error.h"
 #include "core/config/config.h"
+#include "profiler/analysis/comm_volume.h"
+#include "profiler/analysis/memory_timeline.h"
+#include "profiler/io/chrome_import.h"
+#include "ui/breakdown_model.h"
+#include "ui/comm_matrix_model.h"
+#include "ui/comm_op_model.h"
+#include "ui/communication_view.h"
 #include "ui/live_charts.h"
+#include "ui/memory_peak_model.h"
+#include "ui/memory_view.h"
 #include "ui/session_bridge.h"
 #include "ui/strategy_panel.h"
 #include "ui/timeline_window.h"
@@ -89,6 +99,7 @@ class TestWorkbenchWindow : public QObject {
   void panelRoundTripsTheDocument();
   void bridgeNeverDropsReports();
   void runsASessionAndShowsIt();
+  void corruptTraceChangesNothing();
 };
 
 void TestWorkbenchWindow::initTestCase() {
@@ -208,8 +219,13 @@ void TestWorkbenchWindow::bridgeNeverDropsReports() {
 
 void TestWorkbenchWindow::runsASessionAndShowsIt() {
   WorkbenchWindow window;
-  QAbstractItemModelTester tester(window.logModel(),
-                                  QAbstractItemModelTester::FailureReportingMode::QtTest);
+  using Tester = QAbstractItemModelTester;
+  const auto mode = Tester::FailureReportingMode::QtTest;
+  Tester logTester(window.logModel(), mode);
+  Tester breakdownTester(window.breakdownModel(), mode);
+  Tester matrixTester(window.communicationView()->matrixModel(), mode);
+  Tester opTester(window.communicationView()->opModel(), mode);
+  Tester peakTester(window.memoryView()->peakModel(), mode);
   nlohmann::json doc = tinyDocument();
   doc["data_parallel_size"] = 2;
   window.setDocument(doc);
@@ -232,10 +248,58 @@ void TestWorkbenchWindow::runsASessionAndShowsIt() {
   QVERIFY(window.statusText().contains(QStringLiteral("Finished after 6 steps")));
   QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
 
+  // The views show what `parascope-cli analyze` computes from the same trace.
+  const parascope::profiler::TraceData trace =
+      parascope::profiler::importChromeTraces({window.tracePath().toStdString()});
+  const auto comm = parascope::profiler::computeCommVolume(trace);
+  auto* matrix = window.communicationView()->matrixModel();
+  QCOMPARE(matrix->rowCount(), static_cast<int>(comm.matrix.ranks.size()));
+  QCOMPARE(matrix->rowCount(), 2);
+  for (int i = 0; i < matrix->rowCount(); ++i) {
+    for (int j = 0; j < matrix->columnCount(); ++j) {
+      QCOMPARE(matrix->data(matrix->index(i, j), Qt::UserRole).toLongLong(),
+               comm.matrix.at(comm.matrix.ranks[i], comm.matrix.ranks[j]));
+    }
+  }
+  QVERIFY(comm.matrix.total() > 0);
+  auto* ops = window.communicationView()->opModel();
+  QCOMPARE(ops->rowCount(), static_cast<int>(comm.ops.size()));
+  const auto memory = parascope::profiler::computeMemoryTimeline(trace);
+  auto* peaks = window.memoryView()->peakModel();
+  QCOMPARE(peaks->rowCount(), static_cast<int>(memory.size()));
+  for (int i = 0; i < peaks->rowCount(); ++i) {
+    QCOMPARE(peaks->data(peaks->index(i, parascope::ui::MemoryPeakModel::PeakBytes), Qt::UserRole)
+                 .toLongLong(),
+             memory[i].peakBytes);
+  }
+  QVERIFY(window.breakdownModel()->rowCount() >= 2 * 6);
+  // Filtering by one operation keeps only its bytes.
+  window.communicationView()->setOperation(QStringLiteral("allReduce"));
+  const auto allReduce = parascope::ui::commVolumeOf(trace, "allReduce");
+  QCOMPARE(matrix->data(matrix->index(0, 1), Qt::UserRole).toLongLong(),
+           allReduce.matrix.at(comm.matrix.ranks[0], comm.matrix.ranks[1]));
+
   QTemporaryDir dir;
   const QStringList files = window.saveScreenshots(dir.path());
   QCOMPARE(files.size(), 1 + window.views()->count());
   for (const QString& f : files) checkPixels(f);
+}
+
+void TestWorkbenchWindow::corruptTraceChangesNothing() {
+  WorkbenchWindow window;
+  window.show();
+  QTemporaryDir dir;
+  const QString bad = dir.filePath(QStringLiteral("bad.json"));
+  QFile f(bad);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write("{\"traceEvents\": [ {\"ph\": \"X\", ");
+  f.close();
+  QSignalSpy shown(&window, &WorkbenchWindow::traceShown);
+  window.showTraces({bad});
+  QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 30000);
+  QVERIFY2(window.errorText().contains(QStringLiteral("bad.json")), qPrintable(window.errorText()));
+  QCOMPARE(window.breakdownModel()->rowCount(), 0);
+  QCOMPARE(window.communicationView()->matrixModel()->rowCount(), 0);
 }
 
 QTEST_MAIN(TestWorkbenchWindow)
