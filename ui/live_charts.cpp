@@ -130,10 +130,13 @@ int LiveCharts::pointCount(Chart c) const {
 void LiveCharts::refresh() {
   for (Plot& p : charts_) {
     p.x->setRange(0, std::max(1, lastStep_));
-    // A constant series (fp32's loss scale) still gets a readable range around its value.
-    const double pad = p.any ? std::max({0.05 * (p.hi - p.lo), 0.05 * std::abs(p.hi), 1e-6}) : 1;
-    const double lo = p.any ? p.lo - pad : 0;
+    // A constant series (fp32's loss scale, no exposed communication) still gets a readable
+    // range around its value; a series that never goes below 0 gets no negative axis.
+    const double span = p.hi - p.lo;
+    const double pad = !p.any ? 1 : span > 0 ? 0.05 * span : std::max(0.05 * std::abs(p.hi), 1e-3);
+    double lo = p.any ? p.lo - pad : 0;
     const double hi = p.any ? p.hi + pad : 1;
+    if (p.any && p.lo >= 0) lo = std::max(0.0, lo);
     p.y->setRange(lo, hi);
   }
   for (Marker& m : switches_) {

@@ -36,6 +36,7 @@
 #include "ui/communication_view.h"
 #include "ui/live_charts.h"
 #include "ui/memory_view.h"
+#include "ui/pipeline_view.h"
 #include "ui/strategy_panel.h"
 #include "ui/timeline_window.h"
 #include "ui/training_log_model.h"
@@ -153,6 +154,11 @@ void WorkbenchWindow::buildViews() {
   logView_->verticalHeader()->hide();
   memory_ = new MemoryView;
   memory_->setObjectName(QStringLiteral("memoryView"));
+  pipeline_ = new PipelineView;
+  pipeline_->setObjectName(QStringLiteral("pipelineView"));
+  auto* pipelineScroll = new QScrollArea;
+  pipelineScroll->setWidget(pipeline_);
+  pipelineScroll->setWidgetResizable(true);
   communication_ = new CommunicationView;
   communication_->setObjectName(QStringLiteral("communicationView"));
   breakdown_ = new BreakdownModel(this);
@@ -168,6 +174,7 @@ void WorkbenchWindow::buildViews() {
   breakdownView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   views_->addTab(logView_, tr("Log"));
   views_->addTab(memory_, tr("Memory"));
+  views_->addTab(pipelineScroll, tr("Pipeline"));
   views_->addTab(communication_, tr("Communication"));
   views_->addTab(breakdownView, tr("Breakdown"));
 }
@@ -218,6 +225,7 @@ void WorkbenchWindow::showAnalysis(std::shared_ptr<const TraceAnalysis> analysis
   breakdown_->setRows(analysis->breakdown);
   communication_->setAnalysis(analysis);
   memory_->setAnalysis(analysis, std::move(predicted));
+  pipeline_->setAnalysis(*analysis, config);
 }
 
 void WorkbenchWindow::buildActions() {

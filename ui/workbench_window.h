@@ -28,6 +28,7 @@ class BreakdownModel;
 class CommunicationView;
 class LiveCharts;
 class MemoryView;
+class PipelineView;
 class StrategyPanel;
 class TimelineWindow;
 class TrainingLogModel;
@@ -50,6 +51,7 @@ class WorkbenchWindow : public QMainWindow {
   TrainingLogModel* logModel() const { return log_; }
   QTabWidget* views() const { return views_; }
   MemoryView* memoryView() const { return memory_; }
+  PipelineView* pipelineView() const { return pipeline_; }
   CommunicationView* communicationView() const { return communication_; }
   BreakdownModel* breakdownModel() const { return breakdown_; }
   // Shows traces in the timeline and the views (analysed off the GUI thread); traceShown
@@ -112,6 +114,7 @@ class WorkbenchWindow : public QMainWindow {
   QTabWidget* views_ = nullptr;
   QTableView* logView_ = nullptr;
   MemoryView* memory_ = nullptr;
+  PipelineView* pipeline_ = nullptr;
   CommunicationView* communication_ = nullptr;
   BreakdownModel* breakdown_ = nullptr;
   int pendingShows_ = 0;  // of the timeline and the analysis, for traceShown

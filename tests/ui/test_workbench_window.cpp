@@ -29,6 +29,7 @@
 #include "ui/live_charts.h"
 #include "ui/memory_peak_model.h"
 #include "ui/memory_view.h"
+#include "ui/pipeline_view.h"
 #include "ui/session_bridge.h"
 #include "ui/strategy_panel.h"
 #include "ui/timeline_window.h"
@@ -100,6 +101,7 @@ class TestWorkbenchWindow : public QObject {
   void bridgeNeverDropsReports();
   void runsASessionAndShowsIt();
   void corruptTraceChangesNothing();
+  void pipelineViewShowsTheSchedule();
 };
 
 void TestWorkbenchWindow::initTestCase() {
@@ -300,6 +302,35 @@ void TestWorkbenchWindow::corruptTraceChangesNothing() {
   QVERIFY2(window.errorText().contains(QStringLiteral("bad.json")), qPrintable(window.errorText()));
   QCOMPARE(window.breakdownModel()->rowCount(), 0);
   QCOMPARE(window.communicationView()->matrixModel()->rowCount(), 0);
+}
+
+void TestWorkbenchWindow::pipelineViewShowsTheSchedule() {
+  WorkbenchWindow window;
+  nlohmann::json doc = tinyDocument();
+  doc["pipeline_model_parallel_size"] = 2;
+  doc["gradient_accumulation_steps"] = 4;
+  doc["train_iters"] = 3;
+  window.setDocument(doc);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QVERIFY2(window.panel()->config().has_value(), qPrintable(window.panel()->message()));
+  QSignalSpy shown(&window, &WorkbenchWindow::traceShown);
+  QTest::keyClick(&window, Qt::Key_F5);
+  QTRY_VERIFY_WITH_TIMEOUT(window.stepsSeen() == 3, 60000);
+  QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+  QVERIFY2(window.errorText().isEmpty(), qPrintable(window.errorText()));
+  const parascope::ui::PipelineView* view = window.pipelineView();
+  QCOMPARE(static_cast<int>(view->rows().size()), 2);
+  QVERIFY(view->step() >= 0);
+  QCOMPARE(view->idealBubble(), 1.0 / 5.0);  // (p - 1) / (v m + p - 1), p = 2, m = 4
+  for (const auto& row : view->rows()) {
+    QVERIFY(row.bubble >= 0 && row.bubble < 1);
+    // Every micro-batch's forward on each stage.
+    int forwards = 0;
+    for (const auto& box : row.boxes) forwards += box.kind == 0;
+    QCOMPARE(forwards, 4);
+  }
+  QCOMPARE(view->rows()[1].stage, 1);
 }
 
 QTEST_MAIN(TestWorkbenchWindow)
