@@ -37,6 +37,7 @@
 #include "ui/live_charts.h"
 #include "ui/memory_view.h"
 #include "ui/pipeline_view.h"
+#include "ui/segment_model.h"
 #include "ui/strategy_panel.h"
 #include "ui/timeline_window.h"
 #include "ui/training_log_model.h"
@@ -172,11 +173,25 @@ void WorkbenchWindow::buildViews() {
   breakdownView->sortByColumn(BreakdownModel::Rank, Qt::AscendingOrder);
   breakdownView->verticalHeader()->hide();
   breakdownView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  segments_ = new SegmentModel(this);
+  auto* compare = new QWidget;
+  auto* compareView = new QTableView;
+  compareView->setObjectName(QStringLiteral("compareView"));
+  compareView->setModel(segments_);
+  compareView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  auto* exportCompare = new QPushButton(tr("Export as CSV or JSON..."));
+  connect(exportCompare, &QPushButton::clicked, this, &WorkbenchWindow::exportComparison);
+  auto* compareLayout = new QVBoxLayout(compare);
+  compareLayout->addWidget(new QLabel(
+      tr("Each run and each live switch starts a segment; ★ marks the best of a column.")));
+  compareLayout->addWidget(compareView, 1);
+  compareLayout->addWidget(exportCompare, 0, Qt::AlignRight);
   views_->addTab(logView_, tr("Log"));
   views_->addTab(memory_, tr("Memory"));
   views_->addTab(pipelineScroll, tr("Pipeline"));
   views_->addTab(communication_, tr("Communication"));
   views_->addTab(breakdownView, tr("Breakdown"));
+  views_->addTab(compare, tr("Compare"));
 }
 
 void WorkbenchWindow::showTraces(const QStringList& files) {
@@ -443,6 +458,21 @@ void WorkbenchWindow::exportTrace() {
   }
 }
 
+void WorkbenchWindow::exportComparison() {
+  const QString to = QFileDialog::getSaveFileName(this, tr("Export comparison"), {},
+                                                  tr("CSV (*.csv);;JSON (*.json)"));
+  if (!to.isEmpty() && !writeComparison(to)) showError(tr("Cannot write '%1'").arg(to), false);
+}
+
+bool WorkbenchWindow::writeComparison(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return false;
+  const std::string text = path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive)
+                               ? segments_->toJson()
+                               : segments_->toCsv();
+  return f.write(text.data(), static_cast<qint64>(text.size())) == static_cast<qint64>(text.size());
+}
+
 void WorkbenchWindow::applyStrategy(const TrainConfig& config) {
   if (!running()) {
     setStatus(tr("Strategy set: %1; press Start (F5) to run it")
@@ -487,18 +517,21 @@ void WorkbenchWindow::handle(const SessionReport& report) {
           [this](const StartReport& r) {
             world_ = r.worldSize;
             flopsPerToken_ = r.flopsPerToken;
+            segments_->begin(describeStrategy(r.config), r.worldSize, r.flopsPerToken, peakFlops_);
             setStatus(tr("Running %1: %2 on %3 ranks")
                           .arg(QString::fromStdString(r.model),
                                QString::fromStdString(describeStrategy(r.config)))
                           .arg(r.worldSize));
           },
           [this](const RankStepReport& r) {
+            segments_->addRankStep(r.step);
             if (r.step.seconds > 0) exposedSum_ += r.step.exposedCommSeconds / r.step.seconds;
             ++exposedRanks_;
           },
           [this](const StepReport& r) {
             lastStep_ = r.step;
             log_->addStep(r);
+            segments_->addStep(r);
             const double rate = r.seconds > 0 ? static_cast<double>(r.tokens) / r.seconds : 0;
             const double mfu =
                 peakFlops_ > 0 ? rate * flopsPerToken_ / (peakFlops_ * std::max(1, world_)) : 0;
@@ -513,6 +546,7 @@ void WorkbenchWindow::handle(const SessionReport& report) {
           },
           [this](const SwitchReport& r) {
             world_ = r.worldAfter;
+            segments_->begin(r.after, r.worldAfter, flopsPerToken_, peakFlops_);
             charts_->addSwitch(r.step, QString::fromStdString(r.before + " \u2192 " + r.after));
             setStatus(tr("Switched at step %1: %2 \u2192 %3 (%4 ranks, %5 ms)")
                           .arg(r.step)

@@ -29,6 +29,7 @@ class CommunicationView;
 class LiveCharts;
 class MemoryView;
 class PipelineView;
+class SegmentModel;
 class StrategyPanel;
 class TimelineWindow;
 class TrainingLogModel;
@@ -54,6 +55,7 @@ class WorkbenchWindow : public QMainWindow {
   PipelineView* pipelineView() const { return pipeline_; }
   CommunicationView* communicationView() const { return communication_; }
   BreakdownModel* breakdownModel() const { return breakdown_; }
+  SegmentModel* segmentModel() const { return segments_; }
   // Shows traces in the timeline and the views (analysed off the GUI thread); traceShown
   // follows once both are done, either way.
   void showTraces(const QStringList& files);
@@ -82,6 +84,9 @@ class WorkbenchWindow : public QMainWindow {
   void loadCheckpoint();
   void openTrace();
   void exportTrace();
+  // The Compare table as CSV or JSON, by the file's suffix.
+  void exportComparison();
+  bool writeComparison(const QString& path);
   void applyStrategy(const parascope::TrainConfig& config);
   // The GUI thread's frame: drains the bridge and shows what arrived.
   void drain();
@@ -117,6 +122,7 @@ class WorkbenchWindow : public QMainWindow {
   PipelineView* pipeline_ = nullptr;
   CommunicationView* communication_ = nullptr;
   BreakdownModel* breakdown_ = nullptr;
+  SegmentModel* segments_ = nullptr;
   int pendingShows_ = 0;  // of the timeline and the analysis, for traceShown
   QWidget* errorBanner_ = nullptr;
   QLabel* errorLabel_ = nullptr;

@@ -30,6 +30,7 @@
 #include "ui/memory_peak_model.h"
 #include "ui/memory_view.h"
 #include "ui/pipeline_view.h"
+#include "ui/segment_model.h"
 #include "ui/session_bridge.h"
 #include "ui/strategy_panel.h"
 #include "ui/timeline_window.h"
@@ -102,6 +103,7 @@ class TestWorkbenchWindow : public QObject {
   void runsASessionAndShowsIt();
   void corruptTraceChangesNothing();
   void pipelineViewShowsTheSchedule();
+  void compareMarksTheBestSegment();
 };
 
 void TestWorkbenchWindow::initTestCase() {
@@ -228,6 +230,7 @@ void TestWorkbenchWindow::runsASessionAndShowsIt() {
   Tester matrixTester(window.communicationView()->matrixModel(), mode);
   Tester opTester(window.communicationView()->opModel(), mode);
   Tester peakTester(window.memoryView()->peakModel(), mode);
+  Tester segmentTester(window.segmentModel(), mode);
   nlohmann::json doc = tinyDocument();
   doc["data_parallel_size"] = 2;
   window.setDocument(doc);
@@ -249,6 +252,8 @@ void TestWorkbenchWindow::runsASessionAndShowsIt() {
   QCOMPARE(window.charts()->pointCount(LiveCharts::TokensPerSecond), 6);
   QVERIFY(window.statusText().contains(QStringLiteral("Finished after 6 steps")));
   QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+  QCOMPARE(window.segmentModel()->rowCount(), 1);
+  QCOMPARE(window.segmentModel()->value(0, parascope::ui::SegmentModel::Steps), 6.0);
 
   // The views show what `parascope-cli analyze` computes from the same trace.
   const parascope::profiler::TraceData trace =
@@ -331,6 +336,51 @@ void TestWorkbenchWindow::pipelineViewShowsTheSchedule() {
     QCOMPARE(forwards, 4);
   }
   QCOMPARE(view->rows()[1].stage, 1);
+}
+
+void TestWorkbenchWindow::compareMarksTheBestSegment() {
+  using parascope::ui::SegmentModel;
+  SegmentModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  // Two segments: D2 is faster, D1 T2 uses less memory.
+  const struct {
+    const char* name;
+    int ranks;
+    double seconds;
+    std::int64_t bytes;
+  } segments[] = {{"D2", 2, 0.5, 4 << 20}, {"D1 T2", 2, 1.0, 2 << 20}};
+  int step = 0;
+  for (const auto& seg : segments) {
+    model.begin(seg.name, seg.ranks, 1000.0, 1e9);
+    for (int i = 0; i < 3; ++i) {
+      parascope::StepReport r;
+      r.step = ++step;
+      r.loss = 5.0 - 0.1 * step;
+      r.seconds = seg.seconds;
+      r.tokens = 1000;
+      r.exposedCommSeconds = 0.1 * seg.seconds;
+      r.peakBytes[0] = seg.bytes;
+      for (int rank = 0; rank < seg.ranks; ++rank) model.addRankStep(r);
+      model.addStep(r);
+    }
+  }
+  QCOMPARE(model.rowCount(), 2);
+  QCOMPARE(model.value(0, SegmentModel::TokensPerSecond), 2000.0);
+  QCOMPARE(model.value(1, SegmentModel::TokensPerSecond), 1000.0);
+  QVERIFY(model.isBest(0, SegmentModel::TokensPerSecond));
+  QVERIFY(!model.isBest(1, SegmentModel::TokensPerSecond));
+  QVERIFY(model.isBest(1, SegmentModel::PeakMemory));
+  QVERIFY(std::abs(model.value(0, SegmentModel::LossTrend) + 0.1) < 1e-9);
+  QVERIFY(model.data(model.index(0, SegmentModel::TokensPerSecond)).toString().contains("★"));
+  QVERIFY(model.data(model.index(0, SegmentModel::TokensPerSecond), Qt::FontRole)
+              .value<QFont>()
+              .bold());
+  const std::string csv = model.toCsv();
+  QVERIFY(csv.rfind("strategy,ranks,steps,tokens_per_s", 0) == 0);
+  QVERIFY(csv.find("\"D1 T2\",2,3,1000,") != std::string::npos);
+  const auto json = nlohmann::json::parse(model.toJson());
+  QCOMPARE(json.size(), std::size_t{2});
+  QCOMPARE(json[0]["best"][0].get<std::string>(), std::string("tokens_per_s"));
 }
 
 QTEST_MAIN(TestWorkbenchWindow)
