@@ -6,7 +6,8 @@
 // and each view as PNGs once N steps ran and the run's trace is shown, then quits (exit 1 if the
 // session failed). `parascope --open FILE... --screenshot FILE.png` shows traces alone in the
 // timeline window as before; `parascope --bench-timeline [--events N] [--json]` runs the timeline
-// benchmark. All work under QT_QPA_PLATFORM=offscreen. Exit status 2 on a usage error.
+// benchmark, `parascope --bench-ui [--json] [--config F] [key=value ...]` the workbench's. All work
+// under QT_QPA_PLATFORM=offscreen. Exit status 2 on a usage error.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
@@ -21,6 +22,7 @@
 #include "ui/strategy_panel.h"
 #include "ui/timeline_bench.h"
 #include "ui/timeline_window.h"
+#include "ui/workbench_bench.h"
 #include "ui/workbench_window.h"
 
 namespace {
@@ -131,8 +133,11 @@ int main(int argc, char** argv) {
       QStringLiteral("quit-after-steps"),
       QStringLiteral("With --screenshot-dir: steps to run before the screenshots."),
       QStringLiteral("N"), QStringLiteral("5"));
+  const QCommandLineOption benchUi(
+      QStringLiteral("bench-ui"),
+      QStringLiteral("Benchmark the workbench (frame time, throughput vs headless) and exit."));
   parser.addOptions(
-      {open, bench, events, json, screenshot, config, run, screenshotDir, quitAfterSteps});
+      {open, bench, events, json, screenshot, config, run, screenshotDir, quitAfterSteps, benchUi});
   parser.addPositionalArgument(QStringLiteral("key=value|file"),
                                QStringLiteral("Config overrides, or more trace files."));
   parser.process(app);
@@ -148,6 +153,21 @@ int main(int argc, char** argv) {
     o.events = n;
     o.json = parser.isSet(json);
     return parascope::ui::runTimelineBench(o, std::cout);
+  }
+  if (parser.isSet(benchUi)) {
+    parascope::ui::WorkbenchBenchOptions o;
+    o.json = parser.isSet(json);
+    try {
+      o.document = parascope::readJsonFile(parser.isSet(config) ? parser.value(config).toStdString()
+                                                                : defaultConfigPath());
+      for (const QString& arg : parser.positionalArguments()) {
+        parascope::applyOverride(o.document, arg.toStdString());
+      }
+      return parascope::ui::runWorkbenchBench(o, std::cout);
+    } catch (const parascope::UserError& e) {
+      std::fprintf(stderr, "parascope: %s\n", e.what());
+      return 2;
+    }
   }
   if (parser.isSet(screenshot))
     return timelineOnly(parser.values(open) + parser.positionalArguments(),
