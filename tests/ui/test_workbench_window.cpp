@@ -104,6 +104,7 @@ class TestWorkbenchWindow : public QObject {
   void corruptTraceChangesNothing();
   void pipelineViewShowsTheSchedule();
   void compareMarksTheBestSegment();
+  void failedSessionShowsItsReason();
 };
 
 void TestWorkbenchWindow::initTestCase() {
@@ -381,6 +382,26 @@ void TestWorkbenchWindow::compareMarksTheBestSegment() {
   const auto json = nlohmann::json::parse(model.toJson());
   QCOMPARE(json.size(), std::size_t{2});
   QCOMPARE(json[0]["best"][0].get<std::string>(), std::string("tokens_per_s"));
+}
+
+void TestWorkbenchWindow::failedSessionShowsItsReason() {
+  WorkbenchWindow window;
+  nlohmann::json doc = tinyDocument();
+  doc["data"]["path"] = "/nonexistent/parascope-test-corpus";
+  window.setDocument(doc);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QSignalSpy ended(&window, &WorkbenchWindow::sessionEnded);
+  QTest::keyClick(&window, Qt::Key_F5);
+  QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 60000);
+  QCOMPARE(ended.at(0).at(0).toBool(), true);
+  QVERIFY2(window.errorText().contains(QStringLiteral("parascope-test-corpus")),
+           qPrintable(window.errorText()));
+  QVERIFY(!window.running());
+  // The window lives on and the last config was kept for the next launch.
+  QVERIFY(window.action(QStringLiteral("start"))->isEnabled());
+  QCOMPARE(WorkbenchWindow::lastDocument()["data"]["path"].get<std::string>(),
+           std::string("/nonexistent/parascope-test-corpus"));
 }
 
 QTEST_MAIN(TestWorkbenchWindow)
