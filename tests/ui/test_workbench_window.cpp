@@ -105,6 +105,9 @@ class TestWorkbenchWindow : public QObject {
   void pipelineViewShowsTheSchedule();
   void compareMarksTheBestSegment();
   void failedSessionShowsItsReason();
+#if PARASCOPE_HAS_SESSION_SWITCH
+  void switchesThroughThePanel();
+#endif
 };
 
 void TestWorkbenchWindow::initTestCase() {
@@ -403,6 +406,41 @@ void TestWorkbenchWindow::failedSessionShowsItsReason() {
   QCOMPARE(WorkbenchWindow::lastDocument()["data"]["path"].get<std::string>(),
            std::string("/nonexistent/parascope-test-corpus"));
 }
+
+#if PARASCOPE_HAS_SESSION_SWITCH
+// D2 -> D2 T2 through the panel's widgets while the session runs: the same global batch on 4
+// ranks instead of 2, a marker on every chart, a new Compare segment, and the loss going on.
+void TestWorkbenchWindow::switchesThroughThePanel() {
+  WorkbenchWindow window;
+  nlohmann::json doc = tinyDocument();
+  doc["data_parallel_size"] = 2;
+  doc["gradient_accumulation_steps"] = 2;
+  doc["train_iters"] = 40;
+  window.setDocument(doc);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QTest::keyClick(&window, Qt::Key_F5);
+  QTRY_VERIFY_WITH_TIMEOUT(window.stepsSeen() >= 2, 60000);
+  QTest::keyClick(&window, Qt::Key_F6);  // pause, so the switch lands mid-run
+  StrategyPanel* panel = window.panel();
+  auto spin = [panel](const char* key) {
+    return qobject_cast<QSpinBox*>(panel->field(QString::fromLatin1(key)));
+  };
+  typeInto(spin("tensor_model_parallel_size"), 2);
+  typeInto(spin("world_size"), 4);
+  QVERIFY2(panel->applyButton()->isEnabled(), qPrintable(panel->message()));
+  QTest::mouseClick(panel->applyButton(), Qt::LeftButton);
+  QTest::keyClick(&window, Qt::Key_F6);  // resume
+  QTRY_COMPARE_WITH_TIMEOUT(window.charts()->switchCount(), 1, 60000);
+  QCOMPARE(window.segmentModel()->rowCount(), 2);
+  const int atSwitch = window.stepsSeen();
+  QTRY_VERIFY_WITH_TIMEOUT(window.stepsSeen() >= atSwitch + 2, 60000);
+  QVERIFY2(window.errorText().isEmpty(), qPrintable(window.errorText()));
+  QCOMPARE(window.worldSize(), 4);
+  QCOMPARE(window.charts()->pointCount(LiveCharts::Loss), window.stepsSeen());
+  QTest::keyClick(&window, Qt::Key_F5, Qt::ShiftModifier);  // stop
+}
+#endif
 
 QTEST_MAIN(TestWorkbenchWindow)
 #include "test_workbench_window.moc"
