@@ -28,11 +28,13 @@ int main(int argc, char** argv) {
   parascope::cli::registerGradCommand(app);
   parascope::cli::registerAnalyzeCommand(app);
   parascope::cli::registerConvertCommand(app);
+  parascope::cli::registerCheckpointCommand(app);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks that print figures (never pass/fail)");
   bench->require_subcommand(1);
   parascope::cli::registerBenchStepCommand(*bench);
   parascope::cli::registerBenchTraceCommand(*bench);
   parascope::cli::registerBenchCommCommand(*bench);
+  parascope::cli::registerBenchSwitchCommand(*bench);
 
   // SIGINT / SIGTERM stop the command at its next safe point (exit 130 / 143, no file left).
   parascope::installStopSignalHandlers();

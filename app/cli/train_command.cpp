@@ -18,6 +18,7 @@
 #include "core/common/output_file.h"
 #include "core/common/stop_signal.h"
 #include "core/config/config_agreement.h"
+#include "core/config/memory_estimate.h"
 #include "core/session/session.h"
 #include "profiler/io/chrome_export.h"
 #include "profiler/run_trace.h"
@@ -31,7 +32,85 @@ struct TrainOptions {
   std::vector<std::string> overrides;
   std::string backend;  // empty: the config's "backend" key
   bool json = false;
-  std::string trace;  // Chrome trace file; empty: no tracing
+  std::string trace;                  // Chrome trace file; empty: no tracing
+  std::vector<std::string> switches;  // STEP:key=value[,key=value...]
+  std::string save, load, resume;     // checkpoint directories
+  int saveInterval = 0;
+  int keep = 0;
+};
+
+// One --switch: after `step` steps the run continues under `config`.
+struct PlannedSwitch {
+  int step = 0;
+  TrainConfig config;
+};
+
+// Each --switch applies its assignments on top of the previous layout's document, so
+// `--switch 10:tensor_model_parallel_size=2 --switch 20:zero_optimization.stage=1` ends with both.
+// Every target is validated before the run starts.
+std::vector<PlannedSwitch> planSwitches(const std::vector<std::string>& specs, nlohmann::json doc,
+                                        int worldSize) {
+  std::vector<PlannedSwitch> plan;
+  for (const std::string& spec : specs) {
+    const std::size_t colon = spec.find(':');
+    const std::string step = spec.substr(0, colon);
+    const bool digits = !step.empty() && step.size() < 9 &&
+                        step.find_first_not_of("0123456789") == std::string::npos;
+    if (colon == std::string::npos || !digits || colon + 1 == spec.size()) {
+      throw UserError("--switch '" + spec +
+                      "': expected STEP:key=value[,key=value...], e.g. "
+                      "20:tensor_model_parallel_size=2,data_parallel_size=1");
+    }
+    PlannedSwitch p;
+    p.step = std::stoi(step);
+    const int previous = plan.empty() ? 0 : plan.back().step;
+    if (p.step <= previous) {
+      throw UserError("--switch '" + spec + "': steps must increase and be at least 1 (after " +
+                      std::to_string(previous) + ")");
+    }
+    // The global batch stays what it is unless the switch names a batch key itself: the
+    // accumulation is derived for the new data-parallel size, as DeepSpeed derives it.
+    const bool batchNamed = spec.find("train_batch_size") != std::string::npos ||
+                            spec.find("gradient_accumulation_steps") != std::string::npos;
+    if (!batchNamed) {
+      doc["train_batch_size"] = parseTrainConfig(doc, worldSize).globalBatch;
+      doc.erase("gradient_accumulation_steps");
+    }
+    std::size_t at = colon + 1;
+    while (at <= spec.size()) {
+      const std::size_t comma = std::min(spec.find(',', at), spec.size());
+      applyOverride(doc, spec.substr(at, comma - at));
+      at = comma + 1;
+    }
+    try {
+      p.config = parseTrainConfig(doc, worldSize);
+    } catch (const UserError& e) {
+      throw UserError("--switch '" + spec + "': " + e.what());
+    }
+    if (p.step >= p.config.trainIters) {
+      throw UserError("--switch '" + spec + "': the run ends after train_iters " +
+                      std::to_string(p.config.trainIters) + " steps, before step " + step);
+    }
+    plan.push_back(std::move(p));
+  }
+  return plan;
+}
+
+// Requests each planned switch once its step has been reported.
+class Switcher final : public SessionObserver {
+ public:
+  Switcher(Session& session, std::vector<PlannedSwitch> plan)
+      : session_(session), plan_(std::move(plan)) {}
+  void onStep(const StepReport& r) override {
+    if (next_ < plan_.size() && plan_[next_].step == r.step) {
+      session_.switchStrategy(plan_[next_++].config);
+    }
+  }
+
+ private:
+  Session& session_;
+  std::vector<PlannedSwitch> plan_;
+  std::size_t next_ = 0;
 };
 
 const char* precisionName(DType t) {
@@ -50,6 +129,8 @@ class Printer final : public SessionObserver {
 
   void onStart(const StartReport& s) override;
   void onFinished(const FinishedReport& f) override;
+  void onSwitch(const SwitchReport& r) override;
+  void onCheckpoint(const CheckpointReport& r) override;
 
   void onStep(const StepReport& r) override {
     const double rate = static_cast<double>(r.tokens) / r.seconds;
@@ -123,7 +204,7 @@ class Printer final : public SessionObserver {
   const char* unit() const {
     return c_.model.kind == ModelSpec::Kind::Gpt ? "tokens/s" : "images/s";
   }
-  const TrainConfig& c_;
+  TrainConfig c_;  // the layout running now
   bool json_;
   bool tty_;
   bool tracing_;
@@ -178,6 +259,47 @@ void Printer::onStart(const StartReport& s) {
   std::fflush(stdout);
 }
 
+void Printer::onSwitch(const SwitchReport& r) {
+  c_ = r.to;
+  if (json_) {
+    std::printf("%s\n", nlohmann::json{{"event", "switch"},
+                                       {"step", r.step},
+                                       {"before", r.before},
+                                       {"after", r.after},
+                                       {"world_before", r.worldBefore},
+                                       {"world_after", r.worldAfter},
+                                       {"switch_ms", r.milliseconds},
+                                       {"bytes_moved", r.bytesMoved}}
+                            .dump()
+                            .c_str());
+  } else {
+    if (tty_) std::printf("\r\033[K");
+    std::printf("switch at step %d: %s -> %s (%d -> %d ranks), %.1f ms, %s moved\n", r.step,
+                r.before.c_str(), r.after.c_str(), r.worldBefore, r.worldAfter, r.milliseconds,
+                formatBytes(static_cast<double>(r.bytesMoved)).c_str());
+  }
+  std::fflush(stdout);
+}
+
+void Printer::onCheckpoint(const CheckpointReport& r) {
+  if (json_) {
+    std::printf("%s\n", nlohmann::json{{"event", "checkpoint"},
+                                       {"action", r.loaded ? "load" : "save"},
+                                       {"step", r.step},
+                                       {"path", r.path},
+                                       {"bytes", r.bytes},
+                                       {"checkpoint_ms", r.milliseconds}}
+                            .dump()
+                            .c_str());
+  } else {
+    if (tty_) std::printf("\r\033[K");
+    std::printf("checkpoint %s %s at step %d (%s, %.1f ms)\n",
+                r.loaded ? "loaded from" : "saved to", r.path.c_str(), r.step,
+                formatBytes(static_cast<double>(r.bytes)).c_str(), r.milliseconds);
+  }
+  std::fflush(stdout);
+}
+
 void Printer::onFinished(const FinishedReport& f) {
   if (f.failed) return;  // the error is printed by main() as one line
   if (!f.weightsPath.empty() && !json_) std::printf("weights saved to %s\n", f.weightsPath.c_str());
@@ -219,13 +341,27 @@ void runTrain(const TrainOptions& o) {
   } else if (!o.trace.empty()) {
     checkOutputPath(o.trace, "--trace");
   }
-  const TrainConfig config =
-      mpi ? parseTrainConfig(doc, options.mpiWorld->size()) : parseTrainConfig(doc);
+  const int worldSize = mpi ? options.mpiWorld->size() : 0;
+  const TrainConfig config = parseTrainConfig(doc, worldSize);
+  std::vector<PlannedSwitch> plan = planSwitches(o.switches, doc, worldSize);
   if (!o.trace.empty()) options.recorder = std::make_shared<profiler::RunTrace>(o.trace);
+  if (!o.load.empty() && !o.resume.empty()) {
+    throw UserError("--load and --resume: give one (--resume DIR also keeps saving into DIR)");
+  }
+  options.load = o.resume.empty() ? o.load : o.resume;
+  options.saveDir = o.save.empty() ? o.resume : o.save;
+  options.saveInterval = o.saveInterval;
+  options.keep = o.keep;
+  if (options.saveDir.empty() && (o.saveInterval > 0 || o.keep > 0)) {
+    throw UserError("--save-interval and --keep need --save DIR (or --resume DIR)");
+  }
   const bool printing = !mpi || options.mpiWorld->rank() == 0;
   Session session(config, std::move(options));
-  Printer printer(session.config(), o.json, !o.trace.empty());
+  for (const PlannedSwitch& p : plan) session.checkSwitch(p.config);
+  Printer printer(config, o.json, !o.trace.empty());
+  Switcher switcher(session, std::move(plan));
   if (printing) session.addObserver(printer);
+  session.addObserver(switcher);
   session.run();
   // A stop signal ended the run at a step boundary (or came after the last): exit 130 / 143.
   if (const int signal = pendingStopSignal()) throw Interrupted(signal);
@@ -251,6 +387,20 @@ void registerTrainCommand(CLI::App& app) {
   cmd->add_option("--trace", o->trace,
                   "Record the run as a Chrome trace (.json or .json.gz); under MPI one file per "
                   "rank, NAME.rank0.json, ...");
+  cmd->add_option("--switch", o->switches,
+                  "Switch the strategy after STEP steps, live: STEP:key=value[,key=value...], "
+                  "e.g. 20:tensor_model_parallel_size=2,data_parallel_size=1 (repeatable; each "
+                  "applies on top of the previous)");
+  cmd->add_option("--save", o->save,
+                  "Write checkpoints under DIR: at the end and every --save-interval steps");
+  cmd->add_option("--save-interval", o->saveInterval, "Steps between checkpoints (0: at the end)")
+      ->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--keep", o->keep, "Keep the newest K checkpoints (0: all)")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--load", o->load,
+                  "Start from a checkpoint (a step directory, or DIR's latest) under this "
+                  "config's strategy; train_iters counts the saved steps too");
+  cmd->add_option("--resume", o->resume, "Continue DIR's latest checkpoint and keep saving there");
   cmd->callback([o] { runTrain(*o); });
 }
 

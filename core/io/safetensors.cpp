@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <stdexcept>
 
+#include <zlib.h>
 #include <nlohmann/json.hpp>
 
 #include "core/common/bounded_json.h"
@@ -167,35 +169,61 @@ SafetensorsFile readSafetensors(const std::string& path, MemoryCategory category
   return file;
 }
 
-void writeSafetensors(const std::string& path,
-                      const std::vector<std::pair<std::string, Tensor>>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+SafetensorsWritten writeSafetensorsEntries(const std::string& path,
+                                           const std::vector<SafetensorsEntry>& entries,
+                                           const std::map<std::string, std::string>& metadata) {
   OutputFile out(path, "safetensors file");
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::vector<std::uint64_t> sizes;
   std::uint64_t offset = 0;
-  for (const auto& [name, t] : tensors) {
-    header[name] = {{"dtype", fileTypeName(t.dtype())},
-                    {"shape", t.shape()},
-                    {"data_offsets", {offset, offset + t.nbytes()}}};
-    offset += t.nbytes();
+  for (const SafetensorsEntry& e : entries) {
+    std::uint64_t numel = 1;
+    for (std::int64_t d : e.shape) numel *= static_cast<std::uint64_t>(d);
+    sizes.push_back(numel * dtypeSize(e.dtype));
+    if (header.contains(e.name)) {
+      throw std::invalid_argument(path + ": tensor '" + e.name + "' given twice");
+    }
+    header[e.name] = {{"dtype", fileTypeName(e.dtype)},
+                      {"shape", e.shape},
+                      {"data_offsets", {offset, offset + sizes.back()}}};
+    offset += sizes.back();
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keep the data 8-byte aligned
   const std::uint64_t len = text.size();
   unsigned char lenBytes[8];
   for (int i = 0; i < 8; ++i) lenBytes[i] = static_cast<unsigned char>(len >> (8 * i));
-  out.write(lenBytes, 8);
-  out.write(text.data(), text.size());
+  SafetensorsWritten written;
+  uLong crc = crc32(0L, Z_NULL, 0);
+  const auto append = [&](const void* data, std::size_t bytes) {
+    out.write(data, bytes);
+    crc = crc32_z(crc, static_cast<const Bytef*>(data), bytes);
+    written.bytes += bytes;
+  };
+  append(lenBytes, 8);
+  append(text.data(), text.size());
   // Large tensors in blocks, so a stop signal is honoured within one block.
   constexpr std::size_t kBlock = std::size_t{8} << 20;
-  for (const auto& [name, t] : tensors) {
-    const auto* bytes = static_cast<const char*>(t.raw());
-    for (std::size_t at = 0; at < t.nbytes(); at += kBlock) {
-      out.write(bytes + at, std::min(kBlock, t.nbytes() - at));
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    written.offsets.push_back(written.bytes);
+    const auto* bytes = static_cast<const char*>(entries[i].data);
+    for (std::size_t at = 0; at < sizes[i]; at += kBlock) {
+      append(bytes + at, std::min<std::size_t>(kBlock, sizes[i] - at));
     }
   }
   out.commit();
+  written.crc32 = static_cast<std::uint32_t>(crc);
+  return written;
+}
+
+void writeSafetensors(const std::string& path,
+                      const std::vector<std::pair<std::string, Tensor>>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  std::vector<SafetensorsEntry> entries;
+  entries.reserve(tensors.size());
+  for (const auto& [name, t] : tensors) entries.push_back({name, t.dtype(), t.shape(), t.raw()});
+  writeSafetensorsEntries(path, entries, metadata);
 }
 
 void loadWeights(Model& model, const std::string& path) {

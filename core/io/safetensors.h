@@ -6,6 +6,8 @@
 // (core/common/output_file.h): checked path, temporary file, fsync, rename.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -29,6 +31,28 @@ SafetensorsFile readSafetensors(const std::string& path,
 void writeSafetensors(const std::string& path,
                       const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
+
+// One tensor for writeSafetensorsEntries: raw little-endian elements, not owned.
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;
+  const void* data = nullptr;  // numel(shape) * dtypeSize(dtype) bytes
+};
+
+// Where writeSafetensorsEntries put things: the whole file's zlib CRC32 and size, and each
+// entry's absolute byte offset in the file (header included), in the order given.
+struct SafetensorsWritten {
+  std::uint32_t crc32 = 0;
+  std::uint64_t bytes = 0;
+  std::vector<std::uint64_t> offsets;
+};
+
+// As writeSafetensors, from borrowed memory, the data in the order given; for checkpoint shards,
+// whose readers need each tensor's place and the file's checksum. Names must be distinct.
+SafetensorsWritten writeSafetensorsEntries(const std::string& path,
+                                           const std::vector<SafetensorsEntry>& entries,
+                                           const std::map<std::string, std::string>& metadata = {});
 
 // Copies every parameter's value from the file (f32, or bf16/f16 widened). The file must hold
 // exactly the model's parameters with their full shapes; otherwise UserError naming the first

@@ -13,34 +13,14 @@ Shape TensorSplit::localShape(const Shape& full) const {
   return s;
 }
 
-namespace {
-
-// Visits the runs of contiguous elements of this rank's part: (offset in full, offset in
-// local, length). Dim 0: each group's rows of this part; dim 1: each row's columns.
-template <typename F>
-void forEachRun(const Shape& full, const TensorSplit& s, F&& run) {
-  const std::int64_t rows = full[0];
-  const std::int64_t cols = shapeNumel(full) / rows;
-  if (s.dim == 0) {
-    const std::int64_t group = rows / s.groups, part = group / s.parts;
-    for (int g = 0; g < s.groups; ++g)
-      run((g * group + s.index * part) * cols, g * part * cols, part * cols);
-  } else {
-    const std::int64_t part = cols / s.parts;
-    for (std::int64_t r = 0; r < rows; ++r) run(r * cols + s.index * part, r * part, part);
-  }
-}
-
-}  // namespace
-
 void copySplitPart(const float* full, float* local, const Shape& fullShape, const TensorSplit& s) {
-  forEachRun(fullShape, s, [&](std::int64_t f, std::int64_t l, std::int64_t n) {
+  forEachSplitRun(fullShape, s, [&](std::int64_t f, std::int64_t l, std::int64_t n) {
     std::copy(full + f, full + f + n, local + l);
   });
 }
 
 void placeSplitPart(const float* local, float* full, const Shape& fullShape, const TensorSplit& s) {
-  forEachRun(fullShape, s, [&](std::int64_t f, std::int64_t l, std::int64_t n) {
+  forEachSplitRun(fullShape, s, [&](std::int64_t f, std::int64_t l, std::int64_t n) {
     std::copy(local + l, local + l + n, full + f);
   });
 }

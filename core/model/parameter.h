@@ -32,6 +32,27 @@ struct TensorSplit {
   Shape localShape(const Shape& full) const;
 };
 
+// Visits the runs of contiguous elements of this rank's part: run(offset in full, offset in
+// local, length). Whole: one run. Dim 0: each group's rows of this part; dim 1: each row's
+// columns.
+template <typename F>
+void forEachSplitRun(const Shape& full, const TensorSplit& s, F&& run) {
+  if (s.whole()) {
+    run(std::int64_t{0}, std::int64_t{0}, shapeNumel(full));
+    return;
+  }
+  const std::int64_t rows = full[0];
+  const std::int64_t cols = shapeNumel(full) / rows;
+  if (s.dim == 0) {
+    const std::int64_t group = rows / s.groups, part = group / s.parts;
+    for (int g = 0; g < s.groups; ++g)
+      run((g * group + s.index * part) * cols, g * part * cols, part * cols);
+  } else {
+    const std::int64_t part = cols / s.parts;
+    for (std::int64_t r = 0; r < rows; ++r) run(r * cols + s.index * part, r * part, part);
+  }
+}
+
 // Copies this rank's part of a logical tensor (full) into its local tensor, and back.
 void copySplitPart(const float* full, float* local, const Shape& fullShape, const TensorSplit& s);
 void placeSplitPart(const float* local, float* full, const Shape& fullShape, const TensorSplit& s);

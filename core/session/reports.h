@@ -26,8 +26,8 @@ struct SwitchReport {
   std::string before, after;  // describeStrategy() of the two configs
   TrainConfig from, to;
   int worldBefore = 1, worldAfter = 1;
-  double milliseconds = 0;       // from the step boundary until the new layout could run
-  std::int64_t bytesMoved = 0;   // state bytes copied into the new layout, all ranks together
+  double milliseconds = 0;      // from the step boundary until the new layout could run
+  std::int64_t bytesMoved = 0;  // state bytes copied into the new layout, all ranks together
 };
 
 // A checkpoint written (Session::saveCheckpoint, save_interval, the end of a run) or loaded.
@@ -52,6 +52,7 @@ struct FinishedReport {
   EvalReport lastEval;      // the last evaluation (targets == 0 if none ran)
   std::string weightsPath;  // save_weights, when written
   std::string tracePath;    // the trace file, when recorded
+  std::string checkpoint;   // the last checkpoint written (also after a failure: resume from it)
 };
 
 // Reports arrive on the rank threads (or the calling thread under MPI), in order: start, then

@@ -1,6 +1,8 @@
-// Session: the rank loop, its reports, and failure handling.
+// Session: the layouts' rank loops, switches between them, checkpoints, reports, and failure
+// handling.
 #include "core/session/session.h"
 
+#include <algorithm>
 #include <exception>
 
 #include "core/comm/launch.h"
@@ -10,9 +12,65 @@
 #include "core/common/stop_signal.h"
 #include "core/config/memory_estimate.h"
 #include "core/session/run_summary.h"
+#include "core/state/checkpoint.h"
 #include "core/trace/trace.h"
 
 namespace parascope {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double millisecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+void barrier(Communicator& world) {
+  int token = 0;
+  if (world.size() > 1) world.allReduce(&token, &token, 1, DType::I32, ReduceOp::Sum);
+}
+
+// Every rank's text at rank 0 (in rank order; empty elsewhere), over point-to-point messages.
+std::vector<std::string> gatherText(Communicator& world, std::string mine) {
+  mine.resize((mine.size() + 3) / 4 * 4, ' ');  // sent as i32 words
+  if (world.rank() != 0) {
+    const auto size = static_cast<std::int64_t>(mine.size());
+    world.send(&size, 1, DType::I64, 0);
+    world.send(mine.data(), mine.size() / 4, DType::I32, 0);
+    return {};
+  }
+  std::vector<std::string> all{std::move(mine)};
+  for (int r = 1; r < world.size(); ++r) {
+    std::int64_t size = 0;
+    world.recv(&size, 1, DType::I64, r);
+    std::string text(static_cast<std::size_t>(size), ' ');
+    world.recv(text.data(), text.size() / 4, DType::I32, r);
+    all.push_back(std::move(text));
+  }
+  return all;
+}
+
+// The checkpoint's tensors must be the model's, and its data position this config's.
+void checkLoadable(const CheckpointReader& reader, const TrainConfig& config,
+                   const std::vector<LogicalTensor>& model) {
+  const CheckpointManifest& m = reader.manifest();
+  const std::string where = "checkpoint " + reader.directory() + ": ";
+  checkCheckpointTensors(m, model, "checkpoint " + reader.directory());
+  const std::int64_t expected = static_cast<std::int64_t>(m.counters.step) * config.globalBatch;
+  if (m.counters.nextSample != expected) {
+    const std::int64_t saved = m.counters.step > 0 ? m.counters.nextSample / m.counters.step : 0;
+    throw UserError(where + "was saved with a global batch of " + std::to_string(saved) +
+                    " samples but this config's is " + std::to_string(config.globalBatch) +
+                    "; load it with train_batch_size=" + std::to_string(saved));
+  }
+  if (m.counters.step > config.trainIters) {
+    throw UserError(where + "is at step " + std::to_string(m.counters.step) +
+                    " but train_iters is " + std::to_string(config.trainIters) +
+                    " (train_iters counts all steps, the saved ones included)");
+  }
+}
+
+}  // namespace
 
 Session::Session(TrainConfig config, SessionOptions options)
     : config_(std::move(config)),
@@ -45,6 +103,68 @@ std::optional<ErrorReport> Session::error() const {
   return error_;
 }
 
+// What a switch may change is how the run is spread; what it trains on and how must stay.
+void Session::checkSwitch(const TrainConfig& next) const {
+  const TrainConfig now = config();
+  const char* kept[] = {"model", "data",        "optimizer",   "scheduler", "gradient_clipping",
+                        "seed",  "train_iters", "save_weights"};
+  for (const char* key : kept) {
+    const nlohmann::json a = now.document.value(key, nlohmann::json());
+    const nlohmann::json b = next.document.value(key, nlohmann::json());
+    if (a != b) {
+      throw UserError(std::string("switch: ") + key +
+                      " differs from the running session's; a switch changes only how the run "
+                      "is spread (parallel degrees, schedule, micro-batches, ZeRO, precision, "
+                      "buckets)");
+    }
+  }
+  if (next.globalBatch != now.globalBatch) {
+    throw UserError("switch: the global batch would change from " +
+                    std::to_string(now.globalBatch) + " to " + std::to_string(next.globalBatch) +
+                    " (micro-batch x accumulation x data-parallel size); keep it so the run "
+                    "continues on the same samples");
+  }
+  if (next.parallel.backend != now.parallel.backend) {
+    throw UserError("switch: rank_backend cannot change in a running session");
+  }
+  if (options_.mpiWorld) {
+    throw UserError(
+        "switch: a session of MPI processes cannot switch its strategy live; save a "
+        "checkpoint (save_interval) and load it under the new strategy");
+  }
+  checkMemory(estimateMemory(next, dataBytesInMemory(next.data), next.parallel.worldSize()),
+              availableMemoryBytes());
+}
+
+void Session::switchStrategy(const TrainConfig& next) {
+  checkSwitch(next);
+  const SessionState s = state_.load();
+  if (s == SessionState::Finished || s == SessionState::Stopped || s == SessionState::Failed) {
+    throw UserError("switch: the session has ended");
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (s == SessionState::Idle) {  // not started: simply the config to start with
+      config_ = next;
+      return;
+    }
+    pending_ = next;
+  }
+  gate_.requestSwitch();
+}
+
+void Session::saveCheckpoint(const std::string& dir) {
+  if (dir.empty()) throw UserError("save checkpoint: the directory is empty");
+  if (options_.mpiWorld) {
+    throw UserError("save checkpoint: under MPI, checkpoints are written by save_interval");
+  }
+  {
+    std::lock_guard lock(mutex_);
+    saveDir_ = dir;
+  }
+  gate_.requestSave();
+}
+
 void Session::recordFailure(int rank, const std::exception& e) {
   {
     std::lock_guard lock(mutex_);
@@ -57,33 +177,149 @@ void Session::recordFailure(int rank, const std::exception& e) {
   gate_.fail(e.what());
 }
 
-void Session::trainRank(Communicator& world, Allocator& allocator) {
+// Collective over the world. Rank 0 prepares the staging directory; every rank writes the slices
+// it owns; rank 0 writes the manifest with every rank's and commits.
+void Session::saveState(Communicator& world, Trainer& trainer, const std::string& dir) {
+  const auto start = Clock::now();
+  const trace::Span span("checkpoint_save", trace::Category::Step, trace::lane::kHost);
+  const int step = trainer.stepsDone();
+  if (world.rank() == 0) prepareCheckpoint(dir, step);
+  barrier(world);
+  const RankState state = trainer.state();
+  std::vector<StateSlice> owned;
+  for (const StateSlice& s : state.slices) {
+    if (s.owned) owned.push_back(s);
+  }
+  const ShardWritten written = writeShard(stagingDirectory(dir, step), world.rank(), owned);
+  // Each rank's shard travels to rank 0 as a manifest of its own.
+  CheckpointManifest mine;
+  mine.files.push_back(written.file);
+  mine.slices = written.slices;
+  const std::vector<std::string> shards = gatherText(world, manifestToJson(mine).dump());
+  if (world.rank() == 0) {
+    CheckpointManifest m;
+    m.config = trainer.config().document;
+    m.counters = state.counters;
+    m.tensors = state.tensors;
+    std::int64_t bytes = 0;
+    for (const std::string& text : shards) {
+      const CheckpointManifest shard = manifestFromJson(nlohmann::json::parse(text), "shard");
+      addShard(m, {shard.files.front(), shard.slices});
+    }
+    for (const CheckpointFile& f : m.files) bytes += f.bytes;
+    const std::string path = commitCheckpoint(dir, step, std::move(m), options_.keep);
+    {
+      std::lock_guard lock(mutex_);
+      lastCheckpoint_ = path;
+    }
+    const CheckpointReport r{step, path, false, millisecondsSince(start), bytes};
+    publish([&](SessionObserver& o) { o.onCheckpoint(r); });
+  }
+  barrier(world);  // no rank runs on (or saves again) before the commit
+}
+
+// The rank's trainer for this layout: the state of the layout before a switch, a checkpoint's,
+// or freshly initialised.
+Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainConfig& config) {
+  if (switchIndex_) {
+    const trace::Span span("strategy_switch", trace::Category::Step, trace::lane::kHost);
+    slot.trainer = std::make_unique<Trainer>(config, *slot.allocator, world, false);
+    switchBytes_ += copyState(*switchIndex_, slot.trainer->state());
+    slot.trainer->restoreCounters(switchCounters_);
+    barrier(world);  // every rank has copied: the old layout can go
+    if (world.rank() == 0) {
+      retiring_.clear();
+      switchIndex_.reset();
+      SwitchReport r;
+      r.step = slot.trainer->stepsDone();
+      r.before = describeStrategy(switchFrom_);
+      r.after = describeStrategy(config);
+      r.from = switchFrom_;
+      r.to = config;
+      r.worldBefore = switchFrom_.parallel.worldSize();
+      r.worldAfter = world.size();
+      r.milliseconds = millisecondsSince(switchStart_);
+      r.bytesMoved = switchBytes_.load();
+      publish([&](SessionObserver& o) { o.onSwitch(r); });
+    }
+    barrier(world);  // nobody frees or reads the index after rank 0 dropped it
+    return *slot.trainer;
+  }
+  if (!options_.load.empty() && !started_) {
+    const auto start = Clock::now();
+    const trace::Span span("checkpoint_load", trace::Category::Step, trace::lane::kHost);
+    const CheckpointReader reader(options_.load);
+    slot.trainer = std::make_unique<Trainer>(config, *slot.allocator, world, false);
+    RankState state = slot.trainer->state();
+    checkLoadable(reader, slot.trainer->config(), state.tensors);
+    std::int64_t bytes = 0;
+    for (const StateSlice& s : state.slices) {
+      reader.read(s);
+      bytes += s.count * static_cast<std::int64_t>(dtypeSize(s.dtype));
+    }
+    slot.trainer->restoreCounters(reader.manifest().counters);
+    if (world.rank() == 0 || options_.mpiWorld) {
+      const CheckpointReport r{slot.trainer->stepsDone(), reader.directory(), true,
+                               millisecondsSince(start), bytes};
+      publish([&](SessionObserver& o) { o.onCheckpoint(r); });
+    }
+    return *slot.trainer;
+  }
+  slot.trainer = std::make_unique<Trainer>(config, *slot.allocator, world);
+  return *slot.trainer;
+}
+
+Session::Ending Session::trainRank(Communicator& world, RankSlot& slot) {
   const trace::ScopedContext traced({.rank = world.rank()});  // the rank of this thread's events
-  Trainer trainer(config_, allocator, world);
+  const TrainConfig config = this->config();
+  // Read before the first collective: rank 0 moves it on at a switch, possibly before a slower
+  // peer got here.
+  const int firstBoundary = boundary_;
+  Allocator& allocator = *slot.allocator;
+  Trainer& trainer = buildTrainer(world, slot, config);
   // In-process, rank 0 speaks for the world; under MPI each process reports its own rank's view
   // (the losses are global means, the same on every rank).
   const bool speaks = world.rank() == 0 || options_.mpiWorld.has_value();
-  if (speaks) {
+  if (speaks && !started_) {
     StartReport s;
-    s.config = config_;
-    s.model = describeModel(config_, trainer.model());
+    s.config = config;
+    s.model = describeModel(config, trainer.model());
     s.data = trainer.dataset().describe();
-    s.parameters = modelParameters(config_, trainer.model());
-    s.flopsPerToken = modelFlopsPerToken(config_);
+    s.parameters = modelParameters(config, trainer.model());
+    s.flopsPerToken = modelFlopsPerToken(config);
     s.worldSize = world.size();
     s.firstStep = trainer.stepsDone();
-    for (SessionObserver* o : observers_) o->onStart(s);
+    publish([&](SessionObserver& o) { o.onStart(s); });
   }
   const bool canEvaluate = options_.evaluate && trainer.dataset().samples(Split::Validation) > 0;
   EvalReport last;
-  bool stopped = false;
-  for (int boundary = 0; trainer.stepsDone() < config_.trainIters; ++boundary) {
+  Ending ending = Ending::Done;
+  int savedAt = -1;  // the step of this layout's last checkpoint
+  for (int boundary = firstBoundary; trainer.stepsDone() < config.trainIters; ++boundary) {
     // A step boundary is the safe point for SIGINT / SIGTERM (core/common/stop_signal.h): the
     // run ends as failed, so nothing half-done (weights, trace) is written.
     throwIfStopRequested();
-    if (!gate_.next(world, boundary)) {
-      stopped = true;
+    const GateAction action = gate_.next(world, boundary);
+    if (action == GateAction::Stop) {
+      ending = Ending::Stopped;
       break;
+    }
+    if (action == GateAction::Switch) {
+      if (world.rank() == 0) {
+        switchStart_ = Clock::now();
+        boundary_ = boundary + 1;
+      }
+      return Ending::Switch;
+    }
+    if (action == GateAction::Save) {
+      std::string dir;
+      {
+        std::lock_guard lock(mutex_);
+        dir = saveDir_;
+      }
+      saveState(world, trainer, dir);
+      savedAt = trainer.stepsDone();
+      continue;
     }
     allocator.resetPeaks();  // so the report's peaks are this step's
     StepReport r = trainer.step();
@@ -92,27 +328,32 @@ void Session::trainRank(Communicator& world, Allocator& allocator) {
     for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
       r.peakBytes[c] = allocator.peakBytes(static_cast<MemoryCategory>(c));
     }
-    for (SessionObserver* o : observers_) o->onRankStep(r);
-    if (speaks) {
-      for (SessionObserver* o : observers_) o->onStep(r);
-    }
+    publish([&](SessionObserver& o) { o.onRankStep(r); });
+    if (speaks) publish([&](SessionObserver& o) { o.onStep(r); });
     const int done = trainer.stepsDone();
-    const bool due = config_.evalInterval > 0 && done % config_.evalInterval == 0;
-    if (canEvaluate && (due || done == config_.trainIters)) {
+    const bool due = config.evalInterval > 0 && done % config.evalInterval == 0;
+    if (canEvaluate && (due || done == config.trainIters)) {
       last = trainer.evaluate();
-      if (speaks) {
-        for (SessionObserver* o : observers_) o->onEval(last);
-      }
+      if (speaks) publish([&](SessionObserver& o) { o.onEval(last); });
     }
+    if (!options_.saveDir.empty() && options_.saveInterval > 0 &&
+        done % options_.saveInterval == 0) {
+      saveState(world, trainer, options_.saveDir);
+      savedAt = done;
+    }
+  }
+  if (!options_.saveDir.empty() && savedAt != trainer.stepsDone()) {
+    saveState(world, trainer, options_.saveDir);
   }
   trainer.saveWeights();
   if (speaks) {
     std::lock_guard lock(mutex_);
     result_.steps = trainer.stepsDone();
-    result_.stopped = stopped;
+    result_.stopped = ending == Ending::Stopped;
     result_.lastEval = last;
-    result_.weightsPath = config_.saveWeights;
+    result_.weightsPath = config.saveWeights;
   }
+  return ending;
 }
 
 // What can be refused without any work is refused before any rank allocates: an output path
@@ -126,34 +367,62 @@ void Session::checkBeforeStart(bool mpi) const {
               availableMemoryBytes());
 }
 
-void Session::runRank(Communicator& world, Allocator& allocator) {
+void Session::runRank(Communicator& world, RankSlot& slot) {
   try {
-    trainRank(world, allocator);
+    const Ending e = trainRank(world, slot);
+    if (world.rank() == 0) ending_ = e;
   } catch (const std::exception& e) {
     recordFailure(world.rank(), e);
     throw;  // so the in-process world fails the peers' pending operations at once
   }
 }
 
+// One layout's ranks, from its first step boundary to the end of the run or a switch.
+void Session::runLayout(int ranks) {
+  slots_.clear();
+  slots_.resize(options_.mpiWorld ? 1 : static_cast<std::size_t>(ranks));
+  for (RankSlot& slot : slots_) slot.allocator = std::make_unique<Allocator>();
+  if (options_.mpiWorld) {
+    runRank(*options_.mpiWorld, slots_[0]);
+  } else if (ranks == 1) {
+    Communicator single;  // the size-1 world
+    runRank(single, slots_[0]);
+  } else {
+    runInProcess(ranks, [&](Communicator& world) {
+      runRank(world, slots_[static_cast<std::size_t>(world.rank())]);
+    });
+  }
+}
+
 FinishedReport Session::run() {
   state_ = SessionState::Running;
   const bool mpi = options_.mpiWorld.has_value();
-  const int ranks = mpi ? options_.mpiWorld->size() : config_.parallel.worldSize();
   std::string tracePath;
   try {
     checkBeforeStart(mpi);
-    if (options_.recorder) options_.recorder->begin(mpi ? &*options_.mpiWorld : nullptr, ranks);
-    if (mpi) {
-      runRank(*options_.mpiWorld, defaultAllocator());
-    } else if (ranks == 1) {
-      Communicator single;  // the size-1 world
-      runRank(single, defaultAllocator());
-    } else {
-      runInProcess(ranks, [&](Communicator& world) {
-        Allocator allocator;  // each rank's own tracked memory, as a device would have
-        runRank(world, allocator);
-      });
+    const int first = mpi ? options_.mpiWorld->size() : config_.parallel.worldSize();
+    if (options_.recorder) options_.recorder->begin(mpi ? &*options_.mpiWorld : nullptr, first);
+    for (int ranks = first;;) {
+      runLayout(ranks);
+      started_ = true;  // the next layout continues the run
+      if (ending_ != Ending::Switch) break;
+      // Between two layouts: the old ranks' state indexed for the new ones to copy from.
+      std::vector<RankState> states;
+      std::vector<const RankState*> views;
+      states.reserve(slots_.size());
+      for (RankSlot& slot : slots_) states.push_back(slot.trainer->state());
+      for (const RankState& s : states) views.push_back(&s);
+      switchIndex_ = std::make_unique<StateIndex>(views);
+      switchCounters_ = states.front().counters;
+      switchBytes_ = 0;
+      retiring_ = std::move(slots_);
+      std::lock_guard lock(mutex_);
+      switchFrom_ = config_;
+      config_ = *pending_;
+      pending_.reset();
+      ranks = config_.parallel.worldSize();
     }
+    slots_.clear();
     if (options_.recorder) tracePath = options_.recorder->end(mpi ? options_.mpiWorld->rank() : -1);
   } catch (const std::exception& e) {
     recordFailure(mpi ? options_.mpiWorld->rank() : 0, e);  // kept only if no rank failed first
@@ -164,16 +433,18 @@ FinishedReport Session::run() {
     std::lock_guard lock(mutex_);
     result_.tracePath = tracePath;
     result_.failed = error_.has_value();
+    result_.checkpoint = lastCheckpoint_;
     finished = result_;
     failure = error_;
   }
+  retiring_.clear();
+  switchIndex_.reset();
+  slots_.clear();
   state_ = failure            ? SessionState::Failed
            : finished.stopped ? SessionState::Stopped
                               : SessionState::Finished;
-  if (failure) {
-    for (SessionObserver* o : observers_) o->onError(*failure);
-  }
-  for (SessionObserver* o : observers_) o->onFinished(finished);
+  if (failure) publish([&](SessionObserver& o) { o.onError(*failure); });
+  publish([&](SessionObserver& o) { o.onFinished(finished); });
   return finished;
 }
 

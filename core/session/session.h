@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "core/session/reports.h"
 #include "core/session/run_recorder.h"
 #include "core/session/step_gate.h"
+#include "core/state/reshard.h"
 
 namespace parascope {
 
@@ -66,6 +68,9 @@ class Session {
   // pipeline, micro-batch and accumulation differs, or the global batch changes); the session is
   // untouched then. In-process the number of ranks may change; under MPI it must stay.
   void switchStrategy(const TrainConfig& next);
+  // The checks switchStrategy makes, without asking for the switch: for front ends that validate
+  // planned switches before the run starts.
+  void checkSwitch(const TrainConfig& next) const;
   // From any thread: writes a checkpoint under `dir` at the next step boundary.
   void saveCheckpoint(const std::string& dir);
 
@@ -76,20 +81,51 @@ class Session {
   std::optional<ErrorReport> error() const;
 
  private:
+  // A rank of the running layout, kept across a switch until the next layout has copied its
+  // state (in-process: every rank's; under MPI: this process's).
+  struct RankSlot {
+    std::unique_ptr<Allocator> allocator;  // the rank's tracked memory, as a device would have
+    std::unique_ptr<Trainer> trainer;
+  };
+  enum class Ending { Done, Stopped, Switch };
+
   void checkBeforeStart(bool mpi) const;
-  void runRank(Communicator& world, Allocator& allocator);
-  void trainRank(Communicator& world, Allocator& allocator);
+  void runLayout(int ranks);
+  void runRank(Communicator& world, RankSlot& slot);
+  Ending trainRank(Communicator& world, RankSlot& slot);
+  Trainer& buildTrainer(Communicator& world, RankSlot& slot, const TrainConfig& config);
+  void saveState(Communicator& world, Trainer& trainer, const std::string& dir);
   void recordFailure(int rank, const std::exception& e);
+  template <typename F>
+  void publish(F&& report) {
+    for (SessionObserver* o : observers_) report(*o);
+  }
 
   TrainConfig config_;  // guarded by mutex_ for readers off the rank threads
   SessionOptions options_;
   std::vector<SessionObserver*> observers_;
   StepGate gate_;
   std::atomic<SessionState> state_{SessionState::Idle};
-  mutable std::mutex mutex_;  // guards error_, result_ and config_
+  mutable std::mutex mutex_;  // guards error_, result_, config_, pending_ and saveDir_
   std::optional<ErrorReport> error_;
   FinishedReport result_;
   std::thread thread_;
+
+  std::vector<RankSlot> slots_;
+  // A switch in progress: the previous layout's ranks, their state indexed, its config, and when
+  // the boundary was reached. Set between two layouts, read-only while the new one copies.
+  std::vector<RankSlot> retiring_;
+  std::unique_ptr<StateIndex> switchIndex_;
+  TrainingCounters switchCounters_;
+  TrainConfig switchFrom_;
+  std::chrono::steady_clock::time_point switchStart_;
+  std::atomic<std::int64_t> switchBytes_{0};
+  std::optional<TrainConfig> pending_;  // the requested switch, until it takes effect
+  std::string saveDir_;                 // the requested checkpoint's directory
+  int boundary_ = 0;                    // the next layout's first boundary (StepGate::next)
+  bool started_ = false;                // a layout has run: the next one continues the run
+  std::string lastCheckpoint_;
+  std::atomic<Ending> ending_{Ending::Done};
 };
 
 }  // namespace parascope

@@ -37,6 +37,22 @@ void StepGate::stop() {
   changed_.notify_all();
 }
 
+void StepGate::requestSwitch() {
+  {
+    std::lock_guard lock(mutex_);
+    switchWanted_ = true;
+  }
+  changed_.notify_all();
+}
+
+void StepGate::requestSave() {
+  {
+    std::lock_guard lock(mutex_);
+    saveWanted_ = true;
+  }
+  changed_.notify_all();
+}
+
 void StepGate::fail(const std::string& reason) {
   {
     std::lock_guard lock(mutex_);
@@ -52,7 +68,10 @@ bool StepGate::paused() const {
 
 StepGate::Decision StepGate::decide(bool heartbeat) {
   std::unique_lock lock(mutex_);
-  auto ready = [this] { return stopping_ || !paused_ || credits_ > 0 || !failure_.empty(); };
+  auto ready = [this] {
+    return stopping_ || !paused_ || credits_ > 0 || switchWanted_ || saveWanted_ ||
+           !failure_.empty();
+  };
   held_ = !ready();
   if (heartbeat) {
     changed_.wait_for(lock, std::chrono::milliseconds(500), ready);
@@ -61,6 +80,14 @@ StepGate::Decision StepGate::decide(bool heartbeat) {
   }
   if (!failure_.empty()) throw std::runtime_error(failure_);
   if (stopping_) return Decision::Stop;
+  if (switchWanted_) {
+    switchWanted_ = false;
+    return Decision::Switch;
+  }
+  if (saveWanted_) {
+    saveWanted_ = false;
+    return Decision::Save;
+  }
   if (!paused_) {
     held_ = false;
     return Decision::Run;
@@ -73,31 +100,29 @@ StepGate::Decision StepGate::decide(bool heartbeat) {
   return Decision::Wait;
 }
 
-bool StepGate::sharedNext(int rank, int boundary) {
+GateAction StepGate::sharedNext(int rank, int boundary) {
   if (rank == 0) {
     const Decision d = decide(false);
     {
       std::lock_guard lock(mutex_);
       decided_ = boundary;
-      decision_ = d;
+      decisions_[boundary % kKept] = d;
     }
     changed_.notify_all();
-    return d == Decision::Run;
+    return static_cast<GateAction>(d);
   }
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return decided_ >= boundary || !failure_.empty(); });
-  if (decided_ > boundary) return true;
   if (decided_ < boundary) throw std::runtime_error(failure_);
-  return decision_ == Decision::Run;
+  return static_cast<GateAction>(decisions_[boundary % kKept]);
 }
 
-bool StepGate::next(Communicator& world, int boundary) {
+GateAction StepGate::next(Communicator& world, int boundary) {
   if (shared_) return sharedNext(world.rank(), boundary);
   for (;;) {
     int d = world.rank() == 0 ? static_cast<int>(decide(true)) : 0;
     if (world.size() > 1) world.broadcast(&d, 1, DType::I32, 0);
-    if (d == static_cast<int>(Decision::Run)) return true;
-    if (d == static_cast<int>(Decision::Stop)) return false;
+    if (d != static_cast<int>(Decision::Wait)) return static_cast<GateAction>(d);
   }
 }
 

@@ -15,6 +15,9 @@
 
 namespace parascope {
 
+// What every rank does at a boundary.
+enum class GateAction : int { Run = 1, Stop = 3, Switch = 4, Save = 5 };
+
 class StepGate {
  public:
   // shared: one gate for all in-process ranks; otherwise this process's rank only (MPI).
@@ -25,19 +28,23 @@ class StepGate {
   // Lets exactly one more step run, then the session stays paused.
   void stepOnce();
   void stop();
+  // One-shot requests served at the next boundary, also while paused (the session stays paused
+  // afterwards): a strategy switch, a checkpoint.
+  void requestSwitch();
+  void requestSave();
   // A rank failed: ranks waiting at a boundary, now or later, throw with `reason`.
   void fail(const std::string& reason);
 
   // Called by every rank of `world` at boundary `boundary` (0 before the first step, counting
-  // up by one); true: run the next step, false: stop. Blocks while the session is paused.
-  bool next(Communicator& world, int boundary);
+  // up by one for every call, across a session's layouts); blocks while the session is paused.
+  GateAction next(Communicator& world, int boundary);
   // True while rank 0 is held at a boundary by a pause.
   bool paused() const;
 
  private:
-  enum class Decision : int { Run = 1, Wait = 2, Stop = 3 };
+  enum class Decision : int { Run = 1, Wait = 2, Stop = 3, Switch = 4, Save = 5 };
   Decision decide(bool heartbeat);  // rank 0; heartbeat: give up waiting after half a second
-  bool sharedNext(int rank, int boundary);
+  GateAction sharedNext(int rank, int boundary);
 
   const bool shared_;
   mutable std::mutex mutex_;
@@ -46,11 +53,13 @@ class StepGate {
   bool held_ = false;  // rank 0 waits at a boundary because of the pause
   bool stopping_ = false;
   int credits_ = 0;  // single steps granted while paused
+  bool switchWanted_ = false, saveWanted_ = false;
   std::string failure_;
-  // In-process: the last boundary rank 0 decided and its decision. A rank at boundary b reads
-  // Run if rank 0 has already moved past b (it only moves on after Run).
+  // In-process: the last boundary rank 0 decided, and the decisions of the last few (a rank reads
+  // boundary b's after rank 0 may have decided b + 1: the steps between keep them close).
+  static constexpr int kKept = 8;
   int decided_ = -1;
-  Decision decision_ = Decision::Run;
+  Decision decisions_[kKept] = {};
 };
 
 }  // namespace parascope

@@ -5,20 +5,27 @@
 // previous checkpoint loadable. docs/checkpoints.md has the format.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/common/bounded_json.h"
 #include "core/state/training_state.h"
 
 namespace parascope {
 
 inline constexpr int kCheckpointFormatVersion = 1;
+// manifest.json: a slice entry is ~150 bytes, so 256 MiB is over a million slices; the config
+// nests within kConfigJsonLimits one level down.
+inline constexpr JsonLimits kManifestJsonLimits{std::size_t{256} << 20, 40};
 
 struct CheckpointFile {
-  std::string name;  // relative to the checkpoint directory, e.g. "rank-00003.safetensors"
+  std::string name;         // relative to the checkpoint directory, e.g. "rank-00003.safetensors"
   std::uint32_t crc32 = 0;  // of the whole file (zlib)
   std::int64_t bytes = 0;
 };
@@ -47,6 +54,19 @@ struct ShardWritten {
   std::vector<CheckpointSlice> slices;
 };
 
+// Appends one rank's shard to the manifest rank 0 commits.
+void addShard(CheckpointManifest& manifest, const ShardWritten& shard);
+
+// manifest.json's document (docs/checkpoints.md). Reading checks every field's presence and type
+// and throws UserError "<where>: ..." naming the field.
+nlohmann::json countersToJson(const TrainingCounters& counters);
+TrainingCounters countersFromJson(const nlohmann::json& j, const std::string& where);
+nlohmann::json manifestToJson(const CheckpointManifest& manifest);
+CheckpointManifest manifestFromJson(const nlohmann::json& j, const std::string& where);
+
+// The step directory's name, "step-00000042".
+std::string stepDirectoryName(int step);
+
 // The staging directory a save of `step` under `dir` writes into (created by rank 0 before any
 // rank writes: prepareCheckpoint).
 std::string stagingDirectory(const std::string& dir, int step);
@@ -55,12 +75,19 @@ std::string stagingDirectory(const std::string& dir, int step);
 void prepareCheckpoint(const std::string& dir, int step);
 // Any rank: writes `slices` (F32 data, the elements this rank is the one to save) to
 // staging/rank-<rank>.safetensors, fsync'd, and returns where each slice went.
-ShardWritten writeShard(const std::string& staging, int rank, const std::vector<StateSlice>& slices);
+ShardWritten writeShard(const std::string& staging, int rank,
+                        const std::vector<StateSlice>& slices);
 // Rank 0, after every rank's shard is written: writes manifest.json (with every shard's file and
 // slices), fsyncs, renames staging to dir/step-<8 digits>, updates dir/latest, and removes the
 // oldest complete checkpoints beyond `keep` (0: keep all). Returns the checkpoint's directory.
 std::string commitCheckpoint(const std::string& dir, int step, CheckpointManifest manifest,
                              int keep);
+
+// Checks that the checkpoint holds exactly the tensors `expected` (a model's), with the same
+// shapes; UserError naming `where`, the tensor and both shapes otherwise (another model's
+// checkpoint).
+void checkCheckpointTensors(const CheckpointManifest& manifest,
+                            const std::vector<LogicalTensor>& expected, const std::string& where);
 
 // A checkpoint opened for reading: `path` is a step directory or a directory with a `latest`
 // pointer (resolved). The manifest is validated at open (format version, file names that stay in
@@ -79,8 +106,12 @@ class CheckpointReader {
   void verifyChecksums() const;
 
  private:
+  using Key = std::pair<std::string, StateField>;  // (tensor, field)
   std::string directory_;
   CheckpointManifest manifest_;
+  // Per (tensor, field): indices into manifest_.slices sorted by begin (disjoint, covering).
+  std::map<Key, std::vector<std::size_t>> index_;
+  std::map<std::string, std::int64_t> numel_;  // per tensor
 };
 
 }  // namespace parascope

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config/config.h"
 #include "core/tensor/tensor.h"
 
 namespace parascope {
@@ -28,6 +29,11 @@ struct StateSlice {
   // parameters, which are only ever written (rounded to nearest even from the f32 master).
   void* data = nullptr;
   DType dtype = DType::F32;
+  // This rank is the one its elements are saved from and copied from (an F32 slice): of all
+  // ranks' slices of a (tensor, field), the owned ones cover every element exactly once. Replicas
+  // (data-parallel copies without ZeRO, tensor-parallel copies of whole tensors, a pipeline's
+  // second copy of a tied embedding) and 16-bit stored parameters are not owned.
+  bool owned = false;
 };
 
 struct LogicalTensor {
@@ -39,10 +45,10 @@ struct LogicalTensor {
 // global sample (each step takes global_batch of them, in the dataset's seeded order); the seed
 // fixes every random stream, so it is the config's.
 struct TrainingCounters {
-  int step = 0;            // optimizer steps done, skipped ones included
-  int skipped = 0;         // fp16 steps skipped on overflow (the lr schedule does not count them)
+  int step = 0;     // optimizer steps done, skipped ones included
+  int skipped = 0;  // fp16 steps skipped on overflow (the lr schedule does not count them)
   std::int64_t nextSample = 0;
-  double lossScale = 1;    // fp16's loss scaler
+  double lossScale = 1;  // fp16's loss scaler
   int hysteresis = 1;
   long scalerIteration = 0;
   long lastOverflow = -1;
@@ -56,5 +62,9 @@ struct RankState {
   std::vector<StateSlice> slices;
   TrainingCounters counters;
 };
+
+// The model's logical tensors in model order (names and shapes of docs/weights.md), whatever
+// part of them a rank holds. An MLP's input size is the dataset's (the trainer's config has it).
+std::vector<LogicalTensor> logicalTensors(const TrainConfig& config);
 
 }  // namespace parascope

@@ -24,6 +24,16 @@ class LossScaler {
   // overflow at min_loss_scale with no hysteresis left (DeepSpeed ends the run there too).
   void update(bool overflow);
 
+  // For checkpoints and switches: the whole dynamic state, and putting it back.
+  long iteration() const { return iteration_; }
+  long lastOverflow() const { return lastOverflow_; }
+  void restore(double scale, int hysteresis, long iteration, long lastOverflow) {
+    scale_ = scale;
+    hysteresis_ = hysteresis;
+    iteration_ = iteration;
+    lastOverflow_ = lastOverflow;
+  }
+
  private:
   LossScaleSpec spec_;
   bool enabled_;

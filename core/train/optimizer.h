@@ -20,6 +20,13 @@ class AdamW {
   // weight decay 0.
   void step(double lr, double gradScale);
   int steps() const { return steps_; }
+  void setSteps(int steps) { steps_ = steps; }  // a restored run's updates so far (bias correction)
+  // Parameter i's state (Model::parameters() order), for resharding and checkpoints: the moments,
+  // and under mixed precision the f32 master (undefined in full precision, where the parameter's
+  // value is its own master).
+  const Tensor& expAvg(std::size_t i) const { return m_[i]; }
+  const Tensor& expAvgSq(std::size_t i) const { return v_[i]; }
+  Tensor master(std::size_t i) const { return master_.empty() ? Tensor() : master_[i]; }
 
  private:
   Model& model_;

@@ -35,7 +35,7 @@ ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator&
       const std::int64_t at = layout.offset[static_cast<std::size_t>(i)];
       const std::int64_t begin = std::max(lo, at), end = std::min(hi, at + p.numel());
       if (begin < end)
-        segments_.push_back({begin, end - begin, b.shardOffset + begin - lo, p.decay});
+        segments_.push_back({begin, end - begin, b.shardOffset + begin - lo, p.decay, i});
     }
   }
 }

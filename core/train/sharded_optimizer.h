@@ -24,12 +24,25 @@ class ShardedAdamW {
   // seconds spent waiting for the parameter all-gathers.
   double step(double lr, double gradScale, const Tensor& grads, bool gradsAreShard);
   int steps() const { return steps_; }
+  void setSteps(int steps) { steps_ = steps; }  // a restored run's updates so far (bias correction)
 
- private:
   struct Segment {  // one parameter's part of this rank's shard
     std::int64_t flatBegin = 0, count = 0, shardBegin = 0;
     bool decay = true;
+    int parameter = 0;  // index into Model::parameters()
   };
+  // For resharding and checkpoints: this rank's segments; its moments and (mixed precision) f32
+  // master, indexed by Segment::shardBegin; the parameters in the storage type, the whole flat
+  // space (indexed by flatBegin) or with ZeRO-3 the shard (valuesSharded).
+  const std::vector<Segment>& segments() const { return segments_; }
+  const FlatLayout& layout() const { return layout_; }
+  const Tensor& expAvg() const { return m_; }
+  const Tensor& expAvgSq() const { return v_; }
+  const Tensor& master() const { return master_; }
+  const Tensor& values() const { return values_; }
+  bool valuesSharded() const { return valuesSharded_; }
+
+ private:
   FlatLayout layout_;
   Communicator& comm_;
   kernels::AdamWHyper hyper_;

@@ -18,7 +18,8 @@
 
 namespace parascope {
 
-Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communicator& world)
+Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communicator& world,
+                 bool initialize)
     : config_(config), scaler_(config.parallel.lossScale, config.parallel.compute == DType::F16) {
   kernels::setBlasThreads(1);  // one BLAS thread per rank: ranks are the parallelism
   model_ = std::make_unique<Model>(allocator, config.parallel.compute);
@@ -52,7 +53,7 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
     dataset_ = std::move(images);
     buildMlp(*model_, m);
   }
-  model_->initialize(config.seed);
+  if (initialize) model_->initialize(config.seed);
   setUpDataParallel();
   if (config_.pipeline.enabled) {
     pipeline_ = std::make_unique<PipelineTrainer>(config_, *model_, mesh_, *dataset_);
@@ -315,6 +316,118 @@ void Trainer::saveWeights() {
     values = collectStages(std::move(values), mesh_.pipeline(), model_->allocator());
   }
   if (mesh_.world().rank() == 0) writeSafetensors(config_.saveWeights, values, {{"format", "pt"}});
+}
+
+namespace {
+
+// Appends the slices of parameter p's local elements [begin, begin + count) (local row-major
+// order), cut where its tensor-parallel part stops being contiguous in the logical tensor.
+void addSlices(std::vector<StateSlice>& out, const Parameter& p, StateField field,
+               std::int64_t begin, std::int64_t count, void* data, DType dtype, bool owned) {
+  const std::int64_t end = begin + count;
+  const std::size_t width = dtypeSize(dtype);
+  forEachSplitRun(p.fullShape, p.split, [&](std::int64_t full, std::int64_t local, std::int64_t n) {
+    const std::int64_t lo = std::max(begin, local), hi = std::min(end, local + n);
+    if (lo >= hi) return;
+    out.push_back({p.name, field, full + (lo - local), hi - lo,
+                   static_cast<char*>(data) + static_cast<std::size_t>(lo - begin) * width, dtype,
+                   owned});
+  });
+}
+
+}  // namespace
+
+RankState Trainer::state() {
+  RankState s;
+  s.tensors = logicalTensors(config_);
+  s.counters.step = steps_;
+  s.counters.skipped = skipped_;
+  s.counters.nextSample = static_cast<std::int64_t>(steps_) * config_.globalBatch;
+  s.counters.lossScale = scaler_.scale();
+  s.counters.hysteresis = scaler_.hysteresis();
+  s.counters.scalerIteration = scaler_.iteration();
+  s.counters.lastOverflow = scaler_.lastOverflow();
+  const MeshCoordinates at = mesh_.coordinates();
+  auto& params = model_->parameters();
+  // A parameter this rank holds a copy of that another rank saves: a whole tensor on tensor
+  // ranks other than 0, or the tied embedding on a pipeline's last stage (stage 0 has it too).
+  auto replica = [&](const Parameter& p) {
+    return (p.split.whole() && at.tensor != 0) ||
+           (at.pipeline != 0 && p.name == "wte.weight" && mesh_.pipeline().size() > 1);
+  };
+  const DType low = model_->computeType();
+  const bool mixed = model_->mixedPrecision();
+  if (optimizer_) {  // every parameter's whole local state; data rank 0's is the one saved
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      Parameter& p = params[i];
+      const bool owned = at.data == 0 && !replica(p);
+      const std::int64_t n = p.numel();
+      const Tensor master = mixed ? optimizer_->master(i) : p.value;
+      addSlices(s.slices, p, StateField::Param, 0, n, master.raw(), DType::F32, owned);
+      if (mixed) addSlices(s.slices, p, StateField::Param, 0, n, p.lowValue.raw(), low, false);
+      addSlices(s.slices, p, StateField::ExpAvg, 0, n, optimizer_->expAvg(i).raw(), DType::F32,
+                owned);
+      addSlices(s.slices, p, StateField::ExpAvgSq, 0, n, optimizer_->expAvgSq(i).raw(), DType::F32,
+                owned);
+    }
+    return s;
+  }
+  // ZeRO: this rank's segments of the flat space hold its moments (and master); the stored
+  // parameters are the whole flat space, or with ZeRO-3 the same segments of the shard.
+  const ShardedAdamW& z = *sharded_;
+  auto f32 = [](const Tensor& t, std::int64_t at) { return t.data<float>() + at; };
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> ownedRanges(params.size());
+  for (const ShardedAdamW::Segment& seg : z.segments()) {
+    Parameter& p = params[static_cast<std::size_t>(seg.parameter)];
+    const bool owned = !replica(p);
+    const std::int64_t local =
+        seg.flatBegin - z.layout().offset[static_cast<std::size_t>(seg.parameter)];
+    ownedRanges[static_cast<std::size_t>(seg.parameter)].emplace_back(local, seg.count);
+    const float* master = mixed               ? f32(z.master(), seg.shardBegin)
+                          : z.valuesSharded() ? f32(z.values(), seg.shardBegin)
+                                              : p.value.data<float>() + local;
+    addSlices(s.slices, p, StateField::Param, local, seg.count, const_cast<float*>(master),
+              DType::F32, owned);
+    if (mixed && z.valuesSharded()) {
+      addSlices(s.slices, p, StateField::Param, local, seg.count,
+                z.values().data<std::uint16_t>() + seg.shardBegin, low, false);
+    }
+    addSlices(s.slices, p, StateField::ExpAvg, local, seg.count,
+              const_cast<float*>(f32(z.expAvg(), seg.shardBegin)), DType::F32, owned);
+    addSlices(s.slices, p, StateField::ExpAvgSq, local, seg.count,
+              const_cast<float*>(f32(z.expAvgSq(), seg.shardBegin)), DType::F32, owned);
+  }
+  if (z.valuesSharded()) return s;
+  // ZeRO-1 / 2: the other ranks' segments of the stored parameters are held here too.
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    Parameter& p = params[i];
+    if (mixed) {
+      addSlices(s.slices, p, StateField::Param, 0, p.numel(), p.lowValue.raw(), low, false);
+      continue;
+    }
+    std::int64_t at = 0;
+    auto& ranges = ownedRanges[i];
+    std::sort(ranges.begin(), ranges.end());
+    ranges.emplace_back(p.numel(), 0);
+    for (const auto& [begin, count] : ranges) {
+      if (begin > at)
+        addSlices(s.slices, p, StateField::Param, at, begin - at, p.value.data<float>() + at,
+                  DType::F32, false);
+      at = begin + count;
+    }
+  }
+  return s;
+}
+
+void Trainer::restoreCounters(const TrainingCounters& c) {
+  steps_ = c.step;
+  skipped_ = c.skipped;
+  if (scaler_.enabled()) {
+    scaler_.restore(c.lossScale, c.hysteresis, c.scalerIteration, c.lastOverflow);
+  }
+  const int updates = c.step - c.skipped;
+  if (optimizer_) optimizer_->setSteps(updates);
+  if (sharded_) sharded_->setSteps(updates);
 }
 
 }  // namespace parascope

@@ -21,6 +21,7 @@
 #include "core/model/model.h"
 #include "core/parallel/mesh.h"
 #include "core/parallel/tensor_parallel.h"
+#include "core/state/training_state.h"
 #include "core/train/grad_reducer.h"
 #include "core/train/loss_scaler.h"
 #include "core/train/optimizer.h"
@@ -72,8 +73,10 @@ class Trainer {
   // Throws UserError for data that does not fit the model (e.g. bytes beyond the vocabulary).
   // `world` holds every rank of the run (collective: all ranks construct together); its size
   // must be the product of the parallel degrees in config.parallel.
+  // initialize false: parameters are left for the caller to fill through state() (a switch or a
+  // checkpoint restores them), which saves drawing the initial values.
   explicit Trainer(const TrainConfig& config, Allocator& allocator = defaultAllocator(),
-                   const Communicator& world = Communicator());
+                   const Communicator& world = Communicator(), bool initialize = true);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -93,6 +96,12 @@ class Trainer {
   // with ZeRO-3 gathers them, with mixed precision widens the stored 16-bit values.
   void gatherParameters();
   const LossScaler& lossScaler() const { return scaler_; }
+  // The training state this rank holds, by logical tensor (core/state/training_state.h): each
+  // parameter's f32 value (the master under mixed precision), AdamW's moments, and under mixed
+  // precision the stored 16-bit values (written by rounding the master). The pointers stay valid
+  // while the trainer lives; writing through them and then restoreCounters() continues a run.
+  RankState state();
+  void restoreCounters(const TrainingCounters& counters);
   // Fault injection for tests: in the step whose 0-based index is `step` (call once per step),
   // this rank writes +inf into the first gradient element it holds after the gradients are
   // reduced, so the ranks must agree on the overflow; fp16 loss scaling then skips that step.

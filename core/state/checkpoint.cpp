@@ -1,0 +1,379 @@
+// Writing checkpoints (shards, manifest, the atomic commit and pruning) and manifest.json's
+// document. Reading and validation are in checkpoint_reader.cpp. Every step that makes data
+// durable says which fsync orders it before the next rename; docs/checkpoints.md has the protocol.
+#include "core/state/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <stdexcept>
+#include <tuple>
+
+#include "core/common/error.h"
+#include "core/common/output_file.h"
+#include "core/io/safetensors.h"
+
+namespace parascope {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;
+constexpr const char* kStagingPrefix = ".staging-";
+
+[[noreturn]] void failSystem(const std::string& what, const std::string& path) {
+  throw UserError(path + ": " + what + " failed: " + std::strerror(errno));
+}
+
+// fsync on a directory makes the entries created or renamed in it durable.
+void syncPath(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
+  if (fd < 0) failSystem("open for fsync", path);
+  if (::fsync(fd) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    errno = saved;
+    failSystem("fsync", path);
+  }
+  ::close(fd);
+}
+
+// `path` holds exactly `text`, durably, before this returns (write, fsync, close).
+void writeSmallFile(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) failSystem("open", path);
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                  ::fsync(fd) == 0;
+  const int saved = errno;
+  ::close(fd);
+  errno = saved;
+  if (!ok) failSystem("write", path);
+}
+
+void renameOrFail(const std::string& from, const std::string& to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0) failSystem("rename to '" + to + "'", from);
+}
+
+// Step of a directory named exactly "step-" and 8 digits, else -1.
+int parseStepName(const std::string& name) {
+  if (name.size() != 13 || name.rfind("step-", 0) != 0) return -1;
+  int step = 0;
+  for (std::size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    step = step * 10 + (name[i] - '0');
+  }
+  return step;
+}
+
+// A checkpoint is removed manifest first: a kill during remove_all leaves a directory without
+// manifest.json, which no reader takes for a checkpoint and the next prune removes.
+void removeCheckpointDirectory(const fs::path& path) {
+  std::error_code ec;
+  fs::remove(path / "manifest.json", ec);
+  fs::remove_all(path, ec);
+}
+
+// Keeps the `keep` newest complete checkpoints and `committed`; removes older complete ones and
+// every incomplete step directory (only a killed removal leaves one).
+void pruneCheckpoints(const std::string& dir, const std::string& committed, int keep) {
+  std::vector<std::pair<int, fs::path>> complete;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const int step = parseStepName(name);
+    if (step < 0 || name == committed || !e.is_directory(ec)) continue;
+    if (!fs::exists(e.path() / "manifest.json", ec)) {
+      removeCheckpointDirectory(e.path());
+    } else {
+      complete.emplace_back(step, e.path());
+    }
+  }
+  if (keep <= 0) return;
+  std::sort(complete.begin(), complete.end(), [](const auto& a, const auto& b) { return a > b; });
+  // The committed checkpoint is one of the kept.
+  for (std::size_t i = static_cast<std::size_t>(keep) - 1; i < complete.size(); ++i) {
+    removeCheckpointDirectory(complete[i].second);
+  }
+}
+
+// Swaps two directory entries atomically (Linux renameat2); false where the file system cannot.
+bool exchangeEntries(const std::string& a, const std::string& b) {
+  return ::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0;
+}
+
+const nlohmann::json& member(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.is_object()) throw UserError(where + ": must be a JSON object");
+  const auto it = j.find(key);
+  if (it == j.end()) throw UserError(where + ": missing '" + key + "'");
+  return *it;
+}
+
+std::int64_t integerMember(const nlohmann::json& j, const char* key, const std::string& where,
+                           std::int64_t lo, std::int64_t hi) {
+  const nlohmann::json& v = member(j, key, where);
+  const bool fits = v.is_number_integer() &&
+                    !(v.is_number_unsigned() &&
+                      v.get<std::uint64_t>() >
+                          static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
+  if (!fits || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi) {
+    throw UserError(where + ": '" + key + "' is " + describeJson(v) + ", expected an integer in [" +
+                    std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  return v.get<std::int64_t>();
+}
+
+std::string stringMember(const nlohmann::json& j, const char* key, const std::string& where) {
+  const nlohmann::json& v = member(j, key, where);
+  if (!v.is_string()) {
+    throw UserError(where + ": '" + key + "' is " + describeJson(v) + ", expected a string");
+  }
+  return v.get<std::string>();
+}
+
+const nlohmann::json& arrayMember(const nlohmann::json& j, const char* key,
+                                  const std::string& where) {
+  const nlohmann::json& v = member(j, key, where);
+  if (!v.is_array()) throw UserError(where + ": '" + key + "' must be an array");
+  return v;
+}
+
+StateField parseField(const std::string& name, const std::string& where) {
+  for (int f = 0; f < kStateFieldCount; ++f) {
+    if (name == stateFieldName(static_cast<StateField>(f))) return static_cast<StateField>(f);
+  }
+  throw UserError(where + ": field '" + clipForMessage(name) +
+                  "' is not one of param, exp_avg, exp_avg_sq");
+}
+
+LogicalTensor tensorFromJson(const nlohmann::json& j, const std::string& where) {
+  LogicalTensor t{stringMember(j, "name", where), {}};
+  const std::string at = where + " (tensor '" + clipForMessage(t.name, 200) + "')";
+  if (stringMember(j, "dtype", at) != "F32") throw UserError(at + ": dtype must be \"F32\"");
+  std::int64_t numel = 1;
+  for (const nlohmann::json& d : arrayMember(j, "shape", at)) {
+    if (!d.is_number_unsigned() || d.get<std::uint64_t>() > kMaxElements ||
+        (d.get<std::int64_t>() != 0 && numel > kMaxElements / d.get<std::int64_t>())) {
+      throw UserError(at + ": shape " + describeJson(j["shape"]) + " is not a list of sizes with " +
+                      "at most 2^40 elements in all");
+    }
+    t.shape.push_back(d.get<std::int64_t>());
+    numel *= t.shape.back();
+  }
+  return t;
+}
+
+}  // namespace
+
+nlohmann::json countersToJson(const TrainingCounters& c) {
+  return {{"step", c.step},
+          {"skipped", c.skipped},
+          {"next_sample", c.nextSample},
+          {"loss_scale", c.lossScale},
+          {"hysteresis", c.hysteresis},
+          {"scaler_iteration", c.scalerIteration},
+          {"last_overflow", c.lastOverflow}};
+}
+
+TrainingCounters countersFromJson(const nlohmann::json& j, const std::string& where) {
+  constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+  constexpr std::int64_t kLongMax = std::numeric_limits<long>::max();
+  TrainingCounters c;
+  c.step = static_cast<int>(integerMember(j, "step", where, 0, kIntMax));
+  c.skipped = static_cast<int>(integerMember(j, "skipped", where, 0, kIntMax));
+  c.nextSample =
+      integerMember(j, "next_sample", where, 0, std::numeric_limits<std::int64_t>::max());
+  const nlohmann::json& scale = member(j, "loss_scale", where);
+  if (!scale.is_number() || !(scale.get<double>() > 0)) {
+    throw UserError(where + ": 'loss_scale' is " + describeJson(scale) +
+                    ", expected a positive number");
+  }
+  c.lossScale = scale.get<double>();
+  c.hysteresis = static_cast<int>(integerMember(j, "hysteresis", where, 0, kIntMax));
+  c.scalerIteration = static_cast<long>(integerMember(j, "scaler_iteration", where, 0, kLongMax));
+  c.lastOverflow = static_cast<long>(integerMember(j, "last_overflow", where, -1, kLongMax));
+  return c;
+}
+
+nlohmann::json manifestToJson(const CheckpointManifest& m) {
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const LogicalTensor& t : m.tensors) {
+    tensors.push_back({{"name", t.name}, {"dtype", "F32"}, {"shape", t.shape}});
+  }
+  nlohmann::json files = nlohmann::json::array();
+  for (const CheckpointFile& f : m.files) {
+    files.push_back({{"name", f.name}, {"crc32", f.crc32}, {"bytes", f.bytes}});
+  }
+  nlohmann::json slices = nlohmann::json::array();
+  for (const CheckpointSlice& s : m.slices) {
+    slices.push_back({{"tensor", s.tensor},
+                      {"field", stateFieldName(s.field)},
+                      {"begin", s.begin},
+                      {"count", s.count},
+                      {"file", s.file},
+                      {"offset", s.offset},
+                      {"bytes", s.bytes}});
+  }
+  return {{"format_version", m.formatVersion},
+          {"config", m.config},
+          {"counters", countersToJson(m.counters)},
+          {"tensors", tensors},
+          {"files", files},
+          {"slices", slices}};
+}
+
+CheckpointManifest manifestFromJson(const nlohmann::json& j, const std::string& where) {
+  CheckpointManifest m;
+  m.formatVersion = static_cast<int>(
+      integerMember(j, "format_version", where, 0, std::numeric_limits<int>::max()));
+  if (m.formatVersion != kCheckpointFormatVersion) {
+    throw UserError(where + ": format_version " + std::to_string(m.formatVersion) +
+                    " is not supported (supported: " + std::to_string(kCheckpointFormatVersion) +
+                    ")");
+  }
+  m.config = member(j, "config", where);
+  m.counters = countersFromJson(member(j, "counters", where), where + ": counters");
+  std::size_t i = 0;
+  for (const nlohmann::json& t : arrayMember(j, "tensors", where)) {
+    m.tensors.push_back(tensorFromJson(t, where + ": tensors[" + std::to_string(i++) + "]"));
+  }
+  i = 0;
+  for (const nlohmann::json& f : arrayMember(j, "files", where)) {
+    const std::string at = where + ": files[" + std::to_string(i++) + "]";
+    m.files.push_back({stringMember(f, "name", at),
+                       static_cast<std::uint32_t>(integerMember(f, "crc32", at, 0, 0xffffffff)),
+                       integerMember(f, "bytes", at, 0, std::numeric_limits<std::int64_t>::max())});
+  }
+  i = 0;
+  for (const nlohmann::json& s : arrayMember(j, "slices", where)) {
+    const std::string at = where + ": slices[" + std::to_string(i++) + "]";
+    CheckpointSlice c;
+    c.tensor = stringMember(s, "tensor", at);
+    c.field = parseField(stringMember(s, "field", at), at);
+    c.begin = integerMember(s, "begin", at, 0, kMaxElements);
+    c.count = integerMember(s, "count", at, 1, kMaxElements);
+    c.file = stringMember(s, "file", at);
+    c.offset = integerMember(s, "offset", at, 0, std::numeric_limits<std::int64_t>::max() / 2);
+    c.bytes = integerMember(s, "bytes", at, 0, std::numeric_limits<std::int64_t>::max() / 2);
+    m.slices.push_back(std::move(c));
+  }
+  return m;
+}
+
+void addShard(CheckpointManifest& manifest, const ShardWritten& shard) {
+  manifest.files.push_back(shard.file);
+  manifest.slices.insert(manifest.slices.end(), shard.slices.begin(), shard.slices.end());
+}
+
+std::string stepDirectoryName(int step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%08d", step);
+  return name;
+}
+
+std::string stagingDirectory(const std::string& dir, int step) {
+  return (fs::path(dir) / (kStagingPrefix + stepDirectoryName(step))).string();
+}
+
+void prepareCheckpoint(const std::string& dir, int step) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir) || ::access(dir.c_str(), W_OK | X_OK) != 0) {
+    throw UserError("checkpoint directory '" + dir + "': cannot be created or written" +
+                    (ec ? " (" + ec.message() + ")" : std::string()) +
+                    "; name a writable directory");
+  }
+  // Staging directories left by killed saves, this step's included.
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().filename().string().rfind(kStagingPrefix, 0) == 0) fs::remove_all(e.path(), ec);
+  }
+  const std::string staging = stagingDirectory(dir, step);
+  if (!fs::create_directory(staging, ec) || ec) {
+    throw UserError("checkpoint directory '" + dir + "': cannot create '" + staging +
+                    "': " + ec.message());
+  }
+}
+
+ShardWritten writeShard(const std::string& staging, int rank,
+                        const std::vector<StateSlice>& slices) {
+  char name[40];
+  std::snprintf(name, sizeof name, "rank-%05d.safetensors", rank);
+  std::vector<SafetensorsEntry> entries;
+  ShardWritten out;
+  for (const StateSlice& s : slices) {
+    if (s.count == 0) continue;
+    if (s.dtype != DType::F32 || s.count < 0 || s.begin < 0 || s.data == nullptr) {
+      throw std::invalid_argument("writeShard: slice of '" + s.tensor +
+                                  "' must be F32 with data and a non-negative range");
+    }
+    entries.push_back({s.tensor + "/" + stateFieldName(s.field) + "/" + std::to_string(s.begin),
+                       DType::F32,
+                       {s.count},
+                       s.data});
+    out.slices.push_back({s.tensor, s.field, s.begin, s.count, name, 0, s.count * 4});
+  }
+  const std::string path = (fs::path(staging) / name).string();
+  const SafetensorsWritten w =
+      writeSafetensorsEntries(path, entries,
+                              {{"format", "parascope-checkpoint"},
+                               {"format_version", std::to_string(kCheckpointFormatVersion)},
+                               {"rank", std::to_string(rank)}});
+  for (std::size_t i = 0; i < out.slices.size(); ++i) {
+    out.slices[i].offset = static_cast<std::int64_t>(w.offsets[i]);
+  }
+  out.file = {name, w.crc32, static_cast<std::int64_t>(w.bytes)};
+  return out;
+}
+
+std::string commitCheckpoint(const std::string& dir, int step, CheckpointManifest manifest,
+                             int keep) {
+  const std::string staging = stagingDirectory(dir, step);
+  std::sort(manifest.files.begin(), manifest.files.end(),
+            [](const CheckpointFile& a, const CheckpointFile& b) { return a.name < b.name; });
+  std::sort(manifest.slices.begin(), manifest.slices.end(),
+            [](const CheckpointSlice& a, const CheckpointSlice& b) {
+              return std::tie(a.tensor, a.field, a.begin) < std::tie(b.tensor, b.field, b.begin);
+            });
+  {
+    OutputFile out((fs::path(staging) / "manifest.json").string(), "checkpoint manifest");
+    const std::string text = manifestToJson(manifest).dump(1) + "\n";
+    out.write(text.data(), text.size());
+    out.commit();  // fsync'd and renamed
+  }
+  // Refuses a manifest that would not load (a shard missing, elements not covered) before it
+  // replaces anything.
+  const CheckpointReader check(staging);
+  syncPath(staging, true);  // the shards' and manifest's entries, before the rename publishes them
+
+  const std::string name = stepDirectoryName(step);
+  const std::string target = (fs::path(dir) / name).string();
+  std::error_code ec;
+  if (fs::exists(target, ec)) {
+    // Swapped in one step, so `latest` never names a missing directory; the old one is then in
+    // staging, removed here or by the next prepareCheckpoint.
+    if (!exchangeEntries(staging, target)) {
+      removeCheckpointDirectory(target);
+      renameOrFail(staging, target);
+    }
+    syncPath(dir, true);
+    fs::remove_all(staging, ec);
+  } else {
+    renameOrFail(staging, target);
+  }
+  syncPath(dir, true);  // the step directory exists durably before `latest` names it
+
+  const std::string latest = (fs::path(dir) / "latest").string();
+  writeSmallFile(latest + ".tmp", name + "\n");
+  renameOrFail(latest + ".tmp", latest);
+  syncPath(dir, true);
+  pruneCheckpoints(dir, name, keep);
+  return target;
+}
+
+}  // namespace parascope

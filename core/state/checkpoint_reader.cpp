@@ -1,0 +1,295 @@
+// Reading checkpoints: resolving `latest`, validating the manifest against the files on disk, and
+// filling any slice of any layout from the stored slices with positioned reads of only the bytes
+// it needs. Every problem is a one-line UserError naming the file and the tensor.
+#include "core/state/checkpoint.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zlib.h>
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include "core/common/error.h"
+#include "core/kernels/precision.h"
+
+namespace parascope {
+
+namespace fs = std::filesystem;
+
+static_assert(std::endian::native == std::endian::little, "checkpoints store little-endian f32");
+
+namespace {
+
+std::string describe(const CheckpointSlice& s) {
+  return "tensor '" + s.tensor + "' (" + stateFieldName(s.field) + ", elements [" +
+         std::to_string(s.begin) + ", " + std::to_string(s.begin + s.count) + "))";
+}
+
+std::string range(std::int64_t begin, std::int64_t end) {
+  return "[" + std::to_string(begin) + ", " + std::to_string(end) + ")";
+}
+
+// A file name that stays in the checkpoint directory: no separator, no "..", not absolute.
+bool isPlainFileName(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find_first_of(std::string("/\\\0", 3)) == std::string::npos;
+}
+
+std::string resolveCheckpoint(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_regular_file(fs::path(path) / "manifest.json", ec)) return path;
+  const fs::path latest = fs::path(path) / "latest";
+  if (!fs::is_directory(path, ec)) {
+    throw UserError(path + ": no such checkpoint directory");
+  }
+  if (!fs::is_regular_file(latest, ec)) {
+    throw UserError(path + ": not a checkpoint (no manifest.json) and no 'latest' pointer in it");
+  }
+  std::string name = readBoundedFile(latest.string(), 256, "checkpoint 'latest' pointer");
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
+  if (name.size() != 13 || name.rfind("step-", 0) != 0 ||
+      name.find_first_not_of("0123456789", 5) != std::string::npos) {
+    throw UserError(latest.string() + ": '" + clipForMessage(name) +
+                    "' is not a step directory name (step-NNNNNNNN)");
+  }
+  const fs::path dir = fs::path(path) / name;
+  if (!fs::is_regular_file(dir / "manifest.json", ec)) {
+    throw UserError(latest.string() + ": points to '" + name + "', which has no manifest.json");
+  }
+  return dir.string();
+}
+
+class Fd {
+ public:
+  explicit Fd(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (fd_ < 0) throw UserError(path + ": cannot open (" + std::strerror(errno) + ")");
+  }
+  ~Fd() { ::close(fd_); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+void readAt(const Fd& fd, void* out, std::int64_t bytes, std::int64_t offset,
+            const std::string& path) {
+  auto* p = static_cast<char*>(out);
+  for (std::int64_t done = 0; done < bytes;) {
+    const ssize_t n = ::pread(fd.get(), p + done, static_cast<std::size_t>(bytes - done),
+                              static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      throw UserError(
+          path + ": cannot read bytes " + range(offset, offset + bytes) +
+          (n == 0 ? " (truncated file)" : " (" + std::string(std::strerror(errno)) + ")"));
+    }
+    done += n;
+  }
+}
+
+}  // namespace
+
+CheckpointReader::CheckpointReader(const std::string& path) : directory_(resolveCheckpoint(path)) {
+  const std::string where = (fs::path(directory_) / "manifest.json").string();
+  const nlohmann::json j =
+      parseBoundedJson(readBoundedFile(where, kManifestJsonLimits.maxBytes, "checkpoint manifest"),
+                       where, kManifestJsonLimits);
+  manifest_ = manifestFromJson(j, where);
+
+  for (const LogicalTensor& t : manifest_.tensors) {
+    std::int64_t n = 1;
+    for (std::int64_t d : t.shape) n *= d;
+    if (!numel_.emplace(t.name, n).second) {
+      throw UserError(where + ": tensor '" + t.name + "' is listed twice");
+    }
+  }
+  std::map<std::string, std::int64_t> fileBytes;
+  for (const CheckpointFile& f : manifest_.files) {
+    if (!isPlainFileName(f.name)) {
+      throw UserError(where + ": file name '" + clipForMessage(f.name) +
+                      "' must be a plain name inside the checkpoint directory (no '/', '\\' or "
+                      "'..')");
+    }
+    if (!fileBytes.emplace(f.name, f.bytes).second) {
+      throw UserError(where + ": file '" + f.name + "' is listed twice");
+    }
+    const std::string file = (fs::path(directory_) / f.name).string();
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      throw UserError(file + ": missing (listed in manifest.json)");
+    }
+    if (st.st_size != f.bytes) {
+      throw UserError(file + ": " + std::to_string(st.st_size) + " bytes, manifest.json says " +
+                      std::to_string(f.bytes) + " (truncated or replaced file)");
+    }
+  }
+  for (std::size_t i = 0; i < manifest_.slices.size(); ++i) {
+    const CheckpointSlice& s = manifest_.slices[i];
+    const auto tensor = numel_.find(s.tensor);
+    if (tensor == numel_.end()) {
+      throw UserError(where + ": slice of tensor '" + clipForMessage(s.tensor, 200) +
+                      "', which is not in the tensors list");
+    }
+    const auto file = fileBytes.find(s.file);
+    if (file == fileBytes.end()) {
+      throw UserError(where + ": " + describe(s) + " is in file '" + clipForMessage(s.file) +
+                      "', which is not in the files list");
+    }
+    if (s.begin + s.count > tensor->second) {
+      throw UserError(where + ": " + describe(s) + " lies outside the tensor's " +
+                      std::to_string(tensor->second) + " elements");
+    }
+    if (s.bytes != s.count * 4 || s.offset + s.bytes > file->second) {
+      throw UserError((fs::path(directory_) / s.file).string() + ": " + describe(s) + " at bytes " +
+                      range(s.offset, s.offset + s.bytes) + " lies outside the file's " +
+                      std::to_string(file->second) + " bytes or is not count * 4 bytes");
+    }
+    index_[{s.tensor, s.field}].push_back(i);
+  }
+  // Every element of every (tensor, field) stored exactly once.
+  for (const LogicalTensor& t : manifest_.tensors) {
+    for (int f = 0; f < kStateFieldCount; ++f) {
+      const auto field = static_cast<StateField>(f);
+      std::vector<std::size_t>& order = index_[{t.name, field}];
+      std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return manifest_.slices[a].begin < manifest_.slices[b].begin;
+      });
+      std::int64_t covered = 0;
+      const CheckpointSlice* previous = nullptr;
+      for (std::size_t i : order) {
+        const CheckpointSlice& s = manifest_.slices[i];
+        if (s.begin < covered) {
+          throw UserError(where + ": tensor '" + t.name + "' (" + stateFieldName(field) +
+                          "): slices overlap at elements " +
+                          range(s.begin, std::min(covered, s.begin + s.count)) + " (files '" +
+                          previous->file + "' and '" + s.file + "')");
+        }
+        if (s.begin > covered) break;
+        covered = s.begin + s.count;
+        previous = &s;
+      }
+      if (covered != numel_[t.name]) {
+        std::int64_t gapEnd = numel_[t.name];
+        for (std::size_t i : order) {
+          if (manifest_.slices[i].begin > covered) {
+            gapEnd = manifest_.slices[i].begin;
+            break;
+          }
+        }
+        throw UserError(where + ": tensor '" + t.name + "' (" + stateFieldName(field) +
+                        "): elements " + range(covered, gapEnd) + " are not stored");
+      }
+    }
+  }
+}
+
+void CheckpointReader::read(const StateSlice& dest) const {
+  const auto tensor = numel_.find(dest.tensor);
+  if (tensor == numel_.end()) {
+    throw UserError(directory_ + ": no tensor '" + dest.tensor + "' in this checkpoint");
+  }
+  const std::int64_t end = dest.begin + dest.count;
+  const std::string what = "tensor '" + dest.tensor + "' (" + stateFieldName(dest.field) + ")";
+  if (dest.begin < 0 || dest.count < 0 || end > tensor->second) {
+    throw UserError(directory_ + ": " + what + " has " + std::to_string(tensor->second) +
+                    " elements; cannot read " + range(dest.begin, end));
+  }
+  if (dest.dtype != DType::F32 && dest.dtype != DType::BF16 && dest.dtype != DType::F16) {
+    throw std::invalid_argument("CheckpointReader::read: dest must be F32, BF16 or F16");
+  }
+  const auto found = index_.find({dest.tensor, dest.field});
+  const std::vector<std::size_t> none;
+  const std::vector<std::size_t>& order = found == index_.end() ? none : found->second;
+  // The first stored slice that may hold dest.begin: the last one beginning at or before it.
+  auto it = std::upper_bound(
+      order.begin(), order.end(), dest.begin,
+      [&](std::int64_t at, std::size_t i) { return at < manifest_.slices[i].begin; });
+  if (it != order.begin()) --it;
+  constexpr std::int64_t kChunk = 16384;  // elements narrowed per read
+  std::vector<float> staging(dest.dtype == DType::F32 ? 0 : kChunk);
+  for (std::int64_t at = dest.begin; at < end; ++it) {
+    if (it == order.end() || manifest_.slices[*it].begin > at ||
+        manifest_.slices[*it].begin + manifest_.slices[*it].count <= at) {
+      throw UserError(directory_ + ": " + what + ": elements " + range(at, end) +
+                      " are not stored");
+    }
+    const CheckpointSlice& s = manifest_.slices[*it];
+    const std::string path = (fs::path(directory_) / s.file).string();
+    const Fd fd(path);
+    const std::int64_t stop = std::min(end, s.begin + s.count);
+    for (; at < stop;) {
+      const std::int64_t n = dest.dtype == DType::F32 ? stop - at : std::min(kChunk, stop - at);
+      const std::int64_t fileOffset = s.offset + (at - s.begin) * 4;
+      const std::int64_t destIndex = at - dest.begin;
+      if (dest.dtype == DType::F32) {
+        readAt(fd, static_cast<float*>(dest.data) + destIndex, n * 4, fileOffset, path);
+      } else {
+        readAt(fd, staging.data(), n * 4, fileOffset, path);
+        kernels::narrow(staging.data(), static_cast<std::uint16_t*>(dest.data) + destIndex, n,
+                        dest.dtype);
+      }
+      at += n;
+    }
+  }
+}
+
+void CheckpointReader::verifyChecksums() const {
+  std::vector<unsigned char> buffer(std::size_t{1} << 20);
+  for (const CheckpointFile& f : manifest_.files) {
+    const std::string path = (fs::path(directory_) / f.name).string();
+    const Fd fd(path);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    std::int64_t total = 0;
+    for (;;) {
+      const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw UserError(path + ": cannot read (" + std::strerror(errno) + ")");
+      if (n == 0) break;
+      crc = crc32_z(crc, buffer.data(), static_cast<std::size_t>(n));
+      total += n;
+    }
+    if (total != f.bytes || static_cast<std::uint32_t>(crc) != f.crc32) {
+      char message[160];
+      std::snprintf(message, sizeof message,
+                    ": CRC32 %08x over %lld bytes, manifest.json says %08x over %lld bytes "
+                    "(corrupted file)",
+                    static_cast<unsigned>(crc), static_cast<long long>(total), f.crc32,
+                    static_cast<long long>(f.bytes));
+      throw UserError(path + message);
+    }
+  }
+}
+
+void checkCheckpointTensors(const CheckpointManifest& manifest,
+                            const std::vector<LogicalTensor>& expected, const std::string& where) {
+  std::map<std::string, const LogicalTensor*> stored;
+  for (const LogicalTensor& t : manifest.tensors) stored.emplace(t.name, &t);
+  for (const LogicalTensor& t : expected) {
+    const auto it = stored.find(t.name);
+    if (it == stored.end()) {
+      throw UserError(where + ": the model's tensor '" + t.name + "' " + shapeString(t.shape) +
+                      " is not in the checkpoint");
+    }
+    if (it->second->shape != t.shape) {
+      throw UserError(where + ": tensor '" + t.name + "' is " + shapeString(it->second->shape) +
+                      " in the checkpoint but " + shapeString(t.shape) +
+                      " in this model (a checkpoint of another model?)");
+    }
+    stored.erase(it);
+  }
+  if (!stored.empty()) {
+    throw UserError(where + ": the checkpoint's tensor '" + stored.begin()->first +
+                    "' is not in this model (a checkpoint of another model?)");
+  }
+}
+
+}  // namespace parascope

@@ -1,0 +1,362 @@
+// Live strategy switches: the switch matrix of in-process layouts, each "A for k steps, switch to
+// B, continue" against "A for k steps, save a checkpoint, load it under B, continue" bit for bit
+// (losses of every step and the final weights), and in fp32 against one rank over the same steps
+// within the equivalence tolerance; bad targets refused with the validator's words while the run
+// goes on unchanged; a switch while paused; bitwise save/load round trips under one layout.
+#include <QtTest>
+
+#include <cmath>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/common/error.h"
+#include "core/io/safetensors.h"
+#include "core/session/run_summary.h"
+#include "core/session/session.h"
+#include "core/state/checkpoint.h"
+#include "tests/train/dp_harness.h"
+
+using namespace parascope;
+namespace fs = std::filesystem;
+
+class TestSwitch : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase();
+  void cleanupTestCase();
+  void switchEqualsSaveAndLoad_data();
+  void switchEqualsSaveAndLoad();
+  void roundTripUnderOneLayout_data();
+  void roundTripUnderOneLayout();
+  void invalidTargetIsRefused();
+  void switchWhilePaused();
+};
+
+namespace {
+
+fs::path scratch() {
+  return fs::temp_directory_path() / ("parascope-switch-" + std::to_string(::getpid()));
+}
+
+std::vector<std::string> split(const QString& list) {
+  std::vector<std::string> out;
+  for (const QString& s : list.split(' ', Qt::SkipEmptyParts)) out.push_back(s.toStdString());
+  return out;
+}
+
+constexpr int kSteps = 6;
+
+// The tiny GPT for kSteps steps, without evaluation, writing its final weights to `weights`.
+TrainConfig config(const QString& strategy, const std::string& weights) {
+  std::vector<std::string> o = split(strategy);
+  o.insert(o.begin(),
+           {"train_iters=" + std::to_string(kSteps), "eval_interval=0", "save_weights=" + weights});
+  return dptest::tinyConfig(o);
+}
+
+struct Outcome {
+  std::vector<double> losses;  // per step, 1-based step i at i - 1
+  std::vector<SwitchReport> switches;
+  std::vector<CheckpointReport> checkpoints;
+  FinishedReport finished;
+  std::optional<ErrorReport> error;
+  std::map<std::string, std::vector<float>> weights;
+};
+
+// Records losses and reports, and asks for the next switch once its step is reported.
+class Driver : public SessionObserver {
+ public:
+  Driver(Session& s, std::vector<std::pair<int, TrainConfig>> switches)
+      : session_(s), switches_(std::move(switches)) {}
+  void onStep(const StepReport& r) override {
+    std::lock_guard lock(mutex_);
+    out.losses.push_back(r.loss);
+    if (next_ < switches_.size() && switches_[next_].first == r.step) {
+      session_.switchStrategy(switches_[next_++].second);
+    }
+  }
+  void onSwitch(const SwitchReport& r) override {
+    std::lock_guard lock(mutex_);
+    out.switches.push_back(r);
+  }
+  void onCheckpoint(const CheckpointReport& r) override {
+    std::lock_guard lock(mutex_);
+    out.checkpoints.push_back(r);
+  }
+  Outcome out;
+
+ private:
+  Session& session_;
+  std::vector<std::pair<int, TrainConfig>> switches_;
+  std::size_t next_ = 0;
+  std::mutex mutex_;
+};
+
+std::map<std::string, std::vector<float>> readWeights(const std::string& path) {
+  std::map<std::string, std::vector<float>> out;
+  const SafetensorsFile f = readSafetensors(path);
+  for (const auto& [name, t] : f.tensors) {
+    out[name] = std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+  }
+  return out;
+}
+
+Outcome run(const TrainConfig& first, std::vector<std::pair<int, TrainConfig>> switches,
+            SessionOptions options = {}) {
+  Session session(first, std::move(options));
+  Driver driver(session, std::move(switches));
+  session.addObserver(driver);
+  driver.out.finished = session.run();
+  driver.out.error = session.error();
+  if (!driver.out.error) driver.out.weights = readWeights(first.saveWeights);
+  return std::move(driver.out);
+}
+
+// Where two runs first differ bit for bit, or empty.
+std::string bitDifference(const Outcome& a, const Outcome& b, int fromStep) {
+  if (a.losses.size() != b.losses.size()) return "different step counts";
+  for (std::size_t i = static_cast<std::size_t>(fromStep); i < a.losses.size(); ++i) {
+    if (std::bit_cast<std::uint64_t>(a.losses[i]) != std::bit_cast<std::uint64_t>(b.losses[i])) {
+      return "loss of step " + std::to_string(i + 1) + ": " + std::to_string(a.losses[i]) + " vs " +
+             std::to_string(b.losses[i]);
+    }
+  }
+  if (a.weights.size() != b.weights.size()) return "different weight sets";
+  for (const auto& [name, values] : a.weights) {
+    auto found = b.weights.find(name);
+    if (found == b.weights.end()) return "no weight " + name;
+    if (std::memcmp(values.data(), found->second.data(), values.size() * sizeof(float)) != 0) {
+      return "weight " + name + " differs";
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+void TestSwitch::initTestCase() {
+  fs::create_directories(scratch());
+}
+
+void TestSwitch::cleanupTestCase() {
+  fs::remove_all(scratch());
+  fs::remove(dptest::textFixture());
+}
+
+void TestSwitch::switchEqualsSaveAndLoad_data() {
+  QTest::addColumn<QStringList>("layouts");  // the run's layouts in order
+  QTest::addColumn<bool>("fp32");            // compared with one rank too
+  QTest::addColumn<QString>("model");        // overrides of every layout and of the one rank
+  const QString m4 = "gradient_accumulation_steps=4";
+  QTest::newRow("D2 -> T2") << QStringList{"data_parallel_size=2", "tensor_model_parallel_size=2"}
+                            << true << "";
+  QTest::newRow("T2xP2 -> D4")
+      << QStringList{"tensor_model_parallel_size=2 pipeline_model_parallel_size=2 " + m4,
+                     "data_parallel_size=4"}
+      << true << "";
+  QTest::newRow("D4 ZeRO-3 -> D2 ZeRO-1")
+      << QStringList{"data_parallel_size=4 zero_optimization.stage=3",
+                     "data_parallel_size=2 zero_optimization.stage=1"}
+      << true << "";
+  QTest::newRow("P2 1F1B -> P2 interleaved")
+      << QStringList{"pipeline_model_parallel_size=2 " + m4,
+                     "pipeline_model_parallel_size=2 pipeline_schedule=interleaved "
+                     "virtual_pipeline_model_parallel_size=2 " +
+                         m4}
+      << true << "model.num_layers=4";
+  QTest::newRow("P2 ZB-H1 -> T2 SP")
+      << QStringList{"pipeline_model_parallel_size=2 pipeline_schedule=zb-h1 " + m4,
+                     "tensor_model_parallel_size=2 sequence_parallel=true"}
+      << true << "";
+  QTest::newRow("fp32 -> bf16 -> fp32")
+      << QStringList{"data_parallel_size=2", "data_parallel_size=2 bf16.enabled=true",
+                     "data_parallel_size=2"}
+      << false << "";
+  QTest::newRow("2 ranks -> 4 ranks -> 1 rank")
+      << QStringList{"data_parallel_size=2 zero_optimization.stage=2",
+                     "tensor_model_parallel_size=2 data_parallel_size=2", ""}
+      << true << "";
+  QTest::newRow("fp16 D2 -> fp16 P2 ZeRO-1")
+      << QStringList{"fp16.enabled=true data_parallel_size=2",
+                     "fp16.enabled=true pipeline_model_parallel_size=2 " + m4}
+      << false << "";
+}
+
+// Switch at steps 2, 4, ... of kSteps; the reference saves at each switch step, ends, and the
+// next run loads under the next layout.
+void TestSwitch::switchEqualsSaveAndLoad() {
+  QFETCH(QStringList, layouts);
+  QFETCH(bool, fp32);
+  QFETCH(QString, model);
+  for (QString& l : layouts) l = model + " " + l;
+  const std::string weights = (scratch() / "switched.safetensors").string();
+  std::vector<std::pair<int, TrainConfig>> switches;
+  for (int i = 1; i < layouts.size(); ++i) {
+    switches.emplace_back(2 * i, config(layouts[i], weights));
+  }
+  const Outcome switched = run(config(layouts[0], weights), switches);
+  QVERIFY2(!switched.error, switched.error ? switched.error->reason.c_str() : "");
+  QCOMPARE(switched.losses.size(), static_cast<std::size_t>(kSteps));
+  QCOMPARE(switched.switches.size(), switches.size());
+  for (std::size_t i = 0; i < switches.size(); ++i) {
+    const SwitchReport& r = switched.switches[i];
+    QCOMPARE(r.step, switches[i].first);
+    QCOMPARE(r.worldAfter, switches[i].second.parallel.worldSize());
+    QVERIFY(r.bytesMoved > 0);
+    QCOMPARE(r.after, describeStrategy(switches[i].second));
+  }
+
+  // The same run through checkpoints: each layout's segment ends in a save that the next loads.
+  Outcome reference;
+  const fs::path dir = scratch() / "checkpoints";
+  fs::remove_all(dir);
+  for (int i = 0; i < layouts.size(); ++i) {
+    const std::string w = (scratch() / "reference.safetensors").string();
+    TrainConfig c = config(layouts[i], w);
+    const bool last = i + 1 == layouts.size();
+    if (!last) c.trainIters = 2 * (i + 1);
+    SessionOptions o;
+    o.saveDir = dir.string();
+    if (i > 0) o.load = dir.string();
+    Outcome part = run(c, {}, o);
+    QVERIFY2(!part.error, part.error ? part.error->reason.c_str() : "");
+    reference.losses.insert(reference.losses.end(), part.losses.begin(), part.losses.end());
+    reference.weights = part.weights;
+  }
+  const std::string diff = bitDifference(switched, reference, 0);
+  QVERIFY2(diff.empty(), diff.c_str());
+
+  if (fp32) {  // the same steps on one rank, within the equivalence tolerance
+    const Outcome one = run(config(model, weights), {});
+    for (int i = 0; i < kSteps; ++i) {
+      const double a = one.losses[static_cast<std::size_t>(i)];
+      const double b = switched.losses[static_cast<std::size_t>(i)];
+      QVERIFY2(std::abs(a - b) <= 4e-5 + 1e-5 * std::abs(a),
+               qPrintable(QString("step %1: %2 vs %3").arg(i + 1).arg(a).arg(b)));
+    }
+    for (const auto& [name, values] : one.weights) {
+      const std::vector<float>& got = switched.weights.at(name);
+      for (std::size_t e = 0; e < values.size(); ++e) {
+        QVERIFY2(std::abs(values[e] - got[e]) <= 4e-5 + 1e-5 * std::abs(values[e]),
+                 qPrintable(QString::fromStdString(name) + " element " + QString::number(e)));
+      }
+    }
+  }
+}
+
+void TestSwitch::roundTripUnderOneLayout_data() {
+  QTest::addColumn<QString>("layout");
+  QTest::newRow("one rank") << "";
+  QTest::newRow("D2 ZeRO-3 bf16")
+      << "data_parallel_size=2 zero_optimization.stage=3 bf16.enabled=true";
+  QTest::newRow("T2 P2") << "tensor_model_parallel_size=2 pipeline_model_parallel_size=2 "
+                            "gradient_accumulation_steps=2";
+}
+
+// Save after 3 steps, load under the same layout: the next steps are the uninterrupted run's.
+void TestSwitch::roundTripUnderOneLayout() {
+  QFETCH(QString, layout);
+  const std::string weights = (scratch() / "whole.safetensors").string();
+  const Outcome whole = run(config(layout, weights), {});
+  QVERIFY(!whole.error);
+  const fs::path dir = scratch() / "round-trip";
+  fs::remove_all(dir);
+  TrainConfig first = config(layout, (scratch() / "first.safetensors").string());
+  first.trainIters = 3;
+  SessionOptions save;
+  save.saveDir = dir.string();
+  const Outcome a = run(first, {}, save);
+  QVERIFY(!a.error);
+  QCOMPARE(a.checkpoints.size(), std::size_t{1});
+  CheckpointReader(dir.string()).verifyChecksums();
+  SessionOptions load;
+  load.load = dir.string();
+  Outcome b = run(config(layout, (scratch() / "second.safetensors").string()), {}, load);
+  QVERIFY2(!b.error, b.error ? b.error->reason.c_str() : "");
+  QCOMPARE(b.losses.size(), std::size_t{kSteps - 3});
+  Outcome joined = a;
+  joined.losses.insert(joined.losses.end(), b.losses.begin(), b.losses.end());
+  joined.weights = b.weights;
+  const std::string diff = bitDifference(whole, joined, 0);
+  QVERIFY2(diff.empty(), diff.c_str());
+}
+
+void TestSwitch::invalidTargetIsRefused() {
+  const std::string weights = (scratch() / "refused.safetensors").string();
+  const TrainConfig a = config("data_parallel_size=2", weights);
+  Session session(a);
+  session.start(/*paused=*/true);
+  // Another model, another global batch: refused before anything is touched.
+  TrainConfig wider = config("data_parallel_size=2 model.hidden_size=64", weights);
+  try {
+    session.switchStrategy(wider);
+    QFAIL("a switch to another model was accepted");
+  } catch (const UserError& e) {
+    QCOMPARE(QString(e.what()),
+             QString("switch: model differs from the running session's; a switch changes only "
+                     "how the run is spread (parallel degrees, schedule, micro-batches, ZeRO, "
+                     "precision, buckets)"));
+  }
+  TrainConfig batch = config("data_parallel_size=2 train_batch_size=32", weights);
+  try {
+    session.switchStrategy(batch);
+    QFAIL("a switch of the global batch was accepted");
+  } catch (const UserError& e) {
+    QVERIFY2(QString(e.what()).startsWith("switch: the global batch would change from 16 to 32"),
+             e.what());
+  }
+  // An invalid layout never becomes a TrainConfig: the validator's message is the refusal.
+  try {
+    config("data_parallel_size=2 tensor_model_parallel_size=3", weights);
+    QFAIL("heads not divisible by the tensor degree were accepted");
+  } catch (const UserError& e) {
+    QVERIFY2(QString(e.what()).contains("tensor_model_parallel_size"), e.what());
+  }
+  session.resume();
+  const FinishedReport f = session.wait();
+  QVERIFY(!f.failed);
+  QCOMPARE(f.steps, kSteps);
+  QCOMPARE(session.config().parallel.data, 2);  // unchanged
+}
+
+void TestSwitch::switchWhilePaused() {
+  const std::string weights = (scratch() / "paused.safetensors").string();
+  Session session(config("data_parallel_size=2", weights));
+  std::mutex mutex;
+  std::vector<SwitchReport> seen;
+  struct Watch : SessionObserver {
+    std::mutex* m;
+    std::vector<SwitchReport>* s;
+    void onSwitch(const SwitchReport& r) override {
+      std::lock_guard lock(*m);
+      s->push_back(r);
+    }
+  } watch;
+  watch.m = &mutex;
+  watch.s = &seen;
+  session.addObserver(watch);
+  session.start(/*paused=*/true);
+  session.switchStrategy(config("tensor_model_parallel_size=2 data_parallel_size=2", weights));
+  // The switch happens at the boundary the paused session is held at; it stays paused.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    {
+      std::lock_guard lock(mutex);
+      if (!seen.empty()) break;
+    }
+    QVERIFY(std::chrono::steady_clock::now() < until);
+    QTest::qWait(5);
+  }
+  QCOMPARE(seen.front().step, 0);
+  QCOMPARE(seen.front().worldAfter, 4);
+  QCOMPARE(session.config().parallel.worldSize(), 4);
+  session.resume();
+  const FinishedReport f = session.wait();
+  QVERIFY(!f.failed);
+  QCOMPARE(f.steps, kSteps);
+}
+
+QTEST_GUILESS_MAIN(TestSwitch)
+#include "test_switch.moc"

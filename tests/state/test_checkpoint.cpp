@@ -1,0 +1,362 @@
+// Checkpoint format: save under one slicing and read back bit-exact under another (f32, and
+// bf16 / fp16 rounded as kernels::narrow rounds), `latest` and keep-K pruning, replacing a step,
+// and every damaged checkpoint refused at open (or at verifyChecksums) with its exact message.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <zlib.h>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "checkpoint_fixture.h"
+#include "core/common/error.h"
+#include "core/io/safetensors.h"
+#include "core/kernels/precision.h"
+
+using namespace parascope;
+using namespace parascope::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string readText(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void writeText(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+nlohmann::json readManifest(const fs::path& dir) {
+  return nlohmann::json::parse(readText(dir / "manifest.json"));
+}
+
+std::string messageOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Every element of every (tensor, field) as `step` saved it, read in runs of `chunk`.
+void checkContents(const CheckpointReader& reader, const std::vector<LogicalTensor>& tensors,
+                   int step, std::int64_t chunk) {
+  for (std::size_t t = 0; t < tensors.size(); ++t) {
+    const std::int64_t n = elementCount(tensors[t]);
+    for (int f = 0; f < kStateFieldCount; ++f) {
+      const auto field = static_cast<StateField>(f);
+      for (std::int64_t begin = 0; begin < n; begin += chunk) {
+        const std::int64_t count = std::min(chunk, n - begin);
+        std::vector<float> got(static_cast<std::size_t>(count), -1.0f);
+        reader.read({tensors[t].name, field, begin, count, got.data(), DType::F32});
+        for (std::int64_t i = 0; i < count; ++i) {
+          const float want = stateValue(step, t, field, begin + i);
+          if (std::bit_cast<std::uint32_t>(got[i]) != std::bit_cast<std::uint32_t>(want)) {
+            QFAIL(qPrintable(QString("%1 %2 element %3: %4, expected %5")
+                                 .arg(tensors[t].name.c_str(), stateFieldName(field))
+                                 .arg(begin + i)
+                                 .arg(got[i])
+                                 .arg(want)));
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+class TestCheckpoint : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir tmp_;
+  std::vector<LogicalTensor> tensors_ = fakeTensors(24);
+  std::string good_;  // a good checkpoint directory, copied before each damage
+
+  // A copy of the good checkpoint, damaged by `damage`.
+  fs::path damagedCopy(const char* name, const std::function<void(const fs::path&)>& damage) {
+    const fs::path dir = fs::path(tmp_.path().toStdString()) / "damaged" / name;
+    fs::create_directories(dir.parent_path());
+    fs::copy(good_, dir, fs::copy_options::recursive);
+    damage(dir);
+    return dir;
+  }
+  void editManifest(const fs::path& dir, const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json m = readManifest(dir);
+    edit(m);
+    writeText(dir / "manifest.json", m.dump(1));
+  }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(tmp_.isValid());
+    good_ = saveFakeCheckpoint(tmp_.filePath("good").toStdString(), 7, tensors_, 3, 0);
+  }
+
+  void roundTripUnderAnotherSlicing() {
+    const CheckpointReader reader(tmp_.filePath("good").toStdString());  // through `latest`
+    QCOMPARE(reader.directory(), good_);
+    const CheckpointManifest& m = reader.manifest();
+    QCOMPARE(m.formatVersion, 1);
+    QCOMPARE(m.files.size(), std::size_t{3});
+    QCOMPARE(m.files[1].name, std::string("rank-00001.safetensors"));
+    QCOMPARE(m.slices.size(), std::size_t{4 * 3 * 3 * 2});
+    QCOMPARE(m.config["seed"].get<int>(), 1234);
+    QCOMPARE(countersToJson(m.counters), countersToJson(fakeCounters(7)));
+    QCOMPARE(m.tensors.size(), tensors_.size());
+    for (std::size_t t = 0; t < tensors_.size(); ++t) {
+      QCOMPARE(m.tensors[t].name, tensors_[t].name);
+      QCOMPARE(m.tensors[t].shape, tensors_[t].shape);
+    }
+    checkCheckpointTensors(m, tensors_, reader.directory());
+    reader.verifyChecksums();
+    checkContents(reader, tensors_, 7, 1 << 20);  // whole tensors
+    checkContents(reader, tensors_, 7, 37);       // runs crossing the writers' slices
+    checkContents(reader, tensors_, 7, 1);
+  }
+
+  void shardsAreSafetensors() {
+    // Each shard is a plain safetensors file: its tensors are the slices, by name.
+    const SafetensorsFile f = readSafetensors(good_ + "/rank-00002.safetensors");
+    QCOMPARE(f.metadata.at("format"), std::string("parascope-checkpoint"));
+    QCOMPARE(f.metadata.at("rank"), std::string("2"));
+    const CheckpointManifest m = CheckpointReader(good_).manifest();
+    for (const CheckpointSlice& s : m.slices) {
+      if (s.file != "rank-00002.safetensors") continue;
+      const std::string name =
+          s.tensor + "/" + stateFieldName(s.field) + "/" + std::to_string(s.begin);
+      QCOMPARE(f.tensors.at(name).numel(), s.count);
+      std::size_t t = 0;
+      while (tensors_[t].name != s.tensor) ++t;
+      QCOMPARE(f.tensors.at(name).data<float>()[0], stateValue(7, t, s.field, s.begin));
+    }
+  }
+
+  void readsRoundedTo16Bits_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::newRow("bf16") << static_cast<int>(DType::BF16);
+    QTest::newRow("fp16") << static_cast<int>(DType::F16);
+  }
+  void readsRoundedTo16Bits() {
+    QFETCH(int, dtype);
+    const auto type = static_cast<DType>(dtype);
+    const CheckpointReader reader(good_);
+    for (std::size_t t = 0; t < tensors_.size(); ++t) {
+      const std::int64_t n = elementCount(tensors_[t]);
+      const std::int64_t begin = n / 5, count = n - n / 5 - 3;
+      std::vector<std::uint16_t> got(static_cast<std::size_t>(count));
+      reader.read({tensors_[t].name, StateField::ExpAvg, begin, count, got.data(), type});
+      std::vector<float> exact(static_cast<std::size_t>(count));
+      for (std::int64_t i = 0; i < count; ++i) {
+        exact[i] = stateValue(7, t, StateField::ExpAvg, begin + i);
+      }
+      std::vector<std::uint16_t> want(static_cast<std::size_t>(count));
+      kernels::narrow(exact.data(), want.data(), count, type);
+      QCOMPARE(got, want);
+    }
+  }
+
+  void readErrors() {
+    const CheckpointReader reader(good_);
+    float x[4];
+    QCOMPARE(messageOf([&] {
+               reader.read({"lm_head.weight", StateField::Param, 0, 4, x});
+             }),
+             good_ + ": no tensor 'lm_head.weight' in this checkpoint");
+    QCOMPARE(messageOf([&] {
+               reader.read({"h.0.ln_1.bias", StateField::ExpAvgSq, 22, 4, x});
+             }),
+             good_ + ": tensor 'h.0.ln_1.bias' (exp_avg_sq) has 24 elements; cannot read [22, 26)");
+  }
+
+  void anotherModelsShapes() {
+    const CheckpointManifest m = CheckpointReader(good_).manifest();
+    std::vector<LogicalTensor> other = fakeTensors(24);
+    other[2].shape = {64, 24};
+    QCOMPARE(messageOf([&] { checkCheckpointTensors(m, other, "ckpt"); }),
+             std::string("ckpt: tensor 'wte.weight' is [50, 24] in the checkpoint but [64, 24] in "
+                         "this model (a checkpoint of another model?)"));
+    other = fakeTensors(24);
+    other.push_back({"ln_f.weight", {24}});
+    QCOMPARE(messageOf([&] { checkCheckpointTensors(m, other, "ckpt"); }),
+             std::string("ckpt: the model's tensor 'ln_f.weight' [24] is not in the checkpoint"));
+    other = fakeTensors(24);
+    other.pop_back();
+    QCOMPARE(messageOf([&] { checkCheckpointTensors(m, other, "ckpt"); }),
+             std::string("ckpt: the checkpoint's tensor 'h.0.mlp.c_fc.weight' is not in this "
+                         "model (a checkpoint of another model?)"));
+  }
+
+  void keepAndLatest() {
+    const std::string dir = tmp_.filePath("keep").toStdString();
+    const auto small = fakeTensors(4);
+    for (int step = 1; step <= 5; ++step) saveFakeCheckpoint(dir, step, small, 2, 2);
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
+    std::sort(names.begin(), names.end());
+    QCOMPARE(names, (std::vector<std::string>{"latest", "step-00000004", "step-00000005"}));
+    QCOMPARE(readText(fs::path(dir) / "latest"), std::string("step-00000005\n"));
+    QCOMPARE(CheckpointReader(dir).manifest().counters.step, 5);
+
+    // The same step again (a resumed run): replaced whole, with another number of ranks.
+    saveFakeCheckpoint(dir, 5, small, 4, 2);
+    const CheckpointReader again(dir);
+    QCOMPARE(again.manifest().files.size(), std::size_t{4});
+    checkContents(again, small, 5, 3);
+    QVERIFY(!fs::exists(stagingDirectory(dir, 5)));
+
+    // keep 0 keeps everything.
+    const std::string all = tmp_.filePath("keep-all").toStdString();
+    for (int step = 1; step <= 3; ++step) saveFakeCheckpoint(all, step, small, 1, 0);
+    QVERIFY(fs::exists(fs::path(all) / "step-00000001"));
+    QVERIFY(fs::exists(fs::path(all) / "step-00000003"));
+  }
+
+  void leftoversOfAKilledSaveAreIgnoredAndCleared() {
+    const std::string dir = tmp_.filePath("leftovers").toStdString();
+    const auto small = fakeTensors(4);
+    saveFakeCheckpoint(dir, 1, small, 2, 2);
+    // A save of step 2 killed after its shards, and a removal killed after the manifest went.
+    prepareCheckpoint(dir, 2);
+    writeShard(stagingDirectory(dir, 2), 0, makeFakeRanks(small, 2, 1).slices[0]);
+    fs::create_directory(fs::path(dir) / "step-00000000");
+    QCOMPARE(CheckpointReader(dir).manifest().counters.step, 1);
+    saveFakeCheckpoint(dir, 3, small, 2, 2);
+    QVERIFY(!fs::exists(stagingDirectory(dir, 2)));
+    QVERIFY(!fs::exists(fs::path(dir) / "step-00000000"));
+    QVERIFY(fs::exists(fs::path(dir) / "step-00000001"));
+  }
+
+  void unwritableDirectory() {
+    const std::string file = tmp_.filePath("a-file").toStdString();
+    writeText(file, "x");
+    QCOMPARE(messageOf([&] { prepareCheckpoint(file + "/ckpt", 1); }),
+             "checkpoint directory '" + file +
+                 "/ckpt': cannot be created or written (Not a directory); name a writable "
+                 "directory");
+  }
+
+  void badCheckpoints() {
+    const auto manifestOf = [](const fs::path& d) { return (d / "manifest.json").string(); };
+    const nlohmann::json good = readManifest(good_);
+    const nlohmann::json& s0 = good["slices"][0];  // c_attn param [0, k) in rank-00000
+    QCOMPARE(s0["tensor"].get<std::string>(), std::string("h.0.attn.c_attn.weight"));
+    QCOMPARE(s0["file"].get<std::string>(), std::string("rank-00000.safetensors"));
+    const std::int64_t k = s0["count"].get<std::int64_t>();
+    const std::int64_t bytes0 = good["files"][0]["bytes"].get<std::int64_t>();
+    const std::string slice0 =
+        "tensor 'h.0.attn.c_attn.weight' (param, elements [0, " + std::to_string(k) + "))";
+
+    fs::path d = damagedCopy("version", [&](const fs::path& p) {
+      editManifest(p, [](nlohmann::json& m) { m["format_version"] = 2; });
+    });
+    QCOMPARE(messageOf([&] { CheckpointReader r(d.string()); }),
+             manifestOf(d) + ": format_version 2 is not supported (supported: 1)");
+
+    for (const char* bad : {"/etc/passwd", "../rank-00000.safetensors", "sub/rank.safetensors"}) {
+      d = damagedCopy(bad[0] == '/'   ? "absolute"
+                      : bad[0] == '.' ? "dotdot"
+                                      : "separator",
+                      [&](const fs::path& p) {
+                        editManifest(p, [&](nlohmann::json& m) { m["files"][0]["name"] = bad; });
+                      });
+      QCOMPARE(messageOf([&] { CheckpointReader r(d.string()); }),
+               manifestOf(d) + ": file name '" + bad +
+                   "' must be a plain name inside the checkpoint directory (no '/', '\\' or "
+                   "'..')");
+    }
+
+    d = damagedCopy("missing", [](const fs::path& p) { fs::remove(p / "rank-00001.safetensors"); });
+    QCOMPARE(messageOf([&] { CheckpointReader r(d.string()); }),
+             (d / "rank-00001.safetensors").string() + ": missing (listed in manifest.json)");
+
+    d = damagedCopy("truncated", [&](const fs::path& p) {
+      fs::resize_file(p / "rank-00000.safetensors", static_cast<std::uintmax_t>(bytes0 - 10));
+    });
+    QCOMPARE(messageOf([&] { CheckpointReader r(d.string()); }),
+             (d / "rank-00000.safetensors").string() + ": " + std::to_string(bytes0 - 10) +
+                 " bytes, manifest.json says " + std::to_string(bytes0) +
+                 " (truncated or replaced file)");
+
+    d = damagedCopy("outside-file", [&](const fs::path& p) {
+      editManifest(p, [&](nlohmann::json& m) { m["slices"][0]["offset"] = bytes0 - 4; });
+    });
+    QCOMPARE(messageOf([&] { CheckpointReader r(d.string()); }),
+             (d / "rank-00000.safetensors").string() + ": " + slice0 + " at bytes [" +
+                 std::to_string(bytes0 - 4) + ", " + std::to_string(bytes0 - 4 + 4 * k) +
+                 ") lies outside the file's " + std::to_string(bytes0) +
+                 " bytes or is not count * 4 bytes");
+
+    d = damagedCopy("outside-tensor", [&](const fs::path& p) {
+      editManifest(p, [&](nlohmann::json& m) { m["slices"][0]["begin"] = 72 * 24 - 1; });
+    });
+    QCOMPARE(messageOf([&] { CheckpointReader r(d.string()); }),
+             manifestOf(d) + ": tensor 'h.0.attn.c_attn.weight' (param, elements [1727, " +
+                 std::to_string(1727 + k) + ")) lies outside the tensor's 1728 elements");
+
+    d = damagedCopy("overlap", [&](const fs::path& p) {
+      editManifest(p, [&](nlohmann::json& m) { m["slices"][1]["begin"] = k - 2; });
+    });
+    QCOMPARE(messageOf([&] { CheckpointReader r(d.string()); }),
+             manifestOf(d) +
+                 ": tensor 'h.0.attn.c_attn.weight' (param): slices overlap at "
+                 "elements [" +
+                 std::to_string(k - 2) + ", " + std::to_string(k) +
+                 ") (files 'rank-00000.safetensors' and 'rank-00000.safetensors')");
+
+    const std::int64_t k1 = good["slices"][1]["count"].get<std::int64_t>();
+    d = damagedCopy("not-covered", [&](const fs::path& p) {
+      editManifest(p, [&](nlohmann::json& m) { m["slices"].erase(1); });
+    });
+    QCOMPARE(messageOf([&] { CheckpointReader r(d.string()); }),
+             manifestOf(d) + ": tensor 'h.0.attn.c_attn.weight' (param): elements [" +
+                 std::to_string(k) + ", " + std::to_string(k + k1) + ") are not stored");
+
+    d = damagedCopy("unknown-tensor", [&](const fs::path& p) {
+      editManifest(p, [&](nlohmann::json& m) { m["tensors"].erase(0); });
+    });
+    QCOMPARE(messageOf([&] { CheckpointReader r(d.string()); }),
+             manifestOf(d) +
+                 ": slice of tensor 'h.0.attn.c_attn.weight', which is not in the tensors list");
+
+    const fs::path parent = fs::path(tmp_.path().toStdString()) / "damaged" / "bad-latest";
+    fs::create_directories(parent);
+    writeText(parent / "latest", "../../etc\n");
+    QCOMPARE(messageOf([&] { CheckpointReader r(parent.string()); }),
+             (parent / "latest").string() +
+                 ": '../../etc' is not a step directory name (step-NNNNNNNN)");
+    QCOMPARE(messageOf([&] { CheckpointReader r((parent / "nope").string()); }),
+             (parent / "nope").string() + ": no such checkpoint directory");
+
+    // Same size, one bit flipped in the data: found by the CRC, not at open.
+    d = damagedCopy("corrupted", [&](const fs::path& p) {
+      std::fstream f(p / "rank-00002.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+      f.seekg(-5, std::ios::end);
+      const char c = static_cast<char>(f.get() ^ 0x10);
+      f.seekp(-5, std::ios::end);
+      f.put(c);
+    });
+    const CheckpointReader corrupted(d.string());
+    const std::string data = readText(d / "rank-00002.safetensors");
+    char message[160];
+    std::snprintf(
+        message, sizeof message,
+        ": CRC32 %08lx over %zu bytes, manifest.json says %08x over %zu bytes "
+        "(corrupted file)",
+        crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())),
+        data.size(), good["files"][2]["crc32"].get<unsigned>(), data.size());
+    QCOMPARE(messageOf([&] { corrupted.verifyChecksums(); }),
+             (d / "rank-00002.safetensors").string() + message);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCheckpoint)
+#include "test_checkpoint.moc"

@@ -1,0 +1,114 @@
+// parascope-cli checkpoint inspect / verify / export as a user runs them: JSON lines with the
+// step and sizes, "OK" or exit 2 with the one-line reason, and an exported weights file holding
+// every tensor's parameters whole, with their names and shapes.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <filesystem>
+#include <fstream>
+
+#include "checkpoint_fixture.h"
+#include "core/io/safetensors.h"
+
+using namespace parascope;
+using namespace parascope::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code;
+  QString out, err;
+};
+
+Result runCli(const QStringList& args) {
+  QProcess p;
+  p.start(PARASCOPE_CLI, args);
+  if (!p.waitForFinished(60000)) p.kill();
+  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+          QString::fromUtf8(p.readAllStandardOutput()),
+          QString::fromUtf8(p.readAllStandardError())};
+}
+
+}  // namespace
+
+class TestCheckpointCli : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir tmp_;
+  std::vector<LogicalTensor> tensors_ = fakeTensors(16);
+  QString dir_;
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(tmp_.isValid());
+    dir_ = tmp_.filePath("ckpt");
+    saveFakeCheckpoint(dir_.toStdString(), 3, tensors_, 2, 0);
+    saveFakeCheckpoint(dir_.toStdString(), 4, tensors_, 3, 0);
+  }
+
+  void inspectJson() {
+    const Result r = runCli({"checkpoint", "inspect", dir_, "--json"});
+    QCOMPARE(r.code, 0);
+    const QStringList lines = r.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 4);  // the checkpoint, then its 3 files
+    const auto head = nlohmann::json::parse(lines[0].toStdString());
+    QCOMPARE(head["kind"].get<std::string>(), std::string("checkpoint"));
+    QCOMPARE(head["step"].get<int>(), 4);
+    QCOMPARE(head["counters"]["next_sample"].get<int>(), 32);
+    QCOMPARE(head["tensors"].get<int>(), 4);
+    QCOMPARE(head["elements_per_field"].get<int>(), 4 * 16 * 16 + 51 * 16);
+    QCOMPARE(head["config"]["model.type"].get<std::string>(), std::string("gpt"));
+    std::int64_t bytes = 0;
+    for (int i = 1; i < 4; ++i) {
+      const auto file = nlohmann::json::parse(lines[i].toStdString());
+      QCOMPARE(file["name"].get<std::string>(),
+               "rank-0000" + std::to_string(i - 1) + ".safetensors");
+      bytes += file["size_bytes"].get<std::int64_t>();
+    }
+    QCOMPARE(head["size_bytes"].get<std::int64_t>(), bytes);
+  }
+
+  void verify() {
+    const QString step3 = dir_ + "/step-00000003";
+    Result r = runCli({"checkpoint", "verify", step3});
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.startsWith("OK " + step3 + ": step 3, 2 files, "), qPrintable(r.out));
+    fs::resize_file(fs::path(step3.toStdString()) / "rank-00001.safetensors", 100);
+    r = runCli({"checkpoint", "verify", step3});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.startsWith("error: " + step3 +
+                              "/rank-00001.safetensors: 100 bytes, "
+                              "manifest.json says "),
+             qPrintable(r.err));
+    QCOMPARE(r.err.count('\n'), 1);
+  }
+
+  void exportWeights() {
+    const QString out = tmp_.filePath("weights.safetensors");
+    const Result r = runCli({"checkpoint", "export", dir_, "--out", out});
+    QCOMPARE(r.code, 0);
+    QCOMPARE(r.out, "wrote " + out + ": 4 tensors (param, f32) of step 4\n");
+    const SafetensorsFile f = readSafetensors(out.toStdString());
+    QCOMPARE(f.tensors.size(), tensors_.size());
+    QCOMPARE(f.metadata.at("format"), std::string("pt"));
+    for (std::size_t t = 0; t < tensors_.size(); ++t) {
+      const Tensor& w = f.tensors.at(tensors_[t].name);
+      QCOMPARE(w.shape(), tensors_[t].shape);
+      QCOMPARE(w.dtype(), DType::F32);
+      for (std::int64_t i = 0; i < w.numel(); ++i) {
+        if (w.data<float>()[i] != stateValue(4, t, StateField::Param, i)) {
+          QFAIL(qPrintable(QString("%1[%2] differs").arg(tensors_[t].name.c_str()).arg(i)));
+        }
+      }
+    }
+    // A directory as the output is refused before anything is read.
+    const Result bad = runCli({"checkpoint", "export", dir_, "--out", tmp_.path()});
+    QCOMPARE(bad.code, 2);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCheckpointCli)
+#include "test_checkpoint_cli.moc"
