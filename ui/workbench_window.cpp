@@ -427,12 +427,8 @@ void WorkbenchWindow::stop() {
 void WorkbenchWindow::saveCheckpoint() {
   if (!running()) return;
   const QString dir = QDir(runDir_.path()).filePath(QStringLiteral("checkpoints"));
-#if PARASCOPE_HAS_SESSION_SWITCH
   session_->saveCheckpoint(dir.toStdString());
   setStatus(tr("Checkpoint requested at the next step boundary under %1").arg(dir));
-#else
-  setStatus(tr("Checkpoints are not available in this build"));
-#endif
 }
 
 void WorkbenchWindow::loadCheckpoint() {
@@ -479,7 +475,6 @@ void WorkbenchWindow::applyStrategy(const TrainConfig& config) {
                   .arg(QString::fromStdString(describeStrategy(config))));
     return;
   }
-#if PARASCOPE_HAS_SESSION_SWITCH
   try {
     session_->switchStrategy(config);
     setStatus(tr("Switching to %1 at the next step boundary")
@@ -487,10 +482,6 @@ void WorkbenchWindow::applyStrategy(const TrainConfig& config) {
   } catch (const UserError& e) {
     showError(tr("Cannot switch: %1").arg(QString::fromUtf8(e.what())), false);
   }
-#else
-  setStatus(tr("Live switching is not available in this build; stop and start to run %1")
-                .arg(QString::fromStdString(describeStrategy(config))));
-#endif
 }
 
 void WorkbenchWindow::showError(const QString& text, bool offerResume) {

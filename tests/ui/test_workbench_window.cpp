@@ -105,9 +105,7 @@ class TestWorkbenchWindow : public QObject {
   void pipelineViewShowsTheSchedule();
   void compareMarksTheBestSegment();
   void failedSessionShowsItsReason();
-#if PARASCOPE_HAS_SESSION_SWITCH
   void switchesThroughThePanel();
-#endif
 };
 
 void TestWorkbenchWindow::initTestCase() {
@@ -407,7 +405,6 @@ void TestWorkbenchWindow::failedSessionShowsItsReason() {
            std::string("/nonexistent/parascope-test-corpus"));
 }
 
-#if PARASCOPE_HAS_SESSION_SWITCH
 // D2 -> D2 T2 through the panel's widgets while the session runs: the same global batch on 4
 // ranks instead of 2, a marker on every chart, a new Compare segment, and the loss going on.
 void TestWorkbenchWindow::switchesThroughThePanel() {
@@ -440,7 +437,6 @@ void TestWorkbenchWindow::switchesThroughThePanel() {
   QCOMPARE(window.charts()->pointCount(LiveCharts::Loss), window.stepsSeen());
   QTest::keyClick(&window, Qt::Key_F5, Qt::ShiftModifier);  // stop
 }
-#endif
 
 QTEST_MAIN(TestWorkbenchWindow)
 #include "test_workbench_window.moc"
