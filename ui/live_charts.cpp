@@ -99,6 +99,7 @@ void LiveCharts::addSwitch(int step, const QString& label) {
     for (auto* legendMarker : p.chart->legend()->markers(line)) legendMarker->setVisible(false);
     auto* text = new QGraphicsSimpleTextItem(label, p.chart);
     text->setBrush(QColor(0xd3, 0x54, 0x00));
+    text->setFont(p.x->labelsFont());
     m.lines.push_back(line);
     m.labels.push_back(text);
   }
@@ -146,10 +147,11 @@ void LiveCharts::refresh() {
           QList<QPointF>{{double(m.step), p.y->min()}, {double(m.step), p.y->max()}});
       const QPointF top = p.chart->mapToPosition(QPointF(m.step, p.y->max()), m.lines[c]);
       const QRectF box = m.labels[c]->boundingRect();
-      // Right of the line when there is room, else left of it.
-      const double x = top.x() + 3 + box.width() < p.chart->plotArea().right()
-                           ? top.x() + 3
-                           : top.x() - 3 - box.width();
+      // Right of the line when there is room, else left of it, and never outside the plot
+      // (a long label in a narrow chart then covers the line rather than the axis).
+      const QRectF plot = p.chart->plotArea();
+      double x = top.x() + 3 + box.width() < plot.right() ? top.x() + 3 : top.x() - 3 - box.width();
+      x = std::max(x, plot.left() + 2);
       m.labels[c]->setPos(x, top.y() + 2);
     }
   }
