@@ -128,6 +128,16 @@ int LiveCharts::pointCount(Chart c) const {
   return static_cast<int>(charts_[c].series->count());
 }
 
+QList<QPointF> LiveCharts::points(Chart c) const {
+  return charts_[c].series->points();
+}
+
+QList<int> LiveCharts::switchSteps() const {
+  QList<int> steps;
+  for (const Marker& m : switches_) steps << m.step;
+  return steps;
+}
+
 void LiveCharts::refresh() {
   for (Plot& p : charts_) {
     p.x->setRange(0, std::max(1, lastStep_));

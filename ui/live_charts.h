@@ -4,6 +4,8 @@
 // as reports are drained; axes are rescaled once per frame (refresh()), not per point.
 #pragma once
 
+#include <QList>
+#include <QPointF>
 #include <QString>
 #include <QWidget>
 #include <vector>
@@ -35,7 +37,10 @@ class LiveCharts : public QWidget {
 
   QChartView* view(Chart c) const { return charts_[c].view; }
   int pointCount(Chart c) const;
+  // The chart's points (step, value), exactly as reported; the loss chart's training series.
+  QList<QPointF> points(Chart c) const;
   int switchCount() const { return static_cast<int>(switches_.size()); }
+  QList<int> switchSteps() const;
 
  private:
   struct Plot {

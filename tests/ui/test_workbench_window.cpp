@@ -14,11 +14,13 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <mutex>
 #include <set>
 #include <thread>
 
 #include "core/common/error.h"
 #include "core/config/config.h"
+#include "core/session/session.h"
 #include "profiler/analysis/comm_volume.h"
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/io/chrome_import.h"
@@ -436,6 +438,44 @@ void TestWorkbenchWindow::switchesThroughThePanel() {
   QCOMPARE(window.worldSize(), 4);
   QCOMPARE(window.charts()->pointCount(LiveCharts::Loss), window.stepsSeen());
   QTest::keyClick(&window, Qt::Key_F5, Qt::ShiftModifier);  // stop
+  QTRY_VERIFY_WITH_TIMEOUT(!window.running(), 60000);
+
+  // The same switch headless, at the same step: the losses agree bit for bit.
+  const QList<QPointF> gui = window.charts()->points(LiveCharts::Loss);
+  const int switchStep = window.charts()->switchSteps().at(0);
+  nlohmann::json next = doc;
+  next["tensor_model_parallel_size"] = 2;
+  struct Losses final : parascope::SessionObserver {
+    std::mutex mutex;
+    std::vector<double> loss;
+    void onStep(const parascope::StepReport& r) override {
+      std::lock_guard lock(mutex);
+      loss.push_back(r.loss);
+    }
+    std::size_t count() {
+      std::lock_guard lock(mutex);
+      return loss.size();
+    }
+  } reference;
+  parascope::Session session(parascope::parseTrainConfig(doc));
+  session.addObserver(reference);
+  session.start(true);
+  for (int i = 1; i <= switchStep; ++i) {
+    session.stepOnce();
+    QTRY_COMPARE_WITH_TIMEOUT(reference.count(), static_cast<std::size_t>(i), 60000);
+  }
+  session.switchStrategy(parascope::parseTrainConfig(next));
+  session.resume();
+  QTRY_VERIFY_WITH_TIMEOUT(reference.count() >= static_cast<std::size_t>(gui.size()), 60000);
+  session.stop();
+  session.wait();
+  for (int i = 0; i < gui.size(); ++i) {
+    QVERIFY2(gui[i].y() == reference.loss[static_cast<std::size_t>(i)],
+             qPrintable(QStringLiteral("step %1: workbench %2, headless %3")
+                            .arg(i + 1)
+                            .arg(gui[i].y(), 0, 'g', 17)
+                            .arg(reference.loss[static_cast<std::size_t>(i)], 0, 'g', 17)));
+  }
 }
 
 QTEST_MAIN(TestWorkbenchWindow)
