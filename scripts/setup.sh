@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev libxkbcommon-dev libvulkan-dev
   qt6-svg-dev
+  xvfb xauth
   libopenblas-dev libopenmpi-dev openmpi-bin
   nlohmann-json3-dev zlib1g-dev libcli11-dev libsimdjson-dev
   clang libclang-rt-14-dev

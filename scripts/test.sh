@@ -21,6 +21,21 @@ bash scripts/check-format.sh
 bash scripts/build.sh --tests
 (cd build && ctest --output-on-failure --timeout 900)
 
+# One real window: the workbench under Xvfb runs a tiny session for a few steps, saves the window
+# and each view as PNGs and quits; its exit status and the images are checked.
+shots=$(mktemp -d)
+xvfb-run -a -s "-screen 0 1920x1200x24" timeout 300 ./build/app/parascope --run \
+  --config resources/configs/default.json --screenshot-dir "$shots" --quit-after-steps 3 model.hidden_size=32 model.num_layers=2 \
+  model.context_length=16 train_micro_batch_size_per_gpu=2 data_parallel_size=2 train_iters=20 \
+  eval_interval=2 eval_iters=1
+for png in window.png view-log.png view-memory.png view-pipeline.png view-communication.png \
+  view-breakdown.png view-compare.png; do
+  # A blank or truncated image would be a few KiB at most.
+  [[ $(stat -c %s "$shots/$png" 2>/dev/null || echo 0) -gt 20000 ]] ||
+    { echo "test.sh: the workbench under Xvfb did not save $png" >&2; exit 1; }
+done
+rm -rf "$shots"
+
 # OpenBLAS picks its GEMM kernels for the CPU at run time, and kernel families round
 # differently; a numeric test must pass whichever it picks, not only this machine's. So the
 # numeric suites (both backends) run again with each family forced that this CPU can execute:

@@ -1,0 +1,482 @@
+// The workbench driven as a user drives it, under the offscreen platform: edits in the strategy
+// panel through key events (invalid ones show the config validator's own message and keep Apply
+// and Start disabled), a tiny session started with its shortcut whose steps reach the log, the
+// charts and, at the end, the timeline; the report queue's back-pressure; the log model under
+// QAbstractItemModelTester; screenshots of the window and each view checked by pixel statistics.
+#include <QAbstractItemModelTester>
+#include <QAction>
+#include <QComboBox>
+#include <QFile>
+#include <QImage>
+#include <QLineSeries>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core/common/error.h"
+#include "core/config/config.h"
+#include "core/session/session.h"
+#include "profiler/analysis/comm_volume.h"
+#include "profiler/analysis/memory_timeline.h"
+#include "profiler/io/chrome_import.h"
+#include "ui/breakdown_model.h"
+#include "ui/comm_matrix_model.h"
+#include "ui/comm_op_model.h"
+#include "ui/communication_view.h"
+#include "ui/live_charts.h"
+#include "ui/memory_peak_model.h"
+#include "ui/memory_view.h"
+#include "ui/pipeline_view.h"
+#include "ui/segment_model.h"
+#include "ui/session_bridge.h"
+#include "ui/strategy_panel.h"
+#include "ui/timeline_window.h"
+#include "ui/training_log_model.h"
+#include "ui/workbench_window.h"
+
+using parascope::ui::LiveCharts;
+using parascope::ui::SessionBridge;
+using parascope::ui::StrategyPanel;
+using parascope::ui::WorkbenchWindow;
+
+namespace {
+
+// A GPT small enough that a step takes milliseconds: 4 layers of width 32, 4 heads.
+nlohmann::json tinyDocument() {
+  return nlohmann::json::parse(R"({
+    "model": {"type": "gpt", "vocab_size": 256, "context_length": 16, "hidden_size": 32,
+              "num_attention_heads": 4, "num_layers": 4, "mlp_ratio": 2},
+    "data": {"type": "text", "path": "/usr/share/games/fortunes", "validation_fraction": 0.1},
+    "train_micro_batch_size_per_gpu": 2, "train_iters": 6, "eval_interval": 3,
+    "eval_iters": 1, "log_interval": 1, "seed": 7,
+    "optimizer": {"type": "AdamW", "params": {"lr": 0.002}}
+  })");
+}
+
+// Types a value into a spin box as a user does: focus, select all, type, Enter.
+void typeInto(QSpinBox* box, int value) {
+  QVERIFY(box);
+  box->setFocus();
+  QTest::keyClick(box, Qt::Key_A, Qt::ControlModifier);
+  QTest::keyClicks(box, QString::number(value));
+  QTest::keyClick(box, Qt::Key_Return);
+}
+
+// Not a blank image: several colours and a spread of brightness.
+void checkPixels(const QString& path) {
+  const QImage image(path);
+  QVERIFY2(!image.isNull(), qPrintable(path));
+  QVERIFY(image.width() > 200 && image.height() > 200);
+  std::set<QRgb> colours;
+  double sum = 0, sumSq = 0;
+  int n = 0;
+  for (int y = 0; y < image.height(); y += 3) {
+    for (int x = 0; x < image.width(); x += 3) {
+      const QRgb p = image.pixel(x, y);
+      colours.insert(p);
+      const double v = qGray(p);
+      sum += v;
+      sumSq += v * v;
+      ++n;
+    }
+  }
+  const double mean = sum / n;
+  const double deviation = std::sqrt(std::max(0.0, sumSq / n - mean * mean));
+  QVERIFY2(colours.size() > 20,
+           qPrintable(QStringLiteral("%1: %2 colours").arg(path).arg(colours.size())));
+  QVERIFY2(deviation > 10, qPrintable(QStringLiteral("%1: deviation %2").arg(path).arg(deviation)));
+}
+
+}  // namespace
+
+class TestWorkbenchWindow : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase();
+  void invalidEditsKeepApplyDisabled_data();
+  void invalidEditsKeepApplyDisabled();
+  void panelRoundTripsTheDocument();
+  void bridgeNeverDropsReports();
+  void runsASessionAndShowsIt();
+  void corruptTraceChangesNothing();
+  void pipelineViewShowsTheSchedule();
+  void compareMarksTheBestSegment();
+  void failedSessionShowsItsReason();
+  void switchesThroughThePanel();
+};
+
+void TestWorkbenchWindow::initTestCase() {
+  // Keep the tests' QSettings away from the user's.
+  QCoreApplication::setOrganizationName(QStringLiteral("ParaScopeTests"));
+  QCoreApplication::setApplicationName(QStringLiteral("test_ui_workbench"));
+}
+
+void TestWorkbenchWindow::invalidEditsKeepApplyDisabled_data() {
+  QTest::addColumn<int>("world");
+  QTest::addColumn<int>("data");
+  QTest::addColumn<int>("tensor");
+  QTest::addColumn<int>("pipeline");
+  QTest::addColumn<QString>("mentions");
+  QTest::newRow("data degree does not fill the world") << 4 << 3 << 1 << 1 << "data_parallel_size";
+  QTest::newRow("heads not divisible by tensor") << 3 << 1 << 3 << 1 << "num_attention_heads";
+  QTest::newRow("layers not divisible by stages") << 3 << 1 << 1 << 3 << "num_layers";
+}
+
+void TestWorkbenchWindow::invalidEditsKeepApplyDisabled() {
+  QFETCH(int, world);
+  QFETCH(int, data);
+  QFETCH(int, tensor);
+  QFETCH(int, pipeline);
+  QFETCH(QString, mentions);
+  WorkbenchWindow window;
+  window.setDocument(tinyDocument());
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  StrategyPanel* panel = window.panel();
+  QVERIFY(panel->applyButton()->isEnabled());
+  QVERIFY(window.action(QStringLiteral("start"))->isEnabled());
+  auto spin = [panel](const char* key) {
+    return qobject_cast<QSpinBox*>(panel->field(QString::fromLatin1(key)));
+  };
+  typeInto(spin("tensor_model_parallel_size"), tensor);
+  typeInto(spin("pipeline_model_parallel_size"), pipeline);
+  typeInto(spin("data_parallel_size"), data);
+  typeInto(spin("world_size"), world);
+  QCOMPARE(spin("world_size")->value(), world);
+  QCOMPARE(spin("data_parallel_size")->value(), data);
+
+  // The validator's own words, shown as they are.
+  QString expected;
+  try {
+    parascope::parseTrainConfig(panel->document(), world);
+  } catch (const parascope::UserError& e) {
+    expected = QString::fromStdString(e.what());
+  }
+  QVERIFY2(!expected.isEmpty(), "the edit should be invalid");
+  QCOMPARE(panel->message(), expected);
+  QVERIFY2(panel->message().contains(mentions), qPrintable(panel->message()));
+  QVERIFY(!panel->applyButton()->isEnabled());
+  QVERIFY(!window.action(QStringLiteral("applyStrategy"))->isEnabled());
+  QVERIFY(!window.action(QStringLiteral("start"))->isEnabled());
+  // Clicking the disabled button does nothing; Start's shortcut starts nothing.
+  QSignalSpy applied(panel, &StrategyPanel::applied);
+  QTest::mouseClick(panel->applyButton(), Qt::LeftButton);
+  QTest::keyClick(&window, Qt::Key_F5);
+  QCOMPARE(applied.count(), 0);
+  QVERIFY(!window.running());
+
+  // Back to a valid strategy: Apply comes back.
+  typeInto(spin("tensor_model_parallel_size"), 1);
+  typeInto(spin("pipeline_model_parallel_size"), 1);
+  typeInto(spin("data_parallel_size"), world);
+  QVERIFY2(panel->applyButton()->isEnabled(), qPrintable(panel->message()));
+  QVERIFY(window.findChild<QObject*>(QStringLiteral("memory")) != nullptr);
+}
+
+void TestWorkbenchWindow::panelRoundTripsTheDocument() {
+  StrategyPanel panel;
+  nlohmann::json doc = tinyDocument();
+  doc["data_parallel_size"] = 2;
+  doc["tensor_model_parallel_size"] = 2;
+  doc["zero_optimization"] = {{"stage", 1}, {"reduce_bucket_size", 1000}};
+  doc["bf16"] = {{"enabled", true}};
+  doc["recompute_granularity"] = "selective";
+  panel.setDocument(doc);
+  QVERIFY2(panel.config().has_value(), qPrintable(panel.message()));
+  const parascope::TrainConfig& c = *panel.config();
+  QCOMPARE(c.parallel.data, 2);
+  QCOMPARE(c.parallel.tensor, 2);
+  QCOMPARE(c.parallel.zeroStage, 1);
+  QCOMPARE(c.parallel.bucketElements, std::int64_t{1000});
+  QCOMPARE(c.parallel.compute, parascope::DType::BF16);
+  QCOMPARE(qobject_cast<QSpinBox*>(panel.field(QStringLiteral("world_size")))->value(), 4);
+  const nlohmann::json back = panel.document();
+  QCOMPARE(back["model"], doc["model"]);
+  QCOMPARE(back["optimizer"], doc["optimizer"]);
+  QCOMPARE(back["recompute_granularity"].get<std::string>(), std::string("selective"));
+  QVERIFY(panel.findChild<QObject*>(QStringLiteral("memory")) != nullptr);
+}
+
+void TestWorkbenchWindow::bridgeNeverDropsReports() {
+  SessionBridge bridge(4);
+  constexpr int kSteps = 500;
+  std::thread rank([&bridge] {
+    for (int i = 1; i <= kSteps; ++i) {
+      parascope::StepReport r;
+      r.step = i;
+      bridge.onStep(r);
+    }
+  });
+  int expected = 1;
+  while (expected <= kSteps) {
+    for (const auto& report : bridge.drain()) {
+      QCOMPARE(std::get<parascope::StepReport>(report).step, expected);
+      ++expected;
+    }
+    std::this_thread::yield();
+  }
+  rank.join();
+  QVERIFY(bridge.drain().empty());
+  QVERIFY(bridge.waits() > 0);  // the producer was held back, not dropped
+}
+
+void TestWorkbenchWindow::runsASessionAndShowsIt() {
+  WorkbenchWindow window;
+  using Tester = QAbstractItemModelTester;
+  const auto mode = Tester::FailureReportingMode::QtTest;
+  Tester logTester(window.logModel(), mode);
+  Tester breakdownTester(window.breakdownModel(), mode);
+  Tester matrixTester(window.communicationView()->matrixModel(), mode);
+  Tester opTester(window.communicationView()->opModel(), mode);
+  Tester peakTester(window.memoryView()->peakModel(), mode);
+  Tester segmentTester(window.segmentModel(), mode);
+  nlohmann::json doc = tinyDocument();
+  doc["data_parallel_size"] = 2;
+  window.setDocument(doc);
+  window.resize(1400, 900);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QSignalSpy ended(&window, &WorkbenchWindow::sessionEnded);
+  QSignalSpy shown(&window, &WorkbenchWindow::traceShown);
+  QTest::keyClick(&window, Qt::Key_F5);
+  QVERIFY(window.running() || !ended.isEmpty());
+  QTRY_VERIFY_WITH_TIMEOUT(window.stepsSeen() >= 3, 120000);
+  QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 120000);
+  QCOMPARE(ended.at(0).at(0).toBool(), false);
+  QVERIFY2(window.errorText().isEmpty(), qPrintable(window.errorText()));
+  QCOMPARE(window.stepsSeen(), 6);
+  QCOMPARE(window.worldSize(), 2);
+  QCOMPARE(window.logModel()->rowCount(), 6);
+  QCOMPARE(window.charts()->pointCount(LiveCharts::Loss), 6);
+  QCOMPARE(window.charts()->pointCount(LiveCharts::TokensPerSecond), 6);
+  QVERIFY(window.statusText().contains(QStringLiteral("Finished after 6 steps")));
+  QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+  QCOMPARE(window.segmentModel()->rowCount(), 1);
+  QCOMPARE(window.segmentModel()->value(0, parascope::ui::SegmentModel::Steps), 6.0);
+
+  // The views show what `parascope-cli analyze` computes from the same trace.
+  const parascope::profiler::TraceData trace =
+      parascope::profiler::importChromeTraces({window.tracePath().toStdString()});
+  const auto comm = parascope::profiler::computeCommVolume(trace);
+  auto* matrix = window.communicationView()->matrixModel();
+  QCOMPARE(matrix->rowCount(), static_cast<int>(comm.matrix.ranks.size()));
+  QCOMPARE(matrix->rowCount(), 2);
+  for (int i = 0; i < matrix->rowCount(); ++i) {
+    for (int j = 0; j < matrix->columnCount(); ++j) {
+      QCOMPARE(matrix->data(matrix->index(i, j), Qt::UserRole).toLongLong(),
+               comm.matrix.at(comm.matrix.ranks[i], comm.matrix.ranks[j]));
+    }
+  }
+  QVERIFY(comm.matrix.total() > 0);
+  auto* ops = window.communicationView()->opModel();
+  QCOMPARE(ops->rowCount(), static_cast<int>(comm.ops.size()));
+  const auto memory = parascope::profiler::computeMemoryTimeline(trace);
+  auto* peaks = window.memoryView()->peakModel();
+  QCOMPARE(peaks->rowCount(), static_cast<int>(memory.size()));
+  for (int i = 0; i < peaks->rowCount(); ++i) {
+    QCOMPARE(peaks->data(peaks->index(i, parascope::ui::MemoryPeakModel::PeakBytes), Qt::UserRole)
+                 .toLongLong(),
+             memory[i].peakBytes);
+  }
+  QVERIFY(window.breakdownModel()->rowCount() >= 2 * 6);
+  // Filtering by one operation keeps only its bytes.
+  window.communicationView()->setOperation(QStringLiteral("allReduce"));
+  const auto allReduce = parascope::ui::commVolumeOf(trace, "allReduce");
+  QCOMPARE(matrix->data(matrix->index(0, 1), Qt::UserRole).toLongLong(),
+           allReduce.matrix.at(comm.matrix.ranks[0], comm.matrix.ranks[1]));
+
+  QTemporaryDir dir;
+  const QStringList files = window.saveScreenshots(dir.path());
+  QCOMPARE(files.size(), 1 + window.views()->count());
+  for (const QString& f : files) checkPixels(f);
+}
+
+void TestWorkbenchWindow::corruptTraceChangesNothing() {
+  WorkbenchWindow window;
+  window.show();
+  QTemporaryDir dir;
+  const QString bad = dir.filePath(QStringLiteral("bad.json"));
+  QFile f(bad);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write("{\"traceEvents\": [ {\"ph\": \"X\", ");
+  f.close();
+  QSignalSpy shown(&window, &WorkbenchWindow::traceShown);
+  window.showTraces({bad});
+  QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 30000);
+  QVERIFY2(window.errorText().contains(QStringLiteral("bad.json")), qPrintable(window.errorText()));
+  QCOMPARE(window.breakdownModel()->rowCount(), 0);
+  QCOMPARE(window.communicationView()->matrixModel()->rowCount(), 0);
+}
+
+void TestWorkbenchWindow::pipelineViewShowsTheSchedule() {
+  WorkbenchWindow window;
+  nlohmann::json doc = tinyDocument();
+  doc["pipeline_model_parallel_size"] = 2;
+  doc["gradient_accumulation_steps"] = 4;
+  doc["train_iters"] = 3;
+  window.setDocument(doc);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QVERIFY2(window.panel()->config().has_value(), qPrintable(window.panel()->message()));
+  QSignalSpy shown(&window, &WorkbenchWindow::traceShown);
+  QTest::keyClick(&window, Qt::Key_F5);
+  QTRY_VERIFY_WITH_TIMEOUT(window.stepsSeen() == 3, 60000);
+  QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+  QVERIFY2(window.errorText().isEmpty(), qPrintable(window.errorText()));
+  const parascope::ui::PipelineView* view = window.pipelineView();
+  QCOMPARE(static_cast<int>(view->rows().size()), 2);
+  QVERIFY(view->step() >= 0);
+  QCOMPARE(view->idealBubble(), 1.0 / 5.0);  // (p - 1) / (v m + p - 1), p = 2, m = 4
+  for (const auto& row : view->rows()) {
+    QVERIFY(row.bubble >= 0 && row.bubble < 1);
+    // Every micro-batch's forward on each stage.
+    int forwards = 0;
+    for (const auto& box : row.boxes) forwards += box.kind == 0;
+    QCOMPARE(forwards, 4);
+  }
+  QCOMPARE(view->rows()[1].stage, 1);
+}
+
+void TestWorkbenchWindow::compareMarksTheBestSegment() {
+  using parascope::ui::SegmentModel;
+  SegmentModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  // Two segments: D2 is faster, D1 T2 uses less memory.
+  const struct {
+    const char* name;
+    int ranks;
+    double seconds;
+    std::int64_t bytes;
+  } segments[] = {{"D2", 2, 0.5, 4 << 20}, {"D1 T2", 2, 1.0, 2 << 20}};
+  int step = 0;
+  for (const auto& seg : segments) {
+    model.begin(seg.name, seg.ranks, 1000.0, 1e9);
+    for (int i = 0; i < 3; ++i) {
+      parascope::StepReport r;
+      r.step = ++step;
+      r.loss = 5.0 - 0.1 * step;
+      r.seconds = seg.seconds;
+      r.tokens = 1000;
+      r.exposedCommSeconds = 0.1 * seg.seconds;
+      r.peakBytes[0] = seg.bytes;
+      for (int rank = 0; rank < seg.ranks; ++rank) model.addRankStep(r);
+      model.addStep(r);
+    }
+  }
+  QCOMPARE(model.rowCount(), 2);
+  QCOMPARE(model.value(0, SegmentModel::TokensPerSecond), 2000.0);
+  QCOMPARE(model.value(1, SegmentModel::TokensPerSecond), 1000.0);
+  QVERIFY(model.isBest(0, SegmentModel::TokensPerSecond));
+  QVERIFY(!model.isBest(1, SegmentModel::TokensPerSecond));
+  QVERIFY(model.isBest(1, SegmentModel::PeakMemory));
+  QVERIFY(std::abs(model.value(0, SegmentModel::LossTrend) + 0.1) < 1e-9);
+  QVERIFY(model.data(model.index(0, SegmentModel::TokensPerSecond)).toString().contains("★"));
+  QVERIFY(model.data(model.index(0, SegmentModel::TokensPerSecond), Qt::FontRole)
+              .value<QFont>()
+              .bold());
+  const std::string csv = model.toCsv();
+  QVERIFY(csv.rfind("strategy,ranks,steps,tokens_per_s", 0) == 0);
+  QVERIFY(csv.find("\"D1 T2\",2,3,1000,") != std::string::npos);
+  const auto json = nlohmann::json::parse(model.toJson());
+  QCOMPARE(json.size(), std::size_t{2});
+  QCOMPARE(json[0]["best"][0].get<std::string>(), std::string("tokens_per_s"));
+}
+
+void TestWorkbenchWindow::failedSessionShowsItsReason() {
+  WorkbenchWindow window;
+  nlohmann::json doc = tinyDocument();
+  doc["data"]["path"] = "/nonexistent/parascope-test-corpus";
+  window.setDocument(doc);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QSignalSpy ended(&window, &WorkbenchWindow::sessionEnded);
+  QTest::keyClick(&window, Qt::Key_F5);
+  QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 60000);
+  QCOMPARE(ended.at(0).at(0).toBool(), true);
+  QVERIFY2(window.errorText().contains(QStringLiteral("parascope-test-corpus")),
+           qPrintable(window.errorText()));
+  QVERIFY(!window.running());
+  // The window lives on and the last config was kept for the next launch.
+  QVERIFY(window.action(QStringLiteral("start"))->isEnabled());
+  QCOMPARE(WorkbenchWindow::lastDocument()["data"]["path"].get<std::string>(),
+           std::string("/nonexistent/parascope-test-corpus"));
+}
+
+// D2 -> D2 T2 through the panel's widgets while the session runs: the same global batch on 4
+// ranks instead of 2, a marker on every chart, a new Compare segment, and the loss going on.
+void TestWorkbenchWindow::switchesThroughThePanel() {
+  WorkbenchWindow window;
+  nlohmann::json doc = tinyDocument();
+  doc["data_parallel_size"] = 2;
+  doc["gradient_accumulation_steps"] = 2;
+  doc["train_iters"] = 40;
+  window.setDocument(doc);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QTest::keyClick(&window, Qt::Key_F5);
+  QTRY_VERIFY_WITH_TIMEOUT(window.stepsSeen() >= 2, 60000);
+  QTest::keyClick(&window, Qt::Key_F6);  // pause, so the switch lands mid-run
+  StrategyPanel* panel = window.panel();
+  auto spin = [panel](const char* key) {
+    return qobject_cast<QSpinBox*>(panel->field(QString::fromLatin1(key)));
+  };
+  typeInto(spin("tensor_model_parallel_size"), 2);
+  typeInto(spin("world_size"), 4);
+  QVERIFY2(panel->applyButton()->isEnabled(), qPrintable(panel->message()));
+  QTest::mouseClick(panel->applyButton(), Qt::LeftButton);
+  QTest::keyClick(&window, Qt::Key_F6);  // resume
+  QTRY_COMPARE_WITH_TIMEOUT(window.charts()->switchCount(), 1, 60000);
+  QCOMPARE(window.segmentModel()->rowCount(), 2);
+  const int atSwitch = window.stepsSeen();
+  QTRY_VERIFY_WITH_TIMEOUT(window.stepsSeen() >= atSwitch + 2, 60000);
+  QVERIFY2(window.errorText().isEmpty(), qPrintable(window.errorText()));
+  QCOMPARE(window.worldSize(), 4);
+  QCOMPARE(window.charts()->pointCount(LiveCharts::Loss), window.stepsSeen());
+  QTest::keyClick(&window, Qt::Key_F5, Qt::ShiftModifier);  // stop
+  QTRY_VERIFY_WITH_TIMEOUT(!window.running(), 60000);
+
+  // The same switch headless, at the same step: the losses agree bit for bit.
+  const QList<QPointF> gui = window.charts()->points(LiveCharts::Loss);
+  const int switchStep = window.charts()->switchSteps().at(0);
+  nlohmann::json next = doc;
+  next["tensor_model_parallel_size"] = 2;
+  struct Losses final : parascope::SessionObserver {
+    std::mutex mutex;
+    std::vector<double> loss;
+    void onStep(const parascope::StepReport& r) override {
+      std::lock_guard lock(mutex);
+      loss.push_back(r.loss);
+    }
+    std::size_t count() {
+      std::lock_guard lock(mutex);
+      return loss.size();
+    }
+  } reference;
+  parascope::Session session(parascope::parseTrainConfig(doc));
+  session.addObserver(reference);
+  session.start(true);
+  for (int i = 1; i <= switchStep; ++i) {
+    session.stepOnce();
+    QTRY_COMPARE_WITH_TIMEOUT(reference.count(), static_cast<std::size_t>(i), 60000);
+  }
+  session.switchStrategy(parascope::parseTrainConfig(next));
+  session.resume();
+  QTRY_VERIFY_WITH_TIMEOUT(reference.count() >= static_cast<std::size_t>(gui.size()), 60000);
+  session.stop();
+  session.wait();
+  for (int i = 0; i < gui.size(); ++i) {
+    QVERIFY2(gui[i].y() == reference.loss[static_cast<std::size_t>(i)],
+             qPrintable(QStringLiteral("step %1: workbench %2, headless %3")
+                            .arg(i + 1)
+                            .arg(gui[i].y(), 0, 'g', 17)
+                            .arg(reference.loss[static_cast<std::size_t>(i)], 0, 'g', 17)));
+  }
+}
+
+QTEST_MAIN(TestWorkbenchWindow)
+#include "test_workbench_window.moc"

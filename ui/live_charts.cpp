@@ -1,0 +1,170 @@
+#include "ui/live_charts.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QFont>
+#include <QGraphicsSimpleTextItem>
+#include <QHBoxLayout>
+#include <QLegend>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QValueAxis>
+#include <algorithm>
+#include <cmath>
+
+namespace parascope::ui {
+
+LiveCharts::LiveCharts(QWidget* parent) : QWidget(parent) {
+  const char* titles[ChartCount] = {"Loss", "Tokens/s", "MFU %", "Exposed comm %", "Loss scale"};
+  auto* layout = new QHBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(2);
+  charts_.resize(ChartCount);
+  for (int c = 0; c < ChartCount; ++c) {
+    Plot& p = charts_[c];
+    p.chart = new QChart;
+    p.chart->setTitle(QString::fromLatin1(titles[c]));
+    p.chart->setMargins(QMargins(2, 2, 2, 2));
+    p.chart->legend()->setVisible(c == Loss);
+    p.chart->legend()->setAlignment(Qt::AlignBottom);
+    p.series = new QLineSeries;
+    p.series->setName(c == Loss ? tr("train") : QString::fromLatin1(titles[c]));
+    p.chart->addSeries(p.series);
+    p.x = new QValueAxis;
+    p.x->setLabelFormat(QStringLiteral("%d"));
+    p.x->setTickCount(5);
+    p.y = new QValueAxis;
+    p.y->setLabelFormat(c == TokensPerSecond ? QStringLiteral("%.0f") : QStringLiteral("%.3g"));
+    p.y->setTickCount(4);
+    QFont small = p.x->labelsFont();
+    small.setPointSizeF(small.pointSizeF() * 0.8);
+    p.x->setLabelsFont(small);
+    p.y->setLabelsFont(small);
+    p.chart->legend()->setFont(small);
+    p.chart->addAxis(p.x, Qt::AlignBottom);
+    p.chart->addAxis(p.y, Qt::AlignLeft);
+    p.series->attachAxis(p.x);
+    p.series->attachAxis(p.y);
+    p.view = new QChartView(p.chart);
+    p.view->setObjectName(QStringLiteral("chart%1").arg(c));
+    p.view->setRenderHint(QPainter::Antialiasing);
+    p.view->setMinimumSize(180, 170);
+    layout->addWidget(p.view);
+  }
+  validation_ = new QLineSeries;
+  validation_->setName(tr("validation"));
+  validation_->setPointsVisible(true);
+  charts_[Loss].chart->addSeries(validation_);
+  validation_->attachAxis(charts_[Loss].x);
+  validation_->attachAxis(charts_[Loss].y);
+}
+
+void LiveCharts::append(Plot& p, QLineSeries* s, double x, double y) {
+  if (!std::isfinite(y)) return;
+  s->append(x, y);
+  p.lo = p.any ? std::min(p.lo, y) : y;
+  p.hi = p.any ? std::max(p.hi, y) : y;
+  p.any = true;
+}
+
+void LiveCharts::addStep(int step, double loss, double tokensPerSecond, double mfu,
+                         double exposedComm, double lossScale) {
+  lastStep_ = std::max(lastStep_, step);
+  append(charts_[Loss], charts_[Loss].series, step, loss);
+  append(charts_[TokensPerSecond], charts_[TokensPerSecond].series, step, tokensPerSecond);
+  append(charts_[Mfu], charts_[Mfu].series, step, 100.0 * mfu);
+  append(charts_[ExposedComm], charts_[ExposedComm].series, step, 100.0 * exposedComm);
+  append(charts_[LossScale], charts_[LossScale].series, step, lossScale);
+}
+
+void LiveCharts::addValidation(int step, double loss) {
+  append(charts_[Loss], validation_, step, loss);
+}
+
+void LiveCharts::addSwitch(int step, const QString& label) {
+  Marker m;
+  m.step = step;
+  m.label = label;
+  for (Plot& p : charts_) {
+    auto* line = new QLineSeries;
+    QPen pen(QColor(0xd3, 0x54, 0x00));
+    pen.setWidth(2);
+    pen.setStyle(Qt::DashLine);
+    line->setPen(pen);
+    line->setName(label);
+    p.chart->addSeries(line);
+    line->attachAxis(p.x);
+    line->attachAxis(p.y);
+    // The marker is not a data series: keep it out of the legend.
+    for (auto* legendMarker : p.chart->legend()->markers(line)) legendMarker->setVisible(false);
+    auto* text = new QGraphicsSimpleTextItem(label, p.chart);
+    text->setBrush(QColor(0xd3, 0x54, 0x00));
+    text->setFont(p.x->labelsFont());
+    m.lines.push_back(line);
+    m.labels.push_back(text);
+  }
+  switches_.push_back(std::move(m));
+}
+
+void LiveCharts::clear() {
+  for (Marker& m : switches_) {
+    for (std::size_t c = 0; c < m.lines.size(); ++c) {
+      charts_[c].chart->removeSeries(m.lines[c]);
+      delete m.lines[c];
+      delete m.labels[c];
+    }
+  }
+  switches_.clear();
+  for (Plot& p : charts_) {
+    p.series->clear();
+    p.any = false;
+  }
+  validation_->clear();
+  lastStep_ = 0;
+  refresh();
+}
+
+int LiveCharts::pointCount(Chart c) const {
+  return static_cast<int>(charts_[c].series->count());
+}
+
+QList<QPointF> LiveCharts::points(Chart c) const {
+  return charts_[c].series->points();
+}
+
+QList<int> LiveCharts::switchSteps() const {
+  QList<int> steps;
+  for (const Marker& m : switches_) steps << m.step;
+  return steps;
+}
+
+void LiveCharts::refresh() {
+  for (Plot& p : charts_) {
+    p.x->setRange(0, std::max(1, lastStep_));
+    // A constant series (fp32's loss scale, no exposed communication) still gets a readable
+    // range around its value; a series that never goes below 0 gets no negative axis.
+    const double span = p.hi - p.lo;
+    const double pad = !p.any ? 1 : span > 0 ? 0.05 * span : std::max(0.05 * std::abs(p.hi), 1e-3);
+    double lo = p.any ? p.lo - pad : 0;
+    const double hi = p.any ? p.hi + pad : 1;
+    if (p.any && p.lo >= 0) lo = std::max(0.0, lo);
+    p.y->setRange(lo, hi);
+  }
+  for (Marker& m : switches_) {
+    for (std::size_t c = 0; c < m.lines.size(); ++c) {
+      const Plot& p = charts_[c];
+      m.lines[c]->replace(
+          QList<QPointF>{{double(m.step), p.y->min()}, {double(m.step), p.y->max()}});
+      const QPointF top = p.chart->mapToPosition(QPointF(m.step, p.y->max()), m.lines[c]);
+      const QRectF box = m.labels[c]->boundingRect();
+      // Right of the line when there is room, else left of it, and never outside the plot
+      // (a long label in a narrow chart then covers the line rather than the axis).
+      const QRectF plot = p.chart->plotArea();
+      double x = top.x() + 3 + box.width() < plot.right() ? top.x() + 3 : top.x() - 3 - box.width();
+      x = std::max(x, plot.left() + 2);
+      m.labels[c]->setPos(x, top.y() + 2);
+    }
+  }
+}
+
+}  // namespace parascope::ui

@@ -1,0 +1,69 @@
+// The live charts above the timeline: loss (train and validation), tokens/s, MFU, exposed
+// communication % and loss scale against the step, each a small Qt Charts view. Every strategy
+// switch draws a vertical marker on each chart, labelled "before → after". Points are appended
+// as reports are drained; axes are rescaled once per frame (refresh()), not per point.
+#pragma once
+
+#include <QList>
+#include <QPointF>
+#include <QString>
+#include <QWidget>
+#include <vector>
+
+class QChart;
+class QChartView;
+class QGraphicsSimpleTextItem;
+class QLineSeries;
+class QValueAxis;
+
+namespace parascope::ui {
+
+class LiveCharts : public QWidget {
+  Q_OBJECT
+ public:
+  enum Chart { Loss, TokensPerSecond, Mfu, ExposedComm, LossScale, ChartCount };
+
+  explicit LiveCharts(QWidget* parent = nullptr);
+
+  // One optimizer step: its loss, tokens/s, MFU (fraction), exposed communication (fraction of
+  // the step, mean over ranks) and loss scale.
+  void addStep(int step, double loss, double tokensPerSecond, double mfu, double exposedComm,
+               double lossScale);
+  void addValidation(int step, double loss);
+  void addSwitch(int step, const QString& label);
+  void clear();
+  // Rescales the axes and places the markers' labels; once per frame after appending.
+  void refresh();
+
+  QChartView* view(Chart c) const { return charts_[c].view; }
+  int pointCount(Chart c) const;
+  // The chart's points (step, value), exactly as reported; the loss chart's training series.
+  QList<QPointF> points(Chart c) const;
+  int switchCount() const { return static_cast<int>(switches_.size()); }
+  QList<int> switchSteps() const;
+
+ private:
+  struct Plot {
+    QChartView* view = nullptr;
+    QChart* chart = nullptr;
+    QLineSeries* series = nullptr;
+    QValueAxis* x = nullptr;
+    QValueAxis* y = nullptr;
+    double lo = 0, hi = 0;
+    bool any = false;
+  };
+  struct Marker {
+    int step = 0;
+    QString label;
+    std::vector<QLineSeries*> lines;  // one per chart
+    std::vector<QGraphicsSimpleTextItem*> labels;
+  };
+  void append(Plot& p, QLineSeries* s, double x, double y);
+
+  std::vector<Plot> charts_;
+  QLineSeries* validation_ = nullptr;
+  std::vector<Marker> switches_;
+  int lastStep_ = 0;
+};
+
+}  // namespace parascope::ui

@@ -1,0 +1,72 @@
+#include "ui/memory_peak_model.h"
+
+#include "core/config/memory_estimate.h"
+
+namespace parascope::ui {
+
+std::string MemoryPeakModel::estimateItem(const std::string& category) {
+  static const std::map<std::string, std::string> items = {{"parameter", "parameters"},
+                                                           {"gradient", "gradients"},
+                                                           {"optimizer_state", "optimizer state"},
+                                                           {"activation", "activations"},
+                                                           {"data", "data"}};
+  const auto it = items.find(category);
+  return it == items.end() ? std::string() : it->second;
+}
+
+void MemoryPeakModel::setSeries(const std::vector<profiler::MemorySeries>& series,
+                                std::map<std::string, double> predicted) {
+  beginResetModel();
+  rows_.clear();
+  for (const profiler::MemorySeries& s : series) {
+    const auto it = predicted.find(estimateItem(s.name));
+    rows_.push_back(
+        {s.rank, s.name, s.peakBytes, s.peakAtNs, it == predicted.end() ? -1.0 : it->second});
+  }
+  endResetModel();
+}
+
+int MemoryPeakModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int MemoryPeakModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : Count;
+}
+
+QVariant MemoryPeakModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= Count) return {};
+  const Row& r = rows_[static_cast<std::size_t>(index.row())];
+  if (role == Qt::UserRole) {
+    switch (index.column()) {
+      case Rank: return r.rank;
+      case Category: return QString::fromStdString(r.name);
+      case PeakBytes: return QVariant::fromValue<qint64>(r.peakBytes);
+      case PeakAtMs: return QVariant::fromValue<qint64>(r.peakAtNs);
+      case Predicted: return r.predicted;
+      default: return {};
+    }
+  }
+  if (role != Qt::DisplayRole) return {};
+  switch (index.column()) {
+    case Rank: return r.rank;
+    case Category: return QString::fromStdString(r.name);
+    case PeakBytes:
+      return QStringLiteral("%1 (%2)")
+          .arg(r.peakBytes)
+          .arg(QString::fromStdString(formatBytes(static_cast<double>(r.peakBytes))));
+    case PeakAtMs: return QString::number(static_cast<double>(r.peakAtNs) / 1e6, 'f', 3);
+    case Predicted:
+      return r.predicted < 0 ? QString() : QString::fromStdString(formatBytes(r.predicted));
+    default: return {};
+  }
+}
+
+QVariant MemoryPeakModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const char* names[Count] = {"Rank", "Category", "Peak bytes", "Peak at ms",
+                                     "Predicted (ZeRO formula)"};
+  return section >= 0 && section < Count ? QString::fromLatin1(names[section]) : QVariant();
+}
+
+}  // namespace parascope::ui

@@ -1,0 +1,47 @@
+// Item model over the memory peaks (profiler/analysis/memory_timeline.h): one row per rank and
+// memory category with its measured peak, when it was reached, and the strategy's predicted
+// bytes for that category (core/config/memory_estimate.h: model state by the ZeRO formula,
+// activations) where there is one. Qt::UserRole holds raw numbers.
+#pragma once
+
+#include <QAbstractTableModel>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "profiler/analysis/memory_timeline.h"
+
+namespace parascope::ui {
+
+class MemoryPeakModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { Rank, Category, PeakBytes, PeakAtMs, Predicted, Count };
+
+  explicit MemoryPeakModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
+  // predicted: bytes per rank by the estimate's item name ("parameters", "optimizer state", ...).
+  void setSeries(const std::vector<profiler::MemorySeries>& series,
+                 std::map<std::string, double> predicted);
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
+
+  // The estimate's item for a trace's memory category ("optimizer_state" -> "optimizer state");
+  // empty when the estimate has none (workspace).
+  static std::string estimateItem(const std::string& category);
+
+ private:
+  struct Row {
+    int rank;
+    std::string name;
+    std::int64_t peakBytes;
+    std::int64_t peakAtNs;
+    double predicted;  // < 0: none
+  };
+  std::vector<Row> rows_;
+};
+
+}  // namespace parascope::ui

@@ -1,0 +1,39 @@
+// The Memory view: one rank's live bytes by category over time as stacked areas (step functions
+// of the trace's memory counters), and every rank's peaks next to the strategy's predicted bytes
+// (the ZeRO formula for model state, the activation estimate).
+#pragma once
+
+#include <QWidget>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "ui/trace_analysis.h"
+
+class QChart;
+class QComboBox;
+
+namespace parascope::ui {
+
+class MemoryPeakModel;
+
+class MemoryView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit MemoryView(QWidget* parent = nullptr);
+  // predicted: bytes per rank by the estimate's item name.
+  void setAnalysis(std::shared_ptr<const TraceAnalysis> analysis,
+                   std::map<std::string, double> predicted);
+  void showRank(int rank);
+
+  MemoryPeakModel* peakModel() const { return peaks_; }
+  QChart* chart() const { return chart_; }
+
+ private:
+  std::shared_ptr<const TraceAnalysis> analysis_;
+  QComboBox* rank_;
+  QChart* chart_;
+  MemoryPeakModel* peaks_;
+};
+
+}  // namespace parascope::ui

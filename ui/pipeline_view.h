@@ -1,0 +1,51 @@
+// The Pipeline view: one step of the schedule as each rank ran it, its measured compute
+// instructions (F, B, W, ... per micro-batch) as boxes on a row per rank with the idle time
+// shaded, and per rank the measured bubble (profiler/analysis/bubbles.h, as `analyze` prints it)
+// next to the ideal one of the schedule, (p - 1) / (v m + p - 1). The boxes are prepared when
+// the analysis arrives; painting only scales them.
+#pragma once
+
+#include <QString>
+#include <QWidget>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/config/config.h"
+#include "ui/trace_analysis.h"
+
+namespace parascope::ui {
+
+class PipelineView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit PipelineView(QWidget* parent = nullptr);
+  // config: the strategy the trace ran under, for the ideal bubble (none: not shown).
+  void setAnalysis(const TraceAnalysis& analysis, const std::optional<TrainConfig>& config);
+
+  struct Box {
+    double start, end;  // ns from the step window's start
+    QString label;
+    int kind;  // 0 forward, 1 backward (B, Bi, W), 2 other (optimizer step)
+  };
+  struct Row {
+    int rank = 0;
+    int stage = 0;
+    std::vector<Box> boxes;
+    double bubble = -1;  // measured fraction; < 0: none
+  };
+  int step() const { return step_; }
+  const std::vector<Row>& rows() const { return rows_; }
+  double idealBubble() const { return ideal_; }
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+
+ private:
+  std::vector<Row> rows_;
+  int step_ = -1;
+  double windowNs_ = 0;
+  double ideal_ = -1;
+};
+
+}  // namespace parascope::ui

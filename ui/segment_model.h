@@ -1,0 +1,67 @@
+// The Compare table: every strategy segment of the workbench's sessions (a run, or the part of a
+// run between two live switches) with its measures: tokens/s, MFU, peak memory per rank,
+// pipeline bubble, exposed communication and loss trend, from the session's step reports. The
+// best value of each column is marked (bold, tinted); the table exports as CSV and JSON, the
+// result of a tuning session. Qt::UserRole holds raw numbers.
+#pragma once
+
+#include <QAbstractTableModel>
+#include <string>
+#include <vector>
+
+#include "core/train/trainer.h"
+
+namespace parascope::ui {
+
+class SegmentModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column {
+    Strategy,
+    Ranks,
+    Steps,
+    TokensPerSecond,
+    Mfu,
+    PeakMemory,
+    Bubble,
+    ExposedComm,
+    LossTrend,
+    Count
+  };
+
+  explicit SegmentModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
+
+  // A new segment from the next step on. peakFlops: one rank's peak, FLOP/s, for MFU.
+  void begin(const std::string& strategy, int ranks, double flopsPerToken, double peakFlops);
+  void addRankStep(const parascope::StepReport& r);
+  void addStep(const parascope::StepReport& r);
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
+
+  double value(int row, Column c) const;  // NaN where a measure has no value
+  bool isBest(int row, Column c) const;
+  std::string toCsv() const;
+  std::string toJson() const;  // an array of objects, one per segment
+
+ private:
+  struct Segment {
+    std::string strategy;
+    int ranks = 1;
+    double flopsPerToken = 0, peakFlops = 0;
+    int steps = 0;
+    double tokens = 0, seconds = 0;
+    std::int64_t peakBytes = 0;  // the largest per-rank total over the segment
+    double busy = 0, idle = 0;   // pipeline seconds, all ranks
+    double exposedFraction = 0;  // summed over rank reports
+    int rankReports = 0;
+    // Least-squares slope of loss over step: sums of x, y, xy, xx.
+    double sx = 0, sy = 0, sxy = 0, sxx = 0;
+  };
+  std::vector<Segment> segments_;
+};
+
+}  // namespace parascope::ui

@@ -1,0 +1,298 @@
+#include "ui/strategy_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include "core/common/error.h"
+#include "core/config/memory_estimate.h"
+
+namespace parascope::ui {
+
+namespace {
+
+using nlohmann::json;
+
+// Model presets: the model block and the data it trains on.
+struct Preset {
+  const char* name;
+  const char* model;
+  const char* data;
+};
+constexpr Preset kPresets[] = {
+    {"GPT-mini (4 layers, width 256)",
+     R"({"type":"gpt","vocab_size":256,"context_length":128,"hidden_size":256,)"
+     R"("num_attention_heads":4,"num_layers":4,"mlp_ratio":4})",
+     R"({"type":"text","path":"/usr/share/games/fortunes","validation_fraction":0.1})"},
+    {"GPT-tiny (4 layers, width 64)",
+     R"({"type":"gpt","vocab_size":256,"context_length":32,"hidden_size":64,)"
+     R"("num_attention_heads":4,"num_layers":4,"mlp_ratio":4})",
+     R"({"type":"text","path":"/usr/share/games/fortunes","validation_fraction":0.1})"},
+    {"MLP (Fashion-MNIST)", R"({"type":"mlp","hidden_sizes":[256]})",
+     R"({"type":"idx","path":"/usr/share/datasets/fashion-mnist"})"},
+};
+
+QComboBox* combo(std::initializer_list<const char*> items) {
+  auto* c = new QComboBox;
+  for (const char* i : items) c->addItem(QString::fromLatin1(i));
+  return c;
+}
+
+QSpinBox* spin(int lo, int hi) {
+  auto* s = new QSpinBox;
+  s->setRange(lo, hi);
+  s->setKeyboardTracking(false);
+  return s;
+}
+
+int intAt(const json& j, const char* key, int fallback) {
+  return j.contains(key) && j[key].is_number_integer() ? j[key].get<int>() : fallback;
+}
+
+std::string stringAt(const json& j, const char* key, const std::string& fallback) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
+}
+
+void setChoice(QComboBox* c, const std::string& text) {
+  const int i = c->findText(QString::fromStdString(text));
+  if (i >= 0) c->setCurrentIndex(i);
+}
+
+}  // namespace
+
+StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent) {
+  build();
+  setDocument(json::object());
+}
+
+void StrategyPanel::build() {
+  preset_ = new QComboBox;
+  for (const Preset& p : kPresets) preset_->addItem(QString::fromLatin1(p.name));
+  dataPath_ = new QLineEdit;
+  world_ = spin(1, 256);
+  data_ = spin(1, 256);
+  tensor_ = spin(1, 64);
+  pipeline_ = spin(1, 64);
+  schedule_ = combo({"gpipe", "1f1b", "interleaved", "zb-h1"});
+  microBatches_ = spin(1, 4096);
+  microBatchSize_ = spin(1, 65536);
+  virtualStages_ = spin(1, 64);
+  zero_ = combo({"0", "1", "2", "3"});
+  sequenceParallel_ = new QCheckBox;
+  recompute_ = combo({"none", "selective", "full"});
+  precision_ = combo({"fp32", "fp16", "bf16"});
+  gradComm_ = combo({"compute type", "fp32", "fp16", "bf16"});
+  bucket_ = spin(1, 1 << 30);
+  steps_ = spin(1, 1000000);
+  const std::pair<QWidget*, const char*> named[] = {
+      {preset_, "preset"},
+      {dataPath_, "data.path"},
+      {world_, "world_size"},
+      {data_, "data_parallel_size"},
+      {tensor_, "tensor_model_parallel_size"},
+      {pipeline_, "pipeline_model_parallel_size"},
+      {schedule_, "pipeline_schedule"},
+      {microBatches_, "gradient_accumulation_steps"},
+      {microBatchSize_, "train_micro_batch_size_per_gpu"},
+      {virtualStages_, "virtual_pipeline_model_parallel_size"},
+      {zero_, "zero_optimization.stage"},
+      {sequenceParallel_, "sequence_parallel"},
+      {recompute_, "recompute_granularity"},
+      {precision_, "precision"},
+      {gradComm_, "communication_data_type"},
+      {bucket_, "zero_optimization.reduce_bucket_size"},
+      {steps_, "train_iters"}};
+  for (const auto& [w, key] : named) w->setObjectName(QString::fromLatin1(key));
+
+  auto* form = new QFormLayout;
+  form->addRow(tr("Model"), preset_);
+  form->addRow(tr("Data"), dataPath_);
+  form->addRow(tr("World size"), world_);
+  form->addRow(tr("Data parallel"), data_);
+  form->addRow(tr("Tensor parallel"), tensor_);
+  form->addRow(tr("Pipeline parallel"), pipeline_);
+  form->addRow(tr("Schedule"), schedule_);
+  form->addRow(tr("Micro-batches"), microBatches_);
+  form->addRow(tr("Micro-batch size"), microBatchSize_);
+  form->addRow(tr("Virtual stages"), virtualStages_);
+  form->addRow(tr("ZeRO stage"), zero_);
+  form->addRow(tr("Sequence parallel"), sequenceParallel_);
+  form->addRow(tr("Recompute"), recompute_);
+  form->addRow(tr("Precision"), precision_);
+  form->addRow(tr("Gradient comm type"), gradComm_);
+  form->addRow(tr("Bucket size (elements)"), bucket_);
+  form->addRow(tr("Steps"), steps_);
+
+  message_ = new QLabel;
+  message_->setObjectName(QStringLiteral("message"));
+  message_->setWordWrap(true);
+  message_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  memory_ = new QLabel;
+  memory_->setObjectName(QStringLiteral("memory"));
+  memory_->setWordWrap(true);
+  apply_ = new QPushButton(tr("&Apply strategy"));
+  apply_->setObjectName(QStringLiteral("apply"));
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(form);
+  layout->addWidget(message_);
+  layout->addWidget(memory_);
+  layout->addWidget(apply_);
+  layout->addStretch(1);
+
+  connect(preset_, &QComboBox::currentIndexChanged, this, &StrategyPanel::applyPreset);
+  connect(dataPath_, &QLineEdit::editingFinished, this, &StrategyPanel::validate);
+  for (QSpinBox* s : {world_, data_, tensor_, pipeline_, microBatches_, microBatchSize_,
+                      virtualStages_, bucket_, steps_}) {
+    connect(s, &QSpinBox::valueChanged, this, &StrategyPanel::validate);
+  }
+  for (QComboBox* c : {schedule_, zero_, recompute_, precision_, gradComm_}) {
+    connect(c, &QComboBox::currentIndexChanged, this, &StrategyPanel::validate);
+  }
+  connect(sequenceParallel_, &QCheckBox::toggled, this, &StrategyPanel::validate);
+  connect(apply_, &QPushButton::clicked, this, [this] {
+    if (config_) emit applied(*config_);
+  });
+}
+
+QWidget* StrategyPanel::field(const QString& key) const {
+  return findChild<QWidget*>(key, Qt::FindDirectChildrenOnly);
+}
+
+void StrategyPanel::setDocument(const json& document) {
+  filling_ = true;
+  base_ = document.is_object() ? document : json::object();
+  const int presets = static_cast<int>(std::size(kPresets));
+  const json model = base_.value("model", json::parse(kPresets[0].model));
+  int preset = -1;
+  for (int i = 0; i < presets; ++i) {
+    if (json::parse(kPresets[i].model) == model) preset = i;
+  }
+  while (preset_->count() > presets) preset_->removeItem(presets);
+  if (preset < 0) {
+    configModel_ = model;
+    configData_ = base_.value("data", json::object());
+    const std::string type = model.value("type", "gpt");
+    preset_->addItem(type == "gpt" ? tr("From the config: GPT, %1 layers, width %2")
+                                         .arg(model.value("num_layers", 4))
+                                         .arg(model.value("hidden_size", 256))
+                                   : tr("From the config: %1").arg(QString::fromStdString(type)));
+    preset = presets;
+  }
+  preset_->setCurrentIndex(preset);
+  const json data = base_.value("data", json::parse(kPresets[std::min(preset, presets - 1)].data));
+  dataPath_->setText(QString::fromStdString(stringAt(data, "path", "")));
+  const int d = intAt(base_, "data_parallel_size", 1);
+  const int t = intAt(base_, "tensor_model_parallel_size", 1);
+  const int p = intAt(base_, "pipeline_model_parallel_size", 1);
+  data_->setValue(d);
+  tensor_->setValue(t);
+  pipeline_->setValue(p);
+  world_->setValue(d * t * p);
+  setChoice(schedule_, stringAt(base_, "pipeline_schedule", "1f1b"));
+  microBatches_->setValue(intAt(base_, "gradient_accumulation_steps", 1));
+  microBatchSize_->setValue(intAt(base_, "train_micro_batch_size_per_gpu", 8));
+  virtualStages_->setValue(intAt(base_, "virtual_pipeline_model_parallel_size", 1));
+  const json zero = base_.value("zero_optimization", json::object());
+  zero_->setCurrentIndex(intAt(zero, "stage", 0));
+  bucket_->setValue(intAt(zero, "reduce_bucket_size", 25 * 1024 * 1024 / 4));
+  sequenceParallel_->setChecked(base_.value("sequence_parallel", false));
+  setChoice(recompute_, stringAt(base_, "recompute_granularity", "none"));
+  const bool fp16 = base_.value("fp16", json::object()).value("enabled", false);
+  const bool bf16 = base_.value("bf16", json::object()).value("enabled", false);
+  precision_->setCurrentIndex(fp16 ? 1 : bf16 ? 2 : 0);
+  const std::string comm = stringAt(base_, "communication_data_type", "");
+  gradComm_->setCurrentIndex(
+      comm.empty() ? 0 : std::max(0, gradComm_->findText(QString::fromStdString(comm))));
+  steps_->setValue(intAt(base_, "train_iters", 100));
+  filling_ = false;
+  validate();
+}
+
+json StrategyPanel::document() const {
+  json j = base_;
+  j["model"] = base_.value("model", json::parse(kPresets[0].model));
+  j["data"]["path"] = dataPath_->text().toStdString();
+  j["data_parallel_size"] = data_->value();
+  j["tensor_model_parallel_size"] = tensor_->value();
+  j["pipeline_model_parallel_size"] = pipeline_->value();
+  j["pipeline_schedule"] = schedule_->currentText().toStdString();
+  j["gradient_accumulation_steps"] = microBatches_->value();
+  j["train_micro_batch_size_per_gpu"] = microBatchSize_->value();
+  j["virtual_pipeline_model_parallel_size"] = virtualStages_->value();
+  j["zero_optimization"]["stage"] = zero_->currentIndex();
+  j["zero_optimization"]["reduce_bucket_size"] = bucket_->value();
+  j["recompute_granularity"] = recompute_->currentText().toStdString();
+  if (sequenceParallel_->isChecked()) {
+    j["sequence_parallel"] = true;
+  } else {
+    j.erase("sequence_parallel");
+  }
+  j.erase("fp16");
+  j.erase("bf16");
+  if (precision_->currentIndex() == 1) j["fp16"] = {{"enabled", true}};
+  if (precision_->currentIndex() == 2) j["bf16"] = {{"enabled", true}};
+  if (gradComm_->currentIndex() == 0) {
+    j.erase("communication_data_type");
+  } else {
+    j["communication_data_type"] = gradComm_->currentText().toStdString();
+  }
+  j["train_iters"] = steps_->value();
+  // The global batch follows from the batch identity unless the document fixed it.
+  return j;
+}
+
+void StrategyPanel::applyPreset(int index) {
+  if (filling_ || index < 0) return;
+  const bool fromConfig = index >= static_cast<int>(std::size(kPresets));
+  base_["model"] = fromConfig ? configModel_ : json::parse(kPresets[index].model);
+  base_["data"] = fromConfig ? configData_ : json::parse(kPresets[index].data);
+  dataPath_->setText(QString::fromStdString(base_["data"].value("path", "")));
+  validate();
+}
+
+QString StrategyPanel::message() const {
+  return message_->text();
+}
+
+void StrategyPanel::validate() {
+  if (filling_) return;
+  const bool wasValid = config_.has_value();
+  try {
+    config_ = parseTrainConfig(document(), world_->value());
+    message_->setText(tr("Valid: %1 ranks").arg(config_->parallel.worldSize()));
+    message_->setStyleSheet(QStringLiteral("color: palette(text);"));
+    showMemory(*config_);
+  } catch (const UserError& e) {
+    config_.reset();
+    message_->setText(QString::fromStdString(e.what()));
+    message_->setStyleSheet(QStringLiteral("color: #c0392b;"));
+    memory_->clear();
+  }
+  apply_->setEnabled(config_.has_value());
+  if (wasValid != config_.has_value()) emit validityChanged(config_.has_value());
+}
+
+void StrategyPanel::showMemory(const TrainConfig& c) {
+  auto it = dataBytes_.find(c.data.path);
+  if (it == dataBytes_.end()) it = dataBytes_.emplace(c.data.path, dataBytesInMemory(c.data)).first;
+  const MemoryEstimate m = estimateMemory(c, it->second, c.parallel.worldSize());
+  QString text = tr("<b>Predicted memory per rank: %1</b>")
+                     .arg(QString::fromStdString(formatBytes(m.perRankBytes())));
+  for (const MemoryItem& item : m.items) {
+    text += QStringLiteral("<br>&nbsp;&nbsp;%1: %2")
+                .arg(QString::fromStdString(item.name),
+                     QString::fromStdString(formatBytes(item.bytes)));
+  }
+  text += tr("<br>All %1 ranks: %2")
+              .arg(m.ranksSharingMemory)
+              .arg(QString::fromStdString(formatBytes(m.totalBytes())));
+  memory_->setText(text);
+}
+
+}  // namespace parascope::ui

@@ -1,0 +1,86 @@
+// The strategy panel: one widget per strategy key (model preset and data, world size, the three
+// parallel degrees, pipeline schedule, micro-batches, virtual stages, ZeRO stage, sequence
+// parallel, recompute, precision, gradient communication type, bucket size, steps). Every edit
+// rebuilds the config document and runs the config validator on it; its message is shown as is,
+// Apply is enabled only for a config that validates, and the predicted memory per rank
+// (core/config/memory_estimate.h, the CLI's own figures) is shown before anything runs.
+#pragma once
+
+#include <QWidget>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "core/config/config.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+
+namespace parascope::ui {
+
+class StrategyPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit StrategyPanel(QWidget* parent = nullptr);
+
+  // Fills the widgets from a document (a config file with overrides applied); keys the panel
+  // has no widget for are kept as they are.
+  void setDocument(const nlohmann::json& document);
+  // The document the widgets describe now.
+  nlohmann::json document() const;
+  // The validated config, when the widgets describe a valid one.
+  const std::optional<parascope::TrainConfig>& config() const { return config_; }
+  QString message() const;
+  QPushButton* applyButton() const { return apply_; }
+
+  // The widgets, by strategy key ("data_parallel_size", "world_size", ...), for tests and
+  // keyboard navigation.
+  QWidget* field(const QString& key) const;
+
+ signals:
+  // A valid config, when the user presses Apply.
+  void applied(const parascope::TrainConfig& config);
+  void validityChanged(bool valid);
+
+ private:
+  void build();
+  void validate();
+  void applyPreset(int index);
+  void showMemory(const parascope::TrainConfig& c);
+
+  nlohmann::json base_;  // the document's keys without a widget
+  // The model and data the document came with, when they are no preset's: the preset list's
+  // last entry then.
+  nlohmann::json configModel_, configData_;
+  std::optional<parascope::TrainConfig> config_;
+  bool filling_ = false;
+  std::map<std::string, double> dataBytes_;  // by data path: file sizes are read once
+
+  QComboBox* preset_ = nullptr;
+  QLineEdit* dataPath_ = nullptr;
+  QSpinBox* world_ = nullptr;
+  QSpinBox* data_ = nullptr;
+  QSpinBox* tensor_ = nullptr;
+  QSpinBox* pipeline_ = nullptr;
+  QComboBox* schedule_ = nullptr;
+  QSpinBox* microBatches_ = nullptr;
+  QSpinBox* microBatchSize_ = nullptr;
+  QSpinBox* virtualStages_ = nullptr;
+  QComboBox* zero_ = nullptr;
+  QCheckBox* sequenceParallel_ = nullptr;
+  QComboBox* recompute_ = nullptr;
+  QComboBox* precision_ = nullptr;
+  QComboBox* gradComm_ = nullptr;
+  QSpinBox* bucket_ = nullptr;
+  QSpinBox* steps_ = nullptr;
+  QLabel* message_ = nullptr;
+  QLabel* memory_ = nullptr;
+  QPushButton* apply_ = nullptr;
+};
+
+}  // namespace parascope::ui

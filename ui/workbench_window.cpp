@@ -1,0 +1,598 @@
+#include "ui/workbench_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QFile>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenuBar>
+#include <QPointer>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QThreadPool>
+#include <QTimer>
+#include <QToolBar>
+#include <QVBoxLayout>
+#include <chrono>
+#include <vector>
+
+#include "core/common/error.h"
+#include "core/config/memory_estimate.h"
+#include "core/kernels/matmul.h"
+#include "core/session/run_summary.h"
+#include "profiler/run_trace.h"
+#include "ui/breakdown_model.h"
+#include "ui/communication_view.h"
+#include "ui/live_charts.h"
+#include "ui/memory_view.h"
+#include "ui/pipeline_view.h"
+#include "ui/segment_model.h"
+#include "ui/strategy_panel.h"
+#include "ui/timeline_window.h"
+#include "ui/training_log_model.h"
+
+namespace parascope::ui {
+
+namespace {
+
+// One thread's sgemm rate, FLOP/s: the unit MFU is measured in on this machine (as in
+// `parascope-cli bench step`), measured once for ~0.1 s.
+double sgemmPeak() {
+  static const double peak = [] {
+    constexpr int n = 256;
+    std::vector<float> a(static_cast<std::size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
+    kernels::matmulForward<float>(c.data(), a.data(), b.data(), nullptr, n, n, n);
+    double best = 0;
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(100)) {
+      const auto t0 = std::chrono::steady_clock::now();
+      kernels::matmulForward<float>(c.data(), a.data(), b.data(), nullptr, n, n, n);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      best = std::max(best, 2.0 * n * n * n / s);
+    }
+    return best;
+  }();
+  return peak;
+}
+
+template <class... F>
+struct Visitor : F... {
+  using F::operator()...;
+};
+
+}  // namespace
+
+WorkbenchWindow::WorkbenchWindow(QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle(tr("ParaScope workbench"));
+  panel_ = new StrategyPanel;
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(panel_);
+  scroll->setWidgetResizable(true);
+  auto* dock = new QDockWidget(tr("Strategy"), this);
+  dock->setObjectName(QStringLiteral("strategyDock"));
+  dock->setWidget(scroll);
+  addDockWidget(Qt::LeftDockWidgetArea, dock);
+  connect(panel_, &StrategyPanel::applied, this, &WorkbenchWindow::applyStrategy);
+  connect(panel_, &StrategyPanel::validityChanged, this, &WorkbenchWindow::updateActions);
+
+  charts_ = new LiveCharts;
+  timeline_ = new TimelineWindow;
+  timeline_->setWindowFlags(Qt::Widget);
+  connect(timeline_->loader(), &TraceLoader::loaded, this, &WorkbenchWindow::shownOne);
+  connect(timeline_->loader(), &TraceLoader::failed, this, [this](const QString& why) {
+    setStatus(tr("Trace not shown: %1").arg(why));
+    shownOne();
+  });
+  log_ = new TrainingLogModel(this);
+  buildViews();
+
+  errorBanner_ = new QWidget;
+  errorBanner_->setObjectName(QStringLiteral("errorBanner"));
+  errorBanner_->setStyleSheet(QStringLiteral("#errorBanner { background: #fdecea; }"));
+  errorLabel_ = new QLabel;
+  errorLabel_->setWordWrap(true);
+  errorLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  resume_ = new QPushButton(tr("Resume from last checkpoint"));
+  resume_->setObjectName(QStringLiteral("resume"));
+  auto* bannerLayout = new QHBoxLayout(errorBanner_);
+  bannerLayout->addWidget(errorLabel_, 1);
+  bannerLayout->addWidget(resume_);
+  errorBanner_->hide();
+  connect(resume_, &QPushButton::clicked, this, [this] {
+    if (panel_->config() && !lastCheckpoint_.empty())
+      startSession(*panel_->config(), lastCheckpoint_);
+  });
+
+  auto* splitter = new QSplitter(Qt::Vertical);
+  splitter->setObjectName(QStringLiteral("centralSplitter"));
+  splitter->addWidget(charts_);
+  splitter->addWidget(timeline_);
+  splitter->addWidget(views_);
+  splitter->setStretchFactor(0, 2);
+  splitter->setStretchFactor(1, 5);
+  splitter->setStretchFactor(2, 3);
+  splitter->setSizes({200, 500, 300});
+  auto* central = new QWidget;
+  auto* layout = new QVBoxLayout(central);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(errorBanner_);
+  layout->addWidget(splitter, 1);
+  setCentralWidget(central);
+
+  status_ = new QLabel(tr("Ready: set a strategy and press Start (F5)"));
+  statusBar()->addWidget(status_, 1);
+  buildActions();
+
+  frame_ = new QTimer(this);
+  frame_->setInterval(16);  // ~60 frames per second
+  connect(frame_, &QTimer::timeout, this, &WorkbenchWindow::drain);
+  frame_->start();
+  updateActions();
+}
+
+WorkbenchWindow::~WorkbenchWindow() {
+  endSession();
+}
+
+void WorkbenchWindow::buildViews() {
+  views_ = new QTabWidget;
+  views_->setObjectName(QStringLiteral("views"));
+  logView_ = new QTableView;
+  logView_->setObjectName(QStringLiteral("logView"));
+  logView_->setModel(log_);
+  logView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  logView_->verticalHeader()->hide();
+  memory_ = new MemoryView;
+  memory_->setObjectName(QStringLiteral("memoryView"));
+  pipeline_ = new PipelineView;
+  pipeline_->setObjectName(QStringLiteral("pipelineView"));
+  auto* pipelineScroll = new QScrollArea;
+  pipelineScroll->setWidget(pipeline_);
+  pipelineScroll->setWidgetResizable(true);
+  communication_ = new CommunicationView;
+  communication_->setObjectName(QStringLiteral("communicationView"));
+  breakdown_ = new BreakdownModel(this);
+  auto* proxy = new QSortFilterProxyModel(this);
+  proxy->setSourceModel(breakdown_);
+  proxy->setSortRole(Qt::UserRole);
+  auto* breakdownView = new QTableView;
+  breakdownView->setObjectName(QStringLiteral("breakdownView"));
+  breakdownView->setModel(proxy);
+  breakdownView->setSortingEnabled(true);
+  breakdownView->sortByColumn(BreakdownModel::Rank, Qt::AscendingOrder);
+  breakdownView->verticalHeader()->hide();
+  breakdownView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  segments_ = new SegmentModel(this);
+  auto* compare = new QWidget;
+  auto* compareView = new QTableView;
+  compareView->setObjectName(QStringLiteral("compareView"));
+  compareView->setModel(segments_);
+  compareView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  auto* exportCompare = new QPushButton(tr("Export as CSV or JSON..."));
+  connect(exportCompare, &QPushButton::clicked, this, &WorkbenchWindow::exportComparison);
+  auto* compareLayout = new QVBoxLayout(compare);
+  compareLayout->addWidget(new QLabel(
+      tr("Each run and each live switch starts a segment; ★ marks the best of a column.")));
+  compareLayout->addWidget(compareView, 1);
+  compareLayout->addWidget(exportCompare, 0, Qt::AlignRight);
+  views_->addTab(logView_, tr("Log"));
+  views_->addTab(memory_, tr("Memory"));
+  views_->addTab(pipelineScroll, tr("Pipeline"));
+  views_->addTab(communication_, tr("Communication"));
+  views_->addTab(breakdownView, tr("Breakdown"));
+  views_->addTab(compare, tr("Compare"));
+}
+
+void WorkbenchWindow::showTraces(const QStringList& files) {
+  if (files.isEmpty()) return;
+  pendingShows_ = 2;
+  timeline_->openFiles(files);
+  std::vector<std::string> paths;
+  for (const QString& f : files) paths.push_back(f.toStdString());
+  // The analysis runs on the pool; its result comes back to the GUI thread through the
+  // application object's queue, and is dropped if the window has gone meanwhile.
+  QPointer<WorkbenchWindow> self(this);
+  QThreadPool::globalInstance()->start([self, paths] {
+    std::shared_ptr<const TraceAnalysis> result;
+    QString error;
+    try {
+      result = analyzeTraces(paths);
+    } catch (const std::exception& e) {
+      error = QString::fromUtf8(e.what());
+    }
+    QMetaObject::invokeMethod(qApp, [self, result, error] {
+      if (!self) return;
+      if (result) {
+        self->showAnalysis(result);
+      } else {
+        self->showError(tr("Cannot analyse the trace: %1").arg(error), false);
+      }
+      self->shownOne();
+    });
+  });
+}
+
+void WorkbenchWindow::shownOne() {
+  if (pendingShows_ > 0 && --pendingShows_ == 0) emit traceShown();
+}
+
+void WorkbenchWindow::showAnalysis(std::shared_ptr<const TraceAnalysis> analysis) {
+  // The strategy the trace ran last: the session's, else the panel's.
+  std::map<std::string, double> predicted;
+  std::optional<TrainConfig> config =
+      session_ ? std::optional(session_->config()) : panel_->config();
+  if (config) {
+    const MemoryEstimate m =
+        estimateMemory(*config, dataBytesInMemory(config->data), config->parallel.worldSize());
+    for (const MemoryItem& item : m.items) predicted[item.name] = item.bytes;
+  }
+  breakdown_->setRows(analysis->breakdown);
+  communication_->setAnalysis(analysis);
+  memory_->setAnalysis(analysis, std::move(predicted));
+  pipeline_->setAnalysis(*analysis, config);
+}
+
+void WorkbenchWindow::buildActions() {
+  struct Spec {
+    const char* name;
+    QString text;
+    QKeySequence key;
+    void (WorkbenchWindow::*slot)();
+  };
+  const Spec specs[] = {
+      {"start", tr("&Start"), QKeySequence(Qt::Key_F5), &WorkbenchWindow::start},
+      {"pause", tr("&Pause / resume"), QKeySequence(Qt::Key_F6), &WorkbenchWindow::togglePause},
+      {"step", tr("Single s&tep"), QKeySequence(Qt::Key_F10), &WorkbenchWindow::stepOnce},
+      {"stop", tr("St&op"), QKeySequence(Qt::SHIFT | Qt::Key_F5), &WorkbenchWindow::stop},
+      {"saveCheckpoint", tr("Save &checkpoint"), QKeySequence(Qt::CTRL | Qt::Key_S),
+       &WorkbenchWindow::saveCheckpoint},
+      {"loadCheckpoint", tr("&Load checkpoint..."), QKeySequence(Qt::CTRL | Qt::Key_L),
+       &WorkbenchWindow::loadCheckpoint},
+      {"openTrace", tr("&Open trace..."), QKeySequence(Qt::CTRL | Qt::Key_O),
+       &WorkbenchWindow::openTrace},
+      {"export", tr("&Export run trace..."), QKeySequence(Qt::CTRL | Qt::Key_E),
+       &WorkbenchWindow::exportTrace},
+  };
+  auto* bar = addToolBar(tr("Controls"));
+  bar->setObjectName(QStringLiteral("controls"));
+  QMenu* menu = menuBar()->addMenu(tr("&Session"));
+  for (const Spec& s : specs) {
+    auto* a = new QAction(s.text, this);
+    a->setObjectName(QString::fromLatin1(s.name));
+    a->setShortcut(s.key);
+    a->setToolTip(QStringLiteral("%1 (%2)").arg(QString(s.text).remove(QLatin1Char('&')),
+                                                s.key.toString(QKeySequence::NativeText)));
+    connect(a, &QAction::triggered, this, s.slot);
+    bar->addAction(a);
+    menu->addAction(a);
+  }
+  auto* apply = new QAction(tr("&Apply strategy"), this);
+  apply->setObjectName(QStringLiteral("applyStrategy"));
+  apply->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
+  connect(apply, &QAction::triggered, panel_->applyButton(), &QPushButton::click);
+  connect(panel_, &StrategyPanel::validityChanged, apply, &QAction::setEnabled);
+  apply->setEnabled(panel_->config().has_value());
+  menu->addAction(apply);
+  addAction(apply);
+}
+
+QAction* WorkbenchWindow::action(const QString& name) const {
+  return findChild<QAction*>(name);
+}
+
+void WorkbenchWindow::setDocument(const nlohmann::json& document) {
+  panel_->setDocument(document);
+}
+
+nlohmann::json WorkbenchWindow::lastDocument() {
+  const QString text = QSettings().value(QStringLiteral("session/lastConfig")).toString();
+  if (text.isEmpty()) return nullptr;
+  try {
+    return nlohmann::json::parse(text.toStdString());
+  } catch (const nlohmann::json::exception&) {
+    return nullptr;  // a setting from another version: start from the default session
+  }
+}
+
+void WorkbenchWindow::restoreLayout() {
+  QSettings s;
+  restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+  restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+}
+
+void WorkbenchWindow::closeEvent(QCloseEvent* event) {
+  QSettings s;
+  s.setValue(QStringLiteral("window/geometry"), saveGeometry());
+  s.setValue(QStringLiteral("window/state"), saveState());
+  endSession();
+  event->accept();
+}
+
+bool WorkbenchWindow::running() const {
+  if (!session_) return false;
+  const SessionState s = session_->state();
+  return s == SessionState::Running || s == SessionState::Paused || s == SessionState::Idle;
+}
+
+QString WorkbenchWindow::statusText() const {
+  return status_->text();
+}
+QString WorkbenchWindow::errorText() const {
+  return errorBanner_->isHidden() ? QString() : errorLabel_->text();
+}
+
+void WorkbenchWindow::setStatus(const QString& text) {
+  status_->setText(text);
+}
+
+void WorkbenchWindow::updateActions() {
+  const bool live = running();
+  action(QStringLiteral("start"))->setEnabled(!live && panel_->config().has_value());
+  action(QStringLiteral("pause"))->setEnabled(live);
+  action(QStringLiteral("stop"))->setEnabled(live);
+  action(QStringLiteral("saveCheckpoint"))->setEnabled(live);
+  action(QStringLiteral("export"))->setEnabled(!live && !tracePath_.empty());
+  resume_->setEnabled(!lastCheckpoint_.empty() && !live);
+}
+
+void WorkbenchWindow::start() {
+  if (running()) return;
+  if (!panel_->config()) {
+    setStatus(tr("Not started: %1").arg(panel_->message()));
+    return;
+  }
+  startSession(*panel_->config(), {});
+}
+
+void WorkbenchWindow::startSession(const TrainConfig& config, const std::string& load) {
+  endSession();
+  errorBanner_->hide();
+  log_->clear();
+  charts_->clear();
+  lastStep_ = 0;
+  paused_ = false;
+  exposedSum_ = 0;
+  exposedRanks_ = 0;
+  peakFlops_ = sgemmPeak();
+  QSettings().setValue(QStringLiteral("session/lastConfig"),
+                       QString::fromStdString(panel_->document().dump()));
+  SessionOptions options;
+  tracePath_ =
+      QDir(runDir_.path()).filePath(QStringLiteral("run-%1.json").arg(++runs_)).toStdString();
+  options.recorder = std::make_shared<profiler::RunTrace>(tracePath_);
+  options.load = load;
+  bridge_ = std::make_unique<SessionBridge>();
+  try {
+    session_ = std::make_unique<Session>(config, options);
+    session_->addObserver(*bridge_);
+    if (stopAfter_ > 0) bridge_->stopAfter(stopAfter_, [s = session_.get()] { s->stop(); });
+    session_->start(false);
+    world_ = config.parallel.worldSize();
+    setStatus(tr("Running %1 on %2 ranks")
+                  .arg(QString::fromStdString(describeStrategy(config)))
+                  .arg(world_));
+  } catch (const std::exception& e) {
+    session_.reset();
+    showError(tr("The session could not start: %1").arg(QString::fromUtf8(e.what())), false);
+  }
+  updateActions();
+}
+
+void WorkbenchWindow::endSession() {
+  if (!session_) return;
+  // Ranks blocked on a full queue must not wait for a drain that will not come.
+  bridge_->close();
+  session_->stop();
+  session_.reset();
+  drain();
+}
+
+void WorkbenchWindow::togglePause() {
+  if (!session_) return;
+  paused_ = !paused_;
+  if (paused_) {
+    session_->pause();
+  } else {
+    session_->resume();
+  }
+  setStatus(paused_ ? tr("Paused after step %1").arg(lastStep_) : tr("Running"));
+}
+
+void WorkbenchWindow::stepOnce() {
+  if (!running()) {
+    if (!panel_->config()) return;
+    startSession(*panel_->config(), {});
+    if (!session_) return;
+    session_->pause();
+    paused_ = true;
+  }
+  session_->stepOnce();
+}
+
+void WorkbenchWindow::stop() {
+  if (session_) session_->stop();
+}
+
+void WorkbenchWindow::saveCheckpoint() {
+  if (!running()) return;
+  const QString dir = QDir(runDir_.path()).filePath(QStringLiteral("checkpoints"));
+  session_->saveCheckpoint(dir.toStdString());
+  setStatus(tr("Checkpoint requested at the next step boundary under %1").arg(dir));
+}
+
+void WorkbenchWindow::loadCheckpoint() {
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Load checkpoint"));
+  if (dir.isEmpty() || !panel_->config()) return;
+  startSession(*panel_->config(), dir.toStdString());
+}
+
+void WorkbenchWindow::openTrace() {
+  const QStringList files = QFileDialog::getOpenFileNames(
+      this, tr("Open traces"), {}, tr("Traces (*.json *.json.gz);;All files (*)"));
+  showTraces(files);
+}
+
+void WorkbenchWindow::exportTrace() {
+  if (tracePath_.empty()) return;
+  const QString to =
+      QFileDialog::getSaveFileName(this, tr("Export run trace"), {}, tr("Chrome trace (*.json)"));
+  if (to.isEmpty()) return;
+  QFile::remove(to);
+  if (!QFile::copy(QString::fromStdString(tracePath_), to)) {
+    showError(tr("Cannot write '%1'").arg(to), false);
+  }
+}
+
+void WorkbenchWindow::exportComparison() {
+  const QString to = QFileDialog::getSaveFileName(this, tr("Export comparison"), {},
+                                                  tr("CSV (*.csv);;JSON (*.json)"));
+  if (!to.isEmpty() && !writeComparison(to)) showError(tr("Cannot write '%1'").arg(to), false);
+}
+
+bool WorkbenchWindow::writeComparison(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return false;
+  const std::string text = path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive)
+                               ? segments_->toJson()
+                               : segments_->toCsv();
+  return f.write(text.data(), static_cast<qint64>(text.size())) == static_cast<qint64>(text.size());
+}
+
+void WorkbenchWindow::applyStrategy(const TrainConfig& config) {
+  if (!running()) {
+    setStatus(tr("Strategy set: %1; press Start (F5) to run it")
+                  .arg(QString::fromStdString(describeStrategy(config))));
+    return;
+  }
+  try {
+    session_->switchStrategy(config);
+    setStatus(tr("Switching to %1 at the next step boundary")
+                  .arg(QString::fromStdString(describeStrategy(config))));
+  } catch (const UserError& e) {
+    showError(tr("Cannot switch: %1").arg(QString::fromUtf8(e.what())), false);
+  }
+}
+
+void WorkbenchWindow::showError(const QString& text, bool offerResume) {
+  errorLabel_->setText(text);
+  resume_->setVisible(offerResume);
+  errorBanner_->show();
+  setStatus(text);
+}
+
+void WorkbenchWindow::drain() {
+  if (!bridge_) return;
+  const std::vector<SessionReport> reports = bridge_->drain();
+  if (reports.empty()) return;
+  const int before = lastStep_;
+  for (const SessionReport& r : reports) handle(r);
+  charts_->refresh();  // one redraw per frame, however many steps arrived
+  if (lastStep_ != before) emit stepReported(lastStep_);
+  updateActions();
+}
+
+void WorkbenchWindow::handle(const SessionReport& report) {
+  std::visit(
+      Visitor{
+          [this](const StartReport& r) {
+            world_ = r.worldSize;
+            flopsPerToken_ = r.flopsPerToken;
+            segments_->begin(describeStrategy(r.config), r.worldSize, r.flopsPerToken, peakFlops_);
+            setStatus(tr("Running %1: %2 on %3 ranks")
+                          .arg(QString::fromStdString(r.model),
+                               QString::fromStdString(describeStrategy(r.config)))
+                          .arg(r.worldSize));
+          },
+          [this](const RankStepReport& r) {
+            segments_->addRankStep(r.step);
+            if (r.step.seconds > 0) exposedSum_ += r.step.exposedCommSeconds / r.step.seconds;
+            ++exposedRanks_;
+          },
+          [this](const StepReport& r) {
+            lastStep_ = r.step;
+            log_->addStep(r);
+            segments_->addStep(r);
+            const double rate = r.seconds > 0 ? static_cast<double>(r.tokens) / r.seconds : 0;
+            const double mfu =
+                peakFlops_ > 0 ? rate * flopsPerToken_ / (peakFlops_ * std::max(1, world_)) : 0;
+            const double exposed = exposedRanks_ > 0 ? exposedSum_ / exposedRanks_ : 0;
+            charts_->addStep(r.step, r.loss, rate, mfu, exposed, r.lossScale);
+            exposedSum_ = 0;
+            exposedRanks_ = 0;
+          },
+          [this](const EvalReport& r) {
+            log_->addEval(r);
+            charts_->addValidation(r.step, r.loss);
+          },
+          [this](const SwitchReport& r) {
+            world_ = r.worldAfter;
+            segments_->begin(r.after, r.worldAfter, flopsPerToken_, peakFlops_);
+            charts_->addSwitch(r.step, QString::fromStdString(r.before + " \u2192 " + r.after));
+            setStatus(tr("Switched at step %1: %2 \u2192 %3 (%4 ranks, %5 ms)")
+                          .arg(r.step)
+                          .arg(QString::fromStdString(r.before), QString::fromStdString(r.after))
+                          .arg(r.worldAfter)
+                          .arg(r.milliseconds, 0, 'f', 1));
+          },
+          [this](const CheckpointReport& r) {
+            lastCheckpoint_ = r.path;
+            setStatus(tr("Checkpoint %1 at step %2: %3")
+                          .arg(r.loaded ? tr("loaded") : tr("saved"))
+                          .arg(r.step)
+                          .arg(QString::fromStdString(r.path)));
+          },
+          [this](const ErrorReport& r) {
+            showError(tr("The session failed on rank %1: %2")
+                          .arg(r.rank)
+                          .arg(QString::fromStdString(r.reason)),
+                      !lastCheckpoint_.empty());
+          },
+          [this](const FinishedReport& r) {
+            if (!r.failed) {
+              setStatus(tr("%1 after %2 steps%3")
+                            .arg(r.stopped ? tr("Stopped") : tr("Finished"))
+                            .arg(r.steps)
+                            .arg(r.lastEval.targets > 0
+                                     ? tr(", validation loss %1").arg(r.lastEval.loss, 0, 'f', 4)
+                                     : QString()));
+            }
+            if (!r.tracePath.empty()) {
+              tracePath_ = r.tracePath;
+              showTraces({QString::fromStdString(r.tracePath)});
+            }
+            emit sessionEnded(r.failed);
+          },
+      },
+      report);
+}
+
+QStringList WorkbenchWindow::saveScreenshots(const QString& dir) {
+  QDir().mkpath(dir);
+  QStringList written;
+  auto save = [&](QWidget* w, const QString& name) {
+    const QString path = QDir(dir).filePath(name);
+    if (w->grab().save(path, "PNG")) written << path;
+  };
+  save(this, QStringLiteral("window.png"));
+  const int current = views_->currentIndex();
+  for (int i = 0; i < views_->count(); ++i) {
+    views_->setCurrentIndex(i);
+    QApplication::processEvents();
+    save(this, QStringLiteral("view-%1.png").arg(views_->tabText(i).toLower()));
+  }
+  views_->setCurrentIndex(current);
+  return written;
+}
+
+}  // namespace parascope::ui

@@ -1,0 +1,150 @@
+// The workbench's main window: the strategy panel (dock), the controls (toolbar and menu, each
+// with a shortcut), the live charts above the timeline, and the views as tabs (Log). A session
+// runs on its own threads; its reports cross to the GUI thread through a SessionBridge drained
+// by a timer at frame rate, and everything drained in one frame is shown in one update. A
+// failed session shows its reason in the window and offers to resume from the last checkpoint.
+// The window layout and the last config persist in QSettings.
+#pragma once
+
+#include <QMainWindow>
+#include <QTemporaryDir>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "core/session/session.h"
+#include "ui/session_bridge.h"
+#include "ui/trace_analysis.h"
+
+class QAction;
+class QLabel;
+class QPushButton;
+class QTabWidget;
+class QTableView;
+class QTimer;
+
+namespace parascope::ui {
+
+class BreakdownModel;
+class CommunicationView;
+class LiveCharts;
+class MemoryView;
+class PipelineView;
+class SegmentModel;
+class StrategyPanel;
+class TimelineWindow;
+class TrainingLogModel;
+
+class WorkbenchWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit WorkbenchWindow(QWidget* parent = nullptr);
+  ~WorkbenchWindow() override;
+
+  // The session to run next (a config file's document with overrides applied).
+  void setDocument(const nlohmann::json& document);
+  // The config saved by the last session of a previous launch, if any.
+  static nlohmann::json lastDocument();
+  void restoreLayout();
+
+  StrategyPanel* panel() const { return panel_; }
+  LiveCharts* charts() const { return charts_; }
+  TimelineWindow* timeline() const { return timeline_; }
+  TrainingLogModel* logModel() const { return log_; }
+  QTabWidget* views() const { return views_; }
+  MemoryView* memoryView() const { return memory_; }
+  PipelineView* pipelineView() const { return pipeline_; }
+  CommunicationView* communicationView() const { return communication_; }
+  BreakdownModel* breakdownModel() const { return breakdown_; }
+  SegmentModel* segmentModel() const { return segments_; }
+  // Shows traces in the timeline and the views (analysed off the GUI thread); traceShown
+  // follows once both are done, either way.
+  void showTraces(const QStringList& files);
+  QAction* action(const QString& name) const;
+  QString statusText() const;
+  QString errorText() const;
+  // The last run's trace file (empty before a run ended).
+  QString tracePath() const { return QString::fromStdString(tracePath_); }
+  int stepsSeen() const { return lastStep_; }
+  int worldSize() const { return world_; }
+  bool running() const;
+
+  // Sessions started from now on stop at the boundary after this many steps (0: run them out).
+  void setStopAfterSteps(int steps) { stopAfter_ = steps; }
+
+  // Saves the main window and each view tab as PNGs under `dir` (window.png, view-<name>.png);
+  // returns the files written.
+  QStringList saveScreenshots(const QString& dir);
+
+ public slots:
+  void start();
+  void togglePause();
+  void stepOnce();
+  void stop();
+  void saveCheckpoint();
+  void loadCheckpoint();
+  void openTrace();
+  void exportTrace();
+  // The Compare table as CSV or JSON, by the file's suffix.
+  void exportComparison();
+  bool writeComparison(const QString& path);
+  void applyStrategy(const parascope::TrainConfig& config);
+  // The GUI thread's frame: drains the bridge and shows what arrived.
+  void drain();
+
+ signals:
+  void stepReported(int step);
+  void sessionEnded(bool failed);
+  // The run's trace is in the timeline (or could not be read).
+  void traceShown();
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void buildActions();
+  void buildViews();
+  void startSession(const parascope::TrainConfig& config, const std::string& load);
+  void endSession();
+  void handle(const SessionReport& report);
+  void showError(const QString& text, bool offerResume);
+  void updateActions();
+  void shownOne();
+  void showAnalysis(std::shared_ptr<const TraceAnalysis> analysis);
+  void setStatus(const QString& text);
+
+  StrategyPanel* panel_ = nullptr;
+  LiveCharts* charts_ = nullptr;
+  TimelineWindow* timeline_ = nullptr;
+  TrainingLogModel* log_ = nullptr;
+  QTabWidget* views_ = nullptr;
+  QTableView* logView_ = nullptr;
+  MemoryView* memory_ = nullptr;
+  PipelineView* pipeline_ = nullptr;
+  CommunicationView* communication_ = nullptr;
+  BreakdownModel* breakdown_ = nullptr;
+  SegmentModel* segments_ = nullptr;
+  int pendingShows_ = 0;  // of the timeline and the analysis, for traceShown
+  QWidget* errorBanner_ = nullptr;
+  QLabel* errorLabel_ = nullptr;
+  QPushButton* resume_ = nullptr;
+  QLabel* status_ = nullptr;
+  QTimer* frame_ = nullptr;
+
+  // Declared before the session: the session (destroyed first) reports into it until it ends.
+  std::unique_ptr<SessionBridge> bridge_;
+  std::unique_ptr<parascope::Session> session_;
+  QTemporaryDir runDir_;  // the runs' traces and checkpoints unless the user picks a directory
+  int runs_ = 0;
+  int world_ = 0;
+  int lastStep_ = 0;
+  int stopAfter_ = 0;
+  bool paused_ = false;
+  double flopsPerToken_ = 0;
+  double peakFlops_ = 0;   // one rank's sgemm peak, FLOP/s, for MFU
+  double exposedSum_ = 0;  // this step's exposed communication fraction, summed over ranks
+  int exposedRanks_ = 0;
+  std::string lastCheckpoint_;
+  std::string tracePath_;
+};
+
+}  // namespace parascope::ui
