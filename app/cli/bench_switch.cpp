@@ -173,10 +173,11 @@ void runBenchSwitch(const BenchSwitchOptions& o) {
     std::printf("bench switch: GPT %.1fM parameters, f32 + AdamW state (%s), in-process\n",
                 static_cast<double>(parameters) / 1e6,
                 formatBytes(static_cast<double>(parameters) * 12).c_str());
-    std::printf("memcpy: of the same bytes in this run, into new memory (page faults included, as\n"
-                "the new layout's memory is) and into memory touched before; ratio: to new memory\n");
-    std::printf("%-36s %9s %11s %7s %11s %11s %6s\n", "switch", "ms", "moved", "GB/s",
-                "memcpy new", "memcpy warm", "ratio");
+    std::printf(
+        "memcpy: of the same bytes in this run, into new memory (page faults included, as\n"
+        "the new layout's memory is) and into memory touched before; ratio: to new memory\n");
+    std::printf("%-36s %9s %11s %7s %11s %11s %6s\n", "switch", "ms", "moved", "GB/s", "memcpy new",
+                "memcpy warm", "ratio");
   }
   const std::vector<std::pair<TrainConfig, TrainConfig>> pairs = {{d4, t2p2}, {d4, d4z3}};
   const TrainConfig* now = &d4;

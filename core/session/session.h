@@ -121,10 +121,10 @@ class Session {
   std::chrono::steady_clock::time_point switchStart_;
   std::atomic<std::int64_t> switchBytes_{0};
   std::atomic<std::int64_t> loadBytes_{0};  // read by the ranks loading a checkpoint
-  std::optional<TrainConfig> pending_;  // the requested switch, until it takes effect
-  std::string saveDir_;                 // the requested checkpoint's directory
-  int boundary_ = 0;                    // the next layout's first boundary (StepGate::next)
-  bool started_ = false;                // a layout has run: the next one continues the run
+  std::optional<TrainConfig> pending_;      // the requested switch, until it takes effect
+  std::string saveDir_;                     // the requested checkpoint's directory
+  int boundary_ = 0;                        // the next layout's first boundary (StepGate::next)
+  bool started_ = false;                    // a layout has run: the next one continues the run
   std::string lastCheckpoint_;
   std::atomic<Ending> ending_{Ending::Done};
 };
