@@ -70,6 +70,8 @@ template <class... F>
 struct Visitor : F... {
   using F::operator()...;
 };
+template <class... F>
+Visitor(F...) -> Visitor<F...>;  // spelled out: clang 14 deduces no aggregate's arguments
 
 }  // namespace
 
@@ -227,7 +229,7 @@ void WorkbenchWindow::shownOne() {
   if (pendingShows_ > 0 && --pendingShows_ == 0) emit traceShown();
 }
 
-void WorkbenchWindow::showAnalysis(std::shared_ptr<const TraceAnalysis> analysis) {
+void WorkbenchWindow::showAnalysis(const std::shared_ptr<const TraceAnalysis>& analysis) {
   // The strategy the trace ran last: the session's, else the panel's.
   std::map<std::string, double> predicted;
   std::optional<TrainConfig> config =

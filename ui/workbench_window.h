@@ -109,7 +109,7 @@ class WorkbenchWindow : public QMainWindow {
   void showError(const QString& text, bool offerResume);
   void updateActions();
   void shownOne();
-  void showAnalysis(std::shared_ptr<const TraceAnalysis> analysis);
+  void showAnalysis(const std::shared_ptr<const TraceAnalysis>& analysis);
   void setStatus(const QString& text);
 
   StrategyPanel* panel_ = nullptr;
