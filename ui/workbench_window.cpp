@@ -11,7 +11,6 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QMenuBar>
-#include <QPointer>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSettings>
@@ -20,7 +19,6 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
-#include <QThreadPool>
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
@@ -145,6 +143,7 @@ WorkbenchWindow::WorkbenchWindow(QWidget* parent) : QMainWindow(parent) {
 
 WorkbenchWindow::~WorkbenchWindow() {
   endSession();
+  if (analysisThread_.joinable()) analysisThread_.join();
 }
 
 void WorkbenchWindow::buildViews() {
@@ -202,10 +201,9 @@ void WorkbenchWindow::showTraces(const QStringList& files) {
   timeline_->openFiles(files);
   std::vector<std::string> paths;
   for (const QString& f : files) paths.push_back(f.toStdString());
-  // The analysis runs on the pool; its result comes back to the GUI thread through the
-  // application object's queue, and is dropped if the window has gone meanwhile.
-  QPointer<WorkbenchWindow> self(this);
-  QThreadPool::globalInstance()->start([self, paths] {
+  if (analysisThread_.joinable()) analysisThread_.join();  // the previous trace's analysis
+  analysisJob_ = std::make_shared<AnalysisJob>();
+  analysisThread_ = std::thread([job = analysisJob_, paths] {
     std::shared_ptr<const TraceAnalysis> result;
     QString error;
     try {
@@ -213,16 +211,32 @@ void WorkbenchWindow::showTraces(const QStringList& files) {
     } catch (const std::exception& e) {
       error = QString::fromUtf8(e.what());
     }
-    QMetaObject::invokeMethod(qApp, [self, result, error] {
-      if (!self) return;
-      if (result) {
-        self->showAnalysis(result);
-      } else {
-        self->showError(tr("Cannot analyse the trace: %1").arg(error), false);
-      }
-      self->shownOne();
-    });
+    std::lock_guard lock(job->mutex);
+    job->result = std::move(result);
+    job->error = error;
+    job->done = true;
   });
+}
+
+// On the frame timer: shows a finished analysis.
+void WorkbenchWindow::collectAnalysis() {
+  if (!analysisJob_) return;
+  std::shared_ptr<const TraceAnalysis> result;
+  QString error;
+  {
+    std::lock_guard lock(analysisJob_->mutex);
+    if (!analysisJob_->done) return;
+    result = analysisJob_->result;
+    error = analysisJob_->error;
+  }
+  analysisJob_.reset();
+  analysisThread_.join();
+  if (result) {
+    showAnalysis(result);
+  } else {
+    showError(tr("Cannot analyse the trace: %1").arg(error), false);
+  }
+  shownOne();
 }
 
 void WorkbenchWindow::shownOne() {
@@ -494,6 +508,7 @@ void WorkbenchWindow::showError(const QString& text, bool offerResume) {
 }
 
 void WorkbenchWindow::drain() {
+  collectAnalysis();
   if (!bridge_) return;
   const std::vector<SessionReport> reports = bridge_->drain();
   if (reports.empty()) return;

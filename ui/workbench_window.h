@@ -9,7 +9,9 @@
 #include <QMainWindow>
 #include <QTemporaryDir>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/session/session.h"
 #include "ui/session_bridge.h"
@@ -124,6 +126,17 @@ class WorkbenchWindow : public QMainWindow {
   BreakdownModel* breakdown_ = nullptr;
   SegmentModel* segments_ = nullptr;
   int pendingShows_ = 0;  // of the timeline and the analysis, for traceShown
+  // The trace analysis runs on a thread of its own and leaves its result here under the mutex;
+  // the frame timer picks it up (no cross-thread Qt call, so nothing is hidden from TSan).
+  struct AnalysisJob {
+    std::mutex mutex;
+    bool done = false;
+    std::shared_ptr<const TraceAnalysis> result;
+    QString error;
+  };
+  std::shared_ptr<AnalysisJob> analysisJob_;
+  std::thread analysisThread_;
+  void collectAnalysis();
   QWidget* errorBanner_ = nullptr;
   QLabel* errorLabel_ = nullptr;
   QPushButton* resume_ = nullptr;
