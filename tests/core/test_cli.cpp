@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/io/safetensors.h"
+#include "tests/cli_run.h"
 
 using namespace parascope;
 namespace fs = std::filesystem;
@@ -25,18 +26,9 @@ class TestCli : public QObject {
   void gradRejectsWrongTokenFile();
 
  private:
-  struct Result {
-    int code;
-    QString out, err;
-  };
-  Result run(const QStringList& args) {
-    QProcess p;
-    p.setWorkingDirectory(PARASCOPE_SOURCE_DIR);
-    p.start(PARASCOPE_CLI, args);
-    if (!p.waitForFinished(300000)) p.kill();
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-            QString::fromUtf8(p.readAllStandardOutput()),
-            QString::fromUtf8(p.readAllStandardError())};
+  using Result = parascope::test::CliResult;
+  static Result run(const QStringList& args) {
+    return parascope::test::runCli(args, 300000, PARASCOPE_SOURCE_DIR);
   }
   QString path(const char* name) { return QString::fromStdString((dir_ / name).string()); }
   fs::path dir_;

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/cli_run.h"
+
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
@@ -25,18 +27,9 @@ class TestHostileCli : public QObject {
   void stopSignalEndsTrainingCleanly();
 
  private:
-  struct Result {
-    int code;
-    QString out, err;
-  };
-  Result run(const QStringList& args) {
-    QProcess p;
-    p.setWorkingDirectory(PARASCOPE_SOURCE_DIR);
-    p.start(PARASCOPE_CLI, args);
-    if (!p.waitForFinished(120000)) p.kill();
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-            QString::fromUtf8(p.readAllStandardOutput()),
-            QString::fromUtf8(p.readAllStandardError())};
+  using Result = parascope::test::CliResult;
+  static Result run(const QStringList& args) {
+    return parascope::test::runCli(args, 120000, PARASCOPE_SOURCE_DIR);
   }
   QString path(const char* name) { return QString::fromStdString((dir_ / name).string()); }
   // The files in the scratch directory other than the inputs written by initTestCase.

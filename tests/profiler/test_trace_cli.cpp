@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli_run.h"
+
 namespace fs = std::filesystem;
 
 class TestTraceCli : public QObject {
@@ -23,18 +25,9 @@ class TestTraceCli : public QObject {
   void unwritableTracePathFailsFirst();
 
  private:
-  struct Result {
-    int code;
-    QString out, err;
-  };
-  Result run(const QStringList& args) {
-    QProcess p;
-    p.setWorkingDirectory(PARASCOPE_SOURCE_DIR);
-    p.start(PARASCOPE_CLI, args);
-    if (!p.waitForFinished(170000)) p.kill();
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-            QString::fromUtf8(p.readAllStandardOutput()),
-            QString::fromUtf8(p.readAllStandardError())};
+  using Result = parascope::test::CliResult;
+  static Result run(const QStringList& args) {
+    return parascope::test::runCli(args, 170000, PARASCOPE_SOURCE_DIR);
   }
   static QStringList tinyRun() {
     return {"train_iters=2",

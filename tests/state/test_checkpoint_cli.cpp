@@ -10,25 +10,18 @@
 
 #include "checkpoint_fixture.h"
 #include "core/io/safetensors.h"
+#include "tests/cli_run.h"
 
 using namespace parascope;
 using namespace parascope::test;
 namespace fs = std::filesystem;
 
+using Result = CliResult;
+
 namespace {
 
-struct Result {
-  int code;
-  QString out, err;
-};
-
-Result runCli(const QStringList& args) {
-  QProcess p;
-  p.start(PARASCOPE_CLI, args);
-  if (!p.waitForFinished(60000)) p.kill();
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-          QString::fromUtf8(p.readAllStandardOutput()),
-          QString::fromUtf8(p.readAllStandardError())};
+Result run(const QStringList& args) {
+  return runCli(args, 60000);
 }
 
 }  // namespace
@@ -50,7 +43,7 @@ class TestCheckpointCli : public QObject {
   }
 
   void inspectJson() {
-    const Result r = runCli({"checkpoint", "inspect", dir_, "--json"});
+    const Result r = run({"checkpoint", "inspect", dir_, "--json"});
     QCOMPARE(r.code, 0);
     const QStringList lines = r.out.trimmed().split('\n');
     QCOMPARE(lines.size(), 4);  // the checkpoint, then its 3 files
@@ -73,11 +66,11 @@ class TestCheckpointCli : public QObject {
 
   void verify() {
     const QString step3 = dir_ + "/step-00000003";
-    Result r = runCli({"checkpoint", "verify", step3});
+    Result r = run({"checkpoint", "verify", step3});
     QCOMPARE(r.code, 0);
     QVERIFY2(r.out.startsWith("OK " + step3 + ": step 3, 2 files, "), qPrintable(r.out));
     fs::resize_file(fs::path(step3.toStdString()) / "rank-00001.safetensors", 100);
-    r = runCli({"checkpoint", "verify", step3});
+    r = run({"checkpoint", "verify", step3});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.startsWith("error: " + step3 +
                               "/rank-00001.safetensors: 100 bytes, "
@@ -88,7 +81,7 @@ class TestCheckpointCli : public QObject {
 
   void exportWeights() {
     const QString out = tmp_.filePath("weights.safetensors");
-    const Result r = runCli({"checkpoint", "export", dir_, "--out", out});
+    const Result r = run({"checkpoint", "export", dir_, "--out", out});
     QCOMPARE(r.code, 0);
     QCOMPARE(r.out, "wrote " + out + ": 4 tensors (param, f32) of step 4\n");
     const SafetensorsFile f = readSafetensors(out.toStdString());
@@ -105,7 +98,7 @@ class TestCheckpointCli : public QObject {
       }
     }
     // A directory as the output is refused before anything is read.
-    const Result bad = runCli({"checkpoint", "export", dir_, "--out", tmp_.path()});
+    const Result bad = run({"checkpoint", "export", dir_, "--out", tmp_.path()});
     QCOMPARE(bad.code, 2);
   }
 };
