@@ -1,5 +1,7 @@
 #include "ui/memory_peak_model.h"
 
+#include <algorithm>
+
 #include "core/config/memory_estimate.h"
 
 namespace parascope::ui {
@@ -18,6 +20,13 @@ void MemoryPeakModel::setSeries(const std::vector<profiler::MemorySeries>& serie
                                 std::map<std::string, double> predicted) {
   beginResetModel();
   rows_.clear();
+  originNs_ = 0;
+  bool first = true;
+  for (const profiler::MemorySeries& s : series) {
+    if (s.points.empty()) continue;
+    originNs_ = first ? s.points.front().timeNs : std::min(originNs_, s.points.front().timeNs);
+    first = false;
+  }
   for (const profiler::MemorySeries& s : series) {
     const auto it = predicted.find(estimateItem(s.name));
     rows_.push_back(
@@ -55,7 +64,8 @@ QVariant MemoryPeakModel::data(const QModelIndex& index, int role) const {
       return QStringLiteral("%1 (%2)")
           .arg(r.peakBytes)
           .arg(QString::fromStdString(formatBytes(static_cast<double>(r.peakBytes))));
-    case PeakAtMs: return QString::number(static_cast<double>(r.peakAtNs) / 1e6, 'f', 3);
+    case PeakAtMs:
+      return QString::number(static_cast<double>(r.peakAtNs - originNs_) / 1e6, 'f', 3);
     case Predicted:
       return r.predicted < 0 ? QString() : QString::fromStdString(formatBytes(r.predicted));
     default: return {};

@@ -42,6 +42,7 @@ class MemoryPeakModel : public QAbstractTableModel {
     double predicted;  // < 0: none
   };
   std::vector<Row> rows_;
+  std::int64_t originNs_ = 0;  // the first memory sample: "Peak at ms" counts from it
 };
 
 }  // namespace parascope::ui
