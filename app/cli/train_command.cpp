@@ -333,6 +333,7 @@ void runTrain(const TrainOptions& o) {
     }
     SettingList settings = canonicalSettings(doc);
     settings.emplace_back("--trace", nlohmann::json(o.trace).dump());
+    settings.emplace_back("--switch", nlohmann::json(o.switches).dump());
     agreeOnSettings(*options.mpiWorld, settings);
   } else if (launchedByMpirun()) {
     throw UserError(

@@ -50,6 +50,16 @@ std::vector<std::string> gatherText(Communicator& world, std::string mine) {
   return all;
 }
 
+// Rank 0's text on every rank.
+std::string broadcastText(Communicator& world, std::string text) {
+  auto size = static_cast<std::int64_t>(text.size());
+  world.broadcast(&size, 1, DType::I64, 0);
+  text.resize(static_cast<std::size_t>(size + 3) / 4 * 4, ' ');  // sent as i32 words
+  world.broadcast(text.data(), text.size() / 4, DType::I32, 0);
+  text.resize(static_cast<std::size_t>(size));
+  return text;
+}
+
 // The checkpoint's tensors must be the model's, and its data position this config's.
 void checkLoadable(const CheckpointReader& reader, const TrainConfig& config,
                    const std::vector<LogicalTensor>& model) {
@@ -127,10 +137,13 @@ void Session::checkSwitch(const TrainConfig& next) const {
   if (next.parallel.backend != now.parallel.backend) {
     throw UserError("switch: rank_backend cannot change in a running session");
   }
-  if (options_.mpiWorld) {
-    throw UserError(
-        "switch: a session of MPI processes cannot switch its strategy live; save a "
-        "checkpoint (save_interval) and load it under the new strategy");
+  if (options_.mpiWorld && next.parallel.worldSize() != options_.mpiWorld->size()) {
+    throw UserError("switch: under MPI the layout changes over the same " +
+                    std::to_string(options_.mpiWorld->size()) +
+                    " processes, but the new strategy has " +
+                    std::to_string(next.parallel.worldSize()) +
+                    " ranks; choose degrees whose product is " +
+                    std::to_string(options_.mpiWorld->size()));
   }
   checkMemory(estimateMemory(next, dataBytesInMemory(next.data), next.parallel.worldSize()),
               availableMemoryBytes());
@@ -155,9 +168,6 @@ void Session::switchStrategy(const TrainConfig& next) {
 
 void Session::saveCheckpoint(const std::string& dir) {
   if (dir.empty()) throw UserError("save checkpoint: the directory is empty");
-  if (options_.mpiWorld) {
-    throw UserError("save checkpoint: under MPI, checkpoints are written by save_interval");
-  }
   {
     std::lock_guard lock(mutex_);
     saveDir_ = dir;
@@ -221,13 +231,21 @@ void Session::saveState(Communicator& world, Trainer& trainer, const std::string
 // The rank's trainer for this layout: the state of the layout before a switch, a checkpoint's,
 // or freshly initialised.
 Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainConfig& config) {
-  if (switchIndex_) {
+  if (switching_) {
     const trace::Span span("strategy_switch", trace::Category::Step, trace::lane::kHost);
     slot.trainer = std::make_unique<Trainer>(config, *slot.allocator, world, false);
-    switchBytes_ += copyState(*switchIndex_, slot.trainer->state());
+    if (options_.mpiWorld) {
+      // The same processes, other slices: point-to-point transfers of what each rank lacks.
+      std::int64_t bytes = reshardOver(world, retiring_.front().trainer->state(),
+                                       slot.trainer->state(), *slot.allocator);
+      world.allReduce(&bytes, &bytes, 1, DType::I64, ReduceOp::Sum);
+      switchBytes_ = bytes;
+    } else {
+      switchBytes_ += copyState(*switchIndex_, slot.trainer->state());
+    }
     slot.trainer->restoreCounters(switchCounters_);
     barrier(world);  // every rank has copied: the old layout can go
-    if (world.rank() == 0) {
+    if (world.rank() == 0 || options_.mpiWorld) {
       SwitchReport r;
       r.step = slot.trainer->stepsDone();
       r.before = describeStrategy(switchFrom_);
@@ -241,6 +259,7 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
       // The new layout could run from here; freeing the old one is not part of the switch.
       retiring_.clear();
       switchIndex_.reset();
+      switching_ = false;
       publish([&](SessionObserver& o) { o.onSwitch(r); });
     }
     barrier(world);  // no rank goes on before the old layout is freed
@@ -309,7 +328,19 @@ Session::Ending Session::trainRank(Communicator& world, RankSlot& slot) {
       break;
     }
     if (action == GateAction::Switch) {
-      if (world.rank() == 0) {
+      if (options_.mpiWorld) {
+        // Rank 0 decided; its target is every process's.
+        std::string target;
+        if (world.rank() == 0) {
+          std::lock_guard lock(mutex_);
+          target = pending_->document.dump();
+        }
+        target = broadcastText(world, target);
+        TrainConfig next = parseTrainConfig(nlohmann::json::parse(target), world.size());
+        std::lock_guard lock(mutex_);
+        pending_ = std::move(next);
+      }
+      if (world.rank() == 0 || options_.mpiWorld) {
         switchStart_ = Clock::now();
         boundary_ = boundary + 1;
       }
@@ -321,6 +352,7 @@ Session::Ending Session::trainRank(Communicator& world, RankSlot& slot) {
         std::lock_guard lock(mutex_);
         dir = saveDir_;
       }
+      if (options_.mpiWorld) dir = broadcastText(world, dir);
       saveState(world, trainer, dir);
       savedAt = trainer.stepsDone();
       continue;
@@ -374,7 +406,7 @@ void Session::checkBeforeStart(bool mpi) const {
 void Session::runRank(Communicator& world, RankSlot& slot) {
   try {
     const Ending e = trainRank(world, slot);
-    if (world.rank() == 0) ending_ = e;
+    if (world.rank() == 0 || options_.mpiWorld) ending_ = e;
   } catch (const std::exception& e) {
     recordFailure(world.rank(), e);
     throw;  // so the in-process world fails the peers' pending operations at once
@@ -410,15 +442,17 @@ FinishedReport Session::run() {
       runLayout(ranks);
       started_ = true;  // the next layout continues the run
       if (ending_ != Ending::Switch) break;
-      // Between two layouts: the old ranks' state indexed for the new ones to copy from.
+      // Between two layouts: in-process, the old ranks' state indexed for the new ones to copy
+      // from; under MPI each process keeps its own rank's for the transfers.
       std::vector<RankState> states;
       std::vector<const RankState*> views;
       states.reserve(slots_.size());
       for (RankSlot& slot : slots_) states.push_back(slot.trainer->state());
       for (const RankState& s : states) views.push_back(&s);
-      switchIndex_ = std::make_unique<StateIndex>(views);
+      if (!mpi) switchIndex_ = std::make_unique<StateIndex>(views);
       switchCounters_ = states.front().counters;
       switchBytes_ = 0;
+      switching_ = true;
       retiring_ = std::move(slots_);
       std::lock_guard lock(mutex_);
       switchFrom_ = config_;
@@ -443,6 +477,7 @@ FinishedReport Session::run() {
   }
   retiring_.clear();
   switchIndex_.reset();
+  switching_ = false;
   slots_.clear();
   state_ = failure            ? SessionState::Failed
            : finished.stopped ? SessionState::Stopped

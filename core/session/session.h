@@ -66,12 +66,14 @@ class Session {
   // while paused), resharding the state in memory. Throws UserError, with the config validator's
   // words, for a config that cannot continue this run (anything but the parallel strategy,
   // pipeline, micro-batch and accumulation differs, or the global batch changes); the session is
-  // untouched then. In-process the number of ranks may change; under MPI it must stay.
+  // untouched then. In-process the number of ranks may change; under MPI it must stay, and rank
+  // 0's request is the one every process follows.
   void switchStrategy(const TrainConfig& next);
   // The checks switchStrategy makes, without asking for the switch: for front ends that validate
   // planned switches before the run starts.
   void checkSwitch(const TrainConfig& next) const;
-  // From any thread: writes a checkpoint under `dir` at the next step boundary.
+  // From any thread: writes a checkpoint under `dir` at the next step boundary (under MPI, rank
+  // 0's request and directory count).
   void saveCheckpoint(const std::string& dir);
 
   SessionState state() const;
@@ -112,8 +114,10 @@ class Session {
   std::thread thread_;
 
   std::vector<RankSlot> slots_;
-  // A switch in progress: the previous layout's ranks, their state indexed, its config, and when
-  // the boundary was reached. Set between two layouts, read-only while the new one copies.
+  // A switch in progress: the previous layout's ranks, their state indexed (in-process), its
+  // config, and when the boundary was reached. Set between two layouts, read-only while the new
+  // one copies.
+  bool switching_ = false;
   std::vector<RankSlot> retiring_;
   std::unique_ptr<StateIndex> switchIndex_;
   TrainingCounters switchCounters_;
