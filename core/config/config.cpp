@@ -152,6 +152,7 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
   c.logInterval = static_cast<int>(r.integer("log_interval", c.logInterval, 1, 1 << 30));
   c.seed = static_cast<std::uint64_t>(r.integer("seed", 1234, 0, INT64_MAX));
   c.saveWeights = r.string("save_weights", "");
+  c.initWeights = r.string("init_weights", "");
   r.finish();
   resolvePipeline(c);
   c.document = j;

@@ -61,6 +61,7 @@ struct TrainConfig {
   int logInterval = 10;
   std::uint64_t seed = 1234;
   std::string saveWeights;  // safetensors path written after training; empty = none
+  std::string initWeights;  // safetensors of the full weights a fresh run starts from; empty = none
   // The validated document this config was read from (overrides applied): what a checkpoint
   // records and a strategy switch edits.
   nlohmann::json document;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include <zlib.h>
 #include <nlohmann/json.hpp>
@@ -43,7 +44,7 @@ DType parseFileType(const std::string& path, const std::string& name, const std:
 
 namespace {
 
-struct Entry {
+struct HeaderEntry {
   std::string name;
   DType dtype;
   Shape shape;
@@ -51,7 +52,7 @@ struct Entry {
 };
 
 // One tensor's header entry, checked against the data section; nothing is allocated here.
-Entry parseEntry(const std::string& path, const std::string& name, const nlohmann::json& e,
+HeaderEntry parseEntry(const std::string& path, const std::string& name, const nlohmann::json& e,
                  std::uint64_t dataSize) {
   if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string() || !e.contains("shape") ||
       !e["shape"].is_array() || !e.contains("data_offsets") || !e["data_offsets"].is_array() ||
@@ -59,7 +60,7 @@ Entry parseEntry(const std::string& path, const std::string& name, const nlohman
     throw UserError(path + ": tensor '" + name +
                     "' needs dtype (string), shape (array) and data_offsets ([begin, end])");
   }
-  Entry out{name, parseFileType(path, name, e["dtype"].get<std::string>()), {}, 0, 0};
+  HeaderEntry out{name, parseFileType(path, name, e["dtype"].get<std::string>()), {}, 0, 0};
   // Every dimension and every partial product stays within 2^40, checked before multiplying,
   // so the product never wraps.
   std::uint64_t numel = 1;
@@ -93,11 +94,11 @@ Entry parseEntry(const std::string& path, const std::string& name, const nlohman
 
 // Tensors may not share bytes: overlapping ranges would let a small file claim many times its
 // size in memory.
-void checkDisjoint(const std::string& path, std::vector<Entry>& entries) {
+void checkDisjoint(const std::string& path, std::vector<HeaderEntry>& entries) {
   std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+            [](const HeaderEntry& a, const HeaderEntry& b) { return a.begin < b.begin; });
   for (std::size_t i = 1; i < entries.size(); ++i) {
-    const Entry& prev = entries[i - 1];
+    const HeaderEntry& prev = entries[i - 1];
     if (entries[i].begin < prev.end) {
       throw UserError(path + ": tensors '" + prev.name + "' and '" + entries[i].name +
                       "' overlap in the data section (data_offsets [" + std::to_string(prev.begin) +
@@ -110,24 +111,24 @@ void checkDisjoint(const std::string& path, std::vector<Entry>& entries) {
 
 }  // namespace
 
-SafetensorsFile readSafetensors(const std::string& path, MemoryCategory category,
-                                Allocator& allocator) {
-  std::ifstream in(path, std::ios::binary);
+SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) {
+  const std::string& p = path_;
+  std::ifstream in(p, std::ios::binary);
   std::error_code ec;
-  if (!in || !std::filesystem::is_regular_file(path, ec)) {
-    throw UserError(path + ": cannot open safetensors file");
+  if (!in || !std::filesystem::is_regular_file(p, ec)) {
+    throw UserError(p + ": cannot open safetensors file");
   }
   in.seekg(0, std::ios::end);
   const auto fileSize = static_cast<std::uint64_t>(in.tellg());
   in.seekg(0);
   unsigned char lenBytes[8];
   if (fileSize < 8 || !in.read(reinterpret_cast<char*>(lenBytes), 8)) {
-    throw UserError(path + ": not a safetensors file (shorter than its 8-byte header length)");
+    throw UserError(p + ": not a safetensors file (shorter than its 8-byte header length)");
   }
   std::uint64_t headerLen = 0;
   for (int i = 7; i >= 0; --i) headerLen = (headerLen << 8) | lenBytes[i];
   if (headerLen > kSafetensorsJsonLimits.maxBytes || headerLen > fileSize - 8) {
-    throw UserError(path + ": header length " + std::to_string(headerLen) +
+    throw UserError(p + ": header length " + std::to_string(headerLen) +
                     " exceeds the file size (" + std::to_string(fileSize) +
                     " bytes) or the 100 MiB limit; the file is truncated or not safetensors");
   }
@@ -136,35 +137,75 @@ SafetensorsFile readSafetensors(const std::string& path, MemoryCategory category
   // Malformed is "not a JSON object" as before; nesting, duplicate names and numbers beyond a
   // double are refused by name.
   const std::optional<nlohmann::json> j =
-      parseBoundedJsonIfJson(header, path + ": header", kSafetensorsJsonLimits);
-  if (!j || !j->is_object()) throw UserError(path + ": header is not a JSON object");
+      parseBoundedJsonIfJson(header, p + ": header", kSafetensorsJsonLimits);
+  if (!j || !j->is_object()) throw UserError(p + ": header is not a JSON object");
   const std::uint64_t dataSize = fileSize - 8 - headerLen;
-  SafetensorsFile file;
-  std::vector<Entry> entries;
+  std::vector<HeaderEntry> entries;
   for (auto it = j->begin(); it != j->end(); ++it) {
     const std::string name = clipForMessage(it.key(), 200);
     const nlohmann::json& e = it.value();
     if (it.key() == "__metadata__") {
-      if (!e.is_object()) throw UserError(path + ": __metadata__ must be an object");
+      if (!e.is_object()) throw UserError(p + ": __metadata__ must be an object");
       for (auto m = e.begin(); m != e.end(); ++m) {
         if (!m.value().is_string()) {
-          throw UserError(path + ": __metadata__." + clipForMessage(m.key()) + " must be a string");
+          throw UserError(p + ": __metadata__." + clipForMessage(m.key()) + " must be a string");
         }
-        file.metadata[m.key()] = m.value().get<std::string>();
+        metadata_[m.key()] = m.value().get<std::string>();
       }
       continue;
     }
-    entries.push_back(parseEntry(path, name, e, dataSize));
+    entries.push_back(parseEntry(p, name, e, dataSize));
     entries.back().name = it.key();
   }
-  checkDisjoint(path, entries);
-  for (const Entry& e : entries) {
+  checkDisjoint(p, entries);
+  for (const HeaderEntry& e : entries) {
+    tensors_[e.name] = {e.dtype, e.shape, 8 + headerLen + e.begin};
+  }
+}
+
+void SafetensorsReader::readBytes(std::uint64_t offset, void* out, std::size_t bytes,
+                                  const std::string& what) const {
+  std::ifstream in(path_, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(offset));
+  if (!in || !in.read(static_cast<char*>(out), static_cast<std::streamsize>(bytes))) {
+    throw UserError(path_ + ": could not read " + what);
+  }
+}
+
+void SafetensorsReader::readF32(const std::string& name, std::int64_t begin, std::int64_t count,
+                                float* out) const {
+  const auto found = tensors_.find(name);
+  if (found == tensors_.end()) throw UserError(path_ + ": no tensor '" + name + "'");
+  const Entry& e = found->second;
+  if (!isFloating(e.dtype)) {
+    throw UserError(path_ + ": tensor '" + name + "' is " + std::string(dtypeName(e.dtype)) +
+                    ", expected a floating type");
+  }
+  if (begin < 0 || count < 0 || begin + count > shapeNumel(e.shape)) {
+    throw std::logic_error("safetensors: elements outside tensor " + name);
+  }
+  const std::size_t width = dtypeSize(e.dtype);
+  const std::uint64_t at = e.offset + static_cast<std::uint64_t>(begin) * width;
+  const std::string what = "tensor '" + clipForMessage(name, 200) + "'";
+  if (e.dtype == DType::F32) {
+    readBytes(at, out, static_cast<std::size_t>(count) * width, what);
+    return;
+  }
+  std::vector<std::uint16_t> raw(static_cast<std::size_t>(count));
+  readBytes(at, raw.data(), raw.size() * width, what);
+  convertToFloat(raw.data(), {out, raw.size()}, e.dtype);
+}
+
+SafetensorsFile readSafetensors(const std::string& path, MemoryCategory category,
+                                Allocator& allocator) {
+  const SafetensorsReader reader(path);
+  SafetensorsFile file;
+  file.metadata = reader.metadata();
+  for (const auto& [name, e] : reader.tensors()) {
     Tensor t = Tensor::empty(e.shape, e.dtype, category, allocator);
-    in.seekg(static_cast<std::streamoff>(8 + headerLen + e.begin));
-    if (!in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(e.end - e.begin))) {
-      throw UserError(path + ": could not read tensor '" + clipForMessage(e.name, 200) + "'");
-    }
-    file.tensors.emplace(e.name, std::move(t));
+    reader.readBytes(e.offset, t.raw(), static_cast<std::size_t>(t.numel()) * dtypeSize(e.dtype),
+                     "tensor '" + clipForMessage(name, 200) + "'");
+    file.tensors.emplace(name, std::move(t));
   }
   return file;
 }

@@ -23,6 +23,31 @@ struct SafetensorsFile {
   std::map<std::string, std::string> metadata;
 };
 
+// A safetensors file's validated header, for reading parts of tensors without loading the file.
+// Throws UserError naming the file and what is wrong (missing, truncated, bad header, ...).
+class SafetensorsReader {
+ public:
+  struct Entry {
+    DType dtype = DType::F32;
+    Shape shape;
+    std::uint64_t offset = 0;  // of the first element, from the start of the file
+  };
+  explicit SafetensorsReader(std::string path);
+  const std::string& path() const { return path_; }
+  const std::map<std::string, Entry>& tensors() const { return tensors_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // Reads `bytes` raw bytes from `offset` of the file.
+  void readBytes(std::uint64_t offset, void* out, std::size_t bytes, const std::string& what) const;
+  // Elements [begin, begin + count) of floating tensor `name` in row-major order, as f32 (bf16 /
+  // f16 widened exactly).
+  void readF32(const std::string& name, std::int64_t begin, std::int64_t count, float* out) const;
+
+ private:
+  std::string path_;
+  std::map<std::string, Entry> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
 // Throws UserError naming the file and what is wrong (missing, truncated, bad header, ...).
 SafetensorsFile readSafetensors(const std::string& path,
                                 MemoryCategory category = MemoryCategory::Workspace,

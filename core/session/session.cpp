@@ -288,7 +288,9 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
     }
     return *slot.trainer;
   }
-  slot.trainer = std::make_unique<Trainer>(config, *slot.allocator, world);
+  const bool fromFile = !config.initWeights.empty();
+  slot.trainer = std::make_unique<Trainer>(config, *slot.allocator, world, !fromFile);
+  if (fromFile) loadInitialWeights(config.initWeights, slot.trainer->state());
   return *slot.trainer;
 }
 

@@ -18,6 +18,7 @@
 #include "core/common/error.h"
 #include "core/common/output_file.h"
 #include "core/io/safetensors.h"
+#include "core/kernels/precision.h"
 
 namespace parascope {
 
@@ -374,6 +375,43 @@ std::string commitCheckpoint(const std::string& dir, int step, CheckpointManifes
   syncPath(dir, true);
   pruneCheckpoints(dir, name, keep);
   return target;
+}
+
+void loadInitialWeights(const std::string& path, const RankState& state) {
+  const SafetensorsReader reader(path);
+  const auto& stored = reader.tensors();
+  for (const LogicalTensor& t : state.tensors) {
+    const auto found = stored.find(t.name);
+    if (found == stored.end()) {
+      throw UserError(path + ": missing tensor '" + t.name + "' of shape " +
+                      shapeString(t.shape) + " (see docs/weights.md for the model's tensors)");
+    }
+    const SafetensorsReader::Entry& e = found->second;
+    if (e.shape != t.shape || !isFloating(e.dtype)) {
+      throw UserError(path + ": tensor '" + t.name + "' is " + std::string(dtypeName(e.dtype)) +
+                      " " + shapeString(e.shape) + ", expected a floating type of shape " +
+                      shapeString(t.shape));
+    }
+  }
+  for (const auto& [name, e] : stored) {
+    const bool known = std::any_of(state.tensors.begin(), state.tensors.end(),
+                                   [&](const LogicalTensor& t) { return t.name == name; });
+    if (!known) {
+      throw UserError(path + ": unexpected tensor '" + name +
+                      "' (not a parameter of this model; see docs/weights.md for the names)");
+    }
+  }
+  std::vector<float> widened;
+  for (const StateSlice& s : state.slices) {
+    if (s.field != StateField::Param) continue;
+    if (s.dtype == DType::F32) {
+      reader.readF32(s.tensor, s.begin, s.count, static_cast<float*>(s.data));
+      continue;
+    }
+    widened.resize(static_cast<std::size_t>(s.count));
+    reader.readF32(s.tensor, s.begin, s.count, widened.data());
+    kernels::narrow(widened.data(), static_cast<std::uint16_t*>(s.data), s.count, s.dtype);
+  }
 }
 
 }  // namespace parascope

@@ -89,6 +89,13 @@ std::string commitCheckpoint(const std::string& dir, int step, CheckpointManifes
 void checkCheckpointTensors(const CheckpointManifest& manifest,
                             const std::vector<LogicalTensor>& expected, const std::string& where);
 
+// Fills every parameter slice of `state` (replicas and 16-bit stored copies included) from a
+// safetensors file of the model's full logical weights, as `checkpoint export` and save_weights
+// write them (f32, or bf16 / f16 widened); AdamW's moments and the counters stay as they are: a
+// run starts from the weights. Each rank reads only its slices' bytes. UserError naming the file
+// and the first missing, unexpected or mis-shaped tensor.
+void loadInitialWeights(const std::string& path, const RankState& state);
+
 // A checkpoint opened for reading: `path` is a step directory or a directory with a `latest`
 // pointer (resolved). The manifest is validated at open (format version, file names that stay in
 // the directory, every file present with its size, slices within their files and their tensors,
