@@ -4,6 +4,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "core/common/stop_signal.h"
+
 namespace parascope {
 
 void StepGate::pause() {
@@ -68,17 +70,23 @@ bool StepGate::paused() const {
 
 StepGate::Decision StepGate::decide(bool heartbeat) {
   std::unique_lock lock(mutex_);
+  // A stop signal cannot notify the condition variable from its handler, so a paused wait looks
+  // for it every tenth of a second.
   auto ready = [this] {
     return stopping_ || !paused_ || credits_ > 0 || switchWanted_ || saveWanted_ ||
-           !failure_.empty();
+           !failure_.empty() || pendingStopSignal() != 0;
   };
   held_ = !ready();
-  if (heartbeat) {
-    changed_.wait_for(lock, std::chrono::milliseconds(500), ready);
-  } else {
-    changed_.wait(lock, ready);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  while (!changed_.wait_for(lock, std::chrono::milliseconds(100), ready)) {
+    if (heartbeat && std::chrono::steady_clock::now() >= until) break;
   }
   if (!failure_.empty()) throw std::runtime_error(failure_);
+  if (pendingStopSignal() != 0) {
+    held_ = false;
+    lock.unlock();
+    throwIfStopRequested();
+  }
   if (stopping_) return Decision::Stop;
   if (switchWanted_) {
     switchWanted_ = false;
