@@ -142,11 +142,16 @@ StepReport Trainer::step() {
   const trace::ScopedContext scoped(context);
   const trace::Span span("train_step", trace::Category::Step, trace::lane::kHost);
   if (pipeline_) {
+    // Evaluation's waits and tensor-parallel communication are not this step's.
+    if (gatherer_) gatherer_->takeWaitSeconds();
+    if (region_) region_->takeCommSeconds();
     StepReport r = pipeline_->step(steps_, static_cast<float>(scaler_.scale()), reducer_.get(),
                                    [this](StepReport& s, double norm) {
                                      if (gradientObserver_) gradientObserver_(*this);
                                      update(s, norm);
                                    });
+    if (gatherer_) r.exposedCommSeconds += gatherer_->takeWaitSeconds();
+    if (region_) r.exposedCommSeconds += region_->takeCommSeconds();
     ++steps_;
     return r;
   }
