@@ -6,16 +6,24 @@
 #include <QtTest>
 
 #include <cmath>
+#include <csignal>
+#include <cstring>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/comm/launch.h"
 #include "core/common/error.h"
+#include "core/common/stop_signal.h"
 #include "core/io/safetensors.h"
+#include "core/kernels/precision.h"
 #include "core/session/run_summary.h"
 #include "core/session/session.h"
 #include "core/state/checkpoint.h"
+#include "core/state/reshard.h"
+#include "core/train/trainer.h"
 #include "tests/train/dp_harness.h"
 
 using namespace parascope;
@@ -33,6 +41,11 @@ class TestSwitch : public QObject {
   void invalidTargetIsRefused();
   void switchWhilePaused();
   void failureLeavesTheLastCheckpoint();
+  void reshardOverTheCommunicator_data();
+  void reshardOverTheCommunicator();
+  void initialWeightsUnderAnotherLayout();
+  void initialWeightsOfAnotherModelAreRefused();
+  void stopSignalWhilePaused();
 };
 
 namespace {
@@ -396,6 +409,151 @@ void TestSwitch::failureLeavesTheLastCheckpoint() {
   joined.weights = resumed.weights;
   const std::string diff = bitDifference(switched, joined, 0);
   QVERIFY2(diff.empty(), diff.c_str());
+}
+
+void TestSwitch::reshardOverTheCommunicator_data() {
+  QTest::addColumn<QString>("before");
+  QTest::addColumn<QString>("after");
+  const QString m4 = "gradient_accumulation_steps=4";
+  QTest::newRow("D4 ZeRO-3 -> T2xP2")
+      << "data_parallel_size=4 zero_optimization.stage=3"
+      << "tensor_model_parallel_size=2 pipeline_model_parallel_size=2 " + m4;
+  QTest::newRow("T2xP2 -> D4 bf16")
+      << "tensor_model_parallel_size=2 pipeline_model_parallel_size=2 " + m4
+      << "data_parallel_size=4 bf16.enabled=true";
+  QTest::newRow("D2xT2 ZeRO-2 -> D4 ZeRO-1")
+      << "data_parallel_size=2 tensor_model_parallel_size=2 zero_optimization.stage=2"
+      << "data_parallel_size=4 zero_optimization.stage=1";
+}
+
+// The transfers MPI processes use, run by in-process ranks: the new layout's state equals the
+// direct in-process copy byte for byte, and the only memory the reshard takes is its two
+// transfer buffers (small here, so that copies split across many messages).
+void TestSwitch::reshardOverTheCommunicator() {
+  QFETCH(QString, before);
+  QFETCH(QString, after);
+  const std::string weights = (scratch() / "reshard.safetensors").string();
+  const TrainConfig a = config(before, weights);
+  const TrainConfig b = config(after, weights);
+  constexpr int kRanks = 4;
+  constexpr std::size_t kBuffer = 4096;
+  std::vector<RankState> old(kRanks);
+  std::unique_ptr<StateIndex> index;
+  std::vector<std::string> problems(kRanks);
+  runInProcess(kRanks, [&](Communicator& world) {
+    const auto r = static_cast<std::size_t>(world.rank());
+    Allocator oldMemory, newMemory, referenceMemory, scratchMemory;
+    Trainer from(a, oldMemory, world);
+    from.step();  // so that AdamW's moments are not zero
+    Trainer moved(b, newMemory, world, false);
+    Trainer reference(b, referenceMemory, world, false);
+    old[r] = from.state();
+    int token = 0;
+    world.allReduce(&token, &token, 1, DType::I32, ReduceOp::Sum);
+    if (r == 0) {
+      std::vector<const RankState*> views;
+      for (const RankState& s : old) views.push_back(&s);
+      index = std::make_unique<StateIndex>(views);
+    }
+    world.allReduce(&token, &token, 1, DType::I32, ReduceOp::Sum);
+    const RankState want = reference.state();
+    const std::int64_t copied = copyState(*index, want);
+    const RankState got = moved.state();
+    const std::int64_t written = reshardOver(world, from.state(), got, scratchMemory, kBuffer);
+    std::string& problem = problems[r];
+    if (written != copied) problem = "bytes written " + std::to_string(written);
+    for (std::size_t i = 0; i < got.slices.size() && problem.empty(); ++i) {
+      const StateSlice& g = got.slices[i];
+      const StateSlice& w = want.slices[i];
+      const auto bytes = static_cast<std::size_t>(g.count) * dtypeSize(g.dtype);
+      if (std::memcmp(g.data, w.data, bytes) != 0) {
+        problem = g.tensor + " (" + stateFieldName(g.field) + ") differs";
+      }
+    }
+    const std::int64_t peak = scratchMemory.peakBytes(MemoryCategory::CommBuffer);
+    if (problem.empty() && (peak != 2 * static_cast<std::int64_t>(kBuffer) ||
+                            scratchMemory.peakTotal() != peak || scratchMemory.liveTotal() != 0)) {
+      problem = "transfer memory peak " + std::to_string(scratchMemory.peakTotal()) + ", live " +
+                std::to_string(scratchMemory.liveTotal());
+    }
+    world.allReduce(&token, &token, 1, DType::I32, ReduceOp::Sum);  // `old` is read until here
+  });
+  for (int r = 0; r < kRanks; ++r) {
+    QVERIFY2(problems[static_cast<std::size_t>(r)].empty(),
+             ("rank " + std::to_string(r) + ": " + problems[static_cast<std::size_t>(r)]).c_str());
+  }
+}
+
+// A run started from a weights file (init_weights) under a layout that slices every tensor
+// differently holds exactly the file's weights: with a zero learning rate its saved weights are
+// the file's, bit for bit (under bf16, the file's rounded to bf16: the values it computes with,
+// which save_weights writes as f32).
+void TestSwitch::initialWeightsUnderAnotherLayout() {
+  const std::string trained = (scratch() / "trained.safetensors").string();
+  const Outcome source = run(config("data_parallel_size=2", trained), {});
+  QVERIFY(!source.error);
+  const QString from = " optimizer.params.lr=0 init_weights=" + QString::fromStdString(trained);
+  const std::string again = (scratch() / "again.safetensors").string();
+  const Outcome restarted = run(config("tensor_model_parallel_size=2 pipeline_model_parallel_size=2 "
+                                       "gradient_accumulation_steps=4" +
+                                           from,
+                                       again),
+                                {});
+  QVERIFY2(!restarted.error, restarted.error ? restarted.error->reason.c_str() : "");
+  QCOMPARE(restarted.weights.size(), source.weights.size());
+  for (const auto& [name, values] : source.weights) {
+    QVERIFY2(restarted.weights.at(name) == values, name.c_str());
+  }
+
+  const std::string half = (scratch() / "half.safetensors").string();
+  Session bf16(config("data_parallel_size=2 bf16.enabled=true" + from, half));
+  QVERIFY(!bf16.run().failed);
+  const SafetensorsFile stored = readSafetensors(half);
+  for (const auto& [name, values] : source.weights) {
+    const Tensor& t = stored.tensors.at(name);
+    const auto n = static_cast<std::int64_t>(values.size());
+    std::vector<std::uint16_t> low(values.size());
+    std::vector<float> rounded(values.size());
+    kernels::narrow(values.data(), low.data(), n, DType::BF16);
+    kernels::widen(low.data(), rounded.data(), n, DType::BF16);
+    QCOMPARE(t.dtype(), DType::F32);
+    QVERIFY2(std::memcmp(t.raw(), rounded.data(), rounded.size() * sizeof(float)) == 0,
+             name.c_str());
+  }
+}
+
+void TestSwitch::initialWeightsOfAnotherModelAreRefused() {
+  const std::string wide = (scratch() / "wide.safetensors").string();
+  const Outcome other = run(config("model.hidden_size=64", wide), {});
+  QVERIFY(!other.error);
+  const std::string out = (scratch() / "unused.safetensors").string();
+  Session session(config("init_weights=" + QString::fromStdString(wide), out));
+  const FinishedReport f = session.run();
+  QVERIFY(f.failed);
+  const std::string reason = session.error()->reason;
+  QVERIFY2(reason.find(wide + ": tensor '") == 0 && reason.find("expected a floating type of "
+                                                                "shape") != std::string::npos,
+           reason.c_str());
+  QVERIFY(session.error()->userError);
+}
+
+// SIGINT or SIGTERM while the session is paused ends it, as at any other step boundary.
+void TestSwitch::stopSignalWhilePaused() {
+  const std::string weights = (scratch() / "signalled.safetensors").string();
+  Session session(config("data_parallel_size=2", weights));
+  session.start(/*paused=*/true);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (session.state() != SessionState::Paused) {
+    QVERIFY(std::chrono::steady_clock::now() < until);
+    QTest::qWait(5);
+  }
+  setPendingStopSignal(SIGINT);
+  const FinishedReport f = session.wait();  // a paused wait that missed the signal hangs here
+  setPendingStopSignal(0);
+  QVERIFY(f.failed);
+  QCOMPARE(f.steps, 0);
+  QCOMPARE(session.error()->reason, std::string(Interrupted(SIGINT).what()));
+  QVERIFY(!fs::exists(weights));
 }
 
 QTEST_GUILESS_MAIN(TestSwitch)
