@@ -10,7 +10,9 @@
 #include <QImage>
 #include <QLineSeries>
 #include <QPushButton>
+#include <QSettings>
 #include <QSpinBox>
+#include <QStandardPaths>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -111,9 +113,14 @@ class TestWorkbenchWindow : public QObject {
 };
 
 void TestWorkbenchWindow::initTestCase() {
-  // Keep the tests' QSettings away from the user's.
+  // Keep the tests' QSettings away from the user's: test mode moves the config home (before
+  // the first QSettings, which fixes the path for the process) and the names are the tests' own.
+  QStandardPaths::setTestModeEnabled(true);
   QCoreApplication::setOrganizationName(QStringLiteral("ParaScopeTests"));
   QCoreApplication::setApplicationName(QStringLiteral("test_ui_workbench"));
+  const QString home = QStandardPaths::writableLocation(QStandardPaths::GenericConfigLocation);
+  QVERIFY2(home.contains(QStringLiteral("/.qttest/")), qPrintable(home));
+  QCOMPARE(QSettings().fileName(), home + QStringLiteral("/ParaScopeTests/test_ui_workbench.conf"));
 }
 
 void TestWorkbenchWindow::invalidEditsKeepApplyDisabled_data() {
