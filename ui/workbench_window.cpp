@@ -29,10 +29,10 @@
 #include "core/config/memory_estimate.h"
 #include "core/kernels/matmul.h"
 #include "core/session/run_summary.h"
-#include "profiler/run_trace.h"
 #include "ui/breakdown_model.h"
 #include "ui/communication_view.h"
 #include "ui/live_charts.h"
+#include "ui/live_trace.h"
 #include "ui/memory_view.h"
 #include "ui/pipeline_view.h"
 #include "ui/segment_model.h"
@@ -197,8 +197,13 @@ void WorkbenchWindow::buildViews() {
 
 void WorkbenchWindow::showTraces(const QStringList& files) {
   if (files.isEmpty()) return;
+  liveTrace_.reset();  // the files replace the run in the timeline
   pendingShows_ = 2;
   timeline_->openFiles(files);
+  analyse(files);
+}
+
+void WorkbenchWindow::analyse(const QStringList& files) {
   std::vector<std::string> paths;
   for (const QString& f : files) paths.push_back(f.toStdString());
   if (analysisThread_.joinable()) analysisThread_.join();  // the previous trace's analysis
@@ -216,6 +221,18 @@ void WorkbenchWindow::showTraces(const QStringList& files) {
     job->error = error;
     job->done = true;
   });
+}
+
+// On the frame timer: what the ranks recorded since the last frame goes into the timeline. The
+// recorder's thread did the collecting; this frame only indexes one frame's events.
+void WorkbenchWindow::feedTimeline() {
+  if (!liveTrace_) return;
+  const profiler::TraceData part = liveTrace_->take();
+  TimelineView* view = timeline_->view();
+  view->appendEvents(part.events);
+  // Until the user zooms or pans, the whole run so far: a live window of one frame's width
+  // would show a few milliseconds of steps that take hundreds.
+  if (!part.events.empty() && view->followsLive()) view->fitAll();
 }
 
 // On the frame timer: shows a finished analysis.
@@ -386,7 +403,11 @@ void WorkbenchWindow::startSession(const TrainConfig& config, const std::string&
   SessionOptions options;
   tracePath_ =
       QDir(runDir_.path()).filePath(QStringLiteral("run-%1.json").arg(++runs_)).toStdString();
-  options.recorder = std::make_shared<profiler::RunTrace>(tracePath_);
+  liveTrace_ = std::make_shared<LiveTrace>(tracePath_);
+  options.recorder = liveTrace_;
+  timeline_->loader()->cancel();  // a trace still loading must not replace the run
+  timeline_->view()->setMessage({});
+  timeline_->view()->setIndex(std::make_shared<TimelineIndex>());
   options.load = load;
   bridge_ = std::make_unique<SessionBridge>();
   try {
@@ -509,6 +530,9 @@ void WorkbenchWindow::showError(const QString& text, bool offerResume) {
 
 void WorkbenchWindow::drain() {
   collectAnalysis();
+  // Before the reports: the recorder publishes its last events before the session reports
+  // that it finished, so the timeline is complete when the finish is handled.
+  feedTimeline();
   if (!bridge_) return;
   const std::vector<SessionReport> reports = bridge_->drain();
   if (reports.empty()) return;
@@ -585,8 +609,11 @@ void WorkbenchWindow::handle(const SessionReport& report) {
                                      : QString()));
             }
             if (!r.tracePath.empty()) {
+              // The timeline already holds the whole run; only the views need the file.
               tracePath_ = r.tracePath;
-              showTraces({QString::fromStdString(r.tracePath)});
+              liveTrace_.reset();
+              pendingShows_ = 1;
+              analyse({QString::fromStdString(r.tracePath)});
             }
             emit sessionEnded(r.failed);
           },

@@ -29,6 +29,7 @@ namespace parascope::ui {
 class BreakdownModel;
 class CommunicationView;
 class LiveCharts;
+class LiveTrace;
 class MemoryView;
 class PipelineView;
 class SegmentModel;
@@ -112,6 +113,8 @@ class WorkbenchWindow : public QMainWindow {
   void updateActions();
   void shownOne();
   void showAnalysis(const std::shared_ptr<const TraceAnalysis>& analysis);
+  void analyse(const QStringList& files);
+  void feedTimeline();
   void setStatus(const QString& text);
 
   StrategyPanel* panel_ = nullptr;
@@ -147,6 +150,9 @@ class WorkbenchWindow : public QMainWindow {
   std::unique_ptr<SessionBridge> bridge_;
   std::unique_ptr<parascope::Session> session_;
   QTemporaryDir runDir_;  // the runs' traces and checkpoints unless the user picks a directory
+  // The running (or last) session's recorder, feeding the timeline every frame; null once the
+  // timeline shows something else.
+  std::shared_ptr<LiveTrace> liveTrace_;
   int runs_ = 0;
   int world_ = 0;
   int lastStep_ = 0;

@@ -18,7 +18,10 @@
 #include <QtTest>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "core/common/error.h"
 #include "core/config/config.h"
@@ -105,6 +108,7 @@ class TestWorkbenchWindow : public QObject {
   void panelRoundTripsTheDocument();
   void bridgeNeverDropsReports();
   void runsASessionAndShowsIt();
+  void timelineFillsWhileRunning();
   void corruptTraceChangesNothing();
   void pipelineViewShowsTheSchedule();
   void compareMarksTheBestSegment();
@@ -301,6 +305,58 @@ void TestWorkbenchWindow::runsASessionAndShowsIt() {
   const QStringList files = window.saveScreenshots(dir.path());
   QCOMPARE(files.size(), 1 + window.views()->count());
   for (const QString& f : files) checkPixels(f);
+}
+
+// The timeline is fed while the session runs (a paused session already shows its first step)
+// and, once it ended, holds exactly the events of the trace file written from the whole run.
+void TestWorkbenchWindow::timelineFillsWhileRunning() {
+  WorkbenchWindow window;
+  nlohmann::json doc = tinyDocument();
+  doc["data_parallel_size"] = 2;
+  window.setDocument(doc);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QSignalSpy ended(&window, &WorkbenchWindow::sessionEnded);
+  QSignalSpy shown(&window, &WorkbenchWindow::traceShown);
+  const parascope::ui::TimelineView* view = window.timeline()->view();
+  // F10 starts the session paused and runs one step.
+  QTest::keyClick(&window, Qt::Key_F10);
+  QTRY_COMPARE_WITH_TIMEOUT(window.stepsSeen(), 1, 60000);
+  QTRY_VERIFY_WITH_TIMEOUT(view->index().eventCount() > 0, 10000);
+  QVERIFY(window.running());
+  QCOMPARE(ended.count(), 0);
+  const std::size_t afterOneStep = view->index().eventCount();
+  QTest::keyClick(&window, Qt::Key_F6);  // resume
+  QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 120000);
+  QCOMPARE(ended.at(0).at(0).toBool(), false);
+  QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+  QVERIFY(view->index().eventCount() > afterOneStep);
+  // Nobody moved the view: it shows the whole run.
+  QVERIFY(view->followsLive());
+  QCOMPARE(view->axis().startNs, view->index().beginNs());
+  QCOMPARE(view->axis().endNs(view->timeAreaWidth()), view->index().endNs());
+
+  using Key = std::tuple<std::int32_t, std::int32_t, std::int64_t, std::int64_t, std::string, int,
+                         std::int64_t>;
+  const auto keys = [](const parascope::ui::TimelineIndex& index) {
+    const parascope::profiler::TraceData t = index.toTrace(index.beginNs(), index.endNs());
+    std::vector<Key> out;
+    for (const parascope::profiler::Event& e : t.events) {
+      out.emplace_back(e.rank, e.lane, e.startNs, e.endNs, e.name, static_cast<int>(e.kind),
+                       e.bytes);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const parascope::profiler::TraceData file =
+      parascope::profiler::importChromeTraces({window.tracePath().toStdString()});
+  parascope::ui::TimelineIndex whole;
+  whole.build(file);
+  QCOMPARE(view->index().eventCount(), file.events.size());
+  QCOMPARE(view->index().eventCount(), whole.eventCount());
+  const std::vector<Key> live = keys(view->index());
+  QCOMPARE(live.size(), file.events.size());
+  QVERIFY(live == keys(whole));
 }
 
 void TestWorkbenchWindow::corruptTraceChangesNothing() {
