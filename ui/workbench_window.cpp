@@ -7,6 +7,7 @@
 #include <QDockWidget>
 #include <QFile>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -29,6 +30,7 @@
 #include "core/config/memory_estimate.h"
 #include "core/kernels/matmul.h"
 #include "core/session/run_summary.h"
+#include "core/state/checkpoint.h"
 #include "ui/breakdown_model.h"
 #include "ui/communication_view.h"
 #include "ui/live_charts.h"
@@ -463,15 +465,43 @@ void WorkbenchWindow::stop() {
 
 void WorkbenchWindow::saveCheckpoint() {
   if (!running()) return;
-  const QString dir = QDir(runDir_.path()).filePath(QStringLiteral("checkpoints"));
+  const QString dir =
+      QFileDialog::getExistingDirectory(this, tr("Save checkpoint under"), checkpointDialogStart());
+  if (!dir.isEmpty()) saveCheckpointTo(dir);
+}
+
+void WorkbenchWindow::saveCheckpointTo(const QString& dir) {
+  if (!running()) return;
   session_->saveCheckpoint(dir.toStdString());
   setStatus(tr("Checkpoint requested at the next step boundary under %1").arg(dir));
 }
 
 void WorkbenchWindow::loadCheckpoint() {
-  const QString dir = QFileDialog::getExistingDirectory(this, tr("Load checkpoint"));
-  if (dir.isEmpty() || !panel_->config()) return;
+  const QString dir =
+      QFileDialog::getExistingDirectory(this, tr("Load checkpoint"), checkpointDialogStart());
+  if (!dir.isEmpty()) loadCheckpointFrom(dir);
+}
+
+void WorkbenchWindow::loadCheckpointFrom(const QString& dir) {
+  if (!panel_->config()) {
+    setStatus(tr("Not loaded: %1").arg(panel_->message()));
+    return;
+  }
+  // Opening validates the manifest and every file's presence and size, so a corrupt checkpoint
+  // is refused here, before the running session is stopped for it.
+  try {
+    CheckpointReader reader(dir.toStdString());
+  } catch (const std::exception& e) {
+    showError(tr("Cannot load the checkpoint: %1").arg(QString::fromUtf8(e.what())), false);
+    return;
+  }
   startSession(*panel_->config(), dir.toStdString());
+}
+
+// The last checkpoint's parent (where its step directories are), else the home directory.
+QString WorkbenchWindow::checkpointDialogStart() const {
+  if (lastCheckpoint_.empty()) return QDir::homePath();
+  return QFileInfo(QString::fromStdString(lastCheckpoint_)).absolutePath();
 }
 
 void WorkbenchWindow::openTrace() {

@@ -71,6 +71,14 @@ class WorkbenchWindow : public QMainWindow {
   int worldSize() const { return world_; }
   bool running() const;
 
+  // The directory of the last checkpoint saved or loaded (empty before one).
+  QString lastCheckpoint() const { return QString::fromStdString(lastCheckpoint_); }
+  // What Save and Load checkpoint do with the directory the user picked: save at the running
+  // session's next step boundary; load into a new session under the panel's strategy. A
+  // checkpoint that cannot be opened shows why and leaves the running session as it is.
+  void saveCheckpointTo(const QString& dir);
+  void loadCheckpointFrom(const QString& dir);
+
   // Sessions started from now on stop at the boundary after this many steps (0: run them out).
   void setStopAfterSteps(int steps) { stopAfter_ = steps; }
 
@@ -116,6 +124,7 @@ class WorkbenchWindow : public QMainWindow {
   void analyse(const QStringList& files);
   void feedTimeline();
   void setStatus(const QString& text);
+  QString checkpointDialogStart() const;
 
   StrategyPanel* panel_ = nullptr;
   LiveCharts* charts_ = nullptr;
@@ -149,10 +158,10 @@ class WorkbenchWindow : public QMainWindow {
   // Declared before the session: the session (destroyed first) reports into it until it ends.
   std::unique_ptr<SessionBridge> bridge_;
   std::unique_ptr<parascope::Session> session_;
-  QTemporaryDir runDir_;  // the runs' traces and checkpoints unless the user picks a directory
   // The running (or last) session's recorder, feeding the timeline every frame; null once the
   // timeline shows something else.
   std::shared_ptr<LiveTrace> liveTrace_;
+  QTemporaryDir runDir_;  // the runs' traces (Export run trace copies one out)
   int runs_ = 0;
   int world_ = 0;
   int lastStep_ = 0;

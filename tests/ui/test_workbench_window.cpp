@@ -1,11 +1,13 @@
 // The workbench driven as a user drives it, under the offscreen platform: edits in the strategy
 // panel through key events (invalid ones show the config validator's own message and keep Apply
 // and Start disabled), a tiny session started with its shortcut whose steps reach the log, the
-// charts and, at the end, the timeline; the report queue's back-pressure; the log model under
-// QAbstractItemModelTester; screenshots of the window and each view checked by pixel statistics.
+// charts and, as they run, the timeline; checkpoints saved and loaded through the window; the
+// report queue's back-pressure; the log model under QAbstractItemModelTester; screenshots of the
+// window and each view checked by pixel statistics.
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QComboBox>
+#include <QDir>
 #include <QFile>
 #include <QImage>
 #include <QLineSeries>
@@ -26,6 +28,7 @@
 #include "core/common/error.h"
 #include "core/config/config.h"
 #include "core/session/session.h"
+#include "core/state/checkpoint.h"
 #include "profiler/analysis/comm_volume.h"
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/io/chrome_import.h"
@@ -109,6 +112,7 @@ class TestWorkbenchWindow : public QObject {
   void bridgeNeverDropsReports();
   void runsASessionAndShowsIt();
   void timelineFillsWhileRunning();
+  void savesAndLoadsCheckpoints();
   void corruptTraceChangesNothing();
   void pipelineViewShowsTheSchedule();
   void compareMarksTheBestSegment();
@@ -357,6 +361,65 @@ void TestWorkbenchWindow::timelineFillsWhileRunning() {
   const std::vector<Key> live = keys(view->index());
   QCOMPARE(live.size(), file.events.size());
   QVERIFY(live == keys(whole));
+}
+
+// Save checkpoint writes under the directory given (what the dialog returns) at the next step
+// boundary; the core's reader opens it. Load starts a new session from it under the panel's
+// strategy; a corrupt one is refused with the reader's reason and the running session goes on.
+void TestWorkbenchWindow::savesAndLoadsCheckpoints() {
+  WorkbenchWindow window;
+  nlohmann::json doc = tinyDocument();
+  doc["data_parallel_size"] = 2;
+  doc["train_iters"] = 40;
+  doc["eval_interval"] = 0;
+  window.setDocument(doc);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QTemporaryDir dir;
+  QTest::keyClick(&window, Qt::Key_F10);
+  QTRY_COMPARE_WITH_TIMEOUT(window.stepsSeen(), 1, 60000);
+  window.saveCheckpointTo(dir.path());
+  QTest::keyClick(&window, Qt::Key_F10);
+  QTRY_VERIFY_WITH_TIMEOUT(!window.lastCheckpoint().isEmpty(), 60000);
+  const QString saved = window.lastCheckpoint();
+  QVERIFY2(window.statusText().contains(QStringLiteral("Checkpoint saved at step")),
+           qPrintable(window.statusText()));
+
+  const parascope::CheckpointReader reader(dir.path().toStdString());
+  QCOMPARE(QString::fromStdString(reader.directory()), saved);
+  const int step = reader.manifest().counters.step;
+  QCOMPARE(saved, dir.filePath(QString::fromStdString(parascope::stepDirectoryName(step))));
+  QCOMPARE(step, 1);  // the boundary the paused session stands at
+  QCOMPARE(reader.manifest().config["data_parallel_size"].get<int>(), 2);
+  QCOMPARE(reader.manifest().files.size(), std::size_t{2});
+  reader.verifyChecksums();
+
+  // Loaded under the panel's strategy: a new session that starts after the saved step.
+  window.loadCheckpointFrom(dir.path());
+  QVERIFY(window.running());
+  QTRY_VERIFY_WITH_TIMEOUT(window.stepsSeen() > step, 60000);
+  QCOMPARE(window.logModel()->data(window.logModel()->index(0, 0)).toInt(), step + 1);
+  QTest::keyClick(&window, Qt::Key_F6);  // pause, so nothing moves while the load is refused
+
+  // A manifest cut short: refused before anything stops.
+  const QString manifest = QDir(saved).filePath(QStringLiteral("manifest.json"));
+  QFile f(manifest);
+  QVERIFY(f.open(QIODevice::ReadWrite));
+  QVERIFY(f.resize(f.size() / 2));
+  f.close();
+  QTest::qWait(300);  // the step under way when F6 was pressed ends
+  const int stepsBefore = window.stepsSeen();
+  const int rowsBefore = window.logModel()->rowCount();
+  window.loadCheckpointFrom(dir.path());
+  QVERIFY2(window.errorText().startsWith(QStringLiteral("Cannot load the checkpoint: ")),
+           qPrintable(window.errorText()));
+  QVERIFY2(window.errorText().contains(QStringLiteral("manifest.json")),
+           qPrintable(window.errorText()));
+  QVERIFY(window.running());
+  QTest::qWait(100);
+  QCOMPARE(window.stepsSeen(), stepsBefore);
+  QCOMPARE(window.logModel()->rowCount(), rowsBefore);
+  QCOMPARE(window.lastCheckpoint(), saved);
 }
 
 void TestWorkbenchWindow::corruptTraceChangesNothing() {
