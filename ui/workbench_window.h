@@ -16,8 +16,10 @@
 #include "core/session/session.h"
 #include "ui/session_bridge.h"
 #include "ui/trace_analysis.h"
+#include "ui/trace_diff.h"
 
 class QAction;
+class QComboBox;
 class QLabel;
 class QPushButton;
 class QTabWidget;
@@ -28,6 +30,7 @@ namespace parascope::ui {
 
 class BreakdownModel;
 class CommunicationView;
+class DiffModel;
 class LiveCharts;
 class LiveTrace;
 class MemoryView;
@@ -59,6 +62,12 @@ class WorkbenchWindow : public QMainWindow {
   CommunicationView* communicationView() const { return communication_; }
   BreakdownModel* breakdownModel() const { return breakdown_; }
   SegmentModel* segmentModel() const { return segments_; }
+  DiffModel* diffModel() const { return diff_; }
+  // What the Compare tab's diff can pick as A and B: each ended run's segments, then each trace
+  // opened, in the order they came.
+  QStringList diffSources() const;
+  // Diffs two of diffSources() off the GUI thread; diffShown follows, either way.
+  void compareSources(int a, int b);
   // Shows traces in the timeline and the views (analysed off the GUI thread); traceShown
   // follows once both are done, either way.
   void showTraces(const QStringList& files);
@@ -107,6 +116,7 @@ class WorkbenchWindow : public QMainWindow {
   void sessionEnded(bool failed);
   // The run's trace is in the timeline (or could not be read).
   void traceShown();
+  void diffShown();
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -149,6 +159,33 @@ class WorkbenchWindow : public QMainWindow {
   std::shared_ptr<AnalysisJob> analysisJob_;
   std::thread analysisThread_;
   void collectAnalysis();
+  QWidget* buildDiff();
+  void addDiffSource(const QString& label, const QStringList& files, int firstStep, int lastStep);
+  void collectDiff();
+  struct DiffSource {
+    QString label;
+    std::vector<std::string> files;
+    int firstStep = -1, lastStep = -1;  // event step tags (from 0); -1: the whole trace
+  };
+  std::vector<DiffSource> diffSources_;
+  // The running session's segments (Compare's row, strategy, steps) until its trace is written.
+  struct RunSegment {
+    int row = 0;
+    std::string strategy;
+    int firstStep = -1, lastStep = -1;
+  };
+  std::vector<RunSegment> runSegments_;
+  DiffModel* diff_ = nullptr;
+  QComboBox* diffA_ = nullptr;
+  QComboBox* diffB_ = nullptr;
+  struct DiffJob {
+    std::mutex mutex;
+    bool done = false;
+    std::vector<DiffRow> rows;
+    QString error;
+  };
+  std::shared_ptr<DiffJob> diffJob_;
+  std::thread diffThread_;
   QWidget* errorBanner_ = nullptr;
   QLabel* errorLabel_ = nullptr;
   QPushButton* resume_ = nullptr;

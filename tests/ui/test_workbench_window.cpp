@@ -36,6 +36,7 @@
 #include "ui/comm_matrix_model.h"
 #include "ui/comm_op_model.h"
 #include "ui/communication_view.h"
+#include "ui/diff_model.h"
 #include "ui/live_charts.h"
 #include "ui/memory_peak_model.h"
 #include "ui/memory_view.h"
@@ -563,8 +564,44 @@ void TestWorkbenchWindow::switchesThroughThePanel() {
   QVERIFY2(window.errorText().isEmpty(), qPrintable(window.errorText()));
   QCOMPARE(window.worldSize(), 4);
   QCOMPARE(window.charts()->pointCount(LiveCharts::Loss), window.stepsSeen());
+  QSignalSpy diffed(&window, &WorkbenchWindow::diffShown);
   QTest::keyClick(&window, Qt::Key_F5, Qt::ShiftModifier);  // stop
   QTRY_VERIFY_WITH_TIMEOUT(!window.running(), 60000);
+
+  // Once the run's trace is written, its two segments are the diff's A and B: what diffTraces
+  // gives for the steps of each in the same file.
+  QTRY_COMPARE_WITH_TIMEOUT(diffed.count(), 1, 60000);
+  const int lastStep = window.stepsSeen();
+  const int switched = window.charts()->switchSteps().at(0);
+  const auto strategy = [&](int row) {
+    return window.segmentModel()
+        ->index(row, parascope::ui::SegmentModel::Strategy)
+        .data()
+        .toString();
+  };
+  QCOMPARE(
+      window.diffSources(),
+      QStringList({QStringLiteral("Segment 1: %1, steps 1\u2013%2").arg(strategy(0)).arg(switched),
+                   QStringLiteral("Segment 2: %1, steps %2\u2013%3")
+                       .arg(strategy(1))
+                       .arg(switched + 1)
+                       .arg(lastStep)}));
+  const parascope::profiler::TraceData run =
+      parascope::profiler::importChromeTraces({window.tracePath().toStdString()});
+  const std::vector<parascope::ui::DiffRow> expected =
+      parascope::ui::diffTraces({&run, 0, switched - 1}, {&run, switched, lastStep - 1});
+  const std::vector<parascope::ui::DiffRow>& rows = window.diffModel()->rows();
+  QCOMPARE(rows.size(), expected.size());
+  bool allReduceInBoth = false;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    QCOMPARE(rows[i].name, expected[i].name);
+    QCOMPARE(rows[i].communication, expected[i].communication);
+    QCOMPARE(rows[i].aNs, expected[i].aNs);
+    QCOMPARE(rows[i].bNs, expected[i].bNs);
+    if (rows[i].communication && rows[i].name == "allReduce")
+      allReduceInBoth = rows[i].aNs > 0 && rows[i].bNs > 0;
+  }
+  QVERIFY(allReduceInBoth);
 
   // The same switch headless, at the same step: the losses agree bit for bit.
   const QList<QPointF> gui = window.charts()->points(LiveCharts::Loss);
