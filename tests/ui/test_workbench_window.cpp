@@ -27,6 +27,7 @@
 
 #include "core/common/error.h"
 #include "core/config/config.h"
+#include "core/config/memory_estimate.h"
 #include "core/session/session.h"
 #include "core/state/checkpoint.h"
 #include "profiler/analysis/comm_volume.h"
@@ -284,13 +285,22 @@ void TestWorkbenchWindow::runsASessionAndShowsIt() {
   QCOMPARE(matrix->rowCount(), 2);
   for (int i = 0; i < matrix->rowCount(); ++i) {
     for (int j = 0; j < matrix->columnCount(); ++j) {
-      QCOMPARE(matrix->data(matrix->index(i, j), Qt::UserRole).toLongLong(),
-               comm.matrix.at(comm.matrix.ranks[i], comm.matrix.ranks[j]));
+      const std::int64_t bytes = comm.matrix.at(comm.matrix.ranks[i], comm.matrix.ranks[j]);
+      QCOMPARE(matrix->data(matrix->index(i, j), Qt::UserRole).toLongLong(), bytes);
+      QCOMPARE(matrix->data(matrix->index(i, j)).toString(),
+               QString::fromStdString(parascope::formatBytes(static_cast<double>(bytes))));
     }
   }
   QVERIFY(comm.matrix.total() > 0);
   auto* ops = window.communicationView()->opModel();
   QCOMPARE(ops->rowCount(), static_cast<int>(comm.ops.size()));
+  for (int i = 0; i < ops->rowCount(); ++i) {
+    const QModelIndex bytes = ops->index(i, parascope::ui::CommOpModel::Bytes);
+    QCOMPARE(bytes.data(Qt::UserRole).toLongLong(), comm.ops[i].bytes);
+    QCOMPARE(
+        bytes.data().toString(),
+        QString::fromStdString(parascope::formatBytes(static_cast<double>(comm.ops[i].bytes))));
+  }
   const auto memory = parascope::profiler::computeMemoryTimeline(trace);
   auto* peaks = window.memoryView()->peakModel();
   QCOMPARE(peaks->rowCount(), static_cast<int>(memory.size()));
