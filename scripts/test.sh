@@ -22,9 +22,12 @@ bash scripts/build.sh --tests
 (cd build && ctest --output-on-failure --timeout 900)
 
 # One real window: the workbench under Xvfb runs a tiny session for a few steps, saves the window
-# and each view as PNGs and quits; its exit status and the images are checked.
+# and each view as PNGs and quits; its exit status and the images are checked. Its settings (the
+# last config, the layout) go to a throw-away config home, not the user's.
 shots=$(mktemp -d)
-xvfb-run -a -s "-screen 0 1920x1200x24" timeout 300 ./build/app/parascope --run \
+config_home=$(mktemp -d)
+XDG_CONFIG_HOME="$config_home" xvfb-run -a -s "-screen 0 1920x1200x24" timeout 300 \
+  ./build/app/parascope --run \
   --config resources/configs/default.json --screenshot-dir "$shots" --quit-after-steps 3 model.hidden_size=32 model.num_layers=2 \
   model.context_length=16 train_micro_batch_size_per_gpu=2 data_parallel_size=2 train_iters=20 \
   eval_interval=2 eval_iters=1
@@ -34,7 +37,9 @@ for png in window.png view-log.png view-memory.png view-pipeline.png view-commun
   [[ $(stat -c %s "$shots/$png" 2>/dev/null || echo 0) -gt 20000 ]] ||
     { echo "test.sh: the workbench under Xvfb did not save $png" >&2; exit 1; }
 done
-rm -rf "$shots"
+[[ -f "$config_home/ParaScope/parascope.conf" ]] ||
+  { echo "test.sh: the workbench under Xvfb kept its settings elsewhere" >&2; exit 1; }
+rm -rf "$shots" "$config_home"
 
 # OpenBLAS picks its GEMM kernels for the CPU at run time, and kernel families round
 # differently; a numeric test must pass whichever it picks, not only this machine's. So the

@@ -3,6 +3,8 @@
 #include <QColor>
 #include <algorithm>
 
+#include "core/config/memory_estimate.h"
+
 namespace parascope::ui {
 
 void CommMatrixModel::setMatrix(profiler::CommMatrix matrix) {
@@ -26,7 +28,8 @@ QVariant CommMatrixModel::data(const QModelIndex& index, int role) const {
   const std::int64_t bytes = matrix_.at(matrix_.ranks[static_cast<std::size_t>(index.row())],
                                         matrix_.ranks[static_cast<std::size_t>(index.column())]);
   switch (role) {
-    case Qt::DisplayRole: return QString::number(bytes);
+    case Qt::DisplayRole: return QString::fromStdString(formatBytes(static_cast<double>(bytes)));
+    case Qt::ToolTipRole: return tr("%1 bytes").arg(bytes);
     case Qt::UserRole: return QVariant::fromValue<qint64>(bytes);
     case Qt::TextAlignmentRole: return QVariant::fromValue(Qt::AlignCenter);
     case Qt::BackgroundRole: {

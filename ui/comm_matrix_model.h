@@ -1,6 +1,7 @@
 // Item model over the communication matrix (profiler/analysis/comm_volume.h): rank x rank, row
-// = sender, column = receiver, bytes sent as `parascope-cli analyze` prints them; the background
-// is a heat map scaled to the largest cell, Qt::UserRole the raw bytes.
+// = sender, column = receiver, bytes sent in binary units (KiB, MiB, GiB: formatBytes, as the
+// strategy panel's memory) with the exact count as tooltip; the background is a heat map scaled
+// to the largest cell, Qt::UserRole the raw bytes.
 #pragma once
 
 #include <QAbstractTableModel>

@@ -1,5 +1,7 @@
 #include "ui/comm_op_model.h"
 
+#include "core/config/memory_estimate.h"
+
 namespace parascope::ui {
 
 void CommOpModel::setOps(std::vector<profiler::OpTotal> ops) {
@@ -35,7 +37,7 @@ QVariant CommOpModel::data(const QModelIndex& index, int role) const {
   switch (index.column()) {
     case Name: return QString::fromStdString(op.name);
     case Calls: return QString::number(op.count);
-    case Bytes: return QString::number(op.bytes);
+    case Bytes: return QString::fromStdString(formatBytes(static_cast<double>(op.bytes)));
     case TimeMs: return QString::number(static_cast<double>(op.timeNs) / 1e6, 'f', 3);
     case Bandwidth: return QString::number(gbps, 'f', 3);
     default: return {};

@@ -1,6 +1,7 @@
 // Item model over the per-operation communication totals (profiler/analysis/comm_volume.h):
-// name, count, bytes sent and summed time as `parascope-cli analyze` prints them, and the
-// bandwidth they imply (bytes sent / summed time, GB/s). Qt::UserRole holds raw numbers.
+// name, count, bytes sent (in binary units: KiB, MiB, GiB) and summed time as `parascope-cli
+// analyze` computes them, and the bandwidth they imply (bytes sent / summed time, GB/s).
+// Qt::UserRole holds raw numbers.
 #pragma once
 
 #include <QAbstractTableModel>

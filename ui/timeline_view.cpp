@@ -29,6 +29,7 @@ void TimelineView::setIndex(std::shared_ptr<TimelineIndex> index) {
   selection_.reset();
   selected_ = {};
   scrollY_ = 0;
+  followLive_ = true;
   relayout();
   fitAll();
 }

@@ -34,6 +34,8 @@ class TimelineView : public QWidget {
   const TimelineIndex& index() const { return *index_; }
   // Live: appends without rebuilding; the view follows the newest time unless the user moved.
   void appendEvents(const std::vector<Event>& events);
+  // Whether the view still follows live events (the user has not zoomed, panned or selected).
+  bool followsLive() const { return followLive_; }
   void setMessage(const QString& message);
   QString message() const { return message_; }
 

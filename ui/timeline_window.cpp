@@ -31,9 +31,24 @@ TimelineWindow::TimelineWindow(QWidget* parent)
   table->setModel(stats_);
   table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table->setMinimumWidth(380);  // name, count and total readable beside the timeline
+  // Until a box is selected the table is empty; say how to fill it.
+  auto* hint =
+      new QLabel(tr("Shift+drag a box over the timeline to see per-name statistics "
+                    "(count, total, mean, min, max, share) of the spans inside it."));
+  hint->setObjectName(QStringLiteral("statsHint"));
+  hint->setWordWrap(true);
+  hint->setAlignment(Qt::AlignCenter);
+  hint->setEnabled(false);  // drawn in the palette's disabled (grey) text colour
+  connect(stats_, &QAbstractItemModel::modelReset, hint,
+          [this, hint] { hint->setVisible(stats_->rowCount() == 0); });
+  auto* side = new QWidget;
+  auto* sideLayout = new QVBoxLayout(side);
+  sideLayout->setContentsMargins(0, 0, 0, 0);
+  sideLayout->addWidget(hint);
+  sideLayout->addWidget(table, 1);
   auto* splitter = new QSplitter(Qt::Horizontal);
   splitter->addWidget(view_);
-  splitter->addWidget(table);
+  splitter->addWidget(side);
   splitter->setStretchFactor(0, 4);
   splitter->setStretchFactor(1, 1);
   auto* central = new QWidget;

@@ -3,10 +3,12 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -29,10 +31,13 @@
 #include "core/config/memory_estimate.h"
 #include "core/kernels/matmul.h"
 #include "core/session/run_summary.h"
-#include "profiler/run_trace.h"
+#include "core/state/checkpoint.h"
+#include "profiler/io/chrome_import.h"
 #include "ui/breakdown_model.h"
 #include "ui/communication_view.h"
+#include "ui/diff_model.h"
 #include "ui/live_charts.h"
+#include "ui/live_trace.h"
 #include "ui/memory_view.h"
 #include "ui/pipeline_view.h"
 #include "ui/segment_model.h"
@@ -144,6 +149,7 @@ WorkbenchWindow::WorkbenchWindow(QWidget* parent) : QMainWindow(parent) {
 WorkbenchWindow::~WorkbenchWindow() {
   endSession();
   if (analysisThread_.joinable()) analysisThread_.join();
+  if (diffThread_.joinable()) diffThread_.join();
 }
 
 void WorkbenchWindow::buildViews() {
@@ -187,6 +193,7 @@ void WorkbenchWindow::buildViews() {
       tr("Each run and each live switch starts a segment; ★ marks the best of a column.")));
   compareLayout->addWidget(compareView, 1);
   compareLayout->addWidget(exportCompare, 0, Qt::AlignRight);
+  compareLayout->addWidget(buildDiff(), 1);
   views_->addTab(logView_, tr("Log"));
   views_->addTab(memory_, tr("Memory"));
   views_->addTab(pipelineScroll, tr("Pipeline"));
@@ -195,10 +202,122 @@ void WorkbenchWindow::buildViews() {
   views_->addTab(compare, tr("Compare"));
 }
 
+QWidget* WorkbenchWindow::buildDiff() {
+  diff_ = new DiffModel(this);
+  auto* proxy = new QSortFilterProxyModel(this);
+  proxy->setSourceModel(diff_);
+  proxy->setSortRole(Qt::UserRole);
+  auto* view = new QTableView;
+  view->setObjectName(QStringLiteral("diffView"));
+  view->setModel(proxy);
+  view->setSortingEnabled(true);
+  view->sortByColumn(DiffModel::Delta, Qt::DescendingOrder);
+  view->verticalHeader()->hide();
+  view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  diffA_ = new QComboBox;
+  diffA_->setObjectName(QStringLiteral("diffA"));
+  diffB_ = new QComboBox;
+  diffB_->setObjectName(QStringLiteral("diffB"));
+  for (QComboBox* box : {diffA_, diffB_}) {
+    box->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    connect(box, &QComboBox::currentIndexChanged, this,
+            [this] { compareSources(diffA_->currentIndex(), diffB_->currentIndex()); });
+  }
+  auto* diff = new QWidget;
+  auto* pick = new QHBoxLayout;
+  pick->addWidget(new QLabel(tr("Diff per kernel and operation, ms per rank and step: A")));
+  pick->addWidget(diffA_);
+  pick->addWidget(new QLabel(tr("B")));
+  pick->addWidget(diffB_);
+  pick->addStretch(1);
+  auto* layout = new QVBoxLayout(diff);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addLayout(pick);
+  layout->addWidget(view, 1);
+  return diff;
+}
+
+QStringList WorkbenchWindow::diffSources() const {
+  QStringList labels;
+  for (const DiffSource& s : diffSources_) labels << s.label;
+  return labels;
+}
+
+void WorkbenchWindow::addDiffSource(const QString& label, const QStringList& files, int firstStep,
+                                    int lastStep) {
+  DiffSource source{label, {}, firstStep, lastStep};
+  for (const QString& f : files) source.files.push_back(f.toStdString());
+  diffSources_.push_back(std::move(source));
+  // The newest source becomes B and the one before it A: the comparison just made possible.
+  const QSignalBlocker blockA(diffA_), blockB(diffB_);
+  diffA_->addItem(label);
+  diffB_->addItem(label);
+  const int last = diffB_->count() - 1;
+  diffA_->setCurrentIndex(std::max(0, last - 1));
+  diffB_->setCurrentIndex(last);
+  if (last > 0) compareSources(last - 1, last);
+}
+
+void WorkbenchWindow::compareSources(int a, int b) {
+  const int n = static_cast<int>(diffSources_.size());
+  if (a < 0 || b < 0 || a >= n || b >= n) return;
+  const DiffSource sa = diffSources_[static_cast<std::size_t>(a)];
+  const DiffSource sb = diffSources_[static_cast<std::size_t>(b)];
+  if (diffThread_.joinable()) diffThread_.join();  // the previous diff
+  diffJob_ = std::make_shared<DiffJob>();
+  diffThread_ = std::thread([job = diffJob_, sa, sb] {
+    std::vector<DiffRow> rows;
+    QString error;
+    try {
+      const profiler::TraceData ta = profiler::importChromeTraces(sa.files);
+      // Two segments of one run share its file: read it once.
+      const profiler::TraceData tb =
+          sa.files == sb.files ? profiler::TraceData() : profiler::importChromeTraces(sb.files);
+      const profiler::TraceData& other = sa.files == sb.files ? ta : tb;
+      rows = diffTraces({&ta, sa.firstStep, sa.lastStep}, {&other, sb.firstStep, sb.lastStep});
+    } catch (const std::exception& e) {
+      error = QString::fromUtf8(e.what());
+    }
+    std::lock_guard lock(job->mutex);
+    job->rows = std::move(rows);
+    job->error = error;
+    job->done = true;
+  });
+}
+
+// On the frame timer: shows a finished diff.
+void WorkbenchWindow::collectDiff() {
+  if (!diffJob_) return;
+  std::vector<DiffRow> rows;
+  QString error;
+  {
+    std::lock_guard lock(diffJob_->mutex);
+    if (!diffJob_->done) return;
+    rows = std::move(diffJob_->rows);
+    error = diffJob_->error;
+  }
+  diffJob_.reset();
+  diffThread_.join();
+  if (error.isEmpty()) {
+    diff_->setRows(std::move(rows));
+  } else {
+    showError(tr("Cannot compare: %1").arg(error), false);
+  }
+  emit diffShown();
+}
+
 void WorkbenchWindow::showTraces(const QStringList& files) {
   if (files.isEmpty()) return;
+  QStringList names;
+  for (const QString& f : files) names << QFileInfo(f).fileName();
+  addDiffSource(tr("Trace %1").arg(names.join(QStringLiteral(", "))), files, -1, -1);
+  liveTrace_.reset();  // the files replace the run in the timeline
   pendingShows_ = 2;
   timeline_->openFiles(files);
+  analyse(files);
+}
+
+void WorkbenchWindow::analyse(const QStringList& files) {
   std::vector<std::string> paths;
   for (const QString& f : files) paths.push_back(f.toStdString());
   if (analysisThread_.joinable()) analysisThread_.join();  // the previous trace's analysis
@@ -216,6 +335,18 @@ void WorkbenchWindow::showTraces(const QStringList& files) {
     job->error = error;
     job->done = true;
   });
+}
+
+// On the frame timer: what the ranks recorded since the last frame goes into the timeline. The
+// recorder's thread did the collecting; this frame only indexes one frame's events.
+void WorkbenchWindow::feedTimeline() {
+  if (!liveTrace_) return;
+  const profiler::TraceData part = liveTrace_->take();
+  TimelineView* view = timeline_->view();
+  view->appendEvents(part.events);
+  // Until the user zooms or pans, the whole run so far: a live window of one frame's width
+  // would show a few milliseconds of steps that take hundreds.
+  if (!part.events.empty() && view->followsLive()) view->fitAll();
 }
 
 // On the frame timer: shows a finished analysis.
@@ -386,7 +517,11 @@ void WorkbenchWindow::startSession(const TrainConfig& config, const std::string&
   SessionOptions options;
   tracePath_ =
       QDir(runDir_.path()).filePath(QStringLiteral("run-%1.json").arg(++runs_)).toStdString();
-  options.recorder = std::make_shared<profiler::RunTrace>(tracePath_);
+  liveTrace_ = std::make_shared<LiveTrace>(tracePath_);
+  options.recorder = liveTrace_;
+  timeline_->loader()->cancel();  // a trace still loading must not replace the run
+  timeline_->view()->setMessage({});
+  timeline_->view()->setIndex(std::make_shared<TimelineIndex>());
   options.load = load;
   bridge_ = std::make_unique<SessionBridge>();
   try {
@@ -442,15 +577,43 @@ void WorkbenchWindow::stop() {
 
 void WorkbenchWindow::saveCheckpoint() {
   if (!running()) return;
-  const QString dir = QDir(runDir_.path()).filePath(QStringLiteral("checkpoints"));
+  const QString dir =
+      QFileDialog::getExistingDirectory(this, tr("Save checkpoint under"), checkpointDialogStart());
+  if (!dir.isEmpty()) saveCheckpointTo(dir);
+}
+
+void WorkbenchWindow::saveCheckpointTo(const QString& dir) {
+  if (!running()) return;
   session_->saveCheckpoint(dir.toStdString());
   setStatus(tr("Checkpoint requested at the next step boundary under %1").arg(dir));
 }
 
 void WorkbenchWindow::loadCheckpoint() {
-  const QString dir = QFileDialog::getExistingDirectory(this, tr("Load checkpoint"));
-  if (dir.isEmpty() || !panel_->config()) return;
+  const QString dir =
+      QFileDialog::getExistingDirectory(this, tr("Load checkpoint"), checkpointDialogStart());
+  if (!dir.isEmpty()) loadCheckpointFrom(dir);
+}
+
+void WorkbenchWindow::loadCheckpointFrom(const QString& dir) {
+  if (!panel_->config()) {
+    setStatus(tr("Not loaded: %1").arg(panel_->message()));
+    return;
+  }
+  // Opening validates the manifest and every file's presence and size, so a corrupt checkpoint
+  // is refused here, before the running session is stopped for it.
+  try {
+    CheckpointReader reader(dir.toStdString());
+  } catch (const std::exception& e) {
+    showError(tr("Cannot load the checkpoint: %1").arg(QString::fromUtf8(e.what())), false);
+    return;
+  }
   startSession(*panel_->config(), dir.toStdString());
+}
+
+// The last checkpoint's parent (where its step directories are), else the home directory.
+QString WorkbenchWindow::checkpointDialogStart() const {
+  if (lastCheckpoint_.empty()) return QDir::homePath();
+  return QFileInfo(QString::fromStdString(lastCheckpoint_)).absolutePath();
 }
 
 void WorkbenchWindow::openTrace() {
@@ -509,6 +672,10 @@ void WorkbenchWindow::showError(const QString& text, bool offerResume) {
 
 void WorkbenchWindow::drain() {
   collectAnalysis();
+  collectDiff();
+  // Before the reports: the recorder publishes its last events before the session reports
+  // that it finished, so the timeline is complete when the finish is handled.
+  feedTimeline();
   if (!bridge_) return;
   const std::vector<SessionReport> reports = bridge_->drain();
   if (reports.empty()) return;
@@ -526,6 +693,7 @@ void WorkbenchWindow::handle(const SessionReport& report) {
             world_ = r.worldSize;
             flopsPerToken_ = r.flopsPerToken;
             segments_->begin(describeStrategy(r.config), r.worldSize, r.flopsPerToken, peakFlops_);
+            runSegments_ = {{segments_->rowCount(), describeStrategy(r.config)}};
             setStatus(tr("Running %1: %2 on %3 ranks")
                           .arg(QString::fromStdString(r.model),
                                QString::fromStdString(describeStrategy(r.config)))
@@ -540,6 +708,12 @@ void WorkbenchWindow::handle(const SessionReport& report) {
             lastStep_ = r.step;
             log_->addStep(r);
             segments_->addStep(r);
+            if (!runSegments_.empty()) {
+              // Reports count steps from 1, the trace's step tags from 0.
+              RunSegment& segment = runSegments_.back();
+              if (segment.firstStep < 0) segment.firstStep = r.step - 1;
+              segment.lastStep = r.step - 1;
+            }
             const double rate = r.seconds > 0 ? static_cast<double>(r.tokens) / r.seconds : 0;
             const double mfu =
                 peakFlops_ > 0 ? rate * flopsPerToken_ / (peakFlops_ * std::max(1, world_)) : 0;
@@ -555,6 +729,7 @@ void WorkbenchWindow::handle(const SessionReport& report) {
           [this](const SwitchReport& r) {
             world_ = r.worldAfter;
             segments_->begin(r.after, r.worldAfter, flopsPerToken_, peakFlops_);
+            runSegments_.push_back({segments_->rowCount(), r.after});
             charts_->addSwitch(r.step, QString::fromStdString(r.before + " \u2192 " + r.after));
             setStatus(tr("Switched at step %1: %2 \u2192 %3 (%4 ranks, %5 ms)")
                           .arg(r.step)
@@ -585,9 +760,23 @@ void WorkbenchWindow::handle(const SessionReport& report) {
                                      : QString()));
             }
             if (!r.tracePath.empty()) {
+              // The timeline already holds the whole run; only the views need the file.
               tracePath_ = r.tracePath;
-              showTraces({QString::fromStdString(r.tracePath)});
+              liveTrace_.reset();
+              pendingShows_ = 1;
+              analyse({QString::fromStdString(r.tracePath)});
+              for (const RunSegment& segment : runSegments_) {
+                if (segment.firstStep < 0) continue;  // switched again before a step
+                addDiffSource(tr("Segment %1: %2, steps %3\u2013%4")
+                                  .arg(segment.row)
+                                  .arg(QString::fromStdString(segment.strategy))
+                                  .arg(segment.firstStep + 1)
+                                  .arg(segment.lastStep + 1),
+                              {QString::fromStdString(r.tracePath)}, segment.firstStep,
+                              segment.lastStep);
+              }
             }
+            runSegments_.clear();
             emit sessionEnded(r.failed);
           },
       },

@@ -16,8 +16,10 @@
 #include "core/session/session.h"
 #include "ui/session_bridge.h"
 #include "ui/trace_analysis.h"
+#include "ui/trace_diff.h"
 
 class QAction;
+class QComboBox;
 class QLabel;
 class QPushButton;
 class QTabWidget;
@@ -28,7 +30,9 @@ namespace parascope::ui {
 
 class BreakdownModel;
 class CommunicationView;
+class DiffModel;
 class LiveCharts;
+class LiveTrace;
 class MemoryView;
 class PipelineView;
 class SegmentModel;
@@ -58,6 +62,12 @@ class WorkbenchWindow : public QMainWindow {
   CommunicationView* communicationView() const { return communication_; }
   BreakdownModel* breakdownModel() const { return breakdown_; }
   SegmentModel* segmentModel() const { return segments_; }
+  DiffModel* diffModel() const { return diff_; }
+  // What the Compare tab's diff can pick as A and B: each ended run's segments, then each trace
+  // opened, in the order they came.
+  QStringList diffSources() const;
+  // Diffs two of diffSources() off the GUI thread; diffShown follows, either way.
+  void compareSources(int a, int b);
   // Shows traces in the timeline and the views (analysed off the GUI thread); traceShown
   // follows once both are done, either way.
   void showTraces(const QStringList& files);
@@ -69,6 +79,14 @@ class WorkbenchWindow : public QMainWindow {
   int stepsSeen() const { return lastStep_; }
   int worldSize() const { return world_; }
   bool running() const;
+
+  // The directory of the last checkpoint saved or loaded (empty before one).
+  QString lastCheckpoint() const { return QString::fromStdString(lastCheckpoint_); }
+  // What Save and Load checkpoint do with the directory the user picked: save at the running
+  // session's next step boundary; load into a new session under the panel's strategy. A
+  // checkpoint that cannot be opened shows why and leaves the running session as it is.
+  void saveCheckpointTo(const QString& dir);
+  void loadCheckpointFrom(const QString& dir);
 
   // Sessions started from now on stop at the boundary after this many steps (0: run them out).
   void setStopAfterSteps(int steps) { stopAfter_ = steps; }
@@ -98,6 +116,7 @@ class WorkbenchWindow : public QMainWindow {
   void sessionEnded(bool failed);
   // The run's trace is in the timeline (or could not be read).
   void traceShown();
+  void diffShown();
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -112,7 +131,10 @@ class WorkbenchWindow : public QMainWindow {
   void updateActions();
   void shownOne();
   void showAnalysis(const std::shared_ptr<const TraceAnalysis>& analysis);
+  void analyse(const QStringList& files);
+  void feedTimeline();
   void setStatus(const QString& text);
+  QString checkpointDialogStart() const;
 
   StrategyPanel* panel_ = nullptr;
   LiveCharts* charts_ = nullptr;
@@ -137,6 +159,33 @@ class WorkbenchWindow : public QMainWindow {
   std::shared_ptr<AnalysisJob> analysisJob_;
   std::thread analysisThread_;
   void collectAnalysis();
+  QWidget* buildDiff();
+  void addDiffSource(const QString& label, const QStringList& files, int firstStep, int lastStep);
+  void collectDiff();
+  struct DiffSource {
+    QString label;
+    std::vector<std::string> files;
+    int firstStep = -1, lastStep = -1;  // event step tags (from 0); -1: the whole trace
+  };
+  std::vector<DiffSource> diffSources_;
+  // The running session's segments (Compare's row, strategy, steps) until its trace is written.
+  struct RunSegment {
+    int row = 0;
+    std::string strategy;
+    int firstStep = -1, lastStep = -1;
+  };
+  std::vector<RunSegment> runSegments_;
+  DiffModel* diff_ = nullptr;
+  QComboBox* diffA_ = nullptr;
+  QComboBox* diffB_ = nullptr;
+  struct DiffJob {
+    std::mutex mutex;
+    bool done = false;
+    std::vector<DiffRow> rows;
+    QString error;
+  };
+  std::shared_ptr<DiffJob> diffJob_;
+  std::thread diffThread_;
   QWidget* errorBanner_ = nullptr;
   QLabel* errorLabel_ = nullptr;
   QPushButton* resume_ = nullptr;
@@ -146,7 +195,10 @@ class WorkbenchWindow : public QMainWindow {
   // Declared before the session: the session (destroyed first) reports into it until it ends.
   std::unique_ptr<SessionBridge> bridge_;
   std::unique_ptr<parascope::Session> session_;
-  QTemporaryDir runDir_;  // the runs' traces and checkpoints unless the user picks a directory
+  // The running (or last) session's recorder, feeding the timeline every frame; null once the
+  // timeline shows something else.
+  std::shared_ptr<LiveTrace> liveTrace_;
+  QTemporaryDir runDir_;  // the runs' traces (Export run trace copies one out)
   int runs_ = 0;
   int world_ = 0;
   int lastStep_ = 0;

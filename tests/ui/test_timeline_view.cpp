@@ -4,6 +4,7 @@
 // and loading: corrupt, truncated, unsupported and missing files end in a message, real
 // Kineto traces load. Runs under QT_QPA_PLATFORM=offscreen.
 #include <QAbstractItemModelTester>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -104,6 +105,11 @@ void TestTimelineView::boxSelectionFillsTheStatistics() {
   QAbstractItemModelTester tester(window.statsModel(),
                                   QAbstractItemModelTester::FailureReportingMode::QtTest);
   TimelineView* view = window.view();
+  // The empty statistics say how to fill them, and the hint goes once they are filled.
+  const auto* hint = window.findChild<QLabel*>(QStringLiteral("statsHint"));
+  QVERIFY(hint);
+  QVERIFY(hint->isVisible());
+  QVERIFY(hint->text().startsWith(QStringLiteral("Shift+drag a box")));
   QSignalSpy selected(view, &TimelineView::selectionChanged);
   const QPoint a(view->timeAreaLeft() + 200, view->contentTop() + 25);
   const QPoint b(view->timeAreaLeft() + 700, view->contentTop() + 90);
@@ -119,6 +125,7 @@ void TestTimelineView::boxSelectionFillsTheStatistics() {
   const auto expected = selectionStats(view->index(), sel->lanes, sel->fromNs, sel->toNs);
   QCOMPARE(window.statsModel()->rowCount(), static_cast<int>(expected.size()));
   QVERIFY(!expected.empty());
+  QVERIFY(!hint->isVisible());
   const QModelIndex count = window.statsModel()->index(0, SelectionStatsModel::Count);
   QCOMPARE(count.data().toLongLong(), expected[0].count);
   QCOMPARE(window.statsModel()->index(0, SelectionStatsModel::Name).data().toString(),

@@ -1,26 +1,35 @@
 // The workbench driven as a user drives it, under the offscreen platform: edits in the strategy
 // panel through key events (invalid ones show the config validator's own message and keep Apply
 // and Start disabled), a tiny session started with its shortcut whose steps reach the log, the
-// charts and, at the end, the timeline; the report queue's back-pressure; the log model under
-// QAbstractItemModelTester; screenshots of the window and each view checked by pixel statistics.
+// charts and, as they run, the timeline; checkpoints saved and loaded through the window; the
+// report queue's back-pressure; the log model under QAbstractItemModelTester; screenshots of the
+// window and each view checked by pixel statistics.
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QComboBox>
+#include <QDir>
 #include <QFile>
 #include <QImage>
 #include <QLineSeries>
 #include <QPushButton>
+#include <QSettings>
 #include <QSpinBox>
+#include <QStandardPaths>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "core/common/error.h"
 #include "core/config/config.h"
+#include "core/config/memory_estimate.h"
 #include "core/session/session.h"
+#include "core/state/checkpoint.h"
 #include "profiler/analysis/comm_volume.h"
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/io/chrome_import.h"
@@ -28,6 +37,7 @@
 #include "ui/comm_matrix_model.h"
 #include "ui/comm_op_model.h"
 #include "ui/communication_view.h"
+#include "ui/diff_model.h"
 #include "ui/live_charts.h"
 #include "ui/memory_peak_model.h"
 #include "ui/memory_view.h"
@@ -103,6 +113,8 @@ class TestWorkbenchWindow : public QObject {
   void panelRoundTripsTheDocument();
   void bridgeNeverDropsReports();
   void runsASessionAndShowsIt();
+  void timelineFillsWhileRunning();
+  void savesAndLoadsCheckpoints();
   void corruptTraceChangesNothing();
   void pipelineViewShowsTheSchedule();
   void compareMarksTheBestSegment();
@@ -111,9 +123,14 @@ class TestWorkbenchWindow : public QObject {
 };
 
 void TestWorkbenchWindow::initTestCase() {
-  // Keep the tests' QSettings away from the user's.
+  // Keep the tests' QSettings away from the user's: test mode moves the config home (before
+  // the first QSettings, which fixes the path for the process) and the names are the tests' own.
+  QStandardPaths::setTestModeEnabled(true);
   QCoreApplication::setOrganizationName(QStringLiteral("ParaScopeTests"));
   QCoreApplication::setApplicationName(QStringLiteral("test_ui_workbench"));
+  const QString home = QStandardPaths::writableLocation(QStandardPaths::GenericConfigLocation);
+  QVERIFY2(home.contains(QStringLiteral("/.qttest/")), qPrintable(home));
+  QCOMPARE(QSettings().fileName(), home + QStringLiteral("/ParaScopeTests/test_ui_workbench.conf"));
 }
 
 void TestWorkbenchWindow::invalidEditsKeepApplyDisabled_data() {
@@ -268,13 +285,22 @@ void TestWorkbenchWindow::runsASessionAndShowsIt() {
   QCOMPARE(matrix->rowCount(), 2);
   for (int i = 0; i < matrix->rowCount(); ++i) {
     for (int j = 0; j < matrix->columnCount(); ++j) {
-      QCOMPARE(matrix->data(matrix->index(i, j), Qt::UserRole).toLongLong(),
-               comm.matrix.at(comm.matrix.ranks[i], comm.matrix.ranks[j]));
+      const std::int64_t bytes = comm.matrix.at(comm.matrix.ranks[i], comm.matrix.ranks[j]);
+      QCOMPARE(matrix->data(matrix->index(i, j), Qt::UserRole).toLongLong(), bytes);
+      QCOMPARE(matrix->data(matrix->index(i, j)).toString(),
+               QString::fromStdString(parascope::formatBytes(static_cast<double>(bytes))));
     }
   }
   QVERIFY(comm.matrix.total() > 0);
   auto* ops = window.communicationView()->opModel();
   QCOMPARE(ops->rowCount(), static_cast<int>(comm.ops.size()));
+  for (int i = 0; i < ops->rowCount(); ++i) {
+    const QModelIndex bytes = ops->index(i, parascope::ui::CommOpModel::Bytes);
+    QCOMPARE(bytes.data(Qt::UserRole).toLongLong(), comm.ops[i].bytes);
+    QCOMPARE(
+        bytes.data().toString(),
+        QString::fromStdString(parascope::formatBytes(static_cast<double>(comm.ops[i].bytes))));
+  }
   const auto memory = parascope::profiler::computeMemoryTimeline(trace);
   auto* peaks = window.memoryView()->peakModel();
   QCOMPARE(peaks->rowCount(), static_cast<int>(memory.size()));
@@ -294,6 +320,117 @@ void TestWorkbenchWindow::runsASessionAndShowsIt() {
   const QStringList files = window.saveScreenshots(dir.path());
   QCOMPARE(files.size(), 1 + window.views()->count());
   for (const QString& f : files) checkPixels(f);
+}
+
+// The timeline is fed while the session runs (a paused session already shows its first step)
+// and, once it ended, holds exactly the events of the trace file written from the whole run.
+void TestWorkbenchWindow::timelineFillsWhileRunning() {
+  WorkbenchWindow window;
+  nlohmann::json doc = tinyDocument();
+  doc["data_parallel_size"] = 2;
+  window.setDocument(doc);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QSignalSpy ended(&window, &WorkbenchWindow::sessionEnded);
+  QSignalSpy shown(&window, &WorkbenchWindow::traceShown);
+  const parascope::ui::TimelineView* view = window.timeline()->view();
+  // F10 starts the session paused and runs one step.
+  QTest::keyClick(&window, Qt::Key_F10);
+  QTRY_COMPARE_WITH_TIMEOUT(window.stepsSeen(), 1, 60000);
+  QTRY_VERIFY_WITH_TIMEOUT(view->index().eventCount() > 0, 10000);
+  QVERIFY(window.running());
+  QCOMPARE(ended.count(), 0);
+  const std::size_t afterOneStep = view->index().eventCount();
+  QTest::keyClick(&window, Qt::Key_F6);  // resume
+  QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 120000);
+  QCOMPARE(ended.at(0).at(0).toBool(), false);
+  QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+  QVERIFY(view->index().eventCount() > afterOneStep);
+  // Nobody moved the view: it shows the whole run.
+  QVERIFY(view->followsLive());
+  QCOMPARE(view->axis().startNs, view->index().beginNs());
+  QCOMPARE(view->axis().endNs(view->timeAreaWidth()), view->index().endNs());
+
+  using Key = std::tuple<std::int32_t, std::int32_t, std::int64_t, std::int64_t, std::string, int,
+                         std::int64_t>;
+  const auto keys = [](const parascope::ui::TimelineIndex& index) {
+    const parascope::profiler::TraceData t = index.toTrace(index.beginNs(), index.endNs());
+    std::vector<Key> out;
+    for (const parascope::profiler::Event& e : t.events) {
+      out.emplace_back(e.rank, e.lane, e.startNs, e.endNs, e.name, static_cast<int>(e.kind),
+                       e.bytes);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const parascope::profiler::TraceData file =
+      parascope::profiler::importChromeTraces({window.tracePath().toStdString()});
+  parascope::ui::TimelineIndex whole;
+  whole.build(file);
+  QCOMPARE(view->index().eventCount(), file.events.size());
+  QCOMPARE(view->index().eventCount(), whole.eventCount());
+  const std::vector<Key> live = keys(view->index());
+  QCOMPARE(live.size(), file.events.size());
+  QVERIFY(live == keys(whole));
+}
+
+// Save checkpoint writes under the directory given (what the dialog returns) at the next step
+// boundary; the core's reader opens it. Load starts a new session from it under the panel's
+// strategy; a corrupt one is refused with the reader's reason and the running session goes on.
+void TestWorkbenchWindow::savesAndLoadsCheckpoints() {
+  WorkbenchWindow window;
+  nlohmann::json doc = tinyDocument();
+  doc["data_parallel_size"] = 2;
+  doc["train_iters"] = 40;
+  doc["eval_interval"] = 0;
+  window.setDocument(doc);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QTemporaryDir dir;
+  QTest::keyClick(&window, Qt::Key_F10);
+  QTRY_COMPARE_WITH_TIMEOUT(window.stepsSeen(), 1, 60000);
+  window.saveCheckpointTo(dir.path());
+  QTest::keyClick(&window, Qt::Key_F10);
+  QTRY_VERIFY_WITH_TIMEOUT(!window.lastCheckpoint().isEmpty(), 60000);
+  const QString saved = window.lastCheckpoint();
+  QVERIFY2(window.statusText().contains(QStringLiteral("Checkpoint saved at step")),
+           qPrintable(window.statusText()));
+
+  const parascope::CheckpointReader reader(dir.path().toStdString());
+  QCOMPARE(QString::fromStdString(reader.directory()), saved);
+  const int step = reader.manifest().counters.step;
+  QCOMPARE(saved, dir.filePath(QString::fromStdString(parascope::stepDirectoryName(step))));
+  QCOMPARE(step, 1);  // the boundary the paused session stands at
+  QCOMPARE(reader.manifest().config["data_parallel_size"].get<int>(), 2);
+  QCOMPARE(reader.manifest().files.size(), std::size_t{2});
+  reader.verifyChecksums();
+
+  // Loaded under the panel's strategy: a new session that starts after the saved step.
+  window.loadCheckpointFrom(dir.path());
+  QVERIFY(window.running());
+  QTRY_VERIFY_WITH_TIMEOUT(window.stepsSeen() > step, 60000);
+  QCOMPARE(window.logModel()->data(window.logModel()->index(0, 0)).toInt(), step + 1);
+  QTest::keyClick(&window, Qt::Key_F6);  // pause, so nothing moves while the load is refused
+
+  // A manifest cut short: refused before anything stops.
+  const QString manifest = QDir(saved).filePath(QStringLiteral("manifest.json"));
+  QFile f(manifest);
+  QVERIFY(f.open(QIODevice::ReadWrite));
+  QVERIFY(f.resize(f.size() / 2));
+  f.close();
+  QTest::qWait(300);  // the step under way when F6 was pressed ends
+  const int stepsBefore = window.stepsSeen();
+  const int rowsBefore = window.logModel()->rowCount();
+  window.loadCheckpointFrom(dir.path());
+  QVERIFY2(window.errorText().startsWith(QStringLiteral("Cannot load the checkpoint: ")),
+           qPrintable(window.errorText()));
+  QVERIFY2(window.errorText().contains(QStringLiteral("manifest.json")),
+           qPrintable(window.errorText()));
+  QVERIFY(window.running());
+  QTest::qWait(100);
+  QCOMPARE(window.stepsSeen(), stepsBefore);
+  QCOMPARE(window.logModel()->rowCount(), rowsBefore);
+  QCOMPARE(window.lastCheckpoint(), saved);
 }
 
 void TestWorkbenchWindow::corruptTraceChangesNothing() {
@@ -437,8 +574,44 @@ void TestWorkbenchWindow::switchesThroughThePanel() {
   QVERIFY2(window.errorText().isEmpty(), qPrintable(window.errorText()));
   QCOMPARE(window.worldSize(), 4);
   QCOMPARE(window.charts()->pointCount(LiveCharts::Loss), window.stepsSeen());
+  QSignalSpy diffed(&window, &WorkbenchWindow::diffShown);
   QTest::keyClick(&window, Qt::Key_F5, Qt::ShiftModifier);  // stop
   QTRY_VERIFY_WITH_TIMEOUT(!window.running(), 60000);
+
+  // Once the run's trace is written, its two segments are the diff's A and B: what diffTraces
+  // gives for the steps of each in the same file.
+  QTRY_COMPARE_WITH_TIMEOUT(diffed.count(), 1, 60000);
+  const int lastStep = window.stepsSeen();
+  const int switched = window.charts()->switchSteps().at(0);
+  const auto strategy = [&](int row) {
+    return window.segmentModel()
+        ->index(row, parascope::ui::SegmentModel::Strategy)
+        .data()
+        .toString();
+  };
+  QCOMPARE(
+      window.diffSources(),
+      QStringList({QStringLiteral("Segment 1: %1, steps 1\u2013%2").arg(strategy(0)).arg(switched),
+                   QStringLiteral("Segment 2: %1, steps %2\u2013%3")
+                       .arg(strategy(1))
+                       .arg(switched + 1)
+                       .arg(lastStep)}));
+  const parascope::profiler::TraceData run =
+      parascope::profiler::importChromeTraces({window.tracePath().toStdString()});
+  const std::vector<parascope::ui::DiffRow> expected =
+      parascope::ui::diffTraces({&run, 0, switched - 1}, {&run, switched, lastStep - 1});
+  const std::vector<parascope::ui::DiffRow>& rows = window.diffModel()->rows();
+  QCOMPARE(rows.size(), expected.size());
+  bool allReduceInBoth = false;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    QCOMPARE(rows[i].name, expected[i].name);
+    QCOMPARE(rows[i].communication, expected[i].communication);
+    QCOMPARE(rows[i].aNs, expected[i].aNs);
+    QCOMPARE(rows[i].bNs, expected[i].bNs);
+    if (rows[i].communication && rows[i].name == "allReduce")
+      allReduceInBoth = rows[i].aNs > 0 && rows[i].bNs > 0;
+  }
+  QVERIFY(allReduceInBoth);
 
   // The same switch headless, at the same step: the losses agree bit for bit.
   const QList<QPointF> gui = window.charts()->points(LiveCharts::Loss);

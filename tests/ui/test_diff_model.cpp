@@ -1,0 +1,198 @@
+// The diff of two traces or segments: exact per-rank, per-step times per span name and per
+// communication operation on small synthetic traces, segments picked by step, the model under
+// QAbstractItemModelTester and sorted by a proxy, and the workbench's Compare tab diffing two
+// opened trace files.
+#include <QAbstractItemModelTester>
+#include <QSortFilterProxyModel>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "profiler/io/chrome_export.h"
+#include "ui/diff_model.h"
+#include "ui/trace_diff.h"
+#include "ui/workbench_window.h"
+
+using parascope::profiler::Category;
+using parascope::profiler::Event;
+using parascope::profiler::TraceData;
+using parascope::ui::DiffModel;
+using parascope::ui::DiffRow;
+using parascope::ui::diffTraces;
+
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000;
+
+void span(TraceData& t, const char* name, Category category, std::int32_t rank, std::int32_t step,
+          std::int64_t fromMs, std::int64_t toMs) {
+  Event e;
+  e.name = t.strings.intern(name);
+  e.category = category;
+  e.rank = rank;
+  e.step = step;
+  e.lane = category == Category::Communication ? parascope::trace::lane::kCommunication
+           : category == Category::Step        ? parascope::trace::lane::kHost
+                                               : parascope::trace::lane::kCompute;
+  e.startNs = fromMs * kMs;
+  e.endNs = toMs * kMs;
+  t.events.push_back(e);
+}
+
+// Two ranks, two steps of 1000 ms each. Per rank and step: matmul 250 ms, allReduce 150 ms
+// (all of it in step 0: 300 ms per rank there), train_step 1000 ms.
+TraceData traceA() {
+  TraceData t;
+  t.worldSize = 2;
+  for (int rank = 0; rank < 2; ++rank) {
+    span(t, "train_step", Category::Step, rank, 0, 0, 1000);
+    span(t, "train_step", Category::Step, rank, 1, 1000, 2000);
+  }
+  span(t, "matmul", Category::Compute, 0, 0, 100, 400);
+  span(t, "matmul", Category::Compute, 1, 0, 100, 300);
+  span(t, "matmul", Category::Compute, 0, 1, 1100, 1300);
+  span(t, "matmul", Category::Compute, 1, 1, 1100, 1400);
+  span(t, "allReduce", Category::Communication, 0, 0, 500, 900);
+  span(t, "allReduce", Category::Communication, 1, 0, 500, 700);
+  Event memory;  // a counter is no time spent
+  memory.name = t.strings.intern("params");
+  memory.category = Category::Memory;
+  memory.kind = parascope::profiler::EventKind::Counter;
+  memory.bytes = 4096;
+  t.events.push_back(memory);
+  t.sortByTime();
+  return t;
+}
+
+// One rank, one step of 1500 ms: matmul 500, softmax 100, allGather 200; no allReduce.
+TraceData traceB() {
+  TraceData t;
+  span(t, "train_step", Category::Step, 0, 0, 0, 1500);
+  span(t, "matmul", Category::Compute, 0, 0, 0, 500);
+  span(t, "softmax", Category::Compute, 0, 0, 600, 700);
+  span(t, "allGather", Category::Communication, 0, 0, 800, 1000);
+  t.sortByTime();
+  return t;
+}
+
+struct Expected {
+  bool communication;
+  std::string name;
+  double aMs, bMs;
+};
+
+void compareRows(const std::vector<DiffRow>& rows, const std::vector<Expected>& expected) {
+  QCOMPARE(rows.size(), expected.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    QCOMPARE(rows[i].communication, expected[i].communication);
+    QCOMPARE(rows[i].name, expected[i].name);
+    QCOMPARE(rows[i].aNs, expected[i].aMs * kMs);
+    QCOMPARE(rows[i].bNs, expected[i].bMs * kMs);
+  }
+}
+
+const std::vector<Expected> kAgainstB = {{false, "matmul", 250, 500},
+                                         {false, "softmax", 0, 100},
+                                         {false, "train_step", 1000, 1500},
+                                         {true, "allGather", 0, 200},
+                                         {true, "allReduce", 150, 0}};
+
+}  // namespace
+
+class TestDiffModel : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase();
+  void twoTraces();
+  void twoSegments();
+  void modelShowsAndSorts();
+  void windowDiffsOpenedTraces();
+};
+
+void TestDiffModel::initTestCase() {
+  // The window test must not touch the user's QSettings.
+  QStandardPaths::setTestModeEnabled(true);
+  QCoreApplication::setOrganizationName(QStringLiteral("ParaScopeTests"));
+  QCoreApplication::setApplicationName(QStringLiteral("test_ui_diff"));
+}
+
+void TestDiffModel::twoTraces() {
+  const TraceData a = traceA(), b = traceB();
+  const std::vector<DiffRow> rows = diffTraces({&a}, {&b});
+  compareRows(rows, kAgainstB);
+  QCOMPARE(rows[0].deltaNs(), 250.0 * kMs);
+  QCOMPARE(rows[0].ratio(), 2.0);
+  QCOMPARE(rows[2].ratio(), 1.5);
+  QCOMPARE(rows[4].deltaNs(), -150.0 * kMs);
+  QCOMPARE(rows[4].ratio(), 0.0);
+  QVERIFY(std::isnan(rows[1].ratio()));
+}
+
+// Steps of one trace as two segments: per rank and step of its own, so each step counts once.
+void TestDiffModel::twoSegments() {
+  const TraceData a = traceA();
+  compareRows(diffTraces({&a, 0, 0}, {&a, 1, 1}), {{false, "matmul", 250, 250},
+                                                   {false, "train_step", 1000, 1000},
+                                                   {true, "allReduce", 300, 0}});
+}
+
+void TestDiffModel::modelShowsAndSorts() {
+  DiffModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  const TraceData a = traceA(), b = traceB();
+  model.setRows(diffTraces({&a}, {&b}));
+  QCOMPARE(model.rowCount(), 5);
+  QCOMPARE(model.columnCount(), int{DiffModel::Count});
+  const auto text = [&](int row, int column) { return model.index(row, column).data().toString(); };
+  QCOMPARE(text(0, DiffModel::Kind), QStringLiteral("span"));
+  QCOMPARE(text(0, DiffModel::Name), QStringLiteral("matmul"));
+  QCOMPARE(text(0, DiffModel::TimeA), QStringLiteral("250.000"));
+  QCOMPARE(text(0, DiffModel::TimeB), QStringLiteral("500.000"));
+  QCOMPARE(text(0, DiffModel::Delta), QStringLiteral("250.000"));
+  QCOMPARE(text(0, DiffModel::Ratio), QStringLiteral("2.00×"));
+  QCOMPARE(text(1, DiffModel::Ratio), QStringLiteral("—"));
+  QCOMPARE(text(4, DiffModel::Kind), QStringLiteral("operation"));
+  QCOMPARE(text(4, DiffModel::Delta), QStringLiteral("-150.000"));
+  QCOMPARE(model.index(4, DiffModel::Delta).data(Qt::UserRole).toDouble(), -150.0 * kMs);
+
+  QSortFilterProxyModel proxy;
+  proxy.setSourceModel(&model);
+  proxy.setSortRole(Qt::UserRole);
+  proxy.sort(DiffModel::Delta, Qt::DescendingOrder);
+  QStringList order;
+  for (int r = 0; r < proxy.rowCount(); ++r)
+    order << proxy.index(r, DiffModel::Name).data().toString();
+  QCOMPARE(order, QStringList({"train_step", "matmul", "allGather", "softmax", "allReduce"}));
+}
+
+// Two trace files opened in the workbench become A and B of the Compare tab's diff.
+void TestDiffModel::windowDiffsOpenedTraces() {
+  QTemporaryDir dir;
+  const QString fileA = dir.filePath(QStringLiteral("a.json"));
+  const QString fileB = dir.filePath(QStringLiteral("b.json"));
+  parascope::profiler::exportChromeTrace(traceA(), fileA.toStdString());
+  parascope::profiler::exportChromeTrace(traceB(), fileB.toStdString());
+  parascope::ui::WorkbenchWindow window;
+  QSignalSpy shown(&window, &parascope::ui::WorkbenchWindow::traceShown);
+  QSignalSpy diffed(&window, &parascope::ui::WorkbenchWindow::diffShown);
+  window.showTraces({fileA});
+  QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 30000);
+  QCOMPARE(diffed.count(), 0);  // one source: nothing to compare yet
+  window.showTraces({fileB});
+  QTRY_COMPARE_WITH_TIMEOUT(diffed.count(), 1, 30000);
+  QCOMPARE(window.diffSources(),
+           QStringList({QStringLiteral("Trace a.json"), QStringLiteral("Trace b.json")}));
+  compareRows(window.diffModel()->rows(), kAgainstB);
+  QVERIFY2(window.errorText().isEmpty(), qPrintable(window.errorText()));
+  // The other way round, picked by index.
+  window.compareSources(1, 0);
+  QTRY_COMPARE_WITH_TIMEOUT(diffed.count(), 2, 30000);
+  QCOMPARE(window.diffModel()->rows()[0].aNs, 500.0 * kMs);
+  QCOMPARE(window.diffModel()->rows()[0].bNs, 250.0 * kMs);
+}
+
+QTEST_MAIN(TestDiffModel)
+#include "test_diff_model.moc"

@@ -1,0 +1,86 @@
+// LiveTrace: begin installs a tracer and starts the drain thread; end stops the thread,
+// uninstalls the tracer (no rank records into it afterwards), publishes the rest and writes the
+// file the way profiler::TraceRecording does, so the file and what the GUI was fed agree.
+#include "ui/live_trace.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "profiler/clock_sync.h"
+#include "profiler/io/chrome_export.h"
+
+namespace parascope::ui {
+
+namespace {
+// The GUI's frame: a part is ready by the time the next frame takes it.
+constexpr std::chrono::milliseconds kDrainInterval{16};
+}  // namespace
+
+LiveTrace::~LiveTrace() {
+  stopDraining();
+}
+
+void LiveTrace::begin(parascope::Communicator* mpiWorld, int worldSize) {
+  profiler::ClockOffset offset;
+  if (mpiWorld) offset = profiler::estimateClockOffset(*mpiWorld);
+  tracer_ = std::make_unique<profiler::Tracer>();
+  tracer_->setWorldSize(worldSize);
+  tracer_->setClockOffset(offset.offsetNs, offset.worldResidualNs);
+  tracer_->install();
+  drainer_ = std::thread([this] { drainLoop(); });
+}
+
+void LiveTrace::drainLoop() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, kDrainInterval, [this] { return stopping_; });
+    if (stopping_) break;
+    lock.unlock();
+    const profiler::TraceData part = tracer_->drain();
+    whole_.merge(part);
+    publish(part);
+    lock.lock();
+  }
+}
+
+void LiveTrace::publish(const profiler::TraceData& part) {
+  if (part.events.empty()) return;
+  std::lock_guard lock(mutex_);
+  pending_.merge(part);
+}
+
+void LiveTrace::stopDraining() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (drainer_.joinable()) drainer_.join();
+  if (tracer_) tracer_->uninstall();
+}
+
+std::string LiveTrace::end(int rank) {
+  stopDraining();
+  const profiler::TraceData rest = tracer_->drain();
+  whole_.merge(rest);
+  publish(rest);
+  whole_.sortByTime();
+  if (const std::uint64_t lost = tracer_->dropped()) {
+    std::fprintf(stderr,
+                 "profiler: %llu events were dropped (a thread reached the tracer's limit of "
+                 "events); the trace is incomplete\n",
+                 static_cast<unsigned long long>(lost));
+  }
+  const std::string path = rank < 0 ? path_ : profiler::perRankPath(path_, rank);
+  profiler::exportChromeTrace(whole_, path);
+  return path;
+}
+
+profiler::TraceData LiveTrace::take() {
+  profiler::TraceData out;
+  std::lock_guard lock(mutex_);
+  std::swap(out, pending_);
+  return out;
+}
+
+}  // namespace parascope::ui
