@@ -53,7 +53,7 @@ struct HeaderEntry {
 
 // One tensor's header entry, checked against the data section; nothing is allocated here.
 HeaderEntry parseEntry(const std::string& path, const std::string& name, const nlohmann::json& e,
-                 std::uint64_t dataSize) {
+                       std::uint64_t dataSize) {
   if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string() || !e.contains("shape") ||
       !e["shape"].is_array() || !e.contains("data_offsets") || !e["data_offsets"].is_array() ||
       e["data_offsets"].size() != 2) {

@@ -35,8 +35,8 @@ struct CheckpointReport {
   int step = 0;
   std::string path;  // the checkpoint's step directory
   bool loaded = false;
-  double milliseconds = 0;
-  std::int64_t bytes = 0;  // written or read, all ranks together
+  double milliseconds = 0;  // saving: the whole save; loading: reading into the built layout
+  std::int64_t bytes = 0;   // written or read, all ranks together
 };
 
 struct ErrorReport {

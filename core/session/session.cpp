@@ -138,12 +138,11 @@ void Session::checkSwitch(const TrainConfig& next) const {
     throw UserError("switch: rank_backend cannot change in a running session");
   }
   if (options_.mpiWorld && next.parallel.worldSize() != options_.mpiWorld->size()) {
-    throw UserError("switch: under MPI the layout changes over the same " +
-                    std::to_string(options_.mpiWorld->size()) +
-                    " processes, but the new strategy has " +
-                    std::to_string(next.parallel.worldSize()) +
-                    " ranks; choose degrees whose product is " +
-                    std::to_string(options_.mpiWorld->size()));
+    throw UserError(
+        "switch: under MPI the layout changes over the same " +
+        std::to_string(options_.mpiWorld->size()) + " processes, but the new strategy has " +
+        std::to_string(next.parallel.worldSize()) + " ranks; choose degrees whose product is " +
+        std::to_string(options_.mpiWorld->size()));
   }
   checkMemory(estimateMemory(next, dataBytesInMemory(next.data), next.parallel.worldSize()),
               availableMemoryBytes());
@@ -266,12 +265,14 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
     return *slot.trainer;
   }
   if (!options_.load.empty() && !started_) {
-    const auto start = Clock::now();
-    const trace::Span span("checkpoint_load", trace::Category::Step, trace::lane::kHost);
     const CheckpointReader reader(options_.load);
     slot.trainer = std::make_unique<Trainer>(config, *slot.allocator, world, false);
     RankState state = slot.trainer->state();
     checkLoadable(reader, slot.trainer->config(), state.tensors);
+    // The load is the reading: building the layout is what starting any run costs.
+    if (!options_.mpiWorld) barrier(world);
+    const auto start = Clock::now();
+    const trace::Span span("checkpoint_load", trace::Category::Step, trace::lane::kHost);
     std::int64_t bytes = 0;
     for (const StateSlice& s : state.slices) {
       reader.read(s);

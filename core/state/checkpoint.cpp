@@ -383,8 +383,8 @@ void loadInitialWeights(const std::string& path, const RankState& state) {
   for (const LogicalTensor& t : state.tensors) {
     const auto found = stored.find(t.name);
     if (found == stored.end()) {
-      throw UserError(path + ": missing tensor '" + t.name + "' of shape " +
-                      shapeString(t.shape) + " (see docs/weights.md for the model's tensors)");
+      throw UserError(path + ": missing tensor '" + t.name + "' of shape " + shapeString(t.shape) +
+                      " (see docs/weights.md for the model's tensors)");
     }
     const SafetensorsReader::Entry& e = found->second;
     if (e.shape != t.shape || !isFloating(e.dtype)) {
@@ -393,7 +393,8 @@ void loadInitialWeights(const std::string& path, const RankState& state) {
                       shapeString(t.shape));
     }
   }
-  for (const auto& [name, e] : stored) {
+  for (const auto& entry : stored) {
+    const std::string& name = entry.first;
     const bool known = std::any_of(state.tensors.begin(), state.tensors.end(),
                                    [&](const LogicalTensor& t) { return t.name == name; });
     if (!known) {

@@ -128,8 +128,8 @@ std::vector<SliceCopy> planReshard(const std::vector<std::vector<SliceExtent>>& 
         for (; at < end && it != list.end() && it->begin <= at; ++it) {
           const std::int64_t n = std::min(end, it->begin + it->count) - at;
           if (n <= 0) continue;
-          plan.push_back({it->rank, static_cast<int>(to), it->slice, j, at - it->begin,
-                          at - dest.begin, n});
+          plan.push_back(
+              {it->rank, static_cast<int>(to), it->slice, j, at - it->begin, at - dest.begin, n});
           at += n;
         }
       }
@@ -284,8 +284,8 @@ std::int64_t reshardOver(Communicator& world, const RankState& before, const Ran
       CommHandle received, sent;
       const std::int64_t inCount = std::min(chunk, in.left());
       if (inCount > 0) {
-        received = world.recvAsync(receiving.data(), static_cast<std::size_t>(inCount),
-                                   DType::F32, from);
+        received =
+            world.recvAsync(receiving.data(), static_cast<std::size_t>(inCount), DType::F32, from);
       }
       const std::int64_t outCount = std::min(chunk, out.left());
       if (outCount > 0) {

@@ -51,16 +51,17 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
   QTest::addColumn<QString>("message");
   QTest::newRow("missing file") << QStringList{"train", "--config", path("nope.json")}
                                 << "error: " + path("nope.json") + ": cannot open config file\n";
-  QTest::newRow("unknown key") << QStringList{"train", "--config", path("bad-key.json")}
-                               << "error: config: unknown key 'modle'; allowed here: backend, "
-                                  "bf16, communication_data_type, data, data_parallel_size, "
-                                  "eval_interval, eval_iters, fp16, gradient_accumulation_steps, "
-                                  "gradient_clipping, log_interval, model, optimizer, "
-                                  "pipeline_model_parallel_layout, pipeline_model_parallel_size, "
-                                  "pipeline_schedule, recompute_granularity, save_weights, "
-                                  "scheduler, seed, sequence_parallel, tensor_model_parallel_size, "
-                                  "train_batch_size, train_iters, train_micro_batch_size_per_gpu, "
-                                  "virtual_pipeline_model_parallel_size, zero_optimization\n";
+  QTest::newRow("unknown key")
+      << QStringList{"train", "--config", path("bad-key.json")}
+      << "error: config: unknown key 'modle'; allowed here: backend, "
+         "bf16, communication_data_type, data, data_parallel_size, "
+         "eval_interval, eval_iters, fp16, gradient_accumulation_steps, "
+         "gradient_clipping, init_weights, log_interval, model, optimizer, "
+         "pipeline_model_parallel_layout, pipeline_model_parallel_size, "
+         "pipeline_schedule, recompute_granularity, save_weights, "
+         "scheduler, seed, sequence_parallel, tensor_model_parallel_size, "
+         "train_batch_size, train_iters, train_micro_batch_size_per_gpu, "
+         "virtual_pipeline_model_parallel_size, zero_optimization\n";
   QTest::newRow("malformed") << QStringList{"train", "--config", path("bad-json.json")}
                              << "error: " + path("bad-json.json") +
                                     ": malformed JSON at line 1, column 17: syntax error while "

@@ -494,11 +494,12 @@ void TestSwitch::initialWeightsUnderAnotherLayout() {
   QVERIFY(!source.error);
   const QString from = " optimizer.params.lr=0 init_weights=" + QString::fromStdString(trained);
   const std::string again = (scratch() / "again.safetensors").string();
-  const Outcome restarted = run(config("tensor_model_parallel_size=2 pipeline_model_parallel_size=2 "
-                                       "gradient_accumulation_steps=4" +
-                                           from,
-                                       again),
-                                {});
+  const Outcome restarted =
+      run(config("tensor_model_parallel_size=2 pipeline_model_parallel_size=2 "
+                 "gradient_accumulation_steps=4" +
+                     from,
+                 again),
+          {});
   QVERIFY2(!restarted.error, restarted.error ? restarted.error->reason.c_str() : "");
   QCOMPARE(restarted.weights.size(), source.weights.size());
   for (const auto& [name, values] : source.weights) {
