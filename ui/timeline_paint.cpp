@@ -90,7 +90,7 @@ void TimelineView::paintLevelRow(QPainter& p, const TimelineRow& row, int y) con
   std::vector<DrawItem> items;
   if (row.depth < lane.levels.size()) {
     const auto& level = lane.levels[row.depth];
-    buildLevelDrawList(level, axis_, w, items);
+    buildLevelDrawList(level, lane.blocks[row.depth], axis_, w, items);
     if (row.depth == 0) paintBubbles(p, row, y, items);
     const QFontMetrics fm = p.fontMetrics();
     for (const DrawItem& it : items) {
