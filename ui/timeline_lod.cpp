@@ -43,10 +43,14 @@ bool tiny(const SpanRec& s, const TimeAxis& axis) {
 }
 
 // The earliest time in column `c` or later, exactly as TimeAxis::column rounds.
+// Column `c` starts past any event (column() clamps at 1e15): a search up to it takes everything.
+bool pastAnyEvent(const TimeAxis& axis, std::int64_t c) {
+  return std::ceil(static_cast<double>(c) * axis.nsPerPx) > 4e18 || c > 1'000'000'000'000'000;
+}
+
 std::int64_t columnStart(const TimeAxis& axis, std::int64_t c) {
+  if (pastAnyEvent(axis, c)) return INT64_MAX;
   const double offset = std::ceil(static_cast<double>(c) * axis.nsPerPx);
-  // Past any event (column() clamps at 1e15): the caller's search takes everything.
-  if (offset > 4e18 || c > 1'000'000'000'000'000) return INT64_MAX;
   auto t = axis.startNs + static_cast<std::int64_t>(offset);
   while (axis.column(t - 1) >= c) --t;
   while (axis.column(t) < c) ++t;
@@ -73,6 +77,11 @@ It gallop(It first, It last, Before before) {
 std::uint32_t pastColumn(const std::vector<SpanRec>& level, const std::vector<SpanBlock>& blocks,
                          std::uint32_t from, std::uint32_t end, std::int64_t last,
                          const TimeAxis& axis) {
+  // A lone span's successor mostly ends in a later column already: one division, no search
+  // (t >= columnStart(c) exactly when column(t) >= c).
+  if (from < end && !pastAnyEvent(axis, last + 1) && axis.column(level[from].endNs) > last) {
+    return from;
+  }
   const std::int64_t next = columnStart(axis, last + 1);
   std::size_t lo = from;
   const std::size_t full = std::min<std::size_t>(blocks.size(), end / kBlockSpans);
@@ -186,9 +195,13 @@ void sampleCounter(const std::vector<CounterPoint>& points, const TimeAxis& axis
   while (it != points.end()) {
     const std::int64_t c = axis.column(it->timeNs);
     if (c >= widthPx) break;
-    // The value in force at the column's end: the last point inside it.
-    const std::int64_t end = columnStart(axis, c + 1);
-    auto next = gallop(it, points.end(), [end](const CounterPoint& p) { return p.timeNs < end; });
+    // The value in force at the column's end: the last point inside it. Sparse points mostly
+    // have the next one in a later column already: then no search.
+    auto next = std::next(it);
+    if (next != points.end() && (pastAnyEvent(axis, c + 1) || axis.column(next->timeNs) <= c)) {
+      const std::int64_t end = columnStart(axis, c + 1);
+      next = gallop(next, points.end(), [end](const CounterPoint& p) { return p.timeNs < end; });
+    }
     out.push_back({clampColumn(c, widthPx), std::prev(next)->value});
     it = next;
   }
