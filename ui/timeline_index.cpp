@@ -73,6 +73,7 @@ void TimelineIndex::compact() {
   namesByPointer_.clear();
   nameCache_.fill({nullptr, 0});
   detailCache_.fill(0);
+  lastDetail_ = 0;
 }
 
 std::uint32_t TimelineIndex::laneFor(std::int32_t rank, std::int32_t laneId) {
@@ -117,14 +118,20 @@ std::uint32_t TimelineIndex::detailId(const Event& e) {
     details_.push_back(d);
     return static_cast<std::uint32_t>(details_.size() - 1);
   }
+  // Runs of events (a step's kernels) share one detail: no hashing for those.
+  if (details_[lastDetail_] == d) return lastDetail_;
   // Neighbouring events mostly share step, stage and micro-batch: a direct-mapped cache by hash
   // answers most look-ups without the table.
   const std::size_t h = DetailHash()(d);
   std::uint32_t& slot = detailCache_[h % kCacheSlots];
-  if (details_[slot] == d) return slot;
+  if (details_[slot] == d) {
+    lastDetail_ = slot;
+    return slot;
+  }
   auto [it, inserted] = detailIndex_.try_emplace(d, static_cast<std::uint32_t>(details_.size()));
   if (inserted) details_.push_back(d);
   slot = it->second;
+  lastDetail_ = it->second;
   return it->second;
 }
 

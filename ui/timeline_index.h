@@ -161,6 +161,7 @@ class TimelineIndex {
   std::unordered_map<SpanDetail, std::uint32_t, DetailHash> detailIndex_;
   static constexpr std::size_t kCacheSlots = 1024;
   std::array<std::uint32_t, kCacheSlots> detailCache_{};  // detail ids by hash slot
+  std::uint32_t lastDetail_ = 0;  // the last shared detail found: a kernel's neighbours repeat it
   std::array<std::pair<const char*, std::uint32_t>, kCacheSlots> nameCache_{};
   std::vector<CounterTrack> counters_;
   std::map<std::tuple<std::int32_t, std::int32_t, std::uint32_t>, std::uint32_t> counterIndex_;
