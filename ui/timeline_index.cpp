@@ -62,6 +62,7 @@ void TimelineIndex::append(const Event* events, std::size_t count) {
 void TimelineIndex::compact() {
   for (Lane& l : lanes_) {
     for (auto& level : l.levels) level.shrink_to_fit();
+    for (auto& blocks : l.blocks) blocks.shrink_to_fit();
     l.instants.shrink_to_fit();
   }
   for (CounterTrack& c : counters_) c.points.shrink_to_fit();
@@ -72,6 +73,7 @@ void TimelineIndex::compact() {
   namesByPointer_.clear();
   nameCache_.fill({nullptr, 0});
   detailCache_.fill(0);
+  lastDetail_ = 0;
 }
 
 std::uint32_t TimelineIndex::laneFor(std::int32_t rank, std::int32_t laneId) {
@@ -116,14 +118,20 @@ std::uint32_t TimelineIndex::detailId(const Event& e) {
     details_.push_back(d);
     return static_cast<std::uint32_t>(details_.size() - 1);
   }
+  // Runs of events (a step's kernels) share one detail: no hashing for those.
+  if (details_[lastDetail_] == d) return lastDetail_;
   // Neighbouring events mostly share step, stage and micro-batch: a direct-mapped cache by hash
   // answers most look-ups without the table.
   const std::size_t h = DetailHash()(d);
   std::uint32_t& slot = detailCache_[h % kCacheSlots];
-  if (details_[slot] == d) return slot;
+  if (details_[slot] == d) {
+    lastDetail_ = slot;
+    return slot;
+  }
   auto [it, inserted] = detailIndex_.try_emplace(d, static_cast<std::uint32_t>(details_.size()));
   if (inserted) details_.push_back(d);
   slot = it->second;
+  lastDetail_ = it->second;
   return it->second;
 }
 
@@ -153,8 +161,14 @@ void TimelineIndex::add(const Event& e) {
     while (depth > 0 && lane.openEnds[depth - 1] <= e.startNs) --depth;
     lane.openEnds.resize(depth);
     lane.openEnds.push_back(e.endNs);
-    if (lane.levels.size() <= depth) lane.levels.resize(depth + 1);
+    if (lane.levels.size() <= depth) {
+      lane.levels.resize(depth + 1);
+      lane.blocks.resize(depth + 1);
+    }
     lane.levels[depth].push_back(rec);
+    if (lane.levels[depth].size() % kBlockSpans == 0) {
+      updateBlocks(lane, static_cast<std::uint32_t>(depth), lane.levels[depth].size() - 1);
+    }
     ref = {laneNo, static_cast<std::uint32_t>(depth),
            static_cast<std::uint32_t>(lane.levels[depth].size() - 1)};
   }
@@ -189,6 +203,7 @@ SpanRef TimelineIndex::insertLate(std::uint32_t laneNo, const SpanRec& rec) {
     if (!fits) continue;
     const auto index = static_cast<std::uint32_t>(at - level.begin());
     level.insert(at, rec);
+    updateBlocks(lane, d, index);
     auto shift = [&](SpanRef& r) {
       if (r.lane == laneNo && r.depth == d && r.index >= index) ++r.index;
     };
@@ -200,7 +215,25 @@ SpanRef TimelineIndex::insertLate(std::uint32_t laneNo, const SpanRec& rec) {
     return {laneNo, d, index};
   }
   lane.levels.push_back({rec});
+  lane.blocks.emplace_back();
   return {laneNo, static_cast<std::uint32_t>(lane.levels.size() - 1), 0};
+}
+
+// Summarises the blocks from the one holding span `from` onwards: a block that just filled, or
+// every later block after a late span moved the level's spans up by one.
+void TimelineIndex::updateBlocks(Lane& lane, std::uint32_t depth, std::size_t from) {
+  const auto& level = lane.levels[depth];
+  auto& blocks = lane.blocks[depth];
+  blocks.resize(level.size() / kBlockSpans);
+  for (std::size_t b = from / kBlockSpans; b < blocks.size(); ++b) {
+    SpanBlock block;
+    for (std::size_t i = b * kBlockSpans; i < (b + 1) * kBlockSpans; ++i) {
+      block.maxDuration = std::max(block.maxDuration, level[i].endNs - level[i].startNs);
+      if (i > 0) block.maxGap = std::max(block.maxGap, level[i].startNs - level[i - 1].endNs);
+    }
+    block.lastEnd = level[(b + 1) * kBlockSpans - 1].endNs;
+    blocks[b] = block;
+  }
 }
 
 void TimelineIndex::addCounter(const Event& e) {
@@ -238,6 +271,9 @@ std::size_t TimelineIndex::bytesHeld() const {
     b += sizeof(Lane) + l.instants.capacity() * sizeof(SpanRec);
     for (const auto& lv : l.levels) {
       b += sizeof(std::vector<SpanRec>) + lv.capacity() * sizeof(SpanRec);
+    }
+    for (const auto& blocks : l.blocks) {
+      b += sizeof(std::vector<SpanBlock>) + blocks.capacity() * sizeof(SpanBlock);
     }
   }
   for (const CounterTrack& c : counters_)

@@ -43,15 +43,29 @@ struct SpanDetail {
   bool operator==(const SpanDetail&) const = default;
 };
 
+// A summary of kBlockSpans consecutive spans of one level. Zoomed out, a pixel column holds
+// hundreds of spans: level of detail steps over whole blocks of sub-pixel spans, and searches
+// the compact ends before the spans, instead of missing the cache on span after span.
+inline constexpr std::size_t kBlockSpans = 16;
+struct SpanBlock {
+  std::int64_t lastEnd = 0;      // end of the block's last span
+  std::int64_t maxDuration = 0;  // longest span in the block
+  std::int64_t maxGap = 0;       // longest gap before one of its spans (from the previous span)
+  bool operator==(const SpanBlock&) const = default;
+};
+
 struct Lane {
   std::int32_t rank = 0;
   std::int32_t laneId = 0;
   std::string name;
   std::vector<std::vector<SpanRec>> levels;  // [depth][i], sorted by start
-  std::vector<SpanRec> instants;             // sorted by time
-  std::vector<std::int64_t> openEnds;        // end of the span open at each depth (building)
-  std::int64_t endNs = 0;                    // latest end seen
-  std::int64_t lastStartNs = INT64_MIN;      // latest start placed by the nesting stack
+  // [depth][b]: spans b * kBlockSpans .. b * kBlockSpans + kBlockSpans - 1 of that level,
+  // full blocks only.
+  std::vector<std::vector<SpanBlock>> blocks;
+  std::vector<SpanRec> instants;         // sorted by time
+  std::vector<std::int64_t> openEnds;    // end of the span open at each depth (building)
+  std::int64_t endNs = 0;                // latest end seen
+  std::int64_t lastStartNs = INT64_MIN;  // latest start placed by the nesting stack
 };
 
 struct CounterPoint {
@@ -131,6 +145,7 @@ class TimelineIndex {
   void addCounter(const Event& e);
   static void insertByStart(std::vector<SpanRec>& v, const SpanRec& rec);
   SpanRef insertLate(std::uint32_t lane, const SpanRec& rec);
+  static void updateBlocks(Lane& lane, std::uint32_t depth, std::size_t from);
 
   std::vector<Lane> lanes_;
   std::map<std::pair<std::int32_t, std::int32_t>, std::uint32_t> laneIndex_;
@@ -146,6 +161,7 @@ class TimelineIndex {
   std::unordered_map<SpanDetail, std::uint32_t, DetailHash> detailIndex_;
   static constexpr std::size_t kCacheSlots = 1024;
   std::array<std::uint32_t, kCacheSlots> detailCache_{};  // detail ids by hash slot
+  std::uint32_t lastDetail_ = 0;  // the last shared detail found: a kernel's neighbours repeat it
   std::array<std::pair<const char*, std::uint32_t>, kCacheSlots> nameCache_{};
   std::vector<CounterTrack> counters_;
   std::map<std::tuple<std::int32_t, std::int32_t, std::uint32_t>, std::uint32_t> counterIndex_;

@@ -43,10 +43,14 @@ bool tiny(const SpanRec& s, const TimeAxis& axis) {
 }
 
 // The earliest time in column `c` or later, exactly as TimeAxis::column rounds.
+// Column `c` starts past any event (column() clamps at 1e15): a search up to it takes everything.
+bool pastAnyEvent(const TimeAxis& axis, std::int64_t c) {
+  return std::ceil(static_cast<double>(c) * axis.nsPerPx) > 4e18 || c > 1'000'000'000'000'000;
+}
+
 std::int64_t columnStart(const TimeAxis& axis, std::int64_t c) {
+  if (pastAnyEvent(axis, c)) return INT64_MAX;
   const double offset = std::ceil(static_cast<double>(c) * axis.nsPerPx);
-  // Past any event (column() clamps at 1e15): the caller's search takes everything.
-  if (offset > 4e18 || c > 1'000'000'000'000'000) return INT64_MAX;
   auto t = axis.startNs + static_cast<std::int64_t>(offset);
   while (axis.column(t - 1) >= c) --t;
   while (axis.column(t) < c) ++t;
@@ -68,24 +72,65 @@ It gallop(It first, It last, Before before) {
 }
 
 // The first index in [from, end) whose end lies past column `last`, comparing integer times
-// against the next column's first nanosecond.
-std::uint32_t pastColumn(const std::vector<SpanRec>& level, std::uint32_t from, std::uint32_t end,
-                         std::int64_t last, const TimeAxis& axis) {
+// against the next column's first nanosecond. Ends are sorted within a level, so whole blocks
+// ending before that are stepped over first, then at most one block's spans are probed.
+std::uint32_t pastColumn(const std::vector<SpanRec>& level, const std::vector<SpanBlock>& blocks,
+                         std::uint32_t from, std::uint32_t end, std::int64_t last,
+                         const TimeAxis& axis) {
+  // A lone span's successor mostly ends in a later column already: one division, no search
+  // (t >= columnStart(c) exactly when column(t) >= c).
+  if (from < end && !pastAnyEvent(axis, last + 1) && axis.column(level[from].endNs) > last) {
+    return from;
+  }
   const std::int64_t next = columnStart(axis, last + 1);
+  std::size_t lo = from;
+  const std::size_t full = std::min<std::size_t>(blocks.size(), end / kBlockSpans);
+  if (from / kBlockSpans < full) {
+    const auto b = gallop(blocks.begin() + static_cast<std::ptrdiff_t>(from / kBlockSpans),
+                          blocks.begin() + static_cast<std::ptrdiff_t>(full),
+                          [next](const SpanBlock& k) { return k.lastEnd < next; });
+    lo = std::max<std::size_t>(from, static_cast<std::size_t>(b - blocks.begin()) * kBlockSpans);
+  }
   const auto base = level.begin();
-  auto it = gallop(base + from, base + end, [next](const SpanRec& s) { return s.endNs < next; });
+  auto it = gallop(base + static_cast<std::ptrdiff_t>(lo), base + end,
+                   [next](const SpanRec& s) { return s.endNs < next; });
   return static_cast<std::uint32_t>(it - base);
+}
+
+// From the block holding span `i`, the first block before `full` that may end a merged run:
+// one with a span of a pixel or more, or a gap that could leave a column empty. A gap shorter
+// than a pixel by this margin moves the column by at most one whatever the rounding of
+// TimeAxis::column (its error is ~1e-13 of a column inside the view).
+std::size_t firstBreakingBlock(const std::vector<SpanBlock>& blocks, std::uint32_t i,
+                               std::size_t full, const TimeAxis& axis) {
+  const double touching = axis.nsPerPx * (1 - 1e-9);
+  std::size_t b = i / kBlockSpans;
+  while (b < full && static_cast<double>(blocks[b].maxDuration) < axis.nsPerPx &&
+         static_cast<double>(blocks[b].maxGap) < touching) {
+    ++b;
+  }
+  return b;
 }
 
 // Consumes a run of sub-pixel spans starting at `i` whose columns touch; returns the index
 // after the run and the last column it covers.
-std::uint32_t mergeRun(const std::vector<SpanRec>& level, std::uint32_t i, std::uint32_t end,
-                       const TimeAxis& axis, std::int64_t* lastColumn) {
+std::uint32_t mergeRun(const std::vector<SpanRec>& level, const std::vector<SpanBlock>& blocks,
+                       std::uint32_t i, std::uint32_t end, const TimeAxis& axis,
+                       std::int64_t* lastColumn) {
+  const std::size_t full = std::min<std::size_t>(blocks.size(), end / kBlockSpans);
   std::int64_t last = axis.column(level[i].startNs);
   while (i < end && tiny(level[i], axis) && axis.column(level[i].startNs) <= last + 1) {
     last = std::max(last, axis.column(level[i].endNs));
+    // Blocks whose spans are all sub-pixel and all touch join the run whole: only their last
+    // end matters, the run's rightmost column.
+    const std::size_t b = firstBreakingBlock(blocks, i, full, axis);
+    if (b > i / kBlockSpans) {
+      last = std::max(last, axis.column(blocks[b - 1].lastEnd));
+      i = static_cast<std::uint32_t>(b * kBlockSpans);
+      continue;
+    }
     // Every later span ending in column `last` lies wholly inside it: sub-pixel too.
-    i = pastColumn(level, i + 1, end, last, axis);
+    i = pastColumn(level, blocks, i + 1, end, last, axis);
   }
   *lastColumn = last;
   return i;
@@ -95,6 +140,11 @@ std::uint32_t mergeRun(const std::vector<SpanRec>& level, std::uint32_t i, std::
 
 void buildLevelDrawList(const std::vector<SpanRec>& level, const TimeAxis& axis, int widthPx,
                         std::vector<DrawItem>& out) {
+  buildLevelDrawList(level, {}, axis, widthPx, out);
+}
+
+void buildLevelDrawList(const std::vector<SpanRec>& level, const std::vector<SpanBlock>& blocks,
+                        const TimeAxis& axis, int widthPx, std::vector<DrawItem>& out) {
   auto [i, end] = visibleRange(level, axis, widthPx);
   while (i < end) {
     const SpanRec& s = level[i];
@@ -108,7 +158,7 @@ void buildLevelDrawList(const std::vector<SpanRec>& level, const TimeAxis& axis,
     } else {
       std::int64_t lastColumn = 0;
       item.x0 = clampColumn(axis.column(s.startNs), widthPx);
-      const std::uint32_t next = mergeRun(level, i, end, axis, &lastColumn);
+      const std::uint32_t next = mergeRun(level, blocks, i, end, axis, &lastColumn);
       item.x1 = clampColumn(lastColumn + 1, widthPx);
       item.count = next - i;
       item.merged = true;
@@ -145,9 +195,13 @@ void sampleCounter(const std::vector<CounterPoint>& points, const TimeAxis& axis
   while (it != points.end()) {
     const std::int64_t c = axis.column(it->timeNs);
     if (c >= widthPx) break;
-    // The value in force at the column's end: the last point inside it.
-    const std::int64_t end = columnStart(axis, c + 1);
-    auto next = gallop(it, points.end(), [end](const CounterPoint& p) { return p.timeNs < end; });
+    // The value in force at the column's end: the last point inside it. Sparse points mostly
+    // have the next one in a later column already: then no search.
+    auto next = std::next(it);
+    if (next != points.end() && (pastAnyEvent(axis, c + 1) || axis.column(next->timeNs) <= c)) {
+      const std::int64_t end = columnStart(axis, c + 1);
+      next = gallop(next, points.end(), [end](const CounterPoint& p) { return p.timeNs < end; });
+    }
     out.push_back({clampColumn(c, widthPx), std::prev(next)->value});
     it = next;
   }

@@ -47,6 +47,9 @@ std::pair<std::uint32_t, std::uint32_t> visibleRange(const std::vector<SpanRec>&
                                                      const TimeAxis& axis, int widthPx);
 void buildLevelDrawList(const std::vector<SpanRec>& level, const TimeAxis& axis, int widthPx,
                         std::vector<DrawItem>& out);
+// The same items, found faster through the level's Lane::blocks.
+void buildLevelDrawList(const std::vector<SpanRec>& level, const std::vector<SpanBlock>& blocks,
+                        const TimeAxis& axis, int widthPx, std::vector<DrawItem>& out);
 
 // Instants: at most one mark per column, counting the instants in it.
 void buildInstantDrawList(const std::vector<SpanRec>& instants, const TimeAxis& axis, int widthPx,

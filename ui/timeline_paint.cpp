@@ -1,7 +1,9 @@
 // Painting of TimelineView: labels on the left, the ruler with search marks on top, then the
 // rows from a draw list built for this frame only (no caches that can go stale).
 #include <QPainter>
+#include <limits>
 #include <numeric>
+#include <unordered_map>
 
 #include "ui/timeline_view.h"
 
@@ -30,6 +32,33 @@ QColor categoryColor(Category c, const std::string& name) {
     case Category::Overhead: break;
   }
   return QColor(0x9a, 0xa5, 0xb1);
+}
+
+struct SpanStyle {
+  QColor color, lone, block;  // a drawn span, a block standing for one span, for several
+  QString name;
+  qreal advance = -1;  // the name's width once a label needs it
+};
+
+SpanStyle spanStyle(const TimelineIndex& index, std::uint32_t nameCat) {
+  const std::string& name = index.name(nameCat);
+  SpanStyle style;
+  style.color = categoryColor(static_cast<Category>(nameCat & 15), name);
+  style.lone = style.color.darker(120);
+  style.block = style.color.darker(150);
+  style.name = QString::fromStdString(name);
+  return style;
+}
+
+// What QFontMetrics::elidedText gives, without shaping the name again for every label: the
+// whole name wherever it fits (a name with length variants, U+009C, always goes through Qt).
+QString elidedLabel(SpanStyle& style, const QFontMetrics& fm, int room) {
+  if (style.advance < 0) {
+    style.advance = style.name.contains(QChar(0x9c))
+                        ? std::numeric_limits<qreal>::infinity()
+                        : QFontMetricsF(fm).horizontalAdvance(style.name);
+  }
+  return style.advance <= room ? style.name : fm.elidedText(style.name, Qt::ElideRight, room);
 }
 
 // Qt 6 hands a fill of 96 or more scanlines to its GUI thread pool in segments; the wake-up
@@ -90,21 +119,23 @@ void TimelineView::paintLevelRow(QPainter& p, const TimelineRow& row, int y) con
   std::vector<DrawItem> items;
   if (row.depth < lane.levels.size()) {
     const auto& level = lane.levels[row.depth];
-    buildLevelDrawList(level, axis_, w, items);
+    buildLevelDrawList(level, lane.blocks[row.depth], axis_, w, items);
     if (row.depth == 0) paintBubbles(p, row, y, items);
     const QFontMetrics fm = p.fontMetrics();
+    // A row holds few distinct names: colours and label widths are worked out once per name
+    // and frame, not once per item (HSV conversions and text shaping dominated the row).
+    std::unordered_map<std::uint32_t, SpanStyle> styles;
     for (const DrawItem& it : items) {
       const SpanRec& s = level[it.first];
-      const std::string& name = index_->name(s.nameCat);
-      QColor c = categoryColor(static_cast<Category>(s.nameCat & 15), name);
-      if (it.merged) c = c.darker(it.count > 1 ? 150 : 120);
+      auto [at, added] = styles.try_emplace(s.nameCat);
+      SpanStyle& style = at->second;
+      if (added) style = spanStyle(*index_, s.nameCat);
       const QRect rect(kLabelWidth + it.x0, y + 1, it.x1 - it.x0, row.height - 2);
-      p.fillRect(rect, c);
+      p.fillRect(rect, !it.merged ? style.color : it.count > 1 ? style.block : style.lone);
       if (it.x1 - it.x0 < 24) continue;
       p.setPen(Qt::white);
       const QString label =
-          it.merged ? QString::number(it.count)
-                    : fm.elidedText(QString::fromStdString(name), Qt::ElideRight, rect.width() - 4);
+          it.merged ? QString::number(it.count) : elidedLabel(style, fm, rect.width() - 4);
       p.drawText(rect.adjusted(2, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft, label);
     }
     if (selected_.valid() && selected_.lane == row.lane && selected_.depth == row.depth) {

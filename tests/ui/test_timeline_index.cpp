@@ -81,9 +81,29 @@ std::pair<std::uint32_t, std::uint32_t> bruteVisible(const std::vector<SpanRec>&
                              : std::pair{first, last};
 }
 
-void checkLevel(const std::vector<SpanRec>& level, const TimeAxis& axis, int width) {
-  std::vector<DrawItem> items;
+void checkLevel(const Lane& lane, std::size_t depth, const TimeAxis& axis, int width) {
+  const std::vector<SpanRec>& level = lane.levels[depth];
+  const std::vector<SpanBlock>& blocks = lane.blocks[depth];
+  QCOMPARE(blocks.size(), level.size() / kBlockSpans);
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    SpanBlock expected;
+    for (std::size_t i = b * kBlockSpans; i < (b + 1) * kBlockSpans; ++i) {
+      expected.lastEnd = level[i].endNs;
+      expected.maxDuration = std::max(expected.maxDuration, level[i].endNs - level[i].startNs);
+      if (i > 0) expected.maxGap = std::max(expected.maxGap, level[i].startNs - level[i - 1].endNs);
+    }
+    QVERIFY(blocks[b] == expected);
+  }
+  std::vector<DrawItem> items, viaBlocks;
   buildLevelDrawList(level, axis, width, items);
+  // The block summaries only speed level of detail up: the same items, field for field.
+  buildLevelDrawList(level, blocks, axis, width, viaBlocks);
+  QCOMPARE(viaBlocks.size(), items.size());
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const DrawItem &a = items[k], &b = viaBlocks[k];
+    QVERIFY(a.x0 == b.x0 && a.x1 == b.x1 && a.first == b.first && a.count == b.count &&
+            a.merged == b.merged);
+  }
   const auto [first, last] = bruteVisible(level, axis.startNs, axis.endNs(width));
   std::uint32_t next = first;
   for (const DrawItem& it : items) {
@@ -161,7 +181,7 @@ void TestTimelineIndex::levelOfDetailIsExact() {
           index.beginNs() - static_cast<std::int64_t>(window * 0.1) +
           static_cast<std::int64_t>(std::uniform_real_distribution<double>(0, span)(rng));
       for (const Lane& l : index.lanes()) {
-        for (const auto& level : l.levels) checkLevel(level, axis, width);
+        for (std::size_t d = 0; d < l.levels.size(); ++d) checkLevel(l, d, axis, width);
       }
     }
   }
@@ -194,7 +214,7 @@ void TestTimelineIndex::lonelyNanosecondSpanStaysVisible() {
     axis.nsPerPx = window / width;
     axis.startNs = lone.startNs - static_cast<std::int64_t>(window / 3);
     std::vector<DrawItem> items;
-    buildLevelDrawList(level, axis, width, items);
+    buildLevelDrawList(level, index.lanes()[0].blocks[0], axis, width, items);
     const auto holds = [&](const DrawItem& d) {
       return d.first <= loneAt && loneAt < d.first + d.count;
     };
@@ -223,7 +243,7 @@ void TestTimelineIndex::deepZoomOnEpochTimes() {
       axis.nsPerPx = nsPerPx;
       axis.startNs = index.beginNs() + offset;
       for (const Lane& l : index.lanes()) {
-        for (const auto& level : l.levels) checkLevel(level, axis, 1500);
+        for (std::size_t d = 0; d < l.levels.size(); ++d) checkLevel(l, d, axis, 1500);
       }
     }
   }
@@ -254,6 +274,7 @@ void TestTimelineIndex::liveAppendEqualsWholeBuild() {
     QCOMPARE(b.levels.size(), a.levels.size());
     for (std::size_t d = 0; d < a.levels.size(); ++d) {
       QCOMPARE(b.levels[d].size(), a.levels[d].size());
+      QVERIFY(b.blocks[d] == a.blocks[d]);
       for (std::size_t i = 0; i < a.levels[d].size(); ++i) {
         QVERIFY(sameEvent(live.eventOf(b, b.levels[d][i], EventKind::Span),
                           whole.eventOf(a, a.levels[d][i], EventKind::Span)));
@@ -295,11 +316,12 @@ void TestTimelineIndex::lateEventsArePlacedNotLost() {
   TimeAxis axis;
   axis.fit(index.beginNs(), index.endNs(), 1700);
   for (const Lane& l : index.lanes()) {
-    for (const auto& level : l.levels) {
+    for (std::size_t d = 0; d < l.levels.size(); ++d) {
+      const auto& level = l.levels[d];
       spans += level.size();
       for (std::size_t i = 1; i < level.size(); ++i)
         QVERIFY(level[i - 1].endNs <= level[i].startNs);
-      checkLevel(level, axis, 1700);
+      checkLevel(l, d, axis, 1700);
     }
   }
   QCOMPARE(index.toTrace(INT64_MIN, INT64_MAX).events.size(), trace.events.size());
