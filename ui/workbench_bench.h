@@ -1,9 +1,10 @@
 // The workbench benchmark behind `parascope --bench-ui`: the same 4-rank session run twice in
 // one process, first headless (the session alone), then in the workbench window with its charts,
 // log and report queue attached. While the window's session runs, a 16 ms precise timer on the
-// GUI thread measures the interval between its ticks: the frame time the user sees, including
-// every drain and repaint. Prints frame time median and p99 and the training throughput of both
-// runs (tokens over summed step time, all steps). Needs a QApplication.
+// GUI thread measures, per frame period, the GUI thread's CPU time (every drain, model update and
+// repaint: what a frame costs) and the interval between its ticks (what the user sees, including
+// waits for a core). Prints both as median and p99 and the training throughput of both runs
+// (tokens over summed step time, all steps). Needs a QApplication.
 #pragma once
 
 #include <ostream>
