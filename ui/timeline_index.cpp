@@ -52,11 +52,31 @@ void TimelineIndex::setNames(const TraceData& trace) {
   for (Lane& l : lanes_) l.name = trace.laneName(l.rank, l.laneId);
 }
 
+// The flow table would otherwise double (and rehash at random) several times during a build:
+// a sample of the events estimates how many carry a correlation id, and a flow has at least two
+// ends. The stride is prime so that a trace's periodic structure does not bias the sample.
+void TimelineIndex::reserveFlows(const TraceData& trace) {
+  constexpr std::size_t kStride = 61;
+  std::size_t ends = 0;
+  for (std::size_t i = 0; i < trace.events.size(); i += kStride) {
+    ends += trace.events[i].correlation != 0 ? kStride : 0;
+  }
+  flowMatcher_->reserve(ends / 2);
+}
+
 void TimelineIndex::append(const Event* events, std::size_t count) {
   // Name pointers are only known to be stable within one call (the caller's pool may go).
   namesByPointer_.clear();
   nameCache_.fill({nullptr, 0});
-  for (std::size_t i = 0; i < count; ++i) add(events[i]);
+  // Flow ends probe a large table at random: the slot of an end a few events ahead is loaded
+  // while this event is added.
+  constexpr std::size_t kAhead = 16;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i + kAhead < count && events[i + kAhead].correlation != 0) {
+      flowMatcher_->prefetch(events[i + kAhead].correlation);
+    }
+    add(events[i]);
+  }
 }
 
 void TimelineIndex::compact() {

@@ -138,6 +138,7 @@ class TimelineIndex {
   TraceData toTrace(std::int64_t fromNs, std::int64_t toNs) const;
 
  private:
+  void reserveFlows(const TraceData& trace);
   void add(const Event& e);
   std::uint32_t laneFor(std::int32_t rank, std::int32_t laneId);
   std::uint32_t nameId(const char* name);
@@ -175,6 +176,7 @@ class TimelineIndex {
 template <class Progress>
 bool TimelineIndex::build(const TraceData& trace, Progress&& progress) {
   setNames(trace);
+  reserveFlows(trace);
   const std::size_t n = trace.events.size();
   constexpr std::size_t kChunk = 1 << 16;
   for (std::size_t i = 0; i < n; i += kChunk) {
