@@ -40,7 +40,6 @@ TimelineIndex& TimelineIndex::operator=(TimelineIndex&&) noexcept = default;
 
 TimelineIndex::TimelineIndex() : flowMatcher_(std::make_unique<FlowMatcher>()) {
   details_.emplace_back();
-  detailIndex_.emplace(details_[0], 0);
 }
 
 void TimelineIndex::build(const TraceData& trace) {
@@ -88,7 +87,8 @@ void TimelineIndex::compact() {
   for (CounterTrack& c : counters_) c.points.shrink_to_fit();
   details_.shrink_to_fit();
   flows_.shrink_to_fit();
-  decltype(detailIndex_)().swap(detailIndex_);
+  std::vector<DetailSlot>().swap(detailSlots_);
+  detailsShared_ = 0;
   flowMatcher_->clear();
   namesByPointer_.clear();
   nameCache_.fill({nullptr, 0});
@@ -148,11 +148,37 @@ std::uint32_t TimelineIndex::detailId(const Event& e) {
     lastDetail_ = slot;
     return slot;
   }
-  auto [it, inserted] = detailIndex_.try_emplace(d, static_cast<std::uint32_t>(details_.size()));
-  if (inserted) details_.push_back(d);
-  slot = it->second;
-  lastDetail_ = it->second;
-  return it->second;
+  slot = findOrAddDetail(d, h);
+  lastDetail_ = slot;
+  return slot;
+}
+
+std::uint32_t TimelineIndex::findOrAddDetail(const SpanDetail& d, std::size_t hash) {
+  if (2 * (detailsShared_ + 1) > detailSlots_.size()) {
+    std::vector<DetailSlot> old = std::move(detailSlots_);
+    detailSlots_.assign(std::max<std::size_t>(1024, old.size() * 2), DetailSlot{});
+    const std::size_t mask = detailSlots_.size() - 1;
+    for (const DetailSlot& s : old) {
+      if (s.id == 0) continue;
+      std::size_t i = s.tag & mask;
+      while (detailSlots_[i].id != 0) i = (i + 1) & mask;
+      detailSlots_[i] = s;
+    }
+  }
+  // The tag holds the hash's well-mixed high bits: the slot comes from it, and it rejects
+  // most other details without reading them.
+  const auto tag = static_cast<std::uint32_t>((hash * 0x9e3779b97f4a7c15ULL) >> 32);
+  const std::size_t mask = detailSlots_.size() - 1;
+  for (std::size_t i = tag & mask;; i = (i + 1) & mask) {
+    DetailSlot& s = detailSlots_[i];
+    if (s.id == 0) {
+      s = {static_cast<std::uint32_t>(details_.size()), tag};
+      details_.push_back(d);
+      ++detailsShared_;
+      return s.id;
+    }
+    if (s.tag == tag && details_[s.id] == d) return s.id;
+  }
 }
 
 void TimelineIndex::add(const Event& e) {
@@ -285,8 +311,8 @@ void TimelineIndex::addCounter(const Event& e) {
 
 std::size_t TimelineIndex::bytesHeld() const {
   std::size_t b = sizeof(*this) + details_.capacity() * sizeof(SpanDetail) +
-                  detailIndex_.size() * (sizeof(SpanDetail) + 16) +
-                  flows_.capacity() * sizeof(Flow) + flowMatcher_->bytesHeld();
+                  detailSlots_.capacity() * sizeof(DetailSlot) + flows_.capacity() * sizeof(Flow) +
+                  flowMatcher_->bytesHeld();
   for (const Lane& l : lanes_) {
     b += sizeof(Lane) + l.instants.capacity() * sizeof(SpanRec);
     for (const auto& lv : l.levels) {

@@ -159,7 +159,15 @@ class TimelineIndex {
   struct DetailHash {
     std::size_t operator()(const SpanDetail& d) const noexcept;
   };
-  std::unordered_map<SpanDetail, std::uint32_t, DetailHash> detailIndex_;
+  // Shared details by value: open addressing over ids into details_ with a hash tag, so that
+  // a probe (nearly every instruction's detail is new) reads 8-byte slots, not map nodes.
+  struct DetailSlot {
+    std::uint32_t id = 0;  // 0: empty (the all-defaults detail is never looked up)
+    std::uint32_t tag = 0;
+  };
+  std::uint32_t findOrAddDetail(const SpanDetail& d, std::size_t hash);
+  std::vector<DetailSlot> detailSlots_;  // size a power of two, at most half full
+  std::size_t detailsShared_ = 0;        // ids in detailSlots_
   static constexpr std::size_t kCacheSlots = 1024;
   std::array<std::uint32_t, kCacheSlots> detailCache_{};  // detail ids by hash slot
   std::uint32_t lastDetail_ = 0;  // the last shared detail found: a kernel's neighbours repeat it
