@@ -78,10 +78,43 @@ void TimelineIndex::append(const Event* events, std::size_t count) {
   }
 }
 
+void TimelineIndex::planLevels(std::int32_t builtRank, std::size_t builtEvents,
+                               std::int32_t nextRank, std::size_t nextEvents) {
+  levelPlan_.clear();
+  planRank_ = nextRank;
+  for (const Lane& l : lanes_) {
+    if (l.rank != builtRank) continue;
+    auto& plan = levelPlan_[l.laneId];
+    for (const auto& level : l.levels) {
+      const std::size_t spans = level.size() * nextEvents / std::max<std::size_t>(1, builtEvents);
+      // A little room: a rank slightly larger than its scaled predecessor would double.
+      plan.push_back(spans + spans / 32 + kBlockSpans);
+    }
+  }
+}
+
+void TimelineIndex::addLevels(Lane& lane, std::size_t count) {
+  const std::size_t from = lane.levels.size();
+  lane.levels.resize(count);
+  lane.blocks.resize(count);
+  if (lane.rank != planRank_) return;
+  const auto plan = levelPlan_.find(lane.laneId);
+  if (plan == levelPlan_.end()) return;
+  for (std::size_t d = from; d < std::min(count, plan->second.size()); ++d) {
+    lane.levels[d].reserve(plan->second[d]);
+    lane.blocks[d].reserve(plan->second[d] / kBlockSpans);
+  }
+}
+
 void TimelineIndex::compact() {
+  // Spare room under a sixteenth (a level sized by planLevels) stays: freeing it would copy the
+  // whole level.
+  auto shrink = [](auto& v) {
+    if (v.capacity() - v.size() > v.size() / 16) v.shrink_to_fit();
+  };
   for (Lane& l : lanes_) {
-    for (auto& level : l.levels) level.shrink_to_fit();
-    for (auto& blocks : l.blocks) blocks.shrink_to_fit();
+    for (auto& level : l.levels) shrink(level);
+    for (auto& blocks : l.blocks) shrink(blocks);
     l.instants.shrink_to_fit();
   }
   for (CounterTrack& c : counters_) c.points.shrink_to_fit();
@@ -94,6 +127,8 @@ void TimelineIndex::compact() {
   nameCache_.fill({nullptr, 0});
   detailCache_.fill(0);
   lastDetail_ = 0;
+  levelPlan_.clear();
+  planRank_ = INT32_MIN;
 }
 
 std::uint32_t TimelineIndex::laneFor(std::int32_t rank, std::int32_t laneId) {
@@ -207,10 +242,7 @@ void TimelineIndex::add(const Event& e) {
     while (depth > 0 && lane.openEnds[depth - 1] <= e.startNs) --depth;
     lane.openEnds.resize(depth);
     lane.openEnds.push_back(e.endNs);
-    if (lane.levels.size() <= depth) {
-      lane.levels.resize(depth + 1);
-      lane.blocks.resize(depth + 1);
-    }
+    if (lane.levels.size() <= depth) addLevels(lane, depth + 1);
     lane.levels[depth].push_back(rec);
     if (lane.levels[depth].size() % kBlockSpans == 0) {
       updateBlocks(lane, static_cast<std::uint32_t>(depth), lane.levels[depth].size() - 1);

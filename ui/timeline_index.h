@@ -139,6 +139,9 @@ class TimelineIndex {
 
  private:
   void reserveFlows(const TraceData& trace);
+  void planLevels(std::int32_t builtRank, std::size_t builtEvents, std::int32_t nextRank,
+                  std::size_t nextEvents);
+  void addLevels(Lane& lane, std::size_t count);
   void add(const Event& e);
   std::uint32_t laneFor(std::int32_t rank, std::int32_t laneId);
   std::uint32_t nameId(const char* name);
@@ -174,6 +177,11 @@ class TimelineIndex {
   std::array<std::pair<const char*, std::uint32_t>, kCacheSlots> nameCache_{};
   std::vector<CounterTrack> counters_;
   std::map<std::tuple<std::int32_t, std::int32_t, std::uint32_t>, std::uint32_t> counterIndex_;
+  // Capacities (spans) by lane id and depth for planRank_'s levels, taken from the rank built
+  // before it: the ranks of a run are alike, and a level that starts at its size is written
+  // once, instead of doubling through fresh memory and being copied again by compact().
+  std::int32_t planRank_ = INT32_MIN;
+  std::map<std::int32_t, std::vector<std::size_t>> levelPlan_;
   std::unique_ptr<FlowMatcher> flowMatcher_;
   std::vector<Flow> flows_;
   std::map<std::int32_t, std::string> rankNames_;
@@ -185,11 +193,26 @@ template <class Progress>
 bool TimelineIndex::build(const TraceData& trace, Progress&& progress) {
   setNames(trace);
   reserveFlows(trace);
+  const Event* events = trace.events.data();
   const std::size_t n = trace.events.size();
   constexpr std::size_t kChunk = 1 << 16;
-  for (std::size_t i = 0; i < n; i += kChunk) {
+  auto rankEnd = [&](std::size_t from, std::size_t to) {
+    return static_cast<std::size_t>(
+        std::upper_bound(events + from, events + to, events[from].rank,
+                         [](std::int32_t r, const Event& e) { return r < e.rank; }) -
+        events);
+  };
+  std::size_t rankBegin = 0;
+  for (std::size_t i = 0; i < n;) {
     if (!progress(static_cast<double>(i) / static_cast<double>(n))) return false;
-    append(trace.events.data() + i, std::min(kChunk, n - i));
+    if (i > 0 && events[i].rank != events[i - 1].rank) {
+      planLevels(events[i - 1].rank, i - rankBegin, events[i].rank, rankEnd(i, n) - i);
+      rankBegin = i;
+    }
+    // A chunk stops where its rank does, so that the next rank starts with a plan.
+    const std::size_t end = rankEnd(i, std::min(n, i + kChunk));
+    append(events + i, end - i);
+    i = end;
   }
   setNames(trace);
   compact();
