@@ -1,18 +1,12 @@
 // FlowMatcher; see flow_matcher.h.
 #include "ui/flow_matcher.h"
 
+#include <algorithm>
+
 namespace parascope::ui {
 
-namespace {
-
-std::size_t slotOf(std::uint64_t key, std::size_t mask) {
-  return static_cast<std::size_t>((key * 0x9e3779b97f4a7c15ULL) >> 20) & mask;
-}
-
-}  // namespace
-
 FlowMatcher::Slot& FlowMatcher::find(std::uint64_t key) {
-  if (2 * (used_ + 1) > slots_.size()) grow();
+  if (2 * (used_ + 1) > slots_.size()) grow(std::max<std::size_t>(1024, slots_.size() * 2));
   const std::size_t mask = slots_.size() - 1;
   for (std::size_t i = slotOf(key, mask);; i = (i + 1) & mask) {
     Slot& s = slots_[i];
@@ -25,9 +19,15 @@ FlowMatcher::Slot& FlowMatcher::find(std::uint64_t key) {
   }
 }
 
-void FlowMatcher::grow() {
+void FlowMatcher::reserve(std::size_t ids) {
+  std::size_t size = 1024;
+  while (size < 2 * (used_ + ids)) size *= 2;
+  if (size > slots_.size()) grow(size);
+}
+
+void FlowMatcher::grow(std::size_t size) {
   std::vector<Slot> old = std::move(slots_);
-  slots_.assign(std::max<std::size_t>(1024, old.size() * 2), Slot{});
+  slots_.assign(size, Slot{});
   const std::size_t mask = slots_.size() - 1;
   for (const Slot& s : old) {
     if (s.key == 0) continue;

@@ -40,7 +40,6 @@ TimelineIndex& TimelineIndex::operator=(TimelineIndex&&) noexcept = default;
 
 TimelineIndex::TimelineIndex() : flowMatcher_(std::make_unique<FlowMatcher>()) {
   details_.emplace_back();
-  detailIndex_.emplace(details_[0], 0);
 }
 
 void TimelineIndex::build(const TraceData& trace) {
@@ -52,28 +51,84 @@ void TimelineIndex::setNames(const TraceData& trace) {
   for (Lane& l : lanes_) l.name = trace.laneName(l.rank, l.laneId);
 }
 
+// The flow table would otherwise double (and rehash at random) several times during a build:
+// a sample of the events estimates how many carry a correlation id, and a flow has at least two
+// ends. The stride is prime so that a trace's periodic structure does not bias the sample.
+void TimelineIndex::reserveFlows(const TraceData& trace) {
+  constexpr std::size_t kStride = 61;
+  std::size_t ends = 0;
+  for (std::size_t i = 0; i < trace.events.size(); i += kStride) {
+    ends += trace.events[i].correlation != 0 ? kStride : 0;
+  }
+  flowMatcher_->reserve(ends / 2);
+}
+
 void TimelineIndex::append(const Event* events, std::size_t count) {
   // Name pointers are only known to be stable within one call (the caller's pool may go).
   namesByPointer_.clear();
   nameCache_.fill({nullptr, 0});
-  for (std::size_t i = 0; i < count; ++i) add(events[i]);
+  // Flow ends probe a large table at random: the slot of an end a few events ahead is loaded
+  // while this event is added.
+  constexpr std::size_t kAhead = 16;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i + kAhead < count && events[i + kAhead].correlation != 0) {
+      flowMatcher_->prefetch(events[i + kAhead].correlation);
+    }
+    add(events[i]);
+  }
+}
+
+void TimelineIndex::planLevels(std::int32_t builtRank, std::size_t builtEvents,
+                               std::int32_t nextRank, std::size_t nextEvents) {
+  levelPlan_.clear();
+  planRank_ = nextRank;
+  for (const Lane& l : lanes_) {
+    if (l.rank != builtRank) continue;
+    auto& plan = levelPlan_[l.laneId];
+    for (const auto& level : l.levels) {
+      const std::size_t spans = level.size() * nextEvents / std::max<std::size_t>(1, builtEvents);
+      // A little room: a rank slightly larger than its scaled predecessor would double.
+      plan.push_back(spans + spans / 32 + kBlockSpans);
+    }
+  }
+}
+
+void TimelineIndex::addLevels(Lane& lane, std::size_t count) {
+  const std::size_t from = lane.levels.size();
+  lane.levels.resize(count);
+  lane.blocks.resize(count);
+  if (lane.rank != planRank_) return;
+  const auto plan = levelPlan_.find(lane.laneId);
+  if (plan == levelPlan_.end()) return;
+  for (std::size_t d = from; d < std::min(count, plan->second.size()); ++d) {
+    lane.levels[d].reserve(plan->second[d]);
+    lane.blocks[d].reserve(plan->second[d] / kBlockSpans);
+  }
 }
 
 void TimelineIndex::compact() {
+  // Spare room under a sixteenth (a level sized by planLevels) stays: freeing it would copy the
+  // whole level.
+  auto shrink = [](auto& v) {
+    if (v.capacity() - v.size() > v.size() / 16) v.shrink_to_fit();
+  };
   for (Lane& l : lanes_) {
-    for (auto& level : l.levels) level.shrink_to_fit();
-    for (auto& blocks : l.blocks) blocks.shrink_to_fit();
+    for (auto& level : l.levels) shrink(level);
+    for (auto& blocks : l.blocks) shrink(blocks);
     l.instants.shrink_to_fit();
   }
   for (CounterTrack& c : counters_) c.points.shrink_to_fit();
   details_.shrink_to_fit();
   flows_.shrink_to_fit();
-  decltype(detailIndex_)().swap(detailIndex_);
+  std::vector<DetailSlot>().swap(detailSlots_);
+  detailsShared_ = 0;
   flowMatcher_->clear();
   namesByPointer_.clear();
   nameCache_.fill({nullptr, 0});
   detailCache_.fill(0);
   lastDetail_ = 0;
+  levelPlan_.clear();
+  planRank_ = INT32_MIN;
 }
 
 std::uint32_t TimelineIndex::laneFor(std::int32_t rank, std::int32_t laneId) {
@@ -128,11 +183,37 @@ std::uint32_t TimelineIndex::detailId(const Event& e) {
     lastDetail_ = slot;
     return slot;
   }
-  auto [it, inserted] = detailIndex_.try_emplace(d, static_cast<std::uint32_t>(details_.size()));
-  if (inserted) details_.push_back(d);
-  slot = it->second;
-  lastDetail_ = it->second;
-  return it->second;
+  slot = findOrAddDetail(d, h);
+  lastDetail_ = slot;
+  return slot;
+}
+
+std::uint32_t TimelineIndex::findOrAddDetail(const SpanDetail& d, std::size_t hash) {
+  if (2 * (detailsShared_ + 1) > detailSlots_.size()) {
+    std::vector<DetailSlot> old = std::move(detailSlots_);
+    detailSlots_.assign(std::max<std::size_t>(1024, old.size() * 2), DetailSlot{});
+    const std::size_t mask = detailSlots_.size() - 1;
+    for (const DetailSlot& s : old) {
+      if (s.id == 0) continue;
+      std::size_t i = s.tag & mask;
+      while (detailSlots_[i].id != 0) i = (i + 1) & mask;
+      detailSlots_[i] = s;
+    }
+  }
+  // The tag holds the hash's well-mixed high bits: the slot comes from it, and it rejects
+  // most other details without reading them.
+  const auto tag = static_cast<std::uint32_t>((hash * 0x9e3779b97f4a7c15ULL) >> 32);
+  const std::size_t mask = detailSlots_.size() - 1;
+  for (std::size_t i = tag & mask;; i = (i + 1) & mask) {
+    DetailSlot& s = detailSlots_[i];
+    if (s.id == 0) {
+      s = {static_cast<std::uint32_t>(details_.size()), tag};
+      details_.push_back(d);
+      ++detailsShared_;
+      return s.id;
+    }
+    if (s.tag == tag && details_[s.id] == d) return s.id;
+  }
 }
 
 void TimelineIndex::add(const Event& e) {
@@ -161,10 +242,7 @@ void TimelineIndex::add(const Event& e) {
     while (depth > 0 && lane.openEnds[depth - 1] <= e.startNs) --depth;
     lane.openEnds.resize(depth);
     lane.openEnds.push_back(e.endNs);
-    if (lane.levels.size() <= depth) {
-      lane.levels.resize(depth + 1);
-      lane.blocks.resize(depth + 1);
-    }
+    if (lane.levels.size() <= depth) addLevels(lane, depth + 1);
     lane.levels[depth].push_back(rec);
     if (lane.levels[depth].size() % kBlockSpans == 0) {
       updateBlocks(lane, static_cast<std::uint32_t>(depth), lane.levels[depth].size() - 1);
@@ -265,8 +343,8 @@ void TimelineIndex::addCounter(const Event& e) {
 
 std::size_t TimelineIndex::bytesHeld() const {
   std::size_t b = sizeof(*this) + details_.capacity() * sizeof(SpanDetail) +
-                  detailIndex_.size() * (sizeof(SpanDetail) + 16) +
-                  flows_.capacity() * sizeof(Flow) + flowMatcher_->bytesHeld();
+                  detailSlots_.capacity() * sizeof(DetailSlot) + flows_.capacity() * sizeof(Flow) +
+                  flowMatcher_->bytesHeld();
   for (const Lane& l : lanes_) {
     b += sizeof(Lane) + l.instants.capacity() * sizeof(SpanRec);
     for (const auto& lv : l.levels) {

@@ -138,6 +138,10 @@ class TimelineIndex {
   TraceData toTrace(std::int64_t fromNs, std::int64_t toNs) const;
 
  private:
+  void reserveFlows(const TraceData& trace);
+  void planLevels(std::int32_t builtRank, std::size_t builtEvents, std::int32_t nextRank,
+                  std::size_t nextEvents);
+  void addLevels(Lane& lane, std::size_t count);
   void add(const Event& e);
   std::uint32_t laneFor(std::int32_t rank, std::int32_t laneId);
   std::uint32_t nameId(const char* name);
@@ -158,13 +162,26 @@ class TimelineIndex {
   struct DetailHash {
     std::size_t operator()(const SpanDetail& d) const noexcept;
   };
-  std::unordered_map<SpanDetail, std::uint32_t, DetailHash> detailIndex_;
+  // Shared details by value: open addressing over ids into details_ with a hash tag, so that
+  // a probe (nearly every instruction's detail is new) reads 8-byte slots, not map nodes.
+  struct DetailSlot {
+    std::uint32_t id = 0;  // 0: empty (the all-defaults detail is never looked up)
+    std::uint32_t tag = 0;
+  };
+  std::uint32_t findOrAddDetail(const SpanDetail& d, std::size_t hash);
+  std::vector<DetailSlot> detailSlots_;  // size a power of two, at most half full
+  std::size_t detailsShared_ = 0;        // ids in detailSlots_
   static constexpr std::size_t kCacheSlots = 1024;
   std::array<std::uint32_t, kCacheSlots> detailCache_{};  // detail ids by hash slot
   std::uint32_t lastDetail_ = 0;  // the last shared detail found: a kernel's neighbours repeat it
   std::array<std::pair<const char*, std::uint32_t>, kCacheSlots> nameCache_{};
   std::vector<CounterTrack> counters_;
   std::map<std::tuple<std::int32_t, std::int32_t, std::uint32_t>, std::uint32_t> counterIndex_;
+  // Capacities (spans) by lane id and depth for planRank_'s levels, taken from the rank built
+  // before it: the ranks of a run are alike, and a level that starts at its size is written
+  // once, instead of doubling through fresh memory and being copied again by compact().
+  std::int32_t planRank_ = INT32_MIN;
+  std::map<std::int32_t, std::vector<std::size_t>> levelPlan_;
   std::unique_ptr<FlowMatcher> flowMatcher_;
   std::vector<Flow> flows_;
   std::map<std::int32_t, std::string> rankNames_;
@@ -175,11 +192,27 @@ class TimelineIndex {
 template <class Progress>
 bool TimelineIndex::build(const TraceData& trace, Progress&& progress) {
   setNames(trace);
+  reserveFlows(trace);
+  const Event* events = trace.events.data();
   const std::size_t n = trace.events.size();
   constexpr std::size_t kChunk = 1 << 16;
-  for (std::size_t i = 0; i < n; i += kChunk) {
+  auto rankEnd = [&](std::size_t from, std::size_t to) {
+    return static_cast<std::size_t>(
+        std::upper_bound(events + from, events + to, events[from].rank,
+                         [](std::int32_t r, const Event& e) { return r < e.rank; }) -
+        events);
+  };
+  std::size_t rankBegin = 0;
+  for (std::size_t i = 0; i < n;) {
     if (!progress(static_cast<double>(i) / static_cast<double>(n))) return false;
-    append(trace.events.data() + i, std::min(kChunk, n - i));
+    if (i > 0 && events[i].rank != events[i - 1].rank) {
+      planLevels(events[i - 1].rank, i - rankBegin, events[i].rank, rankEnd(i, n) - i);
+      rankBegin = i;
+    }
+    // A chunk stops where its rank does, so that the next rank starts with a plan.
+    const std::size_t end = rankEnd(i, std::min(n, i + kChunk));
+    append(events + i, end - i);
+    i = end;
   }
   setNames(trace);
   compact();

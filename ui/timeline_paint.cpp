@@ -1,6 +1,8 @@
 // Painting of TimelineView: labels on the left, the ruler with search marks on top, then the
 // rows from a draw list built for this frame only (no caches that can go stale).
 #include <QPainter>
+#include <algorithm>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <unordered_map>
@@ -32,6 +34,26 @@ QColor categoryColor(Category c, const std::string& name) {
     case Category::Overhead: break;
   }
   return QColor(0x9a, 0xa5, 0xb1);
+}
+
+// Counter tracks side by side (memory by category, imported counters) must tell apart at a
+// glance: a counter name takes the palette's next colour in the order names first appear among
+// the tracks. Tracks are only ever appended, so a track keeps its colour from frame to frame
+// and as live events add tracks; the same name on every rank keeps one colour.
+QColor counterColor(const std::vector<CounterTrack>& tracks, std::size_t track) {
+  static const QColor kPalette[] = {
+      QColor(0xff, 0x9d, 0xa7), QColor(0x4e, 0x79, 0xa7), QColor(0xf2, 0x8e, 0x2b),
+      QColor(0x59, 0xa1, 0x4f), QColor(0xaf, 0x7a, 0xd6), QColor(0x76, 0xb7, 0xb2),
+      QColor(0xed, 0xc9, 0x48), QColor(0x9c, 0x75, 0x5f), QColor(0xe1, 0x57, 0x59),
+      QColor(0x86, 0xbc, 0xb6), QColor(0xd3, 0x72, 0x95), QColor(0x8c, 0xd1, 0x7d)};
+  const std::uint32_t name = tracks[track].name >> 4;
+  std::vector<std::uint32_t> seen;  // distinct names before this track's: a few dozen at most
+  for (std::size_t t = 0; t < track; ++t) {
+    const std::uint32_t n = tracks[t].name >> 4;
+    if (n == name) break;
+    if (std::find(seen.begin(), seen.end(), n) == seen.end()) seen.push_back(n);
+  }
+  return kPalette[seen.size() % std::size(kPalette)];
 }
 
 struct SpanStyle {
@@ -183,7 +205,7 @@ void TimelineView::paintCounterRow(QPainter& p, const TimelineRow& row, int y) c
     return y + row.height - 2 - (row.height - 4) * static_cast<double>(v) / range;
   };
   // Opaque bars per sample: a filled path's spans would go to Qt's thread pool (fillTall).
-  const QColor c = categoryColor(track.category, "");
+  const QColor c = counterColor(index_->counters(), row.counter);
   const QColor fill = QColor(c.red(), c.green(), c.blue()).lighter(115);
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const int x0 = kLabelWidth + samples[i].x;

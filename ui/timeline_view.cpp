@@ -154,7 +154,7 @@ TimelineView::Hit TimelineView::hitTest(QPoint pos) const {
   const Lane& lane = index_->lanes()[row.lane];
   if (row.depth >= lane.levels.size()) return {};
   std::vector<DrawItem> items;
-  buildLevelDrawList(lane.levels[row.depth], axis_, timeAreaWidth(), items);
+  buildLevelDrawList(lane.levels[row.depth], lane.blocks[row.depth], axis_, timeAreaWidth(), items);
   auto it = std::upper_bound(items.begin(), items.end(), x,
                              [](int v, const DrawItem& d) { return v < d.x0; });
   if (it == items.begin() || x >= std::prev(it)->x1) return {};
