@@ -148,8 +148,6 @@ WorkbenchWindow::WorkbenchWindow(QWidget* parent) : QMainWindow(parent) {
 
 WorkbenchWindow::~WorkbenchWindow() {
   endSession();
-  if (analysisThread_.joinable()) analysisThread_.join();
-  if (diffThread_.joinable()) diffThread_.join();
 }
 
 void WorkbenchWindow::buildViews() {
@@ -263,41 +261,21 @@ void WorkbenchWindow::compareSources(int a, int b) {
   if (a < 0 || b < 0 || a >= n || b >= n) return;
   const DiffSource sa = diffSources_[static_cast<std::size_t>(a)];
   const DiffSource sb = diffSources_[static_cast<std::size_t>(b)];
-  if (diffThread_.joinable()) diffThread_.join();  // the previous diff
-  diffJob_ = std::make_shared<DiffJob>();
-  diffThread_ = std::thread([job = diffJob_, sa, sb] {
-    std::vector<DiffRow> rows;
-    QString error;
-    try {
-      const profiler::TraceData ta = profiler::importChromeTraces(sa.files);
-      // Two segments of one run share its file: read it once.
-      const profiler::TraceData tb =
-          sa.files == sb.files ? profiler::TraceData() : profiler::importChromeTraces(sb.files);
-      const profiler::TraceData& other = sa.files == sb.files ? ta : tb;
-      rows = diffTraces({&ta, sa.firstStep, sa.lastStep}, {&other, sb.firstStep, sb.lastStep});
-    } catch (const std::exception& e) {
-      error = QString::fromUtf8(e.what());
-    }
-    std::lock_guard lock(job->mutex);
-    job->rows = std::move(rows);
-    job->error = error;
-    job->done = true;
+  diffJob_.start([sa, sb] {
+    const profiler::TraceData ta = profiler::importChromeTraces(sa.files);
+    // Two segments of one run share its file: read it once.
+    const profiler::TraceData tb =
+        sa.files == sb.files ? profiler::TraceData() : profiler::importChromeTraces(sb.files);
+    const profiler::TraceData& other = sa.files == sb.files ? ta : tb;
+    return diffTraces({&ta, sa.firstStep, sa.lastStep}, {&other, sb.firstStep, sb.lastStep});
   });
 }
 
 // On the frame timer: shows a finished diff.
 void WorkbenchWindow::collectDiff() {
-  if (!diffJob_) return;
   std::vector<DiffRow> rows;
   QString error;
-  {
-    std::lock_guard lock(diffJob_->mutex);
-    if (!diffJob_->done) return;
-    rows = std::move(diffJob_->rows);
-    error = diffJob_->error;
-  }
-  diffJob_.reset();
-  diffThread_.join();
+  if (!diffJob_.take(rows, error)) return;
   if (error.isEmpty()) {
     diff_->setRows(std::move(rows));
   } else {
@@ -320,21 +298,7 @@ void WorkbenchWindow::showTraces(const QStringList& files) {
 void WorkbenchWindow::analyse(const QStringList& files) {
   std::vector<std::string> paths;
   for (const QString& f : files) paths.push_back(f.toStdString());
-  if (analysisThread_.joinable()) analysisThread_.join();  // the previous trace's analysis
-  analysisJob_ = std::make_shared<AnalysisJob>();
-  analysisThread_ = std::thread([job = analysisJob_, paths] {
-    std::shared_ptr<const TraceAnalysis> result;
-    QString error;
-    try {
-      result = analyzeTraces(paths);
-    } catch (const std::exception& e) {
-      error = QString::fromUtf8(e.what());
-    }
-    std::lock_guard lock(job->mutex);
-    job->result = std::move(result);
-    job->error = error;
-    job->done = true;
-  });
+  analysis_.start([paths] { return analyzeTraces(paths); });
 }
 
 // On the frame timer: what the ranks recorded since the last frame goes into the timeline. The
@@ -351,17 +315,9 @@ void WorkbenchWindow::feedTimeline() {
 
 // On the frame timer: shows a finished analysis.
 void WorkbenchWindow::collectAnalysis() {
-  if (!analysisJob_) return;
   std::shared_ptr<const TraceAnalysis> result;
   QString error;
-  {
-    std::lock_guard lock(analysisJob_->mutex);
-    if (!analysisJob_->done) return;
-    result = analysisJob_->result;
-    error = analysisJob_->error;
-  }
-  analysisJob_.reset();
-  analysisThread_.join();
+  if (!analysis_.take(result, error)) return;
   if (result) {
     showAnalysis(result);
   } else {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/session/session.h"
+#include "ui/background_job.h"
 #include "ui/session_bridge.h"
 #include "ui/trace_analysis.h"
 #include "ui/trace_diff.h"
@@ -148,16 +149,7 @@ class WorkbenchWindow : public QMainWindow {
   BreakdownModel* breakdown_ = nullptr;
   SegmentModel* segments_ = nullptr;
   int pendingShows_ = 0;  // of the timeline and the analysis, for traceShown
-  // The trace analysis runs on a thread of its own and leaves its result here under the mutex;
-  // the frame timer picks it up (no cross-thread Qt call, so nothing is hidden from TSan).
-  struct AnalysisJob {
-    std::mutex mutex;
-    bool done = false;
-    std::shared_ptr<const TraceAnalysis> result;
-    QString error;
-  };
-  std::shared_ptr<AnalysisJob> analysisJob_;
-  std::thread analysisThread_;
+  BackgroundJob<std::shared_ptr<const TraceAnalysis>> analysis_;
   void collectAnalysis();
   QWidget* buildDiff();
   void addDiffSource(const QString& label, const QStringList& files, int firstStep, int lastStep);
@@ -178,14 +170,7 @@ class WorkbenchWindow : public QMainWindow {
   DiffModel* diff_ = nullptr;
   QComboBox* diffA_ = nullptr;
   QComboBox* diffB_ = nullptr;
-  struct DiffJob {
-    std::mutex mutex;
-    bool done = false;
-    std::vector<DiffRow> rows;
-    QString error;
-  };
-  std::shared_ptr<DiffJob> diffJob_;
-  std::thread diffThread_;
+  BackgroundJob<std::vector<DiffRow>> diffJob_;
   QWidget* errorBanner_ = nullptr;
   QLabel* errorLabel_ = nullptr;
   QPushButton* resume_ = nullptr;
