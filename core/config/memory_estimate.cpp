@@ -117,7 +117,12 @@ MemoryEstimate estimateMemory(const TrainConfig& c, double dataBytes, int ranksS
   const bool mixed = s.compute != DType::F32;
   const double half = mixed ? 2 : 4, d = s.data;
   const double params = n.parameters * half / (s.zeroStage >= 3 ? d : 1);
-  const double grads = n.parameters * half / (s.zeroStage >= 2 ? d : 1);
+  // ZeRO-2 / 3 keep a gradient shard; in pipeline programs a stage's gradients also accumulate
+  // over the step's micro-batches in full-size buckets until the one reduce-scatter.
+  const double fullGrads = n.parameters * half;
+  const double grads = s.zeroStage < 2      ? fullGrads
+                       : c.pipeline.enabled ? fullGrads + fullGrads / d
+                                            : fullGrads / d;
   // AdamW's m and v in fp32, plus fp32 master weights in mixed precision.
   const double optimizer = n.parameters * (mixed ? 12 : 8) / (s.zeroStage >= 1 ? d : 1);
   const double activations = n.activations * half * microBatchesInFlight(c);

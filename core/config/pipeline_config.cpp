@@ -48,12 +48,6 @@ void resolvePipeline(TrainConfig& c) {
   if (p > 1 && c.model.kind != ModelSpec::Kind::Gpt) {
     throw UserError("config: " + pp + " > 1 needs model.type \"gpt\"; valid for \"mlp\": 1");
   }
-  if (c.parallel.zeroStage > 1) {
-    throw UserError("config: zero_optimization.stage " + std::to_string(c.parallel.zeroStage) +
-                    " does not combine with pipeline programs (" + pp +
-                    ", pipeline_schedule, "
-                    "virtual stages or recompute_granularity); valid: stage 0 or 1");
-  }
   checkPipelineShape(spec, {p, c.gradientAccumulation, spec.chunks});
   spec.stages = resolveLayout(spec, p, layerSequence(c.model));
 }

@@ -1,9 +1,8 @@
 // The pipeline keys of a config (pipeline_schedule, virtual_pipeline_model_parallel_size,
 // pipeline_model_parallel_layout, recompute_granularity), checked against the model, the batch
 // split and the other strategy keys: which layouts fit the model, which schedules fit the
-// micro-batches, and which features do not combine with a pipeline in this build (ZeRO 2 and 3,
-// mixed precision, the classifier beyond one stage). Also which model layers a world rank
-// builds. Layouts themselves are in core/parallel/pipeline_layout.h.
+// micro-batches, and that the classifier (MLP) does not run beyond one stage. Also which model
+// layers a world rank builds. Layouts themselves are in core/parallel/pipeline_layout.h.
 #pragma once
 
 #include <vector>

@@ -98,36 +98,54 @@ Tensor Model::forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, A
   return y;
 }
 
+template <class F>
+auto Model::backwardPass(std::size_t i, F pass) {
+  for (const LayerHook& hook : backwardPassHooks_) hook(i, false);
+  auto result = pass();
+  for (const LayerHook& hook : backwardPassHooks_) hook(i, true);
+  return result;
+}
+
 Tensor Model::backwardLayer(std::size_t i, const Tensor& dy, const Batch& batch,
                             Activations& keep) {
-  if (!mixedPrecision()) return layers_[i]->backward(dy, batch, keep);
-  beginWorkingCopies(i, true);
-  Tensor dx = layers_[i]->backward(dy, batch, keep);
-  endWorkingCopies(true);
-  const trace::Span span("round_activations", trace::Category::Compute);
-  roundToCompute(dx);
-  return dx;
+  return backwardPass(i, [&] {
+    if (!mixedPrecision()) return layers_[i]->backward(dy, batch, keep);
+    beginWorkingCopies(i, true);
+    Tensor dx = layers_[i]->backward(dy, batch, keep);
+    endWorkingCopies(true);
+    const trace::Span span("round_activations", trace::Category::Compute);
+    roundToCompute(dx);
+    return dx;
+  });
 }
 
 Tensor Model::backwardInputLayer(std::size_t i, const Tensor& dy, const Batch& batch,
                                  Activations& keep) {
-  Layer& layer = *layers_[i];
-  if (!mixedPrecision()) return layer.backwardInput(dy, batch, keep);
-  const bool gradients = !layer.splitsBackward();
-  beginWorkingCopies(i, gradients);
-  Tensor dx = layer.backwardInput(dy, batch, keep);
-  endWorkingCopies(gradients);
-  const trace::Span span("round_activations", trace::Category::Compute);
-  roundToCompute(dx);
-  return dx;
+  return backwardPass(i, [&] {
+    Layer& layer = *layers_[i];
+    if (!mixedPrecision()) return layer.backwardInput(dy, batch, keep);
+    const bool gradients = !layer.splitsBackward();
+    beginWorkingCopies(i, gradients);
+    Tensor dx = layer.backwardInput(dy, batch, keep);
+    endWorkingCopies(gradients);
+    const trace::Span span("round_activations", trace::Category::Compute);
+    roundToCompute(dx);
+    return dx;
+  });
 }
 
 void Model::backwardWeightLayer(std::size_t i, const Batch& batch, Activations& keep) {
-  Layer& layer = *layers_[i];
-  if (!mixedPrecision()) return layer.backwardWeight(batch, keep);
-  beginWorkingCopies(i, true);
-  layer.backwardWeight(batch, keep);
-  endWorkingCopies(true);
+  backwardPass(i, [&] {
+    Layer& layer = *layers_[i];
+    if (!mixedPrecision()) {
+      layer.backwardWeight(batch, keep);
+      return 0;
+    }
+    beginWorkingCopies(i, true);
+    layer.backwardWeight(batch, keep);
+    endWorkingCopies(true);
+    return 0;
+  });
 }
 
 void Model::materializeValues() {

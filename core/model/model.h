@@ -60,20 +60,25 @@ class Model {
   using LayerHook = std::function<void(std::size_t layer, bool finished)>;
   void addBackwardHook(LayerHook hook) { backwardHooks_.push_back(std::move(hook)); }
   // Runs the backward hooks for layer i: for callers that run layer backward passes themselves
-  // (the pipeline executor, which splits and interleaves them across micro-batches).
+  // (the pipeline executor, which splits and interleaves them across micro-batches). Such a caller
+  // calls (i, false) before each of its passes that writes layer i's gradients and (i, true) once,
+  // after the step's last one.
   void notifyBackward(std::size_t layer, bool finished) {
     for (const LayerHook& hook : backwardHooks_) hook(layer, finished);
   }
-  // The same around each layer's forward pass (forwardBackward and evaluate): ZeRO-3 gathers a
-  // layer's parameters before it runs and frees them after.
+  // Around every pass that reads layer i's parameters: its forward passes (forwardLayer, so also
+  // evaluation and recomputation) and its backward passes (backwardLayer and both halves), each
+  // time, whoever schedules them. ZeRO-3 gathers a layer's parameters before and frees them after;
+  // unlike the gradient hooks above, these fire for every micro-batch of a pipeline step.
   void addForwardHook(LayerHook hook) { forwardHooks_.push_back(std::move(hook)); }
+  void addBackwardPassHook(LayerHook hook) { backwardPassHooks_.push_back(std::move(hook)); }
 
   // Forward only, with the number of correct predictions.
   MicroBatchResult evaluate(const Batch& batch);
 
   // One pass of layer i, for callers that schedule layers themselves (a pipeline stage): the
-  // forward hooks around a forward pass, and under mixed precision the working copies and the
-  // rounding described above. No backward hooks (callers place them). backwardInputLayer adds
+  // forward or backward-pass hooks around it, and under mixed precision the working copies and
+  // the rounding described above. No gradient hooks (callers place them). backwardInputLayer adds
   // weight gradients only for a layer that cannot split its backward; backwardWeightLayer adds
   // them for one that can.
   Tensor forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, Activations& keep);
@@ -96,13 +101,16 @@ class Model {
   void beginWorkingCopies(std::size_t i, bool backward);
   void endWorkingCopies(bool backward);
   void roundToCompute(Tensor& t) const;
+  // Runs `pass` between the backward-pass hooks of layer i.
+  template <class F>
+  auto backwardPass(std::size_t i, F pass);
 
   DType compute_;
   std::vector<Parameter*> working_;  // parameters whose values are working copies right now
   std::vector<Parameter*> workingGrads_;
   std::vector<Parameter*> held_;  // by materializeValues()
 
-  std::vector<LayerHook> backwardHooks_, forwardHooks_;
+  std::vector<LayerHook> backwardHooks_, forwardHooks_, backwardPassHooks_;
 };
 
 }  // namespace parascope

@@ -1,5 +1,5 @@
 // A pipeline chunk's layers per micro-batch: forward with the chosen recompute, backward whole or
-// in zero-bubble halves, and the gradient hooks at each layer's last weight pass of the step.
+// in zero-bubble halves, and the gradient hooks around each layer's weight passes.
 #include "core/parallel/pipeline_stage.h"
 
 #include <stdexcept>
@@ -51,10 +51,10 @@ void PipelineStage::restore(Saved& s, int i, const Batch& batch) {
 }
 
 template <class F>
-auto PipelineStage::gradientPass(int i, bool last, F pass) {
-  if (last) model_.notifyBackward(index(i), false);
+auto PipelineStage::gradientPass(int i, bool writes, bool last, F pass) {
+  if (writes) model_.notifyBackward(index(i), false);
   auto result = pass();
-  if (last) model_.notifyBackward(index(i), true);
+  if (writes && last) model_.notifyBackward(index(i), true);
   return result;
 }
 
@@ -65,7 +65,7 @@ Tensor PipelineStage::backward(int microBatch, const Tensor& dy, const Batch& ba
   for (int i = size(); i-- > 0;) {
     restore(s, i, batch);
     Activations& keep = s.keep[static_cast<std::size_t>(i)];
-    d = gradientPass(i, last, [&] { return model_.backwardLayer(index(i), d, batch, keep); });
+    d = gradientPass(i, true, last, [&] { return model_.backwardLayer(index(i), d, batch, keep); });
     keep.clear();
   }
   saved_.erase(microBatch);
@@ -80,8 +80,9 @@ Tensor PipelineStage::backwardInput(int microBatch, const Tensor& dy, const Batc
     restore(s, i, batch);
     Activations& keep = s.keep[static_cast<std::size_t>(i)];
     // A layer that cannot split accumulates its weight gradients here.
-    const bool hooks = last && !layer(i).splitsBackward();
-    d = gradientPass(i, hooks, [&] { return model_.backwardInputLayer(index(i), d, batch, keep); });
+    const bool writes = !layer(i).splitsBackward();
+    d = gradientPass(i, writes, last,
+                     [&] { return model_.backwardInputLayer(index(i), d, batch, keep); });
   }
   return d;
 }
@@ -91,8 +92,7 @@ void PipelineStage::backwardWeight(int microBatch, const Batch& batch) {
   const bool last = ++weightPasses_ == microBatches_;
   for (int i = size(); i-- > 0;) {
     Activations& keep = s.keep[static_cast<std::size_t>(i)];
-    const bool hooks = last && layer(i).splitsBackward();
-    gradientPass(i, hooks, [&] {
+    gradientPass(i, layer(i).splitsBackward(), last, [&] {
       model_.backwardWeightLayer(index(i), batch, keep);
       return 0;
     });

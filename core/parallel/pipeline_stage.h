@@ -41,10 +41,11 @@ class PipelineStage {
   int size() const { return end_ - begin_; }
   // Full recompute: run layer i's forward again so that keep[i] holds its saved state.
   void restore(Saved& s, int i, const Batch& batch);
-  // Runs a pass that accumulates layer i's weight gradients, between the model's backward hooks
-  // when it is the step's last such pass (the gradients are final after it).
+  // Runs a pass of layer i. One that accumulates its weight gradients (`writes`) is preceded by
+  // the model's gradient hook (ZeRO-2 provides gradient storage there) and, when it is the step's
+  // last such pass, followed by it too (the gradients are final).
   template <class F>
-  auto gradientPass(int i, bool last, F pass);
+  auto gradientPass(int i, bool writes, bool last, F pass);
 
   Model& model_;
   int begin_, end_;

@@ -174,10 +174,11 @@ double GradientReducer::endMicroStep() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::pair<double, double> GradientReducer::squaresBySplit() const {
+std::pair<double, double> GradientReducer::squaresBySplit(int skip) const {
   double whole = 0, split = 0;
   const std::int64_t rank = comm_.rank();
   for (std::size_t i = 0; i < model_.parameters().size(); ++i) {
+    if (static_cast<int>(i) == skip) continue;
     const Parameter& p = model_.parameters()[i];
     std::int64_t at = layout_.offset[i], n = p.numel();  // in the flat space
     if (mode_ == Mode::ReduceScatter) {  // only this rank's part of the parameter's bucket

@@ -49,6 +49,11 @@ class GradientReducer {
   // rank's part holds one. With a tensor-parallel group (collective over it too) the model's
   // split parameters are parts: theirs are summed over the group, whole ones counted once.
   double gradientNorm(Communicator* tensor = nullptr);
+  // Sums of squares of the reduced gradients this rank holds (its shard in ReduceScatter mode),
+  // of whole and of split parameters, leaving out parameter `skip` (an index into
+  // Model::parameters(), or -1): for norms that also sum over other groups (a pipeline's stages).
+  std::pair<double, double> squaresBySplit(int skip = -1) const;
+  const FlatLayout& layout() const { return layout_; }
 
  private:
   struct Bucket {
@@ -58,8 +63,6 @@ class GradientReducer {
     CommHandle handle;
   };
   void onBackward(std::size_t layer, bool finished);
-  // Sums of squares of this rank's reduced gradients of whole and of split parameters.
-  std::pair<double, double> squaresBySplit() const;
   void startReady();
   void start(int b);
   void complete(int b);  // after the handle finished

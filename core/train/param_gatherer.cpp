@@ -39,7 +39,7 @@ ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Com
     const int next = static_cast<int>(layer) + 1;
     onLayer(layer, finished, next < layers ? next : -1);
   });
-  model.addBackwardHook([this](std::size_t layer, bool finished) {
+  model.addBackwardPassHook([this](std::size_t layer, bool finished) {
     onLayer(layer, finished, static_cast<int>(layer) - 1);
   });
 }

@@ -1,9 +1,10 @@
 // ZeRO stage 3: a rank keeps only its shard of the parameters (part `rank` of every bucket,
-// flat_layout.h). Around each layer's forward and backward pass the buckets holding its
-// parameters are all-gathered into full-size storage (the parameters' stored values, f32 or the
-// mixed-precision compute type, become views into it) and freed when no running layer needs them;
-// the next layer's buckets are prefetched asynchronously while the current one computes. Every rank
-// runs the same layers in the same order, so every rank issues the same gathers.
+// flat_layout.h). Around each of a layer's forward and backward passes (every micro-batch's,
+// however a pipeline interleaves them) the buckets holding its parameters are all-gathered into
+// full-size storage (the parameters' stored values, f32 or the mixed-precision compute type, become
+// views into it) and freed when no running layer needs them; the next layer's buckets are
+// prefetched asynchronously while the current one computes. Every rank runs the same layers in the
+// same order, so every rank issues the same gathers.
 #pragma once
 
 #include <vector>

@@ -1,8 +1,10 @@
 // One pipeline training step and evaluation of one rank.
 #include "core/train/pipeline_trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <tuple>
 
 #include "core/kernels/precision.h"
 #include "core/trace/trace.h"
@@ -65,10 +67,10 @@ StepReport PipelineTrainer::step(int stepIndex, float lossScale, GradientReducer
     // Waiting for activations and gradients is the pipeline's idle time; the tied embedding's
     // exchange is communication nothing hides.
     const auto tied = std::chrono::steady_clock::now();
-    sumTiedEmbedding();
+    sumTiedEmbedding(reducer);
     r.exposedCommSeconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - tied).count();
-    update(r, globalGradientNorm());
+    update(r, globalGradientNorm(reducer));
   });
   double lossSum = stats.lossSum;
   if (dp > 1) {
@@ -87,22 +89,67 @@ StepReport PipelineTrainer::step(int stepIndex, float lossScale, GradientReducer
   return r;
 }
 
+namespace {
+
+// Index of the tied embedding in the model's parameters, or -1.
+int tiedEmbedding(const Model& model) {
+  const auto& params = model.parameters();
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (params[i].name == "wte.weight") return static_cast<int>(i);
+  return -1;
+}
+
+// The part of parameter i that this data-parallel rank's gradient shard holds (ReduceScatter
+// mode): `count` elements from `local` in the parameter, at `shard` in the shard.
+struct ShardPart {
+  std::int64_t local = 0, shard = 0, count = 0;
+};
+ShardPart shardPart(const FlatLayout& layout, int i, std::int64_t numel, int rank) {
+  const auto at = static_cast<std::size_t>(i);
+  const FlatBucket& fb = layout.buckets[static_cast<std::size_t>(layout.bucketOf[at])];
+  const std::int64_t part = layout.partSize(fb), mine = fb.begin + rank * part;
+  const std::int64_t begin = layout.offset[at];
+  const std::int64_t lo = std::max(begin, mine), hi = std::min(begin + numel, mine + part);
+  if (hi <= lo) return {};
+  return {lo - begin, fb.shardOffset + (lo - mine), hi - lo};
+}
+
+}  // namespace
+
 // The embedding (first stage) and the head (last stage) each hold a copy of the tied wte; their
 // gradients are summed so that both copies take the same update. The step's transfers between
 // the two ranks are all received by now, so this exchange is the next message on the pair.
-void PipelineTrainer::sumTiedEmbedding() {
+// With ZeRO-2 / 3 a rank holds only its shard of the reduced gradient, and the two stages' flat
+// layouts place wte differently, so each rank rebuilds the stage's whole reduced wte gradient
+// first (an all-reduce of the parts, each rank contributing its own and zeros: exact), exchanges
+// that, and keeps its own part of the sum: the same sum as without sharding.
+void PipelineTrainer::sumTiedEmbedding(const GradientReducer* reducer) {
   Communicator& pipe = mesh_.pipeline();
   const int last = executor_.setup().shape.rankOf(executor_.setup().shape.virtualStages() - 1);
   if (pipe.size() == 1 || !(executor_.holdsFirstStage() || executor_.holdsLastStage())) return;
-  Parameter* wte = model_.find("wte.weight");
-  if (wte == nullptr) return;
+  const int tied = tiedEmbedding(model_);
+  if (tied < 0) return;
+  Parameter& wte = model_.parameters()[static_cast<std::size_t>(tied)];
   const int peer = executor_.holdsFirstStage() ? last : 0;
-  const auto n = static_cast<std::size_t>(wte->numel());
+  const auto n = static_cast<std::size_t>(wte.numel());
   const trace::Span span("tied_embedding_sum", trace::Category::Communication,
                          trace::lane::kCommunication);
-  const DType type = wte->storage;
-  Tensor& grad = wte->storedGrad();
-  Tensor theirs = Tensor::empty(wte->shape, type, MemoryCategory::CommBuffer, model_.allocator());
+  const DType type = wte.storage;
+  const bool sharded = reducer != nullptr && reducer->sharded();
+  ShardPart part;
+  Tensor grad;
+  if (sharded) {
+    Communicator& dp = mesh_.data();
+    part = shardPart(reducer->layout(), tied, wte.numel(), dp.rank());
+    grad = Tensor::zeros({wte.numel()}, type, MemoryCategory::CommBuffer, model_.allocator());
+    if (part.count > 0)
+      grad.slice(part.local, part.count)
+          .copyFrom(reducer->gradients().slice(part.shard, part.count));
+    dp.allReduce(grad.raw(), grad.raw(), n, type, ReduceOp::Sum);
+  } else {
+    grad = wte.storedGrad();
+  }
+  Tensor theirs = Tensor::empty(wte.shape, type, MemoryCategory::CommBuffer, model_.allocator());
   CommHandle sent = pipe.sendAsync(grad.raw(), n, type, peer);
   pipe.recv(theirs.raw(), n, type, peer);
   sent.wait();
@@ -113,21 +160,32 @@ void PipelineTrainer::sumTiedEmbedding() {
     for (std::size_t i = 0; i < n; ++i) g[i] += t[i];
   } else {
     Tensor wide =
-        Tensor::empty(wte->shape, DType::F32, MemoryCategory::CommBuffer, model_.allocator());
-    kernels::widen(theirs.data<std::uint16_t>(), wide.data<float>(), wte->numel(), type);
-    kernels::accumulateRounded(grad.data<std::uint16_t>(), wide.data<float>(), wte->numel(), type);
+        Tensor::empty(wte.shape, DType::F32, MemoryCategory::CommBuffer, model_.allocator());
+    kernels::widen(theirs.data<std::uint16_t>(), wide.data<float>(), wte.numel(), type);
+    kernels::accumulateRounded(grad.data<std::uint16_t>(), wide.data<float>(), wte.numel(), type);
   }
+  if (sharded && part.count > 0)
+    reducer->gradients().slice(part.shard, part.count).copyFrom(grad.slice(part.local, part.count));
 }
 
 // The L2 norm over the whole model: each stage's squares, the tied embedding counted once (on
-// the first stage), tensor-parallel parts summed over the tensor group, then summed over the
-// pipeline ranks.
-double PipelineTrainer::globalGradientNorm() {
+// the first stage), sharded gradients summed over the data-parallel group, tensor-parallel parts
+// summed over the tensor group, then summed over the pipeline ranks.
+double PipelineTrainer::globalGradientNorm(const GradientReducer* reducer) {
   Communicator& pipe = mesh_.pipeline();
+  const int copy = pipe.size() > 1 && !executor_.holdsFirstStage() ? tiedEmbedding(model_) : -1;
   double whole = 0, split = 0;
-  for (const Parameter& p : model_.parameters()) {
-    const bool copy = pipe.size() > 1 && !executor_.holdsFirstStage() && p.name == "wte.weight";
-    if (!copy) {
+  if (reducer != nullptr && reducer->sharded()) {
+    std::tie(whole, split) = reducer->squaresBySplit(copy);
+    float v[2] = {static_cast<float>(whole), static_cast<float>(split)};
+    mesh_.data().allReduce(v, v, 2, DType::F32, ReduceOp::Sum);
+    whole = v[0];
+    split = v[1];
+  } else {
+    const auto& params = model_.parameters();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const Parameter& p = params[i];
+      if (static_cast<int>(i) == copy) continue;
       (p.split.whole() ? whole : split) +=
           kernels::sumOfSquaresAny(p.storedGrad().raw(), p.numel(), p.storage);
     }

@@ -1,9 +1,11 @@
 // The pipeline path of Trainer::step and Trainer::evaluate: one rank's stage(s) of the model
 // run by the PipelineExecutor, with the step's micro-batches being its gradient accumulation
 // steps. Around the program: the data-parallel reducer armed for the step (its hooks fire at each
-// layer's last weight gradient), and inside the OptStep instruction the reduction's completion,
-// the tied embedding's gradient summed between the first and last stage (as Megatron does), the
-// global gradient norm over all stages, and the optimizer. Losses are broadcast from the last
+// layer's last weight gradient; under ZeRO-2 / 3 also before each weight pass, for storage), and
+// inside the OptStep instruction the reduction's completion, the tied embedding's gradient summed
+// between the first and last stage (as Megatron does; from the shards under ZeRO-2 / 3), the
+// global gradient norm over all stages, and the optimizer. ZeRO-3's gathers follow the model's
+// pass hooks (param_gatherer.h). Losses are broadcast from the last
 // stage and reduced over data-parallel ranks, so every rank reports the same global mean.
 #pragma once
 
@@ -31,8 +33,8 @@ class PipelineTrainer {
   const PipelineExecutor& executor() const { return executor_; }
 
  private:
-  void sumTiedEmbedding();
-  double globalGradientNorm();
+  void sumTiedEmbedding(const GradientReducer* reducer);
+  double globalGradientNorm(const GradientReducer* reducer);
 
   const TrainConfig& config_;
   Model& model_;

@@ -141,10 +141,13 @@ StepReport Trainer::step() {
   context.step = steps_;
   const trace::ScopedContext scoped(context);
   const trace::Span span("train_step", trace::Category::Step, trace::lane::kHost);
+  model_->releaseValues();
+  if (gatherer_) {
+    gatherer_->releaseAll();
+    gatherer_->takeWaitSeconds();  // evaluation's waits are not this step's
+  }
+  if (region_) region_->takeCommSeconds();  // nor its tensor-parallel communication
   if (pipeline_) {
-    // Evaluation's waits and tensor-parallel communication are not this step's.
-    if (gatherer_) gatherer_->takeWaitSeconds();
-    if (region_) region_->takeCommSeconds();
     StepReport r = pipeline_->step(steps_, static_cast<float>(scaler_.scale()), reducer_.get(),
                                    [this](StepReport& s, double norm) {
                                      if (gradientObserver_) gradientObserver_(*this);
@@ -159,12 +162,6 @@ StepReport Trainer::step() {
   const std::int64_t targetsPerStep =
       static_cast<std::int64_t>(c.globalBatch) * dataset_->targetsPerSample();
   StepReport r;
-  model_->releaseValues();
-  if (gatherer_) {
-    gatherer_->releaseAll();
-    gatherer_->takeWaitSeconds();  // evaluation's waits are not this step's
-  }
-  if (region_) region_->takeCommSeconds();  // nor its tensor-parallel communication
   if (reducer_) {
     reducer_->beginStep();
   } else {

@@ -362,6 +362,13 @@ void TestHostileInput::memoryEstimateRefusesWhatCannotFit() {
   const MemoryEstimate z = estimateMemory(parseTrainConfig(sharded), 0, 8);
   QCOMPARE(z.items[2].bytes * 8, e.items[2].bytes);
   QCOMPARE(z.items[0].bytes * 8, e.items[0].bytes);
+  QCOMPARE(z.items[1].bytes * 8, e.items[1].bytes);
+  // In pipeline programs ZeRO-2 / 3 also hold the stage's whole gradients until the step's one
+  // reduce-scatter: the shard plus the full size.
+  nlohmann::json piped = sharded;
+  applyOverride(piped, "pipeline_schedule=1f1b");
+  const MemoryEstimate pz = estimateMemory(parseTrainConfig(piped), 0, 8);
+  QCOMPARE(pz.items[1].bytes, e.items[1].bytes + e.items[1].bytes / 8);
   // The shipped config fits anywhere this suite runs.
   const TrainConfig small = parseTrainConfig(
       readJsonFile(std::string(PARASCOPE_SOURCE_DIR) + "/resources/configs/default.json"));

@@ -54,6 +54,26 @@ void TestPipelinePrecision::matchesFp32OneRank_data() {
       << "bf16"
       << QStringList{"bf16.enabled=true", p2, "data_parallel_size=2",
                      "gradient_accumulation_steps=2", "zero_optimization.stage=1"};
+  // ZeRO-2 and 3: 16-bit gradients accumulated in full-size buckets, reduce-scattered once;
+  // 16-bit parameter shards gathered around every pass.
+  QTest::newRow("bf16 p2 d2 zero2")
+      << "bf16"
+      << QStringList{"bf16.enabled=true", p2, m4, "data_parallel_size=2",
+                     "zero_optimization.stage=2"};
+  QTest::newRow("fp16 p2 d2 zb-h1 zero3")
+      << "fp16"
+      << QStringList{
+             "fp16.enabled=true",        p2, m4, "data_parallel_size=2", "pipeline_schedule=zb-h1",
+             "zero_optimization.stage=3"};
+  QTest::newRow("bf16 p2 d2 interleaved zero3")
+      << "bf16"
+      << QStringList{"bf16.enabled=true",
+                     p2,
+                     m4,
+                     "data_parallel_size=2",
+                     "pipeline_schedule=interleaved",
+                     "virtual_pipeline_model_parallel_size=2",
+                     "zero_optimization.stage=3"};
   QTest::newRow("fp16 t2 p2 full recompute")
       << "fp16"
       << QStringList{"fp16.enabled=true", p2, m4, "tensor_model_parallel_size=2",

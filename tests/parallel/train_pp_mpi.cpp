@@ -29,6 +29,13 @@ int main() {
                      "recompute_granularity=selective"});
     cases.push_back({"pipeline_model_parallel_size=2", "pipeline_schedule=1f1b",
                      "tensor_model_parallel_size=2", "sequence_parallel=true"});
+    // ZeRO-2 and 3 over the two data-parallel ranks of each stage.
+    cases.push_back(
+        {"pipeline_model_parallel_size=2", "pipeline_schedule=1f1b", "zero_optimization.stage=2"});
+    cases.push_back({"pipeline_model_parallel_size=2", "pipeline_schedule=zb-h1",
+                     "zero_optimization.stage=3", "recompute_granularity=full"});
+    cases.push_back({"pipeline_model_parallel_size=2", "pipeline_schedule=interleaved",
+                     "virtual_pipeline_model_parallel_size=2", "zero_optimization.stage=3"});
   }
   const int steps = 3;
   int failures = 0;
@@ -39,7 +46,8 @@ int main() {
       const pptest::RunRecord got = pptest::train(pptest::tinyConfig(c, n), steps, world);
       const std::string diff = pptest::compare(want, got);
       if (!diff.empty()) {
-        std::fprintf(stderr, "rank %d, case %s: %s\n", world.rank(), c[1].c_str(), diff.c_str());
+        std::fprintf(stderr, "rank %d, case %s %s: %s\n", world.rank(), c[1].c_str(), c[2].c_str(),
+                     diff.c_str());
         ++failures;
       }
     }
