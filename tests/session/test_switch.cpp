@@ -192,6 +192,15 @@ void TestSwitch::switchEqualsSaveAndLoad_data() {
       << QStringList{"data_parallel_size=2 zero_optimization.stage=2",
                      "tensor_model_parallel_size=2 data_parallel_size=2", ""}
       << true << "";
+  QTest::newRow("D4 ZeRO-3 -> P2xD2 ZeRO-3 -> P2xD2 ZeRO-2")
+      << QStringList{"data_parallel_size=4 zero_optimization.stage=3",
+                     "pipeline_model_parallel_size=2 data_parallel_size=2 "
+                     "zero_optimization.stage=3 " +
+                         m4,
+                     "pipeline_model_parallel_size=2 data_parallel_size=2 "
+                     "zero_optimization.stage=2 pipeline_schedule=zb-h1 " +
+                         m4}
+      << true << "";
   QTest::newRow("fp16 D2 -> fp16 P2 ZeRO-1")
       << QStringList{"fp16.enabled=true data_parallel_size=2",
                      "fp16.enabled=true pipeline_model_parallel_size=2 " + m4}
@@ -421,6 +430,9 @@ void TestSwitch::reshardOverTheCommunicator_data() {
   QTest::newRow("T2xP2 -> D4 bf16")
       << "tensor_model_parallel_size=2 pipeline_model_parallel_size=2 " + m4
       << "data_parallel_size=4 bf16.enabled=true";
+  QTest::newRow("P2xD2 ZeRO-3 -> T2xD2 ZeRO-2")
+      << "pipeline_model_parallel_size=2 data_parallel_size=2 zero_optimization.stage=3 " + m4
+      << "tensor_model_parallel_size=2 data_parallel_size=2 zero_optimization.stage=2";
   QTest::newRow("D2xT2 ZeRO-2 -> D4 ZeRO-1")
       << "data_parallel_size=2 tensor_model_parallel_size=2 zero_optimization.stage=2"
       << "data_parallel_size=4 zero_optimization.stage=1";
