@@ -509,17 +509,4 @@ std::vector<std::pair<std::string, Tensor>> gatherParameterValues(const Model& m
   return out;
 }
 
-double tensorParallelGradientNorm(const Model& model, Communicator& group) {
-  double whole = 0, split = 0;
-  for (const Parameter& p : model.parameters())
-    (p.split.whole() ? whole : split) +=
-        sumOfSquaresAny(p.storedGrad().raw(), p.numel(), p.storage);
-  if (group.size() > 1) {
-    auto v = static_cast<float>(split);  // the communication layer reduces f32, not f64
-    group.allReduce(&v, &v, 1, DType::F32, ReduceOp::Sum);
-    split = v;
-  }
-  return std::sqrt(whole + split);
-}
-
 }  // namespace parascope

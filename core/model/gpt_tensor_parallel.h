@@ -29,8 +29,4 @@ void buildGptTensorParallel(Model& model, const GptConfig& c, TensorParallelRegi
 std::vector<std::pair<std::string, Tensor>> gatherParameterValues(const Model& model,
                                                                   Communicator& group);
 
-// L2 norm of the model's gradient over the whole tensor group: split parameters' parts summed
-// over the group, whole ones (the same on every rank) counted once. Collective.
-double tensorParallelGradientNorm(const Model& model, Communicator& group);
-
 }  // namespace parascope

@@ -1,6 +1,17 @@
 #include "core/train/flat_layout.h"
 
+#include <algorithm>
+
 namespace parascope {
+
+FlatLayout::Part FlatLayout::partOf(int i, std::int64_t numel, int rank) const {
+  const auto at = static_cast<std::size_t>(i);
+  const FlatBucket& b = buckets[static_cast<std::size_t>(bucketOf[at])];
+  const std::int64_t part = partSize(b), mine = b.begin + rank * part, begin = offset[at];
+  const std::int64_t lo = std::max(begin, mine), hi = std::min(begin + numel, mine + part);
+  if (hi <= lo) return {};
+  return {lo - begin, b.shardOffset + (lo - mine), hi - lo};
+}
 
 FlatLayout makeFlatLayout(const Model& model, int shards, std::int64_t bucketElements) {
   FlatLayout l;

@@ -28,6 +28,13 @@ struct FlatLayout {
 
   std::int64_t shardSize() const { return total / shards; }
   std::int64_t partSize(const FlatBucket& b) const { return b.count / shards; }
+
+  // The elements of parameter i (numel elements) in rank `rank`'s shard: `count` of them from
+  // `local` in the parameter, at `shard` in the shard (count 0: none).
+  struct Part {
+    std::int64_t local = 0, shard = 0, count = 0;
+  };
+  Part partOf(int i, std::int64_t numel, int rank) const;
 };
 
 // A bucket closes once it holds bucketElements (a larger parameter gets one of its own).

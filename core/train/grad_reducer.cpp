@@ -176,40 +176,20 @@ double GradientReducer::endMicroStep() {
 
 std::pair<double, double> GradientReducer::squaresBySplit(int skip) const {
   double whole = 0, split = 0;
-  const std::int64_t rank = comm_.rank();
   for (std::size_t i = 0; i < model_.parameters().size(); ++i) {
     if (static_cast<int>(i) == skip) continue;
     const Parameter& p = model_.parameters()[i];
     std::int64_t at = layout_.offset[i], n = p.numel();  // in the flat space
     if (mode_ == Mode::ReduceScatter) {  // only this rank's part of the parameter's bucket
-      const FlatBucket& fb = layout_.buckets[static_cast<std::size_t>(layout_.bucketOf[i])];
-      const std::int64_t part = layout_.partSize(fb), mine = fb.begin + rank * part;
-      const std::int64_t lo = std::max(at, mine), hi = std::min(at + n, mine + part);
-      if (hi <= lo) continue;
-      at = fb.shardOffset + (lo - mine);
-      n = hi - lo;
+      const FlatLayout::Part part = layout_.partOf(static_cast<int>(i), n, comm_.rank());
+      if (part.count == 0) continue;
+      at = part.shard;
+      n = part.count;
     }
     (p.split.whole() ? whole : split) +=
         kernels::sumOfSquaresAny(reduced_.slice(at, n).raw(), n, storage_);
   }
   return {whole, split};
-}
-
-double GradientReducer::gradientNorm(Communicator* tensor) {
-  if (tensor == nullptr || tensor->size() == 1) {
-    double sq = kernels::sumOfSquaresAny(reduced_.raw(), reduced_.numel(), storage_);
-    if (mode_ == Mode::ReduceScatter) {
-      auto v = static_cast<float>(sq);
-      comm_.allReduce(&v, &v, 1, DType::F32, ReduceOp::Sum);
-      sq = v;
-    }
-    return std::sqrt(sq);
-  }
-  const auto [whole, split] = squaresBySplit();
-  float v[2] = {static_cast<float>(whole), static_cast<float>(split)};
-  if (mode_ == Mode::ReduceScatter) comm_.allReduce(v, v, 2, DType::F32, ReduceOp::Sum);
-  tensor->allReduce(&v[1], &v[1], 1, DType::F32, ReduceOp::Sum);
-  return std::sqrt(static_cast<double>(v[0]) + v[1]);
 }
 
 }  // namespace parascope

@@ -45,13 +45,9 @@ class GradientReducer {
   // (AllReduce) or its shard, indexed like FlatBucket::shardOffset (ReduceScatter).
   const Tensor& gradients() const { return reduced_; }
   bool sharded() const { return mode_ == Mode::ReduceScatter; }
-  // L2 norm of the full reduced gradient (collective in ReduceScatter mode); inf or NaN if any
-  // rank's part holds one. With a tensor-parallel group (collective over it too) the model's
-  // split parameters are parts: theirs are summed over the group, whole ones counted once.
-  double gradientNorm(Communicator* tensor = nullptr);
   // Sums of squares of the reduced gradients this rank holds (its shard in ReduceScatter mode),
   // of whole and of split parameters, leaving out parameter `skip` (an index into
-  // Model::parameters(), or -1): for norms that also sum over other groups (a pipeline's stages).
+  // Model::parameters(), or -1); grad_norm.h sums them over the groups.
   std::pair<double, double> squaresBySplit(int skip = -1) const;
   const FlatLayout& layout() const { return layout_; }
 

@@ -43,12 +43,4 @@ void AdamW::step(double lr, double gradScale) {
   }
 }
 
-double gradientNorm(const Model& model) {
-  double sq = 0;
-  for (const Parameter& p : model.parameters()) {
-    sq += kernels::sumOfSquaresAny(p.storedGrad().raw(), p.numel(), p.storage);
-  }
-  return std::sqrt(sq);
-}
-
 }  // namespace parascope

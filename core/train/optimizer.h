@@ -35,7 +35,4 @@ class AdamW {
   int steps_ = 0;
 };
 
-// sqrt(sum of squares) over every parameter's stored gradient; inf or NaN if one holds one.
-double gradientNorm(const Model& model);
-
 }  // namespace parascope

@@ -13,16 +13,12 @@ ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Com
   shard_ = Tensor::zeros({layout.shardSize()}, model.computeType(), MemoryCategory::Parameter,
                          model.allocator());
   auto& params = model.parameters();
-  for (const FlatBucket& b : layout.buckets) {
-    const std::int64_t n = layout.partSize(b), lo = b.begin + n * comm.rank(), hi = lo + n;
-    for (int i : b.parameters) {
-      const Parameter& p = params[static_cast<std::size_t>(i)];
-      const std::int64_t at = layout.offset[static_cast<std::size_t>(i)];
-      const std::int64_t begin = std::max(lo, at), end = std::min(hi, at + p.numel());
-      if (begin < end) {
-        shard_.slice(b.shardOffset + begin - lo, end - begin)
-            .copyFrom(p.storedValue().view({p.numel()}).slice(begin - at, end - begin));
-      }
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Parameter& p = params[i];
+    const FlatLayout::Part part = layout.partOf(static_cast<int>(i), p.numel(), comm.rank());
+    if (part.count > 0) {
+      shard_.slice(part.shard, part.count)
+          .copyFrom(p.storedValue().view({p.numel()}).slice(part.local, part.count));
     }
   }
   for (Parameter& p : params) p.storedValue() = Tensor();

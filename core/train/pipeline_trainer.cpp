@@ -4,14 +4,22 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <tuple>
 
 #include "core/kernels/precision.h"
 #include "core/trace/trace.h"
+#include "core/train/grad_norm.h"
 
 namespace parascope {
 
 namespace {
+
+// Index of the tied embedding in the model's parameters, or -1.
+int tiedEmbedding(const Model& model) {
+  const auto& params = model.parameters();
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (params[i].name == "wte.weight") return static_cast<int>(i);
+  return -1;
+}
 
 PipelineSetup makeSetup(const TrainConfig& c, const Communicator& pipeline) {
   PipelineSetup s;
@@ -70,7 +78,9 @@ StepReport PipelineTrainer::step(int stepIndex, float lossScale, GradientReducer
     sumTiedEmbedding(reducer);
     r.exposedCommSeconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - tied).count();
-    update(r, globalGradientNorm(reducer));
+    // The tied embedding's gradient counts once, on the first stage.
+    const bool copy = mesh_.pipeline().size() > 1 && !executor_.holdsFirstStage();
+    update(r, globalGradientNorm(model_, reducer, mesh_, copy ? tiedEmbedding(model_) : -1));
   });
   double lossSum = stats.lossSum;
   if (dp > 1) {
@@ -88,33 +98,6 @@ StepReport PipelineTrainer::step(int stepIndex, float lossScale, GradientReducer
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
-
-namespace {
-
-// Index of the tied embedding in the model's parameters, or -1.
-int tiedEmbedding(const Model& model) {
-  const auto& params = model.parameters();
-  for (std::size_t i = 0; i < params.size(); ++i)
-    if (params[i].name == "wte.weight") return static_cast<int>(i);
-  return -1;
-}
-
-// The part of parameter i that this data-parallel rank's gradient shard holds (ReduceScatter
-// mode): `count` elements from `local` in the parameter, at `shard` in the shard.
-struct ShardPart {
-  std::int64_t local = 0, shard = 0, count = 0;
-};
-ShardPart shardPart(const FlatLayout& layout, int i, std::int64_t numel, int rank) {
-  const auto at = static_cast<std::size_t>(i);
-  const FlatBucket& fb = layout.buckets[static_cast<std::size_t>(layout.bucketOf[at])];
-  const std::int64_t part = layout.partSize(fb), mine = fb.begin + rank * part;
-  const std::int64_t begin = layout.offset[at];
-  const std::int64_t lo = std::max(begin, mine), hi = std::min(begin + numel, mine + part);
-  if (hi <= lo) return {};
-  return {lo - begin, fb.shardOffset + (lo - mine), hi - lo};
-}
-
-}  // namespace
 
 // The embedding (first stage) and the head (last stage) each hold a copy of the tied wte; their
 // gradients are summed so that both copies take the same update. The step's transfers between
@@ -136,11 +119,11 @@ void PipelineTrainer::sumTiedEmbedding(const GradientReducer* reducer) {
                          trace::lane::kCommunication);
   const DType type = wte.storage;
   const bool sharded = reducer != nullptr && reducer->sharded();
-  ShardPart part;
+  FlatLayout::Part part;
   Tensor grad;
   if (sharded) {
     Communicator& dp = mesh_.data();
-    part = shardPart(reducer->layout(), tied, wte.numel(), dp.rank());
+    part = reducer->layout().partOf(tied, wte.numel(), dp.rank());
     grad = Tensor::zeros({wte.numel()}, type, MemoryCategory::CommBuffer, model_.allocator());
     if (part.count > 0)
       grad.slice(part.local, part.count)
@@ -166,42 +149,6 @@ void PipelineTrainer::sumTiedEmbedding(const GradientReducer* reducer) {
   }
   if (sharded && part.count > 0)
     reducer->gradients().slice(part.shard, part.count).copyFrom(grad.slice(part.local, part.count));
-}
-
-// The L2 norm over the whole model: each stage's squares, the tied embedding counted once (on
-// the first stage), sharded gradients summed over the data-parallel group, tensor-parallel parts
-// summed over the tensor group, then summed over the pipeline ranks.
-double PipelineTrainer::globalGradientNorm(const GradientReducer* reducer) {
-  Communicator& pipe = mesh_.pipeline();
-  const int copy = pipe.size() > 1 && !executor_.holdsFirstStage() ? tiedEmbedding(model_) : -1;
-  double whole = 0, split = 0;
-  if (reducer != nullptr && reducer->sharded()) {
-    std::tie(whole, split) = reducer->squaresBySplit(copy);
-    float v[2] = {static_cast<float>(whole), static_cast<float>(split)};
-    mesh_.data().allReduce(v, v, 2, DType::F32, ReduceOp::Sum);
-    whole = v[0];
-    split = v[1];
-  } else {
-    const auto& params = model_.parameters();
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      const Parameter& p = params[i];
-      if (static_cast<int>(i) == copy) continue;
-      (p.split.whole() ? whole : split) +=
-          kernels::sumOfSquaresAny(p.storedGrad().raw(), p.numel(), p.storage);
-    }
-  }
-  if (mesh_.tensor().size() > 1) {
-    auto v = static_cast<float>(split);
-    mesh_.tensor().allReduce(&v, &v, 1, DType::F32, ReduceOp::Sum);
-    split = v;
-  }
-  double sq = whole + split;
-  if (pipe.size() > 1) {
-    auto v = static_cast<float>(sq);
-    pipe.allReduce(&v, &v, 1, DType::F32, ReduceOp::Sum);
-    sq = v;
-  }
-  return std::sqrt(sq);
 }
 
 EvalReport PipelineTrainer::evaluate(int stepIndex) {

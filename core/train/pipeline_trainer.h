@@ -34,7 +34,6 @@ class PipelineTrainer {
 
  private:
   void sumTiedEmbedding(const GradientReducer* reducer);
-  double globalGradientNorm(const GradientReducer* reducer);
 
   const TrainConfig& config_;
   Model& model_;

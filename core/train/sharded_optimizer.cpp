@@ -1,6 +1,5 @@
 #include "core/train/sharded_optimizer.h"
 
-#include <algorithm>
 #include <chrono>
 
 #include "core/kernels/precision.h"
@@ -29,13 +28,13 @@ ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator&
   v_ = Tensor::zeros({layout.shardSize()}, DType::F32, MemoryCategory::OptimizerState,
                      model.allocator());
   for (const FlatBucket& b : layout.buckets) {
-    const std::int64_t n = layout.partSize(b), lo = b.begin + n * comm.rank(), hi = lo + n;
     for (int i : b.parameters) {
       const Parameter& p = model.parameters()[static_cast<std::size_t>(i)];
-      const std::int64_t at = layout.offset[static_cast<std::size_t>(i)];
-      const std::int64_t begin = std::max(lo, at), end = std::min(hi, at + p.numel());
-      if (begin < end)
-        segments_.push_back({begin, end - begin, b.shardOffset + begin - lo, p.decay, i});
+      const FlatLayout::Part part = layout.partOf(i, p.numel(), comm.rank());
+      if (part.count > 0) {
+        segments_.push_back({layout.offset[static_cast<std::size_t>(i)] + part.local, part.count,
+                             part.shard, p.decay, i});
+      }
     }
   }
 }

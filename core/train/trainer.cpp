@@ -14,6 +14,7 @@
 #include "core/kernels/matmul.h"
 #include "core/model/gpt_tensor_parallel.h"
 #include "core/trace/trace.h"
+#include "core/train/grad_norm.h"
 #include "core/train/pipeline_trainer.h"
 
 namespace parascope {
@@ -190,10 +191,7 @@ StepReport Trainer::step() {
     setInfinity(reducer_ ? reducer_->gradients() : model_->parameters().front().storedGrad());
   }
   if (gradientObserver_) gradientObserver_(*this);
-  Communicator* tensor = region_ ? &mesh_.tensor() : nullptr;
-  update(r, reducer_ ? reducer_->gradientNorm(tensor)
-            : tensor ? tensorParallelGradientNorm(*model_, *tensor)
-                     : gradientNorm(*model_));
+  update(r, globalGradientNorm(*model_, reducer_.get(), mesh_));
   if (gatherer_) r.exposedCommSeconds += gatherer_->takeWaitSeconds();
   if (region_) r.exposedCommSeconds += region_->takeCommSeconds();
   ++steps_;
