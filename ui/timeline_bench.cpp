@@ -1,18 +1,27 @@
 // Timeline benchmark; see timeline_bench.h. Frames are painted through TimelineView::render
 // into a QImage, the same code the widget's paintEvent runs, so a frame's time is draw-list
-// building plus QPainter rasterisation, without the window system.
+// building plus QPainter rasterisation, without the window system. The trace is then written to a
+// file in our format and opened the way the workbench opens it.
 #include "ui/timeline_bench.h"
 
+#include <QEventLoop>
 #include <QImage>
 #include <QPainter>
+#include <QTemporaryDir>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <memory>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
+#include "profiler/io/chrome_export.h"
+#include "profiler/io/chrome_import.h"
 #include "ui/synthetic_trace.h"
 #include "ui/timeline_view.h"
+#include "ui/trace_loader.h"
 
 namespace parascope::ui {
 
@@ -24,11 +33,15 @@ double msSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// CPU time of this thread in ms: on a shared machine wall time also counts waiting for a core.
-double threadCpuMs() {
+// CPU time in ms: on a shared machine wall time also counts waiting for a core. A frame runs on
+// this thread; the index build on several, so it counts the process.
+double cpuMs(clockid_t clock) {
   timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  clock_gettime(clock, &ts);
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+double threadCpuMs() {
+  return cpuMs(CLOCK_THREAD_CPUTIME_ID);
 }
 
 struct ZoomResult {
@@ -62,6 +75,106 @@ ZoomResult measureZoom(TimelineView& view, QImage& image, double windowNs, int f
   return {windowNs, quantile(ms, 0.5), quantile(ms, 0.99), quantile(cpu, 0.5), quantile(cpu, 0.99)};
 }
 
+// Wall and process CPU time of one step, in ms.
+struct Timing {
+  double ms = 0, cpuMs = 0;
+};
+
+struct Stopwatch {
+  Clock::time_point wall = Clock::now();
+  double cpu = cpuMs(CLOCK_PROCESS_CPUTIME_ID);
+  Timing read() const { return {msSince(wall), cpuMs(CLOCK_PROCESS_CPUTIME_ID) - cpu}; }
+};
+
+struct FileResult {
+  double bytes = 0, exportMs = 0;
+  Timing import, index, open;  // medians
+  double ratio() const { return open.ms / (import.ms + index.ms); }
+  double cpuRatio() const { return open.cpuMs / (import.cpuMs + index.cpuMs); }
+};
+
+// Reads the file with the importer as the loader calls it, then indexes it. The index's CPU
+// time includes freeing the imported events, as the loader's does (its worker frees them after
+// handing the index over).
+std::pair<Timing, Timing> importThenIndex(const std::string& path) {
+  Stopwatch w;
+  TimelineIndex index;
+  Timing importTime, indexTime;
+  {
+    const profiler::TraceData imported = profiler::importChromeTraces({path});
+    importTime = w.read();
+    w = Stopwatch();
+    index.build(imported);
+    indexTime.ms = w.read().ms;
+  }
+  indexTime.cpuMs = w.read().cpuMs;
+  return {importTime, indexTime};
+}
+
+// Opens the file as the workbench does: the loader's worker thread, its queued hand-over. Wall
+// time until the index arrives; CPU time until the worker has ended.
+Timing open(const std::string& path) {
+  std::shared_ptr<TimelineIndex> opened;  // freed after the clock stops
+  QString error;
+  const Stopwatch w;
+  Timing t;
+  {
+    TraceLoader loader;
+    QEventLoop loop;
+    QObject::connect(&loader, &TraceLoader::loaded, &loop,
+                     [&](std::shared_ptr<TimelineIndex> index, qint64) {
+                       opened = std::move(index);
+                       loop.quit();
+                     });
+    QObject::connect(&loader, &TraceLoader::failed, &loop, [&](const QString& why) {
+      error = why;
+      loop.quit();
+    });
+    loader.load({QString::fromStdString(path)});
+    loop.exec();
+    t.ms = w.read().ms;
+  }
+  t.cpuMs = w.read().cpuMs;
+  if (!opened) {
+    throw std::runtime_error("opening the benchmark's file failed: " + error.toStdString());
+  }
+  return t;
+}
+
+Timing median(const std::vector<Timing>& v) {
+  std::vector<double> ms, cpu;
+  for (const Timing& t : v) {
+    ms.push_back(t.ms);
+    cpu.push_back(t.cpuMs);
+  }
+  return {quantile(ms, 0.5), quantile(cpu, 0.5)};
+}
+
+// The trace written in our format, then read back both ways, alternately, a few times each. The
+// work is the same both ways (the same CPU time); on a busy machine wall time also counts
+// waiting for a core, a tenth more or less from one reading to the next.
+FileResult measureFile(const profiler::TraceData& trace) {
+  QTemporaryDir dir;
+  if (!dir.isValid()) throw std::runtime_error("cannot create a temporary directory");
+  const std::string path = dir.filePath(QStringLiteral("bench.json")).toStdString();
+  FileResult r;
+  const auto t = Clock::now();
+  r.bytes = static_cast<double>(profiler::exportChromeTrace(trace, path));
+  r.exportMs = msSince(t);
+  constexpr int kRounds = 3;
+  std::vector<Timing> imports, indexes, opens;
+  for (int i = 0; i < kRounds; ++i) {
+    const auto [imported, indexed] = importThenIndex(path);
+    imports.push_back(imported);
+    indexes.push_back(indexed);
+    opens.push_back(open(path));
+  }
+  r.import = median(imports);
+  r.index = median(indexes);
+  r.open = median(opens);
+  return r;
+}
+
 }  // namespace
 
 int runTimelineBench(const TimelineBenchOptions& o, std::ostream& out) {
@@ -72,9 +185,9 @@ int runTimelineBench(const TimelineBenchOptions& o, std::ostream& out) {
   const double generateMs = msSince(t);
   auto index = std::make_shared<TimelineIndex>();
   t = Clock::now();
-  const double cpu0 = threadCpuMs();
+  const double cpu0 = cpuMs(CLOCK_PROCESS_CPUTIME_ID);
   index->build(trace);
-  const double buildMs = msSince(t), buildCpuMs = threadCpuMs() - cpu0;
+  const double buildMs = msSince(t), buildCpuMs = cpuMs(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
   const double events = static_cast<double>(trace.events.size());
   const double bytesPerEvent = static_cast<double>(index->bytesHeld()) / events;
   TimelineView view;
@@ -92,7 +205,14 @@ int runTimelineBench(const TimelineBenchOptions& o, std::ostream& out) {
     zooms.push_back(measureZoom(view, image, w, o.framesPerZoom));
   }
   zooms.push_back(measureZoom(view, image, 1000, o.framesPerZoom));
-  char line[256];
+  FileResult file;
+  try {
+    file = measureFile(trace);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "timeline bench: %s\n", e.what());
+    return 1;
+  }
+  char line[512];
   if (o.json) {
     std::snprintf(line, sizeof line,
                   "{\"events\":%.0f,\"ranks\":%d,\"build_ms\":%.1f,\"build_cpu_ms\":%.1f,"
@@ -108,7 +228,14 @@ int runTimelineBench(const TimelineBenchOptions& o, std::ostream& out) {
                     zooms[i].cpuMedianMs, zooms[i].cpuP99Ms);
       out << line;
     }
-    out << "]}\n";
+    std::snprintf(line, sizeof line,
+                  "],\"file_bytes\":%.0f,\"export_ms\":%.1f,\"import_ms\":%.1f,"
+                  "\"import_cpu_ms\":%.1f,\"import_index_ms\":%.1f,\"import_index_cpu_ms\":%.1f,"
+                  "\"open_ms\":%.1f,\"open_cpu_ms\":%.1f,\"open_ratio\":%.3f,"
+                  "\"open_cpu_ratio\":%.3f}\n",
+                  file.bytes, file.exportMs, file.import.ms, file.import.cpuMs, file.index.ms,
+                  file.index.cpuMs, file.open.ms, file.open.cpuMs, file.ratio(), file.cpuRatio());
+    out << line;
     return 0;
   }
   std::snprintf(line, sizeof line,
@@ -125,6 +252,15 @@ int runTimelineBench(const TimelineBenchOptions& o, std::ostream& out) {
                   z.p99Ms, z.cpuMedianMs, z.cpuP99Ms);
     out << line;
   }
+  std::snprintf(line, sizeof line,
+                "file: %.0f MB in our format, written in %.0f ms; medians of 3 (wall / CPU, ms):\n"
+                "  import %.1f / %.1f + index %.1f / %.1f = %.1f / %.1f\n"
+                "  open as the workbench does %.1f / %.1f: %.3f / %.3f x import + index\n",
+                file.bytes / 1e6, file.exportMs, file.import.ms, file.import.cpuMs, file.index.ms,
+                file.index.cpuMs, file.import.ms + file.index.ms,
+                file.import.cpuMs + file.index.cpuMs, file.open.ms, file.open.cpuMs, file.ratio(),
+                file.cpuRatio());
+  out << line;
   return 0;
 }
 

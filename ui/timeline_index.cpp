@@ -1,9 +1,16 @@
 // Building the per-lane index: one pass over events in time order, a stack of open span ends
 // per lane decides each span's nesting level (a span goes one level above the innermost span
 // still open at its start), so appending later events continues exactly where a build stops.
+// A whole build runs that pass over groups of ranks on threads of their own and merges them.
 #include "ui/timeline_index.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #include "ui/flow_matcher.h"
 
@@ -14,6 +21,32 @@ namespace {
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   return h;
+}
+
+// Below this many events per thread a build is not worth splitting.
+constexpr std::size_t kMinPartEvents = std::size_t{1} << 14;
+
+// Where a threaded build splits the events: [0, ..., n], each split at the rank change nearest
+// to an equal share, so that every rank is built whole within one part.
+std::vector<std::size_t> rankSplits(const std::vector<Event>& events, unsigned parts) {
+  const std::size_t n = events.size();
+  std::vector<std::size_t> bounds{0};
+  for (unsigned k = 1; k < parts; ++k) {
+    const std::size_t target = n * k / parts;
+    const std::int32_t rank = events[target].rank;
+    const auto first = static_cast<std::size_t>(
+        std::lower_bound(events.begin(), events.end(), rank,
+                         [](const Event& e, std::int32_t r) { return e.rank < r; }) -
+        events.begin());
+    const auto last = static_cast<std::size_t>(
+        std::upper_bound(events.begin(), events.end(), rank,
+                         [](std::int32_t r, const Event& e) { return r < e.rank; }) -
+        events.begin());
+    const std::size_t at = target - first <= last - target ? first : last;
+    if (at > bounds.back() && at < n) bounds.push_back(at);
+  }
+  bounds.push_back(n);
+  return bounds;
 }
 
 bool hasDetail(const Event& e) {
@@ -42,8 +75,239 @@ TimelineIndex::TimelineIndex() : flowMatcher_(std::make_unique<FlowMatcher>()) {
   details_.emplace_back();
 }
 
+// A build's part: its own ids for names and details, renumbered into the whole index's.
+struct TimelineIndex::IdMaps {
+  std::vector<std::uint32_t> names;    // the part's name id -> the index's
+  std::vector<std::uint32_t> details;  // the part's detail id -> the index's
+  std::uint32_t laneBase = 0;          // where the part's lanes and counters go in the index
+  std::uint32_t counterBase = 0;
+};
+
 void TimelineIndex::build(const TraceData& trace) {
   build(trace, [](double) { return true; });
+}
+
+bool TimelineIndex::build(const TraceData& trace, const std::function<bool(double)>& progress,
+                          unsigned threads) {
+  const std::size_t n = trace.events.size();
+  if (threads == 0) {
+    threads = static_cast<unsigned>(std::min<std::size_t>(
+        std::max(1U, std::thread::hardware_concurrency()), n / kMinPartEvents));
+  }
+  // Parts start empty: a build on top of appended events makes one pass.
+  const std::vector<std::size_t> bounds = threads > 1 && n > 0 && eventCount_ == 0
+                                              ? rankSplits(trace.events, threads)
+                                              : std::vector<std::size_t>{0, n};
+  setNames(trace);
+  reserveFlows(trace);
+  std::size_t done = 0;
+  const bool complete = bounds.size() > 2
+                            ? buildThreaded(trace, bounds, progress)
+                            : buildRange(trace.events.data(), n, [&](std::size_t added) {
+                                done += added;
+                                return progress(static_cast<double>(done) / static_cast<double>(n));
+                              });
+  if (!complete) {
+    *this = TimelineIndex();
+    return false;
+  }
+  setNames(trace);
+  compact();
+  return true;
+}
+
+// One pass; chunkDone(events added) after each chunk may return false to stop.
+bool TimelineIndex::buildRange(const Event* events, std::size_t count,
+                               const std::function<bool(std::size_t)>& chunkDone) {
+  constexpr std::size_t kChunk = 1 << 16;
+  auto rankEnd = [&](std::size_t from, std::size_t to) {
+    return static_cast<std::size_t>(
+        std::upper_bound(events + from, events + to, events[from].rank,
+                         [](std::int32_t r, const Event& e) { return r < e.rank; }) -
+        events);
+  };
+  std::size_t rankBegin = 0;
+  for (std::size_t i = 0; i < count;) {
+    if (i > 0 && events[i].rank != events[i - 1].rank) {
+      planLevels(events[i - 1].rank, i - rankBegin, events[i].rank, rankEnd(i, count) - i);
+      rankBegin = i;
+    }
+    // A chunk stops where its rank does, so that the next rank starts with a plan.
+    const std::size_t end = rankEnd(i, std::min(count, i + kChunk));
+    append(events + i, end - i);
+    if (!chunkDone(end - i)) return false;
+    i = end;
+  }
+  return true;
+}
+
+// This index builds the first part itself, so its flows pair up as it goes; the other parts
+// are built on threads of their own into indexes that record their flow ends, then merged in
+// rank order. What orders the work: the workers only touch their own part and the atomics
+// until this thread joins them; the merge runs after the join.
+bool TimelineIndex::buildThreaded(const TraceData& trace, const std::vector<std::size_t>& bounds,
+                                  const std::function<bool(double)>& progress) {
+  const Event* events = trace.events.data();
+  const std::size_t n = trace.events.size();
+  std::vector<TimelineIndex> parts(bounds.size() - 2);
+  std::vector<std::exception_ptr> errors(parts.size());
+  std::atomic<std::size_t> done{0};
+  std::atomic<bool> stop{false};
+  std::mutex mutex;
+  std::condition_variable partDone;
+  std::size_t finished = 0;  // guarded by mutex
+  auto fraction = [&] { return static_cast<double>(done) / static_cast<double>(n); };
+  {
+    std::vector<std::jthread> workers;
+    for (std::size_t p = 0; p < parts.size(); ++p) {
+      parts[p].deferFlows_ = true;
+      workers.emplace_back([&, p] {
+        try {
+          parts[p].buildRange(events + bounds[p + 1], bounds[p + 2] - bounds[p + 1],
+                              [&](std::size_t added) {
+                                done += added;
+                                return !stop;
+                              });
+        } catch (...) {
+          errors[p] = std::current_exception();
+          stop = true;
+        }
+        const std::lock_guard lock(mutex);
+        ++finished;
+        partDone.notify_one();
+      });
+    }
+    buildRange(events, bounds[1], [&](std::size_t added) {
+      done += added;
+      if (!progress(fraction())) stop = true;
+      return !stop;
+    });
+    // Progress goes on while the other parts finish.
+    std::unique_lock lock(mutex);
+    while (!partDone.wait_for(lock, std::chrono::milliseconds(20),
+                              [&] { return finished == parts.size(); })) {
+      lock.unlock();
+      if (!stop && !progress(fraction())) stop = true;
+      lock.lock();
+    }
+  }
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  if (stop) return false;
+  // Parts line up with one pass only over events grouped by rank, in start order per lane.
+  bool ordered = ordered_;
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    ordered =
+        ordered && parts[p].ordered_ && events[bounds[p + 1] - 1].rank < events[bounds[p + 1]].rank;
+  }
+  if (!ordered) {
+    *this = TimelineIndex();
+    setNames(trace);
+    reserveFlows(trace);
+    done = 0;
+    return buildRange(events, n, [&](std::size_t added) {
+      done += added;
+      return progress(fraction());
+    });
+  }
+  std::vector<IdMaps> maps;
+  // Room for every part's details at once: growing would copy the table, and what dedup
+  // leaves spare stays (see compact()).
+  std::size_t details = details_.size();
+  for (const TimelineIndex& part : parts) details += part.details_.size();
+  details_.reserve(details);
+  auto laneBase = static_cast<std::uint32_t>(lanes_.size());
+  auto counterBase = static_cast<std::uint32_t>(counters_.size());
+  for (const TimelineIndex& part : parts) {
+    maps.push_back(mergeIds(part));
+    maps.back().laneBase = laneBase;
+    maps.back().counterBase = counterBase;
+    laneBase += static_cast<std::uint32_t>(part.lanes_.size());
+    counterBase += static_cast<std::uint32_t>(part.counters_.size());
+  }
+  {
+    // Renumbering touches every span of a part: on a thread per part, while this one pairs the
+    // flow ends up (that needs only the lane bases).
+    std::vector<std::jthread> workers;
+    for (std::size_t p = 0; p < parts.size(); ++p) {
+      workers.emplace_back([&, p] { remapIds(parts[p], maps[p]); });
+    }
+    replayFlows(parts, maps);
+  }
+  for (std::size_t p = 0; p < parts.size(); ++p) adopt(std::move(parts[p]), maps[p]);
+  return true;
+}
+
+// The part's names and details in its order, as one pass would have met them after this
+// index's: a correlated detail is never shared, the others are found in or added to the table.
+TimelineIndex::IdMaps TimelineIndex::mergeIds(const TimelineIndex& part) {
+  IdMaps m;
+  m.names.reserve(part.names_.size());
+  for (const std::string& name : part.names_) {
+    auto [it, inserted] = namesByText_.try_emplace(name, static_cast<std::uint32_t>(names_.size()));
+    if (inserted) names_.push_back(name);
+    m.names.push_back(it->second);
+  }
+  m.details.resize(part.details_.size());
+  for (std::size_t i = 1; i < part.details_.size(); ++i) {
+    const SpanDetail& d = part.details_[i];
+    if (d.correlation != 0) {
+      details_.push_back(d);
+      m.details[i] = static_cast<std::uint32_t>(details_.size() - 1);
+    } else {
+      m.details[i] = findOrAddDetail(d, DetailHash()(d));
+    }
+  }
+  return m;
+}
+
+void TimelineIndex::remapIds(TimelineIndex& part, const IdMaps& maps) {
+  auto name = [&](std::uint32_t nameCat) { return maps.names[nameCat >> 4] << 4 | (nameCat & 15); };
+  auto remap = [&](SpanRec& s) {
+    s.nameCat = name(s.nameCat);
+    s.detail = maps.details[s.detail];
+  };
+  for (Lane& l : part.lanes_) {
+    for (auto& level : l.levels) std::for_each(level.begin(), level.end(), remap);
+    std::for_each(l.instants.begin(), l.instants.end(), remap);
+  }
+  for (CounterTrack& c : part.counters_) c.name = name(c.name);
+}
+
+// The parts' flow ends, in rank order, through this index's matcher as in one pass.
+void TimelineIndex::replayFlows(const std::vector<TimelineIndex>& parts,
+                                const std::vector<IdMaps>& maps) {
+  constexpr std::size_t kAhead = 16;
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    const std::vector<FlowEnd>& ends = parts[p].flowEnds_;
+    for (std::size_t i = 0; i < ends.size(); ++i) {
+      if (i + kAhead < ends.size()) flowMatcher_->prefetch(ends[i + kAhead].correlation);
+      SpanRef ref = ends[i].ref;
+      ref.lane += maps[p].laneBase;
+      flowMatcher_->add(ends[i].correlation, ends[i].source, ref, flows_);
+    }
+  }
+}
+
+// Takes a renumbered part's lanes and counters, and the look-ups later appends use.
+void TimelineIndex::adopt(TimelineIndex&& part, const IdMaps& maps) {
+  for (Lane& l : part.lanes_) lanes_.push_back(std::move(l));
+  for (const auto& [key, lane] : part.laneIndex_) laneIndex_.emplace(key, lane + maps.laneBase);
+  if (!part.lanes_.empty()) {
+    lastLaneKey_ = part.lastLaneKey_;
+    lastLane_ = part.lastLane_ + maps.laneBase;
+  }
+  for (CounterTrack& c : part.counters_) counters_.push_back(std::move(c));
+  for (const auto& [key, track] : part.counterIndex_) {
+    counterIndex_.emplace(
+        std::tuple{std::get<0>(key), std::get<1>(key), maps.names[std::get<2>(key)]},
+        track + maps.counterBase);
+  }
+  beginNs_ = std::min(beginNs_, part.beginNs_);
+  endNs_ = std::max(endNs_, part.endNs_);
+  eventCount_ += part.eventCount_;
+  lastRank_ = part.lastRank_;
 }
 
 void TimelineIndex::setNames(const TraceData& trace) {
@@ -53,12 +317,20 @@ void TimelineIndex::setNames(const TraceData& trace) {
 
 // The flow table would otherwise double (and rehash at random) several times during a build:
 // a sample of the events estimates how many carry a correlation id, and a flow has at least two
-// ends. The stride is prime so that a trace's periodic structure does not bias the sample.
+// ends. The stride is prime so that a trace's periodic structure does not bias the sample, and
+// grows with the trace: each sample is a cache miss, and 2^13 of them estimate well enough.
 void TimelineIndex::reserveFlows(const TraceData& trace) {
-  constexpr std::size_t kStride = 61;
+  auto prime = [](std::size_t v) {
+    for (std::size_t d = 2; d * d <= v; ++d) {
+      if (v % d == 0) return false;
+    }
+    return true;
+  };
+  std::size_t stride = std::max<std::size_t>(61, trace.events.size() >> 13);
+  while (!prime(stride)) ++stride;
   std::size_t ends = 0;
-  for (std::size_t i = 0; i < trace.events.size(); i += kStride) {
-    ends += trace.events[i].correlation != 0 ? kStride : 0;
+  for (std::size_t i = 0; i < trace.events.size(); i += stride) {
+    ends += trace.events[i].correlation != 0 ? stride : 0;
   }
   flowMatcher_->reserve(ends / 2);
 }
@@ -118,8 +390,8 @@ void TimelineIndex::compact() {
     l.instants.shrink_to_fit();
   }
   for (CounterTrack& c : counters_) c.points.shrink_to_fit();
-  details_.shrink_to_fit();
-  flows_.shrink_to_fit();
+  shrink(details_);
+  shrink(flows_);
   std::vector<DetailSlot>().swap(detailSlots_);
   detailsShared_ = 0;
   flowMatcher_->clear();
@@ -218,6 +490,8 @@ std::uint32_t TimelineIndex::findOrAddDetail(const SpanDetail& d, std::size_t ha
 
 void TimelineIndex::add(const Event& e) {
   ++eventCount_;
+  ordered_ = ordered_ && e.rank >= lastRank_;
+  lastRank_ = e.rank;
   beginNs_ = std::min(beginNs_, e.startNs);
   endNs_ = std::max(endNs_, e.endNs);
   if (e.kind == EventKind::Counter) {
@@ -235,6 +509,7 @@ void TimelineIndex::add(const Event& e) {
   }
   SpanRef ref;
   if (e.startNs < lane.lastStartNs) {
+    ordered_ = false;
     ref = insertLate(laneNo, rec);
   } else {
     lane.lastStartNs = e.startNs;
@@ -251,8 +526,12 @@ void TimelineIndex::add(const Event& e) {
            static_cast<std::uint32_t>(lane.levels[depth].size() - 1)};
   }
   if (e.correlation != 0) {
-    flowMatcher_->add(e.correlation, (e.flags & parascope::trace::flag::kFlowSource) != 0, ref,
-                      flows_);
+    const bool source = (e.flags & parascope::trace::flag::kFlowSource) != 0;
+    if (deferFlows_) {
+      flowEnds_.push_back({e.correlation, ref, source});
+    } else {
+      flowMatcher_->add(e.correlation, source, ref, flows_);
+    }
   }
 }
 

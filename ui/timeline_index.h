@@ -3,13 +3,15 @@
 // search finds the visible range), instants per lane, counter series per (rank, name) and flow
 // pairs. Compact: a span is 24 bytes; the fields most spans leave at their defaults live in a
 // shared, de-duplicated detail table. Every event can be rebuilt exactly (export, statistics).
-// Plain C++, no Qt: testable without a window, built on any thread, not thread-safe.
+// Plain C++, no Qt: testable without a window, built on any thread, not thread-safe (a whole
+// build runs its ranks on threads of its own and merges them before it returns).
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -32,6 +34,7 @@ struct SpanRec {
   std::int64_t endNs = 0;
   std::uint32_t nameCat = 0;  // name id << 4 | category
   std::uint32_t detail = 0;   // index into TimelineIndex::details(); 0 is all defaults
+  bool operator==(const SpanRec&) const = default;
 };
 
 // The rarely-set event fields, shared by every event that has the same values.
@@ -71,6 +74,7 @@ struct Lane {
 struct CounterPoint {
   std::int64_t timeNs = 0;
   std::int64_t value = 0;
+  bool operator==(const CounterPoint&) const = default;
 };
 
 struct CounterTrack {
@@ -93,6 +97,7 @@ struct SpanRef {
 
 struct Flow {
   SpanRef from, to;
+  bool operator==(const Flow&) const = default;
 };
 
 class FlowMatcher;
@@ -104,10 +109,11 @@ class TimelineIndex {
   TimelineIndex(TimelineIndex&&) noexcept;
   TimelineIndex& operator=(TimelineIndex&&) noexcept;
   // Builds from a whole trace; events must be sorted by (rank, start, longer first), as
-  // TraceData::sortByTime leaves them. `progress` (0..1) may return false to cancel, then the
-  // index holds what was added so far.
-  template <class Progress>
-  bool build(const TraceData& trace, Progress&& progress);
+  // TraceData::sortByTime leaves them. Groups of ranks are built on up to `threads` threads (0:
+  // one per hardware thread) and merged into exactly the index one pass gives. `progress` (0..1)
+  // is called on the calling thread and may return false to cancel; the index is then empty.
+  bool build(const TraceData& trace, const std::function<bool(double)>& progress,
+             unsigned threads = 0);
   void build(const TraceData& trace);
   // Live: events in per-lane start order give the same index as building from the whole
   // trace at once. An event older than its lane's newest is still placed (insertLate), in the
@@ -138,7 +144,21 @@ class TimelineIndex {
   TraceData toTrace(std::int64_t fromNs, std::int64_t toNs) const;
 
  private:
+  struct FlowEnd {
+    std::uint64_t correlation = 0;
+    SpanRef ref;
+    bool source = false;
+  };
+  struct IdMaps;
   void reserveFlows(const TraceData& trace);
+  bool buildRange(const Event* events, std::size_t count,
+                  const std::function<bool(std::size_t)>& chunkDone);
+  bool buildThreaded(const TraceData& trace, const std::vector<std::size_t>& bounds,
+                     const std::function<bool(double)>& progress);
+  IdMaps mergeIds(const TimelineIndex& part);
+  static void remapIds(TimelineIndex& part, const IdMaps& maps);
+  void replayFlows(const std::vector<TimelineIndex>& parts, const std::vector<IdMaps>& maps);
+  void adopt(TimelineIndex&& part, const IdMaps& maps);
   void planLevels(std::int32_t builtRank, std::size_t builtEvents, std::int32_t nextRank,
                   std::size_t nextEvents);
   void addLevels(Lane& lane, std::size_t count);
@@ -184,39 +204,17 @@ class TimelineIndex {
   std::map<std::int32_t, std::vector<std::size_t>> levelPlan_;
   std::unique_ptr<FlowMatcher> flowMatcher_;
   std::vector<Flow> flows_;
+  // A part of a threaded build only records its flow ends (in order); the merge matches them,
+  // so that flows across parts pair up and come out in one pass's order.
+  bool deferFlows_ = false;
+  std::vector<FlowEnd> flowEnds_;
+  // Whether events came grouped by rank and in start order per lane, as a threaded build
+  // needs: otherwise its parts' spans and recorded flow ends do not line up with one pass.
+  bool ordered_ = true;
+  std::int32_t lastRank_ = INT32_MIN;
   std::map<std::int32_t, std::string> rankNames_;
   std::int64_t beginNs_ = INT64_MAX, endNs_ = INT64_MIN;
   std::size_t eventCount_ = 0;
 };
-
-template <class Progress>
-bool TimelineIndex::build(const TraceData& trace, Progress&& progress) {
-  setNames(trace);
-  reserveFlows(trace);
-  const Event* events = trace.events.data();
-  const std::size_t n = trace.events.size();
-  constexpr std::size_t kChunk = 1 << 16;
-  auto rankEnd = [&](std::size_t from, std::size_t to) {
-    return static_cast<std::size_t>(
-        std::upper_bound(events + from, events + to, events[from].rank,
-                         [](std::int32_t r, const Event& e) { return r < e.rank; }) -
-        events);
-  };
-  std::size_t rankBegin = 0;
-  for (std::size_t i = 0; i < n;) {
-    if (!progress(static_cast<double>(i) / static_cast<double>(n))) return false;
-    if (i > 0 && events[i].rank != events[i - 1].rank) {
-      planLevels(events[i - 1].rank, i - rankBegin, events[i].rank, rankEnd(i, n) - i);
-      rankBegin = i;
-    }
-    // A chunk stops where its rank does, so that the next rank starts with a plan.
-    const std::size_t end = rankEnd(i, std::min(n, i + kChunk));
-    append(events + i, end - i);
-    i = end;
-  }
-  setNames(trace);
-  compact();
-  return true;
-}
 
 }  // namespace parascope::ui
