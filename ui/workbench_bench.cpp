@@ -52,6 +52,14 @@ struct Round {
   double headless = 0, traced = 0, attached = 0;  // tokens/s
   std::vector<double> frames;                     // ms between probe ticks
   std::vector<double> work;                       // ms of GUI-thread CPU time per period
+  double seconds = 0;                             // the attached run's probe time
+  // GUI-thread CPU ms per second of the attached run: the share of a core the window took from
+  // the ranks, which another process's load changes far less than the throughput.
+  double guiCpuPerSecond() const {
+    double sum = 0;
+    for (double w : work) sum += w;
+    return seconds > 0 ? sum / seconds : 0;
+  }
 };
 
 // The session without a window; `tracePath` non-empty: with the workbench's recorder writing
@@ -81,7 +89,7 @@ std::optional<double> runAttached(const nlohmann::json& doc, Round& round, std::
   // the GUI thread was busy or not scheduled), and the GUI thread's CPU time in it (draining
   // reports, updating models and charts, painting), which is what the GUI costs per frame
   // whatever the rank threads leave it of two shared cores.
-  QElapsedTimer clock;
+  QElapsedTimer clock, run;
   double cpuAtTick = 0;
   QTimer probe;
   probe.setTimerType(Qt::PreciseTimer);
@@ -99,6 +107,7 @@ std::optional<double> runAttached(const nlohmann::json& doc, Round& round, std::
   QObject::connect(&window, &WorkbenchWindow::sessionEnded, [&](bool f) {
     failed = f;
     probe.stop();
+    round.seconds = static_cast<double>(run.nsecsElapsed()) / 1e9;
     if (f) QApplication::exit(0);
   });
   // The ended run's analysis runs on a thread of its own: wait for it, so that it does not
@@ -109,6 +118,7 @@ std::optional<double> runAttached(const nlohmann::json& doc, Round& round, std::
   QTimer::singleShot(0, &window, [&] {
     window.start();
     probe.start();
+    run.start();
   });
   QApplication::exec();
   if (failed) {
@@ -165,8 +175,9 @@ int runWorkbenchBench(const WorkbenchBenchOptions& options, std::ostream& out) {
     r.attached = *attached;
   }
 
-  std::vector<double> frames, work, headless, traced, attached;
+  std::vector<double> frames, work, headless, traced, attached, guiCpu;
   for (const Round& r : rounds) {
+    guiCpu.push_back(r.guiCpuPerSecond());
     frames.insert(frames.end(), r.frames.begin(), r.frames.end());
     work.insert(work.end(), r.work.begin(), r.work.end());
     headless.push_back(r.headless);
@@ -179,6 +190,7 @@ int runWorkbenchBench(const WorkbenchBenchOptions& options, std::ostream& out) {
   const double attachedRate = percentile(attached, 0.5);
   const double slowdown = slowdownOf(attachedRate, headlessRate);
   const double tracerSlowdown = slowdownOf(tracedRate, headlessRate);
+  const double guiCpuPerSecond = percentile(guiCpu, 0.5);
   if (options.json) {
     nlohmann::json each = nlohmann::json::array();
     for (const Round& r : rounds) {
@@ -188,6 +200,7 @@ int runWorkbenchBench(const WorkbenchBenchOptions& options, std::ostream& out) {
                       {"tracer_slowdown", slowdownOf(r.traced, r.headless)},
                       {"slowdown", slowdownOf(r.attached, r.headless)},
                       {"frames", r.frames.size()},
+                      {"gui_cpu_ms_per_s", r.guiCpuPerSecond()},
                       {"frame_work_ms_p99", percentile(r.work, 0.99)},
                       {"frame_interval_ms_p99", percentile(r.frames, 0.99)}});
     }
@@ -199,6 +212,7 @@ int runWorkbenchBench(const WorkbenchBenchOptions& options, std::ostream& out) {
                           {"frame_interval_ms_p99", p99},
                           {"frame_work_ms_median", workMedian},
                           {"frame_work_ms_p99", workP99},
+                          {"gui_cpu_ms_per_s", guiCpuPerSecond},
                           {"headless_tokens_per_s", headlessRate},
                           {"traced_tokens_per_s", tracedRate},
                           {"gui_tokens_per_s", attachedRate},
@@ -212,7 +226,8 @@ int runWorkbenchBench(const WorkbenchBenchOptions& options, std::ostream& out) {
   out << "4 ranks, " << options.steps << " steps, " << rounds.size() << " rounds; " << frames.size()
       << " GUI frames\n"
       << "frame work (GUI thread CPU time per 16 ms frame): median " << workMedian << " ms, p99 "
-      << workP99 << " ms\n"
+      << workP99 << " ms; " << guiCpuPerSecond
+      << " ms of GUI thread CPU time per second of the run (median of the rounds)\n"
       << "frame interval (16 ms timer on the GUI thread): median " << median << " ms, p99 " << p99
       << " ms\n";
   for (std::size_t i = 0; i < rounds.size(); ++i) {

@@ -49,6 +49,17 @@ namespace parascope::ui {
 
 namespace {
 
+// Reports are drained every 16 ms frame (a rank waiting on a full queue waits one frame at
+// most), but what they change is drawn less often: each redraw of the charts or the timeline
+// takes CPU time from the rank threads on a machine whose cores they already fill. The charts
+// follow steps at up to 10 updates a second, the timeline at 5 (one ~1 ms repaint each).
+constexpr qint64 kChartsPeriodMs = 100;
+constexpr qint64 kTimelinePeriodMs = 200;
+
+bool due(const QElapsedTimer& since, qint64 periodMs) {
+  return !since.isValid() || since.hasExpired(periodMs);
+}
+
 // One thread's sgemm rate, FLOP/s: the unit MFU is measured in on this machine (as in
 // `parascope-cli bench step`), measured once for ~0.1 s.
 double sgemmPeak() {
@@ -301,15 +312,19 @@ void WorkbenchWindow::analyse(const QStringList& files) {
   analysis_.start([paths] { return analyzeTraces(paths); });
 }
 
-// On the frame timer: what the ranks recorded since the last frame goes into the timeline. The
-// recorder's thread did the collecting; this frame only indexes one frame's events.
-void WorkbenchWindow::feedTimeline() {
+// On the frame timer, a few times a second: what the ranks recorded since the last feed goes
+// into the timeline. The recorder's thread did the collecting; this only indexes the new events.
+// A timeline nobody can see (the window minimised) is not fed until it can be or `all` says so
+// (the run ended): the events wait in the recorder's batch, none is dropped.
+void WorkbenchWindow::feedTimeline(bool all) {
   if (!liveTrace_) return;
+  timelineClock_.start();
+  if (!all && (isMinimized() || !timeline_->isVisible())) return;
   const profiler::TraceData part = liveTrace_->take();
   TimelineView* view = timeline_->view();
   view->appendEvents(part.events);
-  // Until the user zooms or pans, the whole run so far: a live window of one frame's width
-  // would show a few milliseconds of steps that take hundreds.
+  // Until the user zooms or pans, the whole run so far: a live window of one feed's width
+  // would show a fraction of a step.
   if (!part.events.empty() && view->followsLive()) view->fitAll();
 }
 
@@ -629,15 +644,21 @@ void WorkbenchWindow::showError(const QString& text, bool offerResume) {
 void WorkbenchWindow::drain() {
   collectAnalysis();
   collectDiff();
-  // Before the reports: the recorder publishes its last events before the session reports
-  // that it finished, so the timeline is complete when the finish is handled.
-  feedTimeline();
-  if (!bridge_) return;
-  const std::vector<SessionReport> reports = bridge_->drain();
-  if (reports.empty()) return;
+  const std::vector<SessionReport> reports =
+      bridge_ ? bridge_->drain() : std::vector<SessionReport>{};
+  const bool finished = std::any_of(reports.begin(), reports.end(), [](const SessionReport& r) {
+    return std::holds_alternative<FinishedReport>(r);
+  });
+  // Before the finish is handled: the recorder publishes its last events before the session
+  // reports that it finished, so the timeline is complete when the finish is handled.
+  if (finished || due(timelineClock_, kTimelinePeriodMs)) feedTimeline(finished);
   const int before = lastStep_;
   for (const SessionReport& r : reports) handle(r);
-  charts_->refresh();  // one redraw per frame, however many steps arrived
+  if (charts_->stale() && (finished || due(chartsClock_, kChartsPeriodMs))) {
+    charts_->refresh();  // one redraw, however many steps arrived since the last
+    chartsClock_.start();
+  }
+  if (reports.empty()) return;
   if (lastStep_ != before) emit stepReported(lastStep_);
   updateActions();
 }

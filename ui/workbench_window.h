@@ -1,11 +1,13 @@
 // The workbench's main window: the strategy panel (dock), the controls (toolbar and menu, each
 // with a shortcut), the live charts above the timeline, and the views as tabs (Log). A session
 // runs on its own threads; its reports cross to the GUI thread through a SessionBridge drained
-// by a timer at frame rate, and everything drained in one frame is shown in one update. A
+// by a timer at frame rate; the charts and the timeline show what arrived a few times a second,
+// each in one update however much arrived. A
 // failed session shows its reason in the window and offers to resume from the last checkpoint.
 // The window layout and the last config persist in QSettings.
 #pragma once
 
+#include <QElapsedTimer>
 #include <QMainWindow>
 #include <QTemporaryDir>
 #include <memory>
@@ -133,7 +135,7 @@ class WorkbenchWindow : public QMainWindow {
   void shownOne();
   void showAnalysis(const std::shared_ptr<const TraceAnalysis>& analysis);
   void analyse(const QStringList& files);
-  void feedTimeline();
+  void feedTimeline(bool all);
   void setStatus(const QString& text);
   QString checkpointDialogStart() const;
 
@@ -176,6 +178,8 @@ class WorkbenchWindow : public QMainWindow {
   QPushButton* resume_ = nullptr;
   QLabel* status_ = nullptr;
   QTimer* frame_ = nullptr;
+  // Since the charts were redrawn and the timeline fed; invalid before the first time.
+  QElapsedTimer chartsClock_, timelineClock_;
 
   // Declared before the session: the session (destroyed first) reports into it until it ends.
   std::unique_ptr<SessionBridge> bridge_;

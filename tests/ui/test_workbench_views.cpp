@@ -1,13 +1,18 @@
-// The workbench's views: a memory category has one colour in the Memory view's stacked areas
-// and in the timeline's counter rows, whatever order its tracks come in.
+// The workbench's live charts and colours: reported points reach a chart's series only on
+// refresh (one redraw however many steps arrived) while points() already holds them exactly,
+// and a memory category has one colour in the Memory view's stacked areas and in the
+// timeline's counter rows, whatever order its tracks come in.
 #include <QAreaSeries>
 #include <QChart>
+#include <QChartView>
 #include <QImage>
+#include <QLineSeries>
 #include <QtTest>
 #include <memory>
 #include <vector>
 
 #include "ui/counter_colors.h"
+#include "ui/live_charts.h"
 #include "ui/memory_view.h"
 #include "ui/timeline_view.h"
 
@@ -15,6 +20,7 @@ using parascope::profiler::Category;
 using parascope::profiler::Event;
 using parascope::profiler::EventKind;
 using parascope::ui::counterColor;
+using parascope::ui::LiveCharts;
 
 namespace {
 
@@ -45,11 +51,38 @@ int pixelsOf(QWidget& widget, const QColor& color) {
 class TestWorkbenchViews : public QObject {
   Q_OBJECT
  private slots:
+  void chartsDrawOnRefresh();
   void categoriesHaveFixedColors();
   void memoryViewUsesTheCategoryColors();
   void timelineUsesTheCategoryColors_data();
   void timelineUsesTheCategoryColors();
 };
+
+void TestWorkbenchViews::chartsDrawOnRefresh() {
+  LiveCharts charts;
+  auto* loss = qobject_cast<QLineSeries*>(charts.view(LiveCharts::Loss)->chart()->series().at(0));
+  QVERIFY(loss);
+  QVERIFY(!charts.stale());
+  charts.addStep(1, 5.5, 1000, 0.25, 0.5, 1);
+  charts.addStep(2, 5.0, 1200, 0.3, 0.25, 1);
+  charts.addValidation(2, 5.25);
+  QVERIFY(charts.stale());
+  QCOMPARE(loss->count(), 0);
+  QCOMPARE(charts.pointCount(LiveCharts::Loss), 2);
+  QCOMPARE(charts.points(LiveCharts::Mfu), QList<QPointF>({{1, 25.0}, {2, 30.0}}));
+  charts.refresh();
+  QVERIFY(!charts.stale());
+  QCOMPARE(loss->points(), QList<QPointF>({{1, 5.5}, {2, 5.0}}));
+  QCOMPARE(charts.points(LiveCharts::ExposedComm), QList<QPointF>({{1, 50.0}, {2, 25.0}}));
+  charts.addStep(3, 4.5, 1100, 0.3, 0.25, 1);
+  QCOMPARE(charts.points(LiveCharts::Loss), QList<QPointF>({{1, 5.5}, {2, 5.0}, {3, 4.5}}));
+  charts.addSwitch(3, QStringLiteral("D2 \u2192 D2 T2"));
+  QVERIFY(charts.stale());
+  charts.clear();
+  QVERIFY(!charts.stale());
+  QCOMPARE(charts.pointCount(LiveCharts::Loss), 0);
+  QCOMPARE(loss->count(), 0);
+}
 
 void TestWorkbenchViews::categoriesHaveFixedColors() {
   QCOMPARE(counterColor("parameter", 0), QColor(0x4e, 0x79, 0xa7));
