@@ -227,10 +227,16 @@ QWidget* WorkbenchWindow::buildDiff() {
   diffA_->setObjectName(QStringLiteral("diffA"));
   diffB_ = new QComboBox;
   diffB_->setObjectName(QStringLiteral("diffB"));
+  diffHint_ = new QLabel;
+  diffHint_->setObjectName(QStringLiteral("diffHint"));
+  diffHint_->setWordWrap(true);
+  diffHint_->setStyleSheet(QStringLiteral("color: #8a5a00;"));
   for (QComboBox* box : {diffA_, diffB_}) {
     box->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-    connect(box, &QComboBox::currentIndexChanged, this,
-            [this] { compareSources(diffA_->currentIndex(), diffB_->currentIndex()); });
+    connect(box, &QComboBox::currentIndexChanged, this, [this] {
+      updateDiffHint();
+      compareSources(diffA_->currentIndex(), diffB_->currentIndex());
+    });
   }
   auto* diff = new QWidget;
   auto* pick = new QHBoxLayout;
@@ -242,8 +248,32 @@ QWidget* WorkbenchWindow::buildDiff() {
   auto* layout = new QVBoxLayout(diff);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(pick);
+  layout->addWidget(diffHint_);
   layout->addWidget(view, 1);
+  updateDiffHint();
   return diff;
+}
+
+// Why the diff table is empty when it has to be: a diff of a source with itself shows nothing.
+void WorkbenchWindow::updateDiffHint() {
+  QString hint;
+  if (diffSources_.empty()) {
+    hint =
+        tr("Nothing to compare yet: each ended run's segments and each opened trace can be "
+           "picked as A and B.");
+  } else if (diffSources_.size() == 1) {
+    hint = tr("Only one source so far (%1): a diff needs two. Switch the strategy during a run, "
+              "run again or open a trace.")
+               .arg(diffSources_.front().label);
+  } else if (diffA_->currentIndex() == diffB_->currentIndex()) {
+    hint = tr("A and B are the same source: pick two different ones.");
+  }
+  diffHint_->setText(hint);
+  diffHint_->setHidden(hint.isEmpty());
+}
+
+QString WorkbenchWindow::diffHint() const {
+  return diffHint_->isHidden() ? QString() : diffHint_->text();
 }
 
 QStringList WorkbenchWindow::diffSources() const {
@@ -264,6 +294,7 @@ void WorkbenchWindow::addDiffSource(const QString& label, const QStringList& fil
   const int last = diffB_->count() - 1;
   diffA_->setCurrentIndex(std::max(0, last - 1));
   diffB_->setCurrentIndex(last);
+  updateDiffHint();
   if (last > 0) compareSources(last - 1, last);
 }
 

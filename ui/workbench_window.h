@@ -66,6 +66,8 @@ class WorkbenchWindow : public QMainWindow {
   BreakdownModel* breakdownModel() const { return breakdown_; }
   SegmentModel* segmentModel() const { return segments_; }
   DiffModel* diffModel() const { return diff_; }
+  // What the Compare tab says about the diff's sources (empty when two different ones are set).
+  QString diffHint() const;
   // What the Compare tab's diff can pick as A and B: each ended run's segments, then each trace
   // opened, in the order they came.
   QStringList diffSources() const;
@@ -156,6 +158,7 @@ class WorkbenchWindow : public QMainWindow {
   QWidget* buildDiff();
   void addDiffSource(const QString& label, const QStringList& files, int firstStep, int lastStep);
   void collectDiff();
+  void updateDiffHint();
   struct DiffSource {
     QString label;
     std::vector<std::string> files;
@@ -172,6 +175,7 @@ class WorkbenchWindow : public QMainWindow {
   DiffModel* diff_ = nullptr;
   QComboBox* diffA_ = nullptr;
   QComboBox* diffB_ = nullptr;
+  QLabel* diffHint_ = nullptr;  // why the diff is empty, when it is
   BackgroundJob<std::vector<DiffRow>> diffJob_;
   QWidget* errorBanner_ = nullptr;
   QLabel* errorLabel_ = nullptr;
