@@ -9,7 +9,8 @@
 // what a frame costs) and the interval between its ticks (what the user sees, including waits
 // for a core). Prints frame figures over all rounds as median and p99, each run's training
 // throughput (tokens over summed step time, all steps) per round and as the median of the
-// rounds. Needs a QApplication.
+// rounds, and the slowdowns against headless as the median of each round's own. Needs a
+// QApplication.
 #pragma once
 
 #include <ostream>
