@@ -11,6 +11,7 @@
 #include <QValueAxis>
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace parascope::ui {
 
@@ -59,9 +60,10 @@ LiveCharts::LiveCharts(QWidget* parent) : QWidget(parent) {
   validation_->attachAxis(charts_[Loss].y);
 }
 
-void LiveCharts::append(Plot& p, QLineSeries* s, double x, double y) {
+void LiveCharts::append(Plot& p, QList<QPointF>& pending, double x, double y) {
   if (!std::isfinite(y)) return;
-  s->append(x, y);
+  pending.append(QPointF(x, y));
+  stale_ = true;
   p.lo = p.any ? std::min(p.lo, y) : y;
   p.hi = p.any ? std::max(p.hi, y) : y;
   p.any = true;
@@ -70,15 +72,13 @@ void LiveCharts::append(Plot& p, QLineSeries* s, double x, double y) {
 void LiveCharts::addStep(int step, double loss, double tokensPerSecond, double mfu,
                          double exposedComm, double lossScale) {
   lastStep_ = std::max(lastStep_, step);
-  append(charts_[Loss], charts_[Loss].series, step, loss);
-  append(charts_[TokensPerSecond], charts_[TokensPerSecond].series, step, tokensPerSecond);
-  append(charts_[Mfu], charts_[Mfu].series, step, 100.0 * mfu);
-  append(charts_[ExposedComm], charts_[ExposedComm].series, step, 100.0 * exposedComm);
-  append(charts_[LossScale], charts_[LossScale].series, step, lossScale);
+  const double values[ChartCount] = {loss, tokensPerSecond, 100.0 * mfu, 100.0 * exposedComm,
+                                     lossScale};
+  for (int c = 0; c < ChartCount; ++c) append(charts_[c], charts_[c].pending, step, values[c]);
 }
 
 void LiveCharts::addValidation(int step, double loss) {
-  append(charts_[Loss], validation_, step, loss);
+  append(charts_[Loss], validationPending_, step, loss);
 }
 
 void LiveCharts::addSwitch(int step, const QString& label) {
@@ -104,6 +104,7 @@ void LiveCharts::addSwitch(int step, const QString& label) {
     m.labels.push_back(text);
   }
   switches_.push_back(std::move(m));
+  stale_ = true;
 }
 
 void LiveCharts::clear() {
@@ -117,19 +118,21 @@ void LiveCharts::clear() {
   switches_.clear();
   for (Plot& p : charts_) {
     p.series->clear();
+    p.pending.clear();
     p.any = false;
   }
   validation_->clear();
+  validationPending_.clear();
   lastStep_ = 0;
   refresh();
 }
 
 int LiveCharts::pointCount(Chart c) const {
-  return static_cast<int>(charts_[c].series->count());
+  return static_cast<int>(charts_[c].series->count() + charts_[c].pending.size());
 }
 
 QList<QPointF> LiveCharts::points(Chart c) const {
-  return charts_[c].series->points();
+  return charts_[c].series->points() + charts_[c].pending;
 }
 
 QList<int> LiveCharts::switchSteps() const {
@@ -139,7 +142,11 @@ QList<int> LiveCharts::switchSteps() const {
 }
 
 void LiveCharts::refresh() {
+  stale_ = false;
+  // One append per series: one change signal, one redraw.
+  if (!validationPending_.isEmpty()) validation_->append(std::exchange(validationPending_, {}));
   for (Plot& p : charts_) {
+    if (!p.pending.isEmpty()) p.series->append(std::exchange(p.pending, {}));
     p.x->setRange(0, std::max(1, lastStep_));
     // A constant series (fp32's loss scale, no exposed communication) still gets a readable
     // range around its value; a series that never goes below 0 gets no negative axis.

@@ -1,7 +1,9 @@
 // The live charts above the timeline: loss (train and validation), tokens/s, MFU, exposed
 // communication % and loss scale against the step, each a small Qt Charts view. Every strategy
-// switch draws a vertical marker on each chart, labelled "before → after". Points are appended
-// as reports are drained; axes are rescaled once per frame (refresh()), not per point.
+// switch draws a vertical marker on each chart, labelled "before → after". Points are collected
+// as reports are drained and reach the series, with the axes rescaled, only in refresh(): the
+// window calls it a few times a second, so a burst of fast steps costs one redraw, not one per
+// frame or per point.
 #pragma once
 
 #include <QList>
@@ -32,12 +34,16 @@ class LiveCharts : public QWidget {
   void addValidation(int step, double loss);
   void addSwitch(int step, const QString& label);
   void clear();
-  // Rescales the axes and places the markers' labels; once per frame after appending.
+  // Appends the points collected since the last refresh, rescales the axes and places the
+  // markers' labels.
   void refresh();
+  // Whether points or markers arrived since the last refresh.
+  bool stale() const { return stale_; }
 
   QChartView* view(Chart c) const { return charts_[c].view; }
+  // The chart's points (step, value), exactly as reported, drawn or not yet; the loss chart's
+  // training series.
   int pointCount(Chart c) const;
-  // The chart's points (step, value), exactly as reported; the loss chart's training series.
   QList<QPointF> points(Chart c) const;
   int switchCount() const { return static_cast<int>(switches_.size()); }
   QList<int> switchSteps() const;
@@ -49,6 +55,7 @@ class LiveCharts : public QWidget {
     QLineSeries* series = nullptr;
     QValueAxis* x = nullptr;
     QValueAxis* y = nullptr;
+    QList<QPointF> pending;  // reported, not yet in the series
     double lo = 0, hi = 0;
     bool any = false;
   };
@@ -58,10 +65,12 @@ class LiveCharts : public QWidget {
     std::vector<QLineSeries*> lines;  // one per chart
     std::vector<QGraphicsSimpleTextItem*> labels;
   };
-  void append(Plot& p, QLineSeries* s, double x, double y);
+  void append(Plot& p, QList<QPointF>& pending, double x, double y);
 
   std::vector<Plot> charts_;
   QLineSeries* validation_ = nullptr;
+  QList<QPointF> validationPending_;
+  bool stale_ = false;
   std::vector<Marker> switches_;
   int lastStep_ = 0;
 };

@@ -12,8 +12,9 @@
 namespace parascope::ui {
 
 namespace {
-// The GUI's frame: a part is ready by the time the next frame takes it.
-constexpr std::chrono::milliseconds kDrainInterval{16};
+// Half the timeline's feed period (5 a second): a feed finds the events at most 100 ms old.
+// Each wake costs CPU time the ranks could use; the tracer's buffers hold far more than that.
+constexpr std::chrono::milliseconds kDrainInterval{100};
 }  // namespace
 
 LiveTrace::~LiveTrace() {

@@ -1,6 +1,6 @@
 // The workbench's run recorder: it writes the run's Chrome trace file when the run ends, as
 // profiler::RunTrace does, and meanwhile hands what the ranks recorded so far to the GUI. A
-// thread of its own drains the tracer once per frame and keeps each part twice: in the whole
+// thread of its own drains the tracer ten times a second and keeps each part twice: in the whole
 // run (for the file) and in a pending batch the GUI thread swaps out under a mutex (take()).
 // The ranks never wait for either thread: the tracer's record() takes no lock.
 #pragma once

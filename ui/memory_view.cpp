@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <set>
 
+#include "ui/counter_colors.h"
 #include "ui/memory_peak_model.h"
 
 namespace parascope::ui {
@@ -126,7 +127,8 @@ void MemoryView::showRank(int rank) {
   chart_->addAxis(y, Qt::AlignLeft);
   std::vector<double> below(times.size(), 0.0);
   double top = 0;
-  for (const profiler::MemorySeries* s : series) {
+  for (std::size_t slot = 0; slot < series.size(); ++slot) {
+    const profiler::MemorySeries* s = series[slot];
     auto* lower = new QLineSeries;
     auto* upper = new QLineSeries;
     std::vector<double> above(times.size());
@@ -147,6 +149,10 @@ void MemoryView::showRank(int rank) {
     upper->setParent(area);
     lower->setParent(area);
     area->setName(QString::fromStdString(s->name));
+    // As the timeline's counter rows: one colour per category wherever it is drawn.
+    const QColor color = counterColor(s->name, slot);
+    area->setColor(color);
+    area->setBorderColor(color.darker(130));
     chart_->addSeries(area);
     area->attachAxis(x);
     area->attachAxis(y);

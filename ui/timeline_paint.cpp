@@ -7,6 +7,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "ui/counter_colors.h"
 #include "ui/timeline_view.h"
 
 namespace parascope::ui {
@@ -37,15 +38,12 @@ QColor categoryColor(Category c, const std::string& name) {
 }
 
 // Counter tracks side by side (memory by category, imported counters) must tell apart at a
-// glance: a counter name takes the palette's next colour in the order names first appear among
-// the tracks. Tracks are only ever appended, so a track keeps its colour from frame to frame
-// and as live events add tracks; the same name on every rank keeps one colour.
-QColor counterColor(const std::vector<CounterTrack>& tracks, std::size_t track) {
-  static const QColor kPalette[] = {
-      QColor(0xff, 0x9d, 0xa7), QColor(0x4e, 0x79, 0xa7), QColor(0xf2, 0x8e, 0x2b),
-      QColor(0x59, 0xa1, 0x4f), QColor(0xaf, 0x7a, 0xd6), QColor(0x76, 0xb7, 0xb2),
-      QColor(0xed, 0xc9, 0x48), QColor(0x9c, 0x75, 0x5f), QColor(0xe1, 0x57, 0x59),
-      QColor(0x86, 0xbc, 0xb6), QColor(0xd3, 0x72, 0x95), QColor(0x8c, 0xd1, 0x7d)};
+// glance, and a memory category must look as in the Memory view: counterColor's fixed colours
+// for the categories; any other name takes the palette's next colour in the order names first
+// appear among the tracks. Tracks are only ever appended, so a track keeps its colour from frame
+// to frame and as live events add tracks; the same name on every rank keeps one colour.
+QColor trackColor(const TimelineIndex& index, std::size_t track) {
+  const std::vector<CounterTrack>& tracks = index.counters();
   const std::uint32_t name = tracks[track].name >> 4;
   std::vector<std::uint32_t> seen;  // distinct names before this track's: a few dozen at most
   for (std::size_t t = 0; t < track; ++t) {
@@ -53,7 +51,7 @@ QColor counterColor(const std::vector<CounterTrack>& tracks, std::size_t track) 
     if (n == name) break;
     if (std::find(seen.begin(), seen.end(), n) == seen.end()) seen.push_back(n);
   }
-  return kPalette[seen.size() % std::size(kPalette)];
+  return counterColor(index.name(tracks[track].name), seen.size());
 }
 
 struct SpanStyle {
@@ -205,7 +203,7 @@ void TimelineView::paintCounterRow(QPainter& p, const TimelineRow& row, int y) c
     return y + row.height - 2 - (row.height - 4) * static_cast<double>(v) / range;
   };
   // Opaque bars per sample: a filled path's spans would go to Qt's thread pool (fillTall).
-  const QColor c = counterColor(index_->counters(), row.counter);
+  const QColor c = trackColor(*index_, row.counter);
   const QColor fill = QColor(c.red(), c.green(), c.blue()).lighter(115);
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const int x0 = kLabelWidth + samples[i].x;

@@ -49,6 +49,17 @@ namespace parascope::ui {
 
 namespace {
 
+// Reports are drained every 16 ms frame (a rank waiting on a full queue waits one frame at
+// most), but what they change is drawn less often: each redraw of the charts or the timeline
+// takes CPU time from the rank threads on a machine whose cores they already fill. The charts
+// follow steps at up to 10 updates a second, the timeline at 5 (one ~1 ms repaint each).
+constexpr qint64 kChartsPeriodMs = 100;
+constexpr qint64 kTimelinePeriodMs = 200;
+
+bool due(const QElapsedTimer& since, qint64 periodMs) {
+  return !since.isValid() || since.hasExpired(periodMs);
+}
+
 // One thread's sgemm rate, FLOP/s: the unit MFU is measured in on this machine (as in
 // `parascope-cli bench step`), measured once for ~0.1 s.
 double sgemmPeak() {
@@ -216,10 +227,16 @@ QWidget* WorkbenchWindow::buildDiff() {
   diffA_->setObjectName(QStringLiteral("diffA"));
   diffB_ = new QComboBox;
   diffB_->setObjectName(QStringLiteral("diffB"));
+  diffHint_ = new QLabel;
+  diffHint_->setObjectName(QStringLiteral("diffHint"));
+  diffHint_->setWordWrap(true);
+  diffHint_->setStyleSheet(QStringLiteral("color: #8a5a00;"));
   for (QComboBox* box : {diffA_, diffB_}) {
     box->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-    connect(box, &QComboBox::currentIndexChanged, this,
-            [this] { compareSources(diffA_->currentIndex(), diffB_->currentIndex()); });
+    connect(box, &QComboBox::currentIndexChanged, this, [this] {
+      updateDiffHint();
+      compareSources(diffA_->currentIndex(), diffB_->currentIndex());
+    });
   }
   auto* diff = new QWidget;
   auto* pick = new QHBoxLayout;
@@ -231,8 +248,32 @@ QWidget* WorkbenchWindow::buildDiff() {
   auto* layout = new QVBoxLayout(diff);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(pick);
+  layout->addWidget(diffHint_);
   layout->addWidget(view, 1);
+  updateDiffHint();
   return diff;
+}
+
+// Why the diff table is empty when it has to be: a diff of a source with itself shows nothing.
+void WorkbenchWindow::updateDiffHint() {
+  QString hint;
+  if (diffSources_.empty()) {
+    hint =
+        tr("Nothing to compare yet: each ended run's segments and each opened trace can be "
+           "picked as A and B.");
+  } else if (diffSources_.size() == 1) {
+    hint = tr("Only one source so far (%1): a diff needs two. Switch the strategy during a run, "
+              "run again or open a trace.")
+               .arg(diffSources_.front().label);
+  } else if (diffA_->currentIndex() == diffB_->currentIndex()) {
+    hint = tr("A and B are the same source: pick two different ones.");
+  }
+  diffHint_->setText(hint);
+  diffHint_->setHidden(hint.isEmpty());
+}
+
+QString WorkbenchWindow::diffHint() const {
+  return diffHint_->isHidden() ? QString() : diffHint_->text();
 }
 
 QStringList WorkbenchWindow::diffSources() const {
@@ -253,6 +294,7 @@ void WorkbenchWindow::addDiffSource(const QString& label, const QStringList& fil
   const int last = diffB_->count() - 1;
   diffA_->setCurrentIndex(std::max(0, last - 1));
   diffB_->setCurrentIndex(last);
+  updateDiffHint();
   if (last > 0) compareSources(last - 1, last);
 }
 
@@ -301,15 +343,19 @@ void WorkbenchWindow::analyse(const QStringList& files) {
   analysis_.start([paths] { return analyzeTraces(paths); });
 }
 
-// On the frame timer: what the ranks recorded since the last frame goes into the timeline. The
-// recorder's thread did the collecting; this frame only indexes one frame's events.
-void WorkbenchWindow::feedTimeline() {
+// On the frame timer, a few times a second: what the ranks recorded since the last feed goes
+// into the timeline. The recorder's thread did the collecting; this only indexes the new events.
+// A timeline nobody can see (the window minimised) is not fed until it can be or `all` says so
+// (the run ended): the events wait in the recorder's batch, none is dropped.
+void WorkbenchWindow::feedTimeline(bool all) {
   if (!liveTrace_) return;
+  timelineClock_.start();
+  if (!all && (isMinimized() || !timeline_->isVisible())) return;
   const profiler::TraceData part = liveTrace_->take();
   TimelineView* view = timeline_->view();
   view->appendEvents(part.events);
-  // Until the user zooms or pans, the whole run so far: a live window of one frame's width
-  // would show a few milliseconds of steps that take hundreds.
+  // Until the user zooms or pans, the whole run so far: a live window of one feed's width
+  // would show a fraction of a step.
   if (!part.events.empty() && view->followsLive()) view->fitAll();
 }
 
@@ -629,15 +675,21 @@ void WorkbenchWindow::showError(const QString& text, bool offerResume) {
 void WorkbenchWindow::drain() {
   collectAnalysis();
   collectDiff();
-  // Before the reports: the recorder publishes its last events before the session reports
-  // that it finished, so the timeline is complete when the finish is handled.
-  feedTimeline();
-  if (!bridge_) return;
-  const std::vector<SessionReport> reports = bridge_->drain();
-  if (reports.empty()) return;
+  const std::vector<SessionReport> reports =
+      bridge_ ? bridge_->drain() : std::vector<SessionReport>{};
+  const bool finished = std::any_of(reports.begin(), reports.end(), [](const SessionReport& r) {
+    return std::holds_alternative<FinishedReport>(r);
+  });
+  // Before the finish is handled: the recorder publishes its last events before the session
+  // reports that it finished, so the timeline is complete when the finish is handled.
+  if (finished || due(timelineClock_, kTimelinePeriodMs)) feedTimeline(finished);
   const int before = lastStep_;
   for (const SessionReport& r : reports) handle(r);
-  charts_->refresh();  // one redraw per frame, however many steps arrived
+  if (charts_->stale() && (finished || due(chartsClock_, kChartsPeriodMs))) {
+    charts_->refresh();  // one redraw, however many steps arrived since the last
+    chartsClock_.start();
+  }
+  if (reports.empty()) return;
   if (lastStep_ != before) emit stepReported(lastStep_);
   updateActions();
 }

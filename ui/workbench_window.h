@@ -1,11 +1,13 @@
 // The workbench's main window: the strategy panel (dock), the controls (toolbar and menu, each
 // with a shortcut), the live charts above the timeline, and the views as tabs (Log). A session
 // runs on its own threads; its reports cross to the GUI thread through a SessionBridge drained
-// by a timer at frame rate, and everything drained in one frame is shown in one update. A
+// by a timer at frame rate; the charts and the timeline show what arrived a few times a second,
+// each in one update however much arrived. A
 // failed session shows its reason in the window and offers to resume from the last checkpoint.
 // The window layout and the last config persist in QSettings.
 #pragma once
 
+#include <QElapsedTimer>
 #include <QMainWindow>
 #include <QTemporaryDir>
 #include <memory>
@@ -64,6 +66,8 @@ class WorkbenchWindow : public QMainWindow {
   BreakdownModel* breakdownModel() const { return breakdown_; }
   SegmentModel* segmentModel() const { return segments_; }
   DiffModel* diffModel() const { return diff_; }
+  // What the Compare tab says about the diff's sources (empty when two different ones are set).
+  QString diffHint() const;
   // What the Compare tab's diff can pick as A and B: each ended run's segments, then each trace
   // opened, in the order they came.
   QStringList diffSources() const;
@@ -133,7 +137,7 @@ class WorkbenchWindow : public QMainWindow {
   void shownOne();
   void showAnalysis(const std::shared_ptr<const TraceAnalysis>& analysis);
   void analyse(const QStringList& files);
-  void feedTimeline();
+  void feedTimeline(bool all);
   void setStatus(const QString& text);
   QString checkpointDialogStart() const;
 
@@ -154,6 +158,7 @@ class WorkbenchWindow : public QMainWindow {
   QWidget* buildDiff();
   void addDiffSource(const QString& label, const QStringList& files, int firstStep, int lastStep);
   void collectDiff();
+  void updateDiffHint();
   struct DiffSource {
     QString label;
     std::vector<std::string> files;
@@ -170,12 +175,15 @@ class WorkbenchWindow : public QMainWindow {
   DiffModel* diff_ = nullptr;
   QComboBox* diffA_ = nullptr;
   QComboBox* diffB_ = nullptr;
+  QLabel* diffHint_ = nullptr;  // why the diff is empty, when it is
   BackgroundJob<std::vector<DiffRow>> diffJob_;
   QWidget* errorBanner_ = nullptr;
   QLabel* errorLabel_ = nullptr;
   QPushButton* resume_ = nullptr;
   QLabel* status_ = nullptr;
   QTimer* frame_ = nullptr;
+  // Since the charts were redrawn and the timeline fed; invalid before the first time.
+  QElapsedTimer chartsClock_, timelineClock_;
 
   // Declared before the session: the session (destroyed first) reports into it until it ends.
   std::unique_ptr<SessionBridge> bridge_;

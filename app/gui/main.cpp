@@ -6,8 +6,8 @@
 // and each view as PNGs once N steps ran and the run's trace is shown, then quits (exit 1 if the
 // session failed). `parascope --open FILE... --screenshot FILE.png` shows traces alone in the
 // timeline window as before; `parascope --bench-timeline [--events N] [--json]` runs the timeline
-// benchmark, `parascope --bench-ui [--json] [--config F] [key=value ...]` the workbench's. All work
-// under QT_QPA_PLATFORM=offscreen. Exit status 2 on a usage error.
+// benchmark, `parascope --bench-ui [--json] [--rounds R] [--config F] [key=value ...]` the
+// workbench's. All work under QT_QPA_PLATFORM=offscreen. Exit status 2 on a usage error.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
@@ -136,8 +136,12 @@ int main(int argc, char** argv) {
   const QCommandLineOption benchUi(
       QStringLiteral("bench-ui"),
       QStringLiteral("Benchmark the workbench (frame time, throughput vs headless) and exit."));
-  parser.addOptions(
-      {open, bench, events, json, screenshot, config, run, screenshotDir, quitAfterSteps, benchUi});
+  const QCommandLineOption rounds(
+      QStringLiteral("rounds"),
+      QStringLiteral("With --bench-ui: rounds of headless, traced and attached runs."),
+      QStringLiteral("N"), QStringLiteral("3"));
+  parser.addOptions({open, bench, events, json, screenshot, config, run, screenshotDir,
+                     quitAfterSteps, benchUi, rounds});
   parser.addPositionalArgument(QStringLiteral("key=value|file"),
                                QStringLiteral("Config overrides, or more trace files."));
   parser.process(app);
@@ -157,6 +161,13 @@ int main(int argc, char** argv) {
   if (parser.isSet(benchUi)) {
     parascope::ui::WorkbenchBenchOptions o;
     o.json = parser.isSet(json);
+    bool ok = false;
+    o.rounds = parser.value(rounds).toInt(&ok);
+    if (!ok || o.rounds < 1) {
+      std::fprintf(stderr, "parascope: --rounds must be a positive integer, got '%s'\n",
+                   qPrintable(parser.value(rounds)));
+      return 2;
+    }
     try {
       o.document = parascope::readJsonFile(parser.isSet(config) ? parser.value(config).toStdString()
                                                                 : defaultConfigPath());

@@ -3,6 +3,7 @@
 // QAbstractItemModelTester and sorted by a proxy, and the workbench's Compare tab diffing two
 // opened trace files.
 #include <QAbstractItemModelTester>
+#include <QComboBox>
 #include <QSortFilterProxyModel>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -178,11 +179,18 @@ void TestDiffModel::windowDiffsOpenedTraces() {
   parascope::ui::WorkbenchWindow window;
   QSignalSpy shown(&window, &parascope::ui::WorkbenchWindow::traceShown);
   QSignalSpy diffed(&window, &parascope::ui::WorkbenchWindow::diffShown);
+  QCOMPARE(window.diffHint(),
+           QStringLiteral("Nothing to compare yet: each ended run's segments and each opened "
+                          "trace can be picked as A and B."));
   window.showTraces({fileA});
   QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 30000);
-  QCOMPARE(diffed.count(), 0);  // one source: nothing to compare yet
+  QCOMPARE(diffed.count(), 0);  // one source: nothing to compare yet, and the tab says so
+  QCOMPARE(window.diffHint(),
+           QStringLiteral("Only one source so far (Trace a.json): a diff needs two. Switch the "
+                          "strategy during a run, run again or open a trace."));
   window.showTraces({fileB});
   QTRY_COMPARE_WITH_TIMEOUT(diffed.count(), 1, 30000);
+  QCOMPARE(window.diffHint(), QString());
   QCOMPARE(window.diffSources(),
            QStringList({QStringLiteral("Trace a.json"), QStringLiteral("Trace b.json")}));
   compareRows(window.diffModel()->rows(), kAgainstB);
@@ -192,6 +200,12 @@ void TestDiffModel::windowDiffsOpenedTraces() {
   QTRY_COMPARE_WITH_TIMEOUT(diffed.count(), 2, 30000);
   QCOMPARE(window.diffModel()->rows()[0].aNs, 500.0 * kMs);
   QCOMPARE(window.diffModel()->rows()[0].bNs, 250.0 * kMs);
+  // A picked as B too: every difference is zero, and the tab says why.
+  window.findChild<QComboBox*>(QStringLiteral("diffB"))->setCurrentIndex(0);
+  QCOMPARE(window.diffHint(),
+           QStringLiteral("A and B are the same source: pick two different ones."));
+  QTRY_COMPARE_WITH_TIMEOUT(diffed.count(), 3, 30000);
+  for (const DiffRow& row : window.diffModel()->rows()) QCOMPARE(row.aNs, row.bNs);
 }
 
 QTEST_MAIN(TestDiffModel)
