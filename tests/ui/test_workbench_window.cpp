@@ -381,7 +381,9 @@ void TestWorkbenchWindow::savesAndLoadsCheckpoints() {
   WorkbenchWindow window;
   nlohmann::json doc = tinyDocument();
   doc["data_parallel_size"] = 2;
-  doc["train_iters"] = 40;
+  // More steps than the test can see run: the session must still be running when the pause and
+  // the refused load arrive, however slowly this machine draws.
+  doc["train_iters"] = 100000;
   doc["eval_interval"] = 0;
   window.setDocument(doc);
   window.show();
@@ -551,7 +553,7 @@ void TestWorkbenchWindow::switchesThroughThePanel() {
   nlohmann::json doc = tinyDocument();
   doc["data_parallel_size"] = 2;
   doc["gradient_accumulation_steps"] = 2;
-  doc["train_iters"] = 40;
+  doc["train_iters"] = 100000;  // still running when the pause lands, however slow the machine
   window.setDocument(doc);
   window.show();
   QVERIFY(QTest::qWaitForWindowExposed(&window));
