@@ -26,6 +26,10 @@ void TraceLoader::load(const QStringList& paths) {
   const std::uint64_t job = ++job_;
   join();
   finished_ = false;
+  // Said here rather than by the worker: a message the worker posts before its import, and
+  // this thread frees during it, made the import a sixth slower (measured with
+  // --bench-timeline); after the import the worker's messages cost nothing measurable.
+  emit progress(tr("Reading %1 file(s)").arg(paths.size()), -1);
   worker_ = std::thread([this, paths, job] { run(paths, job); });
 }
 
@@ -74,7 +78,6 @@ void TraceLoader::run(const QStringList& paths, std::uint64_t job) {
   try {
     std::vector<std::string> files;
     for (const QString& p : paths) files.push_back(p.toStdString());
-    say(Message::Progress, tr("Reading %1 file(s)").arg(paths.size()), -1);
     const profiler::TraceData trace = profiler::importChromeTraces(files);
     if (job_ != job) return;
     auto index = std::make_shared<TimelineIndex>();
