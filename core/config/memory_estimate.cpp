@@ -21,8 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Counts {
-  double parameters = 0;   // elements this rank holds before ZeRO sharding
-  double activations = 0;  // elements kept for backward for one micro-batch
+  double parameters = 0;    // elements this rank holds before ZeRO sharding
+  double activations = 0;   // elements kept for backward for one micro-batch
+  double adjacentPair = 0;  // elements of the two largest consecutive layers this rank holds
 };
 
 Counts gptCounts(const TrainConfig& c) {
@@ -36,6 +37,9 @@ Counts gptCounts(const TrainConfig& c) {
   const double blocks = std::ceil(static_cast<double>(g.numLayers) / s.pipeline);
   Counts n;
   n.parameters = (blocks * perBlock + (V + T) * C + 2 * C) / t;
+  // The embedding (the largest layer) next to the first block, or two blocks.
+  n.adjacentPair = (blocks >= 1 ? perBlock : 0) + std::max((V + T) * C, blocks >= 2 ? perBlock : 0);
+  n.adjacentPair /= t;
   double perLayer = B * T * C * (17 + 2.5 * a * T / C) / t;
   if (c.pipeline.recompute == Recompute::Selective) perLayer = B * T * C * 17 / t;
   if (c.pipeline.recompute == Recompute::Full) perLayer = B * T * C;
@@ -47,13 +51,18 @@ Counts gptCounts(const TrainConfig& c) {
 Counts mlpCounts(const TrainConfig& c) {
   const MlpConfig& m = c.model.mlp;
   Counts n;
-  double in = m.inputSize, widths = m.inputSize;
+  double in = m.inputSize, widths = m.inputSize, previous = 0;
+  auto layer = [&](double size) {
+    n.parameters += size;
+    n.adjacentPair = std::max(n.adjacentPair, previous + size);
+    previous = size;
+  };
   for (int h : m.hiddenSizes) {
-    n.parameters += in * h + h;
+    layer(in * h + h);
     widths += h;
     in = h;
   }
-  n.parameters += in * m.numClasses + m.numClasses;
+  layer(in * m.numClasses + m.numClasses);
   n.activations = 3.0 * c.microBatch * (widths + m.numClasses);
   return n;
 }
@@ -116,13 +125,21 @@ MemoryEstimate estimateMemory(const TrainConfig& c, double dataBytes, int ranksS
   const Counts n = c.model.kind == ModelSpec::Kind::Gpt ? gptCounts(c) : mlpCounts(c);
   const bool mixed = s.compute != DType::F32;
   const double half = mixed ? 2 : 4, d = s.data;
-  const double params = n.parameters * half / (s.zeroStage >= 3 ? d : 1);
-  // ZeRO-2 / 3 keep a gradient shard; in pipeline programs a stage's gradients also accumulate
-  // over the step's micro-batches in full-size buckets until the one reduce-scatter.
-  const double fullGrads = n.parameters * half;
-  const double grads = s.zeroStage < 2      ? fullGrads
-                       : c.pipeline.enabled ? fullGrads + fullGrads / d
-                                            : fullGrads / d;
+  const double full = n.parameters * half;
+  // Every rank first builds the whole model (the same values as one rank would) and then moves
+  // it: ZeRO-1 / 2 copy the parameters into one flat buffer, ZeRO-3 into its shard, and the
+  // parameters' own storage is released only after (ZeRO-3's gathers hold at most the same).
+  const double params = s.zeroStage >= 3 ? full + full / d : s.zeroStage >= 1 ? 2 * full : full;
+  // ZeRO-2 / 3 keep a gradient shard, plus whole buckets from a layer's backward until their
+  // reduce-scatter: those of the two layers around the running one, reaching a bucket past them
+  // at either end, and two more in flight; never beyond what the rank holds. In pipeline
+  // programs a stage's gradients accumulate over the step's micro-batches in full-size buckets
+  // until the one reduce-scatter.
+  const double buckets =
+      std::min(n.parameters, n.adjacentPair + 4.0 * static_cast<double>(s.bucketElements)) * half;
+  const double grads = s.zeroStage < 2      ? full
+                       : c.pipeline.enabled ? full + full / d
+                                            : full / d + buckets;
   // AdamW's m and v in fp32, plus fp32 master weights in mixed precision.
   const double optimizer = n.parameters * (mixed ? 12 : 8) / (s.zeroStage >= 1 ? d : 1);
   const double activations = n.activations * half * microBatchesInFlight(c);

@@ -42,30 +42,30 @@ FlatLayout makeFlatLayout(const Model& model, int shards, std::int64_t bucketEle
   return l;
 }
 
-namespace {
-
 // The flat buffer has the parameters' storage type (f32, or the mixed-precision compute type).
-Tensor flatten(Model& model, const FlatLayout& layout, bool gradients, MemoryCategory category) {
-  Tensor flat = Tensor::zeros({layout.total}, model.computeType(), category, model.allocator());
+// Values are copied in, so for a moment the parameters are held twice (memory_estimate.h counts
+// it).
+Tensor flattenValues(Model& model, const FlatLayout& layout) {
+  Tensor flat = Tensor::zeros({layout.total}, model.computeType(), MemoryCategory::Parameter,
+                              model.allocator());
   std::size_t i = 0;
   for (Parameter& p : model.parameters()) {
-    Tensor& member = gradients ? p.storedGrad() : p.storedValue();
     Tensor view = flat.slice(layout.offset[i++], p.numel()).view(p.shape);
-    view.copyFrom(member);
-    member = view;  // releases the parameter's own storage
+    view.copyFrom(p.storedValue());
+    p.storedValue() = view;  // releases the parameter's own storage
   }
   return flat;
 }
 
-}  // namespace
-
-Tensor flattenValues(Model& model, const FlatLayout& layout) {
-  return flatten(model, layout, false, MemoryCategory::Parameter);
-}
-
+// Gradients start from zero, so each parameter's own storage is released before the flat buffer
+// is allocated: the two are never held at once (copying, as values need, would double the peak).
 Tensor flattenGradients(Model& model, const FlatLayout& layout) {
-  Tensor flat = flatten(model, layout, true, MemoryCategory::Gradient);
-  flat.zero();
+  for (Parameter& p : model.parameters()) p.storedGrad() = Tensor();
+  Tensor flat = Tensor::zeros({layout.total}, model.computeType(), MemoryCategory::Gradient,
+                              model.allocator());
+  std::size_t i = 0;
+  for (Parameter& p : model.parameters())
+    p.storedGrad() = flat.slice(layout.offset[i++], p.numel()).view(p.shape);
   return flat;
 }
 
