@@ -24,6 +24,7 @@ struct Counts {
   double parameters = 0;    // elements this rank holds before ZeRO sharding
   double activations = 0;   // elements kept for backward for one micro-batch
   double adjacentPair = 0;  // elements of the two largest consecutive layers this rank holds
+  double largestParameter = 0;
 };
 
 Counts gptCounts(const TrainConfig& c) {
@@ -37,9 +38,10 @@ Counts gptCounts(const TrainConfig& c) {
   const double blocks = std::ceil(static_cast<double>(g.numLayers) / s.pipeline);
   Counts n;
   n.parameters = (blocks * perBlock + (V + T) * C + 2 * C) / t;
-  // The embedding (the largest layer) next to the first block, or two blocks.
+  // The embedding next to the first block, or two blocks, whichever is larger.
   n.adjacentPair = (blocks >= 1 ? perBlock : 0) + std::max((V + T) * C, blocks >= 2 ? perBlock : 0);
   n.adjacentPair /= t;
+  n.largestParameter = std::max({V * C, 3 * C * C, F * C}) / t;
   double perLayer = B * T * C * (17 + 2.5 * a * T / C) / t;
   if (c.pipeline.recompute == Recompute::Selective) perLayer = B * T * C * 17 / t;
   if (c.pipeline.recompute == Recompute::Full) perLayer = B * T * C;
@@ -54,6 +56,7 @@ Counts mlpCounts(const TrainConfig& c) {
   double in = m.inputSize, widths = m.inputSize, previous = 0;
   auto layer = [&](double size) {
     n.parameters += size;
+    n.largestParameter = std::max(n.largestParameter, size);
     n.adjacentPair = std::max(n.adjacentPair, previous + size);
     previous = size;
   };
@@ -126,20 +129,22 @@ MemoryEstimate estimateMemory(const TrainConfig& c, double dataBytes, int ranksS
   const bool mixed = s.compute != DType::F32;
   const double half = mixed ? 2 : 4, d = s.data;
   const double full = n.parameters * half;
-  // Every rank first builds the whole model (the same values as one rank would) and then moves
-  // it: ZeRO-1 / 2 copy the parameters into one flat buffer, ZeRO-3 into its shard, and the
-  // parameters' own storage is released only after (ZeRO-3's gathers hold at most the same).
-  const double params = s.zeroStage >= 3 ? full + full / d : s.zeroStage >= 1 ? 2 * full : full;
+  // Whole buckets around a layer's pass: those of the running layer and the next (prefetched or
+  // still reducing), reaching past the two by `extra` buckets; never beyond what the rank holds.
+  // A bucket closes once it holds bucketElements, so it can exceed that by a parameter.
+  const double bucket = static_cast<double>(s.bucketElements) + n.largestParameter;
+  auto buckets = [&](double extra) {
+    return std::min(n.parameters, n.adjacentPair + extra * bucket) * half;
+  };
+  // ZeRO-3 keeps a shard and gathers whole buckets around each layer's forward and backward:
+  // the running layer's and the next one's, a bucket past them at either end.
+  const double params = s.zeroStage >= 3 ? full / d + buckets(2) : full;
   // ZeRO-2 / 3 keep a gradient shard, plus whole buckets from a layer's backward until their
-  // reduce-scatter: those of the two layers around the running one, reaching a bucket past them
-  // at either end, and two more in flight; never beyond what the rank holds. In pipeline
-  // programs a stage's gradients accumulate over the step's micro-batches in full-size buckets
-  // until the one reduce-scatter.
-  const double buckets =
-      std::min(n.parameters, n.adjacentPair + 4.0 * static_cast<double>(s.bucketElements)) * half;
+  // reduce-scatter (as above, and two more in flight). In pipeline programs a stage's gradients
+  // accumulate over the step's micro-batches in full-size buckets until the one reduce-scatter.
   const double grads = s.zeroStage < 2      ? full
                        : c.pipeline.enabled ? full + full / d
-                                            : full / d + buckets;
+                                            : full / d + buckets(4);
   // AdamW's m and v in fp32, plus fp32 master weights in mixed precision.
   const double optimizer = n.parameters * (mixed ? 12 : 8) / (s.zeroStage >= 1 ? d : 1);
   const double activations = n.activations * half * microBatchesInFlight(c);

@@ -7,7 +7,8 @@
 
 namespace parascope {
 
-Model::Model(Allocator& allocator, DType compute) : allocator_(&allocator), compute_(compute) {
+Model::Model(Allocator& allocator, DType compute, ModelStorage storage)
+    : allocator_(&allocator), compute_(compute), storage_(storage) {
   if (!isFloating(compute)) throw std::logic_error("model compute type must be floating");
 }
 
@@ -22,8 +23,10 @@ Parameter& Model::addParameter(const std::string& name, const Shape& shape, Para
   p.init = init;
   p.decay = decay;
   p.storage = compute_;
-  p.storedValue() = Tensor::empty(p.shape, compute_, MemoryCategory::Parameter, *allocator_);
-  p.storedGrad() = Tensor::zeros(p.shape, compute_, MemoryCategory::Gradient, *allocator_);
+  if (storage_.values)
+    p.storedValue() = Tensor::empty(p.shape, compute_, MemoryCategory::Parameter, *allocator_);
+  if (storage_.gradients)
+    p.storedGrad() = Tensor::zeros(p.shape, compute_, MemoryCategory::Gradient, *allocator_);
   return p;
 }
 
@@ -41,7 +44,11 @@ std::int64_t Model::parameterCount() const {
 }
 
 void Model::initialize(std::uint64_t seed) {
-  for (const Parameter& p : parameters_) p.initialize(seed);
+  if (!storage_.values) return;
+  for (const Parameter& p : parameters_) {
+    p.initialValues(seed, p.storedValue());
+    if (storage_.gradients) p.storedGrad().zero();
+  }
 }
 
 void Model::zeroGrad() {

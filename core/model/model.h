@@ -24,15 +24,26 @@ struct MicroBatchResult {
   std::int64_t correct = 0;  // targets predicted right (classification; 0 for forward+backward)
 };
 
+// What addParameter allocates. ZeRO keeps parameters (ZeRO-1 and up) and gradients (any flat
+// layout) in storage of its own, a flat buffer, a shard or whole buckets while they are in use,
+// and initialises it there: a model built for it holds none, so the whole model is never held
+// twice, nor, under ZeRO-3, at all.
+struct ModelStorage {
+  bool values = true;
+  bool gradients = true;
+};
+
 class Model {
  public:
   // compute: F32, or BF16 / F16 for mixed precision.
-  explicit Model(Allocator& allocator = defaultAllocator(), DType compute = DType::F32);
+  explicit Model(Allocator& allocator = defaultAllocator(), DType compute = DType::F32,
+                 ModelStorage storage = {});
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
-  // Allocates the stored value and gradient; names must be unique. `shape` is the logical shape;
-  // a split parameter stores only this rank's part of it (parameter.h).
+  // Allocates the stored value and gradient (as far as ModelStorage says); names must be unique.
+  // `shape` is the logical shape; a split parameter stores only this rank's part of it
+  // (parameter.h).
   Parameter& addParameter(const std::string& name, const Shape& shape, ParameterInit init,
                           bool decay, const TensorSplit& split = {});
   void addLayer(std::unique_ptr<Layer> layer) { layers_.push_back(std::move(layer)); }
@@ -46,6 +57,7 @@ class Model {
   DType computeType() const { return compute_; }
   bool mixedPrecision() const { return compute_ != DType::F32; }
 
+  // Initialises the parameters the model stores (ModelStorage::values).
   void initialize(std::uint64_t seed);
   void zeroGrad();
 
@@ -106,6 +118,7 @@ class Model {
   auto backwardPass(std::size_t i, F pass);
 
   DType compute_;
+  ModelStorage storage_;
   std::vector<Parameter*> working_;  // parameters whose values are working copies right now
   std::vector<Parameter*> workingGrads_;
   std::vector<Parameter*> held_;  // by materializeValues()

@@ -48,11 +48,11 @@ void fill(float* v, std::int64_t n, const ParameterInit& init, Rng& rng) {
 
 }  // namespace
 
-void Parameter::initialize(std::uint64_t seed) const {
+void Parameter::initialValues(std::uint64_t seed, const Tensor& into) const {
   Rng rng(mixSeed(seed, hashName(name)));
   const std::int64_t n = numel();
   if (storage == DType::F32 && split.whole()) {
-    fill(value.data<float>(), n, init, rng);
+    fill(into.data<float>(), n, init, rng);
   } else {
     // The logical tensor's values, then this rank's part of them, then its stored type.
     std::vector<float> full(static_cast<std::size_t>(shapeNumel(fullShape)));
@@ -65,11 +65,10 @@ void Parameter::initialize(std::uint64_t seed) const {
       part = std::move(full);
     }
     if (storage == DType::F32)
-      std::copy(part.begin(), part.end(), value.data<float>());
+      std::copy(part.begin(), part.end(), into.data<float>());
     else
-      convertFromFloat(part, lowValue.data<std::uint16_t>(), storage);
+      convertFromFloat(part, into.data<std::uint16_t>(), storage);
   }
-  storedGrad().zero();
 }
 
 }  // namespace parascope

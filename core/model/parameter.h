@@ -80,10 +80,11 @@ struct Parameter {
   Tensor& storedGrad() { return storage == DType::F32 ? grad : lowGrad; }
   const Tensor& storedValue() const { return storage == DType::F32 ? value : lowValue; }
   const Tensor& storedGrad() const { return storage == DType::F32 ? grad : lowGrad; }
-  // Fills the stored value from (seed, name), rounded to nearest even under mixed precision, and
-  // zeroes the stored gradient. A split parameter gets its part of the logical tensor's values,
-  // so any split starts from the single-rank model.
-  void initialize(std::uint64_t seed) const;
+  // Writes the initial value from (seed, name) into `into` (`shape`, the storage type: rounded to
+  // nearest even under mixed precision), wherever it lives: the stored value, or ZeRO's own
+  // storage when the model holds none (ModelStorage). A split parameter gets its part of the
+  // logical tensor's values, so any split starts from the single-rank model.
+  void initialValues(std::uint64_t seed, const Tensor& into) const;
 };
 
 }  // namespace parascope

@@ -43,15 +43,17 @@ FlatLayout makeFlatLayout(const Model& model, int shards, std::int64_t bucketEle
 }
 
 // The flat buffer has the parameters' storage type (f32, or the mixed-precision compute type).
-// Values are copied in, so for a moment the parameters are held twice (memory_estimate.h counts
-// it).
-Tensor flattenValues(Model& model, const FlatLayout& layout) {
+// Values the model stores are copied in, so for a moment they are held twice.
+Tensor flattenValues(Model& model, const FlatLayout& layout, std::optional<std::uint64_t> seed) {
   Tensor flat = Tensor::zeros({layout.total}, model.computeType(), MemoryCategory::Parameter,
                               model.allocator());
   std::size_t i = 0;
   for (Parameter& p : model.parameters()) {
     Tensor view = flat.slice(layout.offset[i++], p.numel()).view(p.shape);
-    view.copyFrom(p.storedValue());
+    if (p.storedValue().defined())
+      view.copyFrom(p.storedValue());
+    else if (seed)
+      p.initialValues(*seed, view);
     p.storedValue() = view;  // releases the parameter's own storage
   }
   return flat;

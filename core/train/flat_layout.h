@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/model/model.h"
@@ -42,8 +43,10 @@ FlatLayout makeFlatLayout(const Model& model, int shards, std::int64_t bucketEle
 
 // Moves every parameter's stored value (keeping its contents) or gradient (zeroed) into one
 // buffer of layout.total elements of the storage type (f32, or the mixed-precision compute type)
-// under the tensor's memory category; returns the buffer.
-Tensor flattenValues(Model& model, const FlatLayout& layout);
+// under the tensor's memory category; returns the buffer. A model that stores no values
+// (ModelStorage) gets them initialised from `seed` in the buffer, or zero without one (a state
+// is loaded into them next).
+Tensor flattenValues(Model& model, const FlatLayout& layout, std::optional<std::uint64_t> seed);
 Tensor flattenGradients(Model& model, const FlatLayout& layout);
 
 // Stored gradients as views into `storage` (bucket b's count elements, zeroed), or none.

@@ -8,7 +8,8 @@
 
 namespace parascope {
 
-ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Communicator& comm)
+ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Communicator& comm,
+                                     std::optional<std::uint64_t> seed)
     : model_(model), layout_(layout), comm_(comm), buckets_(layout.buckets.size()) {
   shard_ = Tensor::zeros({layout.shardSize()}, model.computeType(), MemoryCategory::Parameter,
                          model.allocator());
@@ -16,10 +17,16 @@ ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Com
   for (std::size_t i = 0; i < params.size(); ++i) {
     const Parameter& p = params[i];
     const FlatLayout::Part part = layout.partOf(static_cast<int>(i), p.numel(), comm.rank());
-    if (part.count > 0) {
-      shard_.slice(part.shard, part.count)
-          .copyFrom(p.storedValue().view({p.numel()}).slice(part.local, part.count));
+    if (part.count == 0) continue;
+    Tensor value = p.storedValue();
+    if (!value.defined()) {
+      if (!seed) continue;
+      value =
+          Tensor::empty(p.shape, model.computeType(), MemoryCategory::Workspace, model.allocator());
+      p.initialValues(*seed, value);
     }
+    shard_.slice(part.shard, part.count)
+        .copyFrom(value.view({p.numel()}).slice(part.local, part.count));
   }
   for (Parameter& p : params) p.storedValue() = Tensor();
   std::unordered_map<const Parameter*, int> bucketOf;

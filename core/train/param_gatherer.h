@@ -7,6 +7,7 @@
 // same order, so every rank issues the same gathers.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "core/comm/communicator.h"
@@ -17,8 +18,11 @@ namespace parascope {
 class ParameterGatherer {
  public:
   // Takes the model's (initialised, replicated) values, keeps this rank's shard and frees the
-  // rest; installs forward and backward hooks.
-  ParameterGatherer(Model& model, const FlatLayout& layout, Communicator& comm);
+  // rest; installs forward and backward hooks. A model that stores no values (ModelStorage) has
+  // its shard initialised from `seed`, one parameter at a time, or zero without one (a state is
+  // loaded into it next): the whole model is never held.
+  ParameterGatherer(Model& model, const FlatLayout& layout, Communicator& comm,
+                    std::optional<std::uint64_t> seed);
   ParameterGatherer(const ParameterGatherer&) = delete;
   ParameterGatherer& operator=(const ParameterGatherer&) = delete;
 

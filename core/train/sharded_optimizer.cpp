@@ -8,10 +8,11 @@
 namespace parascope {
 
 ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator& comm,
-                           const kernels::AdamWHyper& hyper, const Tensor& valueShard)
+                           const kernels::AdamWHyper& hyper, std::optional<std::uint64_t> seed,
+                           const Tensor& valueShard)
     : layout_(layout), comm_(comm), hyper_(hyper) {
   valuesSharded_ = valueShard.defined();
-  values_ = valuesSharded_ ? valueShard : flattenValues(model, layout);
+  values_ = valuesSharded_ ? valueShard : flattenValues(model, layout, seed);
   const DType type = values_.dtype();
   if (type != DType::F32) {  // the master starts as the stored (rounded) parameters
     master_ = Tensor::empty({layout.shardSize()}, DType::F32, MemoryCategory::OptimizerState,

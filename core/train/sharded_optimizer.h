@@ -15,10 +15,12 @@ namespace parascope {
 
 class ShardedAdamW {
  public:
-  // Flattens the model's values into the layout (Parameter memory), or with ZeRO-3 updates
-  // `valueShard` (this rank's parameter shard, param_gatherer.h) and gathers nothing.
+  // Flattens the model's values into the layout (Parameter memory; flattenValues, with `seed`),
+  // or with ZeRO-3 updates `valueShard` (this rank's parameter shard, param_gatherer.h) and
+  // gathers nothing.
   ShardedAdamW(Model& model, const FlatLayout& layout, Communicator& comm,
-               const kernels::AdamWHyper& hyper, const Tensor& valueShard = Tensor());
+               const kernels::AdamWHyper& hyper, std::optional<std::uint64_t> seed,
+               const Tensor& valueShard = Tensor());
 
   // grads (storage type): the whole flat space, or (gradsAreShard) this rank's shard. Returns the
   // seconds spent waiting for the parameter all-gathers.

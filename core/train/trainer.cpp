@@ -23,7 +23,11 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
                  bool initialize)
     : config_(config), scaler_(config.parallel.lossScale, config.parallel.compute == DType::F16) {
   kernels::setBlasThreads(1);  // one BLAS thread per rank: ranks are the parallelism
-  model_ = std::make_unique<Model>(allocator, config.parallel.compute);
+  // ZeRO's storage (flat_layout.h) replaces the model's own: the model allocates none of it.
+  const ParallelStrategy& s = config.parallel;
+  const bool flat = s.data > 1 || s.zeroStage >= 1;
+  model_ = std::make_unique<Model>(allocator, s.compute,
+                                   ModelStorage{.values = s.zeroStage == 0, .gradients = !flat});
   if (world.size() > 1 || config.parallel.worldSize() > 1)
     mesh_ = DeviceMesh(world, config.parallel);
   if (config.model.kind == ModelSpec::Kind::Gpt) {
@@ -54,8 +58,10 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
     dataset_ = std::move(images);
     buildMlp(*model_, m);
   }
-  if (initialize) model_->initialize(config.seed);
-  setUpDataParallel();
+  const std::optional<std::uint64_t> seed =
+      initialize ? std::optional<std::uint64_t>(config.seed) : std::nullopt;
+  if (seed) model_->initialize(*seed);
+  setUpDataParallel(seed);
   if (config_.pipeline.enabled) {
     pipeline_ = std::make_unique<PipelineTrainer>(config_, *model_, mesh_, *dataset_);
   }
@@ -63,7 +69,7 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
 
 Trainer::~Trainer() = default;
 
-void Trainer::setUpDataParallel() {
+void Trainer::setUpDataParallel(std::optional<std::uint64_t> seed) {
   Communicator& dp = mesh_.data();
   const ParallelStrategy& s = config_.parallel;
   if (dp.size() == 1 && s.zeroStage == 0) {
@@ -76,11 +82,11 @@ void Trainer::setUpDataParallel() {
   reducer_ =
       std::make_unique<GradientReducer>(*model_, layout, dp, mode, s.overlapComm, s.gradComm);
   if (s.zeroStage >= 3) {
-    gatherer_ = std::make_unique<ParameterGatherer>(*model_, layout, dp);
-    sharded_ =
-        std::make_unique<ShardedAdamW>(*model_, layout, dp, config_.adamw, gatherer_->shard());
+    gatherer_ = std::make_unique<ParameterGatherer>(*model_, layout, dp, seed);
+    sharded_ = std::make_unique<ShardedAdamW>(*model_, layout, dp, config_.adamw, seed,
+                                              gatherer_->shard());
   } else if (s.zeroStage >= 1) {
-    sharded_ = std::make_unique<ShardedAdamW>(*model_, layout, dp, config_.adamw);
+    sharded_ = std::make_unique<ShardedAdamW>(*model_, layout, dp, config_.adamw, seed);
   } else {
     optimizer_ = std::make_unique<AdamW>(*model_, config_.adamw);
   }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/config/config.h"
@@ -117,7 +118,8 @@ class Trainer {
   const GradientReducer* gradientReducer() const { return reducer_.get(); }
 
  private:
-  void setUpDataParallel();
+  // seed: initialise the parameters ZeRO stores (none: a state is loaded into them next).
+  void setUpDataParallel(std::optional<std::uint64_t> seed);
   double reduceOverData(double value);
   bool overflowed(double gradNorm);
   void update(StepReport& r, double gradNorm);

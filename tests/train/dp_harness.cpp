@@ -151,7 +151,6 @@ ModelState measureModelState(const TrainConfig& config) {
     Allocator a;
     Trainer t(config, a, world);
     t.step();
-    a.resetPeaks();
     t.step();
     if (world.rank() == 0) {
       m.parameters = t.model().parameterCount();

@@ -56,7 +56,8 @@ RunRecord train(const parascope::TrainConfig& config, int steps,
                 parascope::Allocator* allocator = nullptr,
                 const std::function<void(parascope::Trainer&)>& setup = {});
 
-// Model-state bytes of one rank, live after its second step and peaks during that step.
+// Model-state bytes of one rank, live after its second step and peaks over the run, from the
+// trainer's construction on.
 struct StateBytes {
   std::int64_t param, grad, optim, work, gradPeak, paramPeak;
 };
