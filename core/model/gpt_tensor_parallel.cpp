@@ -105,6 +105,21 @@ void layernormWeightGrad(TensorParallelRegion& region, Allocator& a, const Tenso
   db.finish();
 }
 
+// Both halves from one kernel call, for a backward that is not split: the input gradient, and the
+// weight and bias gradients shared over the group.
+Tensor layernormGrad(TensorParallelRegion& region, Allocator& a, const Tensor& dout,
+                     const Tensor& inp, const Tensor& mean, const Tensor& rstd, Parameter* weight,
+                     Parameter* bias, int C) {
+  const int rows = static_cast<int>(inp.numel() / C);
+  Tensor dinp = activation(a, {rows, C});
+  SharedGrad dw(region, weight, a), db(region, bias, a);
+  layernormBackward(f(dinp), dw.target(), db.target(), f(dout), f(inp), f(weight->value), f(mean),
+                    f(rstd), rows, C);
+  dw.finish();
+  db.finish();
+  return dinp;
+}
+
 // Token embedding with the vocabulary split (rank r holds rows [r V / t, (r + 1) V / t) of wte),
 // plus the position embedding, held whole. On one rank, the embedding kernels.
 class Embedding final : public Layer {
@@ -224,15 +239,20 @@ class Block final : public Layer {
   const std::string& name() const override { return name_; }
   std::vector<Parameter*> parameters() const override { return params_; }
   Tensor forward(const Tensor& x, const Batch& batch, Activations& keep) override;
-  // The whole backward is the input half followed by the weight half.
+  // The whole backward is the input half followed by the weight half, each layernorm's
+  // gradients from one kernel call.
   Tensor backward(const Tensor& dy, const Batch& batch, Activations& keep) override {
-    Tensor dx = backwardInput(dy, batch, keep);
-    backwardWeight(batch, keep);
+    Tensor dx = inputHalf(dy, batch, keep, true);
+    weightHalf(batch, keep, true);
     return dx;
   }
   bool splitsBackward() const override { return true; }
-  Tensor backwardInput(const Tensor& dy, const Batch& batch, Activations& keep) override;
-  void backwardWeight(const Batch& batch, Activations& keep) override;
+  Tensor backwardInput(const Tensor& dy, const Batch& batch, Activations& keep) override {
+    return inputHalf(dy, batch, keep, false);
+  }
+  void backwardWeight(const Batch& batch, Activations& keep) override {
+    weightHalf(batch, keep, false);
+  }
   void setSelectiveRecompute(bool on) override { selective_ = on; }
 
  private:
@@ -270,6 +290,9 @@ class Block final : public Layer {
   void rowParallelBias(const Tensor& out, P bias);
   void rowParallelBiasGrad(const Tensor& d, P bias);
   void restoreAttention(Activations& keep, int B, int T);
+  // whole: the layernorms' weight gradients come with their input gradients, in the input half.
+  Tensor inputHalf(const Tensor& dy, const Batch& batch, Activations& keep, bool whole);
+  void weightHalf(const Batch& batch, Activations& keep, bool whole);
 
   std::string name_;
   Allocator& alloc_;
@@ -341,7 +364,7 @@ void Block::restoreAttention(Activations& keep, int B, int T) {
 // The input-gradient half (zero-bubble B): every GEMM's input gradient, attention and the
 // layernorms' input gradients, with the region's collectives; what the weight half needs is
 // appended to the saved tensors.
-Tensor Block::backwardInput(const Tensor& dy, const Batch& batch, Activations& keep) {
+Tensor Block::inputHalf(const Tensor& dy, const Batch& batch, Activations& keep, bool whole) {
   auto& s = keep.saved;
   const int B = static_cast<int>(batch.inputs.dim(0)), T = static_cast<int>(batch.inputs.dim(1));
   const int t = region_->size(), C = c_.hiddenSize, Cl = C / t, NH = c_.numHeads / t;
@@ -358,7 +381,9 @@ Tensor Block::backwardInput(const Tensor& dy, const Batch& batch, Activations& k
   matmulBackward<float>(f(dln2Full), nullptr, nullptr, f(dfc), nullptr, value(FcW), N, C, Fl);
   const Tensor dln2 = region.enterBackward(dln2Full);
   Tensor dx2 =
-      layernormInputGrad(alloc_, dln2, s[kX2], s[kLn2Mean], s[kLn2Rstd], *params_[Ln2W], C);
+      whole ? layernormGrad(region, alloc_, dln2, s[kX2], s[kLn2Mean], s[kLn2Rstd], params_[Ln2W],
+                            params_[Ln2B], C)
+            : layernormInputGrad(alloc_, dln2, s[kX2], s[kLn2Mean], s[kLn2Rstd], *params_[Ln2W], C);
   residualForward(f(dx2), f(dx2), f(dy), static_cast<long>(rows) * C);
   // Attention branch: x2 = x + leave(attn(enter(ln1(x)) Wqkv^T) Wproj^T) + bproj.
   const Tensor dx2Full = region.leaveBackward(dx2);
@@ -370,7 +395,10 @@ Tensor Block::backwardInput(const Tensor& dy, const Batch& batch, Activations& k
   Tensor dln1Full = activation(alloc_, {N, C});
   matmulBackward<float>(f(dln1Full), nullptr, nullptr, f(dqkv), nullptr, value(QkvW), N, C, 3 * Cl);
   const Tensor dln1 = region.enterBackward(dln1Full);
-  Tensor dx = layernormInputGrad(alloc_, dln1, s[kX], s[kLn1Mean], s[kLn1Rstd], *params_[Ln1W], C);
+  Tensor dx =
+      whole ? layernormGrad(region, alloc_, dln1, s[kX], s[kLn1Mean], s[kLn1Rstd], params_[Ln1W],
+                            params_[Ln1B], C)
+            : layernormInputGrad(alloc_, dln1, s[kX], s[kLn1Mean], s[kLn1Rstd], *params_[Ln1W], C);
   residualForward(f(dx), f(dx), f(dx2), static_cast<long>(rows) * C);
   // What the weight half does not need goes now (the attention probabilities are the largest).
   s[kAtt] = s[kFc] = s[kQkv] = Tensor();
@@ -380,7 +408,7 @@ Tensor Block::backwardInput(const Tensor& dy, const Batch& batch, Activations& k
 
 // The weight half (zero-bubble W): every parameter gradient from what backwardInput kept. Under
 // sequence parallelism the layernorm outputs are gathered again here.
-void Block::backwardWeight(const Batch& batch, Activations& keep) {
+void Block::weightHalf(const Batch& batch, Activations& keep, bool whole) {
   const auto& s = keep.saved;
   const int t = region_->size(), C = c_.hiddenSize, Cl = C / t, Fl = c_.mlpRatio * C / t;
   const int N = static_cast<int>(batch.inputs.dim(0) * batch.inputs.dim(1));
@@ -392,15 +420,19 @@ void Block::backwardWeight(const Batch& batch, Activations& keep) {
                         value(FcProjW), N, Fl, C);
   matmulBackward<float>(nullptr, grad(FcW), grad(FcB), f(s[kDfc]), f(region.enter(s[kLn2])),
                         value(FcW), N, C, Fl);
-  layernormWeightGrad(region, alloc_, s[kDln2], s[kX2], s[kLn2Mean], s[kLn2Rstd], params_[Ln2W],
-                      params_[Ln2B], C);
+  if (!whole) {
+    layernormWeightGrad(region, alloc_, s[kDln2], s[kX2], s[kLn2Mean], s[kLn2Rstd], params_[Ln2W],
+                        params_[Ln2B], C);
+  }
   rowParallelBiasGrad(s[kDx2], ProjB);
   matmulBackward<float>(nullptr, grad(ProjW), projBias, f(s[kDx2Full]), f(s[kAttY]), value(ProjW),
                         N, Cl, C);
   matmulBackward<float>(nullptr, grad(QkvW), grad(QkvB), f(s[kDqkv]), f(region.enter(s[kLn1])),
                         value(QkvW), N, C, 3 * Cl);
-  layernormWeightGrad(region, alloc_, s[kDln1], s[kX], s[kLn1Mean], s[kLn1Rstd], params_[Ln1W],
-                      params_[Ln1B], C);
+  if (!whole) {
+    layernormWeightGrad(region, alloc_, s[kDln1], s[kX], s[kLn1Mean], s[kLn1Rstd], params_[Ln1W],
+                        params_[Ln1B], C);
+  }
   keep.clear();
 }
 
@@ -419,16 +451,21 @@ class Head final : public LossLayer {
   const std::string& name() const override { return name_; }
   std::vector<Parameter*> parameters() const override { return {lnw_, lnb_, wte_}; }
   Tensor forward(const Tensor& x, const Batch& batch, Activations& keep) override;
-  Tensor backward(const Tensor& dy, const Batch& batch, Activations& keep) override {
-    Tensor dx = backwardInput(dy, batch, keep);
-    backwardWeight(batch, keep);
+  // As the block's: the two halves, the layernorm's gradients from one kernel call.
+  Tensor backward(const Tensor&, const Batch& batch, Activations& keep) override {
+    Tensor dx = inputHalf(batch, keep, true);
+    weightHalf(batch, keep, true);
     return dx;
   }
   // The input half keeps the logits' gradient (in place of the probabilities) and dln; the
   // weight half runs the V x C GEMM of the tied embedding's gradient.
   bool splitsBackward() const override { return true; }
-  Tensor backwardInput(const Tensor& dy, const Batch& batch, Activations& keep) override;
-  void backwardWeight(const Batch& batch, Activations& keep) override;
+  Tensor backwardInput(const Tensor&, const Batch& batch, Activations& keep) override {
+    return inputHalf(batch, keep, false);
+  }
+  void backwardWeight(const Batch& batch, Activations& keep) override {
+    weightHalf(batch, keep, false);
+  }
   std::int64_t correct(const Batch& batch, const Activations& keep) const override;
 
  private:
@@ -437,6 +474,8 @@ class Head final : public LossLayer {
   int firstVocab() const { return region_->rank() * vocabPart(); }
   // Logits (N, vocabPart) -> probabilities in place; returns the losses (N).
   Tensor crossEntropySplit(const Tensor& logits, const Batch& batch);
+  Tensor inputHalf(const Batch& batch, Activations& keep, bool whole);
+  void weightHalf(const Batch& batch, Activations& keep, bool whole);
   std::string name_ = "head";
   Allocator& alloc_;
   GptConfig c_;
@@ -497,7 +536,7 @@ Tensor Head::crossEntropySplit(const Tensor& logits, const Batch& batch) {
   return losses;
 }
 
-Tensor Head::backwardInput(const Tensor&, const Batch& batch, Activations& keep) {
+Tensor Head::inputHalf(const Batch& batch, Activations& keep, bool whole) {
   auto& s = keep.saved;
   const int C = c_.hiddenSize, Vl = vocabPart(), N = rowsOf(batch), first = firstVocab();
   const auto* targets = batch.targets.data<std::int32_t>();
@@ -517,17 +556,20 @@ Tensor Head::backwardInput(const Tensor&, const Batch& batch, Activations& keep)
   Tensor dln = activation(alloc_, {N, C});
   matmulBackward<float>(f(dln), nullptr, nullptr, f(s[kProbs]), nullptr, f(wte_->value), N, C, Vl);
   const Tensor dlnLocal = region_->enterBackward(dln);
-  Tensor dx = layernormInputGrad(alloc_, dlnLocal, s[kX], s[kMean], s[kRstd], *lnw_, C);
+  Tensor dx =
+      whole ? layernormGrad(*region_, alloc_, dlnLocal, s[kX], s[kMean], s[kRstd], lnw_, lnb_, C)
+            : layernormInputGrad(alloc_, dlnLocal, s[kX], s[kMean], s[kRstd], *lnw_, C);
   s.push_back(dlnLocal);
   return dx;
 }
 
-void Head::backwardWeight(const Batch& batch, Activations& keep) {
+void Head::weightHalf(const Batch& batch, Activations& keep, bool whole) {
   const auto& s = keep.saved;
   const int C = c_.hiddenSize, Vl = vocabPart(), N = rowsOf(batch);
   matmulBackward<float>(nullptr, f(wte_->grad), nullptr, f(s[kProbs]), f(region_->enter(s[kLn])),
                         f(wte_->value), N, C, Vl);
-  layernormWeightGrad(*region_, alloc_, s[kDln], s[kX], s[kMean], s[kRstd], lnw_, lnb_, C);
+  if (!whole)
+    layernormWeightGrad(*region_, alloc_, s[kDln], s[kX], s[kMean], s[kRstd], lnw_, lnb_, C);
   keep.clear();
 }
 
