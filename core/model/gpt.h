@@ -1,7 +1,8 @@
 // GPT: decoder-only transformer, pre-LayerNorm blocks, learned position embeddings, LM head
 // tied to the token embedding (as GPT-2 / nanoGPT). Layers: embedding, block.0 .. block.L-1,
 // head (final LayerNorm, logits, cross-entropy). Parameter names and shapes (PyTorch nn.Linear
-// layout, out x in) are listed in docs/weights.md.
+// layout, out x in) are listed in docs/weights.md. The layers are written once, tensor-parallel
+// (gpt_tensor_parallel.h); one rank runs them over a size-1 tensor group.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,8 @@ struct GptConfig {
 // Throws UserError if the shape is inconsistent (width not divisible by heads, ...).
 void validate(const GptConfig& c);
 
-// Builds the parameters (uninitialised: call Model::initialize) and the layers.
+// Builds the parameters (uninitialised: call Model::initialize) and the layers, for one rank:
+// the layers own their size-1 tensor group.
 void buildGpt(Model& model, const GptConfig& c);
 // A pipeline rank's part: only the layers listed (increasing indices into embedding, block.0 ..
 // block.L-1, head) and the parameters they use, named and ordered as in the whole model, so

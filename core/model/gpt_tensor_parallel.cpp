@@ -2,15 +2,18 @@
 
 #include <climits>
 #include <cmath>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "core/common/error.h"
 #include "core/kernels/attention.h"
+#include "core/kernels/cross_entropy.h"
+#include "core/kernels/embedding.h"
 #include "core/kernels/gelu.h"
 #include "core/kernels/layernorm.h"
 #include "core/kernels/math.h"
 #include "core/kernels/matmul.h"
-#include "core/kernels/precision.h"
 #include "core/kernels/residual.h"
 
 namespace parascope {
@@ -78,86 +81,154 @@ class SharedGrad {
   Tensor scratch_;
 };
 
+// LayerNorm backward split into its halves through the fused kernel: the unwanted half writes to
+// scratch. The elementwise work runs twice; the GEMMs, which dominate, are not repeated.
+Tensor layernormInputGrad(Allocator& a, const Tensor& dout, const Tensor& inp, const Tensor& mean,
+                          const Tensor& rstd, const Parameter& weight, int C) {
+  const int rows = static_cast<int>(inp.numel() / C);
+  Tensor dinp = activation(a, {rows, C});
+  Tensor unused = Tensor::zeros({2, C}, DType::F32, MemoryCategory::Workspace, a);
+  layernormBackward(f(dinp), f(unused), f(unused) + C, f(dout), f(inp), f(weight.value), f(mean),
+                    f(rstd), rows, C);
+  return dinp;
+}
+// The weight and bias gradients, shared over the group.
+void layernormWeightGrad(TensorParallelRegion& region, Allocator& a, const Tensor& dout,
+                         const Tensor& inp, const Tensor& mean, const Tensor& rstd,
+                         Parameter* weight, Parameter* bias, int C) {
+  const int rows = static_cast<int>(inp.numel() / C);
+  SharedGrad dw(region, weight, a), db(region, bias, a);
+  Tensor unused = Tensor::empty({rows, C}, DType::F32, MemoryCategory::Workspace, a);
+  layernormBackward(f(unused), dw.target(), db.target(), f(dout), f(inp), f(weight->value), f(mean),
+                    f(rstd), rows, C);
+  dw.finish();
+  db.finish();
+}
+
+// Both halves from one kernel call, for a backward that is not split: the input gradient, and the
+// weight and bias gradients shared over the group.
+Tensor layernormGrad(TensorParallelRegion& region, Allocator& a, const Tensor& dout,
+                     const Tensor& inp, const Tensor& mean, const Tensor& rstd, Parameter* weight,
+                     Parameter* bias, int C) {
+  const int rows = static_cast<int>(inp.numel() / C);
+  Tensor dinp = activation(a, {rows, C});
+  SharedGrad dw(region, weight, a), db(region, bias, a);
+  layernormBackward(f(dinp), dw.target(), db.target(), f(dout), f(inp), f(weight->value), f(mean),
+                    f(rstd), rows, C);
+  dw.finish();
+  db.finish();
+  return dinp;
+}
+
 // Token embedding with the vocabulary split (rank r holds rows [r V / t, (r + 1) V / t) of wte),
-// plus the position embedding, held whole.
+// plus the position embedding, held whole. On one rank, the embedding kernels.
 class Embedding final : public Layer {
  public:
-  Embedding(Model& m, const GptConfig& c, TensorParallelRegion& r)
-      : alloc_(m.allocator()), c_(c), region_(r) {
+  Embedding(Model& m, const GptConfig& c, std::shared_ptr<TensorParallelRegion> r)
+      : alloc_(m.allocator()), c_(c), region_(std::move(r)) {
     wte_ = m.find("wte.weight");
     wpe_ = m.find("wpe.weight");
   }
   const std::string& name() const override { return name_; }
   std::vector<Parameter*> parameters() const override { return {wte_, wpe_}; }
+  Tensor forward(const Tensor& x, const Batch& batch, Activations& keep) override;
+  Tensor backward(const Tensor& dy, const Batch& batch, Activations& keep) override;
 
-  Tensor forward(const Tensor& x, const Batch& batch, Activations& keep) override {
-    const int T = static_cast<int>(x.dim(1)), C = c_.hiddenSize, N = rowsOf(batch);
-    if (T > c_.contextLength) {
-      throw UserError("sequence length " + std::to_string(T) + " exceeds model.context_length " +
-                      std::to_string(c_.contextLength));
-    }
-    const auto* tokens = x.data<std::int32_t>();
-    const int V = c_.vocabSize, part = V / region_.size(), first = region_.rank() * part;
-    Tensor partial = activation(alloc_, {N, C});
-    for (int n = 0; n < N; ++n) {
-      if (tokens[n] < 0 || tokens[n] >= V) {
-        throw UserError("token id " + std::to_string(tokens[n]) + " at position " +
-                        std::to_string(n) + " is outside the vocabulary [0, " + std::to_string(V) +
-                        ")");
-      }
-      float* row = f(partial) + static_cast<long>(n) * C;
-      const int local = tokens[n] - first;
-      for (int i = 0; i < C; ++i)
-        row[i] = local >= 0 && local < part ? f(wte_->value)[static_cast<long>(local) * C + i] : 0;
-    }
-    Tensor out = region_.leave(partial);
-    const int rows = static_cast<int>(out.dim(0)), row0 = firstRow(N);
-    for (int i = 0; i < rows; ++i)
-      residualForward(f(out) + static_cast<long>(i) * C, f(out) + static_cast<long>(i) * C,
-                      f(wpe_->value) + static_cast<long>((row0 + i) % T) * C, C);
-    keep.saved = {x};
-    return out;
-  }
-
-  Tensor backward(const Tensor& dy, const Batch& batch, Activations& keep) override {
-    const Tensor& x = keep.saved[0];
-    const int T = static_cast<int>(x.dim(1)), C = c_.hiddenSize, N = rowsOf(batch);
-    const int rows = static_cast<int>(dy.numel() / C), row0 = firstRow(N);
-    SharedGrad dwpe(region_, wpe_, alloc_);
-    for (int i = 0; i < rows; ++i)
-      residualForward(dwpe.target() + static_cast<long>((row0 + i) % T) * C,
-                      dwpe.target() + static_cast<long>((row0 + i) % T) * C,
-                      f(dy) + static_cast<long>(i) * C, C);
-    dwpe.finish();
-    const Tensor dfull = region_.leaveBackward(dy);
-    const auto* tokens = x.data<std::int32_t>();
-    const int part = c_.vocabSize / region_.size(), first = region_.rank() * part;
-    for (int n = 0; n < N; ++n) {
-      const int local = tokens[n] - first;
-      if (local < 0 || local >= part) continue;
-      residualForward(f(wte_->grad) + static_cast<long>(local) * C,
-                      f(wte_->grad) + static_cast<long>(local) * C,
-                      f(dfull) + static_cast<long>(n) * C, C);
-    }
+  // The first layer has no input gradient: everything happens in the weight half.
+  bool splitsBackward() const override { return true; }
+  Tensor backwardInput(const Tensor& dy, const Batch&, Activations& keep) override {
+    keep.saved.push_back(dy);
     return {};
+  }
+  void backwardWeight(const Batch& batch, Activations& keep) override {
+    backward(keep.saved[1], batch, keep);
+    keep.clear();
   }
 
  private:
   int firstRow(int N) const {
-    return region_.sequenceParallel() ? region_.rank() * (N / region_.size()) : 0;
+    return region_->sequenceParallel() ? region_->rank() * (N / region_->size()) : 0;
   }
   std::string name_ = "embedding";
   Allocator& alloc_;
   GptConfig c_;
-  TensorParallelRegion& region_;
+  std::shared_ptr<TensorParallelRegion> region_;
   Parameter* wte_;
   Parameter* wpe_;
 };
 
+Tensor Embedding::forward(const Tensor& x, const Batch& batch, Activations& keep) {
+  const int B = static_cast<int>(x.dim(0)), T = static_cast<int>(x.dim(1));
+  const int C = c_.hiddenSize, N = rowsOf(batch), V = c_.vocabSize;
+  if (T > c_.contextLength) {
+    throw UserError("sequence length " + std::to_string(T) + " exceeds model.context_length " +
+                    std::to_string(c_.contextLength));
+  }
+  const auto* tokens = x.data<std::int32_t>();
+  for (int n = 0; n < N; ++n) {
+    if (tokens[n] < 0 || tokens[n] >= V) {
+      throw UserError("token id " + std::to_string(tokens[n]) + " at position " +
+                      std::to_string(n) + " is outside the vocabulary [0, " + std::to_string(V) +
+                      ")");
+    }
+  }
+  keep.saved = {x};
+  if (region_->size() == 1) {
+    Tensor out = activation(alloc_, {N, C});
+    embeddingForward(f(out), tokens, f(wte_->value), f(wpe_->value), B, T, C);
+    return out;
+  }
+  const int part = V / region_->size(), first = region_->rank() * part;
+  Tensor partial = activation(alloc_, {N, C});
+  for (int n = 0; n < N; ++n) {
+    float* row = f(partial) + static_cast<long>(n) * C;
+    const int local = tokens[n] - first;
+    for (int i = 0; i < C; ++i)
+      row[i] = local >= 0 && local < part ? f(wte_->value)[static_cast<long>(local) * C + i] : 0;
+  }
+  Tensor out = region_->leave(partial);
+  const int rows = static_cast<int>(out.dim(0)), row0 = firstRow(N);
+  for (int i = 0; i < rows; ++i)
+    residualForward(f(out) + static_cast<long>(i) * C, f(out) + static_cast<long>(i) * C,
+                    f(wpe_->value) + static_cast<long>((row0 + i) % T) * C, C);
+  return out;
+}
+
+Tensor Embedding::backward(const Tensor& dy, const Batch& batch, Activations& keep) {
+  const Tensor& x = keep.saved[0];
+  const int B = static_cast<int>(x.dim(0)), T = static_cast<int>(x.dim(1));
+  const int C = c_.hiddenSize, N = rowsOf(batch);
+  const auto* tokens = x.data<std::int32_t>();
+  if (region_->size() == 1) {
+    embeddingBackward(f(wte_->grad), f(wpe_->grad), f(dy), tokens, B, T, C);
+    return {};
+  }
+  const int rows = static_cast<int>(dy.numel() / C), row0 = firstRow(N);
+  SharedGrad dwpe(*region_, wpe_, alloc_);
+  for (int i = 0; i < rows; ++i)
+    residualForward(dwpe.target() + static_cast<long>((row0 + i) % T) * C,
+                    dwpe.target() + static_cast<long>((row0 + i) % T) * C,
+                    f(dy) + static_cast<long>(i) * C, C);
+  dwpe.finish();
+  const Tensor dfull = region_->leaveBackward(dy);
+  const int part = c_.vocabSize / region_->size(), first = region_->rank() * part;
+  for (int n = 0; n < N; ++n) {
+    const int local = tokens[n] - first;
+    if (local < 0 || local >= part) continue;
+    residualForward(f(wte_->grad) + static_cast<long>(local) * C,
+                    f(wte_->grad) + static_cast<long>(local) * C,
+                    f(dfull) + static_cast<long>(n) * C, C);
+  }
+  return {};
+}
+
 class Block final : public Layer {
  public:
-  Block(Model& m, const GptConfig& c, TensorParallelRegion& r, int index)
-      : name_("block." + std::to_string(index)), alloc_(m.allocator()), c_(c), region_(r) {
+  Block(Model& m, const GptConfig& c, std::shared_ptr<TensorParallelRegion> r, int index)
+      : name_("block." + std::to_string(index)),
+        alloc_(m.allocator()),
+        c_(c),
+        region_(std::move(r)) {
     const std::string p = "h." + std::to_string(index) + ".";
     for (const char* n :
          {"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
@@ -168,15 +239,20 @@ class Block final : public Layer {
   const std::string& name() const override { return name_; }
   std::vector<Parameter*> parameters() const override { return params_; }
   Tensor forward(const Tensor& x, const Batch& batch, Activations& keep) override;
-  // The whole backward is the input half followed by the weight half.
+  // The whole backward is the input half followed by the weight half, each layernorm's
+  // gradients from one kernel call.
   Tensor backward(const Tensor& dy, const Batch& batch, Activations& keep) override {
-    Tensor dx = backwardInput(dy, batch, keep);
-    backwardWeight(batch, keep);
+    Tensor dx = inputHalf(dy, batch, keep, true);
+    weightHalf(batch, keep, true);
     return dx;
   }
   bool splitsBackward() const override { return true; }
-  Tensor backwardInput(const Tensor& dy, const Batch& batch, Activations& keep) override;
-  void backwardWeight(const Batch& batch, Activations& keep) override;
+  Tensor backwardInput(const Tensor& dy, const Batch& batch, Activations& keep) override {
+    return inputHalf(dy, batch, keep, false);
+  }
+  void backwardWeight(const Batch& batch, Activations& keep) override {
+    weightHalf(batch, keep, false);
+  }
   void setSelectiveRecompute(bool on) override { selective_ = on; }
 
  private:
@@ -207,111 +283,110 @@ class Block final : public Layer {
   };
   float* value(P p) const { return f(params_[p]->value); }
   float* grad(P p) const { return f(params_[p]->grad); }
-  // Layernorm backward, input gradient only / weight and bias gradients only (shared over the
-  // group).
-  Tensor layernormInput(const Tensor& dout, const Tensor& inp, const Tensor& mean,
-                        const Tensor& rstd, P weight);
-  void layernormWeights(const Tensor& dout, const Tensor& inp, const Tensor& mean,
-                        const Tensor& rstd, P weight, P bias);
-  // A row-parallel layer's bias, added once after the partial sums: its gradient sums d's rows.
-  void biasGrad(const Tensor& d, P bias);
+  // A row-parallel GEMM's bias. Split, it is added once after the partial sums are combined, and
+  // its gradient sums d's rows. On one rank the GEMM takes it as the column-parallel ones do,
+  // starting from the bias: a different rounding from adding it afterwards.
+  bool fusedBias() const { return region_->size() == 1; }
+  void rowParallelBias(const Tensor& out, P bias);
+  void rowParallelBiasGrad(const Tensor& d, P bias);
+  void restoreAttention(Activations& keep, int B, int T);
+  // whole: the layernorms' weight gradients come with their input gradients, in the input half.
+  Tensor inputHalf(const Tensor& dy, const Batch& batch, Activations& keep, bool whole);
+  void weightHalf(const Batch& batch, Activations& keep, bool whole);
 
   std::string name_;
   Allocator& alloc_;
   GptConfig c_;
-  TensorParallelRegion& region_;
+  std::shared_ptr<TensorParallelRegion> region_;
   std::vector<Parameter*> params_;
   bool selective_ = false;  // drop the attention core's outputs in forward, recompute them
 };
 
 Tensor Block::forward(const Tensor& x, const Batch& batch, Activations& keep) {
   const int B = static_cast<int>(batch.inputs.dim(0)), T = static_cast<int>(batch.inputs.dim(1));
-  const int t = region_.size(), C = c_.hiddenSize, Cl = C / t, NH = c_.numHeads / t;
+  const int t = region_->size(), C = c_.hiddenSize, Cl = C / t, NH = c_.numHeads / t;
   const int Fl = c_.mlpRatio * C / t, N = B * T, rows = static_cast<int>(x.numel() / C);
+  TensorParallelRegion& region = *region_;
   Tensor ln1 = activation(alloc_, {rows, C}), ln1m = activation(alloc_, {rows}),
          ln1r = activation(alloc_, {rows});
   layernormForward(f(ln1), f(ln1m), f(ln1r), f(x), value(Ln1W), value(Ln1B), rows, C);
   Tensor qkv = activation(alloc_, {N, 3 * Cl});
-  matmulForward(f(qkv), f(region_.enter(ln1)), value(QkvW), value(QkvB), N, C, 3 * Cl);
+  matmulForward(f(qkv), f(region.enter(ln1)), value(QkvW), value(QkvB), N, C, 3 * Cl);
   Tensor att = activation(alloc_, {B, NH, T, T}), atty = activation(alloc_, {N, Cl});
   attentionForward(f(atty), f(att), f(qkv), B, T, Cl, NH);
   Tensor proj = activation(alloc_, {N, C});
-  matmulForward<float>(f(proj), f(atty), value(ProjW), nullptr, N, Cl, C);
-  Tensor x2 = region_.leave(proj);
-  addBias(f(x2), value(ProjB), rows, C);
+  matmulForward(f(proj), f(atty), value(ProjW), fusedBias() ? value(ProjB) : nullptr, N, Cl, C);
+  Tensor x2 = region.leave(proj);
+  rowParallelBias(x2, ProjB);
   residualForward(f(x2), f(x), f(x2), static_cast<long>(rows) * C);
   Tensor ln2 = activation(alloc_, {rows, C}), ln2m = activation(alloc_, {rows}),
          ln2r = activation(alloc_, {rows});
   layernormForward(f(ln2), f(ln2m), f(ln2r), f(x2), value(Ln2W), value(Ln2B), rows, C);
   Tensor fc = activation(alloc_, {N, Fl}), gelu = activation(alloc_, {N, Fl});
-  matmulForward(f(fc), f(region_.enter(ln2)), value(FcW), value(FcB), N, C, Fl);
+  matmulForward(f(fc), f(region.enter(ln2)), value(FcW), value(FcB), N, C, Fl);
   geluForward(f(gelu), f(fc), static_cast<long>(N) * Fl);
   Tensor mlp = activation(alloc_, {N, C});
-  matmulForward<float>(f(mlp), f(gelu), value(FcProjW), nullptr, N, Fl, C);
-  Tensor out = region_.leave(mlp);
-  addBias(f(out), value(FcProjB), rows, C);
+  matmulForward(f(mlp), f(gelu), value(FcProjW), fusedBias() ? value(FcProjB) : nullptr, N, Fl, C);
+  Tensor out = region.leave(mlp);
+  rowParallelBias(out, FcProjB);
   residualForward(f(out), f(x2), f(out), static_cast<long>(rows) * C);
   // Under sequence parallelism the gathered layernorm outputs are gathered again in backward
   // rather than kept (Megatron's choice: t times less activation memory for two all-gathers).
+  // Selective recompute (Megatron's) keeps only qkv for the attention core.
   if (selective_) att = atty = Tensor();
   keep.saved = {x, ln1, ln1m, ln1r, qkv, att, atty, x2, ln2, ln2m, ln2r, fc, gelu};
   return out;
 }
 
-Tensor Block::layernormInput(const Tensor& dout, const Tensor& inp, const Tensor& mean,
-                             const Tensor& rstd, P weight) {
-  const int C = c_.hiddenSize, rows = static_cast<int>(inp.numel() / C);
-  Tensor dinp = activation(alloc_, {rows, C});
-  Tensor unused = Tensor::zeros({2, C}, DType::F32, MemoryCategory::Workspace, alloc_);
-  layernormBackward(f(dinp), f(unused), f(unused) + C, f(dout), f(inp), value(weight), f(mean),
-                    f(rstd), rows, C);
-  return dinp;
-}
-
-void Block::layernormWeights(const Tensor& dout, const Tensor& inp, const Tensor& mean,
-                             const Tensor& rstd, P weight, P bias) {
-  const int C = c_.hiddenSize, rows = static_cast<int>(inp.numel() / C);
-  SharedGrad dw(region_, params_[weight], alloc_), db(region_, params_[bias], alloc_);
-  Tensor unused = Tensor::empty({rows, C}, DType::F32, MemoryCategory::Workspace, alloc_);
-  layernormBackward(f(unused), dw.target(), db.target(), f(dout), f(inp), value(weight), f(mean),
-                    f(rstd), rows, C);
-  dw.finish();
-  db.finish();
-}
-
-void Block::biasGrad(const Tensor& d, P bias) {
+void Block::rowParallelBias(const Tensor& out, P bias) {
+  if (fusedBias()) return;
   const int C = c_.hiddenSize;
-  SharedGrad db(region_, params_[bias], alloc_);
+  addBias(f(out), value(bias), static_cast<int>(out.numel() / C), C);
+}
+
+void Block::rowParallelBiasGrad(const Tensor& d, P bias) {
+  if (fusedBias()) return;  // the weight GEMM's backward accumulates it
+  const int C = c_.hiddenSize;
+  SharedGrad db(*region_, params_[bias], alloc_);
   sumRows(db.target(), f(d), static_cast<int>(d.numel() / C), C);
   db.finish();
+}
+
+void Block::restoreAttention(Activations& keep, int B, int T) {
+  auto& s = keep.saved;
+  if (s[kAtt].defined()) return;
+  const int t = region_->size(), Cl = c_.hiddenSize / t, NH = c_.numHeads / t;
+  s[kAtt] = activation(alloc_, {B, NH, T, T});
+  s[kAttY] = activation(alloc_, {B * T, Cl});
+  attentionForward(f(s[kAttY]), f(s[kAtt]), f(s[kQkv]), B, T, Cl, NH);
 }
 
 // The input-gradient half (zero-bubble B): every GEMM's input gradient, attention and the
 // layernorms' input gradients, with the region's collectives; what the weight half needs is
 // appended to the saved tensors.
-Tensor Block::backwardInput(const Tensor& dy, const Batch& batch, Activations& keep) {
+Tensor Block::inputHalf(const Tensor& dy, const Batch& batch, Activations& keep, bool whole) {
   auto& s = keep.saved;
   const int B = static_cast<int>(batch.inputs.dim(0)), T = static_cast<int>(batch.inputs.dim(1));
-  const int t = region_.size(), C = c_.hiddenSize, Cl = C / t, NH = c_.numHeads / t;
+  const int t = region_->size(), C = c_.hiddenSize, Cl = C / t, NH = c_.numHeads / t;
   const int Fl = c_.mlpRatio * C / t, N = B * T, rows = static_cast<int>(dy.numel() / C);
-  if (!s[kAtt].defined()) {  // selective recompute: the attention core from the kept QKV
-    s[kAtt] = activation(alloc_, {B, NH, T, T});
-    s[kAttY] = activation(alloc_, {N, Cl});
-    attentionForward(f(s[kAttY]), f(s[kAtt]), f(s[kQkv]), B, T, Cl, NH);
-  }
+  TensorParallelRegion& region = *region_;
+  restoreAttention(keep, B, T);
   // MLP branch: out = x2 + leave(gelu(fc(enter(ln2(x2)))) W2^T) + b2.
-  const Tensor dyFull = region_.leaveBackward(dy);
+  const Tensor dyFull = region.leaveBackward(dy);
   Tensor dfc = activation(alloc_, {N, Fl});
   matmulBackward<float>(f(dfc), nullptr, nullptr, f(dyFull), f(s[kGelu]), value(FcProjW), N, Fl, C);
   geluBackward(f(dfc), f(s[kFc]), f(dfc), static_cast<long>(N) * Fl);
   Tensor dln2Full = activation(alloc_, {N, C});
   // The GEMM's input (the gathered layernorm output) only feeds the weight gradient: not needed.
   matmulBackward<float>(f(dln2Full), nullptr, nullptr, f(dfc), nullptr, value(FcW), N, C, Fl);
-  const Tensor dln2 = region_.enterBackward(dln2Full);
-  Tensor dx2 = layernormInput(dln2, s[kX2], s[kLn2Mean], s[kLn2Rstd], Ln2W);
+  const Tensor dln2 = region.enterBackward(dln2Full);
+  Tensor dx2 =
+      whole ? layernormGrad(region, alloc_, dln2, s[kX2], s[kLn2Mean], s[kLn2Rstd], params_[Ln2W],
+                            params_[Ln2B], C)
+            : layernormInputGrad(alloc_, dln2, s[kX2], s[kLn2Mean], s[kLn2Rstd], *params_[Ln2W], C);
   residualForward(f(dx2), f(dx2), f(dy), static_cast<long>(rows) * C);
   // Attention branch: x2 = x + leave(attn(enter(ln1(x)) Wqkv^T) Wproj^T) + bproj.
-  const Tensor dx2Full = region_.leaveBackward(dx2);
+  const Tensor dx2Full = region.leaveBackward(dx2);
   Tensor datty = activation(alloc_, {N, Cl});
   matmulBackward<float>(f(datty), nullptr, nullptr, f(dx2Full), f(s[kAttY]), value(ProjW), N, Cl,
                         C);
@@ -319,8 +394,11 @@ Tensor Block::backwardInput(const Tensor& dy, const Batch& batch, Activations& k
   attentionBackward(f(dqkv), f(scratch), f(datty), f(s[kQkv]), f(s[kAtt]), B, T, Cl, NH);
   Tensor dln1Full = activation(alloc_, {N, C});
   matmulBackward<float>(f(dln1Full), nullptr, nullptr, f(dqkv), nullptr, value(QkvW), N, C, 3 * Cl);
-  const Tensor dln1 = region_.enterBackward(dln1Full);
-  Tensor dx = layernormInput(dln1, s[kX], s[kLn1Mean], s[kLn1Rstd], Ln1W);
+  const Tensor dln1 = region.enterBackward(dln1Full);
+  Tensor dx =
+      whole ? layernormGrad(region, alloc_, dln1, s[kX], s[kLn1Mean], s[kLn1Rstd], params_[Ln1W],
+                            params_[Ln1B], C)
+            : layernormInputGrad(alloc_, dln1, s[kX], s[kLn1Mean], s[kLn1Rstd], *params_[Ln1W], C);
   residualForward(f(dx), f(dx), f(dx2), static_cast<long>(rows) * C);
   // What the weight half does not need goes now (the attention probabilities are the largest).
   s[kAtt] = s[kFc] = s[kQkv] = Tensor();
@@ -330,32 +408,42 @@ Tensor Block::backwardInput(const Tensor& dy, const Batch& batch, Activations& k
 
 // The weight half (zero-bubble W): every parameter gradient from what backwardInput kept. Under
 // sequence parallelism the layernorm outputs are gathered again here.
-void Block::backwardWeight(const Batch& batch, Activations& keep) {
+void Block::weightHalf(const Batch& batch, Activations& keep, bool whole) {
   const auto& s = keep.saved;
-  const int t = region_.size(), C = c_.hiddenSize, Cl = C / t, Fl = c_.mlpRatio * C / t;
+  const int t = region_->size(), C = c_.hiddenSize, Cl = C / t, Fl = c_.mlpRatio * C / t;
   const int N = static_cast<int>(batch.inputs.dim(0) * batch.inputs.dim(1));
-  biasGrad(s[kDy], FcProjB);
-  matmulBackward<float>(nullptr, grad(FcProjW), nullptr, f(s[kDyFull]), f(s[kGelu]), value(FcProjW),
-                        N, Fl, C);
-  matmulBackward<float>(nullptr, grad(FcW), grad(FcB), f(s[kDfc]), f(region_.enter(s[kLn2])),
+  TensorParallelRegion& region = *region_;
+  float* fcProjBias = fusedBias() ? grad(FcProjB) : nullptr;
+  float* projBias = fusedBias() ? grad(ProjB) : nullptr;
+  rowParallelBiasGrad(s[kDy], FcProjB);
+  matmulBackward<float>(nullptr, grad(FcProjW), fcProjBias, f(s[kDyFull]), f(s[kGelu]),
+                        value(FcProjW), N, Fl, C);
+  matmulBackward<float>(nullptr, grad(FcW), grad(FcB), f(s[kDfc]), f(region.enter(s[kLn2])),
                         value(FcW), N, C, Fl);
-  layernormWeights(s[kDln2], s[kX2], s[kLn2Mean], s[kLn2Rstd], Ln2W, Ln2B);
-  biasGrad(s[kDx2], ProjB);
-  matmulBackward<float>(nullptr, grad(ProjW), nullptr, f(s[kDx2Full]), f(s[kAttY]), value(ProjW), N,
-                        Cl, C);
-  matmulBackward<float>(nullptr, grad(QkvW), grad(QkvB), f(s[kDqkv]), f(region_.enter(s[kLn1])),
+  if (!whole) {
+    layernormWeightGrad(region, alloc_, s[kDln2], s[kX2], s[kLn2Mean], s[kLn2Rstd], params_[Ln2W],
+                        params_[Ln2B], C);
+  }
+  rowParallelBiasGrad(s[kDx2], ProjB);
+  matmulBackward<float>(nullptr, grad(ProjW), projBias, f(s[kDx2Full]), f(s[kAttY]), value(ProjW),
+                        N, Cl, C);
+  matmulBackward<float>(nullptr, grad(QkvW), grad(QkvB), f(s[kDqkv]), f(region.enter(s[kLn1])),
                         value(QkvW), N, C, 3 * Cl);
-  layernormWeights(s[kDln1], s[kX], s[kLn1Mean], s[kLn1Rstd], Ln1W, Ln1B);
+  if (!whole) {
+    layernormWeightGrad(region, alloc_, s[kDln1], s[kX], s[kLn1Mean], s[kLn1Rstd], params_[Ln1W],
+                        params_[Ln1B], C);
+  }
   keep.clear();
 }
 
-// Final layernorm, logits against this rank's vocabulary rows, and the cross-entropy over the
-// split vocabulary: the row maximum, the softmax denominator and the target's logit are each
-// combined over the group, so every rank ends with every row's loss.
+// Final layernorm, logits against this rank's vocabulary rows, and the cross-entropy. On one rank
+// that is the fused softmax + cross-entropy kernel; split, the row maximum, the softmax
+// denominator and the target's logit are each combined over the group, so every rank ends with
+// every row's loss.
 class Head final : public LossLayer {
  public:
-  Head(Model& m, const GptConfig& c, TensorParallelRegion& r)
-      : alloc_(m.allocator()), c_(c), region_(r) {
+  Head(Model& m, const GptConfig& c, std::shared_ptr<TensorParallelRegion> r)
+      : alloc_(m.allocator()), c_(c), region_(std::move(r)) {
     lnw_ = m.find("ln_f.weight");
     lnb_ = m.find("ln_f.bias");
     wte_ = m.find("wte.weight");
@@ -363,39 +451,71 @@ class Head final : public LossLayer {
   const std::string& name() const override { return name_; }
   std::vector<Parameter*> parameters() const override { return {lnw_, lnb_, wte_}; }
   Tensor forward(const Tensor& x, const Batch& batch, Activations& keep) override;
-  Tensor backward(const Tensor& dy, const Batch& batch, Activations& keep) override;
+  // As the block's: the two halves, the layernorm's gradients from one kernel call.
+  Tensor backward(const Tensor&, const Batch& batch, Activations& keep) override {
+    Tensor dx = inputHalf(batch, keep, true);
+    weightHalf(batch, keep, true);
+    return dx;
+  }
+  // The input half keeps the logits' gradient (in place of the probabilities) and dln; the
+  // weight half runs the V x C GEMM of the tied embedding's gradient.
+  bool splitsBackward() const override { return true; }
+  Tensor backwardInput(const Tensor&, const Batch& batch, Activations& keep) override {
+    return inputHalf(batch, keep, false);
+  }
+  void backwardWeight(const Batch& batch, Activations& keep) override {
+    weightHalf(batch, keep, false);
+  }
   std::int64_t correct(const Batch& batch, const Activations& keep) const override;
 
  private:
-  int vocabPart() const { return c_.vocabSize / region_.size(); }
-  int firstVocab() const { return region_.rank() * vocabPart(); }
+  enum Saved { kX, kLn, kMean, kRstd, kProbs, kDln };
+  int vocabPart() const { return c_.vocabSize / region_->size(); }
+  int firstVocab() const { return region_->rank() * vocabPart(); }
+  // Logits (N, vocabPart) -> probabilities in place; returns the losses (N).
+  Tensor crossEntropySplit(const Tensor& logits, const Batch& batch);
+  Tensor inputHalf(const Batch& batch, Activations& keep, bool whole);
+  void weightHalf(const Batch& batch, Activations& keep, bool whole);
   std::string name_ = "head";
   Allocator& alloc_;
   GptConfig c_;
-  TensorParallelRegion& region_;
+  std::shared_ptr<TensorParallelRegion> region_;
   Parameter *lnw_, *lnb_, *wte_;
 };
 
 Tensor Head::forward(const Tensor& x, const Batch& batch, Activations& keep) {
   const int C = c_.hiddenSize, Vl = vocabPart(), N = rowsOf(batch);
-  const int rows = static_cast<int>(x.numel() / C), first = firstVocab();
+  const int rows = static_cast<int>(x.numel() / C);
   Tensor ln = activation(alloc_, {rows, C}), mean = activation(alloc_, {rows}),
          rstd = activation(alloc_, {rows});
   layernormForward(f(ln), f(mean), f(rstd), f(x), f(lnw_->value), f(lnb_->value), rows, C);
   Tensor probs = activation(alloc_, {N, Vl});
-  matmulForward<float>(f(probs), f(region_.enter(ln)), f(wte_->value), nullptr, N, C, Vl);
+  matmulForward<float>(f(probs), f(region_->enter(ln)), f(wte_->value), nullptr, N, C, Vl);
+  Tensor losses;
+  if (region_->size() == 1) {
+    losses = activation(alloc_, {N});
+    crossEntropyForward(f(losses), f(probs), f(probs), batch.targets.data<std::int32_t>(), N, Vl);
+  } else {
+    losses = crossEntropySplit(probs, batch);
+  }
+  keep.saved = {x, ln, mean, rstd, probs};
+  return losses;
+}
+
+Tensor Head::crossEntropySplit(const Tensor& logits, const Batch& batch) {
+  const int Vl = vocabPart(), N = rowsOf(batch), first = firstVocab();
   const auto* targets = batch.targets.data<std::int32_t>();
   // Row maxima over the whole vocabulary, then per row [sum of exp | target logit].
   Tensor maxima = activation(alloc_, {N}), sums = activation(alloc_, {2, N});
   for (int n = 0; n < N; ++n) {
-    const float* l = f(probs) + static_cast<long>(n) * Vl;
+    const float* l = f(logits) + static_cast<long>(n) * Vl;
     float m = l[0];
     for (int v = 1; v < Vl; ++v) m = l[v] > m ? l[v] : m;
     f(maxima)[n] = m;
   }
-  region_.allReduce(f(maxima), static_cast<std::size_t>(N), DType::F32, ReduceOp::Max);
+  region_->allReduce(f(maxima), static_cast<std::size_t>(N), DType::F32, ReduceOp::Max);
   for (int n = 0; n < N; ++n) {
-    float* p = f(probs) + static_cast<long>(n) * Vl;
+    float* p = f(logits) + static_cast<long>(n) * Vl;
     const int local = targets[n] - first;
     f(sums)[N + n] = local >= 0 && local < Vl ? p[local] : 0.0f;
     float sum = 0;
@@ -405,47 +525,58 @@ Tensor Head::forward(const Tensor& x, const Batch& batch, Activations& keep) {
     }
     f(sums)[n] = sum;
   }
-  region_.allReduce(f(sums), static_cast<std::size_t>(2 * N), DType::F32, ReduceOp::Sum);
+  region_->allReduce(f(sums), static_cast<std::size_t>(2 * N), DType::F32, ReduceOp::Sum);
   Tensor losses = activation(alloc_, {N});
   for (int n = 0; n < N; ++n) {
-    float* p = f(probs) + static_cast<long>(n) * Vl;
+    float* p = f(logits) + static_cast<long>(n) * Vl;
     const float inv = 1.0f / f(sums)[n];
     for (int v = 0; v < Vl; ++v) p[v] *= inv;
     f(losses)[n] = std::log(f(sums)[n]) - (f(sums)[N + n] - f(maxima)[n]);
   }
-  keep.saved = {x, ln, mean, rstd, probs};
   return losses;
 }
 
-Tensor Head::backward(const Tensor&, const Batch& batch, Activations& keep) {
-  const auto& s = keep.saved;
-  const int C = c_.hiddenSize, Vl = vocabPart(), N = rowsOf(batch);
-  const int rows = static_cast<int>(s[0].numel() / C), first = firstVocab();
+Tensor Head::inputHalf(const Batch& batch, Activations& keep, bool whole) {
+  auto& s = keep.saved;
+  const int C = c_.hiddenSize, Vl = vocabPart(), N = rowsOf(batch), first = firstVocab();
   const auto* targets = batch.targets.data<std::int32_t>();
   // dlogits overwrite the saved probabilities: (p - [v == target]) * weight.
-  for (int n = 0; n < N; ++n) {
-    float* d = f(s[4]) + static_cast<long>(n) * Vl;
-    for (int v = 0; v < Vl; ++v) d[v] *= batch.lossWeight;
-    const int local = targets[n] - first;
-    if (local >= 0 && local < Vl) d[local] -= batch.lossWeight;
+  if (region_->size() == 1) {
+    Tensor dlosses = activation(alloc_, {N});
+    for (int n = 0; n < N; ++n) f(dlosses)[n] = batch.lossWeight;
+    crossEntropyBackward(f(s[kProbs]), f(s[kProbs]), targets, f(dlosses), N, Vl);
+  } else {
+    for (int n = 0; n < N; ++n) {
+      float* d = f(s[kProbs]) + static_cast<long>(n) * Vl;
+      for (int v = 0; v < Vl; ++v) d[v] *= batch.lossWeight;
+      const int local = targets[n] - first;
+      if (local >= 0 && local < Vl) d[local] -= batch.lossWeight;
+    }
   }
   Tensor dln = activation(alloc_, {N, C});
-  matmulBackward<float>(f(dln), f(wte_->grad), nullptr, f(s[4]), f(region_.enter(s[1])),
-                        f(wte_->value), N, C, Vl);
-  const Tensor dlnLocal = region_.enterBackward(dln);
-  SharedGrad dw(region_, lnw_, alloc_), db(region_, lnb_, alloc_);
-  Tensor dx = activation(alloc_, {rows, C});
-  layernormBackward(f(dx), dw.target(), db.target(), f(dlnLocal), f(s[0]), f(lnw_->value), f(s[2]),
-                    f(s[3]), rows, C);
-  dw.finish();
-  db.finish();
+  matmulBackward<float>(f(dln), nullptr, nullptr, f(s[kProbs]), nullptr, f(wte_->value), N, C, Vl);
+  const Tensor dlnLocal = region_->enterBackward(dln);
+  Tensor dx =
+      whole ? layernormGrad(*region_, alloc_, dlnLocal, s[kX], s[kMean], s[kRstd], lnw_, lnb_, C)
+            : layernormInputGrad(alloc_, dlnLocal, s[kX], s[kMean], s[kRstd], *lnw_, C);
+  s.push_back(dlnLocal);
   return dx;
 }
 
+void Head::weightHalf(const Batch& batch, Activations& keep, bool whole) {
+  const auto& s = keep.saved;
+  const int C = c_.hiddenSize, Vl = vocabPart(), N = rowsOf(batch);
+  matmulBackward<float>(nullptr, f(wte_->grad), nullptr, f(s[kProbs]), f(region_->enter(s[kLn])),
+                        f(wte_->value), N, C, Vl);
+  if (!whole)
+    layernormWeightGrad(*region_, alloc_, s[kDln], s[kX], s[kMean], s[kRstd], lnw_, lnb_, C);
+  keep.clear();
+}
+
 // A row's prediction is the lowest vocabulary index with the highest probability over all
-// ranks, as the single-rank scan finds it.
+// ranks, as a scan of the whole vocabulary finds it.
 std::int64_t Head::correct(const Batch& batch, const Activations& keep) const {
-  const Tensor& probs = keep.saved[4];
+  const Tensor& probs = keep.saved[kProbs];
   const int N = static_cast<int>(probs.dim(0)), Vl = vocabPart(), first = firstVocab();
   std::vector<float> best(static_cast<std::size_t>(N));
   std::vector<std::int32_t> index(static_cast<std::size_t>(N));
@@ -457,10 +588,10 @@ std::int64_t Head::correct(const Batch& batch, const Activations& keep) const {
     index[static_cast<std::size_t>(n)] = first + b;
   }
   std::vector<float> top = best;
-  region_.allReduce(top.data(), top.size(), DType::F32, ReduceOp::Max);
+  region_->allReduce(top.data(), top.size(), DType::F32, ReduceOp::Max);
   for (std::size_t n = 0; n < index.size(); ++n)
     if (best[n] != top[n]) index[n] = INT_MAX;
-  region_.allReduce(index.data(), index.size(), DType::I32, ReduceOp::Min);
+  region_->allReduce(index.data(), index.size(), DType::I32, ReduceOp::Min);
   const auto* targets = batch.targets.data<std::int32_t>();
   std::int64_t hits = 0;
   for (int n = 0; n < N; ++n) hits += index[static_cast<std::size_t>(n)] == targets[n];
@@ -469,16 +600,19 @@ std::int64_t Head::correct(const Batch& batch, const Activations& keep) const {
 
 }  // namespace
 
-void buildGptTensorParallel(Model& m, const GptConfig& c, TensorParallelRegion& region,
+void buildGptTensorParallel(Model& m, const GptConfig& c,
+                            const std::shared_ptr<TensorParallelRegion>& region,
                             const std::vector<int>& layers) {
   validate(c);
-  const int t = region.size(), r = region.rank();
-  validateTensorParallel(c, t, region.sequenceParallel());
-  GptSplits splits;
-  splits.vocabulary = {0, t, r, 1};
-  splits.qkv = {0, t, r, 3};
-  splits.columns = {0, t, r, 1};
-  splits.rows = {1, t, r, 1};
+  const int t = region->size(), r = region->rank();
+  validateTensorParallel(c, t, region->sequenceParallel());
+  GptSplits splits;  // whole on one rank
+  if (t > 1) {
+    splits.vocabulary = {0, t, r, 1};
+    splits.qkv = {0, t, r, 3};
+    splits.columns = {0, t, r, 1};
+    splits.rows = {1, t, r, 1};
+  }
   addGptParameters(m, c, layers, splits);
   if (holdsLayer(layers, 0)) m.addLayer(std::make_unique<Embedding>(m, c, region));
   for (int i = 0; i < c.numLayers; ++i)

@@ -1,11 +1,14 @@
-// The GPT of gpt.h split Megatron-style over a tensor-parallel group of t ranks: attention heads
-// divided among ranks (QKV column-parallel, attention output row-parallel), the MLP's first
-// matrix column-parallel and second row-parallel, the vocabulary split for the (tied) token
-// embedding and the cross-entropy. Optionally sequence-parallel: layernorms and residuals work on
-// 1/t of the token rows (tensor_parallel.h). Parameter names stay the logical ones; each rank
-// stores its part (Parameter::split), initialised from the single-rank model's values.
+// The GPT's layers (gpt.h), split Megatron-style over a tensor-parallel group of t ranks:
+// attention heads divided among ranks (QKV column-parallel, attention output row-parallel), the
+// MLP's first matrix column-parallel and second row-parallel, the vocabulary split for the (tied)
+// token embedding and the cross-entropy. Optionally sequence-parallel: layernorms and residuals
+// work on 1/t of the token rows (tensor_parallel.h). Parameter names stay the logical ones; each
+// rank stores its part (Parameter::split), initialised from the unsplit model's values. With
+// t = 1 (buildGpt's size-1 group) these layers are the single-rank GPT: there they call the fused
+// kernels (embedding, softmax + cross-entropy, GEMM with bias) instead of the split paths.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,8 +23,9 @@ namespace parascope {
 void validateTensorParallel(const GptConfig& c, int tensor, bool sequenceParallel);
 
 // Builds this rank's parameters and layers: of the listed layers only (a pipeline rank's part,
-// as buildGpt takes them). `region` must outlive the model.
-void buildGptTensorParallel(Model& model, const GptConfig& c, TensorParallelRegion& region,
+// as buildGpt takes them). The layers share `region`, so it lives as long as the model does.
+void buildGptTensorParallel(Model& model, const GptConfig& c,
+                            const std::shared_ptr<TensorParallelRegion>& region,
                             const std::vector<int>& layers);
 
 // Collective over the tensor group: every parameter's logical value (split ones assembled from

@@ -7,8 +7,11 @@
 // Every backward is issued as the adjoint (core/comm/adjoint.h) of the forward operation it
 // mirrors, so it is exactly the transpose. Sequence parallelism shards the token rows (B x T
 // flattened, rank r holding rows [r N / t, (r + 1) N / t)), which for one sequence per batch is
-// the sequence itself.
+// the sequence itself. Over a size-1 group (a default Communicator) every operator is the
+// identity: the single-rank model is the same code.
 #pragma once
+
+#include <utility>
 
 #include "core/comm/communicator.h"
 #include "core/tensor/tensor.h"
@@ -17,10 +20,11 @@ namespace parascope {
 
 class TensorParallelRegion {
  public:
-  TensorParallelRegion(Communicator& group, bool sequenceParallel, Allocator& allocator)
-      : group_(group), sequenceParallel_(sequenceParallel), allocator_(allocator) {}
+  // `group` is a handle (copies share the backend): the region keeps its own.
+  TensorParallelRegion(Communicator group, bool sequenceParallel, Allocator& allocator)
+      : group_(std::move(group)), sequenceParallel_(sequenceParallel), allocator_(allocator) {}
 
-  Communicator& group() const { return group_; }
+  Communicator& group() { return group_; }
   int size() const { return group_.size(); }
   int rank() const { return group_.rank(); }
   bool sequenceParallel() const { return sequenceParallel_; }
@@ -55,7 +59,7 @@ class TensorParallelRegion {
   template <typename F>
   void timed(F&& call);
 
-  Communicator& group_;
+  Communicator group_;
   bool sequenceParallel_;
   Allocator& allocator_;
   double commSeconds_ = 0;

@@ -40,15 +40,10 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
                       std::to_string(g.vocabSize) + "; byte-level text needs vocab_size 256");
     }
     dataset_ = std::move(text);
-    if (mesh_.tensor().size() > 1) {
-      region_ = std::make_unique<TensorParallelRegion>(mesh_.tensor(),
-                                                       config.parallel.sequenceParallel, allocator);
-    }
-    const std::vector<int> layers = pipelineRankLayers(config_, world.rank());
-    if (region_)
-      buildGptTensorParallel(*model_, g, *region_, layers);
-    else
-      buildGpt(*model_, g, layers);
+    // Without tensor parallelism the mesh's tensor group has size 1: the same layers, unsplit.
+    region_ = std::make_shared<TensorParallelRegion>(mesh_.tensor(),
+                                                     config.parallel.sequenceParallel, allocator);
+    buildGptTensorParallel(*model_, g, region_, pipelineRankLayers(config_, world.rank()));
   } else {
     auto images = std::make_unique<IdxDataset>(config.data.path, config.seed);
     MlpConfig m = config.model.mlp;
@@ -309,7 +304,7 @@ void Trainer::saveWeights() {
   gatherParameters();
   // Logical values: tensor-parallel parts assembled over the tensor group (collective).
   NamedTensors values;
-  if (region_) {
+  if (mesh_.tensor().size() > 1) {
     values = gatherParameterValues(*model_, mesh_.tensor());
   } else {
     for (const Parameter& p : model_->parameters()) values.emplace_back(p.name, p.value);

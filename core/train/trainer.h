@@ -133,7 +133,7 @@ class Trainer {
   std::unique_ptr<ShardedAdamW> sharded_;         // ZeRO stage >= 1
   std::unique_ptr<ParameterGatherer> gatherer_;   // ZeRO stage 3
   std::unique_ptr<PipelineTrainer> pipeline_;     // pipeline programs (config.pipeline.enabled)
-  std::unique_ptr<TensorParallelRegion> region_;  // tensor_model_parallel_size > 1
+  std::shared_ptr<TensorParallelRegion> region_;  // GPT: shared with its layers
   LossScaler scaler_;
   int steps_ = 0;
   int skipped_ = 0;  // overflowed steps: the lr schedule does not advance on them (DeepSpeed)
