@@ -8,7 +8,7 @@
 #include "core/config/json_reader.h"
 #include "core/config/pipeline_config.h"
 #include "core/config/strategy_config.h"
-#include "core/model/gpt_tensor_parallel.h"
+#include "core/model/gpt_layers.h"
 
 namespace parascope {
 

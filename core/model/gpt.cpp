@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/common/error.h"
-#include "core/model/gpt_tensor_parallel.h"
+#include "core/model/gpt_layers.h"
 
 namespace parascope {
 

@@ -2,7 +2,7 @@
 // tied to the token embedding (as GPT-2 / nanoGPT). Layers: embedding, block.0 .. block.L-1,
 // head (final LayerNorm, logits, cross-entropy). Parameter names and shapes (PyTorch nn.Linear
 // layout, out x in) are listed in docs/weights.md. The layers are written once, tensor-parallel
-// (gpt_tensor_parallel.h); one rank runs them over a size-1 tensor group.
+// (gpt_layers.h); one rank runs them over a size-1 tensor group.
 #pragma once
 
 #include <cstdint>

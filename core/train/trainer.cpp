@@ -12,7 +12,7 @@
 #include "core/io/safetensors.h"
 #include "core/kernels/grad_clip.h"
 #include "core/kernels/matmul.h"
-#include "core/model/gpt_tensor_parallel.h"
+#include "core/model/gpt_layers.h"
 #include "core/trace/trace.h"
 #include "core/train/grad_norm.h"
 #include "core/train/pipeline_trainer.h"

@@ -11,7 +11,7 @@
 
 #include "core/comm/launch.h"
 #include "core/common/random.h"
-#include "core/model/gpt_tensor_parallel.h"
+#include "core/model/gpt_layers.h"
 
 namespace dptest {
 

@@ -11,7 +11,7 @@
 
 #include "core/comm/launch.h"
 #include "core/io/safetensors.h"
-#include "core/model/gpt_tensor_parallel.h"
+#include "core/model/gpt_layers.h"
 #include "dp_harness.h"
 
 using namespace parascope;

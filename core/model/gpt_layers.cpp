@@ -1,4 +1,4 @@
-#include "core/model/gpt_tensor_parallel.h"
+#include "core/model/gpt_layers.h"
 
 #include <climits>
 #include <cmath>
