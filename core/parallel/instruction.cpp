@@ -99,10 +99,16 @@ Instruction transferOp(Op op, int stage, int chunk, int microBatch, int peer) {
   in.peer = peer;
   return in;
 }
-Instruction bucketOp(Op op, int bucket) {
+Instruction reduceOp(Op op, int bucket, int microBatch) {
   Instruction in;
   in.op = op;
   in.bucket = bucket;
+  in.microBatch = microBatch;
+  return in;
+}
+Instruction gatherOp(int stage, int chunk, int microBatch, int group) {
+  Instruction in = stageOp(Op::ZeroGather, stage, chunk, microBatch);
+  in.bucket = group;
   return in;
 }
 Instruction optimizerStepOp() {

@@ -22,9 +22,9 @@ enum class Op : std::uint8_t {
   RecvActivation,    // input of `stage` from the rank holding stage - 1 (blocks until it arrives)
   SendGrad,          // input gradient of `stage` to the rank holding stage - 1 (never blocks)
   RecvGrad,          // output gradient of `stage` from the rank holding stage + 1 (blocks)
-  ReduceGradBucket,  // data-parallel reduction of gradient bucket `bucket`
-  ZeroGather,        // ZeRO: all-gather parameter shard group `bucket` before use
-  ZeroScatter,       // ZeRO: reduce-scatter gradient shard group `bucket`
+  ReduceGradBucket,  // data-parallel all-reduce of gradient bucket `bucket` is issued by here
+  ZeroGather,        // ZeRO-3: all-gather of shard group `bucket` for the forward that follows
+  ZeroScatter,       // ZeRO-2/3: reduce-scatter of gradient bucket `bucket` is issued by here
   OptimizerStep,     // the rank's optimizer update; the last instruction of a step
 };
 inline constexpr int kOpCount = 12;
@@ -39,6 +39,9 @@ struct Instruction {
   std::int32_t microBatch = -1;  // -1 for whole-step instructions
   std::int32_t peer = -1;        // pipeline rank at the other end of a send/recv; -1 otherwise
   std::int32_t bucket = -1;      // bucket / shard group of a data-parallel instruction
+  // A reduction's micro-batch is the one whose gradients it completes when every micro-batch is
+  // reduced on its own, else -1 (one reduction per step); a gather's stage and micro-batch are
+  // those of the forward it serves.
 
   // Stable key derived from the content (op, stage, micro-batch, bucket): unique within one
   // rank's valid program, identical wherever the same program runs, so the executor's events
@@ -59,7 +62,9 @@ Instruction backwardOp(int stage, int chunk, int microBatch);
 Instruction backwardInputOp(int stage, int chunk, int microBatch);
 Instruction backwardWeightOp(int stage, int chunk, int microBatch);
 Instruction transferOp(Op op, int stage, int chunk, int microBatch, int peer);
-Instruction bucketOp(Op op, int bucket);
+// ReduceGradBucket or ZeroScatter of `bucket`; microBatch -1 for a step's only reduction.
+Instruction reduceOp(Op op, int bucket, int microBatch = -1);
+Instruction gatherOp(int stage, int chunk, int microBatch, int group);
 Instruction optimizerStepOp();
 
 // Decodes a key made by Instruction::id() back into op, stage, micro-batch and bucket (chunk

@@ -3,7 +3,7 @@
 // stage runs. Balanced by default (Megatron: transformer blocks split evenly, the embedding on
 // the first stage, the head on the last), or given as Megatron's layout string or a list of
 // layer counts. Checking only (the keys are read in core/config/pipeline_config.h); the executor
-// (pipeline_executor.h) runs the stages.
+// (step_executor.h) runs the stages.
 #pragma once
 
 #include <cstdint>

@@ -8,8 +8,12 @@
 namespace parascope {
 
 PipelineStage::PipelineStage(Model& model, int begin, int end, Recompute recompute,
-                             int microBatches)
-    : model_(model), begin_(begin), end_(end), recompute_(recompute), microBatches_(microBatches) {
+                             int passesPerRound)
+    : model_(model),
+      begin_(begin),
+      end_(end),
+      recompute_(recompute),
+      passesPerRound_(passesPerRound) {
   for (int i = 0; i < size(); ++i)
     layer(i).setSelectiveRecompute(recompute == Recompute::Selective);
 }
@@ -60,7 +64,7 @@ auto PipelineStage::gradientPass(int i, bool writes, bool last, F pass) {
 
 Tensor PipelineStage::backward(int microBatch, const Tensor& dy, const Batch& batch) {
   Saved& s = saved_.at(microBatch);
-  const bool last = ++fullPasses_ == microBatches_;
+  const bool last = ++fullPasses_ % passesPerRound_ == 0;
   Tensor d = dy;
   for (int i = size(); i-- > 0;) {
     restore(s, i, batch);
@@ -74,7 +78,7 @@ Tensor PipelineStage::backward(int microBatch, const Tensor& dy, const Batch& ba
 
 Tensor PipelineStage::backwardInput(int microBatch, const Tensor& dy, const Batch& batch) {
   Saved& s = saved_.at(microBatch);
-  const bool last = ++fullPasses_ == microBatches_;
+  const bool last = ++fullPasses_ % passesPerRound_ == 0;
   Tensor d = dy;
   for (int i = size(); i-- > 0;) {
     restore(s, i, batch);
@@ -89,7 +93,7 @@ Tensor PipelineStage::backwardInput(int microBatch, const Tensor& dy, const Batc
 
 void PipelineStage::backwardWeight(int microBatch, const Batch& batch) {
   Saved& s = saved_.at(microBatch);
-  const bool last = ++weightPasses_ == microBatches_;
+  const bool last = ++weightPasses_ % passesPerRound_ == 0;
   for (int i = size(); i-- > 0;) {
     Activations& keep = s.keep[static_cast<std::size_t>(i)];
     gradientPass(i, layer(i).splitsBackward(), last, [&] {

@@ -1,8 +1,9 @@
 // One model chunk of a pipeline rank: a contiguous range of the rank's Model layers run forward
 // and backward (full, or zero-bubble's input and weight halves) per micro-batch, holding each
 // micro-batch's saved activations in between, with activation recompute (none, selective, full).
-// The model's backward hooks fire around each layer's last weight-gradient pass of the step,
-// when its gradients are final. No transfers and no scheduling here (pipeline_executor.h).
+// The model's backward hooks fire around each layer's last weight-gradient pass of a reduction
+// round (the step, or each micro-batch when every micro-batch is reduced), when its gradients are
+// final for the round. No transfers and no scheduling here (step_executor.h).
 #pragma once
 
 #include <map>
@@ -15,8 +16,9 @@ namespace parascope {
 
 class PipelineStage {
  public:
-  // Layers [begin, end) of `model` (the rank's model); microBatches per step.
-  PipelineStage(Model& model, int begin, int end, Recompute recompute, int microBatches);
+  // Layers [begin, end) of `model` (the rank's model); passesPerRound: micro-batches whose
+  // gradients each reduction round carries (all of the step's, or 1).
+  PipelineStage(Model& model, int begin, int end, Recompute recompute, int passesPerRound);
 
   void beginStep();  // every micro-batch's weight gradients are still to come
   // x: the stage's input (the batch's inputs for the first stage). Returns the output (the
@@ -42,15 +44,15 @@ class PipelineStage {
   // Full recompute: run layer i's forward again so that keep[i] holds its saved state.
   void restore(Saved& s, int i, const Batch& batch);
   // Runs a pass of layer i. One that accumulates its weight gradients (`writes`) is preceded by
-  // the model's gradient hook (ZeRO-2 provides gradient storage there) and, when it is the step's
-  // last such pass, followed by it too (the gradients are final).
+  // the model's gradient hook (ZeRO-2 provides gradient storage there) and, when it is the
+  // round's last such pass, followed by it too (the gradients are final).
   template <class F>
   auto gradientPass(int i, bool writes, bool last, F pass);
 
   Model& model_;
   int begin_, end_;
   Recompute recompute_;
-  int microBatches_;
+  int passesPerRound_;
   int fullPasses_ = 0;    // micro-batches whose backward or input half ran this step
   int weightPasses_ = 0;  // micro-batches whose weight half ran this step
   std::map<int, Saved> saved_;

@@ -142,7 +142,7 @@ class RankWalk {
     if (in.bucket < 0) {
       return problem(i, "needs a bucket index of 0 or more");
     }
-    const auto [first, inserted] = buckets_.emplace(std::pair(in.op, in.bucket), i);
+    const auto [first, inserted] = buckets_.emplace(in.id(), i);
     if (!inserted) {
       problem(i, "repeats instruction " + std::to_string(first->second));
     }
@@ -302,8 +302,8 @@ class RankWalk {
   const Program& program_;
   Problems& problems_;
   std::vector<Channel>& channels_;
-  std::vector<Unit> units_;  // indexed by chunk * m + micro-batch
-  std::map<std::pair<Op, int>, std::size_t> buckets_;
+  std::vector<Unit> units_;                       // indexed by chunk * m + micro-batch
+  std::map<std::uint64_t, std::size_t> buckets_;  // data-parallel instructions by id
   int stepAt_ = -1;
   int inFlight_ = 0, held_ = 0;
 };
@@ -380,6 +380,91 @@ void pairChannel(const std::vector<Program>& programs, const Channel& c, bool ac
   }
 }
 
+bool writesGradients(Op op) {
+  return op == Op::Backward || op == Op::BackwardInput || op == Op::BackwardWeight;
+}
+
+// The rank's data-parallel instructions against what its strategy needs: every bucket reduced
+// (with the strategy's op) after the last backward writing it, and with eachMicroBatch after each
+// one; each forward preceded by the gather of its chunk's first group.
+void checkDataParallel(int rank, const Program& program, const DataParallelWork& work,
+                       const PipelineShape& shape, Problems& problems) {
+  const int buckets = work.buckets();
+  std::vector<std::vector<int>> chunkBuckets(static_cast<std::size_t>(shape.chunks));
+  for (int b = 0; b < buckets; ++b) {
+    for (int c : work.bucketChunks[static_cast<std::size_t>(b)]) {
+      if (c >= 0 && c < shape.chunks) chunkBuckets[static_cast<std::size_t>(c)].push_back(b);
+    }
+  }
+  auto problem = [&](std::size_t i, const std::string& what) {
+    problems.add(at(rank, i, program[i]) + ": " + what);
+  };
+  // Per bucket: the first instruction writing it since its last reduction (-1: none), and
+  // whether it was reduced at all.
+  std::vector<int> unreduced(static_cast<std::size_t>(buckets), -1);
+  std::vector<bool> reduced(static_cast<std::size_t>(buckets), false);
+  std::map<std::pair<int, int>, std::size_t> gathers, forwards;  // by (stage, micro-batch)
+  for (std::size_t i = 0; i < program.size(); ++i) {
+    const Instruction& in = program[i];
+    const std::string bucket = "bucket b" + std::to_string(in.bucket);
+    if (writesGradients(in.op) && in.chunk >= 0 && in.chunk < shape.chunks) {
+      for (int b : chunkBuckets[static_cast<std::size_t>(in.chunk)]) {
+        int& since = unreduced[static_cast<std::size_t>(b)];
+        if (work.eachMicroBatch && since >= 0) {
+          problem(i, "writes bucket b" + std::to_string(b) + " again before the gradients of " +
+                         "instruction " + std::to_string(since) + " are reduced");
+        }
+        if (since < 0) since = static_cast<int>(i);
+      }
+    } else if (in.op == Op::ReduceGradBucket || in.op == Op::ZeroScatter) {
+      if (in.op != work.reduce) {
+        problem(i, "this strategy reduces gradients with " + std::string(opName(work.reduce)));
+      } else if (in.bucket < 0 || in.bucket >= buckets) {
+        problem(i,
+                bucket + " does not exist (the rank has " + std::to_string(buckets) + " buckets)");
+      } else {
+        const auto b = static_cast<std::size_t>(in.bucket);
+        if (unreduced[b] < 0 && !work.bucketChunks[b].empty()) {
+          problem(i, "reduces " + bucket + " before a backward writes it");
+        }
+        unreduced[b] = -1;
+        reduced[b] = true;
+      }
+    } else if (in.op == Op::ZeroGather) {
+      if (work.forwardGroup.empty()) {
+        problem(i, "this strategy keeps whole parameters and gathers none");
+        continue;
+      }
+      gathers.emplace(std::pair(in.stage, in.microBatch), i);
+      if (auto f = forwards.find({in.stage, in.microBatch}); f != forwards.end()) {
+        problem(i, "comes after instruction " + std::to_string(f->second) + " (" +
+                       program[f->second].toString() + "), which needs it");
+      }
+    }
+    if (in.op == Op::Forward && !work.forwardGroup.empty() && in.chunk >= 0 &&
+        in.chunk < static_cast<int>(work.forwardGroup.size())) {
+      forwards.emplace(std::pair(in.stage, in.microBatch), i);
+      const int group = work.forwardGroup[static_cast<std::size_t>(in.chunk)];
+      auto g = gathers.find({in.stage, in.microBatch});
+      if (g == gathers.end() || program[g->second].bucket != group) {
+        problem(i, "runs before its parameters are gathered (no earlier " +
+                       gatherOp(in.stage, in.chunk, in.microBatch, group).toString() + ")");
+      }
+    }
+  }
+  for (int b = 0; b < buckets; ++b) {
+    const auto at = static_cast<std::size_t>(b);
+    const std::string name = "rank " + std::to_string(rank) + ": bucket b" + std::to_string(b);
+    if (unreduced[at] >= 0) {
+      problems.add(name + " is not reduced after instruction " + std::to_string(unreduced[at]) +
+                   " (" + program[static_cast<std::size_t>(unreduced[at])].toString() +
+                   "), which writes it");
+    } else if (!reduced[at]) {
+      problems.add(name + " is never reduced");
+    }
+  }
+}
+
 void checkDeadlock(const std::vector<Program>& programs, Problems& problems) {
   const SimulationResult run = simulatePrograms(programs);
   if (!run.deadlocked()) {
@@ -422,7 +507,8 @@ std::string ValidationReport::summary() const {
 }
 
 ValidationReport validatePrograms(const PipelineShape& shape, const std::vector<Program>& programs,
-                                  const std::vector<ActivationBound>& promise) {
+                                  const std::vector<ActivationBound>& promise,
+                                  const std::vector<DataParallelWork>& work) {
   ValidationReport report;
   Problems problems(report.problems);
   const int p = shape.stages;
@@ -439,6 +525,10 @@ ValidationReport validatePrograms(const PipelineShape& shape, const std::vector<
     problems.add("expected a promised bound per rank (" + std::to_string(p) + "), got " +
                  std::to_string(promise.size()));
   }
+  if (!work.empty() && work.size() != programs.size()) {
+    problems.add("expected the data-parallel work of every rank (" + std::to_string(p) + "), got " +
+                 std::to_string(work.size()));
+  }
   std::vector<Channel> channels(index(p, p, 0) * 2);
   bool peersUsable = true;
   for (int r = 0; r < p; ++r) {
@@ -450,6 +540,9 @@ ValidationReport validatePrograms(const PipelineShape& shape, const std::vector<
     report.peakHeld.push_back(walk.peakHeld);
     if (promise.size() == programs.size()) {
       checkPromise(r, walk, program, promise[static_cast<std::size_t>(r)], problems);
+    }
+    if (work.size() == programs.size()) {
+      checkDataParallel(r, program, work[static_cast<std::size_t>(r)], shape, problems);
     }
   }
   for (std::size_t c = 0; c < channels.size(); ++c) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <unordered_map>
 
 #include "core/kernels/precision.h"
@@ -103,6 +105,17 @@ void GradientReducer::startReady() {
   while (nextToStart_ < buckets_.size() && buckets_[nextToStart_].pending == 0) {
     start(static_cast<int>(nextToStart_++));
   }
+}
+
+void GradientReducer::issue(int b) {
+  for (; static_cast<int>(nextToStart_) <= b; ++nextToStart_) {
+    if (buckets_[nextToStart_].pending != 0) {
+      throw std::logic_error("gradient reducer: bucket " + std::to_string(nextToStart_) +
+                             " is reduced before its gradients are final");
+    }
+    start(static_cast<int>(nextToStart_));
+  }
+  pollStarted();
 }
 
 void GradientReducer::start(int b) {

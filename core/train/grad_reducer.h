@@ -37,6 +37,10 @@ class GradientReducer {
 
   void beginStep();                // zeroes the accumulated gradients
   void beginMicroStep(bool last);  // `last`: the optimizer step's final micro-step
+  // Bucket b's reduction, and every earlier bucket's, is issued by now (a ReduceGradBucket or
+  // ZeroScatter instruction): started from the backward hooks already when overlapping, else
+  // here. std::logic_error if a bucket's gradients are not final yet.
+  void issue(int b);
   // After a micro-step's backward: completes its communication, if any. Returns the seconds
   // spent waiting (communication not hidden by backward).
   double endMicroStep();

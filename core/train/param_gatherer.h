@@ -33,6 +33,9 @@ class ParameterGatherer {
   // releaseAll().
   void gatherAll();
   void releaseAll();
+  // Starts gathering bucket b ahead of the layer that needs it (a ZeroGather instruction); the
+  // layer's own gather then finds it on its way.
+  void prefetch(int b) { startGather(b); }
   // Seconds spent waiting for gathers since the last call.
   double takeWaitSeconds();
 

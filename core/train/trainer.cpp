@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 #include "core/common/error.h"
 #include "core/config/pipeline_config.h"
@@ -12,10 +13,10 @@
 #include "core/io/safetensors.h"
 #include "core/kernels/grad_clip.h"
 #include "core/kernels/matmul.h"
+#include "core/kernels/precision.h"
 #include "core/model/gpt_layers.h"
 #include "core/trace/trace.h"
 #include "core/train/grad_norm.h"
-#include "core/train/pipeline_trainer.h"
 
 namespace parascope {
 
@@ -57,9 +58,83 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
       initialize ? std::optional<std::uint64_t>(config.seed) : std::nullopt;
   if (seed) model_->initialize(*seed);
   setUpDataParallel(seed);
-  if (config_.pipeline.enabled) {
-    pipeline_ = std::make_unique<PipelineTrainer>(config_, *model_, mesh_, *dataset_);
+  executor_ = std::make_unique<StepExecutor>(*model_, mesh_.pipeline(), stepSetup());
+}
+
+// The rank's chunks as ranges of its model's layers (chunk 0 first, back to back).
+std::vector<LayerRange> Trainer::chunkLayers() {
+  const PipelineSpec& spec = config_.pipeline;
+  const int layers = static_cast<int>(model_->layers().size());
+  if (spec.stages.empty()) return {{0, layers}};
+  const PipelineShape shape{mesh_.pipeline().size(), 1, spec.chunks};
+  std::vector<LayerRange> out;
+  int local = 0;
+  for (int c = 0; c < shape.chunks; ++c) {
+    const LayerRange& r =
+        spec.stages[static_cast<std::size_t>(shape.stageOf(mesh_.pipeline().rank(), c))];
+    out.push_back({local, local + r.end - r.begin});
+    local += r.end - r.begin;
   }
+  return out;
+}
+
+// What the rank's step program carries besides compute: per gradient bucket the chunks writing
+// it; with ZeRO-3 per chunk the shard group its first layer needs. Both from the flat layout.
+DataParallelWork Trainer::dataParallelWork() {
+  DataParallelWork work;
+  if (!reducer_) return work;
+  const FlatLayout& layout = reducer_->layout();
+  work.reduce = reducer_->sharded() ? Op::ZeroScatter : Op::ReduceGradBucket;
+  // DeepSpeed's ZeRO-2 reduce-scatters every micro-batch, so that full-size gradient buckets
+  // live only briefly; a pipeline (as Megatron's distributed optimizer) reduces once per step.
+  work.eachMicroBatch = reducer_->sharded() && !config_.pipeline.enabled;
+  std::unordered_map<const Parameter*, int> bucketOf;
+  const auto& params = model_->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) bucketOf[&params[i]] = layout.bucketOf[i];
+  work.bucketChunks.resize(layout.buckets.size());
+  const std::vector<LayerRange> chunks = chunkLayers();
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    int first = -1;
+    for (int layer = chunks[c].begin; layer < chunks[c].end; ++layer) {
+      for (Parameter* p : model_->layers()[static_cast<std::size_t>(layer)]->parameters()) {
+        const int b = bucketOf.at(p);
+        auto& writers = work.bucketChunks[static_cast<std::size_t>(b)];
+        if (std::find(writers.begin(), writers.end(), static_cast<int>(c)) == writers.end())
+          writers.push_back(static_cast<int>(c));
+        if (layer == chunks[c].begin && (first < 0 || b < first)) first = b;
+      }
+    }
+    if (gatherer_) work.forwardGroup.push_back(first);
+  }
+  return work;
+}
+
+StepSetup Trainer::stepSetup() {
+  const TrainConfig& c = config_;
+  StepSetup s;
+  s.shape = {mesh_.pipeline().size(), c.gradientAccumulation, c.pipeline.chunks};
+  s.schedule = c.pipeline.schedule;
+  s.stages = c.pipeline.stages;
+  if (s.stages.empty()) s.stages = {{0, static_cast<int>(model_->layers().size())}};
+  s.recompute = c.pipeline.recompute;
+  const std::int64_t width = c.model.gpt.hiddenSize;
+  // Sequence parallelism hands each tensor rank 1/t of the token rows between layers.
+  const int rowShare = c.parallel.sequenceParallel ? c.parallel.tensor : 1;
+  s.boundary = [width, rowShare](const Batch& b) {
+    return Shape{b.inputs.dim(0), b.inputs.dim(1) / rowShare, width};
+  };
+  s.dataParallel = dataParallelWork();
+  if (reducer_) {
+    GradientReducer& reducer = *reducer_;
+    s.hooks.beginRound = [&reducer] { reducer.beginMicroStep(true); };
+    s.hooks.reduce = [&reducer](int b) { reducer.issue(b); };
+    s.hooks.finishRound = [&reducer] { return reducer.endMicroStep(); };
+  }
+  if (gatherer_) {
+    ParameterGatherer& gatherer = *gatherer_;
+    s.hooks.gather = [&gatherer](int b) { gatherer.prefetch(b); };
+  }
+  return s;
 }
 
 Trainer::~Trainer() = default;
@@ -149,17 +224,6 @@ StepReport Trainer::step() {
     gatherer_->takeWaitSeconds();  // evaluation's waits are not this step's
   }
   if (region_) region_->takeCommSeconds();  // nor its tensor-parallel communication
-  if (pipeline_) {
-    StepReport r = pipeline_->step(steps_, static_cast<float>(scaler_.scale()), reducer_.get(),
-                                   [this](StepReport& s, double norm) {
-                                     if (gradientObserver_) gradientObserver_(*this);
-                                     update(s, norm);
-                                   });
-    if (gatherer_) r.exposedCommSeconds += gatherer_->takeWaitSeconds();
-    if (region_) r.exposedCommSeconds += region_->takeCommSeconds();
-    ++steps_;
-    return r;
-  }
   const TrainConfig& c = config_;
   const std::int64_t targetsPerStep =
       static_cast<std::int64_t>(c.globalBatch) * dataset_->targetsPerSample();
@@ -169,30 +233,32 @@ StepReport Trainer::step() {
   } else {
     model_->zeroGrad();
   }
-  double lossSum = 0;
-  // Micro-step k covers global samples [k, k + 1) x micro x dp of the step; rank d takes the
-  // d-th micro-batch of them, so ranks and micro-steps together cover the global batch once.
+  // Micro-batch k covers global samples [k, k + 1) x micro x dp of the step; rank d takes the
+  // d-th micro-batch of them, so ranks and micro-batches together cover the global batch once.
   const int dp = mesh_.data().size(), d = mesh_.data().rank();
-  for (int k = 0; k < c.gradientAccumulation; ++k) {
+  const auto lossScale = static_cast<float>(scaler_.scale());
+  auto batches = [&](int k) {
     const std::int64_t first = static_cast<std::int64_t>(steps_) * c.globalBatch +
                                (static_cast<std::int64_t>(k) * dp + d) * c.microBatch;
-    if (reducer_) reducer_->beginMicroStep(k + 1 == c.gradientAccumulation);
-    trace::context().microBatch = k;
-    Batch b = [&] {
-      const trace::Span load("data_load", trace::Category::DataLoad, trace::lane::kData);
-      return dataset_->batch(Split::Train, first, c.microBatch, model_->allocator());
-    }();
-    b.lossWeight = static_cast<float>(scaler_.scale()) / static_cast<float>(targetsPerStep);
-    lossSum += model_->forwardBackward(b).lossSum;
-    if (reducer_) r.exposedCommSeconds += reducer_->endMicroStep();
-  }
-  trace::context().microBatch = -1;
-  lossSum = reduceOverData(lossSum);
-  if (std::find(faultSteps_.begin(), faultSteps_.end(), steps_) != faultSteps_.end()) {
-    setInfinity(reducer_ ? reducer_->gradients() : model_->parameters().front().storedGrad());
-  }
-  if (gradientObserver_) gradientObserver_(*this);
-  update(r, globalGradientNorm(*model_, reducer_.get(), mesh_));
+    const trace::Span load("data_load", trace::Category::DataLoad, trace::lane::kData);
+    Batch b = dataset_->batch(Split::Train, first, c.microBatch, model_->allocator());
+    b.lossWeight = lossScale / static_cast<float>(targetsPerStep);
+    return b;
+  };
+  const StepStats stats = executor_->run(batches, [&] {
+    // Waiting for activations and gradients is the pipeline's idle time; the tied embedding's
+    // exchange is communication nothing hides.
+    r.exposedCommSeconds += sumTiedEmbedding();
+    if (std::find(faultSteps_.begin(), faultSteps_.end(), steps_) != faultSteps_.end()) {
+      setInfinity(reducer_ ? reducer_->gradients() : model_->parameters().front().storedGrad());
+    }
+    if (gradientObserver_) gradientObserver_(*this);
+    // The tied embedding's gradient counts once, on the first stage.
+    const bool copy = mesh_.pipeline().size() > 1 && !executor_->holdsFirstStage();
+    update(r, globalGradientNorm(*model_, reducer_.get(), mesh_, copy ? tiedEmbedding() : -1));
+  });
+  r.exposedCommSeconds += stats.reduceWaitSeconds;
+  const double lossSum = reduceOverData(stats.lossSum);
   if (gatherer_) r.exposedCommSeconds += gatherer_->takeWaitSeconds();
   if (region_) r.exposedCommSeconds += region_->takeCommSeconds();
   ++steps_;
@@ -201,44 +267,111 @@ StepReport Trainer::step() {
   r.loss = lossSum / static_cast<double>(targetsPerStep);
   r.samples = c.globalBatch;
   r.tokens = targetsPerStep;
+  if (c.pipeline.enabled) {
+    r.pipelineBusySeconds = stats.busySeconds;
+    r.pipelineIdleSeconds = stats.idleSeconds();
+  }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
 
+int Trainer::tiedEmbedding() const {
+  const auto& params = model_->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (params[i].name == "wte.weight") return static_cast<int>(i);
+  return -1;
+}
+
+// The embedding (first stage) and the head (last stage) each hold a copy of the tied wte; their
+// gradients are summed so that both copies take the same update (as Megatron does). The step's
+// transfers between the two ranks are all received by now, so this exchange is the next message
+// on the pair. With ZeRO-2 / 3 a rank holds only its shard of the reduced gradient, and the two
+// stages' flat layouts place wte differently, so each rank rebuilds the stage's whole reduced wte
+// gradient first (an all-reduce of the parts, each rank contributing its own and zeros: exact),
+// exchanges that, and keeps its own part of the sum: the same sum as without sharding.
+double Trainer::sumTiedEmbedding() {
+  Communicator& pipe = mesh_.pipeline();
+  const PipelineShape& shape = executor_->setup().shape;
+  const int last = shape.rankOf(shape.virtualStages() - 1);
+  if (pipe.size() == 1 || !(executor_->holdsFirstStage() || executor_->holdsLastStage())) return 0;
+  const int tied = tiedEmbedding();
+  if (tied < 0) return 0;
+  const auto start = std::chrono::steady_clock::now();
+  Parameter& wte = model_->parameters()[static_cast<std::size_t>(tied)];
+  const int peer = executor_->holdsFirstStage() ? last : 0;
+  const auto n = static_cast<std::size_t>(wte.numel());
+  const trace::Span span("tied_embedding_sum", trace::Category::Communication,
+                         trace::lane::kCommunication);
+  const DType type = wte.storage;
+  const bool sharded = reducer_ != nullptr && reducer_->sharded();
+  FlatLayout::Part part;
+  Tensor grad;
+  if (sharded) {
+    Communicator& dp = mesh_.data();
+    part = reducer_->layout().partOf(tied, wte.numel(), dp.rank());
+    grad = Tensor::zeros({wte.numel()}, type, MemoryCategory::CommBuffer, model_->allocator());
+    if (part.count > 0)
+      grad.slice(part.local, part.count)
+          .copyFrom(reducer_->gradients().slice(part.shard, part.count));
+    dp.allReduce(grad.raw(), grad.raw(), n, type, ReduceOp::Sum);
+  } else {
+    grad = wte.storedGrad();
+  }
+  Tensor theirs = Tensor::empty(wte.shape, type, MemoryCategory::CommBuffer, model_->allocator());
+  CommHandle sent = pipe.sendAsync(grad.raw(), n, type, peer);
+  pipe.recv(theirs.raw(), n, type, peer);
+  sent.wait();
+  // a + b == b + a, and under mixed precision round(a + b) == round(b + a): both copies agree.
+  if (type == DType::F32) {
+    float* g = grad.data<float>();
+    const float* t = theirs.data<float>();
+    for (std::size_t i = 0; i < n; ++i) g[i] += t[i];
+  } else {
+    Tensor wide =
+        Tensor::empty(wte.shape, DType::F32, MemoryCategory::CommBuffer, model_->allocator());
+    kernels::widen(theirs.data<std::uint16_t>(), wide.data<float>(), wte.numel(), type);
+    kernels::accumulateRounded(grad.data<std::uint16_t>(), wide.data<float>(), wte.numel(), type);
+  }
+  if (sharded && part.count > 0)
+    reducer_->gradients()
+        .slice(part.shard, part.count)
+        .copyFrom(grad.slice(part.local, part.count));
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 EvalReport Trainer::evaluate() {
-  if (pipeline_) return pipeline_->evaluate(steps_);
   const int rows = config_.microBatch;
   const std::int64_t available = dataset_->samples(Split::Validation);
   // Images: the whole test set once; text: eval_iters fixed windows (the same every time).
   const std::int64_t total = config_.evalIters == 0 || config_.model.kind == ModelSpec::Kind::Mlp
                                  ? available
                                  : static_cast<std::int64_t>(config_.evalIters) * rows;
-  EvalReport r;
-  r.step = steps_;
-  double lossSum = 0;
-  std::int64_t correct = 0;
   // Data-parallel ranks take turns over the validation micro-batches and add up the results;
   // with ZeRO-3 every rank runs every batch, since each layer's gathers need all ranks.
   if (gatherer_) gatherer_->releaseAll();
   const int dp = gatherer_ ? 1 : mesh_.data().size(), d = gatherer_ ? 0 : mesh_.data().rank();
+  std::vector<std::int64_t> firsts;
   for (std::int64_t first = static_cast<std::int64_t>(d) * rows; first < total;
        first += static_cast<std::int64_t>(dp) * rows) {
-    const int n = static_cast<int>(std::min<std::int64_t>(rows, total - first));
-    const MicroBatchResult m =
-        model_->evaluate(dataset_->batch(Split::Validation, first, n, model_->allocator()));
-    lossSum += m.lossSum;
-    correct += m.correct;
-    r.targets += m.targets;
+    firsts.push_back(first);
   }
+  auto batches = [&](int k) {
+    const std::int64_t first = firsts[static_cast<std::size_t>(k)];
+    const int n = static_cast<int>(std::min<std::int64_t>(rows, total - first));
+    return dataset_->batch(Split::Validation, first, n, model_->allocator());
+  };
+  const MicroBatchResult m = executor_->evaluate(batches, static_cast<int>(firsts.size()));
+  EvalReport r;
+  r.step = steps_;
+  double lossSum = m.lossSum;
+  std::int64_t counts[2] = {m.correct, m.targets};
   if (dp > 1) {
-    std::int64_t counts[2] = {correct, r.targets};
     mesh_.data().allReduce(counts, counts, 2, DType::I64, ReduceOp::Sum);
-    correct = counts[0];
-    r.targets = counts[1];
     lossSum = reduceOverData(lossSum);
   }
+  r.targets = counts[1];
   r.loss = r.targets ? lossSum / static_cast<double>(r.targets) : 0.0;
-  r.accuracy = r.targets ? static_cast<double>(correct) / static_cast<double>(r.targets) : 0.0;
+  r.accuracy = r.targets ? static_cast<double>(counts[0]) / static_cast<double>(r.targets) : 0.0;
   return r;
 }
 

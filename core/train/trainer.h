@@ -1,5 +1,6 @@
 // Training session of one rank: builds the model and dataset from a TrainConfig, runs
-// optimizer steps (gradient accumulation over micro-batches, clipping, AdamW, lr schedule),
+// optimizer steps (gradient accumulation over micro-batches, clipping, AdamW, lr schedule) as
+// one step program per rank run by the step executor (step_executor.h; no pipeline is p = 1),
 // evaluates on the validation split, and reports through an observer so the CLI and the GUI
 // present the same run. With a world of several ranks it is one data-parallel replica: it
 // trains on its slice of every global batch, reduces gradients in overlapped buckets
@@ -21,6 +22,7 @@
 #include "core/data/dataset.h"
 #include "core/model/model.h"
 #include "core/parallel/mesh.h"
+#include "core/parallel/step_executor.h"
 #include "core/parallel/tensor_parallel.h"
 #include "core/state/training_state.h"
 #include "core/train/grad_reducer.h"
@@ -44,8 +46,8 @@ struct StepReport {
   // after backward, ZeRO's parameter all-gathers, tensor parallelism's collectives (this step's
   // evaluation excluded).
   double exposedCommSeconds = 0;
-  // Pipeline programs (pipeline_trainer.h): this rank's time in compute instructions, and idle
-  // until the last pipeline rank finished computing; 0 without a pipeline.
+  // Pipeline programs (pipeline settings given): this rank's time in compute instructions, and
+  // idle until the last pipeline rank finished computing; 0 without a pipeline.
   double pipelineBusySeconds = 0;
   double pipelineIdleSeconds = 0;
   // fp16: the loss scale this step's gradients were computed with (1 without loss scaling), and
@@ -66,8 +68,6 @@ struct EvalReport {
   double accuracy = 0;  // fraction of targets predicted right
   std::int64_t targets = 0;
 };
-
-class PipelineTrainer;
 
 class Trainer {
  public:
@@ -120,6 +120,11 @@ class Trainer {
  private:
   // seed: initialise the parameters ZeRO stores (none: a state is loaded into them next).
   void setUpDataParallel(std::optional<std::uint64_t> seed);
+  std::vector<LayerRange> chunkLayers();
+  DataParallelWork dataParallelWork();
+  StepSetup stepSetup();
+  int tiedEmbedding() const;  // index of wte.weight in the model's parameters, or -1
+  double sumTiedEmbedding();  // the seconds it took (0 where there is nothing to sum)
   double reduceOverData(double value);
   bool overflowed(double gradNorm);
   void update(StepReport& r, double gradNorm);
@@ -132,7 +137,7 @@ class Trainer {
   std::unique_ptr<GradientReducer> reducer_;      // data parallel or ZeRO
   std::unique_ptr<ShardedAdamW> sharded_;         // ZeRO stage >= 1
   std::unique_ptr<ParameterGatherer> gatherer_;   // ZeRO stage 3
-  std::unique_ptr<PipelineTrainer> pipeline_;     // pipeline programs (config.pipeline.enabled)
+  std::unique_ptr<StepExecutor> executor_;        // runs every step's program
   std::shared_ptr<TensorParallelRegion> region_;  // GPT: shared with its layers
   LossScaler scaler_;
   int steps_ = 0;

@@ -12,7 +12,6 @@
 #include "core/comm/launch.h"
 #include "core/common/error.h"
 #include "core/trace/trace.h"
-#include "core/train/pipeline_trainer.h"
 #include "pipeline_harness.h"
 
 using namespace parascope;

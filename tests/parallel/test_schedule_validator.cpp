@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/parallel/program_builder.h"
 #include "core/parallel/schedule.h"
 #include "core/parallel/schedule_validator.h"
 
@@ -64,6 +65,10 @@ class TestScheduleValidator : public QObject {
   void zeroBubbleHalves();
   void optimizerStepMustBeLastAndOnce();
   void dataParallelInstructions();
+  void builderPlacesDataParallelWork();
+  void missingBucketReduction();
+  void reductionPerMicroBatch();
+  void gatherAfterItsUse();
   void wrongProgramCountAndCap();
 };
 
@@ -214,16 +219,131 @@ void TestScheduleValidator::optimizerStepMustBeLastAndOnce() {
 }
 
 void TestScheduleValidator::dataParallelInstructions() {
-  const std::vector<Program> good = {{bucketOp(Op::ZeroGather, 0), forwardOp(0, 0, 0),
-                                      backwardOp(0, 0, 0), bucketOp(Op::ReduceGradBucket, 0),
-                                      bucketOp(Op::ReduceGradBucket, 1), optimizerStepOp()}};
+  const std::vector<Program> good = {{gatherOp(0, 0, 0, 0), forwardOp(0, 0, 0), backwardOp(0, 0, 0),
+                                      reduceOp(Op::ReduceGradBucket, 0),
+                                      reduceOp(Op::ReduceGradBucket, 1), optimizerStepOp()}};
   QVERIFY(validatePrograms({1, 1, 1}, good).ok());
   const std::vector<Program> bad = {
-      {forwardOp(0, 0, 0), backwardOp(0, 0, 0), bucketOp(Op::ReduceGradBucket, 1),
-       bucketOp(Op::ReduceGradBucket, 1), bucketOp(Op::ZeroScatter, -1), optimizerStepOp()}};
+      {forwardOp(0, 0, 0), backwardOp(0, 0, 0), reduceOp(Op::ReduceGradBucket, 1),
+       reduceOp(Op::ReduceGradBucket, 1), reduceOp(Op::ZeroScatter, -1), optimizerStepOp()}};
   EXPECT_PROBLEMS(validatePrograms({1, 1, 1}, bad),
                   "rank 0 instruction 3 (ReduceBucket b1): repeats instruction 2",
                   "rank 0 instruction 4 (ZeroScatter): needs a bucket index of 0 or more");
+}
+
+namespace {
+
+// One rank, two micro-batches: F0 B0 F1 B1 OptStep.
+Program twoMicroBatches() {
+  return {forwardOp(0, 0, 0), backwardOp(0, 0, 0), forwardOp(0, 0, 1), backwardOp(0, 0, 1),
+          optimizerStepOp()};
+}
+
+std::vector<std::string> strings(const Program& program) {
+  std::vector<std::string> out;
+  for (const Instruction& in : program) out.push_back(in.toString());
+  return out;
+}
+
+}  // namespace
+
+// Two buckets written by the one chunk: both reduced once, after the last backward.
+void TestScheduleValidator::builderPlacesDataParallelWork() {
+  DataParallelWork work;
+  work.bucketChunks = {{0}, {0}};
+  const Program program = addDataParallelWork(twoMicroBatches(), work);
+  QCOMPARE(strings(program),
+           (std::vector<std::string>{"F s0 c0 mb0", "B s0 c0 mb0", "F s0 c0 mb1", "B s0 c0 mb1",
+                                     "ReduceBucket b0", "ReduceBucket b1", "OptStep"}));
+  QVERIFY(validatePrograms({1, 2, 1}, {program}, {}, {work}).ok());
+  // Two stages: the last stage's reductions come after its SendGrad, not between B and it.
+  DataParallelWork last;
+  last.bucketChunks = {{0}};
+  const Program second = addDataParallelWork(twoStages()[1], last);
+  QCOMPARE(strings(second),
+           (std::vector<std::string>{"RecvAct s1 mb0 <-0", "F s1 c0 mb0", "B s1 c0 mb0",
+                                     "SendGrad s1 mb0 ->0", "ReduceBucket b0", "OptStep"}));
+}
+
+void TestScheduleValidator::missingBucketReduction() {
+  DataParallelWork work;
+  work.bucketChunks = {{0}, {0}};
+  Program program = addDataParallelWork(twoMicroBatches(), work);
+  program.erase(program.begin() + 5);  // ReduceBucket b1
+  EXPECT_PROBLEMS(validatePrograms({1, 2, 1}, {program}, {}, {work}),
+                  "rank 0: bucket b1 is not reduced after instruction 1 (B s0 c0 mb0), which "
+                  "writes it");
+  // Reduced too early: the second micro-batch writes bucket b0 after its reduction.
+  const Program early = {forwardOp(0, 0, 0), backwardOp(0, 0, 0), reduceOp(Op::ReduceGradBucket, 0),
+                         forwardOp(0, 0, 1), backwardOp(0, 0, 1), reduceOp(Op::ReduceGradBucket, 1),
+                         optimizerStepOp()};
+  EXPECT_PROBLEMS(validatePrograms({1, 2, 1}, {early}, {}, {work}),
+                  "rank 0: bucket b0 is not reduced after instruction 4 (B s0 c0 mb1), which "
+                  "writes it");
+  // The wrong collective, and a bucket the rank does not have.
+  DataParallelWork zero2 = work;
+  zero2.reduce = Op::ZeroScatter;
+  Program wrong = addDataParallelWork(twoMicroBatches(), work);
+  wrong.insert(wrong.end() - 1, reduceOp(Op::ZeroScatter, 2));
+  EXPECT_PROBLEMS(
+      validatePrograms({1, 2, 1}, {wrong}, {}, {zero2}),
+      "rank 0 instruction 4 (ReduceBucket b0): this strategy reduces gradients with ZeroScatter",
+      "rank 0 instruction 5 (ReduceBucket b1): this strategy reduces gradients with ZeroScatter",
+      "rank 0 instruction 6 (ZeroScatter b2): bucket b2 does not exist (the rank has 2 buckets)",
+      "rank 0: bucket b0 is not reduced after instruction 1 (B s0 c0 mb0), which writes it",
+      "rank 0: bucket b1 is not reduced after instruction 1 (B s0 c0 mb0), which writes it");
+}
+
+// ZeRO-2 without a pipeline: every bucket after every micro-batch's backward.
+void TestScheduleValidator::reductionPerMicroBatch() {
+  DataParallelWork work;
+  work.reduce = Op::ZeroScatter;
+  work.bucketChunks = {{0}, {0}};
+  work.eachMicroBatch = true;
+  Program program = addDataParallelWork(twoMicroBatches(), work);
+  QCOMPARE(strings(program),
+           (std::vector<std::string>{"F s0 c0 mb0", "B s0 c0 mb0", "ZeroScatter mb0 b0",
+                                     "ZeroScatter mb0 b1", "F s0 c0 mb1", "B s0 c0 mb1",
+                                     "ZeroScatter mb1 b0", "ZeroScatter mb1 b1", "OptStep"}));
+  QVERIFY(validatePrograms({1, 2, 1}, {program}, {}, {work}).ok());
+  program.erase(program.begin() + 2, program.begin() + 4);
+  EXPECT_PROBLEMS(validatePrograms({1, 2, 1}, {program}, {}, {work}),
+                  "rank 0 instruction 3 (B s0 c0 mb1): writes bucket b0 again before the "
+                  "gradients of instruction 1 are reduced",
+                  "rank 0 instruction 3 (B s0 c0 mb1): writes bucket b1 again before the "
+                  "gradients of instruction 1 are reduced");
+  // Zero-bubble halves cannot be reduced per micro-batch.
+  const Program halves = {forwardOp(0, 0, 0), backwardInputOp(0, 0, 0), backwardWeightOp(0, 0, 0),
+                          optimizerStepOp()};
+  QVERIFY_THROWS_EXCEPTION(std::logic_error, addDataParallelWork(halves, work));
+}
+
+// ZeRO-3: each forward's first group is gathered before it (and before its receive).
+void TestScheduleValidator::gatherAfterItsUse() {
+  DataParallelWork work;
+  work.reduce = Op::ZeroScatter;
+  work.bucketChunks = {{0}, {0}, {0}};
+  work.forwardGroup = {2};
+  const Program second = addDataParallelWork(twoStages()[1], work);
+  QCOMPARE(strings(second),
+           (std::vector<std::string>{"ZeroGather s1 mb0 b2", "RecvAct s1 mb0 <-0", "F s1 c0 mb0",
+                                     "B s1 c0 mb0", "SendGrad s1 mb0 ->0", "ZeroScatter b0",
+                                     "ZeroScatter b1", "ZeroScatter b2", "OptStep"}));
+  Program late = addDataParallelWork(twoMicroBatches(), work);
+  QCOMPARE(late[0].toString(), std::string("ZeroGather s0 mb0 b2"));
+  std::swap(late[0], late[1]);
+  EXPECT_PROBLEMS(validatePrograms({1, 2, 1}, {late}, {}, {work}),
+                  "rank 0 instruction 0 (F s0 c0 mb0): runs before its parameters are gathered "
+                  "(no earlier ZeroGather s0 mb0 b2)",
+                  "rank 0 instruction 1 (ZeroGather s0 mb0 b2): comes after instruction 0 (F s0 "
+                  "c0 mb0), which needs it");
+  // Gathers where the strategy keeps whole parameters.
+  DataParallelWork whole = work;
+  whole.forwardGroup.clear();
+  QVERIFY(
+      has(validatePrograms({1, 2, 1}, {addDataParallelWork(twoMicroBatches(), work)}, {}, {whole}),
+          "rank 0 instruction 0 (ZeroGather s0 mb0 b2): this strategy keeps whole parameters "
+          "and gathers none"));
 }
 
 void TestScheduleValidator::wrongProgramCountAndCap() {

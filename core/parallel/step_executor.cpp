@@ -1,6 +1,7 @@
-// Runs a rank's pipeline program: compute on the rank's chunks, transfers between pipeline ranks,
-// one trace span per instruction, busy/idle timing.
-#include "core/parallel/pipeline_executor.h"
+// Runs a rank's step program: compute on the rank's chunks, transfers between pipeline ranks,
+// data-parallel work through the trainer's hooks, one trace span per instruction, busy/idle
+// timing.
+#include "core/parallel/step_executor.h"
 
 #include <chrono>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "core/parallel/program_builder.h"
+#include "core/parallel/schedule_validator.h"
 #include "core/trace/trace.h"
 
 namespace parascope {
@@ -22,7 +24,7 @@ double since(Clock::time_point t) {
 Tensor take(std::map<std::tuple<int, int, int>, Tensor>& from, int stage, int microBatch) {
   auto node = from.extract({0, stage, microBatch});
   if (node.empty()) {
-    throw std::logic_error("pipeline executor: no tensor for stage " + std::to_string(stage) +
+    throw std::logic_error("step executor: no tensor for stage " + std::to_string(stage) +
                            " micro-batch " + std::to_string(microBatch));
   }
   return node.mapped();
@@ -30,34 +32,49 @@ Tensor take(std::map<std::tuple<int, int, int>, Tensor>& from, int stage, int mi
 
 }  // namespace
 
-PipelineExecutor::PipelineExecutor(Model& model, Communicator& pipeline, PipelineSetup setup)
+StepExecutor::StepExecutor(Model& model, Communicator& pipeline, StepSetup setup)
     : model_(model), pipeline_(pipeline), setup_(std::move(setup)), rank_(pipeline.rank()) {
   const PipelineShape& shape = setup_.shape;
   if (pipeline.size() != shape.stages ||
       static_cast<int>(setup_.stages.size()) != shape.virtualStages()) {
-    throw std::logic_error("pipeline executor: group of " + std::to_string(pipeline.size()) +
+    throw std::logic_error("step executor: group of " + std::to_string(pipeline.size()) +
                            " ranks and " + std::to_string(setup_.stages.size()) +
                            " stage ranges for p=" + std::to_string(shape.stages) +
                            " v=" + std::to_string(shape.chunks));
   }
   programs_ = buildSchedule(findSchedule(setup_.schedule), shape);
+  program_ = addDataParallelWork(programs_[static_cast<std::size_t>(rank_)], setup_.dataParallel);
+  if (!setup_.dataParallel.empty()) {
+    // Other ranks' data-parallel work is theirs to place; their schedules alone are checked here.
+    std::vector<Program> checked = programs_;
+    std::vector<DataParallelWork> work(checked.size());
+    checked[static_cast<std::size_t>(rank_)] = program_;
+    work[static_cast<std::size_t>(rank_)] = setup_.dataParallel;
+    const ValidationReport report = validatePrograms(shape, checked, {}, work);
+    if (!report.ok()) {
+      throw std::logic_error("step executor: invalid program for rank " + std::to_string(rank_) +
+                             ":\n" + report.summary());
+    }
+  }
+  // With a reduction per micro-batch a layer's gradients are final after each of its passes.
+  const int passesPerRound = setup_.dataParallel.eachMicroBatch ? 1 : shape.microBatches;
   // The rank's model holds its chunks' layers back to back, chunk 0 first.
   int local = 0;
   for (int c = 0; c < shape.chunks; ++c) {
     const LayerRange& r = setup_.stages[static_cast<std::size_t>(shape.stageOf(rank_, c))];
     const int n = r.end - r.begin;
-    chunks_.push_back(std::make_unique<PipelineStage>(model, local, local + n, setup_.recompute,
-                                                      shape.microBatches));
+    chunks_.push_back(
+        std::make_unique<PipelineStage>(model, local, local + n, setup_.recompute, passesPerRound));
     local += n;
   }
   if (local != static_cast<int>(model.layers().size())) {
-    throw std::logic_error("pipeline executor: the rank's model has " +
+    throw std::logic_error("step executor: the rank's model has " +
                            std::to_string(model.layers().size()) + " layers, its stages " +
                            std::to_string(local));
   }
 }
 
-void PipelineExecutor::begin(const std::vector<Program>& programs, const BatchSource& batches) {
+void StepExecutor::begin(const std::vector<Program>& programs, const BatchSource& batches) {
   batches_ = &batches;
   batchCache_.clear();
   result_ = MicroBatchResult();
@@ -71,28 +88,41 @@ void PipelineExecutor::begin(const std::vector<Program>& programs, const BatchSo
   }
 }
 
-const Batch& PipelineExecutor::batch(int microBatch) {
+const Batch& StepExecutor::batch(int microBatch) {
   auto it = batchCache_.find(microBatch);
   if (it == batchCache_.end()) it = batchCache_.emplace(microBatch, (*batches_)(microBatch)).first;
   return it->second;
 }
 
-PipelineStepStats PipelineExecutor::run(const BatchSource& batches,
-                                        const std::function<void()>& optimizerStep) {
+StepStats StepExecutor::run(const BatchSource& batches,
+                            const std::function<void()>& optimizerStep) {
   begin(programs_, batches);
   for (auto& chunk : chunks_) chunk->beginStep();
   // Data loading stays out of the compute instructions' time.
   for (int mb = 0; mb < setup_.shape.microBatches; ++mb) batch(mb);
-  PipelineStepStats stats;
+  StepStats stats;
   // Every pipeline rank starts the step's clock together, so that the latest finish over the
   // ranks is the step's span for each of them (the previous step's optimizer takes a different
   // time per stage).
+  // (Without a pipeline there is nobody to agree with: the group of one stays silent.)
   int token = 0;
-  pipeline_.allReduce(&token, &token, 1, DType::I32, ReduceOp::Sum);
+  if (pipeline_.size() > 1) pipeline_.allReduce(&token, &token, 1, DType::I32, ReduceOp::Sum);
   const Clock::time_point start = Clock::now();
-  const Program& program = programs_[static_cast<std::size_t>(rank_)];
-  for (std::size_t i = 0; i < program.size(); ++i) {
-    const Instruction& in = program[i];
+  const DataParallelHooks& hooks = setup_.hooks;
+  const int lastBucket = setup_.dataParallel.buckets() - 1;
+  bool roundOpen = false, roundReduced = false;
+  for (std::size_t i = 0; i < program_.size(); ++i) {
+    const Instruction& in = program_[i];
+    const bool writes =
+        in.op == Op::Backward || in.op == Op::BackwardInput || in.op == Op::BackwardWeight;
+    if (writes && lastBucket >= 0 && !roundOpen) {
+      // The previous round's last reductions ran behind this round's forwards; they complete
+      // before the reducer takes the next gradients.
+      if (roundReduced) stats.reduceWaitSeconds += hooks.finishRound();
+      hooks.beginRound();
+      roundOpen = true;
+      roundReduced = false;
+    }
     const trace::ScopedInstruction tags(in.stage, in.microBatch, static_cast<std::int32_t>(i));
     const trace::Span span(
         opName(in.op).data(), trace::Category::Instruction,
@@ -102,11 +132,24 @@ PipelineStepStats PipelineExecutor::run(const BatchSource& batches,
       finishSends();
       stats.lossSum = fromLastStage(result_.lossSum);
       auto finish = static_cast<float>(stats.finishSeconds);
-      pipeline_.allReduce(&finish, &finish, 1, DType::F32, ReduceOp::Max);
+      if (pipeline_.size() > 1) pipeline_.allReduce(&finish, &finish, 1, DType::F32, ReduceOp::Max);
       stats.stepSeconds = finish;
+      if (roundReduced) stats.reduceWaitSeconds += hooks.finishRound();
       const Clock::time_point t = Clock::now();
       optimizerStep();
       stats.optimizerSeconds = since(t);
+      continue;
+    }
+    if (in.op == Op::ReduceGradBucket || in.op == Op::ZeroScatter) {
+      hooks.reduce(in.bucket);
+      if (in.bucket == lastBucket) {
+        roundOpen = false;
+        roundReduced = true;
+      }
+      continue;
+    }
+    if (in.op == Op::ZeroGather) {
+      hooks.gather(in.bucket);
       continue;
     }
     const Clock::time_point t = Clock::now();
@@ -117,7 +160,7 @@ PipelineStepStats PipelineExecutor::run(const BatchSource& batches,
   return stats;
 }
 
-MicroBatchResult PipelineExecutor::evaluate(const BatchSource& batches, int count) {
+MicroBatchResult StepExecutor::evaluate(const BatchSource& batches, int count) {
   PipelineShape shape = setup_.shape;
   shape.microBatches = count;
   std::vector<Program> programs;
@@ -132,7 +175,10 @@ MicroBatchResult PipelineExecutor::evaluate(const BatchSource& batches, int coun
   evaluating_ = true;
   try {
     for (const Instruction& in : programs[static_cast<std::size_t>(rank_)]) {
-      if (in.op != Op::OptimizerStep) execute(in);
+      if (in.op == Op::OptimizerStep) continue;
+      execute(in);
+      // A validation set can be large: a micro-batch goes once the rank's last chunk used it.
+      if (in.op == Op::Forward && in.chunk + 1 == shape.chunks) batchCache_.erase(in.microBatch);
     }
   } catch (...) {
     evaluating_ = false;
@@ -144,13 +190,14 @@ MicroBatchResult PipelineExecutor::evaluate(const BatchSource& batches, int coun
   MicroBatchResult r;
   r.lossSum = fromLastStage(result_.lossSum);
   std::int64_t counts[2] = {result_.targets, result_.correct};
-  pipeline_.broadcast(counts, 2, DType::I64, lastRank());
+  if (pipeline_.size() > 1) pipeline_.broadcast(counts, 2, DType::I64, lastRank());
   r.targets = counts[0];
   r.correct = counts[1];
   return r;
 }
 
-double PipelineExecutor::fromLastStage(double value) {
+double StepExecutor::fromLastStage(double value) {
+  if (pipeline_.size() == 1) return value;
   std::int64_t bits = 0;
   std::memcpy(&bits, &value, sizeof bits);
   pipeline_.broadcast(&bits, 1, DType::I64, lastRank());
@@ -158,7 +205,7 @@ double PipelineExecutor::fromLastStage(double value) {
   return value;
 }
 
-void PipelineExecutor::execute(const Instruction& in) {
+void StepExecutor::execute(const Instruction& in) {
   const int s = in.stage, mb = in.microBatch;
   switch (in.op) {
     case Op::Forward: forward(in); return;
@@ -174,12 +221,12 @@ void PipelineExecutor::execute(const Instruction& in) {
     default:
       // Data-parallel reduction runs inside the gradient reducer's backward hooks, so the
       // schedules' programs carry none of these.
-      throw std::logic_error("pipeline executor: instruction " + in.toString() +
+      throw std::logic_error("step executor: instruction " + in.toString() +
                              " is not run by the pipeline executor");
   }
 }
 
-void PipelineExecutor::forward(const Instruction& in) {
+void StepExecutor::forward(const Instruction& in) {
   const int s = in.stage, mb = in.microBatch;
   const Batch& b = batch(mb);
   const Tensor x = s == 0 ? b.inputs : take(inputs_, s, mb);
@@ -208,7 +255,7 @@ void PipelineExecutor::forward(const Instruction& in) {
   (local ? inputs_[{0, s + 1, mb}] : outputs_[{0, s, mb}]) = y;
 }
 
-void PipelineExecutor::backward(const Instruction& in) {
+void StepExecutor::backward(const Instruction& in) {
   const int s = in.stage, mb = in.microBatch;
   const Batch& b = batch(mb);
   const Tensor dy = s == lastStage() ? Tensor() : take(outputGrads_, s, mb);
@@ -219,7 +266,7 @@ void PipelineExecutor::backward(const Instruction& in) {
   (local ? outputGrads_[{0, s - 1, mb}] : inputGrads_[{0, s, mb}]) = dx;
 }
 
-void PipelineExecutor::send(const Instruction& in, Tensor t) {
+void StepExecutor::send(const Instruction& in, Tensor t) {
   // The send is only posted; the tensor stays referenced until the transfer completes.
   Message& m = sending_.emplace_back();
   m.handle = pipeline_.sendAsync(t.raw(), static_cast<std::size_t>(t.numel()), DType::F32, in.peer);
@@ -231,14 +278,14 @@ void PipelineExecutor::send(const Instruction& in, Tensor t) {
 // gradients share the pair when a rank holds several chunks). So receives from a peer are posted
 // in the order the peer sends, which is known from its program, up to the one needed now; the
 // messages posted ahead wait in their own buffers for their instruction.
-Tensor PipelineExecutor::receive(const Instruction& in) {
+Tensor StepExecutor::receive(const Instruction& in) {
   const Key want = in.op == Op::RecvActivation
                        ? Key{static_cast<int>(Op::SendActivation), in.stage - 1, in.microBatch}
                        : Key{static_cast<int>(Op::SendGrad), in.stage + 1, in.microBatch};
   std::deque<Key>& queue = expected_[static_cast<std::size_t>(in.peer)];
   while (posted_.find(want) == posted_.end()) {
     if (queue.empty()) {
-      throw std::logic_error("pipeline executor: " + in.toString() + " has no matching send");
+      throw std::logic_error("step executor: " + in.toString() + " has no matching send");
     }
     const Key next = queue.front();
     queue.pop_front();
@@ -253,7 +300,7 @@ Tensor PipelineExecutor::receive(const Instruction& in) {
   return node.mapped().buffer;
 }
 
-void PipelineExecutor::finishSends() {
+void StepExecutor::finishSends() {
   for (Message& m : sending_) m.handle.wait();
   sending_.clear();
 }

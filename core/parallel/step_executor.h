@@ -1,11 +1,13 @@
-// The pipeline executor: runs one rank's Program (from a schedule in schedule.h) over the rank's
-// model chunks, sending activations and gradients to the neighbouring pipeline ranks through the
-// pipeline Communicator (sends never block, receives do; docs/schedules.md), and tags what it
-// does with the instruction: every instruction is one trace span named after its op, with the
-// stage, micro-batch and program index in trace::Context, the same index the simulator's
-// timings use. It measures per step the rank's busy time (compute instructions) and the step's
-// span until the last pipeline rank finished computing, so idle = span - busy as in the
-// simulator. Optimizer and data-parallel work belong to the caller (core/train/pipeline_trainer.h).
+// The step executor, the only one: runs one rank's step program (a schedule from schedule.h with
+// its data-parallel work placed by program_builder.h; without a pipeline p = 1) over the rank's
+// model chunks. It sends activations and gradients to the neighbouring pipeline ranks through the
+// pipeline Communicator (sends never block, receives do; docs/schedules.md), hands the
+// data-parallel instructions to the trainer's reducer and gatherer (DataParallelHooks), and runs
+// the optimizer step's callback. It tags what it does with the instruction: every instruction is
+// one trace span named after its op, with the stage, micro-batch and program index in
+// trace::Context, the same index the simulator's timings use. It measures per step the rank's
+// busy time (compute instructions) and the step's span until the last pipeline rank finished
+// computing, so idle = span - busy as in the simulator.
 #pragma once
 
 #include <deque>
@@ -18,11 +20,22 @@
 #include "core/comm/communicator.h"
 #include "core/parallel/pipeline_layout.h"
 #include "core/parallel/pipeline_stage.h"
+#include "core/parallel/program_builder.h"
 #include "core/parallel/schedule.h"
 
 namespace parascope {
 
-struct PipelineSetup {
+// Where the data-parallel instructions go (core/train: the gradient reducer and ZeRO-3's
+// gatherer). A reduction round is the backward passes between two sets of reductions: every
+// pass of a round writes gradients the round's reductions then carry.
+struct DataParallelHooks {
+  std::function<void()> beginRound;     // before the round's first gradient-writing pass
+  std::function<void(int)> reduce;      // bucket b's reduction is issued (buckets in order)
+  std::function<double()> finishRound;  // waits for the round's reductions; seconds waited
+  std::function<void(int)> gather;      // ZeRO-3: start gathering shard group g
+};
+
+struct StepSetup {
   PipelineShape shape;             // p, m (micro-batches per step), v
   std::string schedule = "1f1b";   // a name from scheduleTable()
   std::vector<LayerRange> stages;  // per virtual stage: whole-model layer indices
@@ -30,36 +43,40 @@ struct PipelineSetup {
   // Shape of the activation (and gradient) passed between stages for a micro-batch, e.g.
   // (rows, T, C) for the GPT.
   std::function<Shape(const Batch&)> boundary;
+  DataParallelWork dataParallel;  // this rank's; empty without data parallelism or ZeRO
+  DataParallelHooks hooks;        // set when dataParallel is not empty
 };
 
-struct PipelineStepStats {
+struct StepStats {
   double lossSum = 0;           // the step's per-target losses summed (same on every pipeline rank)
   double busySeconds = 0;       // in compute instructions (F, B, Bi, W)
   double finishSeconds = 0;     // when this rank finished its last compute instruction
   double stepSeconds = 0;       // the latest finish over the pipeline ranks (the step's makespan)
   double optimizerSeconds = 0;  // the OptStep callback
+  double reduceWaitSeconds = 0;  // waiting for gradient reductions not hidden by compute
   double idleSeconds() const { return stepSeconds - busySeconds; }
   double idleFraction() const { return stepSeconds > 0 ? idleSeconds() / stepSeconds : 0; }
 };
 
-class PipelineExecutor {
+class StepExecutor {
  public:
   using BatchSource = std::function<Batch(int microBatch)>;
 
   // model: this rank's layers only, in rankLayers() order. pipeline: the pipeline group (its
-  // rank is the pipeline rank). UserError if the schedule cannot run the shape.
-  PipelineExecutor(Model& model, Communicator& pipeline, PipelineSetup setup);
+  // rank is the pipeline rank). UserError if the schedule cannot run the shape. The program is
+  // validated with its data-parallel work: std::logic_error if a builder placed it wrongly.
+  StepExecutor(Model& model, Communicator& pipeline, StepSetup setup);
 
   // One step: this rank's program. Every rank loads the step's micro-batches through `batches`
   // before the step's clock starts (inputs for the first stage, targets for the last, the row
   // count for the boundary shape). optimizerStep runs inside the OptStep instruction, after every
-  // pipeline rank finished computing.
-  PipelineStepStats run(const BatchSource& batches, const std::function<void()>& optimizerStep);
+  // pipeline rank finished computing and the last reductions completed.
+  StepStats run(const BatchSource& batches, const std::function<void()>& optimizerStep);
   // Forward only over `count` micro-batches; the result is the same on every pipeline rank.
   MicroBatchResult evaluate(const BatchSource& batches, int count);
 
-  const Program& program() const { return programs_[static_cast<std::size_t>(rank_)]; }
-  const PipelineSetup& setup() const { return setup_; }
+  const Program& program() const { return program_; }
+  const StepSetup& setup() const { return setup_; }
   bool holdsFirstStage() const { return rank_ == 0; }
   bool holdsLastStage() const { return rank_ == lastRank(); }
 
@@ -84,9 +101,12 @@ class PipelineExecutor {
 
   Model& model_;
   Communicator& pipeline_;
-  PipelineSetup setup_;
+  StepSetup setup_;
   int rank_;
-  std::vector<Program> programs_;  // every pipeline rank's, for the order of their sends
+  // Every pipeline rank's schedule, for the order of their sends; this rank's with its
+  // data-parallel work in program_.
+  std::vector<Program> programs_;
+  Program program_;
   std::vector<std::unique_ptr<PipelineStage>> chunks_;
 
   // Per step.
