@@ -106,7 +106,8 @@ std::vector<KernelTime> kernelBreakdown(const profiler::TraceData& data, int ste
     const double ms = static_cast<double>(e.durationNs()) / 1e6;
     if (e.category == trace::Category::Step) {
       total += ms;
-    } else if (std::string(e.name) != "optimizer_step") {  // a parent of the adamw spans
+    } else if (e.category != trace::Category::Instruction &&  // parents of the kernels
+               std::string(e.name) != "optimizer_step") {     // a parent of the adamw spans
       sums[e.name].first += ms;
       sums[e.name].second += 1;
     }

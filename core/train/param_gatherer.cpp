@@ -40,6 +40,12 @@ ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Com
   const int layers = static_cast<int>(model.layers().size());
   model.addForwardHook([this, layers](std::size_t layer, bool finished) {
     const int next = static_cast<int>(layer) + 1;
+    // A backward starts where the forward ended: the last layer stays gathered for it.
+    if (finished && next == layers) {
+      const std::vector<int>& mine = layerBuckets_[layer];
+      kept_.insert(kept_.end(), mine.begin(), mine.end());
+      return;
+    }
     onLayer(layer, finished, next < layers ? next : -1);
   });
   model.addBackwardPassHook([this](std::size_t layer, bool finished) {
@@ -54,6 +60,7 @@ void ParameterGatherer::onLayer(std::size_t layer, bool finished, int next) {
     return;
   }
   for (int b : mine) acquire(b);
+  releaseKept();
   // Prefetch: the next layer's gathers run while this layer computes.
   if (next >= 0) {
     for (int b : layerBuckets_[static_cast<std::size_t>(next)]) startGather(b);
@@ -68,6 +75,11 @@ void ParameterGatherer::onLayer(std::size_t layer, bool finished, int next) {
     }
   }
   waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void ParameterGatherer::releaseKept() {
+  for (int b : kept_) release(b);
+  kept_.clear();
 }
 
 double ParameterGatherer::takeWaitSeconds() {
@@ -121,6 +133,7 @@ void ParameterGatherer::gatherAll() {
 }
 
 void ParameterGatherer::releaseAll() {
+  releaseKept();
   if (!pinned_) return;
   pinned_ = false;
   for (std::size_t b = 0; b < buckets_.size(); ++b) release(static_cast<int>(b));

@@ -3,8 +3,10 @@
 // however a pipeline interleaves them) the buckets holding its parameters are all-gathered into
 // full-size storage (the parameters' stored values, f32 or the mixed-precision compute type, become
 // views into it) and freed when no running layer needs them; the next layer's buckets are
-// prefetched asynchronously while the current one computes. Every rank runs the same layers in the
-// same order, so every rank issues the same gathers.
+// prefetched asynchronously while the current one computes, and the rank's last layer stays
+// gathered after its forward until the next layer pass begins (usually its own backward, which
+// then needs no second gather). Every rank runs the same layers in the same order, so every rank
+// issues the same gathers.
 #pragma once
 
 #include <optional>
@@ -32,6 +34,7 @@ class ParameterGatherer {
   // Collective: gathers every bucket and keeps it (e.g. to save or compare weights) until
   // releaseAll().
   void gatherAll();
+  // Frees what gatherAll() and the last layer's forward kept (before the parameters change).
   void releaseAll();
   // Starts gathering bucket b ahead of the layer that needs it (a ZeroGather instruction); the
   // layer's own gather then finds it on its way.
@@ -49,6 +52,7 @@ class ParameterGatherer {
   void startGather(int b);
   void acquire(int b);
   void release(int b);
+  void releaseKept();
 
   Model& model_;
   FlatLayout layout_;
@@ -56,6 +60,7 @@ class ParameterGatherer {
   Tensor shard_;
   std::vector<Bucket> buckets_;
   std::vector<std::vector<int>> layerBuckets_;  // per layer: the buckets of its parameters
+  std::vector<int> kept_;  // buckets of the last layer's forward, until the next pass begins
   bool pinned_ = false;
   double waited_ = 0;
 };

@@ -253,6 +253,7 @@ StepReport Trainer::step() {
       setInfinity(reducer_ ? reducer_->gradients() : model_->parameters().front().storedGrad());
     }
     if (gradientObserver_) gradientObserver_(*this);
+    if (gatherer_) gatherer_->releaseAll();  // no gathered copy outlives the update
     // The tied embedding's gradient counts once, on the first stage.
     const bool copy = mesh_.pipeline().size() > 1 && !executor_->holdsFirstStage();
     update(r, globalGradientNorm(*model_, reducer_.get(), mesh_, copy ? tiedEmbedding() : -1));
