@@ -71,6 +71,7 @@ class TestSchedules : public QObject {
   void simulatedBubbleMatchesFormulaForInterleaved();
   void simulatedBubbleMatchesFormulaForZeroBubble();
   void simulationTimesExactly();
+  void simulationTimesTheStepProgram();
   void diagramsMatchTheDocs();
 };
 
@@ -410,6 +411,30 @@ void TestSchedules::simulationTimesExactly() {
   QCOMPARE(run.idle(0), 4.0);
   QCOMPARE(run.ranks[1].finish, 4.5);
   QCOMPARE(run.idle(1), 4.0);
+}
+
+// The simulator runs the executor's programs, data-parallel work included: 1F1B, p = 2, m = 1,
+// with each rank's two buckets reduced after its backward (0.25 each) and an optimizer step (1).
+void TestSchedules::simulationTimesTheStepProgram() {
+  StepDurations d;
+  d.transfer = 0.5;
+  d.dataParallel = 0.25;
+  d.optimizerStep = 1;
+  DataParallelWork work;
+  work.bucketChunks = {{0}, {0}};
+  std::vector<Program> programs;
+  for (const Program& p : buildSchedule(oneFOneBSchedule(), {2, 1, 1}))
+    programs.push_back(addDataParallelWork(p, work));
+  const SimulationResult run = simulatePrograms(programs, d);
+  // rank 1: RecvAct [0, 1.5), F [1.5, 2.5), B [2.5, 4.5), SendGrad, reductions [4.5, 5),
+  // OptStep [5, 6).
+  QCOMPARE(programs[1][4].toString(), std::string("ReduceBucket b0"));
+  QCOMPARE(run.ranks[1].timings[5].end, 5.0);
+  QCOMPARE(run.ranks[1].finish, 6.0);
+  // rank 0: F [0, 1), RecvGrad waits [1, 5), B [5, 7), reductions [7, 7.5), OptStep [7.5, 8.5).
+  QCOMPARE(run.ranks[0].timings[4].start, 7.0);
+  QCOMPARE(run.makespan, 8.5);
+  QCOMPARE(run.ranks[0].busy, 4.5);
 }
 
 void TestSchedules::diagramsMatchTheDocs() {
