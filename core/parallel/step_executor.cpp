@@ -123,7 +123,9 @@ StepStats StepExecutor::run(const BatchSource& batches,
       roundOpen = true;
       roundReduced = false;
     }
-    const trace::ScopedInstruction tags(in.stage, in.microBatch, static_cast<std::int32_t>(i));
+    // Stage tags make a pipeline (bubbles, the Pipeline view); a run without one has none.
+    const trace::ScopedInstruction tags(setup_.pipeline ? in.stage : -1, in.microBatch,
+                                        static_cast<std::int32_t>(i));
     const trace::Span span(
         opName(in.op).data(), trace::Category::Instruction,
         in.isPointToPoint() ? trace::lane::kCommunication : trace::lane::kCompute);

@@ -43,6 +43,7 @@ struct StepSetup {
   // Shape of the activation (and gradient) passed between stages for a micro-batch, e.g.
   // (rows, T, C) for the GPT.
   std::function<Shape(const Batch&)> boundary;
+  bool pipeline = true;           // a pipeline's program (false: p = 1 as the only layout)
   DataParallelWork dataParallel;  // this rank's; empty without data parallelism or ZeRO
   DataParallelHooks hooks;        // set when dataParallel is not empty
 };

@@ -114,6 +114,7 @@ StepSetup Trainer::stepSetup() {
   StepSetup s;
   s.shape = {mesh_.pipeline().size(), c.gradientAccumulation, c.pipeline.chunks};
   s.schedule = c.pipeline.schedule;
+  s.pipeline = c.pipeline.enabled;
   s.stages = c.pipeline.stages;
   if (s.stages.empty()) s.stages = {{0, static_cast<int>(model_->layers().size())}};
   s.recompute = c.pipeline.recompute;

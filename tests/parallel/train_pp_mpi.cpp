@@ -2,8 +2,10 @@
 // every rank trains the single-rank reference locally, then its part of each pipeline run, and
 // compares per step the loss and the gradients of the parameters it holds, then their values, at
 // rtol 1e-5 / atol 4e-5 (MPI's sums only reorder fp32 additions; test_pipeline_training.cpp); then
-// each rank's peak activation memory under each recompute mode (none > selective > full). Exit
-// status 0 and the pass line from rank 0 only if every rank matched in every case.
+// each rank's peak activation memory under each recompute mode (none > selective > full). With 4
+// ranks also bf16 and fp16 over two stages x two data-parallel ranks, against one fp32 rank within
+// the 16-bit tolerance (test_pipeline_precision.cpp). Exit status 0 and the pass line from rank 0
+// only if every rank matched in every case.
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -49,6 +51,23 @@ int main() {
         std::fprintf(stderr, "rank %d, case %s %s: %s\n", world.rank(), c[1].c_str(), c[2].c_str(),
                      diff.c_str());
         ++failures;
+      }
+    }
+    if (n == 4) {
+      const std::string lr = "optimizer.params.lr=1e-3";
+      const pptest::RunRecord fp32 = pptest::train(pptest::tinyConfig({lr}), steps);
+      for (const std::string low : {"bf16.enabled=true", "fp16.enabled=true"}) {
+        const pptest::RunRecord got = pptest::train(
+            pptest::tinyConfig({lr, low, "pipeline_model_parallel_size=2", "pipeline_schedule=1f1b",
+                                "gradient_accumulation_steps=4"},
+                               n),
+            steps, world);
+        const std::string diff = dptest::compareLowPrecision(fp32, got, 1e-2, dptest::Held::Some);
+        if (!diff.empty()) {
+          std::fprintf(stderr, "rank %d, case %s p2 d2: %s\n", world.rank(), low.c_str(),
+                       diff.c_str());
+          ++failures;
+        }
       }
     }
     std::int64_t peaks[3] = {};

@@ -19,6 +19,11 @@ int main() {
       {"tensor_model_parallel_size=2"},
       {"tensor_model_parallel_size=2", "sequence_parallel=true", "zero_optimization.stage=1"},
       {"tensor_model_parallel_size=4", "sequence_parallel=true", "gradient_accumulation_steps=2"},
+      // ZeRO-2 and 3 over the two data-parallel ranks of each tensor group, several buckets.
+      {"tensor_model_parallel_size=2", "zero_optimization.stage=2",
+       "zero_optimization.reduce_bucket_size=3000", "gradient_accumulation_steps=2"},
+      {"tensor_model_parallel_size=2", "sequence_parallel=true", "zero_optimization.stage=3",
+       "zero_optimization.reduce_bucket_size=3000"},
   };
   const int steps = 3;
   int failures = 0;
