@@ -325,16 +325,16 @@ void runTrain(const TrainOptions& o) {
     if (!launchedByMpirun()) {
       throw UserError("--backend mpi: start the ranks with mpirun -np N parascope-cli train ...");
     }
-    options.mpiWorld = mpiWorld();
+    options.world = mpiWorld();
     // This rank's own output first, then, before any collective that depends on them, every
     // rank's settings and outputs must agree (a rank that fails here tells its peers).
     if (!o.trace.empty()) {
-      checkOutputPath(profiler::perRankPath(o.trace, options.mpiWorld->rank()), "--trace");
+      checkOutputPath(profiler::perRankPath(o.trace, options.world->rank()), "--trace");
     }
     SettingList settings = canonicalSettings(doc);
     settings.emplace_back("--trace", nlohmann::json(o.trace).dump());
     settings.emplace_back("--switch", nlohmann::json(o.switches).dump());
-    agreeOnSettings(*options.mpiWorld, settings);
+    agreeOnSettings(*options.world, settings);
   } else if (launchedByMpirun()) {
     throw UserError(
         "started by mpirun with the threads backend; pass --backend mpi (or set "
@@ -342,7 +342,7 @@ void runTrain(const TrainOptions& o) {
   } else if (!o.trace.empty()) {
     checkOutputPath(o.trace, "--trace");
   }
-  const int worldSize = mpi ? options.mpiWorld->size() : 0;
+  const int worldSize = mpi ? options.world->size() : 0;
   const TrainConfig config = parseTrainConfig(doc, worldSize);
   std::vector<PlannedSwitch> plan = planSwitches(o.switches, doc, worldSize);
   if (!o.trace.empty()) options.recorder = std::make_shared<profiler::RunTrace>(o.trace);
@@ -356,7 +356,7 @@ void runTrain(const TrainOptions& o) {
   if (options.saveDir.empty() && (o.saveInterval > 0 || o.keep > 0)) {
     throw UserError("--save-interval and --keep need --save DIR (or --resume DIR)");
   }
-  const bool printing = !mpi || options.mpiWorld->rank() == 0;
+  const bool printing = !mpi || options.world->rank() == 0;
   Session session(config, std::move(options));
   for (const PlannedSwitch& p : plan) session.checkSwitch(p.config);
   Printer printer(config, o.json, !o.trace.empty());

@@ -85,7 +85,7 @@ void checkLoadable(const CheckpointReader& reader, const TrainConfig& config,
 Session::Session(TrainConfig config, SessionOptions options)
     : config_(std::move(config)),
       options_(std::move(options)),
-      gate_(/*shared=*/!options_.mpiWorld.has_value()) {}
+      gate_(/*shared=*/!options_.world.has_value()) {}
 
 Session::~Session() {
   if (thread_.joinable()) {
@@ -137,12 +137,12 @@ void Session::checkSwitch(const TrainConfig& next) const {
   if (next.parallel.backend != now.parallel.backend) {
     throw UserError("switch: rank_backend cannot change in a running session");
   }
-  if (options_.mpiWorld && next.parallel.worldSize() != options_.mpiWorld->size()) {
+  if (options_.world && next.parallel.worldSize() != options_.world->size()) {
     throw UserError(
         "switch: under MPI the layout changes over the same " +
-        std::to_string(options_.mpiWorld->size()) + " processes, but the new strategy has " +
+        std::to_string(options_.world->size()) + " processes, but the new strategy has " +
         std::to_string(next.parallel.worldSize()) + " ranks; choose degrees whose product is " +
-        std::to_string(options_.mpiWorld->size()));
+        std::to_string(options_.world->size()));
   }
   checkMemory(estimateMemory(next, dataBytesInMemory(next.data), next.parallel.worldSize()),
               availableMemoryBytes());
@@ -233,7 +233,7 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
   if (switching_) {
     const trace::Span span("strategy_switch", trace::Category::Step, trace::lane::kHost);
     slot.trainer = std::make_unique<Trainer>(config, *slot.allocator, world, false);
-    if (options_.mpiWorld) {
+    if (options_.world) {
       // The same processes, other slices: point-to-point transfers of what each rank lacks.
       std::int64_t bytes = reshardOver(world, retiring_.front().trainer->state(),
                                        slot.trainer->state(), *slot.allocator);
@@ -244,7 +244,7 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
     }
     slot.trainer->restoreCounters(switchCounters_);
     barrier(world);  // every rank has copied: the old layout can go
-    if (world.rank() == 0 || options_.mpiWorld) {
+    if (world.rank() == 0 || options_.world) {
       SwitchReport r;
       r.step = slot.trainer->stepsDone();
       r.before = describeStrategy(switchFrom_);
@@ -270,7 +270,7 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
     RankState state = slot.trainer->state();
     checkLoadable(reader, slot.trainer->config(), state.tensors);
     // The load is the reading: building the layout is what starting any run costs.
-    if (!options_.mpiWorld) barrier(world);
+    if (!options_.world) barrier(world);
     const auto start = Clock::now();
     const trace::Span span("checkpoint_load", trace::Category::Step, trace::lane::kHost);
     std::int64_t bytes = 0;
@@ -281,8 +281,8 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
     slot.trainer->restoreCounters(reader.manifest().counters);
     // In-process the report counts every rank's bytes; under MPI each process reports its own.
     loadBytes_ += bytes;
-    if (!options_.mpiWorld) barrier(world);
-    if (world.rank() == 0 || options_.mpiWorld) {
+    if (!options_.world) barrier(world);
+    if (world.rank() == 0 || options_.world) {
       const CheckpointReport r{slot.trainer->stepsDone(), reader.directory(), true,
                                millisecondsSince(start), loadBytes_.load()};
       publish([&](SessionObserver& o) { o.onCheckpoint(r); });
@@ -303,9 +303,12 @@ Session::Ending Session::trainRank(Communicator& world, RankSlot& slot) {
   const int firstBoundary = boundary_;
   Allocator& allocator = *slot.allocator;
   Trainer& trainer = buildTrainer(world, slot, config);
+  const SessionOptions::RankHooks& hooks = options_.rankHooks;
+  if (hooks.gradients) trainer.setGradientObserver(hooks.gradients);
+  if (hooks.built) hooks.built(trainer);
   // In-process, rank 0 speaks for the world; under MPI each process reports its own rank's view
   // (the losses are global means, the same on every rank).
-  const bool speaks = world.rank() == 0 || options_.mpiWorld.has_value();
+  const bool speaks = world.rank() == 0 || options_.world.has_value();
   if (speaks && !started_) {
     StartReport s;
     s.config = config;
@@ -331,7 +334,7 @@ Session::Ending Session::trainRank(Communicator& world, RankSlot& slot) {
       break;
     }
     if (action == GateAction::Switch) {
-      if (options_.mpiWorld) {
+      if (options_.world) {
         // Rank 0 decided; its target is every process's.
         std::string target;
         if (world.rank() == 0) {
@@ -343,7 +346,7 @@ Session::Ending Session::trainRank(Communicator& world, RankSlot& slot) {
         std::lock_guard lock(mutex_);
         pending_ = std::move(next);
       }
-      if (world.rank() == 0 || options_.mpiWorld) {
+      if (world.rank() == 0 || options_.world) {
         switchStart_ = Clock::now();
         boundary_ = boundary + 1;
       }
@@ -355,7 +358,7 @@ Session::Ending Session::trainRank(Communicator& world, RankSlot& slot) {
         std::lock_guard lock(mutex_);
         dir = saveDir_;
       }
-      if (options_.mpiWorld) dir = broadcastText(world, dir);
+      if (options_.world) dir = broadcastText(world, dir);
       saveState(world, trainer, dir);
       savedAt = trainer.stepsDone();
       continue;
@@ -385,6 +388,7 @@ Session::Ending Session::trainRank(Communicator& world, RankSlot& slot) {
     saveState(world, trainer, options_.saveDir);
   }
   trainer.saveWeights();
+  if (hooks.finished) hooks.finished(trainer);
   if (speaks) {
     std::lock_guard lock(mutex_);
     result_.steps = trainer.stepsDone();
@@ -409,7 +413,7 @@ void Session::checkBeforeStart(bool mpi) const {
 void Session::runRank(Communicator& world, RankSlot& slot) {
   try {
     const Ending e = trainRank(world, slot);
-    if (world.rank() == 0 || options_.mpiWorld) ending_ = e;
+    if (world.rank() == 0 || options_.world) ending_ = e;
   } catch (const std::exception& e) {
     recordFailure(world.rank(), e);
     throw;  // so the in-process world fails the peers' pending operations at once
@@ -419,10 +423,15 @@ void Session::runRank(Communicator& world, RankSlot& slot) {
 // One layout's ranks, from its first step boundary to the end of the run or a switch.
 void Session::runLayout(int ranks) {
   slots_.clear();
-  slots_.resize(options_.mpiWorld ? 1 : static_cast<std::size_t>(ranks));
-  for (RankSlot& slot : slots_) slot.allocator = std::make_unique<Allocator>();
-  if (options_.mpiWorld) {
-    runRank(*options_.mpiWorld, slots_[0]);
+  slots_.resize(options_.world ? 1 : static_cast<std::size_t>(ranks));
+  for (RankSlot& slot : slots_) {
+    slot.allocator =
+        options_.world && options_.allocator
+            ? std::shared_ptr<Allocator>(std::shared_ptr<Allocator>(), options_.allocator)
+            : std::make_shared<Allocator>();
+  }
+  if (options_.world) {
+    runRank(*options_.world, slots_[0]);
   } else if (ranks == 1) {
     Communicator single;  // the size-1 world
     runRank(single, slots_[0]);
@@ -435,12 +444,12 @@ void Session::runLayout(int ranks) {
 
 FinishedReport Session::run() {
   state_ = SessionState::Running;
-  const bool mpi = options_.mpiWorld.has_value();
+  const bool mpi = options_.world.has_value();
   std::string tracePath;
   try {
     checkBeforeStart(mpi);
-    const int first = mpi ? options_.mpiWorld->size() : config_.parallel.worldSize();
-    if (options_.recorder) options_.recorder->begin(mpi ? &*options_.mpiWorld : nullptr, first);
+    const int first = mpi ? options_.world->size() : config_.parallel.worldSize();
+    if (options_.recorder) options_.recorder->begin(mpi ? &*options_.world : nullptr, first);
     for (int ranks = first;;) {
       runLayout(ranks);
       started_ = true;  // the next layout continues the run
@@ -464,9 +473,9 @@ FinishedReport Session::run() {
       ranks = config_.parallel.worldSize();
     }
     slots_.clear();
-    if (options_.recorder) tracePath = options_.recorder->end(mpi ? options_.mpiWorld->rank() : -1);
+    if (options_.recorder) tracePath = options_.recorder->end(mpi ? options_.world->rank() : -1);
   } catch (const std::exception& e) {
-    recordFailure(mpi ? options_.mpiWorld->rank() : 0, e);  // kept only if no rank failed first
+    recordFailure(mpi ? options_.world->rank() : 0, e);  // kept only if no rank failed first
   }
   FinishedReport finished;
   std::optional<ErrorReport> failure;

@@ -22,9 +22,21 @@
 namespace parascope {
 
 struct SessionOptions {
-  // This process's rank of an MPI job (mpiWorld()); unset: the config's world of in-process
-  // ranks, one thread each.
-  std::optional<Communicator> mpiWorld;
+  // One rank of a world its caller runs: this process's rank of an MPI job (mpiWorld()), or in
+  // tests one thread of an in-process world (runInProcess); the session runs that rank only.
+  // Unset: the config's world of in-process ranks, one thread each.
+  std::optional<Communicator> world;
+  // With `world`: the rank's tracked memory (not owned); null: one of the session's own.
+  Allocator* allocator = nullptr;
+  // Per-rank access to the trainer, for tests that compare layouts gradient by gradient. Each
+  // runs on the rank's thread. `gradients` and `finished` are collective: every rank calls them
+  // at the same point, so they may communicate over the trainer's mesh.
+  struct RankHooks {
+    std::function<void(Trainer&)> built;     // each time a layout builds the rank's trainer
+    Trainer::GradientObserver gradients;     // every step, once the gradients are reduced
+    std::function<void(Trainer&)> finished;  // after the rank's last step of the run
+  };
+  RankHooks rankHooks;
   std::shared_ptr<RunRecorder> recorder;  // records the run (train --trace); null: none
   bool evaluate = true;                   // false: steps only, no validation passes (benchmarks)
   // Checkpoints (core/state/checkpoint.h): written under saveDir every saveInterval steps (0: only
@@ -86,7 +98,9 @@ class Session {
   // A rank of the running layout, kept across a switch until the next layout has copied its
   // state (in-process: every rank's; under MPI: this process's).
   struct RankSlot {
-    std::unique_ptr<Allocator> allocator;  // the rank's tracked memory, as a device would have
+    // The rank's tracked memory, as a device would have (SessionOptions::allocator, not owned,
+    // or the slot's own).
+    std::shared_ptr<Allocator> allocator;
     std::unique_ptr<Trainer> trainer;
   };
   enum class Ending { Done, Stopped, Switch };

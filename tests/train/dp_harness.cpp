@@ -8,10 +8,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "core/comm/launch.h"
+#include "core/common/error.h"
 #include "core/common/random.h"
 #include "core/model/gpt_layers.h"
+#include "core/session/session.h"
 
 namespace dptest {
 
@@ -126,19 +129,39 @@ Values reducedGradients(Trainer& t) {
 
 RunRecord train(const TrainConfig& config, int steps, const Communicator& world,
                 Allocator* allocator, const std::function<void(Trainer&)>& setup) {
-  Trainer t(config, allocator ? *allocator : defaultAllocator(), world);
-  if (setup) setup(t);
   RunRecord r;
-  t.setGradientObserver([&r](Trainer& tr) { r.gradients.push_back(reducedGradients(tr)); });
-  for (int i = 0; i < steps; ++i) {
-    r.reports.push_back(t.step());
-    r.losses.push_back(r.reports.back().loss);
-  }
-  t.gatherParameters();
-  // Logical values: tensor-parallel parts assembled over the tensor group.
-  for (const auto& [name, value] : gatherParameterValues(t.model(), t.mesh().tensor())) {
-    const float* v = value.data<float>();
-    r.parameters[name].assign(v, v + value.numel());
+  SessionOptions options;
+  options.world = world;
+  options.allocator = allocator;
+  options.evaluate = false;
+  options.rankHooks.built = setup;
+  options.rankHooks.gradients = [&r](Trainer& t) { r.gradients.push_back(reducedGradients(t)); };
+  options.rankHooks.finished = [&r](Trainer& t) {
+    t.gatherParameters();
+    // Logical values: tensor-parallel parts assembled over the tensor group.
+    for (const auto& [name, value] : gatherParameterValues(t.model(), t.mesh().tensor())) {
+      const float* v = value.data<float>();
+      r.parameters[name].assign(v, v + value.numel());
+    }
+  };
+  Session session(config, std::move(options));
+  // The run stops after `steps` steps, whatever train_iters says (the lr schedule follows it).
+  struct Steps : SessionObserver {
+    Session& session;
+    RunRecord& record;
+    int steps;
+    Steps(Session& s, RunRecord& r, int n) : session(s), record(r), steps(n) {}
+    void onRankStep(const StepReport& report) override {
+      record.reports.push_back(report);
+      record.losses.push_back(report.loss);
+      if (static_cast<int>(record.reports.size()) == steps) session.stop();
+    }
+  } observer(session, r, steps);
+  session.addObserver(observer);
+  session.run();
+  if (const std::optional<ErrorReport> error = session.error()) {
+    if (error->userError) throw UserError(error->reason);
+    throw std::runtime_error(error->reason);
   }
   return r;
 }
