@@ -10,15 +10,15 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
-#include "core/kernels/matmul.h"
+#include "core/session/session.h"
 #include "core/trace/trace.h"
-#include "core/train/trainer.h"
 #include "profiler/io/chrome_export.h"
 #include "profiler/io/chrome_import.h"
 #include "profiler/tracer.h"
@@ -144,31 +144,42 @@ std::vector<Figure> measureSpanCost(const BenchTraceOptions&) {
 // untraced steps alternate, so drift in the machine's speed hits both alike. Traced steps drain
 // the tracer after the step (outside the timing), as train --trace's drain thread would. The
 // overhead is the median over pairs of traced / untraced - 1, in CPU time (the target) and in
-// wall time.
+// wall time. A one-rank session runs its steps on this thread, so the observer's clocks, read
+// between two step reports, time a step and the session's bookkeeping around it.
 std::vector<Figure> measureStepOverhead(const BenchTraceOptions& o) {
-  kernels::setBlasThreads(1);
+  constexpr int kWarmUp = 2;
   nlohmann::json doc = {{"model", {{"type", "gpt"}}},
                         {"train_micro_batch_size_per_gpu", 8},
-                        {"train_iters", 2 + 2 * o.stepPairs},
+                        {"train_iters", kWarmUp + 2 * o.stepPairs},
                         {"optimizer", {{"params", {{"lr", 3e-4}}}}}};
-  const TrainConfig config = parseTrainConfig(doc);
-  Allocator allocator;
-  Trainer trainer(config, allocator);
-  for (int i = 0; i < 2; ++i) trainer.step();
-  Tracer tracer;
+  SessionOptions options;
+  options.evaluate = false;
+  Session session(parseTrainConfig(doc), std::move(options));
+  // Steps kWarmUp + 1, + 3, ... run untraced, the others traced.
+  struct Alternate : SessionObserver {
+    Tracer tracer;
+    Stopwatch watch;
+    std::vector<Timing> plain, traced;
+    std::size_t events = 0;
+    void onStep(const StepReport& r) override {
+      const Timing t = watch.elapsed();
+      const int measured = r.step - kWarmUp;  // 1, 2, ... after the warm-up
+      if (measured > 0) (measured % 2 == 1 ? plain : traced).push_back(t);
+      if (measured > 0 && measured % 2 == 0) {
+        tracer.uninstall();
+        events += tracer.drain().events.size();
+      }
+      if (measured >= 0 && measured % 2 == 1) tracer.install();
+      watch = Stopwatch();
+    }
+  } alternate;
+  session.addObserver(alternate);
+  session.run();
+  if (const auto failure = session.error()) throw std::runtime_error(failure->reason);
   std::vector<double> plainCpu, tracedCpu, cpuRatios, wallRatios;
-  std::size_t events = 0;
-  auto timedStep = [&] {
-    const Stopwatch watch;
-    trainer.step();
-    return watch.elapsed();
-  };
-  for (int i = 0; i < o.stepPairs; ++i) {
-    const Timing plain = timedStep();
-    tracer.install();
-    const Timing traced = timedStep();
-    tracer.uninstall();
-    events += tracer.drain().events.size();
+  for (std::size_t i = 0; i < alternate.traced.size(); ++i) {
+    const Timing& plain = alternate.plain[i];
+    const Timing& traced = alternate.traced[i];
     plainCpu.push_back(plain.cpu);
     tracedCpu.push_back(traced.cpu);
     cpuRatios.push_back(traced.cpu / plain.cpu);
@@ -180,7 +191,7 @@ std::vector<Figure> measureStepOverhead(const BenchTraceOptions& o) {
   };
   return {{"step_time_untraced", median(plainCpu) * 1e3, "ms"},
           {"step_time_traced", median(tracedCpu) * 1e3, "ms"},
-          {"events_per_step", static_cast<double>(events) / o.stepPairs, "events"},
+          {"events_per_step", static_cast<double>(alternate.events) / o.stepPairs, "events"},
           {"step_overhead", (median(cpuRatios) - 1) * 100, "%", atMost(1)},
           {"step_overhead_wall", (median(wallRatios) - 1) * 100, "%"}};
 }

@@ -365,6 +365,7 @@ Session::Ending Session::trainRank(Communicator& world, RankSlot& slot) {
     }
     allocator.resetPeaks();  // so the report's peaks are this step's
     StepReport r = trainer.step();
+    if (hooks.stepped) hooks.stepped(trainer);
     r.rank = world.rank();
     r.pipelineRank = trainer.mesh().coordinates().pipeline;
     for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {

@@ -29,11 +29,12 @@ struct SessionOptions {
   // With `world`: the rank's tracked memory (not owned); null: one of the session's own.
   Allocator* allocator = nullptr;
   // Per-rank access to the trainer, for tests that compare layouts gradient by gradient. Each
-  // runs on the rank's thread. `gradients` and `finished` are collective: every rank calls them
-  // at the same point, so they may communicate over the trainer's mesh.
+  // runs on the rank's thread. All but `built` are collective: every rank calls them at the same
+  // point, so they may communicate over the trainer's mesh.
   struct RankHooks {
     std::function<void(Trainer&)> built;     // each time a layout builds the rank's trainer
     Trainer::GradientObserver gradients;     // every step, once the gradients are reduced
+    std::function<void(Trainer&)> stepped;   // every step, after its update
     std::function<void(Trainer&)> finished;  // after the rank's last step of the run
   };
   RankHooks rankHooks;

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "core/train/trainer.h"
 #include "tests/train/dp_harness.h"
 
 namespace pptest {
 
 // Runs and their comparison are the data-parallel tests' (dp_harness.h); a pipeline rank's
 // record holds only its stage's parameters.
+using dptest::RunOptions;
 using dptest::RunRecord;
 using dptest::train;
 

@@ -7,7 +7,6 @@
 
 #include <filesystem>
 
-#include "core/train/trainer.h"
 #include "pipeline_harness.h"
 
 using namespace parascope;
@@ -29,12 +28,9 @@ std::int64_t peakActivationBytes(const std::string& recompute) {
       {"model.context_length=" + std::to_string(T), "model.hidden_size=" + std::to_string(C),
        "model.num_attention_heads=" + std::to_string(NH), "model.num_layers=" + std::to_string(L),
        "train_batch_size=" + std::to_string(B), "recompute_granularity=" + recompute});
-  Allocator allocator;
-  Trainer t(c, allocator);
-  t.step();  // the first step allocates optimizer state; peaks are measured on the second
-  allocator.resetPeaks();
-  t.step();
-  return allocator.peakBytes(MemoryCategory::Activation);
+  // The first step allocates optimizer state; peaks are measured on the second.
+  const StepReport second = pptest::train(c, 2).reports.at(1);
+  return second.peakBytes[static_cast<std::size_t>(MemoryCategory::Activation)];
 }
 
 }  // namespace
@@ -76,22 +72,16 @@ void TestPipelineRecompute::fullRecomputeIsGeneric() {
                           {"data", {{"type", "idx"}}},
                           {"train_batch_size", 32},
                           {"recompute_granularity", recompute}});
-    Allocator allocator;
-    Trainer t(c, allocator);
-    std::vector<double> losses;
-    losses.push_back(t.step().loss);
-    allocator.resetPeaks();
-    losses.push_back(t.step().loss);
-    *peak = allocator.peakBytes(MemoryCategory::Activation);
-    for (const Parameter& p : t.model().parameters()) {
-      losses.insert(losses.end(), p.value.data<float>(), p.value.data<float>() + p.numel());
-    }
-    return losses;
+    const pptest::RunRecord r = pptest::train(c, 2);
+    *peak = r.reports.at(1).peakBytes[static_cast<std::size_t>(MemoryCategory::Activation)];
+    return r;
   };
   std::int64_t nonePeak = 0, fullPeak = 0;
-  const std::vector<double> none = run("none", &nonePeak);
-  const std::vector<double> full = run("full", &fullPeak);
-  QVERIFY(none == full);
+  const pptest::RunRecord none = run("none", &nonePeak);
+  const pptest::RunRecord full = run("full", &fullPeak);
+  QVERIFY(none.losses == full.losses);
+  QVERIFY(none.gradients == full.gradients);
+  QVERIFY(none.parameters == full.parameters);
   QVERIFY(fullPeak < nonePeak);
 }
 

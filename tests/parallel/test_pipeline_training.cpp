@@ -49,7 +49,7 @@ std::vector<pptest::RunRecord> trainRanks(const TrainConfig& c, int steps) {
   return records;
 }
 
-// The single-rank run (no pipeline program) of the tiny GPT with `layers` blocks and the
+// The single-rank run (no pipeline) of the tiny GPT with `layers` blocks and the
 // `model.` keys among `overrides`.
 const pptest::RunRecord& reference(int layers, const std::vector<std::string>& overrides = {}) {
   std::vector<std::string> model = {"model.num_layers=" + std::to_string(layers)};
@@ -228,22 +228,27 @@ void TestPipelineTraining::matchesOneRank() {
 }
 
 void TestPipelineTraining::evaluationMatchesOneRank() {
-  const TrainConfig one = tinyConfig({"gradient_accumulation_steps=4"});  // micro-batches of 4
-  Trainer single(one);
-  const EvalReport want = single.evaluate();
-  const TrainConfig c = tinyConfig(
-      {"pipeline_model_parallel_size=2", "data_parallel_size=2", "pipeline_schedule=interleaved",
-       "gradient_accumulation_steps=2", "virtual_pipeline_model_parallel_size=2"});
-  std::vector<EvalReport> got(4);
+  // Micro-batches of 4, evaluated after the first step.
+  const std::vector<std::string> common = {"gradient_accumulation_steps=4", "eval_interval=1"};
+  const pptest::RunOptions evaluate{.evaluate = true};
+  const pptest::RunRecord want = pptest::train(tinyConfig(common), 1, evaluate);
+  QCOMPARE(want.evals.size(), std::size_t{1});
+  const TrainConfig c =
+      tinyConfig({"pipeline_model_parallel_size=2", "data_parallel_size=2",
+                  "pipeline_schedule=interleaved", "gradient_accumulation_steps=2",
+                  "virtual_pipeline_model_parallel_size=2", "eval_interval=1"});
+  std::vector<pptest::RunRecord> got(4);
   runInProcess(4, [&](Communicator& world) {
-    Allocator allocator;
-    Trainer t(c, allocator, world);
-    got[static_cast<std::size_t>(world.rank())] = t.evaluate();
+    pptest::RunOptions run = evaluate;
+    run.world = world;
+    got[static_cast<std::size_t>(world.rank())] = pptest::train(c, 1, run);
   });
-  for (const EvalReport& r : got) {
-    QCOMPARE(r.targets, want.targets);
-    QVERIFY(std::fabs(r.loss - want.loss) <= 1e-5 * want.loss);
-    QCOMPARE(r.accuracy, want.accuracy);
+  const EvalReport& one = want.evals[0];
+  for (const pptest::RunRecord& r : got) {
+    QCOMPARE(r.evals.size(), std::size_t{1});
+    QCOMPARE(r.evals[0].targets, one.targets);
+    QVERIFY(std::fabs(r.evals[0].loss - one.loss) <= 1e-5 * one.loss);
+    QCOMPARE(r.evals[0].accuracy, one.accuracy);
   }
 }
 
@@ -258,10 +263,7 @@ void TestPipelineTraining::tagsEveryInstruction() {
   std::vector<Program> programs(2);
   std::vector<StepReport> reports(2);
   runInProcess(2, [&](Communicator& world) {
-    Allocator allocator;
-    trace::context().rank = world.rank();
-    Trainer t(c, allocator, world);
-    reports[static_cast<std::size_t>(world.rank())] = t.step();
+    reports[static_cast<std::size_t>(world.rank())] = pptest::train(c, 1, world).reports.at(0);
   });
   trace::setRecorder(nullptr);
   const PipelineShape shape{2, 4, 1};

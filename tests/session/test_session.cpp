@@ -1,7 +1,7 @@
 // The session: its report stream is complete and ordered, it is controlled from another thread
 // (pause, one step, resume, stop at arbitrary moments), a rank that throws ends it with that
-// rank's reason within a second while the process goes on to run another session, and driving
-// the trainer through it changes no bit of the losses.
+// rank's reason within a second while the process goes on to run another session, and its own
+// ranks train bit for bit as one-rank sessions over their caller's world do.
 #include <QtTest>
 
 #include <atomic>
@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/comm/launch.h"
 #include "core/common/error.h"
 #include "core/session/session.h"
 #include "tests/train/dp_harness.h"
@@ -26,7 +27,7 @@ class TestSession : public QObject {
   void cleanupTestCase() { std::filesystem::remove(dptest::textFixture()); }
   void reportsAreCompleteAndOrdered_data();
   void reportsAreCompleteAndOrdered();
-  void lossesEqualTheTrainersBitForBit();
+  void callersWorldTrainsAsOwnRanksBitForBit();
   void controlledFromAnotherThread();
   void stopAtArbitraryMoments();
   void failingRankEndsTheSession_data();
@@ -157,18 +158,21 @@ void TestSession::reportsAreCompleteAndOrdered() {
   }
 }
 
-void TestSession::lossesEqualTheTrainersBitForBit() {
-  const TrainConfig config = tinyConfig({"eval_interval=0"});
-  std::vector<double> direct;
-  {
-    Trainer t(config);
-    for (int i = 0; i < config.trainIters; ++i) direct.push_back(t.step().loss);
-  }
+// The tests' harness and MPI run one rank per session over a world their caller made
+// (SessionOptions::world); a session's own ranks must train exactly as they do.
+void TestSession::callersWorldTrainsAsOwnRanksBitForBit() {
+  const TrainConfig config =
+      tinyConfig({"eval_interval=0", "data_parallel_size=2", "zero_optimization.stage=2"});
   Session session(config);
   Recorder rec;
   session.addObserver(rec);
   session.run();
-  QCOMPARE(rec.losses, direct);  // exact: the same kernels in the same order
+  QCOMPARE(rec.steps(), config.trainIters);
+  std::vector<dptest::RunRecord> ranks(2);
+  runInProcess(2, [&](Communicator& world) {
+    ranks[static_cast<std::size_t>(world.rank())] = dptest::train(config, config.trainIters, world);
+  });
+  for (const dptest::RunRecord& r : ranks) QCOMPARE(r.losses, rec.losses);  // exact
 }
 
 void TestSession::controlledFromAnotherThread() {

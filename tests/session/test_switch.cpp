@@ -23,7 +23,6 @@
 #include "core/session/session.h"
 #include "core/state/checkpoint.h"
 #include "core/state/reshard.h"
-#include "core/train/trainer.h"
 #include "tests/train/dp_harness.h"
 
 using namespace parascope;
@@ -69,6 +68,22 @@ TrainConfig config(const QString& strategy, const std::string& weights) {
            {"train_iters=" + std::to_string(kSteps), "eval_interval=0", "save_weights=" + weights});
   return dptest::tinyConfig(o);
 }
+
+// A rank's state copied out of its trainer, so that it outlives the session that held it: the
+// slices point into `bytes`, which hold the trainer's values or zeros.
+struct OwnedState {
+  RankState state;
+  std::vector<std::vector<std::byte>> bytes;
+  OwnedState() = default;
+  OwnedState(const RankState& of, bool values) : state(of) {
+    for (StateSlice& slice : state.slices) {
+      const auto n = static_cast<std::size_t>(slice.count) * dtypeSize(slice.dtype);
+      std::vector<std::byte>& b = bytes.emplace_back(n);
+      if (values) std::memcpy(b.data(), slice.data, n);
+      slice.data = b.data();
+    }
+  }
+};
 
 struct Outcome {
   std::vector<double> losses;  // per step, 1-based step i at i - 1
@@ -454,12 +469,20 @@ void TestSwitch::reshardOverTheCommunicator() {
   std::vector<std::string> problems(kRanks);
   runInProcess(kRanks, [&](Communicator& world) {
     const auto r = static_cast<std::size_t>(world.rank());
-    Allocator oldMemory, newMemory, referenceMemory, scratchMemory;
-    Trainer from(a, oldMemory, world);
-    from.step();  // so that AdamW's moments are not zero
-    Trainer moved(b, newMemory, world, false);
-    Trainer reference(b, referenceMemory, world, false);
-    old[r] = from.state();
+    // The old layout after a step (so that AdamW's moments are not zero); the new layout's
+    // slices, twice, zero-filled, from a session stopped before its first step.
+    OwnedState from, moved, reference;
+    dptest::RunOptions first{.world = world};
+    first.finished = [&](Trainer& t) { from = OwnedState(t.state(), true); };
+    dptest::train(a, 1, first);
+    dptest::RunOptions second{.world = world};
+    second.built = [&](Trainer& t) {
+      moved = OwnedState(t.state(), false);
+      reference = OwnedState(t.state(), false);
+    };
+    dptest::train(b, 0, second);
+    Allocator scratchMemory;
+    old[r] = from.state;
     int token = 0;
     world.allReduce(&token, &token, 1, DType::I32, ReduceOp::Sum);
     if (r == 0) {
@@ -468,10 +491,10 @@ void TestSwitch::reshardOverTheCommunicator() {
       index = std::make_unique<StateIndex>(views);
     }
     world.allReduce(&token, &token, 1, DType::I32, ReduceOp::Sum);
-    const RankState want = reference.state();
+    const RankState& want = reference.state;
     const std::int64_t copied = copyState(*index, want);
-    const RankState got = moved.state();
-    const std::int64_t written = reshardOver(world, from.state(), got, scratchMemory, kBuffer);
+    const RankState& got = moved.state;
+    const std::int64_t written = reshardOver(world, from.state, got, scratchMemory, kBuffer);
     std::string& problem = problems[r];
     if (written != copied) problem = "bytes written " + std::to_string(written);
     for (std::size_t i = 0; i < got.slices.size() && problem.empty(); ++i) {

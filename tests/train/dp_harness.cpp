@@ -127,16 +127,17 @@ Values reducedGradients(Trainer& t) {
   return out;
 }
 
-RunRecord train(const TrainConfig& config, int steps, const Communicator& world,
-                Allocator* allocator, const std::function<void(Trainer&)>& setup) {
+RunRecord train(const TrainConfig& config, int steps, const RunOptions& run) {
   RunRecord r;
   SessionOptions options;
-  options.world = world;
-  options.allocator = allocator;
-  options.evaluate = false;
-  options.rankHooks.built = setup;
+  options.world = run.world;
+  options.allocator = run.allocator;
+  options.evaluate = run.evaluate;
+  options.rankHooks.built = run.built;
+  options.rankHooks.stepped = run.stepped;
   options.rankHooks.gradients = [&r](Trainer& t) { r.gradients.push_back(reducedGradients(t)); };
-  options.rankHooks.finished = [&r](Trainer& t) {
+  options.rankHooks.finished = [&](Trainer& t) {
+    if (run.finished) run.finished(t);
     t.gatherParameters();
     // Logical values: tensor-parallel parts assembled over the tensor group.
     for (const auto& [name, value] : gatherParameterValues(t.model(), t.mesh().tensor())) {
@@ -145,19 +146,21 @@ RunRecord train(const TrainConfig& config, int steps, const Communicator& world,
     }
   };
   Session session(config, std::move(options));
-  // The run stops after `steps` steps, whatever train_iters says (the lr schedule follows it).
-  struct Steps : SessionObserver {
+  // Stops the run after `steps` steps, whatever train_iters says.
+  struct Recorder : SessionObserver {
     Session& session;
     RunRecord& record;
     int steps;
-    Steps(Session& s, RunRecord& r, int n) : session(s), record(r), steps(n) {}
+    Recorder(Session& s, RunRecord& r, int n) : session(s), record(r), steps(n) {}
     void onRankStep(const StepReport& report) override {
       record.reports.push_back(report);
       record.losses.push_back(report.loss);
       if (static_cast<int>(record.reports.size()) == steps) session.stop();
     }
-  } observer(session, r, steps);
-  session.addObserver(observer);
+    void onEval(const EvalReport& report) override { record.evals.push_back(report); }
+  } recorder(session, r, steps);
+  session.addObserver(recorder);
+  if (steps == 0) session.stop();
   session.run();
   if (const std::optional<ErrorReport> error = session.error()) {
     if (error->userError) throw UserError(error->reason);
@@ -172,17 +175,29 @@ ModelState measureModelState(const TrainConfig& config) {
   m.ranks.resize(static_cast<std::size_t>(n));
   runInProcess(n, [&](Communicator& world) {
     Allocator a;
-    Trainer t(config, a, world);
-    t.step();
-    t.step();
-    if (world.rank() == 0) {
-      m.parameters = t.model().parameterCount();
-      m.tensors = static_cast<std::int64_t>(t.model().parameters().size());
+    StateBytes& bytes = m.ranks[static_cast<std::size_t>(world.rank())];
+    RunOptions run{.world = world, .allocator = &a};
+    // The session resets the peaks before each step: the construction's are read here, the
+    // steps' from their reports.
+    run.built = [&](Trainer&) {
+      bytes.gradPeak = a.peakBytes(MemoryCategory::Gradient);
+      bytes.paramPeak = a.peakBytes(MemoryCategory::Parameter);
+    };
+    run.finished = [&](Trainer& t) {
+      if (world.rank() == 0) {
+        m.parameters = t.model().parameterCount();
+        m.tensors = static_cast<std::int64_t>(t.model().parameters().size());
+      }
+      bytes.param = a.liveBytes(MemoryCategory::Parameter);
+      bytes.grad = a.liveBytes(MemoryCategory::Gradient);
+      bytes.optim = a.liveBytes(MemoryCategory::OptimizerState);
+      bytes.work = a.liveBytes(MemoryCategory::Workspace);
+    };
+    for (const StepReport& r : train(config, 2, run).reports) {
+      const auto peak = [&r](MemoryCategory c) { return r.peakBytes[static_cast<std::size_t>(c)]; };
+      bytes.gradPeak = std::max(bytes.gradPeak, peak(MemoryCategory::Gradient));
+      bytes.paramPeak = std::max(bytes.paramPeak, peak(MemoryCategory::Parameter));
     }
-    m.ranks[static_cast<std::size_t>(world.rank())] = {
-        a.liveBytes(MemoryCategory::Parameter),      a.liveBytes(MemoryCategory::Gradient),
-        a.liveBytes(MemoryCategory::OptimizerState), a.liveBytes(MemoryCategory::Workspace),
-        a.peakBytes(MemoryCategory::Gradient),       a.peakBytes(MemoryCategory::Parameter)};
   });
   return m;
 }

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/train/trainer.h"
+#include "core/session/session.h"
 
 namespace dptest {
 
@@ -18,7 +18,8 @@ using Values = std::map<std::string, std::vector<float>>;  // logical f32 values
 
 struct RunRecord {
   std::vector<double> losses;
-  std::vector<parascope::StepReport> reports;
+  std::vector<parascope::StepReport> reports;  // this rank's (Session's onRankStep)
+  std::vector<parascope::EvalReport> evals;    // with RunOptions::evaluate
   // Per step, the logical gradients of the parameters this rank holds once they are reduced,
   // before clipping and the optimizer (f32, unscaled; under mixed precision the 16-bit values
   // widened).
@@ -49,17 +50,31 @@ std::string textFixture();
 // gradient and parameter can differ far beyond rounding.
 parascope::TrainConfig tinyConfig(const std::vector<std::string>& overrides, int worldSize = 0);
 
-// `steps` optimizer steps of one rank of `world` (a default Communicator: the single rank).
-// `setup` runs on the trainer before the first step (e.g. to inject a fault).
-RunRecord train(const parascope::TrainConfig& config, int steps,
-                const parascope::Communicator& world = parascope::Communicator(),
-                parascope::Allocator* allocator = nullptr,
-                const std::function<void(parascope::Trainer&)>& setup = {});
+// How train() runs its rank.
+struct RunOptions {
+  parascope::Communicator world{};            // the rank's world; default: the single rank
+  parascope::Allocator* allocator = nullptr;  // the rank's tracked memory; null: the session's
+  bool evaluate = false;  // the evaluations the config asks for (eval_interval, the last step)
+  // On the rank's trainer (SessionOptions::RankHooks): `built` before the first step (e.g. to
+  // inject a fault), `stepped` after each step's update, `finished` after the last step, before
+  // the record's parameters are gathered.
+  std::function<void(parascope::Trainer&)> built{}, stepped{}, finished{};
+};
+
+// `steps` optimizer steps of one rank, run by a session of that rank (train_iters only sets the
+// learning-rate schedule). Throws the rank's failure: UserError for a user's error, else
+// runtime_error.
+RunRecord train(const parascope::TrainConfig& config, int steps, const RunOptions& options);
+inline RunRecord train(const parascope::TrainConfig& config, int steps,
+                       const parascope::Communicator& world = parascope::Communicator(),
+                       parascope::Allocator* allocator = nullptr) {
+  return train(config, steps, RunOptions{.world = world, .allocator = allocator});
+}
 
 // Model-state bytes of one rank, live after its second step and peaks over the run, from the
 // trainer's construction on.
 struct StateBytes {
-  std::int64_t param, grad, optim, work, gradPeak, paramPeak;
+  std::int64_t param = 0, grad = 0, optim = 0, work = 0, gradPeak = 0, paramPeak = 0;
 };
 struct ModelState {
   std::int64_t parameters = 0;  // P, of the logical model

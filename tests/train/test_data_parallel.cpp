@@ -6,6 +6,8 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 
@@ -272,18 +274,19 @@ void TestDataParallel::overlapStartsBucketsDuringBackward() {
   std::vector<std::int64_t> starts;
   std::int64_t firstBlockBegins = 0, backwardEnds = 0;
   runInProcess(2, [&](Communicator& world) {
-    Allocator a;
-    Trainer t(c, a, world);
+    dptest::RunOptions run{.world = world};
     if (world.rank() == 0) {
-      t.mesh().data().setObserver([&](const CommRecord& r) {
-        if (r.op == CommOp::AllReduce && r.count > 1) starts.push_back(r.startNs);
-      });
-      t.model().addBackwardHook([&](std::size_t layer, bool finished) {
-        if (layer == 1 && !finished) firstBlockBegins = commNowNs();  // block.0
-        if (layer == 0 && finished) backwardEnds = commNowNs();
-      });
+      run.built = [&](Trainer& t) {
+        t.mesh().data().setObserver([&](const CommRecord& r) {
+          if (r.op == CommOp::AllReduce && r.count > 1) starts.push_back(r.startNs);
+        });
+        t.model().addBackwardHook([&](std::size_t layer, bool finished) {
+          if (layer == 1 && !finished) firstBlockBegins = commNowNs();  // block.0
+          if (layer == 0 && finished) backwardEnds = commNowNs();
+        });
+      };
     }
-    t.step();
+    dptest::train(c, 1, run);
   });
   QVERIFY(starts.size() > 2);
   const auto early = std::count_if(starts.begin(), starts.end(),
@@ -345,30 +348,31 @@ void TestDataParallel::lowPrecisionGradientCommunication() {
   qInfo("L1 change from rounding %.4g, L1 distance travelled %.4g", rounding, travelled);
 }
 
+// A rank that throws in the middle of the second step's backward pass, after some of its buckets
+// started, ends the session with its reason; nobody finishes that step.
 void TestDataParallel::failingRankEndsRun() {
-  const TrainConfig c = tinyConfig({"data_parallel_size=4"});
-  std::vector<int> stepsDone(4, -1);
-  try {
-    runInProcess(4, [&](Communicator& world) {
-      Allocator a;
-      Trainer t(c, a, world);
-      if (world.rank() == 2) {
-        // Fails in the middle of the second step's backward pass, after some buckets started.
-        t.model().addBackwardHook([&t](std::size_t layer, bool finished) {
-          if (t.stepsDone() == 1 && layer == 1 && finished)
-            throw std::runtime_error("disk on fire");
-        });
-      }
-      for (int i = 0; i < 3; ++i) {
-        t.step();
-        stepsDone[static_cast<std::size_t>(world.rank())] = t.stepsDone();
-      }
+  SessionOptions options;
+  options.rankHooks.built = [](Trainer& t) {
+    if (t.mesh().world().rank() != 2) return;
+    t.model().addBackwardHook([&t](std::size_t layer, bool finished) {
+      if (t.stepsDone() == 1 && layer == 1 && finished) throw std::runtime_error("disk on fire");
     });
-    QFAIL("the run went on");
-  } catch (const std::exception& e) {
-    QCOMPARE(QString(e.what()), QString("disk on fire"));
-  }
-  for (int done : stepsDone) QCOMPARE(done, 1);  // nobody finished the second step
+  };
+  Session session(tinyConfig({"data_parallel_size=4", "train_iters=3"}), std::move(options));
+  struct Steps : SessionObserver {
+    std::array<std::atomic<int>, 4> done{};
+    void onRankStep(const StepReport& r) override {
+      done[static_cast<std::size_t>(r.rank)] = r.step;
+    }
+  } steps;
+  session.addObserver(steps);
+  const FinishedReport finished = session.run();
+  QVERIFY(finished.failed);
+  const std::optional<ErrorReport> error = session.error();
+  QVERIFY(error.has_value());
+  QCOMPARE(error->rank, 2);
+  QCOMPARE(QString::fromStdString(error->reason), QString("disk on fire"));
+  for (const std::atomic<int>& done : steps.done) QCOMPARE(done.load(), 1);
 }
 
 QTEST_GUILESS_MAIN(TestDataParallel)

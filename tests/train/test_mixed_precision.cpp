@@ -57,12 +57,21 @@ std::vector<dptest::RunRecord> trainRanks(
   std::vector<dptest::RunRecord> records(static_cast<std::size_t>(c.parallel.worldSize()));
   runInProcess(c.parallel.worldSize(), [&](Communicator& world) {
     Allocator allocator;
-    records[static_cast<std::size_t>(world.rank())] =
-        dptest::train(c, steps, world, &allocator, [&](Trainer& t) {
-          if (setup) setup(t, world.rank());
-        });
+    dptest::RunOptions run{.world = world, .allocator = &allocator};
+    if (setup) run.built = [&](Trainer& t) { setup(t, world.rank()); };
+    records[static_cast<std::size_t>(world.rank())] = dptest::train(c, steps, run);
   });
   return records;
+}
+
+// Every parameter's value, whole (ZeRO-3 shards gathered), in the model's order.
+std::vector<float> parameterValues(Trainer& t) {
+  t.gatherParameters();
+  std::vector<float> all;
+  for (const Parameter& p : t.model().parameters()) {
+    all.insert(all.end(), p.value.data<float>(), p.value.data<float>() + p.numel());
+  }
+  return all;
 }
 
 float rounded(float v, DType t) {
@@ -545,21 +554,16 @@ void TestMixedPrecision::overflowSkipsStepOnEveryRank() {
   std::vector<std::vector<std::vector<float>>> snapshots(2);  // per rank, after each step
   std::vector<std::vector<StepReport>> reports(2);
   runInProcess(2, [&](Communicator& world) {
-    Allocator a;
-    Trainer t(c, a, world);
-    if (world.rank() == 1) {
-      t.injectGradientOverflow(1);
-      t.injectGradientOverflow(2);
+    const auto rank = static_cast<std::size_t>(world.rank());
+    dptest::RunOptions run{.world = world};
+    if (rank == 1) {
+      run.built = [](Trainer& t) {
+        t.injectGradientOverflow(1);
+        t.injectGradientOverflow(2);
+      };
     }
-    for (int i = 0; i < 6; ++i) {
-      reports[static_cast<std::size_t>(world.rank())].push_back(t.step());
-      t.gatherParameters();
-      std::vector<float> all;
-      for (const Parameter& p : t.model().parameters()) {
-        all.insert(all.end(), p.value.data<float>(), p.value.data<float>() + p.numel());
-      }
-      snapshots[static_cast<std::size_t>(world.rank())].push_back(all);
-    }
+    run.stepped = [&](Trainer& t) { snapshots[rank].push_back(parameterValues(t)); };
+    reports[rank] = dptest::train(c, 6, run).reports;
   });
   const std::vector<double> scales = {65536, 65536, 65536, 32768, 32768, 65536};
   for (int rank = 0; rank < 2; ++rank) {
@@ -584,31 +588,41 @@ void TestMixedPrecision::overflowSkipsStepOnEveryRank() {
 // the hysteresis, then every skipped step halves the scale until gradients fit, and nothing
 // moves until then.
 void TestMixedPrecision::hugeInitialScaleBacksOff() {
-  const TrainConfig c = tinyConfig({"fp16.enabled=true", "fp16.initial_scale_power=30"});
-  Trainer t(c);
-  auto values = [&t] {
-    t.gatherParameters();
-    std::vector<float> all;
-    for (const Parameter& p : t.model().parameters()) {
-      all.insert(all.end(), p.value.data<float>(), p.value.data<float>() + p.numel());
-    }
-    return all;
+  SessionOptions options;
+  options.evaluate = false;
+  std::vector<float> start;
+  std::vector<bool> unchanged;  // per step: the parameters are still the initial ones
+  double scale = 0;             // the scaler's, after the last step
+  options.rankHooks.built = [&](Trainer& t) { start = parameterValues(t); };
+  options.rankHooks.stepped = [&](Trainer& t) {
+    unchanged.push_back(parameterValues(t) == start);
+    scale = t.lossScaler().scale();
   };
-  const std::vector<float> start = values();
-  std::vector<StepReport> r;
-  for (int i = 0; i < 30 && (r.empty() || r.back().skipped); ++i) {
-    r.push_back(t.step());
-    if (r.back().skipped) QVERIFY(values() == start);
-  }
+  Session session(tinyConfig({"fp16.enabled=true", "fp16.initial_scale_power=30"}),
+                  std::move(options));
+  // Stops at the first step that is not skipped.
+  struct Reports : SessionObserver {
+    Session& session;
+    std::vector<StepReport> steps;
+    explicit Reports(Session& s) : session(s) {}
+    void onStep(const StepReport& r) override {
+      steps.push_back(r);
+      if (!r.skipped || steps.size() == 30) session.stop();
+    }
+  } reports(session);
+  session.addObserver(reports);
+  session.run();
+  const std::vector<StepReport>& r = reports.steps;
+  QCOMPARE(unchanged.size(), r.size());
+  for (std::size_t i = 0; i < r.size(); ++i) QCOMPARE(unchanged[i], r[i].skipped);
   QVERIFY(r.size() >= 3);
   QVERIFY(!r.back().skipped);
-  QVERIFY(values() != start);
   double expected = std::ldexp(1.0, 30);
   for (std::size_t i = 0; i < r.size(); ++i) {
     QCOMPARE(r[i].lossScale, expected);
     if (i >= 1) expected /= 2;  // the first overflow used up the hysteresis
   }
-  QCOMPARE(t.lossScaler().scale(), r.back().lossScale);
+  QCOMPARE(scale, r.back().lossScale);
   qInfo("first clean step %zu at loss scale %g", r.size(), r.back().lossScale);
 }
 

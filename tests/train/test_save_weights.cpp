@@ -11,7 +11,6 @@
 
 #include "core/comm/launch.h"
 #include "core/io/safetensors.h"
-#include "core/model/gpt_layers.h"
 #include "dp_harness.h"
 
 using namespace parascope;
@@ -52,16 +51,9 @@ void TestSaveWeights::wholeModelFromAnyLayout() {
   std::mutex mutex;
   std::map<std::string, std::vector<float>> held;
   runInProcess(config.parallel.worldSize(), [&](Communicator& world) {
-    Allocator allocator;
-    Trainer t(config, allocator, world);
-    t.step();
-    t.step();
-    t.saveWeights();
-    t.gatherParameters();
-    for (const auto& [name, value] : gatherParameterValues(t.model(), t.mesh().tensor())) {
-      std::lock_guard lock(mutex);
-      held[name].assign(value.data<float>(), value.data<float>() + value.numel());
-    }
+    const dptest::RunRecord r = dptest::train(config, 2, world);  // its session saves the weights
+    std::lock_guard lock(mutex);
+    for (const auto& [name, values] : r.parameters) held[name] = values;
   });
 
   const SafetensorsFile file = readSafetensors(path);

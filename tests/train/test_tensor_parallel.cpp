@@ -11,7 +11,11 @@
 
 #include "core/comm/launch.h"
 #include "core/common/error.h"
+#include "core/config/pipeline_config.h"
+#include "core/data/text_dataset.h"
 #include "core/model/gpt_layers.h"
+#include "core/parallel/mesh.h"
+#include "core/parallel/tensor_parallel.h"
 #include "dp_harness.h"
 
 using namespace parascope;
@@ -61,24 +65,23 @@ void TestTensorParallel::splitPartsAreMegatrons() {
 
 namespace {
 
-// Gradients of one micro-batch, by logical parameter name, assembled over the tensor group.
-std::map<std::string, std::vector<float>> oneBatchGradients(const TrainConfig& c,
-                                                            const Communicator& world,
-                                                            double* loss) {
-  Allocator a;
-  Trainer t(c, a, world);
-  Model& m = t.model();
-  const Batch b = t.dataset().batch(Split::Train, 0, c.microBatch, a);
-  *loss = m.forwardBackward(b).lossSum;
-  for (Parameter& p : m.parameters()) std::swap(p.value, p.grad);  // gather the gradients
-  std::map<std::string, std::vector<float>> out;
-  for (const auto& [name, g] : gatherParameterValues(m, t.mesh().tensor())) {
-    const float* v = g.data<float>();
-    out[name].assign(v, v + g.numel());
+// The tiny GPT of `c` as one rank of `world` builds it, initialized, with its text: for tests
+// that drive the layers themselves.
+struct SplitGpt {
+  DeviceMesh mesh;
+  Model model;
+  TextDataset data;
+  SplitGpt(const TrainConfig& c, const Communicator& world, Allocator& a)
+      : mesh(world, c.parallel),
+        model(a),
+        data(c.data.path, c.model.gpt.contextLength, c.data.validationFraction, c.seed) {
+    buildGptTensorParallel(
+        model, c.model.gpt,
+        std::make_shared<TensorParallelRegion>(mesh.tensor(), c.parallel.sequenceParallel, a),
+        pipelineRankLayers(c, world.rank()));
+    model.initialize(c.seed);
   }
-  for (Parameter& p : m.parameters()) std::swap(p.value, p.grad);
-  return out;
-}
+};
 
 bool close(double want, double got) {
   return std::fabs(got - want) <= 4e-5 + 1e-5 * std::fabs(want);
@@ -93,35 +96,26 @@ void TestTensorParallel::gradientsMatchUnsplitLayers_data() {
     for (bool sp : {false, true}) QTest::addRow("tp%d%s", t, sp ? "-sp" : "") << t << sp;
 }
 
-// The tensor-parallel model on t ranks and the single-rank model, same weights and batch: every
-// parameter's gradient (attention heads, MLP columns and rows, vocabulary rows, layernorms,
-// biases) and the loss agree within rtol 1e-5 / atol 4e-5.
+// The tensor-parallel model on t ranks and the single-rank model, same weights and batch (one
+// micro-batch): every parameter's gradient (attention heads, MLP columns and rows, vocabulary
+// rows, layernorms, biases) and the loss agree within rtol 1e-5 / atol 4e-5.
 void TestTensorParallel::gradientsMatchUnsplitLayers() {
   QFETCH(int, tensor);
   QFETCH(bool, sequence);
   // 4 heads so that t = 4 splits them; a vocabulary and MLP width divisible by 4.
-  const std::vector<std::string> model = {"model.num_attention_heads=4",
+  const std::vector<std::string> model = {"model.num_attention_heads=4", "train_batch_size=4",
                                           "train_micro_batch_size_per_gpu=4"};
-  double want = 0;
-  const auto reference = oneBatchGradients(dptest::tinyConfig(model), Communicator(), &want);
+  const dptest::RunRecord want = dptest::train(dptest::tinyConfig(model), 1);
   std::vector<std::string> split = model;
   split.push_back("tensor_model_parallel_size=" + std::to_string(tensor));
   split.push_back(std::string("sequence_parallel=") + (sequence ? "true" : "false"));
   std::mutex mu;
   std::string failure;
   runInProcess(tensor, [&](Communicator& world) {
-    double loss = 0;
-    const auto got = oneBatchGradients(dptest::tinyConfig(split, tensor), world, &loss);
+    const dptest::RunRecord got = dptest::train(dptest::tinyConfig(split, tensor), 1, world);
+    const std::string diff = dptest::compare(want, got);
     std::lock_guard lock(mu);
-    if (!close(want, loss))
-      failure = "loss " + std::to_string(loss) + " vs " + std::to_string(want);
-    for (const auto& [name, w] : reference) {
-      const auto& g = got.at(name);
-      for (std::size_t i = 0; i < w.size() && failure.empty(); ++i)
-        if (!close(w[i], g[i]))
-          failure = name + "[" + std::to_string(i) + "]: " + std::to_string(g[i]) + " vs " +
-                    std::to_string(w[i]);
-    }
+    if (!diff.empty()) failure = "rank " + std::to_string(world.rank()) + ": " + diff;
   });
   QVERIFY2(failure.empty(), failure.c_str());
 }
@@ -186,24 +180,28 @@ void TestTensorParallel::trainingMatchesOneRank() {
   QVERIFY2(diffs.empty(), diffs.empty() ? "" : diffs.front().c_str());
 }
 
-// Validation loss, targets and accuracy (the vocabulary-parallel argmax) as on one rank.
+// Validation loss, targets and accuracy (the vocabulary-parallel argmax) after a step, as on one
+// rank.
 void TestTensorParallel::evaluationMatchesOneRank() {
-  const std::vector<std::string> model = {"model.num_attention_heads=4"};
-  Trainer single(dptest::tinyConfig(model));
-  const EvalReport want = single.evaluate();
+  const std::vector<std::string> model = {"model.num_attention_heads=4", "eval_interval=1"};
+  const dptest::RunOptions evaluate{.evaluate = true};
+  const dptest::RunRecord want = dptest::train(dptest::tinyConfig(model), 1, evaluate);
+  QCOMPARE(want.evals.size(), std::size_t{1});
   std::vector<std::string> split = model;
   split.insert(split.end(), {"tensor_model_parallel_size=4", "sequence_parallel=true"});
   const TrainConfig c = dptest::tinyConfig(split);
-  std::vector<EvalReport> got(4);
+  std::vector<dptest::RunRecord> got(4);
   runInProcess(4, [&](Communicator& world) {
-    Allocator a;
-    Trainer t(c, a, world);
-    got[static_cast<std::size_t>(world.rank())] = t.evaluate();
+    dptest::RunOptions run = evaluate;
+    run.world = world;
+    got[static_cast<std::size_t>(world.rank())] = dptest::train(c, 1, run);
   });
-  for (const EvalReport& r : got) {
-    QCOMPARE(r.targets, want.targets);
-    QVERIFY2(close(want.loss, r.loss), qPrintable(QString::number(r.loss)));
-    QCOMPARE(r.accuracy, want.accuracy);
+  const EvalReport& one = want.evals[0];
+  for (const dptest::RunRecord& r : got) {
+    QCOMPARE(r.evals.size(), std::size_t{1});
+    QCOMPARE(r.evals[0].targets, one.targets);
+    QVERIFY2(close(one.loss, r.evals[0].loss), qPrintable(QString::number(r.evals[0].loss)));
+    QCOMPARE(r.evals[0].accuracy, one.accuracy);
   }
 }
 
@@ -218,11 +216,9 @@ void TestTensorParallel::recomputeLowersActivationPeak() {
          std::string("recompute_granularity=") + mode});
     std::vector<std::pair<double, std::int64_t>> ranks(2);
     runInProcess(2, [&](Communicator& world) {
-      Allocator a;
-      Trainer t(c, a, world);
-      const double loss = t.step().loss;
-      ranks[static_cast<std::size_t>(world.rank())] = {loss,
-                                                       a.peakBytes(MemoryCategory::Activation)};
+      const StepReport r = dptest::train(c, 1, world).reports.at(0);
+      ranks[static_cast<std::size_t>(world.rank())] = {
+          r.loss, r.peakBytes[static_cast<std::size_t>(MemoryCategory::Activation)]};
     });
     QCOMPARE(ranks[0], ranks[1]);
     runs[mode] = ranks[0];
@@ -249,9 +245,9 @@ void TestTensorParallel::zeroBubbleHalvesSplitTheBlock() {
   std::vector<std::string> problems;
   runInProcess(2, [&](Communicator& world) {
     Allocator a;
-    Trainer t(c, a, world);
-    Model& m = t.model();
-    const Batch b = t.dataset().batch(Split::Train, 0, c.microBatch, a);
+    SplitGpt gpt(c, world, a);
+    Model& m = gpt.model;
+    const Batch b = gpt.data.batch(Split::Train, 0, c.microBatch, a);
     Layer& block = *m.layers()[1];
     Activations e;
     const Tensor x = m.layers()[0]->forward(b.inputs, b, e);

@@ -27,9 +27,9 @@ struct Case {
 std::string checkOverflowAgreement(const Communicator& world) {
   const TrainConfig c = dptest::tinyConfig(
       {"fp16.enabled=true", "fp16.hysteresis=1", "zero_optimization.stage=2"}, world.size());
-  const dptest::RunRecord r = dptest::train(c, 3, world, nullptr, [&](Trainer& t) {
-    if (world.rank() == world.size() - 1) t.injectGradientOverflow(1);
-  });
+  dptest::RunOptions run{.world = world};
+  if (world.rank() == world.size() - 1) run.built = [](Trainer& t) { t.injectGradientOverflow(1); };
+  const dptest::RunRecord r = dptest::train(c, 3, run);
   const auto& s = r.reports;
   if (s[0].skipped || !s[1].skipped || s[2].skipped) return "overflow: wrong steps skipped";
   if (s[2].lossScale != s[1].lossScale / 2) return "overflow: the loss scale did not halve";
@@ -43,27 +43,27 @@ std::string checkMixedPrecisionBytes(const Communicator& world, int stage) {
   const TrainConfig c = dptest::tinyConfig(
       {"bf16.enabled=true", "zero_optimization.stage=" + std::to_string(stage)}, n);
   Allocator a;
-  Trainer t(c, a, world);
-  t.step();
-  t.step();
-  const std::int64_t P = t.model().parameterCount();
-  const std::int64_t padded =
-      P + static_cast<std::int64_t>(t.model().parameters().size()) * (n - 1);
-  auto within = [&](MemoryCategory m, std::int64_t perParameter, bool sharded) {
-    const std::int64_t got = a.liveBytes(m);
+  std::int64_t P = 0, padded = 0, parameter = 0, gradient = 0, optimizer = 0;
+  dptest::RunOptions run{.world = world, .allocator = &a};
+  run.finished = [&](Trainer& t) {
+    P = t.model().parameterCount();
+    padded = P + static_cast<std::int64_t>(t.model().parameters().size()) * (n - 1);
+    parameter = a.liveBytes(MemoryCategory::Parameter);
+    gradient = a.liveBytes(MemoryCategory::Gradient);
+    optimizer = a.liveBytes(MemoryCategory::OptimizerState);
+  };
+  dptest::train(c, 2, run);
+  auto within = [&](std::int64_t got, std::int64_t perParameter, bool sharded) {
     return sharded ? got >= perParameter * P / n && got <= perParameter * padded / n
                    : got >= perParameter * P && got <= perParameter * padded;
   };
-  if (within(MemoryCategory::Parameter, 2, stage >= 3) &&
-      within(MemoryCategory::Gradient, 2, stage >= 2) &&
-      within(MemoryCategory::OptimizerState, 12, stage >= 1)) {
+  if (within(parameter, 2, stage >= 3) && within(gradient, 2, stage >= 2) &&
+      within(optimizer, 12, stage >= 1)) {
     return {};
   }
-  return "bf16 stage " + std::to_string(stage) + " bytes: parameters " +
-         std::to_string(a.liveBytes(MemoryCategory::Parameter)) + ", gradients " +
-         std::to_string(a.liveBytes(MemoryCategory::Gradient)) + ", optimizer state " +
-         std::to_string(a.liveBytes(MemoryCategory::OptimizerState)) + " for " + std::to_string(P) +
-         " parameters";
+  return "bf16 stage " + std::to_string(stage) + " bytes: parameters " + std::to_string(parameter) +
+         ", gradients " + std::to_string(gradient) + ", optimizer state " +
+         std::to_string(optimizer) + " for " + std::to_string(P) + " parameters";
 }
 
 }  // namespace
