@@ -158,6 +158,19 @@ std::vector<int> rankLayers(const std::vector<LayerRange>& stages, int pipelineS
   return out;
 }
 
+std::vector<LayerRange> rankChunkRanges(const std::vector<LayerRange>& stages, int pipelineSize,
+                                        int rank) {
+  std::vector<LayerRange> out;
+  int local = 0;
+  for (std::size_t s = static_cast<std::size_t>(rank); s < stages.size();
+       s += static_cast<std::size_t>(pipelineSize)) {
+    const int n = stages[s].end - stages[s].begin;
+    out.push_back({local, local + n});
+    local += n;
+  }
+  return out;
+}
+
 void checkPipelineShape(const PipelineSpec& spec, const PipelineShape& shape) {
   const ScheduleInfo& schedule = findSchedule(spec.schedule);
   try {

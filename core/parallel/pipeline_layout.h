@@ -60,6 +60,10 @@ std::vector<LayerRange> resolveLayout(const PipelineSpec& spec, int pipelineSize
 // The model layers rank `rank` of `pipelineSize` holds, in increasing order (its chunks'
 // ranges, chunk 0 first).
 std::vector<int> rankLayers(const std::vector<LayerRange>& stages, int pipelineSize, int rank);
+// The same layers as ranges of the rank's own model, which holds them back to back: one range
+// per chunk, chunk 0 first.
+std::vector<LayerRange> rankChunkRanges(const std::vector<LayerRange>& stages, int pipelineSize,
+                                        int rank);
 
 // Checks the schedule against the shape (p, m = micro-batches per step, v); the schedule's own
 // message, prefixed with the keys that set the shape.

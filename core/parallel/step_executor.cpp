@@ -58,19 +58,15 @@ StepExecutor::StepExecutor(Model& model, Communicator& pipeline, StepSetup setup
   }
   // With a reduction per micro-batch a layer's gradients are final after each of its passes.
   const int passesPerRound = setup_.dataParallel.eachMicroBatch ? 1 : shape.microBatches;
-  // The rank's model holds its chunks' layers back to back, chunk 0 first.
-  int local = 0;
-  for (int c = 0; c < shape.chunks; ++c) {
-    const LayerRange& r = setup_.stages[static_cast<std::size_t>(shape.stageOf(rank_, c))];
-    const int n = r.end - r.begin;
+  const std::vector<LayerRange> ranges = rankChunkRanges(setup_.stages, shape.stages, rank_);
+  for (const LayerRange& r : ranges) {
     chunks_.push_back(
-        std::make_unique<PipelineStage>(model, local, local + n, setup_.recompute, passesPerRound));
-    local += n;
+        std::make_unique<PipelineStage>(model, r.begin, r.end, setup_.recompute, passesPerRound));
   }
-  if (local != static_cast<int>(model.layers().size())) {
+  if (ranges.back().end != static_cast<int>(model.layers().size())) {
     throw std::logic_error("step executor: the rank's model has " +
                            std::to_string(model.layers().size()) + " layers, its stages " +
-                           std::to_string(local));
+                           std::to_string(ranges.back().end));
   }
 }
 

@@ -1,6 +1,7 @@
 #include "core/train/flat_layout.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace parascope {
 
@@ -39,6 +40,18 @@ FlatLayout makeFlatLayout(const Model& model, int shards, std::int64_t bucketEle
     used += params[i].numel();
   }
   if (!l.buckets.empty()) close();
+  std::unordered_map<const Parameter*, int> index;
+  for (std::size_t i = 0; i < params.size(); ++i) index[&params[i]] = static_cast<int>(i);
+  for (const auto& layer : model.layers()) {
+    std::vector<int>& mine = l.layerParameters.emplace_back();
+    std::vector<int>& buckets = l.layerBuckets.emplace_back();
+    for (const Parameter* p : layer->parameters()) {
+      mine.push_back(index.at(p));
+      buckets.push_back(l.bucketOf[static_cast<std::size_t>(mine.back())]);
+    }
+    std::sort(buckets.begin(), buckets.end());
+    buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
+  }
   return l;
 }
 

@@ -24,7 +24,11 @@ struct FlatLayout {
   std::vector<std::int64_t> offset;  // per parameter, in Model::parameters() order
   std::vector<int> bucketOf;         // per parameter
   std::vector<FlatBucket> buckets;   // in flat order
-  std::int64_t total = 0;            // padded size of the flat space
+  // Per model layer: the indices of the parameters it reads (a tied embedding's in two layers),
+  // and the buckets holding them, ascending. What the backward hooks reduce and ZeRO-3 gathers.
+  std::vector<std::vector<int>> layerParameters;
+  std::vector<std::vector<int>> layerBuckets;
+  std::int64_t total = 0;  // padded size of the flat space
   int shards = 1;
 
   std::int64_t shardSize() const { return total / shards; }

@@ -1,11 +1,9 @@
 #include "core/train/grad_reducer.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 
 #include "core/kernels/precision.h"
 #include "core/trace/trace.h"
@@ -36,15 +34,9 @@ GradientReducer::GradientReducer(Model& model, const FlatLayout& layout, Communi
       detachBucketGradients(model, layout, static_cast<int>(b));
     }
   }
-  std::unordered_map<const Parameter*, int> index;
-  for (std::size_t i = 0; i < params.size(); ++i) index[&params[i]] = static_cast<int>(i);
   uses_.assign(params.size(), 0);
-  for (const auto& layer : model.layers()) {
-    std::vector<int>& mine = layerParams_.emplace_back();
-    for (Parameter* p : layer->parameters()) {
-      mine.push_back(index.at(p));
-      uses_[static_cast<std::size_t>(index.at(p))] += 1;
-    }
+  for (const std::vector<int>& layer : layout.layerParameters) {
+    for (int i : layer) uses_[static_cast<std::size_t>(i)] += 1;
   }
   model.addBackwardHook([this](std::size_t layer, bool finished) { onBackward(layer, finished); });
 }
@@ -80,7 +72,7 @@ void GradientReducer::onBackward(std::size_t layer, bool finished) {
       }
     }
     // Storage for the buckets this layer writes, zeroed, before its backward accumulates.
-    for (int i : layerParams_[layer]) {
+    for (int i : layout_.layerParameters[layer]) {
       const int b = layout_.bucketOf[static_cast<std::size_t>(i)];
       Bucket& bucket = buckets_[static_cast<std::size_t>(b)];
       if (bucket.storage.defined()) continue;
@@ -90,7 +82,7 @@ void GradientReducer::onBackward(std::size_t layer, bool finished) {
     }
     return;
   }
-  for (int i : layerParams_[layer]) {
+  for (int i : layout_.layerParameters[layer]) {
     if (--remaining_[static_cast<std::size_t>(i)] == 0) {
       buckets_[static_cast<std::size_t>(layout_.bucketOf[static_cast<std::size_t>(i)])].pending -=
           1;

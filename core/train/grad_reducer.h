@@ -79,8 +79,7 @@ class GradientReducer {
   bool armed_ = false;  // start buckets during backward
   Tensor reduced_;      // flat gradients (AllReduce) or this rank's shard (ReduceScatter)
   std::vector<Bucket> buckets_;
-  std::vector<int> uses_, remaining_;          // per parameter: layers using it, still to run
-  std::vector<std::vector<int>> layerParams_;  // per layer: parameter indices
+  std::vector<int> uses_, remaining_;  // per parameter: layers using it, still to run
   std::size_t nextToStart_ = 0, nextToComplete_ = 0;
 };
 

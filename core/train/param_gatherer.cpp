@@ -1,8 +1,6 @@
 #include "core/train/param_gatherer.h"
 
-#include <algorithm>
 #include <chrono>
-#include <unordered_map>
 
 #include "core/trace/trace.h"
 
@@ -29,20 +27,12 @@ ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Com
         .copyFrom(value.view({p.numel()}).slice(part.local, part.count));
   }
   for (Parameter& p : params) p.storedValue() = Tensor();
-  std::unordered_map<const Parameter*, int> bucketOf;
-  for (std::size_t i = 0; i < params.size(); ++i) bucketOf[&params[i]] = layout.bucketOf[i];
-  for (const auto& layer : model.layers()) {
-    std::vector<int>& mine = layerBuckets_.emplace_back();
-    for (Parameter* p : layer->parameters()) mine.push_back(bucketOf.at(p));
-    std::sort(mine.begin(), mine.end());
-    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
-  }
   const int layers = static_cast<int>(model.layers().size());
   model.addForwardHook([this, layers](std::size_t layer, bool finished) {
     const int next = static_cast<int>(layer) + 1;
     // A backward starts where the forward ended: the last layer stays gathered for it.
     if (finished && next == layers) {
-      const std::vector<int>& mine = layerBuckets_[layer];
+      const std::vector<int>& mine = layout_.layerBuckets[layer];
       kept_.insert(kept_.end(), mine.begin(), mine.end());
       return;
     }
@@ -54,7 +44,7 @@ ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Com
 }
 
 void ParameterGatherer::onLayer(std::size_t layer, bool finished, int next) {
-  const std::vector<int>& mine = layerBuckets_[layer];
+  const std::vector<int>& mine = layout_.layerBuckets[layer];
   if (finished) {
     for (int b : mine) release(b);
     return;
@@ -63,7 +53,7 @@ void ParameterGatherer::onLayer(std::size_t layer, bool finished, int next) {
   releaseKept();
   // Prefetch: the next layer's gathers run while this layer computes.
   if (next >= 0) {
-    for (int b : layerBuckets_[static_cast<std::size_t>(next)]) startGather(b);
+    for (int b : layout_.layerBuckets[static_cast<std::size_t>(next)]) startGather(b);
   }
   const trace::Span span("parameter_gather_wait", trace::Category::Sync);
   const auto start = std::chrono::steady_clock::now();

@@ -59,7 +59,6 @@ class ParameterGatherer {
   Communicator& comm_;
   Tensor shard_;
   std::vector<Bucket> buckets_;
-  std::vector<std::vector<int>> layerBuckets_;  // per layer: the buckets of its parameters
   std::vector<int> kept_;  // buckets of the last layer's forward, until the next pass begins
   bool pinned_ = false;
   double waited_ = 0;

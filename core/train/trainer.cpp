@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
 
 #include "core/common/error.h"
 #include "core/config/pipeline_config.h"
@@ -61,26 +60,10 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
   executor_ = std::make_unique<StepExecutor>(*model_, mesh_.pipeline(), stepSetup());
 }
 
-// The rank's chunks as ranges of its model's layers (chunk 0 first, back to back).
-std::vector<LayerRange> Trainer::chunkLayers() {
-  const PipelineSpec& spec = config_.pipeline;
-  const int layers = static_cast<int>(model_->layers().size());
-  if (spec.stages.empty()) return {{0, layers}};
-  const PipelineShape shape{mesh_.pipeline().size(), 1, spec.chunks};
-  std::vector<LayerRange> out;
-  int local = 0;
-  for (int c = 0; c < shape.chunks; ++c) {
-    const LayerRange& r =
-        spec.stages[static_cast<std::size_t>(shape.stageOf(mesh_.pipeline().rank(), c))];
-    out.push_back({local, local + r.end - r.begin});
-    local += r.end - r.begin;
-  }
-  return out;
-}
-
-// What the rank's step program carries besides compute: per gradient bucket the chunks writing
-// it; with ZeRO-3 per chunk the shard group its first layer needs. Both from the flat layout.
-DataParallelWork Trainer::dataParallelWork() {
+// What the rank's step program carries besides compute, for its chunks (ranges of its model's
+// layers): per gradient bucket the chunks writing it; with ZeRO-3 per chunk the shard group its
+// first layer needs. Both from the flat layout.
+DataParallelWork Trainer::dataParallelWork(const std::vector<LayerRange>& chunks) const {
   DataParallelWork work;
   if (!reducer_) return work;
   const FlatLayout& layout = reducer_->layout();
@@ -88,23 +71,20 @@ DataParallelWork Trainer::dataParallelWork() {
   // DeepSpeed's ZeRO-2 reduce-scatters every micro-batch, so that full-size gradient buckets
   // live only briefly; a pipeline (as Megatron's distributed optimizer) reduces once per step.
   work.eachMicroBatch = reducer_->sharded() && !config_.pipeline.enabled;
-  std::unordered_map<const Parameter*, int> bucketOf;
-  const auto& params = model_->parameters();
-  for (std::size_t i = 0; i < params.size(); ++i) bucketOf[&params[i]] = layout.bucketOf[i];
   work.bucketChunks.resize(layout.buckets.size());
-  const std::vector<LayerRange> chunks = chunkLayers();
   for (std::size_t c = 0; c < chunks.size(); ++c) {
-    int first = -1;
     for (int layer = chunks[c].begin; layer < chunks[c].end; ++layer) {
-      for (Parameter* p : model_->layers()[static_cast<std::size_t>(layer)]->parameters()) {
-        const int b = bucketOf.at(p);
+      for (int b : layout.layerBuckets[static_cast<std::size_t>(layer)]) {
         auto& writers = work.bucketChunks[static_cast<std::size_t>(b)];
         if (std::find(writers.begin(), writers.end(), static_cast<int>(c)) == writers.end())
           writers.push_back(static_cast<int>(c));
-        if (layer == chunks[c].begin && (first < 0 || b < first)) first = b;
       }
     }
-    if (gatherer_) work.forwardGroup.push_back(first);
+    if (gatherer_) {
+      const std::vector<int>& first =
+          layout.layerBuckets[static_cast<std::size_t>(chunks[c].begin)];
+      work.forwardGroup.push_back(first.empty() ? -1 : first.front());
+    }
   }
   return work;
 }
@@ -124,7 +104,8 @@ StepSetup Trainer::stepSetup() {
   s.boundary = [width, rowShare](const Batch& b) {
     return Shape{b.inputs.dim(0), b.inputs.dim(1) / rowShare, width};
   };
-  s.dataParallel = dataParallelWork();
+  s.dataParallel =
+      dataParallelWork(rankChunkRanges(s.stages, s.shape.stages, mesh_.pipeline().rank()));
   if (reducer_) {
     GradientReducer& reducer = *reducer_;
     s.hooks.beginRound = [&reducer] { reducer.beginMicroStep(true); };

@@ -120,8 +120,7 @@ class Trainer {
  private:
   // seed: initialise the parameters ZeRO stores (none: a state is loaded into them next).
   void setUpDataParallel(std::optional<std::uint64_t> seed);
-  std::vector<LayerRange> chunkLayers();
-  DataParallelWork dataParallelWork();
+  DataParallelWork dataParallelWork(const std::vector<LayerRange>& chunks) const;
   StepSetup stepSetup();
   int tiedEmbedding() const;  // index of wte.weight in the model's parameters, or -1
   double sumTiedEmbedding();  // the seconds it took (0 where there is nothing to sum)
