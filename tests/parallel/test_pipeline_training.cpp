@@ -229,26 +229,17 @@ void TestPipelineTraining::matchesOneRank() {
 
 void TestPipelineTraining::evaluationMatchesOneRank() {
   // Micro-batches of 4, evaluated after the first step.
-  const std::vector<std::string> common = {"gradient_accumulation_steps=4", "eval_interval=1"};
-  const pptest::RunOptions evaluate{.evaluate = true};
-  const pptest::RunRecord want = pptest::train(tinyConfig(common), 1, evaluate);
-  QCOMPARE(want.evals.size(), std::size_t{1});
+  const EvalReport one =
+      dptest::evaluateAfterOneStep(tinyConfig({"gradient_accumulation_steps=4", "eval_interval=1"}))
+          .at(0);
   const TrainConfig c =
       tinyConfig({"pipeline_model_parallel_size=2", "data_parallel_size=2",
                   "pipeline_schedule=interleaved", "gradient_accumulation_steps=2",
                   "virtual_pipeline_model_parallel_size=2", "eval_interval=1"});
-  std::vector<pptest::RunRecord> got(4);
-  runInProcess(4, [&](Communicator& world) {
-    pptest::RunOptions run = evaluate;
-    run.world = world;
-    got[static_cast<std::size_t>(world.rank())] = pptest::train(c, 1, run);
-  });
-  const EvalReport& one = want.evals[0];
-  for (const pptest::RunRecord& r : got) {
-    QCOMPARE(r.evals.size(), std::size_t{1});
-    QCOMPARE(r.evals[0].targets, one.targets);
-    QVERIFY(std::fabs(r.evals[0].loss - one.loss) <= 1e-5 * one.loss);
-    QCOMPARE(r.evals[0].accuracy, one.accuracy);
+  for (const EvalReport& r : dptest::evaluateAfterOneStep(c)) {
+    QCOMPARE(r.targets, one.targets);
+    QVERIFY(std::fabs(r.loss - one.loss) <= 1e-5 * one.loss);
+    QCOMPARE(r.accuracy, one.accuracy);
   }
 }
 

@@ -169,6 +169,22 @@ RunRecord train(const TrainConfig& config, int steps, const RunOptions& run) {
   return r;
 }
 
+std::vector<EvalReport> evaluateAfterOneStep(const TrainConfig& config) {
+  std::vector<RunRecord> ranks(static_cast<std::size_t>(config.parallel.worldSize()));
+  runInProcess(config.parallel.worldSize(), [&](Communicator& world) {
+    ranks[static_cast<std::size_t>(world.rank())] =
+        train(config, 1, RunOptions{.world = world, .evaluate = true});
+  });
+  std::vector<EvalReport> out;
+  for (const RunRecord& r : ranks) {
+    if (r.evals.size() != 1) {
+      throw std::runtime_error(std::to_string(r.evals.size()) + " evaluations after one step");
+    }
+    out.push_back(r.evals[0]);
+  }
+  return out;
+}
+
 ModelState measureModelState(const TrainConfig& config) {
   const int n = config.parallel.worldSize();
   ModelState m;

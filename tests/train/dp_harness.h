@@ -71,6 +71,10 @@ inline RunRecord train(const parascope::TrainConfig& config, int steps,
   return train(config, steps, RunOptions{.world = world, .allocator = allocator});
 }
 
+// Every rank's evaluation after one step of `config` (which evaluates then: eval_interval 1) on
+// its world of in-process ranks, in rank order; runtime_error unless each evaluated once.
+std::vector<parascope::EvalReport> evaluateAfterOneStep(const parascope::TrainConfig& config);
+
 // Model-state bytes of one rank, live after its second step and peaks over the run, from the
 // trainer's construction on.
 struct StateBytes {

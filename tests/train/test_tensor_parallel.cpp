@@ -184,24 +184,13 @@ void TestTensorParallel::trainingMatchesOneRank() {
 // rank.
 void TestTensorParallel::evaluationMatchesOneRank() {
   const std::vector<std::string> model = {"model.num_attention_heads=4", "eval_interval=1"};
-  const dptest::RunOptions evaluate{.evaluate = true};
-  const dptest::RunRecord want = dptest::train(dptest::tinyConfig(model), 1, evaluate);
-  QCOMPARE(want.evals.size(), std::size_t{1});
+  const EvalReport one = dptest::evaluateAfterOneStep(dptest::tinyConfig(model)).at(0);
   std::vector<std::string> split = model;
   split.insert(split.end(), {"tensor_model_parallel_size=4", "sequence_parallel=true"});
-  const TrainConfig c = dptest::tinyConfig(split);
-  std::vector<dptest::RunRecord> got(4);
-  runInProcess(4, [&](Communicator& world) {
-    dptest::RunOptions run = evaluate;
-    run.world = world;
-    got[static_cast<std::size_t>(world.rank())] = dptest::train(c, 1, run);
-  });
-  const EvalReport& one = want.evals[0];
-  for (const dptest::RunRecord& r : got) {
-    QCOMPARE(r.evals.size(), std::size_t{1});
-    QCOMPARE(r.evals[0].targets, one.targets);
-    QVERIFY2(close(one.loss, r.evals[0].loss), qPrintable(QString::number(r.evals[0].loss)));
-    QCOMPARE(r.evals[0].accuracy, one.accuracy);
+  for (const EvalReport& r : dptest::evaluateAfterOneStep(dptest::tinyConfig(split))) {
+    QCOMPARE(r.targets, one.targets);
+    QVERIFY2(close(one.loss, r.loss), qPrintable(QString::number(r.loss)));
+    QCOMPARE(r.accuracy, one.accuracy);
   }
 }
 
