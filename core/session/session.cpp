@@ -426,10 +426,12 @@ void Session::runLayout(int ranks) {
   slots_.clear();
   slots_.resize(options_.world ? 1 : static_cast<std::size_t>(ranks));
   for (RankSlot& slot : slots_) {
-    slot.allocator =
-        options_.world && options_.allocator
-            ? std::shared_ptr<Allocator>(std::shared_ptr<Allocator>(), options_.allocator)
-            : std::make_shared<Allocator>();
+    if (options_.world && options_.allocator) {
+      slot.allocator = options_.allocator;
+    } else {
+      slot.own = std::make_unique<Allocator>();
+      slot.allocator = slot.own.get();
+    }
   }
   if (options_.world) {
     runRank(*options_.world, slots_[0]);

@@ -99,9 +99,9 @@ class Session {
   // A rank of the running layout, kept across a switch until the next layout has copied its
   // state (in-process: every rank's; under MPI: this process's).
   struct RankSlot {
-    // The rank's tracked memory, as a device would have (SessionOptions::allocator, not owned,
-    // or the slot's own).
-    std::shared_ptr<Allocator> allocator;
+    // The rank's tracked memory, as a device would have: SessionOptions::allocator, or `own`.
+    std::unique_ptr<Allocator> own;
+    Allocator* allocator = nullptr;
     std::unique_ptr<Trainer> trainer;
   };
   enum class Ending { Done, Stopped, Switch };
