@@ -14,12 +14,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "core/comm/collective_traits.h"
 #include "core/comm/launch.h"
 #include "core/comm/mpi/mpi_backend.h"
 #include "core/common/error.h"
@@ -41,13 +43,14 @@ struct BenchCommOptions {
 using Clock = std::chrono::steady_clock;
 using Row = nlohmann::json;
 
+// Any collective; send and recv need a partner posting the other side, which the loop is not.
 CommOp parseOp(const std::string& name) {
-  for (int i = 0; i < kCommOpCount; ++i)
-    if (commOpName(static_cast<CommOp>(i)) == name && i < static_cast<int>(CommOp::Send))
-      return static_cast<CommOp>(i);
-  throw UserError("bench comm: unknown operation '" + name +
-                  "' (allowed: broadcast, reduce, allReduce, gather, allGather, scatter, "
-                  "reduceScatter, allToAll)");
+  const std::optional<CommOp> op = commOpNamed(name);
+  if (op && !isPointToPoint(*op)) return *op;
+  std::string allowed;
+  for (const CollectiveTraits& t : kCollectiveTraits)
+    if (!isPointToPoint(t.op)) allowed.append(allowed.empty() ? "" : ", ").append(t.name);
+  throw UserError("bench comm: unknown operation '" + name + "' (allowed: " + allowed + ")");
 }
 
 std::vector<std::size_t> sizesOf(const BenchCommOptions& o) {
@@ -59,8 +62,7 @@ std::vector<std::size_t> sizesOf(const BenchCommOptions& o) {
 // Elements per rank for a message of `bytes` (nccl-tests: gather-like sizes are totals).
 std::size_t countFor(CommOp op, std::size_t bytes, int n) {
   const std::size_t elements = bytes / sizeof(float);
-  const bool total = op == CommOp::Gather || op == CommOp::AllGather || op == CommOp::Scatter ||
-                     op == CommOp::ReduceScatter || op == CommOp::AllToAll;
+  const bool total = commTraits(op).message == Span::Group;
   return total ? elements / static_cast<std::size_t>(n) : elements;
 }
 
@@ -112,7 +114,7 @@ void measureRanks(Communicator& c, const BenchCommOptions& o, const std::string&
     for (std::size_t bytes : sizesOf(o)) {
       const std::size_t count = countFor(op, bytes, n);
       CommArgs a{op, send.data(), recv.data(), count, DType::F32, ReduceOp::Sum, 0};
-      if (op == CommOp::Broadcast) a.send = a.recv;
+      if (commTraits(op).inPlace == InPlace::OneBuffer) a.send = a.recv;
       const double s = timeLoop(c, o.secondsPerPoint, [&] { c.run(a); });
       if (c.rank() == 0) rows->push_back(rowFor(backend, op, n, bytes, s));
       if (backend != "mpi" || op != CommOp::AllReduce) continue;

@@ -1,34 +1,22 @@
-// Adjoint operations: each is one call of its partner with the gradient buffers swapped in.
+// Adjoint operations: each is one call of its partner (the traits table's adjoint) with the
+// gradient buffers swapped in.
 #include "core/comm/adjoint.h"
 
 #include <cstring>
 
+#include "core/comm/collective_traits.h"
 #include "core/common/error.h"
 
 namespace parascope {
 
 CommOp adjointOf(CommOp op) {
-  switch (op) {
-    case CommOp::Broadcast: return CommOp::Reduce;
-    case CommOp::Reduce: return CommOp::Broadcast;
-    case CommOp::AllReduce: return CommOp::AllReduce;
-    case CommOp::Gather: return CommOp::Scatter;
-    case CommOp::Scatter: return CommOp::Gather;
-    case CommOp::AllGather: return CommOp::ReduceScatter;
-    case CommOp::ReduceScatter: return CommOp::AllGather;
-    case CommOp::AllToAll: return CommOp::AllToAll;
-    case CommOp::Send: return CommOp::Recv;
-    case CommOp::Recv: return CommOp::Send;
-  }
-  return op;
+  return commTraits(op).adjoint;
 }
 
 CommHandle adjointAsync(Communicator& comm, const CommArgs& f, const void* gradOut, void* gradIn) {
   const bool linear =
       f.reduce == ReduceOp::Sum || (f.op == CommOp::AllReduce && f.reduce == ReduceOp::Avg);
-  const bool reducing =
-      f.op == CommOp::Reduce || f.op == CommOp::AllReduce || f.op == CommOp::ReduceScatter;
-  if (reducing && !linear)
+  if (commTraits(f.op).reduces && !linear)
     throw UserError("[adjoint of " + std::string(commOpName(f.op)) + "] reduction '" +
                     std::string(reduceOpName(f.reduce)) +
                     "' is not linear; adjoints exist for sum (and avg for allReduce)");

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "core/comm/collective_traits.h"
+
 namespace parascope {
 
 std::string_view commAlgorithmName(CommAlgorithm a) {
@@ -20,28 +22,15 @@ ElementRange chunkOf(std::size_t count, int n, int i, DType t) {
 
 namespace {
 
+// S to or from each peer as the operation's row says; root is the peer of send/recv.
 void fillDirect(CommRecord& r, std::uint64_t s) {
-  const auto n = static_cast<std::size_t>(r.size);
-  for (std::size_t p = 0; p < n; ++p) {
-    if (static_cast<int>(p) == r.rank) continue;
-    switch (r.op) {
-      case CommOp::Broadcast:
-      case CommOp::Scatter:
-        if (r.rank == r.root) r.sentTo[p] = s;
-        if (static_cast<int>(p) == r.root) r.receivedFrom[p] = s;
-        break;
-      case CommOp::Gather:
-        if (r.rank == r.root) r.receivedFrom[p] = s;
-        if (static_cast<int>(p) == r.root) r.sentTo[p] = s;
-        break;
-      case CommOp::Send:
-        if (static_cast<int>(p) == r.root) r.sentTo[p] = s;
-        break;
-      case CommOp::Recv:
-        if (static_cast<int>(p) == r.root) r.receivedFrom[p] = s;
-        break;
-      default: r.sentTo[p] = r.receivedFrom[p] = s; break;
-    }
+  const CollectiveTraits& t = commTraits(r.op);
+  const bool rankIsRoot = r.rank == r.root;
+  for (int p = 0; p < r.size; ++p) {
+    if (p == r.rank) continue;
+    const auto up = static_cast<std::size_t>(p);
+    if (movesBytes(t.sent, rankIsRoot, p == r.root)) r.sentTo[up] = s;
+    if (movesBytes(t.received, rankIsRoot, p == r.root)) r.receivedFrom[up] = s;
   }
 }
 
@@ -79,10 +68,7 @@ CommRecord makeRecord(std::string_view backend, const std::string& group, int ra
   r.dtype = args.dtype;
   r.count = args.count;
   const std::uint64_t s = args.count * dtypeSize(args.dtype);
-  const bool total = args.op == CommOp::Gather || args.op == CommOp::AllGather ||
-                     args.op == CommOp::Scatter || args.op == CommOp::ReduceScatter ||
-                     args.op == CommOp::AllToAll;
-  r.bytes = total ? s * static_cast<std::uint64_t>(size) : s;
+  r.bytes = messageBytes(args.op, args.count, args.dtype, size);
   r.sentTo.assign(static_cast<std::size_t>(size), 0);
   r.receivedFrom.assign(static_cast<std::size_t>(size), 0);
   if (algorithm == CommAlgorithm::Chunked)

@@ -1,8 +1,10 @@
-// Names, parsing and bandwidth conventions of the communication vocabulary.
+// Names, parsing and bandwidth conventions of the communication vocabulary; the per-operation
+// facts are read from the traits table.
 #include "core/comm/comm_types.h"
 
 #include <numeric>
 
+#include "core/comm/collective_traits.h"
 #include "core/common/error.h"
 
 namespace parascope {
@@ -14,20 +16,9 @@ std::string operationPrefix(std::string_view op, std::string_view group, int ran
   return s;
 }
 
+// Guarded: an MPI peer's mismatch signature carries the operation as a number.
 std::string_view commOpName(CommOp op) {
-  switch (op) {
-    case CommOp::Broadcast: return "broadcast";
-    case CommOp::Reduce: return "reduce";
-    case CommOp::AllReduce: return "allReduce";
-    case CommOp::Gather: return "gather";
-    case CommOp::AllGather: return "allGather";
-    case CommOp::Scatter: return "scatter";
-    case CommOp::ReduceScatter: return "reduceScatter";
-    case CommOp::AllToAll: return "allToAll";
-    case CommOp::Send: return "send";
-    case CommOp::Recv: return "recv";
-  }
-  return "?";
+  return static_cast<int>(op) < kCommOpCount ? commTraits(op).name : "?";
 }
 
 std::string_view reduceOpName(ReduceOp op) {
@@ -54,20 +45,7 @@ std::uint64_t CommRecord::totalReceived() const {
 }
 
 double busBandwidthFactor(CommOp op, int size) {
-  const double n = size;
-  switch (op) {
-    case CommOp::AllReduce: return size > 1 ? 2.0 * (n - 1) / n : 0.0;
-    case CommOp::Gather:
-    case CommOp::AllGather:
-    case CommOp::Scatter:
-    case CommOp::ReduceScatter:
-    case CommOp::AllToAll: return (n - 1) / n;
-    case CommOp::Broadcast:
-    case CommOp::Reduce:
-    case CommOp::Send:
-    case CommOp::Recv: return size > 1 ? 1.0 : 0.0;
-  }
-  return 0.0;
+  return commTraits(op).busFactor(size);
 }
 
 std::int64_t commNowNs() {

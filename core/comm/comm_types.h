@@ -30,7 +30,7 @@ enum class CommOp : std::uint8_t {
   Recv,
 };
 inline constexpr int kCommOpCount = 10;
-std::string_view commOpName(CommOp op);  // "allReduce"
+std::string_view commOpName(CommOp op);  // "allReduce" (collective_traits.h has every fact)
 
 // How every error of an operation starts: "[allReduce] group 'world' (rank 0 of 4)".
 std::string operationPrefix(std::string_view op, std::string_view group, int rank, int size);

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <string>
 
+#include "core/comm/collective_traits.h"
 #include "core/comm/threads/thread_backend.h"
 #include "core/common/error.h"
 #include "core/trace/trace.h"
@@ -14,47 +15,17 @@
 namespace parascope {
 namespace {
 
-bool isRooted(CommOp op) {
-  return op == CommOp::Broadcast || op == CommOp::Reduce || op == CommOp::Gather ||
-         op == CommOp::Scatter;
-}
-
 std::string where(const CommBackend& b, CommOp op) {
   return operationPrefix(commOpName(op), b.name(), b.rank(), b.size()) + ": ";
 }
 
-// Bytes of the send and receive ranges this rank touches, and where recv must start relative
-// to send for the operation to count as in place (send - recv, in bytes).
-struct Extent {
-  std::size_t sendBytes = 0, recvBytes = 0;
-  std::ptrdiff_t inPlaceOffset = 0;
-  bool needsSend = true, needsRecv = true;
-};
-
-Extent extentOf(const CommArgs& a, int rank, int size) {
-  const std::size_t s = a.count * dtypeSize(a.dtype);
-  const std::size_t n = static_cast<std::size_t>(size);
-  const bool isRoot = rank == a.root;
-  const auto at = static_cast<std::ptrdiff_t>(s * static_cast<std::size_t>(rank));
-  switch (a.op) {
-    case CommOp::Broadcast: return {s, s, 0, true, true};
-    case CommOp::Reduce: return {s, isRoot ? s : 0, 0, true, isRoot};
-    case CommOp::AllReduce: return {s, s, 0, true, true};
-    case CommOp::Gather: return {s, isRoot ? n * s : 0, at, true, isRoot};
-    case CommOp::AllGather: return {s, n * s, at, true, true};
-    case CommOp::Scatter: return {isRoot ? n * s : 0, s, -at, isRoot, true};
-    case CommOp::ReduceScatter: return {n * s, s, -at, true, true};
-    case CommOp::AllToAll: return {n * s, n * s, 0, true, true};
-    case CommOp::Send: return {s, 0, 0, true, false};
-    case CommOp::Recv: return {0, s, 0, false, true};
-  }
-  return {};
-}
-
+// The buffer ranges this rank touches come from the operation's row; an empty one (a non-root's
+// receive buffer of reduce or gather, the unused side of send or recv) may be null.
 void validate(const CommBackend& b, const CommArgs& a) {
+  const CollectiveTraits& t = commTraits(a.op);
   const int size = b.size();
-  if (isRooted(a.op) || a.op == CommOp::Send || a.op == CommOp::Recv) {
-    const char* what = isRooted(a.op) ? "root" : "peer";
+  if (t.root != RootRole::None) {
+    const char* what = t.root == RootRole::Root ? "root" : "peer";
     if (a.root < 0 || a.root >= size)
       throw UserError(where(b, a.op) + what + " " + std::to_string(a.root) +
                       " is out of range (allowed 0.." + std::to_string(size - 1) + ")");
@@ -63,23 +34,26 @@ void validate(const CommBackend& b, const CommArgs& a) {
       std::numeric_limits<std::size_t>::max() / 16 / static_cast<std::size_t>(size);
   if (a.count > limit / dtypeSize(a.dtype))
     throw UserError(where(b, a.op) + "count " + std::to_string(a.count) + " is too large");
-  const Extent e = extentOf(a, b.rank(), size);
-  if (e.needsSend && e.sendBytes > 0 && a.send == nullptr)
+  const bool isRoot = b.rank() == a.root;
+  const std::uint64_t bytes = a.count * dtypeSize(a.dtype);
+  const std::uint64_t sendBytes = spanOf(t.sendBuffer, bytes, size, isRoot);
+  const std::uint64_t recvBytes = spanOf(t.recvBuffer, bytes, size, isRoot);
+  if (sendBytes > 0 && a.send == nullptr)
     throw UserError(where(b, a.op) + "send buffer is null with count " + std::to_string(a.count));
-  if (e.needsRecv && e.recvBytes > 0 && a.recv == nullptr)
+  if (recvBytes > 0 && a.recv == nullptr)
     throw UserError(where(b, a.op) + "receive buffer is null with count " +
                     std::to_string(a.count));
-  if (!e.needsSend || !e.needsRecv || e.sendBytes == 0 || e.recvBytes == 0) return;
+  if (sendBytes == 0 || recvBytes == 0 || t.inPlace == InPlace::OneBuffer) return;
   const auto s = reinterpret_cast<std::uintptr_t>(a.send);
   const auto r = reinterpret_cast<std::uintptr_t>(a.recv);
-  if (a.op == CommOp::Broadcast) return;
-  const bool inPlace = static_cast<std::ptrdiff_t>(s - r) == e.inPlaceOffset;
-  const bool overlap = s < r + e.recvBytes && r < s + e.sendBytes;
+  const std::ptrdiff_t offset = inPlaceOffset(t.inPlace, bytes, b.rank());
+  const bool inPlace = static_cast<std::ptrdiff_t>(s - r) == offset;
+  const bool overlap = s < r + recvBytes && r < s + sendBytes;
   if (overlap && !inPlace)
     throw UserError(where(b, a.op) +
                     "send and receive buffers overlap but are not in place (in place means the "
                     "send buffer starts " +
-                    std::to_string(e.inPlaceOffset) + " bytes after the receive buffer)");
+                    std::to_string(offset) + " bytes after the receive buffer)");
 }
 
 // The same id on every member and in every process: "world" is 0, other groups a hash of
@@ -132,7 +106,7 @@ void traceOperation(const CommRecord& r, const CommTraceMark& mark) {
   e.startNs = mark.startTicks;
   e.endNs = trace::ticks();
   e.correlation = mark.correlation;
-  if (r.op == CommOp::Send || r.op == CommOp::Recv) {
+  if (isPointToPoint(r.op)) {
     e.peer = worldRankOf(info, r.root);
     const bool receive = r.op == CommOp::Recv;
     e.bytes = static_cast<std::int64_t>(receive ? r.totalReceived() : r.totalSent());
@@ -208,7 +182,7 @@ Communicator Communicator::split(int color, int key) const {
 // Sequence numbers advance whether or not tracing is on, so both ends of a transfer agree on
 // its id even when one of them started tracing later.
 CommTraceMark Communicator::traceMark(const CommArgs& args) {
-  const bool send = args.op == CommOp::Send, p2p = send || args.op == CommOp::Recv;
+  const bool send = args.op == CommOp::Send, p2p = isPointToPoint(args.op);
   std::uint64_t n = 0;
   if (p2p) {
     const auto peer = static_cast<std::size_t>(args.root);

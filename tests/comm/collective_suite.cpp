@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/comm/adjoint.h"
+#include "core/comm/collective_traits.h"
 #include "core/tensor/dtype.h"
 
 namespace parascope::commtest {
@@ -156,7 +157,7 @@ void checkRooted(const Case& c) {
         c.expect(dst, i, valueOf(c.root, static_cast<std::size_t>(r) * k + i, 4));
       break;
     }
-    default: break;
+    default: throw std::runtime_error(c.name() + ": the suite has no check for this operation");
   }
 }
 
@@ -205,7 +206,8 @@ void checkSymmetric(const Case& c) {
           c.expect(dst, p * k + i, valueOf(static_cast<int>(p), ur * k + i, 8));
       break;
     }
-    case CommOp::Send: {
+    case CommOp::Send:
+    case CommOp::Recv: {
       // A ring: both directions posted before either is waited, so any order of arrival works.
       Buffer in(k, c.type), out(k, c.type);
       fill(in, k, r, 9);
@@ -217,19 +219,14 @@ void checkSymmetric(const Case& c) {
       for (std::size_t i = 0; i < k; ++i) c.expect(out.ptr(), i, valueOf(from, i, 9));
       break;
     }
-    default: break;
+    default: throw std::runtime_error(c.name() + ": the suite has no check for this operation");
   }
 }
 
-bool reduces(CommOp op) {
-  return op == CommOp::Reduce || op == CommOp::AllReduce || op == CommOp::ReduceScatter;
-}
-
 void runOne(Communicator& comm, CommOp op, DType t, ReduceOp red, std::size_t count) {
-  const bool rooted = op == CommOp::Broadcast || op == CommOp::Reduce || op == CommOp::Gather ||
-                      op == CommOp::Scatter;
+  const bool rooted = commTraits(op).root == RootRole::Root;
   for (bool inPlace : {false, true}) {
-    if ((op == CommOp::Send || op == CommOp::Broadcast) && inPlace) continue;
+    if (commTraits(op).inPlace == InPlace::OneBuffer && inPlace) continue;
     for (int root : {0, comm.size() - 1}) {
       Case c{comm, op, t, red, count, inPlace, rooted ? root : -1};
       if (rooted)
@@ -240,10 +237,6 @@ void runOne(Communicator& comm, CommOp op, DType t, ReduceOp red, std::size_t co
     }
   }
 }
-
-constexpr CommOp kCollectiveOps[] = {CommOp::Broadcast,     CommOp::Reduce,    CommOp::AllReduce,
-                                     CommOp::Gather,        CommOp::AllGather, CommOp::Scatter,
-                                     CommOp::ReduceScatter, CommOp::AllToAll,  CommOp::Send};
 
 }  // namespace
 
@@ -259,18 +252,19 @@ SuiteSizes smallSizes() {
   return {{0, 1, 13, 257}, {8209}};
 }
 
+// Every row of the traits table; reductions other than sum only where the row reduces.
 void runCollectives(Communicator& comm, const SuiteSizes& sizes) {
-  for (CommOp op : kCollectiveOps)
+  for (const CollectiveTraits& op : kCollectiveTraits)
     for (DType t : kTypes)
       for (ReduceOp red : kReductions) {
-        if (!reduces(op) && red != ReduceOp::Sum) continue;
-        for (std::size_t count : sizes.counts) runOne(comm, op, t, red, count);
+        if (!op.reduces && red != ReduceOp::Sum) continue;
+        for (std::size_t count : sizes.counts) runOne(comm, op.op, t, red, count);
       }
   const std::pair<DType, ReduceOp> few[] = {
       {DType::F32, ReduceOp::Sum}, {DType::BF16, ReduceOp::Avg}, {DType::I64, ReduceOp::Max}};
-  for (CommOp op : kCollectiveOps)
+  for (const CollectiveTraits& op : kCollectiveTraits)
     for (auto [t, red] : few)
-      for (std::size_t count : sizes.large) runOne(comm, op, t, red, count);
+      for (std::size_t count : sizes.large) runOne(comm, op.op, t, red, count);
 }
 
 void runSplitGroups(Communicator& comm, const SuiteSizes& sizes) {
@@ -346,25 +340,22 @@ std::int64_t globalDot(Communicator& comm, const std::vector<std::int64_t>& a,
 
 void runAdjointness(Communicator& comm) {
   const int n = comm.size(), r = comm.rank();
-  const std::size_t k = 37, N = static_cast<std::size_t>(n);
-  for (CommOp which : kCollectiveOps) {
-    if (which == CommOp::Send) continue;  // below, with its recv
+  const std::size_t k = 37;
+  for (const CollectiveTraits& op : kCollectiveTraits) {
+    const CommOp which = op.op;
+    if (isPointToPoint(which)) continue;  // below, as a pair
     {
       // Lengths of this rank's input x and output y for the forward operation (root n-1).
       const bool root = r == n - 1;
-      std::size_t inLen = k, outLen = k;
-      if (which == CommOp::Gather) outLen = root ? k * N : 0;
-      if (which == CommOp::AllGather || which == CommOp::AllToAll) outLen = k * N;
-      if (which == CommOp::Scatter) inLen = root ? k * N : 0;
-      if (which == CommOp::ReduceScatter || which == CommOp::AllToAll) inLen = k * N;
-      if (which == CommOp::Reduce && !root) outLen = 0;
+      const std::size_t inLen = spanOf(op.sendBuffer, k, n, root);
+      const std::size_t outLen = spanOf(op.recvBuffer, k, n, root);
       std::vector<std::int64_t> x(std::max<std::size_t>(inLen, 1)),
           y(std::max<std::size_t>(outLen, 1)), opx(std::max<std::size_t>(outLen, 1)),
           aty(std::max<std::size_t>(inLen, 1));
       for (std::size_t i = 0; i < inLen; ++i) x[i] = static_cast<std::int64_t>(valueOf(r, i, 11));
       for (std::size_t i = 0; i < outLen; ++i) y[i] = static_cast<std::int64_t>(valueOf(r, i, 12));
       CommArgs f{which, x.data(), opx.data(), k, DType::I64, ReduceOp::Sum, n - 1};
-      if (which == CommOp::Broadcast) {
+      if (op.inPlace == InPlace::OneBuffer) {  // broadcast: its one buffer is input and output
         opx = x;
         f.send = f.recv = opx.data();
       }
@@ -406,12 +397,13 @@ void runAdjointness(Communicator& comm) {
 void runByteConsistency(Communicator& comm) {
   const int n = comm.size(), r = comm.rank();
   const auto N = static_cast<std::size_t>(n);
-  for (CommOp op : kCollectiveOps) {
-    if (op == CommOp::Send) continue;
+  for (const CollectiveTraits& t : kCollectiveTraits) {
+    const CommOp op = t.op;
+    if (isPointToPoint(op)) continue;  // each side alone would wait for the other
     for (std::size_t count : {std::size_t{5}, std::size_t{20000}}) {
       std::vector<float> in(count * N, 1.0f), out(count * N, 0.0f);
       CommArgs a{op, in.data(), out.data(), count, DType::F32, ReduceOp::Sum, n / 2};
-      if (op == CommOp::Broadcast) a.send = a.recv = in.data();
+      if (t.inPlace == InPlace::OneBuffer) a.send = a.recv = in.data();
       const CommRecord rec = comm.run(a);
       // Row r of the sent matrix, gathered: sent[a][b] must equal received[b][a].
       std::vector<std::int64_t> sent(N), recv(N), allSent(N * N), allRecv(N * N);

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/comm/collective_traits.h"
 #include "core/comm/comm_bytes.h"
 #include "core/comm/reduce_kernels.h"
 #include "core/common/error.h"
@@ -255,11 +256,9 @@ class MpiComm final : public CommBackend {
 };
 
 void MpiComm::checkSignature(const CommArgs& a) {
-  const bool reducing =
-      a.op == CommOp::Reduce || a.op == CommOp::AllReduce || a.op == CommOp::ReduceScatter;
   const Signature mine{static_cast<std::int64_t>(a.op), static_cast<std::int64_t>(a.count),
                        static_cast<std::int64_t>(a.dtype),
-                       reducing ? static_cast<std::int64_t>(a.reduce) : -1, a.root};
+                       commTraits(a.op).reduces ? static_cast<std::int64_t>(a.reduce) : -1, a.root};
   const auto n = static_cast<std::size_t>(size_);
   // Heap buffers: after a timeout MPI may still write into or read from them, so they are
   // then deliberately left allocated.
@@ -312,7 +311,7 @@ void MpiComm::checkSignature(const CommArgs& a) {
 
 std::shared_ptr<CommRequest> MpiComm::start(const CommArgs& a, bool) {
   if (peerFailed()) throw CommError(prefix(a.op) + " failed: " + peerFailure());
-  const bool p2p = a.op == CommOp::Send || a.op == CommOp::Recv;
+  const bool p2p = isPointToPoint(a.op);
   if (a.count > static_cast<std::size_t>(INT_MAX))
     throw UserError(prefix(a.op) + ": count " + std::to_string(a.count) +
                     " exceeds MPI's limit of 2^31-1 elements");

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "core/comm/collective_traits.h"
 #include "core/comm/threads/thread_group.h"
 
 namespace parascope {
@@ -21,8 +22,7 @@ std::string describe(const CommArgs& a, bool isSplit) {
   if (isSplit) return "split";
   std::string s = std::string(commOpName(a.op)) + " count " + std::to_string(a.count) + " " +
                   std::string(dtypeName(a.dtype));
-  if (a.op == CommOp::Reduce || a.op == CommOp::AllReduce || a.op == CommOp::ReduceScatter)
-    s += " " + std::string(reduceOpName(a.reduce));
+  if (commTraits(a.op).reduces) s += " " + std::string(reduceOpName(a.reduce));
   if (a.root >= 0) s += " root " + std::to_string(a.root);
   return s;
 }
@@ -128,7 +128,7 @@ std::string ThreadComm::prefix(CommOp op) const {
 }
 
 std::shared_ptr<CommRequest> ThreadComm::start(const CommArgs& args, bool blocking) {
-  if (args.op == CommOp::Send || args.op == CommOp::Recv) return startPointToPoint(args);
+  if (isPointToPoint(args.op)) return startPointToPoint(args);
   auto request = std::make_shared<ThreadRequest>(group_->world, group_, -1);
   request->record = makeRecord(kind(), name(), rank_, size(), args, algorithmFor(args, size()));
   if (blocking && pending_.load(std::memory_order_acquire) == 0) {
