@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
   for (int a = 1; a < argc; ++a) {
     if (a == 2) continue;
     for (const auto& entry : std::filesystem::directory_iterator(argv[a])) {
+      if (!entry.is_regular_file()) continue;  // e.g. tests/fixtures/kineto beside the seeds
       std::ifstream in(entry.path(), std::ios::binary);
       corpus.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }

@@ -105,7 +105,8 @@ class TestChromeIo : public QObject {
 void TestChromeIo::roundTripMergedIsExact() {
   const TraceData t = richTrace();
   const std::string p = path("merged.json");
-  QVERIFY(exportChromeTrace(t, p) > 0);
+  const std::size_t written = exportChromeTrace(t, p);
+  QCOMPARE(written, readAll(p).size());  // what it says it wrote is the file
   const TraceData back = importChromeTrace(p);
   compareEvents(t, back);
   QCOMPARE(back.worldSize, 4);
@@ -119,9 +120,11 @@ void TestChromeIo::roundTripMergedIsExact() {
 void TestChromeIo::roundTripGzip() {
   const TraceData t = richTrace();
   const std::string p = path("merged.json.gz");
-  exportChromeTrace(t, p);
+  // The size returned is the JSON's before compression: the plain file's.
+  QCOMPARE(exportChromeTrace(t, p), exportChromeTrace(t, path("plain.json")));
   const std::string bytes = readAll(p);
-  QVERIFY(bytes.size() > 2 && static_cast<unsigned char>(bytes[0]) == 0x1f);
+  QVERIFY(bytes.size() > 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+          static_cast<unsigned char>(bytes[1]) == 0x8b);
   compareEvents(t, importChromeTrace(p));
   compareEvents(t, importChromeTraceFromMemory(bytes, "memory"));
 }
@@ -143,7 +146,9 @@ void TestChromeIo::perRankFilesMergeBack() {
 }
 
 // The file reads like a Kineto trace: distributedInfo, process and thread names, "X"/"C"/"i"
-// events, "s"/"f" flow pairs for correlated events with a flow source.
+// events, "s"/"f" flow pairs for correlated events with a flow source. The whole document is
+// checked: metadata for rank 0 and its lanes 0 and stream 3 (1 << 20 | 3), the events in order,
+// times as microseconds with three decimals, default fields left out, then the one flow.
 void TestChromeIo::kinetoConventions() {
   TraceData t;
   t.worldSize = 2;
@@ -168,24 +173,41 @@ void TestChromeIo::kinetoConventions() {
   mem.bytes = 4096;
   t.events = {launch, kernel, mem};
   const std::string p = path("kineto.json");
-  exportChromeTrace(t, p);
-  const std::string s = readAll(p);
-  for (const char* needle :
-       {"\"distributedInfo\":{\"backend\":\"parascope\",\"rank\":0,\"world_size\":2}",
-        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"rank "
-        "0\"}}",
-        "\"name\":\"thread_name\",\"pid\":0,\"tid\":1048579,\"args\":{\"name\":\"stream 3\"}",
-        "{\"ph\":\"X\",\"cat\":\"compute\",\"name\":\"gemm\",\"pid\":0,\"tid\":1048579,\"ts\":2."
-        "000,"
-        "\"dur\":0.500,\"args\":{\"correlation\":42}}",
-        "{\"ph\":\"C\",\"cat\":\"memory\",\"name\":\"activation\",\"pid\":0,\"tid\":0,\"ts\":0.000,"
-        "\"args\":{\"bytes\":4096}",
-        "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":1,\"pid\":0,\"tid\":0,\"ts\":1."
-        "000}",
-        "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":1,\"pid\":0,"
-        "\"tid\":1048579,\"ts\":2.000}"}) {
-    QVERIFY2(s.find(needle) != std::string::npos, needle);
-  }
+  const std::string expected =
+      R"({"schemaVersion":1,"parascopeVersion":1,"displayTimeUnit":"ns",)"
+      R"("distributedInfo":{"backend":"parascope","rank":0,"world_size":2},)"
+      R"("clockResidualNs":-1,"traceEvents":[)"
+      "\n"
+      R"({"ph":"M","name":"process_name","pid":0,"tid":0,"args":{"name":"rank 0"}},)"
+      "\n"
+      R"({"ph":"M","name":"process_labels","pid":0,"tid":0,"args":{"labels":"rank 0"}},)"
+      "\n"
+      R"({"ph":"M","name":"process_sort_index","pid":0,"tid":0,"args":{"sort_index":0}},)"
+      "\n"
+      R"({"ph":"M","name":"thread_name","pid":0,"tid":0,"args":{"name":"compute"}},)"
+      "\n"
+      R"({"ph":"M","name":"thread_sort_index","pid":0,"tid":0,"args":{"sort_index":0}},)"
+      "\n"
+      R"({"ph":"M","name":"thread_name","pid":0,"tid":1048579,"args":{"name":"stream 3"}},)"
+      "\n"
+      R"({"ph":"M","name":"thread_sort_index","pid":0,"tid":1048579,)"
+      R"("args":{"sort_index":1048579}},)"
+      "\n"
+      R"({"ph":"X","cat":"runtime","name":"launch","pid":0,"tid":0,"ts":1.000,"dur":0.500,)"
+      R"("args":{"correlation":42,"flow_source":1}},)"
+      "\n"
+      R"({"ph":"X","cat":"compute","name":"gemm","pid":0,"tid":1048579,"ts":2.000,"dur":0.500,)"
+      R"("args":{"correlation":42}},)"
+      "\n"
+      R"({"ph":"C","cat":"memory","name":"activation","pid":0,"tid":0,"ts":0.000,)"
+      R"("args":{"bytes":4096},"tags":{}},)"
+      "\n"
+      R"({"ph":"s","cat":"ac2g","name":"ac2g","id":1,"pid":0,"tid":0,"ts":1.000},)"
+      "\n"
+      R"({"ph":"f","bp":"e","cat":"ac2g","name":"ac2g","id":1,"pid":0,"tid":1048579,"ts":2.000})"
+      "\n]}\n";
+  QCOMPARE(exportChromeTrace(t, p), expected.size());
+  QCOMPARE(QString::fromStdString(readAll(p)), QString::fromStdString(expected));
 }
 
 void TestChromeIo::failedExportLeavesNoFile() {

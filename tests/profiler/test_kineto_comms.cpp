@@ -2,8 +2,10 @@
 // message sizes, dtype and process group become Communication spans with the bytes each rank
 // sends under NCCL's ring algorithms (bytes / duration = nccl-tests' bus bandwidth) and one
 // instant per peer, so analyze's matrix and per-operation bytes come out of PyTorch traces.
-// Exact values from the formulas on a hand-written 4-rank trace, and on the real
-// ns-resolution trace (world size 1: nothing leaves the rank).
+// Exact values from the formulas on a hand-written 4-rank trace, on the committed PyTorch 2.x
+// fixture (tests/fixtures/kineto/ns-resolution-rank0.json.gz, tests/tools/make_kineto_fixtures.py)
+// and on the real ns-resolution trace when it is beside the checkout (world size 1: nothing
+// leaves the rank).
 #include <QtTest>
 
 #include <filesystem>
@@ -17,6 +19,8 @@ using namespace parascope::profiler;
 namespace {
 
 const std::string kKineto = std::string(PARASCOPE_SOURCE_DIR) + "/../shared/traces/kineto/";
+const std::string kFixture =
+    std::string(PARASCOPE_SOURCE_DIR) + "/tests/fixtures/kineto/ns-resolution-rank0.json.gz";
 
 std::string comm(int ts, const char* collective, const char* dtype, long in, long out,
                  const char* extra) {
@@ -57,6 +61,7 @@ class TestKinetoComms : public QObject {
  private slots:
   void ringFormulas();
   void matrixAndOperations();
+  void nanosecondFixture();
   void realTraceWorldSizeOne();
 };
 
@@ -117,6 +122,60 @@ void TestKinetoComms::matrixAndOperations() {
       QCOMPARE(e.category, Category::Communication);
     }
   }
+}
+
+// Rank 0 of 2. Process group 0 is ranks [0, 1], group 1 rank 0 alone. record_param_comms:
+// two broadcasts of 1000 Float (4000 B each to rank 1: S), three all-reduces of 2500 Float on
+// group 0 (2(n-1)/n x 10000 = 10000 B each to rank 1), two all-reduces of 512 BFloat16 on
+// group 1 (a group of one sends nothing) and three waits (no bytes). Each collective but the
+// waits wraps an "nccl:..." annotation 2 us shorter, and those on group 0 an NCCL kernel of
+// 25.250 us. Durations carry nanoseconds: the all-reduces' 36.526 + 34.057 + 12.345 + 31.289 +
+// 10.001 = 124.218 us.
+void TestKinetoComms::nanosecondFixture() {
+  const TraceData t = importChromeTrace(kFixture);
+  QCOMPARE(t.worldSize, 2);
+  QCOMPARE(t.ranks(), std::vector<std::int32_t>{0});
+  const CommVolume v = computeCommVolume(t);
+  struct Row {
+    std::string name;
+    std::int64_t count, bytes, timeNs;
+  };
+  const std::vector<Row> expected{
+      {"nccl:all_reduce", 5, 0, 124'218 - 5 * 2'000},
+      {"nccl:broadcast", 2, 0, 59'283 + 41'997 - 2 * 2'000},
+      {"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 3, 0,
+       3 * 25'250},
+      {"ncclDevKernel_Broadcast_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 2, 0, 2 * 25'250},
+      {"record_param_comms:allreduce", 5, 3 * 10'000, 124'218},
+      {"record_param_comms:broadcast", 2, 2 * 4'000, 59'283 + 41'997},
+      {"record_param_comms:wait", 3, 0, 3'279 + 2'002 + 1'001}};
+  QCOMPARE(v.ops.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    QCOMPARE(v.ops[i].name, expected[i].name);
+    QCOMPARE(v.ops[i].count, expected[i].count);
+    QCOMPARE(v.ops[i].bytes, expected[i].bytes);
+    QCOMPARE(v.ops[i].timeNs, expected[i].timeNs);
+  }
+  // Ring traffic goes to the next rank of group 0: 2 x 4000 + 3 x 10000.
+  QCOMPARE(v.matrix.ranks, (std::vector<std::int32_t>{0, 1}));
+  QCOMPARE(v.matrix.at(0, 1), std::int64_t{38'000});
+  QCOMPARE(v.matrix.total(), std::int64_t{38'000});
+  // Spans keep the nanoseconds and their process group; the first broadcast starts at
+  // 1712000000000110.926 us.
+  std::vector<std::int32_t> groups;
+  std::int64_t firstBroadcast = -1;
+  for (const Event& e : t.events) {
+    if (e.kind != EventKind::Span) continue;
+    const std::string_view name(e.name);
+    if (name == "record_param_comms:allreduce") groups.push_back(e.group);
+    if (name == "record_param_comms:broadcast" && firstBroadcast < 0) {
+      firstBroadcast = e.startNs;
+      QCOMPARE(e.endNs - e.startNs, std::int64_t{59'283});
+      QCOMPARE(e.step, 3);  // inside ProfilerStep#3
+    }
+  }
+  QCOMPARE(groups, (std::vector<std::int32_t>{0, 0, 1, 0, 1}));
+  QCOMPARE(firstBroadcast, std::int64_t{1'712'000'000'000'110'926});
 }
 
 void TestKinetoComms::realTraceWorldSizeOne() {

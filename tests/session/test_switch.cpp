@@ -61,6 +61,25 @@ std::vector<std::string> split(const QString& list) {
 
 constexpr int kSteps = 6;
 
+// The state bytes a switch writes into the new layout (SwitchReport::bytesMoved): copyState
+// fills every slice of every new rank, replicas included (Trainer::state()). Per element of a
+// rank's parameters: without ZeRO the f32 value and AdamW's two moments, 12 B, plus 2 B for the
+// stored 16-bit copy under bf16/fp16; ZeRO-1/2 keeps the moments of the rank's shard but the
+// whole f32 value (12 x shard + 4 x the rest: 8 P + 4 D P over D data ranks); ZeRO-3 only the
+// shard (12 P over the group). Parameter counts of the tiny GPT (V 256, T 16, C 32, F 4C = 128,
+// docs/weights.md): wte 8192, wpe 512, ln_f 64, and per block 12704, of which 12512 are split
+// by tensor parallelism (c_attn, attn.c_proj.weight, c_fc, mlp.c_proj.weight) and 192 are whole
+// (layernorms, row-parallel biases).
+constexpr std::int64_t kWte = 256 * 32;
+constexpr std::int64_t kModel = kWte + 512 + 2 * 12704 + 64;   // 34176, 2 layers
+constexpr std::int64_t kModel4 = kWte + 512 + 4 * 12704 + 64;  // 59584, 4 layers
+// Over two tensor-parallel ranks the split elements once, the whole ones (wpe, 2 x 192, ln_f)
+// twice: 35136. Over two pipeline stages every parameter once, and the tied wte on the first
+// stage (embedding) and the last (head) twice: 42368, with 4 layers 67776.
+constexpr std::int64_t kTensorPair = kModel + 512 + 2 * 192 + 64;
+constexpr std::int64_t kPipeline = kModel + kWte;
+constexpr std::int64_t kPipeline4 = kModel4 + kWte;
+
 // The tiny GPT for kSteps steps, without evaluation, writing its final weights to `weights`.
 TrainConfig config(const QString& strategy, const std::string& weights) {
   std::vector<std::string> o = split(strategy);
@@ -178,35 +197,36 @@ void TestSwitch::switchEqualsSaveAndLoad_data() {
   QTest::addColumn<QStringList>("layouts");  // the run's layouts in order
   QTest::addColumn<bool>("fp32");            // compared with one rank too
   QTest::addColumn<QString>("model");        // overrides of every layout and of the one rank
+  QTest::addColumn<QList<qint64>>("bytes");  // each switch's bytesMoved, by the sizes above
   const QString m4 = "gradient_accumulation_steps=4";
   QTest::newRow("D2 -> T2") << QStringList{"data_parallel_size=2", "tensor_model_parallel_size=2"}
-                            << true << "";
+                            << true << "" << QList<qint64>{12 * kTensorPair};
   QTest::newRow("T2xP2 -> D4")
       << QStringList{"tensor_model_parallel_size=2 pipeline_model_parallel_size=2 " + m4,
                      "data_parallel_size=4"}
-      << true << "";
+      << true << "" << QList<qint64>{4 * 12 * kModel};
   QTest::newRow("D4 ZeRO-3 -> D2 ZeRO-1")
       << QStringList{"data_parallel_size=4 zero_optimization.stage=3",
                      "data_parallel_size=2 zero_optimization.stage=1"}
-      << true << "";
+      << true << "" << QList<qint64>{8 * kModel + 4 * 2 * kModel};
   QTest::newRow("P2 1F1B -> P2 interleaved")
       << QStringList{"pipeline_model_parallel_size=2 " + m4,
                      "pipeline_model_parallel_size=2 pipeline_schedule=interleaved "
                      "virtual_pipeline_model_parallel_size=2 " +
                          m4}
-      << true << "model.num_layers=4";
+      << true << "model.num_layers=4" << QList<qint64>{12 * kPipeline4};
   QTest::newRow("P2 ZB-H1 -> T2 SP")
       << QStringList{"pipeline_model_parallel_size=2 pipeline_schedule=zb-h1 " + m4,
                      "tensor_model_parallel_size=2 sequence_parallel=true"}
-      << true << "";
+      << true << "" << QList<qint64>{12 * kTensorPair};
   QTest::newRow("fp32 -> bf16 -> fp32")
       << QStringList{"data_parallel_size=2", "data_parallel_size=2 bf16.enabled=true",
                      "data_parallel_size=2"}
-      << false << "";
+      << false << "" << QList<qint64>{2 * 14 * kModel, 2 * 12 * kModel};
   QTest::newRow("2 ranks -> 4 ranks -> 1 rank")
       << QStringList{"data_parallel_size=2 zero_optimization.stage=2",
                      "tensor_model_parallel_size=2 data_parallel_size=2", ""}
-      << true << "";
+      << true << "" << QList<qint64>{2 * 12 * kTensorPair, 12 * kModel};
   QTest::newRow("D4 ZeRO-3 -> P2xD2 ZeRO-3 -> P2xD2 ZeRO-2")
       << QStringList{"data_parallel_size=4 zero_optimization.stage=3",
                      "pipeline_model_parallel_size=2 data_parallel_size=2 "
@@ -215,11 +235,11 @@ void TestSwitch::switchEqualsSaveAndLoad_data() {
                      "pipeline_model_parallel_size=2 data_parallel_size=2 "
                      "zero_optimization.stage=2 pipeline_schedule=zb-h1 " +
                          m4}
-      << true << "";
+      << true << "" << QList<qint64>{12 * kPipeline, 8 * kPipeline + 4 * 2 * kPipeline};
   QTest::newRow("fp16 D2 -> fp16 P2 ZeRO-1")
       << QStringList{"fp16.enabled=true data_parallel_size=2",
                      "fp16.enabled=true pipeline_model_parallel_size=2 " + m4}
-      << false << "";
+      << false << "" << QList<qint64>{14 * kPipeline};
 }
 
 // Switch at steps 2, 4, ... of kSteps; the reference saves at each switch step, ends, and the
@@ -228,6 +248,7 @@ void TestSwitch::switchEqualsSaveAndLoad() {
   QFETCH(QStringList, layouts);
   QFETCH(bool, fp32);
   QFETCH(QString, model);
+  QFETCH(QList<qint64>, bytes);
   for (QString& l : layouts) l = model + " " + l;
   const std::string weights = (scratch() / "switched.safetensors").string();
   std::vector<std::pair<int, TrainConfig>> switches;
@@ -242,7 +263,7 @@ void TestSwitch::switchEqualsSaveAndLoad() {
     const SwitchReport& r = switched.switches[i];
     QCOMPARE(r.step, switches[i].first);
     QCOMPARE(r.worldAfter, switches[i].second.parallel.worldSize());
-    QVERIFY(r.bytesMoved > 0);
+    QCOMPARE(r.bytesMoved, static_cast<std::int64_t>(bytes[static_cast<qsizetype>(i)]));
     QCOMPARE(r.after, describeStrategy(switches[i].second));
   }
 
@@ -389,6 +410,7 @@ void TestSwitch::switchWhilePaused() {
   }
   QCOMPARE(seen.front().step, 0);
   QCOMPARE(seen.front().worldAfter, 4);
+  QCOMPARE(seen.front().bytesMoved, 2 * 12 * kTensorPair);  // two tensor pairs, no ZeRO
   QCOMPARE(session.config().parallel.worldSize(), 4);
   session.resume();
   const FinishedReport f = session.wait();
