@@ -59,10 +59,9 @@ void PipelineView::setAnalysis(const TraceAnalysis& analysis,
     windowNs_ = t1 > t0 ? static_cast<double>(t1 - t0) : 0;
   }
   if (config && config->parallel.pipeline > 1) {
-    const double p = config->parallel.pipeline;
-    const double m = config->gradientAccumulation;
-    const double v = config->pipeline.chunks;
-    ideal_ = (p - 1) / (v * m + p - 1);
+    const PipelineShape shape{config->parallel.pipeline, config->gradientAccumulation,
+                              config->pipeline.chunks};
+    ideal_ = profiler::idealBubbleOf(analysis.trace, config->pipeline.schedule, shape);
   }
   setMinimumHeight(kTop + kRowHeight * static_cast<int>(std::max<std::size_t>(rows_.size(), 1)) +
                    30);

@@ -1,8 +1,9 @@
 // The Pipeline view: one step of the schedule as each rank ran it, its measured compute
 // instructions (F, B, W, ... per micro-batch) as boxes on a row per rank with the idle time
 // shaded, and per rank the measured bubble (profiler/analysis/bubbles.h, as `analyze` prints it)
-// next to the ideal one of the schedule, (p - 1) / (v m + p - 1). The boxes are prepared when
-// the analysis arrives; painting only scales them.
+// next to the ideal one of the schedule (its ScheduleInfo's formula at the trace's measured
+// instruction durations). The boxes are prepared when the analysis arrives; painting only scales
+// them.
 #pragma once
 
 #include <QString>

@@ -8,9 +8,11 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "core/common/error.h"
 #include "core/config/memory_estimate.h"
+#include "core/parallel/schedule.h"
 
 namespace parascope::ui {
 
@@ -78,7 +80,14 @@ void StrategyPanel::build() {
   data_ = spin(1, 256);
   tensor_ = spin(1, 64);
   pipeline_ = spin(1, 64);
-  schedule_ = combo({"gpipe", "1f1b", "interleaved", "zb-h1"});
+  schedule_ = new QComboBox;
+  for (const ScheduleInfo* schedule : scheduleTable()) {
+    schedule_->addItem(QString::fromUtf8(schedule->name.data(), schedule->name.size()));
+    schedule_->setItemData(
+        schedule_->count() - 1,
+        QString::fromUtf8(schedule->description.data(), schedule->description.size()),
+        Qt::ToolTipRole);
+  }
   microBatches_ = spin(1, 4096);
   microBatchSize_ = spin(1, 65536);
   virtualStages_ = spin(1, 64);
@@ -256,6 +265,12 @@ void StrategyPanel::applyPreset(int index) {
   validate();
 }
 
+void StrategyPanel::setRunning(const std::optional<TrainConfig>& running, SwitchResolver resolve) {
+  running_ = resolve ? running : std::nullopt;
+  resolveSwitch_ = running_ ? std::move(resolve) : SwitchResolver();
+  validate();
+}
+
 QString StrategyPanel::message() const {
   return message_->text();
 }
@@ -264,8 +279,29 @@ void StrategyPanel::validate() {
   if (filling_) return;
   const bool wasValid = config_.has_value();
   try {
-    config_ = parseTrainConfig(document(), world_->value());
-    message_->setText(tr("Valid: %1 ranks").arg(config_->parallel.worldSize()));
+    const json doc = document();
+    if (resolveSwitch_ && running_) {
+      // A switch of the running session: its rule decides the accumulation (unless this edit
+      // set it) and what it refuses; the world size still has to hold the degrees.
+      const int asked = intAt(doc, "gradient_accumulation_steps", 1);
+      const bool batchNamed =
+          asked != running_->gradientAccumulation ||
+          intAt(doc, "train_micro_batch_size_per_gpu", 8) != running_->microBatch;
+      config_ = resolveSwitch_(doc, batchNamed);
+      if (config_->parallel.worldSize() != world_->value()) {
+        config_ = parseTrainConfig(config_->document, world_->value());
+      }
+      QString valid = tr("Valid: %1 ranks").arg(config_->parallel.worldSize());
+      if (config_->gradientAccumulation != asked) {
+        valid += tr("; the switch keeps the global batch of %1 with gradient accumulation %2")
+                     .arg(config_->globalBatch)
+                     .arg(config_->gradientAccumulation);
+      }
+      message_->setText(valid);
+    } else {
+      config_ = parseTrainConfig(doc, world_->value());
+      message_->setText(tr("Valid: %1 ranks").arg(config_->parallel.worldSize()));
+    }
     message_->setStyleSheet(QStringLiteral("color: palette(text);"));
     showMemory(*config_);
   } catch (const UserError& e) {
@@ -292,6 +328,17 @@ void StrategyPanel::showMemory(const TrainConfig& c) {
   text += tr("<br>All %1 ranks: %2")
               .arg(m.ranksSharingMemory)
               .arg(QString::fromStdString(formatBytes(m.totalBytes())));
+  if (c.parallel.pipeline > 1) {
+    // The schedule's own facts (ScheduleInfo), at the papers' unit durations until a run
+    // measures them (the Pipeline view).
+    const ScheduleInfo& schedule = findSchedule(c.pipeline.schedule);
+    const PipelineShape shape{c.parallel.pipeline, c.gradientAccumulation, c.pipeline.chunks};
+    const int held = busiestRankPeak(schedule, shape).held;
+    text += tr("<br><b>Ideal bubble: %1%</b> (F 1, B 2); a rank holds at most %2 forwards' "
+               "activations")
+                .arg(100 * schedule.idealBubble(shape, StepDurations{}), 0, 'f', 1)
+                .arg(held);
+  }
   memory_->setText(text);
 }
 

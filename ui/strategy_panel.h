@@ -1,12 +1,14 @@
 // The strategy panel: one widget per strategy key (model preset and data, world size, the three
 // parallel degrees, pipeline schedule, micro-batches, virtual stages, ZeRO stage, sequence
 // parallel, recompute, precision, gradient communication type, bucket size, steps). Every edit
-// rebuilds the config document and runs the config validator on it; its message is shown as is,
-// Apply is enabled only for a config that validates, and the predicted memory per rank
+// rebuilds the config document and runs the config validator on it (while a session runs, the
+// session's switch rule: the accumulation it would derive, or its refusal); its message is shown
+// as is, Apply is enabled only for a config that validates, and the predicted memory per rank
 // (core/config/memory_estimate.h, the CLI's own figures) is shown before anything runs.
 #pragma once
 
 #include <QWidget>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -42,6 +44,15 @@ class StrategyPanel : public QWidget {
   // keyboard navigation.
   QWidget* field(const QString& key) const;
 
+  // Asks the running session what a document would switch it to (Session::resolveSwitch): the
+  // config it would run, or UserError with its reason. batchNamed: the edit changed the
+  // accumulation or the micro-batch size itself.
+  using SwitchResolver =
+      std::function<parascope::TrainConfig(const nlohmann::json& document, bool batchNamed)>;
+  // While a session runs under `running`, every edit is validated as a switch of it, so "Valid"
+  // means Apply will switch; without one (a null resolver), as a new run.
+  void setRunning(const std::optional<parascope::TrainConfig>& running, SwitchResolver resolve);
+
  signals:
   // A valid config, when the user presses Apply.
   void applied(const parascope::TrainConfig& config);
@@ -58,6 +69,8 @@ class StrategyPanel : public QWidget {
   // last entry then.
   nlohmann::json configModel_, configData_;
   std::optional<parascope::TrainConfig> config_;
+  std::optional<parascope::TrainConfig> running_;  // the session's strategy while one runs
+  SwitchResolver resolveSwitch_;
   bool filling_ = false;
   std::map<std::string, double> dataBytes_;  // by data path: file sizes are read once
 

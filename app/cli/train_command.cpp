@@ -20,6 +20,7 @@
 #include "core/config/config_agreement.h"
 #include "core/config/memory_estimate.h"
 #include "core/session/session.h"
+#include "core/session/switch_rule.h"
 #include "profiler/io/chrome_export.h"
 #include "profiler/run_trace.h"
 
@@ -46,10 +47,11 @@ struct PlannedSwitch {
 };
 
 // Each --switch applies its assignments on top of the previous layout's document, so
-// `--switch 10:tensor_model_parallel_size=2 --switch 20:zero_optimization.stage=1` ends with both.
-// Every target is validated before the run starts.
-std::vector<PlannedSwitch> planSwitches(const std::vector<std::string>& specs, nlohmann::json doc,
-                                        int worldSize) {
+// `--switch 10:tensor_model_parallel_size=2 --switch 20:zero_optimization.stage=1` ends with both,
+// and each target follows the session's switch rule (core/session/switch_rule.h) from the one
+// before. Every target is validated before the run starts.
+std::vector<PlannedSwitch> planSwitches(const std::vector<std::string>& specs,
+                                        const TrainConfig& start, int worldSize) {
   std::vector<PlannedSwitch> plan;
   for (const std::string& spec : specs) {
     const std::size_t colon = spec.find(':');
@@ -68,22 +70,18 @@ std::vector<PlannedSwitch> planSwitches(const std::vector<std::string>& specs, n
       throw UserError("--switch '" + spec + "': steps must increase and be at least 1 (after " +
                       std::to_string(previous) + ")");
     }
-    // The global batch stays what it is unless the switch names a batch key itself: the
-    // accumulation is derived for the new data-parallel size, as DeepSpeed derives it.
-    const bool batchNamed = spec.find("train_batch_size") != std::string::npos ||
-                            spec.find("gradient_accumulation_steps") != std::string::npos;
-    if (!batchNamed) {
-      doc["train_batch_size"] = parseTrainConfig(doc, worldSize).globalBatch;
-      doc.erase("gradient_accumulation_steps");
-    }
+    const TrainConfig& running = plan.empty() ? start : plan.back().config;
+    nlohmann::json doc = running.document;
     std::size_t at = colon + 1;
     while (at <= spec.size()) {
       const std::size_t comma = std::min(spec.find(',', at), spec.size());
       applyOverride(doc, spec.substr(at, comma - at));
       at = comma + 1;
     }
+    const bool batchNamed = spec.find("train_batch_size") != std::string::npos ||
+                            spec.find("gradient_accumulation_steps") != std::string::npos;
     try {
-      p.config = parseTrainConfig(doc, worldSize);
+      p.config = resolveSwitch(running, std::move(doc), batchNamed, worldSize);
     } catch (const UserError& e) {
       throw UserError("--switch '" + spec + "': " + e.what());
     }
@@ -344,7 +342,7 @@ void runTrain(const TrainOptions& o) {
   }
   const int worldSize = mpi ? options.world->size() : 0;
   const TrainConfig config = parseTrainConfig(doc, worldSize);
-  std::vector<PlannedSwitch> plan = planSwitches(o.switches, doc, worldSize);
+  std::vector<PlannedSwitch> plan = planSwitches(o.switches, config, worldSize);
   if (!o.trace.empty()) options.recorder = std::make_shared<profiler::RunTrace>(o.trace);
   if (!o.load.empty() && !o.resume.empty()) {
     throw UserError("--load and --resume: give one (--resume DIR also keeps saving into DIR)");

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/common/error.h"
+#include "core/parallel/schedule.h"
 
 namespace parascope {
 
@@ -70,13 +71,14 @@ Counts mlpCounts(const TrainConfig& c) {
   return n;
 }
 
-// Micro-batches whose activations a rank holds at once: GPipe all of a step's, 1F1B-like
-// schedules up to the pipeline depth, one without a pipeline.
+// Micro-batches' worth of a whole stage's activations that the busiest rank holds at once: the
+// schedule's own promised peak (ScheduleInfo::promisedPeak, in units of one chunk's forward, so
+// divided by the chunks per rank); one without a pipeline.
 double microBatchesInFlight(const TrainConfig& c) {
   if (!c.pipeline.enabled) return 1;
-  const double m = c.gradientAccumulation;
-  if (c.pipeline.schedule == "gpipe") return m;
-  return std::min(m, static_cast<double>(c.parallel.pipeline) * c.pipeline.chunks);
+  const PipelineShape shape{c.parallel.pipeline, c.gradientAccumulation, c.pipeline.chunks};
+  const int held = busiestRankPeak(findSchedule(c.pipeline.schedule), shape).held;
+  return static_cast<double>(held) / shape.chunks;
 }
 
 std::uint32_t gzipStatedSize(const fs::path& file) {

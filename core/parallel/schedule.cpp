@@ -1,6 +1,7 @@
 // The schedule table, size checks shared by every schedule, and per-op durations.
 #include "core/parallel/schedule.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/common/error.h"
@@ -60,6 +61,16 @@ std::string shapeProblem(const PipelineShape& shape) {
            " virtual stages exceed the limit of " + std::to_string(kMaxVirtualStages);
   }
   return {};
+}
+
+ActivationBound busiestRankPeak(const ScheduleInfo& schedule, const PipelineShape& shape) {
+  ActivationBound peak;
+  for (int rank = 0; rank < shape.stages; ++rank) {
+    const ActivationBound b = schedule.promisedPeak(shape, rank);
+    peak.inFlight = std::max(peak.inFlight, b.inFlight);
+    peak.held = std::max(peak.held, b.held);
+  }
+  return peak;
 }
 
 void checkOneChunk(std::string_view schedule, const PipelineShape& shape) {

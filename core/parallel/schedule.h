@@ -56,6 +56,9 @@ struct ScheduleInfo {
   double (*idealBubble)(const PipelineShape& shape, const StepDurations& durations);
 };
 
+// The largest of promisedPeak's bounds over the ranks: what the busiest rank holds.
+ActivationBound busiestRankPeak(const ScheduleInfo& schedule, const PipelineShape& shape);
+
 // For schedules that place one model chunk per rank: UserError unless v == 1.
 void checkOneChunk(std::string_view schedule, const PipelineShape& shape);
 

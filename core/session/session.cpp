@@ -12,6 +12,7 @@
 #include "core/common/stop_signal.h"
 #include "core/config/memory_estimate.h"
 #include "core/session/run_summary.h"
+#include "core/session/switch_rule.h"
 #include "core/state/checkpoint.h"
 #include "core/trace/trace.h"
 
@@ -113,29 +114,24 @@ std::optional<ErrorReport> Session::error() const {
   return error_;
 }
 
+TrainConfig Session::resolveSwitch(const nlohmann::json& requested, bool batchNamed) const {
+  TrainConfig next;
+  try {
+    next = parascope::resolveSwitch(config(), requested, batchNamed,
+                                    options_.world ? options_.world->size() : 0);
+  } catch (const UserError& e) {
+    throw UserError(std::string("switch: ") + e.what());
+  }
+  checkSwitch(next);
+  return next;
+}
+
 // What a switch may change is how the run is spread; what it trains on and how must stay.
 void Session::checkSwitch(const TrainConfig& next) const {
-  const TrainConfig now = config();
-  const char* kept[] = {"model", "data",        "optimizer",   "scheduler", "gradient_clipping",
-                        "seed",  "train_iters", "save_weights"};
-  for (const char* key : kept) {
-    const nlohmann::json a = now.document.value(key, nlohmann::json());
-    const nlohmann::json b = next.document.value(key, nlohmann::json());
-    if (a != b) {
-      throw UserError(std::string("switch: ") + key +
-                      " differs from the running session's; a switch changes only how the run "
-                      "is spread (parallel degrees, schedule, micro-batches, ZeRO, precision, "
-                      "buckets)");
-    }
-  }
-  if (next.globalBatch != now.globalBatch) {
-    throw UserError("switch: the global batch would change from " +
-                    std::to_string(now.globalBatch) + " to " + std::to_string(next.globalBatch) +
-                    " (micro-batch x accumulation x data-parallel size); keep it so the run "
-                    "continues on the same samples");
-  }
-  if (next.parallel.backend != now.parallel.backend) {
-    throw UserError("switch: rank_backend cannot change in a running session");
+  try {
+    checkSwitchKeeps(config(), next);
+  } catch (const UserError& e) {
+    throw UserError(std::string("switch: ") + e.what());
   }
   if (options_.world && next.parallel.worldSize() != options_.world->size()) {
     throw UserError(
@@ -339,7 +335,7 @@ Session::Ending Session::trainRank(Communicator& world, RankSlot& slot) {
         std::string target;
         if (world.rank() == 0) {
           std::lock_guard lock(mutex_);
-          target = pending_->document.dump();
+          target = pending_.value().document.dump();
         }
         target = broadcastText(world, target);
         TrainConfig next = parseTrainConfig(nlohmann::json::parse(target), world.size());
@@ -471,7 +467,7 @@ FinishedReport Session::run() {
       retiring_ = std::move(slots_);
       std::lock_guard lock(mutex_);
       switchFrom_ = config_;
-      config_ = *pending_;
+      config_ = pending_.value();
       pending_.reset();
       ranks = config_.parallel.worldSize();
     }

@@ -85,6 +85,10 @@ class Session {
   // The checks switchStrategy makes, without asking for the switch: for front ends that validate
   // planned switches before the run starts.
   void checkSwitch(const TrainConfig& next) const;
+  // What asking for `requested` (a whole config document) would switch this session to now: the
+  // switch rule (switch_rule.h: the accumulation re-derived unless batchNamed) and checkSwitch's
+  // checks, with their one message. Front ends ask this before offering Apply.
+  TrainConfig resolveSwitch(const nlohmann::json& requested, bool batchNamed) const;
   // From any thread: writes a checkpoint under `dir` at the next step boundary (under MPI, rank
   // 0's request and directory count).
   void saveCheckpoint(const std::string& dir);

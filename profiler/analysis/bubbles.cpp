@@ -60,4 +60,30 @@ std::vector<StageBubble> computeBubbles(const TraceData& trace) {
   return out;
 }
 
+StepDurations meanInstructionDurations(const TraceData& trace) {
+  std::map<std::string_view, std::pair<double, long>> sums;
+  for (const Event& e : trace.events) {
+    if (e.category != Category::Instruction || e.kind != EventKind::Span) continue;
+    auto& s = sums[e.name];
+    s.first += static_cast<double>(e.durationNs()) * 1e-9;
+    s.second += 1;
+  }
+  auto mean = [&](std::string_view op, double otherwise) {
+    const auto it = sums.find(op);
+    return it == sums.end() ? otherwise : it->second.first / static_cast<double>(it->second.second);
+  };
+  if (!sums.count("F")) return {};
+  StepDurations d;
+  d.forward = mean("F", 0);
+  d.backward = mean("B", 2 * d.forward);
+  d.backwardInput = mean("Bi", d.backward / 2);
+  d.backwardWeight = mean("W", d.backward / 2);
+  return d;
+}
+
+double idealBubbleOf(const TraceData& trace, std::string_view schedule,
+                     const PipelineShape& shape) {
+  return findSchedule(schedule).idealBubble(shape, meanInstructionDurations(trace));
+}
+
 }  // namespace parascope::profiler

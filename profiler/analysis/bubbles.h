@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/parallel/schedule.h"
 #include "profiler/trace_data.h"
 
 namespace parascope::profiler {
@@ -22,5 +23,15 @@ struct StageBubble {
 
 // Only events tagged with a stage count; ordered by step, stage, rank. Empty without stages.
 std::vector<StageBubble> computeBubbles(const TraceData& trace);
+
+// Mean seconds of each compute instruction (F, B, Bi, W) over the trace's instruction spans, the
+// durations a schedule's ideal bubble (ScheduleInfo::idealBubble) is evaluated at. An op that did
+// not run takes the papers' ratio to the forward (B = 2F, Bi = W = B / 2); a trace without
+// forwards gives the papers' unit durations.
+StepDurations meanInstructionDurations(const TraceData& trace);
+
+// The ideal bubble of `schedule` over `shape` at the trace's measured durations: what the view
+// and `bench step` print beside the measured one.
+double idealBubbleOf(const TraceData& trace, std::string_view schedule, const PipelineShape& shape);
 
 }  // namespace parascope::profiler

@@ -1,19 +1,26 @@
-// The workbench's live charts and colours: reported points reach a chart's series only on
-// refresh (one redraw however many steps arrived) while points() already holds them exactly,
-// and a memory category has one colour in the Memory view's stacked areas and in the
-// timeline's counter rows, whatever order its tracks come in.
+// The workbench's views without a window: reported points reach a chart's series only on
+// refresh (one redraw however many steps arrived) while points() already holds them exactly; a
+// memory category has one colour in the Memory view's stacked areas and in the timeline's
+// counter rows, whatever order its tracks come in; the Pipeline view's ideal bubble is the
+// schedule's own; the Strategy panel's verdict on a switch is the session's.
 #include <QAreaSeries>
 #include <QChart>
 #include <QChartView>
 #include <QImage>
 #include <QLineSeries>
+#include <QPushButton>
+#include <QSpinBox>
 #include <QtTest>
 #include <memory>
 #include <vector>
 
+#include "core/common/error.h"
+#include "core/session/session.h"
 #include "ui/counter_colors.h"
 #include "ui/live_charts.h"
 #include "ui/memory_view.h"
+#include "ui/pipeline_view.h"
+#include "ui/strategy_panel.h"
 #include "ui/timeline_view.h"
 
 using parascope::profiler::Category;
@@ -46,6 +53,26 @@ int pixelsOf(QWidget& widget, const QColor& color) {
   return n;
 }
 
+// One rank's compute instructions of step 0, back to back, each of the given length in ms.
+void addInstructions(parascope::profiler::TraceData& trace, int rank,
+                     const std::vector<std::pair<const char*, std::int64_t>>& ops) {
+  std::int64_t at = 0;
+  for (const auto& [name, ms] : ops) {
+    Event e;
+    e.kind = EventKind::Span;
+    e.category = Category::Instruction;
+    e.name = trace.strings.intern(name);
+    e.rank = rank;
+    e.stage = rank;
+    e.step = 0;
+    e.microBatch = 0;
+    e.startNs = at * kMs;
+    e.endNs = (at + ms) * kMs;
+    at += ms;
+    trace.events.push_back(e);
+  }
+}
+
 }  // namespace
 
 class TestWorkbenchViews : public QObject {
@@ -56,6 +83,9 @@ class TestWorkbenchViews : public QObject {
   void memoryViewUsesTheCategoryColors();
   void timelineUsesTheCategoryColors_data();
   void timelineUsesTheCategoryColors();
+  void pipelineViewIdealIsTheSchedules_data();
+  void pipelineViewIdealIsTheSchedules();
+  void panelValidatesASwitchAsTheSessionDoes();
 };
 
 void TestWorkbenchViews::chartsDrawOnRefresh() {
@@ -154,6 +184,85 @@ void TestWorkbenchViews::timelineUsesTheCategoryColors() {
            qPrintable(QStringLiteral("%1 %2").arg(activation).arg(gradient)));
   QVERIFY2(parameter > activation,
            qPrintable(QStringLiteral("%1 %2").arg(parameter).arg(activation)));
+}
+
+// The ideal bubble beside the measured one is the running schedule's own (ScheduleInfo), at the
+// trace's instruction durations: zero-bubble H1 is not 1F1B's (p - 1) / (m + p - 1).
+void TestWorkbenchViews::pipelineViewIdealIsTheSchedules_data() {
+  QTest::addColumn<QString>("schedule");
+  QTest::addColumn<int>("chunks");
+  QTest::addColumn<double>("ideal");
+  // p = 4, m = 8; F, Bi and W 1 ms each, B 2 ms: the papers' unit durations.
+  QTest::newRow("gpipe") << "gpipe" << 1 << 3.0 / 11.0;
+  QTest::newRow("1f1b") << "1f1b" << 1 << 3.0 / 11.0;
+  QTest::newRow("interleaved v2") << "interleaved" << 2 << 3.0 / 19.0;
+  QTest::newRow("zb-h1") << "zb-h1" << 1 << 1.0 / 9.0;  // (p - 1) / (3m + p - 1)
+}
+
+void TestWorkbenchViews::pipelineViewIdealIsTheSchedules() {
+  QFETCH(QString, schedule);
+  QFETCH(int, chunks);
+  QFETCH(double, ideal);
+  parascope::ui::TraceAnalysis analysis;
+  const bool split = schedule == QLatin1String("zb-h1");
+  for (int rank = 0; rank < 4; ++rank) {
+    if (split)
+      addInstructions(analysis.trace, rank, {{"F", 1}, {"Bi", 1}, {"W", 1}});
+    else
+      addInstructions(analysis.trace, rank, {{"F", 1}, {"B", 2}});
+  }
+  parascope::TrainConfig config;
+  config.parallel.pipeline = 4;
+  config.gradientAccumulation = 8;
+  config.pipeline.enabled = true;
+  config.pipeline.schedule = schedule.toStdString();
+  config.pipeline.chunks = chunks;
+  parascope::ui::PipelineView view;
+  view.setAnalysis(analysis, config);
+  QCOMPARE(view.idealBubble(), ideal);
+}
+
+// While a session runs, "Valid" means Apply switches: data parallelism doubled keeps the global
+// batch by halving the accumulation (the session's rule), and an accumulation the user sets that
+// would change the global batch is refused with the session's own words.
+void TestWorkbenchViews::panelValidatesASwitchAsTheSessionDoes() {
+  const nlohmann::json doc = nlohmann::json::parse(R"({
+    "model": {"type": "gpt", "vocab_size": 256, "context_length": 16, "hidden_size": 32,
+              "num_attention_heads": 4, "num_layers": 4, "mlp_ratio": 2},
+    "data": {"type": "text", "path": "/usr/share/games/fortunes", "validation_fraction": 0.1},
+    "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4, "train_iters": 6,
+    "optimizer": {"type": "AdamW", "params": {"lr": 0.002}}
+  })");
+  const parascope::TrainConfig running = parascope::parseTrainConfig(doc);
+  parascope::Session session(running);
+  parascope::ui::StrategyPanel panel;
+  panel.setDocument(doc);
+  panel.setRunning(running, [&session](const nlohmann::json& d, bool batchNamed) {
+    return session.resolveSwitch(d, batchNamed);
+  });
+  auto spin = [&panel](const char* key) {
+    return qobject_cast<QSpinBox*>(panel.field(QString::fromLatin1(key)));
+  };
+  spin("data_parallel_size")->setValue(2);
+  spin("world_size")->setValue(2);
+  QVERIFY2(panel.config().has_value(), qPrintable(panel.message()));
+  QCOMPARE(panel.config()->gradientAccumulation, 2);
+  QCOMPARE(panel.config()->globalBatch, 8);
+  QVERIFY(panel.applyButton()->isEnabled());
+  session.switchStrategy(*panel.config());  // accepted: no throw
+
+  spin("gradient_accumulation_steps")->setValue(3);
+  QVERIFY(!panel.config().has_value());
+  QVERIFY(!panel.applyButton()->isEnabled());
+  QString refusal;
+  try {
+    nlohmann::json asked = panel.document();
+    session.resolveSwitch(asked, true);
+  } catch (const parascope::UserError& e) {
+    refusal = QString::fromStdString(e.what());
+  }
+  QVERIFY(refusal.startsWith(QStringLiteral("switch: the global batch would change from 8 to 12")));
+  QCOMPARE(panel.message(), refusal);
 }
 
 QTEST_MAIN(TestWorkbenchViews)
