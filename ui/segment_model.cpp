@@ -27,17 +27,20 @@ const char* kHeaders[SegmentModel::Count] = {"Strategy", "Ranks",        "Steps"
                                              "Bubble",   "Exposed comm", "Loss trend / step"};
 }  // namespace
 
-void SegmentModel::begin(const std::string& strategy, int ranks, double flopsPerToken,
-                         double peakFlops) {
+void SegmentModel::begin(const std::string& strategy, int ranks, double flopsPerToken) {
   const int row = rowCount();
   beginInsertRows({}, row, row);
   Segment s;
   s.strategy = strategy;
   s.ranks = ranks;
   s.flopsPerToken = flopsPerToken;
-  s.peakFlops = peakFlops;
   segments_.push_back(s);
   endInsertRows();
+}
+
+void SegmentModel::setPeakFlops(double peakFlops) {
+  peakFlops_ = peakFlops;
+  if (!segments_.empty()) emit dataChanged(index(0, Mfu), index(rowCount() - 1, Mfu));
 }
 
 void SegmentModel::addRankStep(const parascope::StepReport& r) {
@@ -45,18 +48,14 @@ void SegmentModel::addRankStep(const parascope::StepReport& r) {
   Segment& s = segments_.back();
   s.peakBytes = std::max(s.peakBytes,
                          std::accumulate(r.peakBytes.begin(), r.peakBytes.end(), std::int64_t{0}));
-  s.busy += r.pipelineBusySeconds;
-  s.idle += r.pipelineIdleSeconds;
-  if (r.seconds > 0) s.exposedFraction += r.exposedCommSeconds / r.seconds;
+  s.metrics.addRankStep(r);
   ++s.rankReports;
 }
 
 void SegmentModel::addStep(const parascope::StepReport& r) {
   if (segments_.empty()) return;
   Segment& s = segments_.back();
-  ++s.steps;
-  s.tokens += static_cast<double>(r.tokens);
-  s.seconds += r.seconds;
+  s.metrics.addStep(r);
   if (std::isfinite(r.loss)) {
     s.sx += r.step;
     s.sy += r.loss;
@@ -77,21 +76,17 @@ int SegmentModel::columnCount(const QModelIndex& parent) const {
 
 double SegmentModel::value(int row, Column c) const {
   const Segment& s = segments_[static_cast<std::size_t>(row)];
-  const double rate = s.seconds > 0 ? s.tokens / s.seconds : kNaN;
   switch (c) {
     case Ranks: return s.ranks;
-    case Steps: return s.steps;
-    case TokensPerSecond: return rate;
-    case Mfu:
-      return s.peakFlops > 0 && s.flopsPerToken > 0 && s.seconds > 0
-                 ? rate * s.flopsPerToken / (s.peakFlops * s.ranks)
-                 : kNaN;
+    case Steps: return s.metrics.steps();
+    case TokensPerSecond: return s.metrics.tokensPerSecond();
+    case Mfu: return s.metrics.mfu(s.flopsPerToken, peakFlops_, s.ranks);
     case PeakMemory: return s.rankReports > 0 ? static_cast<double>(s.peakBytes) : kNaN;
-    case Bubble: return s.busy + s.idle > 0 ? s.idle / (s.busy + s.idle) : 0.0;
-    case ExposedComm: return s.rankReports > 0 ? s.exposedFraction / s.rankReports : kNaN;
+    case Bubble: return s.metrics.bubbleFraction();
+    case ExposedComm: return s.metrics.exposedCommFraction();
     case LossTrend: {
-      const double n = s.steps, d = n * s.sxx - s.sx * s.sx;
-      return s.steps >= 2 && d != 0 ? (n * s.sxy - s.sx * s.sy) / d : kNaN;
+      const double n = s.metrics.steps(), d = n * s.sxx - s.sx * s.sx;
+      return s.metrics.steps() >= 2 && d != 0 ? (n * s.sxy - s.sx * s.sy) / d : kNaN;
     }
     default: return kNaN;
   }

@@ -1,15 +1,16 @@
 // The Compare table: every strategy segment of the workbench's sessions (a run, or the part of a
 // run between two live switches) with its measures: tokens/s, MFU, peak memory per rank,
-// pipeline bubble, exposed communication and loss trend, from the session's step reports. The
-// best value of each column is marked (bold, tinted); the table exports as CSV and JSON, the
-// result of a tuning session. Qt::UserRole holds raw numbers.
+// pipeline bubble, exposed communication and loss trend, from the session's step reports, as
+// core/session/run_metrics.h defines them. The best value of each column is marked (bold, tinted);
+// the table exports as CSV and JSON, the result of a tuning session. Qt::UserRole holds raw
+// numbers.
 #pragma once
 
 #include <QAbstractTableModel>
 #include <string>
 #include <vector>
 
-#include "core/train/trainer.h"
+#include "core/session/run_metrics.h"
 
 namespace parascope::ui {
 
@@ -31,8 +32,11 @@ class SegmentModel : public QAbstractTableModel {
 
   explicit SegmentModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
 
-  // A new segment from the next step on. peakFlops: one rank's peak, FLOP/s, for MFU.
-  void begin(const std::string& strategy, int ranks, double flopsPerToken, double peakFlops);
+  // A new segment from the next step on; flopsPerToken: the model's (StartReport).
+  void begin(const std::string& strategy, int ranks, double flopsPerToken);
+  // One rank's peak, FLOP/s, for every segment's MFU (core/kernels/sgemm_peak.h); MFU has no
+  // value while it is 0.
+  void setPeakFlops(double peakFlops);
   void addRankStep(const parascope::StepReport& r);
   void addStep(const parascope::StepReport& r);
 
@@ -51,17 +55,15 @@ class SegmentModel : public QAbstractTableModel {
   struct Segment {
     std::string strategy;
     int ranks = 1;
-    double flopsPerToken = 0, peakFlops = 0;
-    int steps = 0;
-    double tokens = 0, seconds = 0;
+    double flopsPerToken = 0;
+    parascope::RunMetrics metrics;
     std::int64_t peakBytes = 0;  // the largest per-rank total over the segment
-    double busy = 0, idle = 0;   // pipeline seconds, all ranks
-    double exposedFraction = 0;  // summed over rank reports
     int rankReports = 0;
     // Least-squares slope of loss over step: sums of x, y, xy, xx.
     double sx = 0, sy = 0, sxy = 0, sxx = 0;
   };
   std::vector<Segment> segments_;
+  double peakFlops_ = 0;
 };
 
 }  // namespace parascope::ui

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "core/config/config.h"
+#include "core/kernels/sgemm_peak.h"
+#include "core/session/run_metrics.h"
 #include "core/session/session.h"
 #include "ui/live_trace.h"
 #include "ui/segment_model.h"
@@ -26,14 +28,11 @@ namespace {
 // Tokens per second over all steps, as the Compare table counts a segment.
 class Throughput final : public SessionObserver {
  public:
-  void onStep(const StepReport& r) override {
-    tokens_ += static_cast<double>(r.tokens);
-    seconds_ += r.seconds;
-  }
-  double rate() const { return seconds_ > 0 ? tokens_ / seconds_ : 0; }
+  void onStep(const StepReport& r) override { metrics_.addStep(r); }
+  double rate() const { return metrics_.tokensPerSecond(); }
 
  private:
-  double tokens_ = 0, seconds_ = 0;
+  RunMetrics metrics_;
 };
 
 double threadCpuMilliseconds() {
@@ -113,8 +112,7 @@ std::optional<double> runAttached(const nlohmann::json& doc, Round& round, std::
   // The ended run's analysis runs on a thread of its own: wait for it, so that it does not
   // overlap the next run.
   QObject::connect(&window, &WorkbenchWindow::traceShown, [] { QApplication::exit(0); });
-  // The probe starts once the session has (the start measures this machine's sgemm peak for
-  // MFU once, on the GUI thread, before any frame of the run).
+  // The frame probe starts once the session has.
   QTimer::singleShot(0, &window, [&] {
     window.start();
     probe.start();
@@ -145,6 +143,9 @@ int runWorkbenchBench(const WorkbenchBenchOptions& options, std::ostream& out) {
   doc["eval_interval"] = 0;
   const TrainConfig config = parseTrainConfig(doc);
   QTemporaryDir traces;
+  // MFU's peak, cached now (measured if this machine has none) so that no window measures it
+  // during a run.
+  kernels::sgemmPeak();
 
   std::vector<Round> rounds(static_cast<std::size_t>(std::max(1, options.rounds)));
   for (std::size_t i = 0; i < rounds.size(); ++i) {
@@ -154,7 +155,8 @@ int runWorkbenchBench(const WorkbenchBenchOptions& options, std::ostream& out) {
         QDir(traces.path()).filePath(QStringLiteral("traced-%1.json").arg(i)).toStdString();
     const bool attachedFirst = i % 2 == 1;
     std::optional<double> attached;
-    if (attachedFirst && !(attached = runAttached(doc, r, error))) {
+    if (attachedFirst) attached = runAttached(doc, r, error);
+    if (attachedFirst && !attached) {
       out << "bench-ui: the run in the window failed: " << error << "\n";
       return 1;
     }
@@ -168,7 +170,8 @@ int runWorkbenchBench(const WorkbenchBenchOptions& options, std::ostream& out) {
       }
       (path.empty() ? r.headless : r.traced) = *rate;
     }
-    if (!attachedFirst && !(attached = runAttached(doc, r, error))) {
+    if (!attachedFirst) attached = runAttached(doc, r, error);
+    if (!attached) {
       out << "bench-ui: the run in the window failed: " << error << "\n";
       return 1;
     }

@@ -24,12 +24,12 @@
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
-#include <chrono>
+#include <optional>
 #include <vector>
 
 #include "core/common/error.h"
 #include "core/config/memory_estimate.h"
-#include "core/kernels/matmul.h"
+#include "core/kernels/sgemm_peak.h"
 #include "core/session/run_summary.h"
 #include "core/state/checkpoint.h"
 #include "profiler/io/chrome_import.h"
@@ -58,26 +58,6 @@ constexpr qint64 kTimelinePeriodMs = 200;
 
 bool due(const QElapsedTimer& since, qint64 periodMs) {
   return !since.isValid() || since.hasExpired(periodMs);
-}
-
-// One thread's sgemm rate, FLOP/s: the unit MFU is measured in on this machine (as in
-// `parascope-cli bench step`), measured once for ~0.1 s.
-double sgemmPeak() {
-  static const double peak = [] {
-    constexpr int n = 256;
-    std::vector<float> a(static_cast<std::size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
-    kernels::matmulForward<float>(c.data(), a.data(), b.data(), nullptr, n, n, n);
-    double best = 0;
-    const auto start = std::chrono::steady_clock::now();
-    while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(100)) {
-      const auto t0 = std::chrono::steady_clock::now();
-      kernels::matmulForward<float>(c.data(), a.data(), b.data(), nullptr, n, n, n);
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      best = std::max(best, 2.0 * n * n * n / s);
-    }
-    return best;
-  }();
-  return peak;
 }
 
 template <class... F>
@@ -149,6 +129,14 @@ WorkbenchWindow::WorkbenchWindow(QWidget* parent) : QMainWindow(parent) {
   status_ = new QLabel(tr("Ready: set a strategy and press Start (F5)"));
   statusBar()->addWidget(status_, 1);
   buildActions();
+
+  // MFU's peak: this machine's cached one, else measured once off the GUI thread, before the
+  // user is likely to start a session. MFU has no value until it is known.
+  if (const std::optional<double> peak = kernels::SgemmPeakCache::thisMachine().read()) {
+    setPeakFlops(*peak);
+  } else {
+    peakJob_.start([] { return kernels::sgemmPeak(); });
+  }
 
   frame_ = new QTimer(this);
   frame_->setInterval(16);  // ~60 frames per second
@@ -373,7 +361,9 @@ void WorkbenchWindow::collectAnalysis() {
 }
 
 void WorkbenchWindow::shownOne() {
-  if (pendingShows_ > 0 && --pendingShows_ == 0) emit traceShown();
+  if (pendingShows_ == 0) return;
+  --pendingShows_;
+  if (pendingShows_ == 0) emit traceShown();
 }
 
 void WorkbenchWindow::showAnalysis(const std::shared_ptr<const TraceAnalysis>& analysis) {
@@ -485,6 +475,19 @@ void WorkbenchWindow::setStatus(const QString& text) {
   status_->setText(text);
 }
 
+// While a session runs the panel validates each edit as a switch of it (the session's rule and
+// refusals); otherwise as a new run.
+void WorkbenchWindow::showRunningStrategy() {
+  if (!running()) {
+    panel_->setRunning(std::nullopt, {});
+    return;
+  }
+  Session* session = session_.get();
+  panel_->setRunning(session->config(), [session](const nlohmann::json& doc, bool batchNamed) {
+    return session->resolveSwitch(doc, batchNamed);
+  });
+}
+
 void WorkbenchWindow::updateActions() {
   const bool live = running();
   action(QStringLiteral("start"))->setEnabled(!live && panel_->config().has_value());
@@ -511,9 +514,7 @@ void WorkbenchWindow::startSession(const TrainConfig& config, const std::string&
   charts_->clear();
   lastStep_ = 0;
   paused_ = false;
-  exposedSum_ = 0;
-  exposedRanks_ = 0;
-  peakFlops_ = sgemmPeak();
+  stepMetrics_ = {};
   QSettings().setValue(QStringLiteral("session/lastConfig"),
                        QString::fromStdString(panel_->document().dump()));
   SessionOptions options;
@@ -531,6 +532,7 @@ void WorkbenchWindow::startSession(const TrainConfig& config, const std::string&
     session_->addObserver(*bridge_);
     if (stopAfter_ > 0) bridge_->stopAfter(stopAfter_, [s = session_.get()] { s->stop(); });
     session_->start(false);
+    showRunningStrategy();
     world_ = config.parallel.worldSize();
     setStatus(tr("Running %1 on %2 ranks")
                   .arg(QString::fromStdString(describeStrategy(config)))
@@ -547,6 +549,7 @@ void WorkbenchWindow::endSession() {
   // Ranks blocked on a full queue must not wait for a drain that will not come.
   bridge_->close();
   session_->stop();
+  panel_->setRunning(std::nullopt, {});  // its resolver asks the session
   session_.reset();
   drain();
 }
@@ -672,7 +675,19 @@ void WorkbenchWindow::showError(const QString& text, bool offerResume) {
   setStatus(text);
 }
 
+void WorkbenchWindow::setPeakFlops(double peakFlops) {
+  peakFlops_ = peakFlops;
+  segments_->setPeakFlops(peakFlops);
+}
+
+void WorkbenchWindow::collectPeak() {
+  double peak = 0;  // stays 0 (no MFU) if the probe failed
+  QString error;
+  if (peakJob_.take(peak, error)) setPeakFlops(peak);
+}
+
 void WorkbenchWindow::drain() {
+  collectPeak();
   collectAnalysis();
   collectDiff();
   const std::vector<SessionReport> reports =
@@ -700,7 +715,7 @@ void WorkbenchWindow::handle(const SessionReport& report) {
           [this](const StartReport& r) {
             world_ = r.worldSize;
             flopsPerToken_ = r.flopsPerToken;
-            segments_->begin(describeStrategy(r.config), r.worldSize, r.flopsPerToken, peakFlops_);
+            segments_->begin(describeStrategy(r.config), r.worldSize, r.flopsPerToken);
             runSegments_ = {{segments_->rowCount(), describeStrategy(r.config)}};
             setStatus(tr("Running %1: %2 on %3 ranks")
                           .arg(QString::fromStdString(r.model),
@@ -709,8 +724,7 @@ void WorkbenchWindow::handle(const SessionReport& report) {
           },
           [this](const RankStepReport& r) {
             segments_->addRankStep(r.step);
-            if (r.step.seconds > 0) exposedSum_ += r.step.exposedCommSeconds / r.step.seconds;
-            ++exposedRanks_;
+            stepMetrics_.addRankStep(r.step);
           },
           [this](const StepReport& r) {
             lastStep_ = r.step;
@@ -722,21 +736,28 @@ void WorkbenchWindow::handle(const SessionReport& report) {
               if (segment.firstStep < 0) segment.firstStep = r.step - 1;
               segment.lastStep = r.step - 1;
             }
-            const double rate = r.seconds > 0 ? static_cast<double>(r.tokens) / r.seconds : 0;
-            const double mfu =
-                peakFlops_ > 0 ? rate * flopsPerToken_ / (peakFlops_ * std::max(1, world_)) : 0;
-            const double exposed = exposedRanks_ > 0 ? exposedSum_ / exposedRanks_ : 0;
-            charts_->addStep(r.step, r.loss, rate, mfu, exposed, r.lossScale);
-            exposedSum_ = 0;
-            exposedRanks_ = 0;
+            stepMetrics_.addStep(r);
+            const double rate = stepMetrics_.tokensPerSecond();
+            double mfu = stepMetrics_.mfu(flopsPerToken_, peakFlops_, world_);
+            if (mfu > 1) {
+              // The cached peak is stale (measured while the machine was busy): a peak is a
+              // maximum, so what a rank achieved raises it, here and in the cache.
+              setPeakFlops(kernels::SgemmPeakCache::thisMachine().raise(
+                  modelFlopsPerSecond(rate, flopsPerToken_) / world_));
+              mfu = stepMetrics_.mfu(flopsPerToken_, peakFlops_, world_);
+            }
+            charts_->addStep(r.step, r.loss, rate, mfu, stepMetrics_.exposedCommFraction(),
+                             r.lossScale);
+            stepMetrics_ = {};
           },
           [this](const EvalReport& r) {
             log_->addEval(r);
             charts_->addValidation(r.step, r.loss);
           },
           [this](const SwitchReport& r) {
+            showRunningStrategy();
             world_ = r.worldAfter;
-            segments_->begin(r.after, r.worldAfter, flopsPerToken_, peakFlops_);
+            segments_->begin(r.after, r.worldAfter, flopsPerToken_);
             runSegments_.push_back({segments_->rowCount(), r.after});
             charts_->addSwitch(r.step, QString::fromStdString(r.before + " \u2192 " + r.after));
             setStatus(tr("Switched at step %1: %2 \u2192 %3 (%4 ranks, %5 ms)")
@@ -759,6 +780,7 @@ void WorkbenchWindow::handle(const SessionReport& report) {
                       !lastCheckpoint_.empty());
           },
           [this](const FinishedReport& r) {
+            showRunningStrategy();
             if (!r.failed) {
               setStatus(tr("%1 after %2 steps%3")
                             .arg(r.stopped ? tr("Stopped") : tr("Finished"))

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/session/run_metrics.h"
 #include "core/session/session.h"
 #include "ui/background_job.h"
 #include "ui/session_bridge.h"
@@ -134,12 +135,15 @@ class WorkbenchWindow : public QMainWindow {
   void handle(const SessionReport& report);
   void showError(const QString& text, bool offerResume);
   void updateActions();
+  void showRunningStrategy();
   void shownOne();
   void showAnalysis(const std::shared_ptr<const TraceAnalysis>& analysis);
   void analyse(const QStringList& files);
   void feedTimeline(bool all);
   void setStatus(const QString& text);
   QString checkpointDialogStart() const;
+  void setPeakFlops(double peakFlops);
+  void collectPeak();
 
   StrategyPanel* panel_ = nullptr;
   LiveCharts* charts_ = nullptr;
@@ -198,9 +202,9 @@ class WorkbenchWindow : public QMainWindow {
   int stopAfter_ = 0;
   bool paused_ = false;
   double flopsPerToken_ = 0;
-  double peakFlops_ = 0;   // one rank's sgemm peak, FLOP/s, for MFU
-  double exposedSum_ = 0;  // this step's exposed communication fraction, summed over ranks
-  int exposedRanks_ = 0;
+  double peakFlops_ = 0;               // one rank's sgemm peak, FLOP/s, for MFU; 0 until known
+  BackgroundJob<double> peakJob_;      // measures it when this machine has none cached
+  parascope::RunMetrics stepMetrics_;  // the rank reports of the step being reported
   std::string lastCheckpoint_;
   std::string tracePath_;
 };

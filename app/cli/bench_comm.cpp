@@ -25,6 +25,7 @@
 #include "core/comm/launch.h"
 #include "core/comm/mpi/mpi_backend.h"
 #include "core/common/error.h"
+#include "core/common/subprocess.h"
 
 namespace parascope::cli {
 namespace {
@@ -163,20 +164,37 @@ std::vector<Row> relaunchUnderMpirun(const BenchCommOptions& o) {
   char self[4096] = {};
   const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (len <= 0) throw std::runtime_error("bench comm: cannot find its own executable");
-  const std::string cmd =
-      "mpirun --oversubscribe --allow-run-as-root -np " + std::to_string(o.ranks) + " " +
-      std::string(self) + " bench comm --backend mpi --json --ops " + ops + " --min-bytes " +
-      std::to_string(o.minBytes) + " --max-bytes " + std::to_string(o.maxBytes) +
-      " --seconds-per-point " + std::to_string(o.secondsPerPoint);
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  if (!pipe) throw std::runtime_error("bench comm: cannot run " + cmd);
+  const std::vector<std::string> cmd = {"mpirun",
+                                        "--oversubscribe",
+                                        "--allow-run-as-root",
+                                        "-np",
+                                        std::to_string(o.ranks),
+                                        self,
+                                        "bench",
+                                        "comm",
+                                        "--backend",
+                                        "mpi",
+                                        "--json",
+                                        "--ops",
+                                        ops,
+                                        "--min-bytes",
+                                        std::to_string(o.minBytes),
+                                        "--max-bytes",
+                                        std::to_string(o.maxBytes),
+                                        "--seconds-per-point",
+                                        std::to_string(o.secondsPerPoint)};
+  const ProcessOutput run = runCapturingOutput(cmd);
   std::vector<Row> rows;
-  char line[4096];
-  while (std::fgets(line, sizeof(line), pipe.get())) {
-    Row r = Row::parse(line, nullptr, false);
+  std::size_t at = 0;
+  while (at < run.out.size()) {
+    const std::size_t end = std::min(run.out.find('\n', at), run.out.size());
+    Row r = Row::parse(run.out.substr(at, end - at), nullptr, false);
     if (!r.is_discarded() && r.value("bench", "") == "comm") rows.push_back(r);
+    at = end + 1;
   }
-  if (rows.empty()) std::fprintf(stderr, "bench comm: no MPI figures from: %s\n", cmd.c_str());
+  if (rows.empty()) {
+    std::fprintf(stderr, "bench comm: no MPI figures from: %s\n", commandLine(cmd).c_str());
+  }
   return rows;
 }
 

@@ -5,7 +5,6 @@
 // prints figures; it never passes or fails.
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -17,7 +16,11 @@
 #include "app/cli/bench_step_pipeline.h"
 #include "app/cli/commands.h"
 #include "core/common/error.h"
+#include "core/common/subprocess.h"
 #include "core/kernels/matmul.h"
+#include "core/kernels/sgemm_peak.h"
+#include "core/parallel/schedule.h"
+#include "core/session/run_metrics.h"
 #include "profiler/tracer.h"
 
 namespace parascope::cli {
@@ -46,47 +49,23 @@ struct BenchStepOptions {
 // The same model trained by PyTorch (one thread; with ranks > 1 DistributedDataParallel over
 // gloo, one process and thread per rank), run as a child process; its JSON line.
 nlohmann::json runPyTorch(const BenchStepOptions& o, const GptConfig& g, int batch, int ranks = 1) {
-  const std::string cmd =
-      "/usr/bin/python3 '" + o.pytorchScript + "' --ranks " + std::to_string(ranks) + " --steps " +
-      std::to_string(o.steps) + " --warmup " + std::to_string(o.warmup) + " --layers " +
-      std::to_string(g.numLayers) + " --width " + std::to_string(g.hiddenSize) + " --heads " +
-      std::to_string(g.numHeads) + " --context " + std::to_string(g.contextLength) + " --batch " +
-      std::to_string(batch) + " --vocab " + std::to_string(g.vocabSize);
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) throw std::runtime_error("cannot run " + cmd);
-  std::string out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, pipe) != nullptr) out += buf;
-  if (pclose(pipe) != 0 || out.empty()) {
-    throw UserError("--pytorch: '" + cmd +
+  const std::vector<std::string> cmd = {"/usr/bin/python3", o.pytorchScript,
+                                        "--ranks",          std::to_string(ranks),
+                                        "--steps",          std::to_string(o.steps),
+                                        "--warmup",         std::to_string(o.warmup),
+                                        "--layers",         std::to_string(g.numLayers),
+                                        "--width",          std::to_string(g.hiddenSize),
+                                        "--heads",          std::to_string(g.numHeads),
+                                        "--context",        std::to_string(g.contextLength),
+                                        "--batch",          std::to_string(batch),
+                                        "--vocab",          std::to_string(g.vocabSize)};
+  const ProcessOutput run = runCapturingOutput(cmd);
+  const std::size_t last = run.out.rfind('{');
+  if (run.exitStatus != 0 || last == std::string::npos) {
+    throw UserError("--pytorch: '" + commandLine(cmd) +
                     "' failed (needs Debian's python3-torch: apt-get install python3-torch)");
   }
-  return nlohmann::json::parse(out.substr(out.rfind('{')));
-}
-
-double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-// Best single-thread sgemm rate over square sizes that fit the model's range, in FLOP/s. Each
-// size is warmed up first (page faults, BLAS buffers) and then timed for at least 0.3 s, so one
-// slow call cannot make the peak, and with it the MFU, a matter of luck.
-double measureSgemmPeak() {
-  double best = 0;
-  for (int n : {256, 512, 1024}) {
-    std::vector<float> a(static_cast<std::size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
-    for (int r = 0; r < 2; ++r) {
-      kernels::matmulForward<float>(c.data(), a.data(), b.data(), nullptr, n, n, n);
-    }
-    const auto start = std::chrono::steady_clock::now();
-    while (seconds(start, std::chrono::steady_clock::now()) < 0.3) {
-      const auto t0 = std::chrono::steady_clock::now();
-      kernels::matmulForward<float>(c.data(), a.data(), b.data(), nullptr, n, n, n);
-      const double s = seconds(t0, std::chrono::steady_clock::now());
-      best = std::max(best, 2.0 * n * n * n / s);
-    }
-  }
-  return best;
+  return nlohmann::json::parse(run.out.substr(last));
 }
 
 struct KernelTime {
@@ -131,8 +110,9 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
   const std::vector<RankFigures>& figures = run.ranks;
   const std::int64_t tokens = run.tokensPerStep;
   const double median = run.medianSeconds;
-  const double tokensPerSecond = static_cast<double>(tokens) / median;
-  const double mfu = tokensPerSecond * config.model.gpt.flopsPerToken() / (peak * ranks);
+  const double tokensPerSecond = parascope::tokensPerSecond(static_cast<double>(tokens), median);
+  const double mfu =
+      modelFlopsUtilization(tokensPerSecond, config.model.gpt.flopsPerToken(), peak, ranks);
   if (o.json) {
     std::printf("%s\n", nlohmann::json{{"bench", "step"},
                                        {"ranks", ranks},
@@ -171,6 +151,7 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
     double total = 0;
     for (double t : f.times) total += t;
     const double exposed = f.exposed / o.steps;
+    const double share = exposedCommFraction(f.exposed, total);
     if (o.json) {
       nlohmann::json peakBytes;
       for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
@@ -179,12 +160,12 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
       std::printf("%s\n", nlohmann::json{{"bench", "step_rank"},
                                          {"rank", r},
                                          {"exposed_comm_s_per_step", exposed},
-                                         {"exposed_comm_share", f.exposed / total},
+                                         {"exposed_comm_share", share},
                                          {"peak_bytes", peakBytes}}
                               .dump()
                               .c_str());
     } else {
-      std::printf("  %4d  %14.3f ms  %5.1f%%  ", r, exposed * 1e3, 100.0 * f.exposed / total);
+      std::printf("  %4d  %14.3f ms  %5.1f%%  ", r, exposed * 1e3, 100.0 * share);
       for (std::int64_t b : f.peak) std::printf(" %6.2f", static_cast<double>(b) / (1 << 20));
       std::printf("\n");
     }
@@ -212,7 +193,8 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
 
 void runBenchStep(const BenchStepOptions& o) {
   kernels::setBlasThreads(1);
-  const double peak = measureSgemmPeak();
+  // Measured in this run (the workbench's cached peak is not used): a benchmark stands alone.
+  const double peak = kernels::measureSgemmPeak();
   nlohmann::json doc = {{"model", {{"type", "gpt"}}},
                         {"train_micro_batch_size_per_gpu", 8},
                         {"train_iters", o.warmup + o.steps},
@@ -248,13 +230,14 @@ void runBenchStep(const BenchStepOptions& o) {
   std::sort(times.begin(), times.end());
   const std::int64_t tokens = run.tokensPerStep;
   const double median = run.medianSeconds;
-  const double tokensPerSecond = static_cast<double>(tokens) / median;
+  const double tokensPerSecond = parascope::tokensPerSecond(static_cast<double>(tokens), median);
   const double flopsPerToken = config.model.gpt.flopsPerToken();
-  const double achieved = tokensPerSecond * flopsPerToken;
-  const double mfu = achieved / peak;
+  const double achieved = modelFlopsPerSecond(tokensPerSecond, flopsPerToken);
+  const double mfu = modelFlopsUtilization(tokensPerSecond, flopsPerToken, peak, 1);
   nlohmann::json torch;
   if (o.pytorch) torch = runPyTorch(o, config.model.gpt, config.microBatch);
   const double torchTokensPerSecond = o.pytorch ? torch["tokens_per_s"].get<double>() : 0.0;
+  const double torchMfu = modelFlopsUtilization(torchTokensPerSecond, flopsPerToken, peak, 1);
   double tracedStepMs = 0;
   const std::vector<KernelTime> kernels =
       kernelBreakdown(tracer.collect(), tracedSteps, &tracedStepMs);
@@ -277,7 +260,7 @@ void runBenchStep(const BenchStepOptions& o) {
                                          {"version", torch["version"]},
                                          {"tokens_per_s", torchTokensPerSecond},
                                          {"step_time_median_s", torch["step_time_median_s"]},
-                                         {"mfu", torchTokensPerSecond * flopsPerToken / peak},
+                                         {"mfu", torchMfu},
                                          {"speedup", tokensPerSecond / torchTokensPerSecond}}
                               .dump()
                               .c_str());
@@ -310,8 +293,7 @@ void runBenchStep(const BenchStepOptions& o) {
                 torch["version"].get<std::string>().c_str());
     std::printf("throughput           %.0f tokens/s (%.2f ms/step)\n", torchTokensPerSecond,
                 torch["step_time_median_s"].get<double>() * 1e3);
-    std::printf("MFU                  %.1f%%\n",
-                100.0 * torchTokensPerSecond * flopsPerToken / peak);
+    std::printf("MFU                  %.1f%%\n", 100.0 * torchMfu);
     std::printf("ParaScope / PyTorch  %.2fx\n", tokensPerSecond / torchTokensPerSecond);
   }
   std::printf("\nwhere a step goes (traced steps, %.2f ms each):\n", tracedStepMs);
@@ -347,8 +329,10 @@ void registerBenchStepCommand(CLI::App& bench) {
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->add_option("--pp", o->pp, "Pipeline ranks (in-process threads; x --dp in all)")
       ->check(CLI::Range(1, 256));
+  std::vector<std::string> schedules;
+  for (const ScheduleInfo* schedule : scheduleTable()) schedules.emplace_back(schedule->name);
   cmd->add_option("--schedule", o->schedule, "Pipeline schedule (default 1f1b with --pp > 1)")
-      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb-h1"}));
+      ->check(CLI::IsMember(schedules));
   cmd->add_option("--microbatches", o->microbatches,
                   "Micro-batches per step of a pipeline program (default 8 with --pp > 1)")
       ->check(CLI::Range(1, 65536));

@@ -5,14 +5,17 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "app/cli/bench_session.h"
 #include "core/parallel/schedule.h"
+#include "core/session/run_metrics.h"
+#include "profiler/analysis/bubbles.h"
 #include "profiler/tracer.h"
 
 namespace parascope::cli {
@@ -21,31 +24,24 @@ namespace {
 
 constexpr int kTracedSteps = 2;
 
-// Mean seconds of each compute op (F, B, Bi, W) over the traced steps of every rank; `seen`
-// lists the ops that ran with their means.
-StepDurations measuredDurations(const profiler::TraceData& trace, std::string* seen) {
-  std::map<std::string, std::pair<double, long>> sums;
+// The compute ops (F, B, Bi, W) that ran in the traced steps, with their mean durations.
+std::string seenOps(const profiler::TraceData& trace, const StepDurations& d) {
+  std::set<std::string_view> ran;
   for (const trace::Event& e : trace.events) {
-    if (e.category != trace::Category::Instruction || e.kind != trace::EventKind::Span) continue;
-    auto& s = sums[e.name];
-    s.first += static_cast<double>(e.durationNs()) * 1e-9;
-    s.second += 1;
+    if (e.category == trace::Category::Instruction && e.kind == trace::EventKind::Span) {
+      ran.insert(e.name);
+    }
   }
-  auto mean = [&](const char* op, double fallback) {
-    const auto it = sums.find(op);
-    if (it == sums.end()) return fallback;
-    const double m = it->second.first / static_cast<double>(it->second.second);
+  const std::pair<const char*, double> ops[] = {
+      {"F", d.forward}, {"B", d.backward}, {"Bi", d.backwardInput}, {"W", d.backwardWeight}};
+  std::string seen;
+  for (const auto& [op, seconds] : ops) {
+    if (ran.count(op) == 0) continue;
     char buf[48];
-    std::snprintf(buf, sizeof buf, "%s%s %.2f ms", seen->empty() ? "" : ", ", op, m * 1e3);
-    *seen += buf;
-    return m;
-  };
-  StepDurations d;
-  d.forward = mean("F", 0);
-  d.backward = mean("B", 2 * d.forward);
-  d.backwardInput = mean("Bi", d.backward / 2);
-  d.backwardWeight = mean("W", d.backward / 2);
-  return d;
+    std::snprintf(buf, sizeof buf, "%s%s %.2f ms", seen.empty() ? "" : ", ", op, seconds * 1e3);
+    seen += buf;
+  }
+  return seen;
 }
 
 void printFigures(const TrainConfig& config, const BenchRun& run, const StepDurations& durations,
@@ -57,8 +53,9 @@ void printFigures(const TrainConfig& config, const BenchRun& run, const StepDura
                             config.pipeline.chunks};
   const double ideal = findSchedule(config.pipeline.schedule).idealBubble(shape, durations);
   const double median = run.medianSeconds;
-  const double tokensPerSecond = static_cast<double>(tokens) / median;
-  const double mfu = tokensPerSecond * config.model.gpt.flopsPerToken() / (sgemmPeak * ranks);
+  const double tokensPerSecond = parascope::tokensPerSecond(static_cast<double>(tokens), median);
+  const double mfu =
+      modelFlopsUtilization(tokensPerSecond, config.model.gpt.flopsPerToken(), sgemmPeak, ranks);
   const std::string recompute(recomputeName(config.pipeline.recompute));
   if (json) {
     std::printf("%s\n", nlohmann::json{{"bench", "step_pipeline"},
@@ -97,7 +94,7 @@ void printFigures(const TrainConfig& config, const BenchRun& run, const StepDura
   }
   for (int r = 0; r < ranks; ++r) {
     const RankFigures& f = figures[static_cast<std::size_t>(r)];
-    const double fraction = f.idle / (f.busy + f.idle);
+    const double fraction = bubbleFraction(f.busy, f.idle);
     if (json) {
       std::printf("%s\n",
                   nlohmann::json{{"bench", "step_pipeline_rank"},
@@ -127,9 +124,9 @@ void runBenchStepPipeline(const TrainConfig& config, int steps, int warmup, bool
                           double sgemmPeak) {
   profiler::Tracer tracer;
   const BenchRun run = runBenchSession(config, warmup, steps, kTracedSteps, &tracer);
-  std::string seen;
-  const StepDurations durations = measuredDurations(tracer.collect(), &seen);
-  printFigures(config, run, durations, seen, steps, json, sgemmPeak);
+  const profiler::TraceData trace = tracer.collect();
+  const StepDurations durations = profiler::meanInstructionDurations(trace);
+  printFigures(config, run, durations, seenOps(trace, durations), steps, json, sgemmPeak);
 }
 
 }  // namespace parascope::cli

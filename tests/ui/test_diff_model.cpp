@@ -111,6 +111,9 @@ class TestDiffModel : public QObject {
   void twoSegments();
   void modelShowsAndSorts();
   void windowDiffsOpenedTraces();
+
+ private:
+  QTemporaryDir cacheHome_;
 };
 
 void TestDiffModel::initTestCase() {
@@ -118,6 +121,9 @@ void TestDiffModel::initTestCase() {
   QStandardPaths::setTestModeEnabled(true);
   QCoreApplication::setOrganizationName(QStringLiteral("ParaScopeTests"));
   QCoreApplication::setApplicationName(QStringLiteral("test_ui_diff"));
+  // Nor the user's sgemm peak cache.
+  QVERIFY(cacheHome_.isValid());
+  qputenv("XDG_CACHE_HOME", cacheHome_.path().toUtf8());
 }
 
 void TestDiffModel::twoTraces() {

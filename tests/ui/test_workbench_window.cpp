@@ -120,6 +120,9 @@ class TestWorkbenchWindow : public QObject {
   void compareMarksTheBestSegment();
   void failedSessionShowsItsReason();
   void switchesThroughThePanel();
+
+ private:
+  QTemporaryDir cacheHome_;  // the windows' sgemm peak cache, not the user's
 };
 
 void TestWorkbenchWindow::initTestCase() {
@@ -131,6 +134,8 @@ void TestWorkbenchWindow::initTestCase() {
   const QString home = QStandardPaths::writableLocation(QStandardPaths::GenericConfigLocation);
   QVERIFY2(home.contains(QStringLiteral("/.qttest/")), qPrintable(home));
   QCOMPARE(QSettings().fileName(), home + QStringLiteral("/ParaScopeTests/test_ui_workbench.conf"));
+  QVERIFY(cacheHome_.isValid());
+  qputenv("XDG_CACHE_HOME", cacheHome_.path().toUtf8());
 }
 
 void TestWorkbenchWindow::invalidEditsKeepApplyDisabled_data() {
@@ -494,7 +499,7 @@ void TestWorkbenchWindow::compareMarksTheBestSegment() {
   } segments[] = {{"D2", 2, 0.5, 4 << 20}, {"D1 T2", 2, 1.0, 2 << 20}};
   int step = 0;
   for (const auto& seg : segments) {
-    model.begin(seg.name, seg.ranks, 1000.0, 1e9);
+    model.begin(seg.name, seg.ranks, 1000.0);
     for (int i = 0; i < 3; ++i) {
       parascope::StepReport r;
       r.step = ++step;
@@ -564,6 +569,25 @@ void TestWorkbenchWindow::switchesThroughThePanel() {
   auto spin = [panel](const char* key) {
     return qobject_cast<QSpinBox*>(panel->field(QString::fromLatin1(key)));
   };
+  // The session's own verdict before Apply: an accumulation that would change the global batch
+  // (2 x 2 x 2 = 8) is refused in its words; fewer data-parallel ranks keep it by a larger
+  // accumulation, which the panel says.
+  typeInto(spin("gradient_accumulation_steps"), 3);
+  QVERIFY2(panel->message().startsWith(
+               QStringLiteral("switch: the global batch would change from 8 to 12")),
+           qPrintable(panel->message()));
+  QVERIFY(!panel->applyButton()->isEnabled());
+  typeInto(spin("gradient_accumulation_steps"), 2);
+  typeInto(spin("data_parallel_size"), 1);
+  typeInto(spin("world_size"), 1);
+  QVERIFY2(panel->config().has_value(), qPrintable(panel->message()));
+  QCOMPARE(panel->config()->gradientAccumulation, 4);
+  QCOMPARE(panel->config()->globalBatch, 8);
+  QVERIFY2(panel->message().contains(QStringLiteral("gradient accumulation 4")),
+           qPrintable(panel->message()));
+  typeInto(spin("world_size"), 2);
+  typeInto(spin("data_parallel_size"), 2);
+
   typeInto(spin("tensor_model_parallel_size"), 2);
   typeInto(spin("world_size"), 4);
   QVERIFY2(panel->applyButton()->isEnabled(), qPrintable(panel->message()));
