@@ -16,17 +16,25 @@ for arg in "$@"; do
   esac
 done
 
+# Where the time goes: each phase says when it ended.
+phase() { echo "test.sh: $1 done after $SECONDS s"; }
+
 bash scripts/setup.sh
 bash scripts/check-format.sh
 bash scripts/build.sh --tests
-(cd build && ctest --output-on-failure --timeout 900)
+phase build
+# Suites run as many at a time as there are cores (tests/CMakeLists.txt keeps MPI jobs alone).
+jobs=$(nproc)
+(cd build && ctest --output-on-failure --timeout 900 -j "$jobs")
+phase suite
 
 # One real window: the workbench under Xvfb runs a tiny session for a few steps, saves the window
 # and each view as PNGs and quits; its exit status and the images are checked. Its settings (the
-# last config, the layout) go to a throw-away config home, not the user's.
+# last config, the layout) and its cached sgemm peak go to throw-away homes, not the user's.
 shots=$(mktemp -d)
 config_home=$(mktemp -d)
-XDG_CONFIG_HOME="$config_home" xvfb-run -a -s "-screen 0 1920x1200x24" timeout 300 \
+cache_home=$(mktemp -d)
+XDG_CONFIG_HOME="$config_home" XDG_CACHE_HOME="$cache_home" xvfb-run -a -s "-screen 0 1920x1200x24" timeout 300 \
   ./build/app/parascope --run \
   --config resources/configs/default.json --screenshot-dir "$shots" --quit-after-steps 3 model.hidden_size=32 model.num_layers=2 \
   model.context_length=16 train_micro_batch_size_per_gpu=2 data_parallel_size=2 train_iters=20 \
@@ -39,7 +47,8 @@ for png in window.png view-log.png view-memory.png view-pipeline.png view-commun
 done
 [[ -f "$config_home/ParaScope/parascope.conf" ]] ||
   { echo "test.sh: the workbench under Xvfb kept its settings elsewhere" >&2; exit 1; }
-rm -rf "$shots" "$config_home"
+rm -rf "$shots" "$config_home" "$cache_home"
+phase "window under Xvfb"
 
 # OpenBLAS picks its GEMM kernels for the CPU at run time, and kernel families round
 # differently; a numeric test must pass whichever it picks, not only this machine's. So the
@@ -58,16 +67,21 @@ for core in SkylakeX Haswell Zen Sandybridge Nehalem Prescott; do
     continue
   fi
   echo "test.sh: numeric suites with OPENBLAS_CORETYPE=$core"
-  (cd build && OPENBLAS_CORETYPE=$core ctest --output-on-failure --timeout 900 -L numeric)
+  (cd build && OPENBLAS_CORETYPE=$core ctest --output-on-failure --timeout 900 -j "$jobs" -L numeric)
 done
 
+phase "numeric suites under each kernel family"
+
 bash scripts/tidy.sh build
+phase clang-tidy
 
 if ((sanitize)); then
   bash scripts/build.sh --tests --sanitize address,undefined
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --output-on-failure --timeout 1800 -LE no-sanitize)
+    ctest --output-on-failure --timeout 1800 -j "$jobs" -LE no-sanitize)
+  phase "AddressSanitizer and UndefinedBehaviorSanitizer"
   bash scripts/build.sh --sanitize thread --label threads
-  (cd build-tsan && ctest --output-on-failure --timeout 1800 -L threads)
+  (cd build-tsan && ctest --output-on-failure --timeout 1800 -j "$jobs" -L threads)
+  phase ThreadSanitizer
 fi

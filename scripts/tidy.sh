@@ -10,8 +10,10 @@ cd "$(dirname "$0")/.."
 dir="${1:-build}"
 db="$dir/compile_commands.json"
 [[ -f "$db" ]] || { echo "tidy.sh: no $db; run scripts/build.sh first" >&2; exit 2; }
-tidy=clang-tidy-14
-command -v "$tidy" >/dev/null || tidy=clang-tidy
+# clang-tidy 22 (Debian 12's security archive, installed by setup.sh) runs the same checks about
+# 2.5 times faster than 14: it no longer matches inside system headers.
+tidy=clang-tidy-22
+command -v "$tidy" >/dev/null || { echo "tidy.sh: $tidy is missing; run scripts/setup.sh" >&2; exit 2; }
 
 # Project sources only: the repository's .cpp files the build compiles (not moc's output, and
 # not the CUDA-only sources of a build without CUDA).
@@ -19,11 +21,15 @@ mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' |
   grep -F -x -f <(sed -n "s|^ *\"file\": \"$PWD/\(.*\)\",*$|\1|p" "$db" | sort -u))
 ((${#files[@]})) || { echo "tidy.sh: no sources found in $db" >&2; exit 2; }
 
-# -mavx512fp16: clang 14 parses _Float16 (test_tensor.cpp's reference) only with it; GCC and
-# newer clang on any x86-64. It changes only what clang-tidy parses, not the build.
+# The build's precompiled headers force Qt's and the JSON library's headers into every source
+# of a target; clang-tidy reads each source with only the headers it includes itself.
+tidy_db=$(mktemp -d)
+trap 'rm -rf "$tidy_db"' EXIT
+sed -e 's| -Winvalid-pch||g' -e 's| -include [^ ]*/cmake_pch\.hxx||g' "$db" >"$tidy_db/compile_commands.json"
+
 start=$SECONDS
 if ! printf '%s\n' "${files[@]}" |
-  xargs -P "$(nproc)" -n 2 "$tidy" -p "$dir" --quiet --extra-arg=-mavx512fp16 2>/dev/null; then
+  xargs -P "$(nproc)" -n 2 "$tidy" -p "$tidy_db" --quiet 2>/dev/null; then
   echo "tidy.sh: clang-tidy found problems (above)" >&2
   exit 1
 fi

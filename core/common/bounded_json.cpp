@@ -146,7 +146,7 @@ std::optional<json> parse(std::string_view text, const std::string& what, const 
 
 json parseBoundedJson(std::string_view text, const std::string& what, const JsonLimits& limits,
                       const std::string& rootPath) {
-  return *parse(text, what, limits, rootPath, true);
+  return parse(text, what, limits, rootPath, true).value();
 }
 
 std::optional<json> parseBoundedJsonIfJson(std::string_view text, const std::string& what,

@@ -7,7 +7,7 @@ namespace parascope {
 
 namespace {
 
-constexpr std::array<std::string_view, kOpCount> kOpNames = {
+constexpr std::array<const char*, kOpCount> kOpNames = {
     "F",        "B",        "Bi",           "W",          "SendAct",     "RecvAct",
     "SendGrad", "RecvGrad", "ReduceBucket", "ZeroGather", "ZeroScatter", "OptStep"};
 
@@ -22,7 +22,7 @@ constexpr std::uint64_t field(std::int64_t value, int bits) {
 
 }  // namespace
 
-std::string_view opName(Op op) {
+const char* opName(Op op) {
   return kOpNames[static_cast<std::size_t>(op)];
 }
 

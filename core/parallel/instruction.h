@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace parascope {
@@ -28,7 +27,7 @@ enum class Op : std::uint8_t {
   OptimizerStep,     // the rank's optimizer update; the last instruction of a step
 };
 inline constexpr int kOpCount = 12;
-std::string_view opName(Op op);
+const char* opName(Op op);  // static storage: tracer spans keep the pointer
 
 // Pipeline stages are virtual: with p ranks and v chunks per rank there are p * v stages, and
 // stage s lives on rank s % p as that rank's chunk s / p (Megatron's interleaved placement).

@@ -123,7 +123,7 @@ StepStats StepExecutor::run(const BatchSource& batches,
     const trace::ScopedInstruction tags(setup_.pipeline ? in.stage : -1, in.microBatch,
                                         static_cast<std::int32_t>(i));
     const trace::Span span(
-        opName(in.op).data(), trace::Category::Instruction,
+        opName(in.op), trace::Category::Instruction,
         in.isPointToPoint() ? trace::lane::kCommunication : trace::lane::kCompute);
     if (in.op == Op::OptimizerStep) {
       stats.finishSeconds = since(start);

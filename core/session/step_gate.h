@@ -59,7 +59,8 @@ class StepGate {
   // boundary b's after rank 0 may have decided b + 1: the steps between keep them close).
   static constexpr int kKept = 8;
   int decided_ = -1;
-  Decision decisions_[kKept] = {};
+  Decision decisions_[kKept] = {Decision::Run, Decision::Run, Decision::Run, Decision::Run,
+                                Decision::Run, Decision::Run, Decision::Run, Decision::Run};
 };
 
 }  // namespace parascope

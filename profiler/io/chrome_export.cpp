@@ -41,10 +41,10 @@ class EventWriter {
                             static_cast<char>('0' + frac % 10)};
     b_.append(digits, 4);
   }
-  void string(const char* s) {
+  void string(std::string_view s) {
     b_.push_back('"');
-    for (const char* p = s; *p; ++p) {
-      const auto c = static_cast<unsigned char>(*p);
+    for (const char ch : s) {
+      const auto c = static_cast<unsigned char>(ch);
       if (c == '"' || c == '\\') {
         b_.push_back('\\');
         b_.push_back(static_cast<char>(c));
@@ -72,7 +72,7 @@ class EventWriter {
     firstEvent = false;
     b_.push_back(ph);
     raw("\",\"cat\":");
-    string(trace::categoryName(e.category).data());
+    string(trace::categoryName(e.category));
     raw(",\"name\":");
     string(e.name);
     raw(",\"pid\":");

@@ -238,7 +238,7 @@ class Importer {
  public:
   template <class T>
   T take(simdjson::simdjson_result<T>&& r, const char* what) {
-    T v{};
+    T v{};  // NOLINT(bugprone-invalid-enum-default-initialization): get() sets it or fails
     if (auto err = std::move(r).get(v)) throw failure(err, data_, what);
     return v;
   }

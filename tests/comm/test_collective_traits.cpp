@@ -15,7 +15,7 @@ using namespace parascope;
 namespace parascope {
 // Found by QCOMPARE through argument-dependent lookup, to print mismatches.
 char* toString(CommOp op) {
-  return qstrdup(commOpName(op).data());
+  return qstrdup(std::string(commOpName(op)).c_str());
 }
 char* toString(RootRole r) {
   return qstrdup(r == RootRole::Root ? "root" : r == RootRole::Peer ? "peer" : "none");

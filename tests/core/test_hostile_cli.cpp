@@ -233,6 +233,7 @@ void TestHostileCli::stopSignalEndsTrainingCleanly() {
   // Once training has printed its first step the run is inside its loop (QTRY evaluates the
   // condition once more after it holds, hence the accumulated output).
   QByteArray out;
+  // NOLINTNEXTLINE(bugprone-assignment-in-if-condition): QTRY re-reads the output each try
   QTRY_VERIFY_WITH_TIMEOUT((out += p.readAllStandardOutput()).contains("/100000  loss"), 60000);
   ::kill(static_cast<pid_t>(p.processId()), signal);
   QVERIFY(p.waitForFinished(30000));

@@ -85,11 +85,14 @@ void TestTracer::spanFieldsAndContext() {
 void TestTracer::spanClosesOnException() {
   Tracer tracer;
   tracer.install();
+  bool caught = false;
   try {
     trace::Span s("throws", trace::Category::Compute);
     throw std::runtime_error("x");
   } catch (const std::runtime_error&) {
+    caught = true;
   }
+  QVERIFY(caught);
   tracer.uninstall();
   const TraceData t = tracer.collect();
   QCOMPARE(t.events.size(), std::size_t{1});
