@@ -14,6 +14,9 @@ std::shared_ptr<const TraceAnalysis> analyzeTraces(const std::vector<std::string
   a->comm = profiler::computeCommVolume(a->trace);
   a->memory = profiler::computeMemoryTimeline(a->trace);
   a->bubbles = profiler::computeBubbles(a->trace);
+  for (const profiler::AnalysisTable& table : profiler::analysisTables()) {
+    a->tables.push_back(table.rows(a->trace));
+  }
   return a;
 }
 

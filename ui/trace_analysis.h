@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "profiler/analysis/analysis_table.h"
 #include "profiler/analysis/breakdown.h"
 #include "profiler/analysis/bubbles.h"
 #include "profiler/analysis/comm_volume.h"
@@ -22,6 +25,8 @@ struct TraceAnalysis {
   profiler::CommVolume comm;
   std::vector<profiler::MemorySeries> memory;
   std::vector<profiler::StageBubble> bubbles;
+  // Every table of profiler::analysisTables(), in its order, as `analyze --json` prints it.
+  std::vector<std::vector<nlohmann::json>> tables;
 };
 
 // Reads the traces (one per rank or merged) and runs every analysis; throws what the importer

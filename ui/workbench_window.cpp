@@ -32,7 +32,9 @@
 #include "core/kernels/sgemm_peak.h"
 #include "core/session/run_summary.h"
 #include "core/state/checkpoint.h"
+#include "profiler/analysis/analysis_table.h"
 #include "profiler/io/chrome_import.h"
+#include "ui/analysis_table_model.h"
 #include "ui/breakdown_model.h"
 #include "ui/communication_view.h"
 #include "ui/diff_model.h"
@@ -196,7 +198,45 @@ void WorkbenchWindow::buildViews() {
   views_->addTab(pipelineScroll, tr("Pipeline"));
   views_->addTab(communication_, tr("Communication"));
   views_->addTab(breakdownView, tr("Breakdown"));
+  views_->addTab(buildAnalyses(), tr("Analyses"));
   views_->addTab(compare, tr("Compare"));
+}
+
+// Every analysis `parascope-cli analyze` prints, as its rows: stragglers and whatever the
+// profiler's table gains, without a view of its own.
+QWidget* WorkbenchWindow::buildAnalyses() {
+  analysisChoice_ = new QComboBox;
+  analysisChoice_->setObjectName(QStringLiteral("analysisChoice"));
+  for (const profiler::AnalysisTable& table : profiler::analysisTables()) {
+    analysisChoice_->addItem(QString::fromUtf8(table.title.data(), table.title.size()));
+  }
+  analysisTable_ = new AnalysisTableModel(this);
+  auto* proxy = new QSortFilterProxyModel(this);
+  proxy->setSourceModel(analysisTable_);
+  proxy->setSortRole(Qt::UserRole);
+  auto* view = new QTableView;
+  view->setObjectName(QStringLiteral("analysisView"));
+  view->setModel(proxy);
+  view->setSortingEnabled(true);
+  view->verticalHeader()->hide();
+  view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  connect(analysisChoice_, &QComboBox::currentIndexChanged, this,
+          &WorkbenchWindow::showAnalysisTable);
+  auto* page = new QWidget;
+  auto* layout = new QVBoxLayout(page);
+  auto* row = new QHBoxLayout;
+  row->addWidget(new QLabel(tr("Analysis (as parascope-cli analyze --json prints it):")));
+  row->addWidget(analysisChoice_, 1);
+  layout->addLayout(row);
+  layout->addWidget(view, 1);
+  return page;
+}
+
+void WorkbenchWindow::showAnalysisTable() {
+  const auto index = static_cast<std::size_t>(analysisChoice_->currentIndex());
+  analysisTable_->setRows(shownAnalysis_ && index < shownAnalysis_->tables.size()
+                              ? shownAnalysis_->tables[index]
+                              : std::vector<nlohmann::json>{});
 }
 
 QWidget* WorkbenchWindow::buildDiff() {
@@ -377,6 +417,8 @@ void WorkbenchWindow::showAnalysis(const std::shared_ptr<const TraceAnalysis>& a
     for (const MemoryItem& item : m.items) predicted[item.name] = item.bytes;
   }
   breakdown_->setRows(analysis->breakdown);
+  shownAnalysis_ = analysis;
+  showAnalysisTable();
   communication_->setAnalysis(analysis);
   memory_->setAnalysis(analysis, std::move(predicted));
   pipeline_->setAnalysis(*analysis, config);

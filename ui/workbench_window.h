@@ -32,6 +32,7 @@ class QTimer;
 
 namespace parascope::ui {
 
+class AnalysisTableModel;
 class BreakdownModel;
 class CommunicationView;
 class DiffModel;
@@ -65,6 +66,9 @@ class WorkbenchWindow : public QMainWindow {
   PipelineView* pipelineView() const { return pipeline_; }
   CommunicationView* communicationView() const { return communication_; }
   BreakdownModel* breakdownModel() const { return breakdown_; }
+  // The Analyses tab: every table of profiler::analysisTables() (the choice) for the trace shown.
+  QComboBox* analysisChoice() const { return analysisChoice_; }
+  AnalysisTableModel* analysisTableModel() const { return analysisTable_; }
   SegmentModel* segmentModel() const { return segments_; }
   DiffModel* diffModel() const { return diff_; }
   // What the Compare tab says about the diff's sources (empty when two different ones are set).
@@ -155,11 +159,16 @@ class WorkbenchWindow : public QMainWindow {
   PipelineView* pipeline_ = nullptr;
   CommunicationView* communication_ = nullptr;
   BreakdownModel* breakdown_ = nullptr;
+  QComboBox* analysisChoice_ = nullptr;
+  AnalysisTableModel* analysisTable_ = nullptr;
+  std::shared_ptr<const TraceAnalysis> shownAnalysis_;  // what the Analyses tab reads
   SegmentModel* segments_ = nullptr;
   int pendingShows_ = 0;  // of the timeline and the analysis, for traceShown
   BackgroundJob<std::shared_ptr<const TraceAnalysis>> analysis_;
   void collectAnalysis();
   QWidget* buildDiff();
+  QWidget* buildAnalyses();
+  void showAnalysisTable();
   void addDiffSource(const QString& label, const QStringList& files, int firstStep, int lastStep);
   void collectDiff();
   void updateDiffHint();

@@ -2,7 +2,9 @@
 // refresh (one redraw however many steps arrived) while points() already holds them exactly; a
 // memory category has one colour in the Memory view's stacked areas and in the timeline's
 // counter rows, whatever order its tracks come in; the Pipeline view's ideal bubble is the
-// schedule's own; the Strategy panel's verdict on a switch is the session's.
+// schedule's own; the Strategy panel's verdict on a switch is the session's; the Analyses view's
+// table holds the rows `analyze --json` prints.
+#include <QAbstractItemModelTester>
 #include <QAreaSeries>
 #include <QChart>
 #include <QChartView>
@@ -16,6 +18,8 @@
 
 #include "core/common/error.h"
 #include "core/session/session.h"
+#include "profiler/analysis/analysis_table.h"
+#include "ui/analysis_table_model.h"
 #include "ui/counter_colors.h"
 #include "ui/live_charts.h"
 #include "ui/memory_view.h"
@@ -86,6 +90,7 @@ class TestWorkbenchViews : public QObject {
   void pipelineViewIdealIsTheSchedules_data();
   void pipelineViewIdealIsTheSchedules();
   void panelValidatesASwitchAsTheSessionDoes();
+  void analysisTableShowsAnalyzeRows();
 };
 
 void TestWorkbenchViews::chartsDrawOnRefresh() {
@@ -263,6 +268,46 @@ void TestWorkbenchViews::panelValidatesASwitchAsTheSessionDoes() {
   }
   QVERIFY(refusal.startsWith(QStringLiteral("switch: the global batch would change from 8 to 12")));
   QCOMPARE(panel.message(), refusal);
+}
+
+// Two ranks meet at one all-reduce, rank 1 5 ms after rank 0: the stragglers table has rank 1
+// first (latest), its row as analyze prints it, what the row is about (rank) as the first column.
+void TestWorkbenchViews::analysisTableShowsAnalyzeRows() {
+  parascope::profiler::TraceData trace;
+  trace.worldSize = 2;
+  for (int rank = 0; rank < 2; ++rank) {
+    Event e;
+    e.kind = EventKind::Span;
+    e.category = Category::Communication;
+    e.name = trace.strings.intern("allReduce");
+    e.rank = rank;
+    e.startNs = rank * 5 * kMs;
+    e.endNs = 10 * kMs;
+    trace.events.push_back(e);
+  }
+  const parascope::profiler::AnalysisTable* stragglers = nullptr;
+  for (const auto& table : parascope::profiler::analysisTables()) {
+    if (table.section == "straggler") stragglers = &table;
+  }
+  QVERIFY(stragglers);
+  parascope::ui::AnalysisTableModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  model.setRows(stragglers->rows(trace));
+  QCOMPARE(model.rowCount(), 2);
+  QStringList headers;
+  for (int c = 0; c < model.columnCount(); ++c) {
+    headers << model.headerData(c, Qt::Horizontal).toString();
+  }
+  QCOMPARE(headers, QStringList({"rank", "collectives", "max_lateness_ns", "mean_lateness_ns",
+                                 "times_last"}));
+  const QList<qlonglong> late = {1, 1, 5 * kMs, 5 * kMs, 1};
+  const QList<qlonglong> early = {0, 1, 0, 0, 0};
+  for (int c = 0; c < model.columnCount(); ++c) {
+    QCOMPARE(model.index(0, c).data(Qt::UserRole).toLongLong(), late[c]);
+    QCOMPARE(model.index(1, c).data(Qt::UserRole).toLongLong(), early[c]);
+  }
+  model.setRows({});
+  QCOMPARE(model.columnCount(), 0);
 }
 
 QTEST_MAIN(TestWorkbenchViews)

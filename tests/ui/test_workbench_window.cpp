@@ -30,9 +30,12 @@
 #include "core/config/memory_estimate.h"
 #include "core/session/session.h"
 #include "core/state/checkpoint.h"
+#include "profiler/analysis/analysis_table.h"
 #include "profiler/analysis/comm_volume.h"
 #include "profiler/analysis/memory_timeline.h"
+#include "profiler/analysis/stragglers.h"
 #include "profiler/io/chrome_import.h"
+#include "ui/analysis_table_model.h"
 #include "ui/breakdown_model.h"
 #include "ui/comm_matrix_model.h"
 #include "ui/comm_op_model.h"
@@ -315,6 +318,18 @@ void TestWorkbenchWindow::runsASessionAndShowsIt() {
              memory[i].peakBytes);
   }
   QVERIFY(window.breakdownModel()->rowCount() >= 2 * 6);
+  // The Analyses tab offers every table `analyze` prints; its stragglers are analyze's.
+  QCOMPARE(window.analysisChoice()->count(),
+           static_cast<int>(parascope::profiler::analysisTables().size()));
+  window.analysisChoice()->setCurrentText(QStringLiteral("Stragglers (lateness at collectives)"));
+  const auto stragglers = parascope::profiler::computeStragglers(trace);
+  auto* table = window.analysisTableModel();
+  QCOMPARE(table->rowCount(), static_cast<int>(stragglers.size()));
+  QCOMPARE(table->rowCount(), 2);
+  QCOMPARE(table->headerData(0, Qt::Horizontal).toString(), QStringLiteral("rank"));
+  for (int i = 0; i < table->rowCount(); ++i) {
+    QCOMPARE(table->index(i, 0).data().toInt(), stragglers[i].rank);
+  }
   // Filtering by one operation keeps only its bytes.
   window.communicationView()->setOperation(QStringLiteral("allReduce"));
   const auto allReduce = parascope::ui::commVolumeOf(trace, "allReduce");

@@ -1,0 +1,190 @@
+// Each analysis as rows (its fields named as `analyze --json` has always printed them) and as
+// `analyze`'s text; the text is printed from the rows, so the two cannot disagree.
+#include "profiler/analysis/analysis_table.h"
+
+#include <cstdio>
+#include <string>
+
+#include "profiler/analysis/breakdown.h"
+#include "profiler/analysis/bubbles.h"
+#include "profiler/analysis/comm_volume.h"
+#include "profiler/analysis/memory_timeline.h"
+#include "profiler/analysis/stragglers.h"
+
+namespace parascope::profiler {
+
+namespace {
+
+using nlohmann::json;
+using Rows = std::vector<json>;
+
+double ms(const json& ns) {
+  return ns.get<double>() / 1e6;
+}
+long long count(const json& n) {
+  return n.get<long long>();
+}
+
+Rows breakdownRows(const TraceData& t) {
+  Rows rows;
+  for (const StepBreakdown& b : computeBreakdown(t)) {
+    rows.push_back({{"rank", b.rank},
+                    {"step", b.step},
+                    {"device", b.gpu ? "gpu" : "host"},
+                    {"window_ns", b.windowNs()},
+                    {"compute_ns", b.computeNs},
+                    {"communication_ns", b.communicationNs},
+                    {"exposed_communication_ns", b.exposedCommunicationNs},
+                    {"other_ns", b.otherNs},
+                    {"idle_ns", b.idleNs},
+                    {"overlap_ratio", b.overlapRatio}});
+  }
+  return rows;
+}
+
+void breakdownText(const TraceData&, const Rows& rows) {
+  std::printf("\nTime per rank and step (ms; exposed = communication not overlapped by compute)\n");
+  std::printf("%5s %6s %4s %10s %10s %10s %10s %10s %10s %8s\n", "rank", "step", "dev", "window",
+              "compute", "comm", "exposed", "other", "idle", "overlap");
+  for (const json& b : rows) {
+    std::printf("%5lld %6lld %4s %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %7.1f%%\n",
+                count(b["rank"]), count(b["step"]), b["device"].get<std::string>().c_str(),
+                ms(b["window_ns"]), ms(b["compute_ns"]), ms(b["communication_ns"]),
+                ms(b["exposed_communication_ns"]), ms(b["other_ns"]), ms(b["idle_ns"]),
+                100 * b["overlap_ratio"].get<double>());
+  }
+}
+
+Rows bubbleRows(const TraceData& t) {
+  Rows rows;
+  for (const StageBubble& b : computeBubbles(t)) {
+    rows.push_back({{"step", b.step},
+                    {"stage", b.stage},
+                    {"rank", b.rank},
+                    {"window_ns", b.windowNs},
+                    {"busy_ns", b.busyNs},
+                    {"bubble_ns", b.bubbleNs},
+                    {"bubble_fraction", b.bubbleFraction}});
+  }
+  return rows;
+}
+
+void bubbleText(const TraceData&, const Rows& rows) {
+  std::printf("\nPipeline bubbles\n");
+  if (rows.empty()) std::printf("  (no events tagged with a pipeline stage)\n");
+  for (const json& b : rows) {
+    std::printf("  step %lld stage %lld rank %lld: bubble %.3f of %.3f ms (%.1f%%)\n",
+                count(b["step"]), count(b["stage"]), count(b["rank"]), ms(b["bubble_ns"]),
+                ms(b["window_ns"]), 100 * b["bubble_fraction"].get<double>());
+  }
+}
+
+Rows commMatrixRows(const TraceData& t) {
+  Rows rows;
+  for (const auto& [pair, bytes] : computeCommVolume(t).matrix.cells) {
+    rows.push_back({{"src", pair.first}, {"dst", pair.second}, {"bytes", bytes}});
+  }
+  return rows;
+}
+
+void commMatrixText(const TraceData& t, const Rows& rows) {
+  std::printf("\nCommunication matrix (bytes sent, row = sender, column = receiver)\n");
+  const CommMatrix matrix = computeCommVolume(t).matrix;
+  if (matrix.ranks.empty()) {
+    std::printf("  (no communication with peers recorded)\n");
+  } else if (matrix.ranks.size() <= 16) {
+    std::printf("%6s", "");
+    for (std::int32_t dst : matrix.ranks) std::printf(" %12d", dst);
+    std::printf("\n");
+    for (std::int32_t src : matrix.ranks) {
+      std::printf("%6d", src);
+      for (std::int32_t dst : matrix.ranks) {
+        std::printf(" %12lld", static_cast<long long>(matrix.at(src, dst)));
+      }
+      std::printf("\n");
+    }
+  } else {
+    for (const json& c : rows) {
+      std::printf("  %lld -> %lld  %lld\n", count(c["src"]), count(c["dst"]), count(c["bytes"]));
+    }
+  }
+}
+
+Rows commOpRows(const TraceData& t) {
+  Rows rows;
+  for (const OpTotal& op : computeCommVolume(t).ops) {
+    rows.push_back(
+        {{"name", op.name}, {"count", op.count}, {"bytes", op.bytes}, {"time_ns", op.timeNs}});
+  }
+  return rows;
+}
+
+void commOpText(const TraceData&, const Rows& rows) {
+  std::printf("\nCommunication per operation\n%-40s %8s %14s %12s\n", "operation", "count", "bytes",
+              "time ms");
+  for (const json& op : rows) {
+    std::printf("%-40s %8lld %14lld %12.3f\n", op["name"].get<std::string>().c_str(),
+                count(op["count"]), count(op["bytes"]), ms(op["time_ns"]));
+  }
+}
+
+Rows memoryRows(const TraceData& t) {
+  Rows rows;
+  for (const MemorySeries& m : computeMemoryTimeline(t)) {
+    rows.push_back({{"rank", m.rank},
+                    {"name", m.name},
+                    {"peak_bytes", m.peakBytes},
+                    {"peak_at_ns", m.peakAtNs},
+                    {"samples", m.points.size()}});
+  }
+  return rows;
+}
+
+void memoryText(const TraceData&, const Rows& rows) {
+  std::printf("\nMemory peaks\n");
+  if (rows.empty()) std::printf("  (no memory counters)\n");
+  for (const json& m : rows) {
+    std::printf("  rank %lld %-24s peak %lld bytes at %.3f ms (%lld samples)\n", count(m["rank"]),
+                m["name"].get<std::string>().c_str(), count(m["peak_bytes"]), ms(m["peak_at_ns"]),
+                count(m["samples"]));
+  }
+}
+
+Rows stragglerRows(const TraceData& t) {
+  Rows rows;
+  for (const StragglerStats& s : computeStragglers(t)) {
+    rows.push_back({{"rank", s.rank},
+                    {"collectives", s.collectives},
+                    {"times_last", s.timesLast},
+                    {"mean_lateness_ns", s.meanLatenessNs},
+                    {"max_lateness_ns", s.maxLatenessNs}});
+  }
+  return rows;
+}
+
+void stragglerText(const TraceData&, const Rows& rows) {
+  std::printf("\nStragglers (arrival at collectives after the earliest rank)\n");
+  if (rows.empty()) std::printf("  (no collective seen on two or more ranks)\n");
+  for (const json& s : rows) {
+    std::printf(
+        "  rank %lld: last in %lld of %lld collectives, late by %.3f ms mean, %.3f ms max\n",
+        count(s["rank"]), count(s["times_last"]), count(s["collectives"]),
+        ms(s["mean_lateness_ns"]), ms(s["max_lateness_ns"]));
+  }
+}
+
+}  // namespace
+
+const std::vector<AnalysisTable>& analysisTables() {
+  static const std::vector<AnalysisTable> tables = {
+      {"breakdown", "Time per rank and step", breakdownRows, breakdownText},
+      {"bubble", "Pipeline bubbles", bubbleRows, bubbleText},
+      {"comm_matrix", "Communication matrix (bytes sent)", commMatrixRows, commMatrixText},
+      {"comm_op", "Communication per operation", commOpRows, commOpText},
+      {"memory_peak", "Memory peaks", memoryRows, memoryText},
+      {"straggler", "Stragglers (lateness at collectives)", stragglerRows, stragglerText},
+  };
+  return tables;
+}
+
+}  // namespace parascope::profiler
