@@ -33,8 +33,9 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" \
   -DPARASCOPE_BUILD_TESTS="$tests" -DPARASCOPE_SANITIZE="$sanitize"
 targets=()
 if [[ -n "$label" ]]; then
-  # Test names are their executables' target names (tests/CMakeLists.txt: parascope_add_test).
-  mapfile -t targets < <(cd "$dir" && ctest -N -L "$label" | awk '/Test +#/ {print $3}')
+  # Test names are their executables' target names, or NAME:function (tests/CMakeLists.txt:
+  # parascope_add_test).
+  mapfile -t targets < <(cd "$dir" && ctest -N -L "$label" | awk '/Test +#/ {sub(/:.*/, "", $3); print $3}' | sort -u)
   ((${#targets[@]})) || { echo "build.sh: no test is labelled '$label'"; exit 0; }
   targets=(--target "${targets[@]}")
 fi
