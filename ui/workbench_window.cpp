@@ -218,6 +218,7 @@ QWidget* WorkbenchWindow::buildAnalyses() {
   view->setObjectName(QStringLiteral("analysisView"));
   view->setModel(proxy);
   view->setSortingEnabled(true);
+  view->sortByColumn(0, Qt::AscendingOrder);  // what a row is about comes first
   view->verticalHeader()->hide();
   view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   connect(analysisChoice_, &QComboBox::currentIndexChanged, this,
