@@ -17,5 +17,6 @@ void registerCheckpointCommand(CLI::App& app);
 void registerBenchTraceCommand(CLI::App& bench);
 void registerBenchCommCommand(CLI::App& bench);
 void registerBenchSwitchCommand(CLI::App& bench);
+void registerBenchGpuCommand(CLI::App& bench);
 
 }  // namespace parascope::cli

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   parascope::cli::registerBenchTraceCommand(*bench);
   parascope::cli::registerBenchCommCommand(*bench);
   parascope::cli::registerBenchSwitchCommand(*bench);
+  parascope::cli::registerBenchGpuCommand(*bench);
 
   // SIGINT / SIGTERM stop the command at its next safe point (exit 130 / 143, no file left).
   parascope::installStopSignalHandlers();

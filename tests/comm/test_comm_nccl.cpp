@@ -8,6 +8,7 @@
 
 #include "core/comm/launch.h"
 #include "core/comm/nccl/nccl_backend.h"
+#include "core/cuda/device.h"
 
 using namespace parascope;
 
@@ -64,7 +65,7 @@ class TestCommNccl : public QObject {
 };
 
 void TestCommNccl::collectivesOnEveryGpu() {
-  const int gpus = cudaDeviceCount();
+  const int gpus = cuda::deviceCount();
   if (gpus == 0) QSKIP("no CUDA device visible: the NCCL backend is built but not run here");
   std::vector<std::string> errors(static_cast<std::size_t>(gpus));
   runInProcess(gpus, [&](Communicator& host) {

@@ -10,6 +10,7 @@
 
 #include "core/comm/comm_bytes.h"
 #include "core/common/error.h"
+#include "core/cuda/device.h"
 
 namespace parascope {
 namespace {
@@ -175,16 +176,10 @@ void NcclComm::enqueue(const CommArgs& a, NcclRequest& req) {
 
 }  // namespace
 
-int cudaDeviceCount() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
-  return n;
-}
-
 Communicator ncclCommunicator(Communicator& bootstrap, int device, CommOptions options) {
-  if (device < 0 || device >= cudaDeviceCount())
+  if (device < 0 || device >= cuda::deviceCount())
     throw UserError("NCCL: device " + std::to_string(device) + " does not exist (" +
-                    std::to_string(cudaDeviceCount()) + " CUDA devices visible)");
+                    std::to_string(cuda::deviceCount()) + " CUDA devices visible)");
   ncclUniqueId id{};
   if (bootstrap.rank() == 0) NCCLCHECK(ncclGetUniqueId(&id));
   static_assert(sizeof(id) % 4 == 0);

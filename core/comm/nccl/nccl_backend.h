@@ -7,9 +7,6 @@
 
 namespace parascope {
 
-// CUDA devices visible to this process; 0 without a GPU or driver (never throws).
-int cudaDeviceCount();
-
 // Creates this rank's NCCL communicator on GPU `device`, exchanging NCCL's unique id over
 // `bootstrap` (any backend: the MPI world, an in-process world). Collective over bootstrap.
 Communicator ncclCommunicator(Communicator& bootstrap, int device, CommOptions options = {});

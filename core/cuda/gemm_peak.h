@@ -1,0 +1,35 @@
+// A GPU's dense GEMM peak in each precision the engine computes in, measured with cuBLAS: the
+// denominator of MFU on the GPU, as sgemm_peak.h's is on the CPU. Not a model kernel.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace parascope::cuda {
+
+enum class GemmPrecision {
+  F32,   // fp32 inputs and FMA (CUBLAS_COMPUTE_32F_PEDANTIC: no TF32, whatever the math mode)
+  TF32,  // fp32 inputs on TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32)
+  BF16,  // bf16 inputs and output, fp32 accumulation
+  F16,   // fp16 inputs and output, fp32 accumulation
+};
+
+std::string_view precisionName(GemmPrecision p);  // "fp32", "tf32", "bf16", "fp16"
+std::vector<GemmPrecision> allPrecisions();
+
+struct GemmRate {
+  GemmPrecision precision = GemmPrecision::F32;
+  int n = 0;                  // C = A B with A, B, C of n x n
+  int reps = 0;               // timed calls
+  double secondsPerCall = 0;  // best of the timed calls (cudaEvent time)
+  double flopsPerSecond = 0;  // 2 n^3 / secondsPerCall
+};
+
+// Times `reps` calls of an n x n x n GEMM on `device` after two untimed ones, each between CUDA
+// events, and keeps the fastest. The inputs are random values in [-1, 1] (tensor cores draw
+// less power on zeros, so a zero GEMM would overstate the rate). Throws CudaError when the
+// device, memory or cuBLAS fails, UserError for n < 1 or reps < 1.
+GemmRate measureGemm(int device, GemmPrecision precision, int n, int reps);
+
+}  // namespace parascope::cuda

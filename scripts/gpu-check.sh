@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The device checks, in one go on a GPU machine: builds without the GUI (the engine, profiler,
+# CLI and every suite that needs only QtCore and QtTest, as on a cluster's GPU node), runs the
+# `gpu` suite and the GPU benchmarks, and writes each step's log and a summary to OUTDIR.
+#   scripts/gpu-check.sh OUTDIR
+# Each step runs whatever the previous ones gave; the exit status is 1 when any step failed.
+set -uo pipefail
+out=${1:?usage: scripts/gpu-check.sh OUTDIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.."
+summary="$out/summary.txt"
+: >"$summary"
+failed=0
+
+# step NAME COMMAND...: runs COMMAND with its output in OUTDIR/NAME.log; one summary line.
+step() {
+  local name=$1 start status
+  shift
+  start=$(date +%s)
+  if "$@" >"$out/$name.log" 2>&1; then
+    status=ok
+  else
+    status="FAILED (exit $?)"
+    failed=1
+  fi
+  echo "$name: $status in $(($(date +%s) - start)) s" | tee -a "$summary"
+}
+
+nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || echo "nvidia-smi: not available" >>"$summary"
+# zlib from the image (its header from the carried packages where the image has none).
+zlib_include=/usr/include
+[[ -f $zlib_include/zlib.h ]] || zlib_include=/opt/deps/usr/include
+step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPARASCOPE_GUI=OFF \
+  -DPARASCOPE_BUILD_TESTS=ON -DZLIB_INCLUDE_DIR="$zlib_include" \
+  -DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1
+# The default session trains on Debian's fortunes corpus; where the image has none, the carried
+# package's copy (bootstrap.sh unpacks it under /opt/deps) stands at the path the configs name.
+corpus=/usr/share/games/fortunes
+if [[ ! -e $corpus && -d /opt/deps$corpus ]]; then
+  mkdir -p "$(dirname "$corpus")" && ln -s "/opt/deps$corpus" "$corpus"
+fi
+# What the GPU checks need first, so that a failure elsewhere cannot keep them from running.
+mapfile -t gpu_targets < <(ctest --test-dir build-gpu -N -L gpu |
+  awk '/Test +#/ {sub(/:.*/, "", $3); print $3}' | sort -u)
+step build-gpu cmake --build build-gpu --parallel "$(nproc)" --target parascope-cli "${gpu_targets[@]}"
+step gpu-suite ctest --test-dir build-gpu -L gpu --output-on-failure -V
+step bench-gpu build-gpu/app/parascope-cli bench gpu --pytorch --json
+# The other suites, on this machine's toolchain and libraries.
+step build cmake --build build-gpu --parallel "$(nproc)"
+step suite ctest --test-dir build-gpu -LE "gpu|mpi" --parallel "$(nproc)" --output-on-failure \
+  --timeout 300
+grep -h "^[[:space:]]*[0-9]*% tests passed\|tests failed\|QINFO\|SKIP" "$out"/gpu-suite.log \
+  "$out"/suite.log >>"$summary" 2>/dev/null
+exit $failed
