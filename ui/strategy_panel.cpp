@@ -9,8 +9,10 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <climits>
 
 #include "core/common/error.h"
+#include "core/config/config_keys.h"
 #include "core/config/memory_estimate.h"
 #include "core/parallel/schedule.h"
 
@@ -52,12 +54,45 @@ QSpinBox* spin(int lo, int hi) {
   return s;
 }
 
-int intAt(const json& j, const char* key, int fallback) {
-  return j.contains(key) && j[key].is_number_integer() ? j[key].get<int>() : fallback;
+int clampToInt(std::int64_t v) {
+  return static_cast<int>(std::clamp<std::int64_t>(v, INT_MIN, INT_MAX));
 }
 
-std::string stringAt(const json& j, const char* key, const std::string& fallback) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
+QString helpOf(const ConfigKey& k) {
+  return QString::fromStdString(k.help);
+}
+
+// A field for an integer key: its range and meaning from the key table.
+QSpinBox* spinFor(const char* path) {
+  const ConfigKey& k = configKey(path);
+  QSpinBox* s = spin(clampToInt(k.intMin), clampToInt(k.intMax));
+  s->setToolTip(helpOf(k));
+  return s;
+}
+
+// A field for a choice key (its choices), or for an integer key with a short range (its values).
+QComboBox* comboFor(const char* path, const QStringList& first = {}) {
+  const ConfigKey& k = configKey(path);
+  auto* c = new QComboBox;
+  c->addItems(first);
+  for (const std::string& choice : k.choices) c->addItem(QString::fromStdString(choice));
+  if (k.type == KeyType::Integer) {
+    for (std::int64_t v = k.intMin; v <= k.intMax; ++v) c->addItem(QString::number(v));
+  }
+  c->setToolTip(helpOf(k));
+  return c;
+}
+
+// The document's value of an integer or string key, else the key's default (`fallback` where
+// the default is derived or the document holds another type).
+int intAt(const json& doc, const char* path, int fallback) {
+  const json v = configValue(doc, path);
+  return v.is_number_integer() ? clampToInt(v.get<std::int64_t>()) : fallback;
+}
+
+std::string stringAt(const json& doc, const char* path) {
+  const json v = configValue(doc, path);
+  return v.is_string() ? v.get<std::string>() : std::string();
 }
 
 void setChoice(QComboBox* c, const std::string& text) {
@@ -77,27 +112,30 @@ void StrategyPanel::build() {
   for (const Preset& p : kPresets) preset_->addItem(QString::fromLatin1(p.name));
   dataPath_ = new QLineEdit;
   world_ = spin(1, 256);
-  data_ = spin(1, 256);
-  tensor_ = spin(1, 64);
-  pipeline_ = spin(1, 64);
-  schedule_ = new QComboBox;
+  data_ = spinFor("data_parallel_size");
+  tensor_ = spinFor("tensor_model_parallel_size");
+  pipeline_ = spinFor("pipeline_model_parallel_size");
+  schedule_ = comboFor("pipeline_schedule");
   for (const ScheduleInfo* schedule : scheduleTable()) {
-    schedule_->addItem(QString::fromUtf8(schedule->name.data(), schedule->name.size()));
     schedule_->setItemData(
-        schedule_->count() - 1,
+        schedule_->findText(QString::fromUtf8(schedule->name.data(), schedule->name.size())),
         QString::fromUtf8(schedule->description.data(), schedule->description.size()),
         Qt::ToolTipRole);
   }
-  microBatches_ = spin(1, 4096);
-  microBatchSize_ = spin(1, 65536);
-  virtualStages_ = spin(1, 64);
-  zero_ = combo({"0", "1", "2", "3"});
+  microBatches_ = spinFor("gradient_accumulation_steps");
+  microBatchSize_ = spinFor("train_micro_batch_size_per_gpu");
+  virtualStages_ = spinFor("virtual_pipeline_model_parallel_size");
+  zero_ = comboFor("zero_optimization.stage");
   sequenceParallel_ = new QCheckBox;
-  recompute_ = combo({"none", "selective", "full"});
+  sequenceParallel_->setToolTip(helpOf(configKey("sequence_parallel")));
+  recompute_ = comboFor("recompute_granularity");
+  // fp16.enabled and bf16.enabled as one choice: at most one of them may be true.
   precision_ = combo({"fp32", "fp16", "bf16"});
-  gradComm_ = combo({"compute type", "fp32", "fp16", "bf16"});
-  bucket_ = spin(1, 1 << 30);
-  steps_ = spin(1, 1000000);
+  precision_->setToolTip(helpOf(configKey("fp16.enabled")) + "; " +
+                         helpOf(configKey("bf16.enabled")));
+  gradComm_ = comboFor("communication_data_type", {tr("compute type")});
+  bucket_ = spinFor("zero_optimization.reduce_bucket_size");
+  steps_ = spinFor("train_iters");
   const std::pair<QWidget*, const char*> named[] = {
       {preset_, "preset"},
       {dataPath_, "data.path"},
@@ -195,7 +233,8 @@ void StrategyPanel::setDocument(const json& document) {
   }
   preset_->setCurrentIndex(preset);
   const json data = base_.value("data", json::parse(kPresets[std::min(preset, presets - 1)].data));
-  dataPath_->setText(QString::fromStdString(stringAt(data, "path", "")));
+  dataPath_->setText(QString::fromStdString(data.value("path", "")));
+  // data_parallel_size's default is derived: one replica where the document names none.
   const int d = intAt(base_, "data_parallel_size", 1);
   const int t = intAt(base_, "tensor_model_parallel_size", 1);
   const int p = intAt(base_, "pipeline_model_parallel_size", 1);
@@ -203,22 +242,21 @@ void StrategyPanel::setDocument(const json& document) {
   tensor_->setValue(t);
   pipeline_->setValue(p);
   world_->setValue(d * t * p);
-  setChoice(schedule_, stringAt(base_, "pipeline_schedule", "1f1b"));
+  setChoice(schedule_, stringAt(base_, "pipeline_schedule"));
   microBatches_->setValue(intAt(base_, "gradient_accumulation_steps", 1));
-  microBatchSize_->setValue(intAt(base_, "train_micro_batch_size_per_gpu", 8));
+  microBatchSize_->setValue(intAt(base_, "train_micro_batch_size_per_gpu", 1));
   virtualStages_->setValue(intAt(base_, "virtual_pipeline_model_parallel_size", 1));
-  const json zero = base_.value("zero_optimization", json::object());
-  zero_->setCurrentIndex(intAt(zero, "stage", 0));
-  bucket_->setValue(intAt(zero, "reduce_bucket_size", 25 * 1024 * 1024 / 4));
-  sequenceParallel_->setChecked(base_.value("sequence_parallel", false));
-  setChoice(recompute_, stringAt(base_, "recompute_granularity", "none"));
-  const bool fp16 = base_.value("fp16", json::object()).value("enabled", false);
-  const bool bf16 = base_.value("bf16", json::object()).value("enabled", false);
+  setChoice(zero_, std::to_string(intAt(base_, "zero_optimization.stage", 0)));
+  bucket_->setValue(intAt(base_, "zero_optimization.reduce_bucket_size", 1));
+  sequenceParallel_->setChecked(configValue(base_, "sequence_parallel") == true);
+  setChoice(recompute_, stringAt(base_, "recompute_granularity"));
+  const bool fp16 = configValue(base_, "fp16.enabled") == true;
+  const bool bf16 = configValue(base_, "bf16.enabled") == true;
   precision_->setCurrentIndex(fp16 ? 1 : bf16 ? 2 : 0);
-  const std::string comm = stringAt(base_, "communication_data_type", "");
+  const std::string comm = stringAt(base_, "communication_data_type");
   gradComm_->setCurrentIndex(
       comm.empty() ? 0 : std::max(0, gradComm_->findText(QString::fromStdString(comm))));
-  steps_->setValue(intAt(base_, "train_iters", 100));
+  steps_->setValue(intAt(base_, "train_iters", 1));
   filling_ = false;
   validate();
 }
@@ -234,7 +272,7 @@ json StrategyPanel::document() const {
   j["gradient_accumulation_steps"] = microBatches_->value();
   j["train_micro_batch_size_per_gpu"] = microBatchSize_->value();
   j["virtual_pipeline_model_parallel_size"] = virtualStages_->value();
-  j["zero_optimization"]["stage"] = zero_->currentIndex();
+  j["zero_optimization"]["stage"] = zero_->currentText().toInt();
   j["zero_optimization"]["reduce_bucket_size"] = bucket_->value();
   j["recompute_granularity"] = recompute_->currentText().toStdString();
   if (sequenceParallel_->isChecked()) {
@@ -286,7 +324,7 @@ void StrategyPanel::validate() {
       const int asked = intAt(doc, "gradient_accumulation_steps", 1);
       const bool batchNamed =
           asked != running_->gradientAccumulation ||
-          intAt(doc, "train_micro_batch_size_per_gpu", 8) != running_->microBatch;
+          intAt(doc, "train_micro_batch_size_per_gpu", 1) != running_->microBatch;
       config_ = resolveSwitch_(doc, batchNamed);
       if (config_->parallel.worldSize() != world_->value()) {
         config_ = parseTrainConfig(config_->document, world_->value());

@@ -17,6 +17,7 @@
 #include "app/cli/commands.h"
 #include "core/common/error.h"
 #include "core/common/subprocess.h"
+#include "core/config/config_keys.h"
 #include "core/kernels/matmul.h"
 #include "core/kernels/sgemm_peak.h"
 #include "core/parallel/schedule.h"
@@ -114,21 +115,17 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
   const double mfu =
       modelFlopsUtilization(tokensPerSecond, config.model.gpt.flopsPerToken(), peak, ranks);
   if (o.json) {
-    std::printf("%s\n", nlohmann::json{{"bench", "step"},
-                                       {"ranks", ranks},
-                                       {"tensor_model_parallel_size", config.parallel.tensor},
-                                       {"sequence_parallel", config.parallel.sequenceParallel},
-                                       {"data_parallel_size", config.parallel.data},
-                                       {"zero_stage", config.parallel.zeroStage},
-                                       {"precision", o.precision},
-                                       {"skipped_steps", figures[0].skipped},
-                                       {"tokens_per_step", tokens},
-                                       {"step_time_median_s", median},
-                                       {"tokens_per_s", tokensPerSecond},
-                                       {"sgemm_peak_gflops_per_rank", peak / 1e9},
-                                       {"mfu", mfu}}
-                            .dump()
-                            .c_str());
+    nlohmann::json line = {{"bench", "step"},
+                           {"ranks", ranks},
+                           {"precision", o.precision},
+                           {"skipped_steps", figures[0].skipped},
+                           {"tokens_per_step", tokens},
+                           {"step_time_median_s", median},
+                           {"tokens_per_s", tokensPerSecond},
+                           {"sgemm_peak_gflops_per_rank", peak / 1e9},
+                           {"mfu", mfu}};
+    for (const auto& [key, value] : strategySettings(config)) line[key] = value;
+    std::printf("%s\n", line.dump().c_str());
   } else {
     std::printf(
         "GPT: %d layers, width %d, context %d; %d ranks (threads) = %d tensor-parallel%s x %d "

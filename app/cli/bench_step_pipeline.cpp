@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/bench_session.h"
+#include "core/config/config_keys.h"
 #include "core/parallel/schedule.h"
 #include "core/session/run_metrics.h"
 #include "profiler/analysis/bubbles.h"
@@ -58,23 +59,15 @@ void printFigures(const TrainConfig& config, const BenchRun& run, const StepDura
       modelFlopsUtilization(tokensPerSecond, config.model.gpt.flopsPerToken(), sgemmPeak, ranks);
   const std::string recompute(recomputeName(config.pipeline.recompute));
   if (json) {
-    std::printf("%s\n", nlohmann::json{{"bench", "step_pipeline"},
-                                       {"ranks", ranks},
-                                       {"pipeline_size", shape.stages},
-                                       {"data_parallel_size", config.parallel.data},
-                                       {"tensor_model_parallel_size", config.parallel.tensor},
-                                       {"sequence_parallel", config.parallel.sequenceParallel},
-                                       {"schedule", config.pipeline.schedule},
-                                       {"virtual_stages_per_rank", shape.chunks},
-                                       {"micro_batches", shape.microBatches},
-                                       {"recompute", recompute},
-                                       {"tokens_per_step", tokens},
-                                       {"step_time_median_s", median},
-                                       {"tokens_per_s", tokensPerSecond},
-                                       {"mfu", mfu},
-                                       {"ideal_bubble", ideal}}
-                            .dump()
-                            .c_str());
+    nlohmann::json line = {{"bench", "step_pipeline"},
+                           {"ranks", ranks},
+                           {"tokens_per_step", tokens},
+                           {"step_time_median_s", median},
+                           {"tokens_per_s", tokensPerSecond},
+                           {"mfu", mfu},
+                           {"ideal_bubble", ideal}};
+    for (const auto& [key, value] : strategySettings(config)) line[key] = value;
+    std::printf("%s\n", line.dump().c_str());
   } else {
     std::printf(
         "GPT: %d layers, width %d, context %d; pipeline %d x data %d x tensor %d%s ranks "

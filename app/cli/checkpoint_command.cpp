@@ -10,6 +10,7 @@
 
 #include "app/cli/commands.h"
 #include "core/common/output_file.h"
+#include "core/config/config_keys.h"
 #include "core/io/safetensors.h"
 #include "core/state/checkpoint.h"
 
@@ -29,26 +30,17 @@ std::int64_t elementsOf(const LogicalTensor& t) {
   return n;
 }
 
-// The settings that say which run wrote it; absent keys are left out.
+// The settings that say which run wrote it: the model and the strategy under their config keys
+// (config_keys.h), each as the document gives it or else its default; derived ones the document
+// left out are left out.
 nlohmann::json configSummary(const nlohmann::json& config) {
   nlohmann::json s = nlohmann::json::object();
   if (!config.is_object()) return s;
-  if (config.contains("model") && config["model"].is_object()) {
-    for (const char* key : {"type", "num_layers", "hidden_size", "num_attention_heads"}) {
-      if (config["model"].contains(key)) s[std::string("model.") + key] = config["model"][key];
-    }
-  }
-  for (const char* key :
-       {"data_parallel_size", "tensor_model_parallel_size", "pipeline_model_parallel_size",
-        "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "seed"}) {
-    if (config.contains(key)) s[key] = config[key];
-  }
-  for (const char* key : {"bf16", "fp16", "zero_optimization"}) {
-    if (config.contains(key) && config[key].is_object()) {
-      for (const char* sub : {"enabled", "stage"}) {
-        if (config[key].contains(sub)) s[std::string(key) + "." + sub] = config[key][sub];
-      }
-    }
+  for (const ConfigKey& k : configKeys()) {
+    if (k.type == KeyType::Object || !(k.strategy || k.section() == "model" || k.path == "seed"))
+      continue;
+    const nlohmann::json value = configValue(config, k.path);
+    if (!value.is_null()) s[k.path] = value;
   }
   return s;
 }

@@ -14,6 +14,7 @@ void registerBenchStepCommand(CLI::App& bench);
 void registerAnalyzeCommand(CLI::App& app);
 void registerConvertCommand(CLI::App& app);
 void registerCheckpointCommand(CLI::App& app);
+void registerConfigCommand(CLI::App& app);
 void registerBenchTraceCommand(CLI::App& bench);
 void registerBenchCommCommand(CLI::App& bench);
 void registerBenchSwitchCommand(CLI::App& bench);

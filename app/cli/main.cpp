@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   parascope::cli::registerAnalyzeCommand(app);
   parascope::cli::registerConvertCommand(app);
   parascope::cli::registerCheckpointCommand(app);
+  parascope::cli::registerConfigCommand(app);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks that print figures (never pass/fail)");
   bench->require_subcommand(1);
   parascope::cli::registerBenchStepCommand(*bench);

@@ -18,6 +18,7 @@
 #include "core/common/output_file.h"
 #include "core/common/stop_signal.h"
 #include "core/config/config_agreement.h"
+#include "core/config/config_keys.h"
 #include "core/config/memory_estimate.h"
 #include "core/session/session.h"
 #include "core/session/switch_rule.h"
@@ -213,23 +214,17 @@ void Printer::onStart(const StartReport& s) {
   const TrainConfig& config = s.config;
   const ParallelStrategy& p = config.parallel;
   if (json_) {
-    std::printf("%s\n", nlohmann::json{{"event", "start"},
-                                       {"model", s.model},
-                                       {"parameters", s.parameters},
-                                       {"data", s.data},
-                                       {"global_batch", config.globalBatch},
-                                       {"micro_batch", config.microBatch},
-                                       {"gradient_accumulation_steps", config.gradientAccumulation},
-                                       {"data_parallel_size", p.data},
-                                       {"tensor_model_parallel_size", p.tensor},
-                                       {"pipeline_model_parallel_size", p.pipeline},
-                                       {"sequence_parallel", p.sequenceParallel},
-                                       {"zero_stage", p.zeroStage},
-                                       {"precision", precisionName(p.compute)},
-                                       {"backend", rankBackendName(p.backend)},
-                                       {"train_iters", config.trainIters}}
-                            .dump()
-                            .c_str());
+    // The strategy under its config keys (config_keys.h), defaults and derivations filled in.
+    nlohmann::json line = {{"event", "start"},
+                           {"model", s.model},
+                           {"parameters", s.parameters},
+                           {"data", s.data},
+                           {"train_batch_size", config.globalBatch},
+                           {"precision", precisionName(p.compute)},
+                           {"backend", rankBackendName(p.backend)},
+                           {"train_iters", config.trainIters}};
+    for (const auto& [key, value] : strategySettings(config)) line[key] = value;
+    std::printf("%s\n", line.dump().c_str());
   } else {
     std::printf(
         "model: %s\ndata:  %s\nbatch: %d = %d micro x %d accumulation x %d data-parallel, %d "

@@ -19,61 +19,61 @@ namespace {
 constexpr int kMaxThreadRanks = 256;
 
 void parseModel(JsonReader r, ModelSpec& m) {
-  const std::string type = r.choice("type", "gpt", {"gpt", "mlp"});
+  const std::string type = r.choice("type");
   if (type == "gpt") {
     m.kind = ModelSpec::Kind::Gpt;
     GptConfig& g = m.gpt;
-    g.vocabSize = static_cast<int>(r.integer("vocab_size", g.vocabSize, 2, 1 << 20));
-    g.contextLength = static_cast<int>(r.integer("context_length", g.contextLength, 1, 1 << 16));
-    g.hiddenSize = static_cast<int>(r.integer("hidden_size", g.hiddenSize, 1, 1 << 16));
-    g.numHeads = static_cast<int>(r.integer("num_attention_heads", g.numHeads, 1, 1024));
-    g.numLayers = static_cast<int>(r.integer("num_layers", g.numLayers, 1, 1024));
-    g.mlpRatio = static_cast<int>(r.integer("mlp_ratio", g.mlpRatio, 1, 64));
+    g.vocabSize = static_cast<int>(r.integer("vocab_size"));
+    g.contextLength = static_cast<int>(r.integer("context_length"));
+    g.hiddenSize = static_cast<int>(r.integer("hidden_size"));
+    g.numHeads = static_cast<int>(r.integer("num_attention_heads"));
+    g.numLayers = static_cast<int>(r.integer("num_layers"));
+    g.mlpRatio = static_cast<int>(r.integer("mlp_ratio"));
     validate(g);
   } else {
     m.kind = ModelSpec::Kind::Mlp;
-    const std::vector<std::int64_t> hidden = r.integers("hidden_sizes", {256}, 16, 1, 1 << 16);
+    const std::vector<std::int64_t> hidden = r.integers("hidden_sizes");
     m.mlp.hiddenSizes.assign(hidden.begin(), hidden.end());
   }
   r.finish();
 }
 
 void parseData(JsonReader r, DataSpec& d) {
-  const std::string type = r.choice("type", "text", {"text", "idx"});
+  const std::string type = r.choice("type");
   d.kind = type == "text" ? DataSpec::Kind::Text : DataSpec::Kind::Idx;
   d.path = r.string("path", d.kind == DataSpec::Kind::Text ? "/usr/share/games/fortunes"
                                                            : "/usr/share/datasets/fashion-mnist");
   if (d.kind == DataSpec::Kind::Text) {
-    d.validationFraction = r.number("validation_fraction", 0.1, 0.0, 0.5);
+    d.validationFraction = r.number("validation_fraction");
   }
   r.finish();
 }
 
 void parseOptimizer(JsonReader r, kernels::AdamWHyper& h) {
-  r.choice("type", "AdamW", {"AdamW"});
+  r.choice("type");
   JsonReader p = r.object("params");
-  h.lr = static_cast<float>(p.number("lr", 1e-3, 0.0, 10.0));
-  const auto betas = p.numbers("betas", {0.9, 0.999}, 2, 0.0, 0.999999);
+  h.lr = static_cast<float>(p.number("lr"));
+  const auto betas = p.numbers("betas");
   h.beta1 = static_cast<float>(betas[0]);
   h.beta2 = static_cast<float>(betas[1]);
-  h.eps = static_cast<float>(p.number("eps", 1e-8, 0.0, 1.0));
-  h.weightDecay = static_cast<float>(p.number("weight_decay", 0.01, 0.0, 10.0));
+  h.eps = static_cast<float>(p.number("eps"));
+  h.weightDecay = static_cast<float>(p.number("weight_decay"));
   p.finish();
   r.finish();
 }
 
 void parseSchedule(JsonReader r, ScheduleSpec& s, int trainIters) {
-  const std::string type = r.choice("type", "constant", {"constant", "WarmupLR", "WarmupCosineLR"});
+  const std::string type = r.choice("type");
   s.kind = type == "constant"   ? ScheduleSpec::Kind::Constant
            : type == "WarmupLR" ? ScheduleSpec::Kind::WarmupLR
                                 : ScheduleSpec::Kind::WarmupCosineLR;
   JsonReader p = r.object("params");
   if (s.kind != ScheduleSpec::Kind::Constant) {
-    s.warmupSteps = static_cast<int>(p.integer("warmup_num_steps", 0, 0, 1 << 30));
+    s.warmupSteps = static_cast<int>(p.integer("warmup_num_steps"));
   }
   if (s.kind == ScheduleSpec::Kind::WarmupCosineLR) {
-    s.totalSteps = static_cast<int>(p.integer("total_num_steps", trainIters, 1, 1 << 30));
-    s.minRatio = p.number("cos_min_ratio", 0.0, 0.0, 1.0);
+    s.totalSteps = static_cast<int>(p.integer("total_num_steps", trainIters));
+    s.minRatio = p.number("cos_min_ratio");
   }
   p.finish();
   r.finish();
@@ -83,9 +83,9 @@ void parseSchedule(JsonReader r, ScheduleSpec& s, int trainIters) {
 // derived; given all three, they must agree.
 void resolveBatch(JsonReader& r, TrainConfig& c) {
   const long dp = c.parallel.data;
-  long global = r.integer("train_batch_size", 0, 1, 1 << 24);
-  long micro = r.integer("train_micro_batch_size_per_gpu", 0, 1, 1 << 20);
-  long accum = r.integer("gradient_accumulation_steps", 0, 1, 1 << 20);
+  long global = r.integer("train_batch_size", 0);
+  long micro = r.integer("train_micro_batch_size_per_gpu", 0);
+  long accum = r.integer("gradient_accumulation_steps", 0);
   auto describe = [&] {
     auto v = [](long x) { return x ? std::to_string(x) : std::string("unset"); };
     return "train_batch_size (" + v(global) + "), train_micro_batch_size_per_gpu (" + v(micro) +
@@ -143,16 +143,16 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
   }
   resolveBatch(r, c);
   c.pipeline = parsePipelineSpec(r, j, c.parallel.pipeline);
-  c.trainIters = static_cast<int>(r.integer("train_iters", c.trainIters, 1, 1 << 30));
+  c.trainIters = static_cast<int>(r.integer("train_iters"));
   parseOptimizer(r.object("optimizer"), c.adamw);
   parseSchedule(r.object("scheduler"), c.schedule, c.trainIters);
-  c.gradientClipping = r.number("gradient_clipping", 0.0, 0.0, 1e6);
-  c.evalInterval = static_cast<int>(r.integer("eval_interval", c.evalInterval, 0, 1 << 30));
-  c.evalIters = static_cast<int>(r.integer("eval_iters", c.evalIters, 0, 1 << 20));
-  c.logInterval = static_cast<int>(r.integer("log_interval", c.logInterval, 1, 1 << 30));
-  c.seed = static_cast<std::uint64_t>(r.integer("seed", 1234, 0, INT64_MAX));
-  c.saveWeights = r.string("save_weights", "");
-  c.initWeights = r.string("init_weights", "");
+  c.gradientClipping = r.number("gradient_clipping");
+  c.evalInterval = static_cast<int>(r.integer("eval_interval"));
+  c.evalIters = static_cast<int>(r.integer("eval_iters"));
+  c.logInterval = static_cast<int>(r.integer("log_interval"));
+  c.seed = static_cast<std::uint64_t>(r.integer("seed"));
+  c.saveWeights = r.string("save_weights");
+  c.initWeights = r.string("init_weights");
   r.finish();
   resolvePipeline(c);
   c.document = j;

@@ -1,5 +1,7 @@
 #include "core/config/json_reader.h"
 
+#include <stdexcept>
+
 #include "core/common/bounded_json.h"
 #include "core/common/error.h"
 
@@ -66,13 +68,26 @@ std::int64_t JsonReader::integer(const std::string& key, std::int64_t fallback, 
   return x;
 }
 
-std::int64_t JsonReader::requiredInteger(const std::string& key, std::int64_t min,
-                                         std::int64_t max) {
-  if (!has(key)) {
-    fail(key, "is missing; it must be an integer in " + std::to_string(min) + ".." +
-                  std::to_string(max));
-  }
-  return integer(key, 0, min, max);
+const ConfigKey& JsonReader::row(const std::string& key, KeyType type) const {
+  const ConfigKey& k = configKey(keyPath(key));
+  if (k.type != type)
+    throw std::logic_error("config key '" + k.path + "' is read as another type than its row's");
+  return k;
+}
+
+std::int64_t JsonReader::integer(const std::string& key) {
+  const ConfigKey& k = row(key, KeyType::Integer);
+  return integer(key, k.fallback.get<std::int64_t>(), k.intMin, k.intMax);
+}
+
+std::int64_t JsonReader::integer(const std::string& key, std::int64_t fallback) {
+  const ConfigKey& k = row(key, KeyType::Integer);
+  return integer(key, fallback, k.intMin, k.intMax);
+}
+
+double JsonReader::number(const std::string& key) {
+  const ConfigKey& k = row(key, KeyType::Number);
+  return number(key, k.fallback.get<double>(), k.min, k.max);
 }
 
 double JsonReader::number(const std::string& key, double fallback, double min, double max) {
@@ -91,7 +106,8 @@ double JsonReader::number(const std::string& key, double fallback, double min, d
   return x;
 }
 
-bool JsonReader::boolean(const std::string& key, bool fallback) {
+bool JsonReader::boolean(const std::string& key) {
+  const bool fallback = row(key, KeyType::Boolean).fallback.get<bool>();
   const nlohmann::json* v = find(key);
   if (v == nullptr) return fallback;
   if (!v->is_boolean())
@@ -99,7 +115,13 @@ bool JsonReader::boolean(const std::string& key, bool fallback) {
   return v->get<bool>();
 }
 
+std::string JsonReader::string(const std::string& key) {
+  return string(key, row(key, KeyType::String).fallback.get<std::string>());
+}
+
 std::string JsonReader::string(const std::string& key, const std::string& fallback) {
+  if (const KeyType t = configKey(keyPath(key)).type; t != KeyType::String && t != KeyType::Layout)
+    throw std::logic_error("config key '" + keyPath(key) + "' is read as a string");
   const nlohmann::json* v = find(key);
   if (v == nullptr) return fallback;
   if (!v->is_string())
@@ -107,9 +129,21 @@ std::string JsonReader::string(const std::string& key, const std::string& fallba
   return v->get<std::string>();
 }
 
+std::string JsonReader::choice(const std::string& key) {
+  const ConfigKey& k = row(key, KeyType::Choice);
+  return choice(key, k.fallback.get<std::string>(), k.choices);
+}
+
+std::string JsonReader::choice(const std::string& key, const std::string& fallback) {
+  return choice(key, fallback, row(key, KeyType::Choice).choices);
+}
+
 std::string JsonReader::choice(const std::string& key, const std::string& fallback,
                                const std::vector<std::string>& allowed) {
-  const std::string s = string(key, fallback);
+  const nlohmann::json* v = find(key);
+  if (v != nullptr && !v->is_string())
+    fail(key, "must be a string, got " + typeName(*v) + " (" + describeJson(*v) + ")");
+  const std::string s = v == nullptr ? fallback : v->get<std::string>();
   for (const auto& a : allowed) {
     if (a == s) return s;
   }
@@ -118,10 +152,12 @@ std::string JsonReader::choice(const std::string& key, const std::string& fallba
   fail(key, "= \"" + clipForMessage(s) + "\" is not supported; allowed: " + list);
 }
 
-std::vector<double> JsonReader::numbers(const std::string& key, std::vector<double> fallback,
-                                        std::size_t count, double min, double max) {
+std::vector<double> JsonReader::numbers(const std::string& key) {
+  const ConfigKey& k = row(key, KeyType::Numbers);
+  const std::size_t count = k.count;
+  const double min = k.min, max = k.max;
   const nlohmann::json* v = find(key);
-  if (v == nullptr) return fallback;
+  if (v == nullptr) return k.fallback.get<std::vector<double>>();
   const std::string want = "must be an array of " + std::to_string(count) + " numbers in [" +
                            nlohmann::json(min).dump() + ", " + nlohmann::json(max).dump() + "]";
   if (!v->is_array() || v->size() != count) fail(key, want + ", got " + describeJson(*v));
@@ -135,12 +171,16 @@ std::vector<double> JsonReader::numbers(const std::string& key, std::vector<doub
   return out;
 }
 
-std::vector<std::int64_t> JsonReader::integers(const std::string& key,
-                                               std::vector<std::int64_t> fallback,
-                                               std::size_t maxCount, std::int64_t min,
-                                               std::int64_t max) {
+std::vector<std::int64_t> JsonReader::integers(const std::string& key) {
+  const ConfigKey& k = configKey(keyPath(key));
+  if (k.type != KeyType::Integers && k.type != KeyType::Layout)
+    throw std::logic_error("config key '" + k.path + "' is read as an array of integers");
+  const std::size_t maxCount = k.count;
+  const std::int64_t min = k.intMin, max = k.intMax;
   const nlohmann::json* v = find(key);
-  if (v == nullptr) return fallback;
+  if (v == nullptr)
+    return k.fallback.is_null() ? std::vector<std::int64_t>{}
+                                : k.fallback.get<std::vector<std::int64_t>>();
   const std::string want = "must be an array of at most " + std::to_string(maxCount) +
                            " integers in " + std::to_string(min) + ".." + std::to_string(max);
   if (!v->is_array() || v->size() > maxCount) fail(key, want + ", got " + describeJson(*v));
@@ -157,6 +197,7 @@ std::vector<std::int64_t> JsonReader::integers(const std::string& key,
 }
 
 JsonReader JsonReader::object(const std::string& key) {
+  row(key, KeyType::Object);
   const nlohmann::json* v = find(key);
   if (v == nullptr) return JsonReader(emptyObject(), keyPath(key));
   if (!v->is_object())

@@ -11,19 +11,16 @@ namespace parascope {
 
 PipelineSpec parsePipelineSpec(JsonReader& top, const nlohmann::json& doc, int pipelineSize) {
   PipelineSpec s;
-  std::vector<std::string> names;
-  for (const ScheduleInfo* info : scheduleTable()) names.emplace_back(info->name);
   const bool named = top.has("pipeline_schedule");
-  s.schedule = top.choice("pipeline_schedule", s.schedule, names);
-  s.chunks = static_cast<int>(top.integer("virtual_pipeline_model_parallel_size", 1, 1, 4096));
-  const std::string recompute =
-      top.choice("recompute_granularity", "none", {"none", "selective", "full"});
+  s.schedule = top.choice("pipeline_schedule");
+  s.chunks = static_cast<int>(top.integer("virtual_pipeline_model_parallel_size"));
+  const std::string recompute = top.choice("recompute_granularity");
   s.recompute = recompute == "full"        ? Recompute::Full
                 : recompute == "selective" ? Recompute::Selective
                                            : Recompute::None;
   const char* layoutKey = "pipeline_model_parallel_layout";
   if (doc.is_object() && doc.contains(layoutKey) && doc[layoutKey].is_array()) {
-    for (std::int64_t n : top.integers(layoutKey, {}, 4096, 1, 1 << 20)) {
+    for (std::int64_t n : top.integers(layoutKey)) {
       s.layerCounts.push_back(static_cast<int>(n));
     }
   } else {

@@ -19,8 +19,8 @@ std::string str(long v) {
 }
 
 void parseDegrees(JsonReader& top, ParallelStrategy& s, int worldSize) {
-  s.tensor = static_cast<int>(top.integer("tensor_model_parallel_size", 1, 1, 4096));
-  s.pipeline = static_cast<int>(top.integer("pipeline_model_parallel_size", 1, 1, 4096));
+  s.tensor = static_cast<int>(top.integer("tensor_model_parallel_size"));
+  s.pipeline = static_cast<int>(top.integer("pipeline_model_parallel_size"));
   const bool given = top.has("data_parallel_size");
   const long model = static_cast<long>(s.tensor) * s.pipeline;
   if (worldSize > 0 && !given && worldSize % model != 0) {
@@ -29,7 +29,7 @@ void parseDegrees(JsonReader& top, ParallelStrategy& s, int worldSize) {
                     ") must divide the world of " + str(worldSize) + " ranks");
   }
   const long fallback = worldSize > 0 ? worldSize / model : 1;
-  s.data = static_cast<int>(top.integer("data_parallel_size", fallback, 1, 4096));
+  s.data = static_cast<int>(top.integer("data_parallel_size", fallback));
   if (worldSize > 0 && s.worldSize() != worldSize) {
     throw UserError("config: tensor_model_parallel_size (" + str(s.tensor) +
                     ") x data_parallel_size (" + str(s.data) +
@@ -37,7 +37,7 @@ void parseDegrees(JsonReader& top, ParallelStrategy& s, int worldSize) {
                     ") = " + str(s.worldSize()) + " must equal the world of " + str(worldSize) +
                     " ranks; valid: data_parallel_size = " + str(worldSize / model) + " or unset");
   }
-  s.sequenceParallel = top.boolean("sequence_parallel", false);
+  s.sequenceParallel = top.boolean("sequence_parallel");
   if (s.sequenceParallel && s.tensor == 1) {
     throw UserError(
         "config: sequence_parallel = true needs tensor_model_parallel_size > 1 (it shards the "
@@ -47,25 +47,23 @@ void parseDegrees(JsonReader& top, ParallelStrategy& s, int worldSize) {
 }
 
 void parseZero(JsonReader z, ParallelStrategy& s) {
-  s.zeroStage = static_cast<int>(z.integer("stage", 0, 0, 3));
+  s.zeroStage = static_cast<int>(z.integer("stage"));
   if (s.zeroStage > kMaxZeroStage) {
     throw UserError("config: zero_optimization.stage = " + str(s.zeroStage) +
                     " is not available in this build yet; valid: 0.." + str(kMaxZeroStage));
   }
-  s.bucketElements = z.integer("reduce_bucket_size", s.bucketElements, 1, INT64_C(1) << 40);
-  s.overlapComm = z.boolean("overlap_comm", s.overlapComm);
+  s.bucketElements = z.integer("reduce_bucket_size");
+  s.overlapComm = z.boolean("overlap_comm");
   z.finish();
 }
 
 void parseLossScale(JsonReader& fp16, LossScaleSpec& l) {
-  l.staticScale = fp16.number("loss_scale", l.staticScale, 0.0, 1e30);
-  l.initialScalePower =
-      static_cast<int>(fp16.integer("initial_scale_power", l.initialScalePower, 0, 64));
-  l.lossScaleWindow =
-      static_cast<int>(fp16.integer("loss_scale_window", l.lossScaleWindow, 1, 1 << 30));
-  l.hysteresis = static_cast<int>(fp16.integer("hysteresis", l.hysteresis, 1, 1 << 20));
-  l.consecutiveHysteresis = fp16.boolean("consecutive_hysteresis", l.consecutiveHysteresis);
-  l.minLossScale = fp16.number("min_loss_scale", l.minLossScale, 0.0, 1e30);
+  l.staticScale = fp16.number("loss_scale");
+  l.initialScalePower = static_cast<int>(fp16.integer("initial_scale_power"));
+  l.lossScaleWindow = static_cast<int>(fp16.integer("loss_scale_window"));
+  l.hysteresis = static_cast<int>(fp16.integer("hysteresis"));
+  l.consecutiveHysteresis = fp16.boolean("consecutive_hysteresis");
+  l.minLossScale = fp16.number("min_loss_scale");
   if (l.minLossScale <= 0) {
     throw UserError("config: fp16.min_loss_scale = 0 would let the loss scale reach 0; valid: > 0");
   }
@@ -81,11 +79,11 @@ void parseLossScale(JsonReader& fp16, LossScaleSpec& l) {
 
 void parsePrecision(JsonReader& top, ParallelStrategy& s) {
   JsonReader fp16 = top.object("fp16");
-  const bool half = fp16.boolean("enabled", false);
+  const bool half = fp16.boolean("enabled");
   parseLossScale(fp16, s.lossScale);
   fp16.finish();
   JsonReader bf16 = top.object("bf16");
-  const bool brain = bf16.boolean("enabled", false);
+  const bool brain = bf16.boolean("enabled");
   bf16.finish();
   if (half && brain) {
     throw UserError("config: fp16.enabled and bf16.enabled are both true; enable at most one");
@@ -93,8 +91,7 @@ void parsePrecision(JsonReader& top, ParallelStrategy& s) {
   s.compute = half ? DType::F16 : brain ? DType::BF16 : DType::F32;
   // Unset: gradients travel in the compute type, as DeepSpeed's default.
   const std::string fallback = half ? "fp16" : brain ? "bf16" : "fp32";
-  const std::string comm =
-      top.choice("communication_data_type", fallback, {"fp32", "fp16", "bf16"});
+  const std::string comm = top.choice("communication_data_type", fallback);
   s.gradComm = comm == "fp32" ? DType::F32 : comm == "fp16" ? DType::F16 : DType::BF16;
 }
 
@@ -102,7 +99,7 @@ void parsePrecision(JsonReader& top, ParallelStrategy& s) {
 
 ParallelStrategy parseStrategy(JsonReader& top, int worldSize) {
   ParallelStrategy s;
-  s.backend = parseRankBackend(top.choice("backend", "threads", {"threads", "mpi"}));
+  s.backend = parseRankBackend(top.choice("backend"));
   parseDegrees(top, s, worldSize);
   parseZero(top.object("zero_optimization"), s);
   parsePrecision(top, s);

@@ -1,0 +1,428 @@
+// The table of config keys and its renderings. Defaults come from the engine's own structs
+// (GptConfig, ParallelStrategy, LossScaleSpec, PipelineSpec) where they have one, so a default
+// is written once.
+#include "core/config/config_keys.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <stdexcept>
+
+#include "core/config/config.h"
+#include "core/parallel/schedule.h"
+
+namespace parascope {
+
+namespace {
+
+using nlohmann::json;
+
+// The integers below are exact in a double, so ranges print and compare without rounding.
+constexpr std::int64_t kMaxDegree = 4096;
+
+ConfigKey object(std::string path, std::string fallbackWords, std::string help) {
+  ConfigKey k;
+  k.path = std::move(path);
+  k.type = KeyType::Object;
+  k.derived = std::move(fallbackWords);
+  k.help = std::move(help);
+  return k;
+}
+
+ConfigKey integer(std::string path, json fallback, std::int64_t min, std::int64_t max,
+                  std::string help) {
+  ConfigKey k;
+  k.path = std::move(path);
+  k.type = KeyType::Integer;
+  k.fallback = std::move(fallback);
+  k.intMin = min;
+  k.intMax = max;
+  k.help = std::move(help);
+  return k;
+}
+
+ConfigKey number(std::string path, double fallback, double min, double max, std::string help) {
+  ConfigKey k;
+  k.path = std::move(path);
+  k.type = KeyType::Number;
+  k.fallback = fallback;
+  k.min = min;
+  k.max = max;
+  k.help = std::move(help);
+  return k;
+}
+
+ConfigKey boolean(std::string path, bool fallback, std::string help) {
+  ConfigKey k;
+  k.path = std::move(path);
+  k.type = KeyType::Boolean;
+  k.fallback = fallback;
+  k.help = std::move(help);
+  return k;
+}
+
+ConfigKey string(std::string path, json fallback, std::string help) {
+  ConfigKey k;
+  k.path = std::move(path);
+  k.type = KeyType::String;
+  k.fallback = std::move(fallback);
+  k.help = std::move(help);
+  return k;
+}
+
+ConfigKey choice(std::string path, json fallback, std::vector<std::string> choices,
+                 std::string help) {
+  ConfigKey k;
+  k.path = std::move(path);
+  k.type = KeyType::Choice;
+  k.fallback = std::move(fallback);
+  k.choices = std::move(choices);
+  k.help = std::move(help);
+  return k;
+}
+
+// Derived defaults: `fallback` stays null and the words say what decides it.
+ConfigKey derived(ConfigKey k, std::string words) {
+  k.fallback = nullptr;
+  k.derived = std::move(words);
+  return k;
+}
+
+ConfigKey strategy(ConfigKey k, json (*resolved)(const TrainConfig&)) {
+  k.strategy = true;
+  k.resolved = resolved;
+  return k;
+}
+
+std::string precisionOf(const TrainConfig& c) {
+  return c.parallel.compute == DType::F16    ? "fp16"
+         : c.parallel.compute == DType::BF16 ? "bf16"
+                                             : "fp32";
+}
+
+std::vector<std::string> scheduleNames() {
+  std::vector<std::string> names;
+  for (const ScheduleInfo* info : scheduleTable()) names.emplace_back(info->name);
+  return names;
+}
+
+std::vector<ConfigKey> buildKeys() {
+  const GptConfig gpt;
+  const ParallelStrategy parallel;
+  const LossScaleSpec loss;
+  const PipelineSpec pipeline;
+  const TrainConfig train;
+  std::vector<ConfigKey> keys = {
+      object("model", "GPT-mini", "the model; see `model`"),
+      object("data", "fortunes text", "what it trains on; see `data`"),
+      derived(integer("train_batch_size", nullptr, 1, 1 << 24,
+                      "samples per optimizer step (the global batch)"),
+              "micro-batch x accumulation x data-parallel"),
+      strategy(integer("train_micro_batch_size_per_gpu", train.microBatch, 1, 1 << 20,
+                       "samples per forward/backward pass on one rank"),
+               [](const TrainConfig& c) { return json(c.microBatch); }),
+      strategy(integer("gradient_accumulation_steps", train.gradientAccumulation, 1, 1 << 20,
+                       "micro-batches per optimizer step; a pipeline's micro-batches (m)"),
+               [](const TrainConfig& c) { return json(c.gradientAccumulation); }),
+      integer("train_iters", train.trainIters, 1, 1 << 30, "optimizer steps"),
+      object("optimizer", "AdamW", "see `optimizer`"),
+      object("scheduler", "constant", "the learning-rate schedule; see `scheduler`"),
+      number("gradient_clipping", train.gradientClipping, 0.0, 1e6,
+             "max global gradient L2 norm (as `clip_grad_norm_`); 0: off"),
+      integer("eval_interval", train.evalInterval, 0, 1 << 30,
+              "evaluate every N steps (and after the last); 0: only at the end"),
+      integer("eval_iters", train.evalIters, 0, 1 << 20,
+              "validation micro-batches per evaluation (text); images always use the whole "
+              "test set"),
+      integer("log_interval", train.logInterval, 1, 1 << 30,
+              "print a plain progress line every N steps"),
+      integer("seed", train.seed, 0, INT64_MAX,
+              "parameters are initialised from (seed, parameter name); batches from (seed, "
+              "sample number)"),
+      string("save_weights", train.saveWeights,
+             "write the trained weights to this safetensors file"),
+      string("init_weights", train.initWeights,
+             "start from the full weights in this safetensors file (as `save_weights` or "
+             "`checkpoint export` write them) instead of the seeded initialisation; AdamW's "
+             "moments start at zero and the run at step 0. A checkpoint given with `--load` "
+             "takes precedence"),
+      strategy(derived(integer("data_parallel_size", nullptr, 1, kMaxDegree,
+                               "data-parallel replicas (Megatron's name); the threads backend "
+                               "runs at most 256 ranks in all"),
+                       "1 (threads); world / (tensor x pipeline) under mpirun"),
+               [](const TrainConfig& c) { return json(c.parallel.data); }),
+      strategy(integer("tensor_model_parallel_size", parallel.tensor, 1, kMaxDegree,
+                       "tensor-parallel degree (GPT only): heads, MLP width and vocabulary split "
+                       "Megatron-style, see `docs/tensor_parallel.md`"),
+               [](const TrainConfig& c) { return json(c.parallel.tensor); }),
+      strategy(boolean("sequence_parallel", parallel.sequenceParallel,
+                       "with `tensor_model_parallel_size` > 1: layernorms and residuals work on "
+                       "1/t of the token rows (Megatron's `--sequence-parallel`)"),
+               [](const TrainConfig& c) { return json(c.parallel.sequenceParallel); }),
+      strategy(integer("pipeline_model_parallel_size", parallel.pipeline, 1, kMaxDegree,
+                       "pipeline-parallel degree (GPT only); see "
+                       "[Pipeline parallelism](#pipeline-parallelism)"),
+               [](const TrainConfig& c) { return json(c.parallel.pipeline); }),
+      strategy(choice("pipeline_schedule", pipeline.schedule, scheduleNames(),
+                      "the pipeline schedule (`docs/schedules.md`); its size rules (e.g. "
+                      "interleaved: m a multiple of p, v >= 2) are checked and their messages "
+                      "name these keys"),
+               [](const TrainConfig& c) { return json(c.pipeline.schedule); }),
+      strategy(integer("virtual_pipeline_model_parallel_size", pipeline.chunks, 1, kMaxDegree,
+                       "model chunks per pipeline rank (v); above 1 needs `interleaved`"),
+               [](const TrainConfig& c) { return json(c.pipeline.chunks); }),
+      [] {
+        ConfigKey k = derived(integer("pipeline_model_parallel_layout", nullptr, 1, 1 << 20,
+                                      "layers per virtual stage: Megatron's string "
+                                      "(`\"Ett|tt|tL\"`: E embedding, t block, L head, `|` "
+                                      "between stages, `t*3` repeats) or one layer count per "
+                                      "stage (`[3, 3]`, counting the embedding and head as "
+                                      "layers). Balanced: blocks split evenly (`num_layers` a "
+                                      "multiple of p·v), embedding first, head last"),
+                              "balanced");
+        k.type = KeyType::Layout;
+        k.count = kMaxDegree;
+        return k;
+      }(),
+      strategy(choice("recompute_granularity", "none", {"none", "selective", "full"},
+                      "activation recompute: selective recomputes each block's attention core "
+                      "in backward, full keeps only each layer's input"),
+               [](const TrainConfig& c) { return json(recomputeName(c.pipeline.recompute)); }),
+      choice("backend", "threads", {"threads", "mpi"},
+             "ranks as in-process threads, or Open MPI processes started by `mpirun` (CLI: "
+             "`--backend`)"),
+      object("zero_optimization", "stage 0", "DeepSpeed's ZeRO block; see `zero_optimization`"),
+      object("fp16", "disabled", "DeepSpeed's fp16 block; see `fp16` and `bf16`"),
+      object("bf16", "disabled", "DeepSpeed's bf16 block; see `fp16` and `bf16`"),
+      strategy(derived(choice("communication_data_type", nullptr, {"fp32", "fp16", "bf16"},
+                              "the type gradients travel in between data-parallel ranks, "
+                              "independent of the compute type (summed in f32 by the "
+                              "communication layer, rounded once), as in DeepSpeed"),
+                       "the compute type"),
+               [](const TrainConfig& c) {
+                 return json(c.parallel.gradComm == DType::F16    ? "fp16"
+                             : c.parallel.gradComm == DType::BF16 ? "bf16"
+                                                                  : "fp32");
+               }),
+
+      strategy(integer("zero_optimization.stage", parallel.zeroStage, 0, 3,
+                       "0: replicated optimizer; 1: AdamW moments sharded over the "
+                       "data-parallel ranks; 2: gradients sharded too (reduce-scatter); 3: "
+                       "parameters sharded too (gathered around each layer)"),
+               [](const TrainConfig& c) { return json(c.parallel.zeroStage); }),
+      strategy(integer("zero_optimization.reduce_bucket_size", parallel.bucketElements, 1,
+                       std::int64_t{1} << 40,
+                       "gradient bucket capacity in elements (DeepSpeed counts elements); the "
+                       "default is 25 MiB of f32, as PyTorch DDP's `bucket_cap_mb`"),
+               [](const TrainConfig& c) { return json(c.parallel.bucketElements); }),
+      strategy(boolean("zero_optimization.overlap_comm", parallel.overlapComm,
+                       "start a bucket's reduction as soon as backward has filled it; false: "
+                       "reduce all buckets after backward"),
+               [](const TrainConfig& c) { return json(c.parallel.overlapComm); }),
+
+      strategy(boolean("fp16.enabled", false,
+                       "fp16 mixed precision: fp16 parameters, activations and gradients, fp32 "
+                       "master weights and Adam moments (`docs/data_parallel.md`)"),
+               [](const TrainConfig& c) { return json(precisionOf(c) == "fp16"); }),
+      number("fp16.loss_scale", loss.staticScale, 0.0, 1e30, "0: dynamic; > 0: a fixed scale"),
+      integer("fp16.initial_scale_power", loss.initialScalePower, 0, 64,
+              "the dynamic scale starts at 2^this"),
+      integer("fp16.loss_scale_window", loss.lossScaleWindow, 1, 1 << 30,
+              "clean steps after which the dynamic scale doubles"),
+      integer("fp16.hysteresis", loss.hysteresis, 1, 1 << 20,
+              "an overflow first uses up one unit; with none left the scale halves"),
+      boolean("fp16.consecutive_hysteresis", loss.consecutiveHysteresis,
+              "false: the hysteresis is restored only when the scale grows; true: after every "
+              "clean step"),
+      number("fp16.min_loss_scale", loss.minLossScale, 0.0, 1e30,
+             "> 0 and at most 2^`initial_scale_power`; an overflow at the minimum ends the run"),
+      strategy(boolean("bf16.enabled", false,
+                       "bf16 mixed precision (as fp16, without loss scaling); at most one of "
+                       "`fp16.enabled` and `bf16.enabled`"),
+               [](const TrainConfig& c) { return json(precisionOf(c) == "bf16"); }),
+
+      choice("model.type", "gpt", {"gpt", "mlp"},
+             "a GPT trains on `data.type` `\"text\"`, an MLP on `\"idx\"`"),
+      integer("model.vocab_size", gpt.vocabSize, 2, 1 << 20, "(gpt) vocabulary size"),
+      integer("model.context_length", gpt.contextLength, 1, 1 << 16, "(gpt) tokens per sample"),
+      integer("model.hidden_size", gpt.hiddenSize, 1, 1 << 16,
+              "(gpt) width; divisible by `num_attention_heads`"),
+      integer("model.num_attention_heads", gpt.numHeads, 1, 1024, "(gpt) attention heads"),
+      integer("model.num_layers", gpt.numLayers, 1, 1024, "(gpt) transformer blocks"),
+      integer("model.mlp_ratio", gpt.mlpRatio, 1, 64, "(gpt) MLP width over hidden size"),
+      [] {
+        ConfigKey k = integer("model.hidden_sizes", json::array({256}), 1, 1 << 16,
+                              "(mlp) hidden layer widths");
+        k.type = KeyType::Integers;
+        k.count = 16;
+        return k;
+      }(),
+
+      choice("data.type", "text", {"text", "idx"}, "byte-level text, or IDX images + labels"),
+      derived(string("data.path", nullptr,
+                     "a text file or directory tree; for idx a directory with "
+                     "`train-images-idx3-ubyte.gz`, `train-labels-idx1-ubyte.gz`, "
+                     "`t10k-images-idx3-ubyte.gz`, `t10k-labels-idx1-ubyte.gz`"),
+              "`/usr/share/games/fortunes` (text), `/usr/share/datasets/fashion-mnist` (idx)"),
+      number("data.validation_fraction", 0.1, 0.0, 0.5,
+             "(text) share of 16 KiB blocks held out for validation"),
+
+      choice("optimizer.type", "AdamW", {"AdamW"},
+             "weight decay is decoupled and applies to matrices and embeddings, not to biases "
+             "and LayerNorm parameters"),
+      object("optimizer.params", "as below", "AdamW's hyperparameters"),
+      number("optimizer.params.lr", 1e-3, 0.0, 10.0, "peak learning rate"),
+      [] {
+        ConfigKey k = number("optimizer.params.betas", 0.0, 0.0, 0.999999, "beta1, beta2");
+        k.type = KeyType::Numbers;
+        k.fallback = json::array({0.9, 0.999});
+        k.count = 2;
+        return k;
+      }(),
+      number("optimizer.params.eps", 1e-8, 0.0, 1.0, "added to the second moment's root"),
+      number("optimizer.params.weight_decay", 0.01, 0.0, 10.0, "decoupled weight decay"),
+
+      choice("scheduler.type", "constant", {"constant", "WarmupLR", "WarmupCosineLR"},
+             "constant: lr; WarmupLR: lr (s+1)/warmup during warm-up, then lr; WarmupCosineLR: "
+             "linear warm-up, then cosine from lr down to `cos_min_ratio` x lr at "
+             "`total_num_steps` (s: the 0-based step)"),
+      object("scheduler.params", "none", "the schedule's parameters"),
+      integer("scheduler.params.warmup_num_steps", 0, 0, 1 << 30,
+              "(WarmupLR, WarmupCosineLR) warm-up steps"),
+      derived(integer("scheduler.params.total_num_steps", nullptr, 1, 1 << 30,
+                      "(WarmupCosineLR) the step the cosine reaches its floor"),
+              "`train_iters`"),
+      number("scheduler.params.cos_min_ratio", 0.0, 0.0, 1.0,
+             "(WarmupCosineLR) the floor as a fraction of lr"),
+  };
+  return keys;
+}
+
+std::string formatInteger(std::int64_t v) {
+  if (v == INT64_MAX) return "2^63-1";
+  if (v > (1 << 16) && (v & (v - 1)) == 0) {
+    int bits = 0;
+    while ((std::int64_t{1} << bits) != v) ++bits;
+    return "2^" + std::to_string(bits);
+  }
+  return std::to_string(v);
+}
+
+// %g without the exponent's "+" and leading zeros: 1e6, 1e-8, 0.5.
+std::string formatNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  std::string s = buf;
+  const std::size_t e = s.find('e');
+  if (e == std::string::npos) return s;
+  std::string exponent = s.substr(e + 1);
+  const bool negative = exponent[0] == '-';
+  exponent.erase(0, 1);
+  exponent.erase(0, exponent.find_first_not_of('0'));
+  return s.substr(0, e + 1) + (negative ? "-" : "") + exponent;
+}
+
+std::string code(const json& v) {
+  std::string text(1, '`');
+  text += v.dump();
+  text += '`';
+  return text;
+}
+
+}  // namespace
+
+std::string ConfigKey::section() const {
+  const std::size_t dot = path.rfind('.');
+  return dot == std::string::npos ? std::string() : path.substr(0, dot);
+}
+
+std::string ConfigKey::name() const {
+  const std::size_t dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
+const std::vector<ConfigKey>& configKeys() {
+  static const std::vector<ConfigKey> keys = buildKeys();
+  return keys;
+}
+
+const ConfigKey& configKey(std::string_view path) {
+  for (const ConfigKey& k : configKeys())
+    if (k.path == path) return k;
+  throw std::logic_error("config key '" + std::string(path) + "' is not in the key table");
+}
+
+json configValue(const json& document, std::string_view path) {
+  const ConfigKey& key = configKey(path);
+  const json* at = &document;
+  std::size_t begin = 0;
+  while (at->is_object()) {
+    const std::size_t dot = path.find('.', begin);
+    const std::string part(path.substr(begin, dot == std::string_view::npos ? dot : dot - begin));
+    const auto it = at->find(part);
+    if (it == at->end()) break;
+    if (dot == std::string_view::npos) return *it;
+    at = &*it;
+    begin = dot + 1;
+  }
+  return key.fallback;
+}
+
+std::vector<std::pair<std::string, json>> strategySettings(const TrainConfig& config) {
+  std::vector<std::pair<std::string, json>> settings;
+  for (const ConfigKey& k : configKeys())
+    if (k.strategy) settings.emplace_back(k.path, k.resolved(config));
+  return settings;
+}
+
+std::string typeText(const ConfigKey& k) {
+  const std::string ints = formatInteger(k.intMin) + ".." + formatInteger(k.intMax);
+  const std::string numbers = formatNumber(k.min) + ".." + formatNumber(k.max);
+  switch (k.type) {
+    case KeyType::Object: return "object";
+    case KeyType::Integer: return "int " + ints;
+    case KeyType::Number: return "number " + numbers;
+    case KeyType::Boolean: return "bool";
+    case KeyType::String: return "string";
+    case KeyType::Choice: {
+      std::string text;
+      for (const std::string& c : k.choices) text += (text.empty() ? "" : ", ") + code(json(c));
+      return text;
+    }
+    case KeyType::Integers: return "array of up to " + std::to_string(k.count) + " ints " + ints;
+    case KeyType::Numbers: return "array of " + std::to_string(k.count) + " numbers " + numbers;
+    case KeyType::Layout: return "string, or array of ints " + ints;
+  }
+  return "";
+}
+
+std::string defaultText(const ConfigKey& k) {
+  if (k.fallback.is_null()) return k.derived;
+  if (k.type == KeyType::Number) return formatNumber(k.fallback.get<double>());
+  if (k.type == KeyType::Integer) return formatInteger(k.fallback.get<std::int64_t>());
+  return code(k.fallback);
+}
+
+std::vector<std::string> configSections() {
+  std::vector<std::string> sections;
+  for (const ConfigKey& k : configKeys()) {
+    const std::string s = k.section();
+    if (std::find(sections.begin(), sections.end(), s) == sections.end()) sections.push_back(s);
+  }
+  return sections;
+}
+
+std::string markdownTable(std::string_view section) {
+  std::string table = "| key | type, range | default | meaning |\n| --- | --- | --- | --- |\n";
+  for (const ConfigKey& k : configKeys()) {
+    if (k.section() != section) continue;
+    std::string help = k.help;
+    for (std::size_t i = 0; (i = help.find('|', i)) != std::string::npos; i += 2)
+      help.replace(i, 1, "\\|");
+    table +=
+        "| `" + k.name() + "` | " + typeText(k) + " | " + defaultText(k) + " | " + help + " |\n";
+  }
+  return table;
+}
+
+}  // namespace parascope
