@@ -7,7 +7,7 @@
 #include <QAbstractTableModel>
 #include <vector>
 
-#include "core/train/trainer.h"
+#include "core/train/step_report.h"
 
 namespace parascope::ui {
 

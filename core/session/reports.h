@@ -1,12 +1,13 @@
 // What a session tells its observers, besides the per-step and evaluation reports the trainer
-// produces (core/train/trainer.h): how the run starts, how it ends, and why it failed. Plain
+// produces (core/train/step_report.h): how the run starts, how it ends, and why it failed. Plain
 // values, copied to observers, so a GUI can queue them across threads.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "core/train/trainer.h"
+#include "core/config/config.h"
+#include "core/train/step_report.h"
 
 namespace parascope {
 

@@ -5,7 +5,7 @@
 // the peak is one thread's sgemm rate (core/kernels/sgemm_peak.h). NaN means "no value".
 #pragma once
 
-#include "core/train/trainer.h"
+#include "core/train/step_report.h"
 
 namespace parascope {
 

@@ -11,6 +11,7 @@
 #include "core/common/output_file.h"
 #include "core/common/stop_signal.h"
 #include "core/config/memory_estimate.h"
+#include "core/session/rank_hooks.h"
 #include "core/session/run_summary.h"
 #include "core/session/switch_rule.h"
 #include "core/state/checkpoint.h"
@@ -299,7 +300,8 @@ Session::Ending Session::trainRank(Communicator& world, RankSlot& slot) {
   const int firstBoundary = boundary_;
   Allocator& allocator = *slot.allocator;
   Trainer& trainer = buildTrainer(world, slot, config);
-  const SessionOptions::RankHooks& hooks = options_.rankHooks;
+  static const RankHooks none;
+  const RankHooks& hooks = options_.rankHooks ? *options_.rankHooks : none;
   if (hooks.gradients) trainer.setGradientObserver(hooks.gradients);
   if (hooks.built) hooks.built(trainer);
   // In-process, rank 0 speaks for the world; under MPI each process reports its own rank's view

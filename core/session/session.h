@@ -21,6 +21,9 @@
 
 namespace parascope {
 
+class Trainer;
+struct RankHooks;
+
 struct SessionOptions {
   // One rank of a world its caller runs: this process's rank of an MPI job (mpiWorld()), or in
   // tests one thread of an in-process world (runInProcess); the session runs that rank only.
@@ -28,16 +31,8 @@ struct SessionOptions {
   std::optional<Communicator> world;
   // With `world`: the rank's tracked memory (not owned); null: one of the session's own.
   Allocator* allocator = nullptr;
-  // Per-rank access to the trainer, for tests that compare layouts gradient by gradient. Each
-  // runs on the rank's thread. All but `built` are collective: every rank calls them at the same
-  // point, so they may communicate over the trainer's mesh.
-  struct RankHooks {
-    std::function<void(Trainer&)> built;     // each time a layout builds the rank's trainer
-    Trainer::GradientObserver gradients;     // every step, once the gradients are reduced
-    std::function<void(Trainer&)> stepped;   // every step, after its update
-    std::function<void(Trainer&)> finished;  // after the rank's last step of the run
-  };
-  RankHooks rankHooks;
+  // Per-rank access to the trainer, for tests (core/session/rank_hooks.h); null: none.
+  std::shared_ptr<const RankHooks> rankHooks;
   std::shared_ptr<RunRecorder> recorder;  // records the run (train --trace); null: none
   bool evaluate = true;                   // false: steps only, no validation passes (benchmarks)
   // Checkpoints (core/state/checkpoint.h): written under saveDir every saveInterval steps (0: only

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <filesystem>
 
+#include "core/session/rank_hooks.h"
 #include "core/session/session.h"
 
 using namespace parascope;
@@ -91,12 +92,14 @@ void TestTraining::trainingIsDeterministic() {
   // Each run's losses, and its parameters at the end.
   auto run = [&small](Quiet& q, std::vector<std::vector<std::byte>>& parameters) {
     SessionOptions options;
-    options.rankHooks.finished = [&parameters](Trainer& t) {
+    RankHooks hooks;
+    hooks.finished = [&parameters](Trainer& t) {
       for (const Parameter& p : t.model().parameters()) {
         const auto* bytes = static_cast<const std::byte*>(p.value.raw());
         parameters.emplace_back(bytes, bytes + p.value.nbytes());
       }
     };
+    options.rankHooks = std::make_shared<RankHooks>(std::move(hooks));
     Session session(bundled("default.json", small), std::move(options));
     session.addObserver(q);
     session.run();

@@ -14,6 +14,7 @@
 #include "core/common/error.h"
 #include "core/common/random.h"
 #include "core/model/gpt_layers.h"
+#include "core/session/rank_hooks.h"
 #include "core/session/session.h"
 
 namespace dptest {
@@ -133,10 +134,11 @@ RunRecord train(const TrainConfig& config, int steps, const RunOptions& run) {
   options.world = run.world;
   options.allocator = run.allocator;
   options.evaluate = run.evaluate;
-  options.rankHooks.built = run.built;
-  options.rankHooks.stepped = run.stepped;
-  options.rankHooks.gradients = [&r](Trainer& t) { r.gradients.push_back(reducedGradients(t)); };
-  options.rankHooks.finished = [&](Trainer& t) {
+  RankHooks hooks;
+  hooks.built = run.built;
+  hooks.stepped = run.stepped;
+  hooks.gradients = [&r](Trainer& t) { r.gradients.push_back(reducedGradients(t)); };
+  hooks.finished = [&](Trainer& t) {
     if (run.finished) run.finished(t);
     t.gatherParameters();
     // Logical values: tensor-parallel parts assembled over the tensor group.
@@ -145,6 +147,7 @@ RunRecord train(const TrainConfig& config, int steps, const RunOptions& run) {
       r.parameters[name].assign(v, v + value.numel());
     }
   };
+  options.rankHooks = std::make_shared<RankHooks>(std::move(hooks));
   Session session(config, std::move(options));
   // Stops the run after `steps` steps, whatever train_iters says.
   struct Recorder : SessionObserver {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/session/rank_hooks.h"
 #include "core/session/session.h"
 
 namespace dptest {

@@ -13,6 +13,7 @@
 
 #include "core/comm/launch.h"
 #include "core/common/error.h"
+#include "core/session/rank_hooks.h"
 #include "dp_harness.h"
 
 using namespace parascope;
@@ -352,12 +353,14 @@ void TestDataParallel::lowPrecisionGradientCommunication() {
 // started, ends the session with its reason; nobody finishes that step.
 void TestDataParallel::failingRankEndsRun() {
   SessionOptions options;
-  options.rankHooks.built = [](Trainer& t) {
+  RankHooks hooks;
+  hooks.built = [](Trainer& t) {
     if (t.mesh().world().rank() != 2) return;
     t.model().addBackwardHook([&t](std::size_t layer, bool finished) {
       if (t.stepsDone() == 1 && layer == 1 && finished) throw std::runtime_error("disk on fire");
     });
   };
+  options.rankHooks = std::make_shared<RankHooks>(std::move(hooks));
   Session session(tinyConfig({"data_parallel_size=4", "train_iters=3"}), std::move(options));
   struct Steps : SessionObserver {
     std::array<std::atomic<int>, 4> done{};

@@ -15,6 +15,7 @@
 #include "core/comm/launch.h"
 #include "core/common/error.h"
 #include "core/kernels/precision.h"
+#include "core/session/rank_hooks.h"
 #include "core/train/loss_scaler.h"
 #include "dp_harness.h"
 
@@ -593,11 +594,13 @@ void TestMixedPrecision::hugeInitialScaleBacksOff() {
   std::vector<float> start;
   std::vector<bool> unchanged;  // per step: the parameters are still the initial ones
   double scale = 0;             // the scaler's, after the last step
-  options.rankHooks.built = [&](Trainer& t) { start = parameterValues(t); };
-  options.rankHooks.stepped = [&](Trainer& t) {
+  RankHooks hooks;
+  hooks.built = [&](Trainer& t) { start = parameterValues(t); };
+  hooks.stepped = [&](Trainer& t) {
     unchanged.push_back(parameterValues(t) == start);
     scale = t.lossScaler().scale();
   };
+  options.rankHooks = std::make_shared<RankHooks>(std::move(hooks));
   Session session(tinyConfig({"fp16.enabled=true", "fp16.initial_scale_power=30"}),
                   std::move(options));
   // Stops at the first step that is not skipped.

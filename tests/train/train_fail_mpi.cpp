@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/comm/mpi/mpi_backend.h"
+#include "core/session/rank_hooks.h"
 #include "core/session/session.h"
 #include "dp_harness.h"
 
@@ -19,13 +20,15 @@ int main() {
   SessionOptions options;
   options.world = world;
   options.evaluate = false;
-  options.rankHooks.built = [&world](Trainer& t) {
+  RankHooks hooks;
+  hooks.built = [&world](Trainer& t) {
     std::filesystem::remove(dptest::textFixture());  // read by now; the run ends in an abort
     if (world.rank() != 1) return;
     t.model().addBackwardHook([&t](std::size_t layer, bool finished) {
       if (t.stepsDone() == 1 && layer == 1 && finished) throw std::runtime_error("disk on fire");
     });
   };
+  options.rankHooks = std::make_shared<RankHooks>(std::move(hooks));
   Session session(dptest::tinyConfig({"train_iters=3"}, world.size()), std::move(options));
   struct Steps : SessionObserver {
     std::atomic<int> done{0};
