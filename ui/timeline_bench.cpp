@@ -19,7 +19,7 @@
 
 #include "profiler/io/chrome_export.h"
 #include "profiler/io/chrome_import.h"
-#include "ui/synthetic_trace.h"
+#include "profiler/synthetic_trace.h"
 #include "ui/timeline_view.h"
 #include "ui/trace_loader.h"
 
@@ -178,10 +178,10 @@ FileResult measureFile(const profiler::TraceData& trace) {
 }  // namespace
 
 int runTimelineBench(const TimelineBenchOptions& o, std::ostream& out) {
-  SyntheticOptions so;
+  profiler::SyntheticOptions so;
   so.events = o.events;
   auto t = Clock::now();
-  const profiler::TraceData trace = syntheticTrainingTrace(so);
+  const profiler::TraceData trace = profiler::syntheticTrainingTrace(so);
   const double generateMs = msSince(t);
   auto index = std::make_shared<TimelineIndex>();
   t = Clock::now();

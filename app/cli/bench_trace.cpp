@@ -21,6 +21,7 @@
 #include "core/trace/trace.h"
 #include "profiler/io/chrome_export.h"
 #include "profiler/io/chrome_import.h"
+#include "profiler/synthetic_trace.h"
 #include "profiler/tracer.h"
 
 namespace parascope::cli {
@@ -196,51 +197,10 @@ std::vector<Figure> measureStepOverhead(const BenchTraceOptions& o) {
           {"step_overhead_wall", (median(wallRatios) - 1) * 100, "%"}};
 }
 
-// A trace shaped like a training run: 8 ranks, compute, communication with peers and bytes,
-// pipeline tags, launch correlations and memory counters.
-TraceData syntheticTrace(std::int64_t n) {
-  static const char* const kNames[] = {"forward",   "backward",  "matmul",  "layernorm",
-                                       "attention", "allReduce", "send",    "recv",
-                                       "optimizer", "gelu",      "softmax", "embedding"};
-  TraceData t;
-  t.worldSize = 8;
-  t.events.reserve(static_cast<std::size_t>(n));
-  std::int64_t clock = 1'700'000'000'000'000'000;
-  for (std::int64_t i = 0; i < n; ++i) {
-    Event e;
-    e.rank = static_cast<std::int32_t>(i % 8);
-    e.name = kNames[i % 12];
-    e.category = i % 12 >= 5 && i % 12 <= 7 ? Category::Communication : Category::Compute;
-    e.lane =
-        e.category == Category::Communication ? trace::lane::kCommunication : trace::lane::kCompute;
-    clock += 1 + i % 977;
-    e.startNs = clock;
-    e.endNs = clock + 1000 + i % 50'000;
-    e.step = static_cast<std::int32_t>(i / 100'000);
-    e.microBatch = static_cast<std::int32_t>(i % 4);
-    e.stage = e.rank / 2;
-    e.instruction = static_cast<std::int32_t>(i % 1000);
-    if (e.category == Category::Communication) {
-      e.bytes = 4096 * (1 + i % 64);
-      e.peer = (e.rank + 1) % 8;
-    }
-    if (i % 10 == 0) e.correlation = static_cast<std::uint64_t>(i + 1);
-    if (i % 20 == 0) {
-      e.kind = EventKind::Counter;
-      e.category = Category::Memory;
-      e.name = "activation";
-      e.endNs = e.startNs;
-      e.bytes = i * 64;
-    }
-    t.events.push_back(e);
-  }
-  t.adoptNames();
-  t.sortByTime();  // as Tracer::collect() hands it over
-  return t;
-}
-
 std::vector<Figure> measureExportImport(const BenchTraceOptions& o) {
-  const TraceData t = syntheticTrace(o.events);
+  SyntheticOptions shape;
+  shape.events = static_cast<std::size_t>(o.events);
+  const TraceData t = syntheticTrainingTrace(shape);
   const std::string path = o.dir + "/parascope-bench-trace-" + std::to_string(::getpid()) + ".json";
   Timing exportBest{1e30, 1e30}, importBest{1e30, 1e30};
   std::size_t bytes = 0, imported = 0;

@@ -11,14 +11,16 @@
 
 #include "profiler/analysis/comm_volume.h"
 #include "profiler/io/chrome_import.h"
+#include "profiler/synthetic_trace.h"
 #include "ui/selection_stats.h"
-#include "ui/synthetic_trace.h"
 #include "ui/timeline_export.h"
 #include "ui/timeline_index.h"
 #include "ui/timeline_lod.h"
 #include "ui/timeline_search.h"
 
 using namespace parascope::ui;
+using parascope::profiler::SyntheticOptions;
+using parascope::profiler::syntheticTrainingTrace;
 using parascope::profiler::TraceData;
 namespace flag = parascope::trace::flag;
 

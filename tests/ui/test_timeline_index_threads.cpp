@@ -7,10 +7,12 @@
 
 #include <random>
 
-#include "ui/synthetic_trace.h"
+#include "profiler/synthetic_trace.h"
 #include "ui/timeline_index.h"
 
 using namespace parascope::ui;
+using parascope::profiler::SyntheticOptions;
+using parascope::profiler::syntheticTrainingTrace;
 using parascope::profiler::TraceData;
 namespace flag = parascope::trace::flag;
 

@@ -16,11 +16,13 @@
 #include <random>
 
 #include "profiler/io/chrome_export.h"
-#include "ui/synthetic_trace.h"
+#include "profiler/synthetic_trace.h"
 #include "ui/timeline_export.h"
 #include "ui/timeline_window.h"
 
 using namespace parascope::ui;
+using parascope::profiler::SyntheticOptions;
+using parascope::profiler::syntheticTrainingTrace;
 using parascope::profiler::TraceData;
 
 namespace {

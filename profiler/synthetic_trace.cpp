@@ -1,10 +1,10 @@
 // Synthetic training trace; see synthetic_trace.h. Times in ns; a kernel lasts 1-5 us, an
 // instruction holds kernelsPerInstruction of them with sub-microsecond gaps.
-#include "ui/synthetic_trace.h"
+#include "profiler/synthetic_trace.h"
 
 #include <random>
 
-namespace parascope::ui {
+namespace parascope::profiler {
 
 namespace {
 
@@ -115,4 +115,4 @@ profiler::TraceData syntheticTrainingTrace(const SyntheticOptions& o) {
   return trace;
 }
 
-}  // namespace parascope::ui
+}  // namespace parascope::profiler
