@@ -1,0 +1,32 @@
+// parascope --open FILE... --screenshot FILE.png: the timeline window alone on trace files,
+// saved once the traces are shown (or their error), then quits.
+#include <QApplication>
+#include <QTimer>
+#include <cstdio>
+
+#include "app/gui/modes.h"
+#include "ui/timeline_window.h"
+
+namespace parascope::gui {
+
+int runTimelineOnly(const QCommandLineParser& parser, const GuiOptions& o) {
+  const QStringList files = parser.values(o.open) + parser.positionalArguments();
+  const QString path = parser.value(o.screenshot);
+  ui::TimelineWindow window;
+  window.resize(1600, 900);
+  // Once the load has ended either way, give the view one turn of the event loop to paint.
+  auto save = [&window, path] {
+    QTimer::singleShot(100, &window, [&window, path] {
+      const bool saved = window.grab().save(path, "PNG");
+      if (!saved) std::fprintf(stderr, "parascope: cannot write '%s'\n", qPrintable(path));
+      QApplication::exit(saved ? 0 : 1);
+    });
+  };
+  QObject::connect(window.loader(), &ui::TraceLoader::loaded, &window, save);
+  QObject::connect(window.loader(), &ui::TraceLoader::failed, &window, save);
+  window.openFiles(files);
+  window.show();
+  return QApplication::exec();
+}
+
+}  // namespace parascope::gui

@@ -1,0 +1,109 @@
+// parascope [--config F.json] [key=value ...] [--run] [--open trace.json ...]
+//           [--screenshot-dir DIR --quit-after-steps N]: the workbench on a session (the config
+// with overrides; else the last session's config, else the bundled default), started with
+// --run; --screenshot-dir runs it, saves the window and each view once N steps ran and the
+// run's trace is shown, then quits (exit 1 if the session failed).
+#include <QApplication>
+#include <QFileInfo>
+#include <QTimer>
+#include <cstdio>
+#include <memory>
+
+#include "app/gui/modes.h"
+#include "core/common/error.h"
+#include "core/config/config.h"
+#include "ui/strategy_panel.h"
+#include "ui/workbench_window.h"
+
+namespace parascope::gui {
+
+namespace {
+
+// After `steps` steps: stop the session; once it has ended and its trace is in the timeline (or
+// it failed), save the screenshots and quit, exit status 1 if the session failed or nothing
+// could be written.
+void watchForScreenshots(ui::WorkbenchWindow& window, const QString& dir, int steps) {
+  using ui::WorkbenchWindow;
+  auto failed = std::make_shared<bool>(false);
+  auto shot = std::make_shared<bool>(false);
+  window.setStopAfterSteps(steps);
+  auto shoot = [&window, dir, failed, shot] {
+    if (*shot) return;  // a failed run may also show its trace
+    *shot = true;
+    QTimer::singleShot(200, &window, [&window, dir, failed] {
+      const QStringList files = window.saveScreenshots(dir);
+      for (const QString& f : files) std::printf("parascope: wrote %s\n", qPrintable(f));
+      if (*failed) {
+        std::fprintf(stderr, "parascope: the session failed: %s\n", qPrintable(window.errorText()));
+      }
+      QApplication::exit(*failed || files.isEmpty() ? 1 : 0);
+    });
+  };
+  QObject::connect(&window, &WorkbenchWindow::sessionEnded, &window, [failed, shoot](bool f) {
+    *failed = f;
+    if (f) shoot();
+  });
+  QObject::connect(&window, &WorkbenchWindow::traceShown, &window, shoot);
+}
+
+}  // namespace
+
+std::string defaultConfigPath() {
+  const char* relative = "resources/configs/default.json";
+  if (QFileInfo::exists(QString::fromLatin1(relative))) return relative;
+  return std::string(PARASCOPE_SOURCE_DIR) + "/" + relative;
+}
+
+int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
+  // Positional arguments are key=value overrides, or more trace files.
+  nlohmann::json document;
+  QStringList traces = parser.values(o.open);
+  try {
+    if (parser.isSet(o.config)) {
+      document = readJsonFile(parser.value(o.config).toStdString());
+    } else {
+      document = ui::WorkbenchWindow::lastDocument();
+      if (document.is_null()) document = readJsonFile(defaultConfigPath());
+    }
+    for (const QString& arg : parser.positionalArguments()) {
+      if (arg.contains(QLatin1Char('='))) {
+        applyOverride(document, arg.toStdString());
+      } else {
+        traces << arg;
+      }
+    }
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "parascope: %s\n", e.what());
+    return 2;
+  }
+  const bool screenshots = parser.isSet(o.screenshotDir);
+  int quitAfter = 0;
+  if (screenshots) {
+    bool ok = false;
+    quitAfter = parser.value(o.quitAfterSteps).toInt(&ok);
+    if (!ok || quitAfter < 1) {
+      std::fprintf(stderr, "parascope: --quit-after-steps must be an integer >= 1, got '%s'\n",
+                   qPrintable(parser.value(o.quitAfterSteps)));
+      return 2;
+    }
+  }
+  ui::WorkbenchWindow window;
+  window.restoreLayout();
+  window.setDocument(document);
+  if (!traces.isEmpty()) window.showTraces(traces);
+  if (screenshots) {
+    window.resize(1600, 1000);
+    watchForScreenshots(window, parser.value(o.screenshotDir), quitAfter);
+  }
+  window.show();
+  if (parser.isSet(o.run) || screenshots) {
+    if (!window.panel()->config()) {
+      std::fprintf(stderr, "parascope: %s\n", qPrintable(window.panel()->message()));
+      return 2;
+    }
+    QTimer::singleShot(0, &window, &ui::WorkbenchWindow::start);
+  }
+  return QApplication::exec();
+}
+
+}  // namespace parascope::gui
