@@ -5,10 +5,10 @@
 
 #include "core/config/config.h"
 
-namespace parascope::cli {
+namespace parascope::bench {
 
 // sgemmPeak: this machine's single-thread sgemm FLOP/s, measured by the caller.
 void runBenchStepPipeline(const TrainConfig& config, int steps, int warmup, bool json,
                           double sgemmPeak);
 
-}  // namespace parascope::cli
+}  // namespace parascope::bench

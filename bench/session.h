@@ -9,7 +9,7 @@
 #include "core/config/config.h"
 #include "profiler/tracer.h"
 
-namespace parascope::cli {
+namespace parascope::bench {
 
 struct RankFigures {
   std::vector<double> times;  // seconds, per measured step
@@ -31,4 +31,4 @@ struct BenchRun {
 BenchRun runBenchSession(const TrainConfig& config, int warmup, int steps, int traced,
                          profiler::Tracer* tracer);
 
-}  // namespace parascope::cli
+}  // namespace parascope::bench

@@ -1,6 +1,6 @@
 // runBenchSession: an observer that files every rank's step figures and switches the tracer
 // on between the last measured step and the first traced one.
-#include "app/cli/bench_session.h"
+#include "bench/session.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -9,7 +9,7 @@
 #include "core/common/error.h"
 #include "core/session/session.h"
 
-namespace parascope::cli {
+namespace parascope::bench {
 
 namespace {
 
@@ -68,4 +68,4 @@ BenchRun runBenchSession(const TrainConfig& config, int warmup, int steps, int t
   return run;
 }
 
-}  // namespace parascope::cli
+}  // namespace parascope::bench

@@ -1,7 +1,7 @@
 // Pipeline step benchmark. Steps are timed untraced; a few more run under the tracer, whose
 // instruction spans give the mean duration of each compute op for the ideal-bubble formula
 // (ZB-H1's depends on the forward, B and W times). A benchmark prints figures; it never fails.
-#include "app/cli/bench_step_pipeline.h"
+#include "bench/step_pipeline.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,14 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/cli/bench_session.h"
+#include "bench/session.h"
 #include "core/config/config_keys.h"
 #include "core/parallel/schedule.h"
 #include "core/session/run_metrics.h"
 #include "profiler/analysis/bubbles.h"
 #include "profiler/tracer.h"
 
-namespace parascope::cli {
+namespace parascope::bench {
 
 namespace {
 
@@ -122,4 +122,4 @@ void runBenchStepPipeline(const TrainConfig& config, int steps, int warmup, bool
   printFigures(config, run, durations, seenOps(trace, durations), steps, json, sgemmPeak);
 }
 
-}  // namespace parascope::cli
+}  // namespace parascope::bench

@@ -1,0 +1,288 @@
+// parascope-cli bench step: training-step throughput of the reference GPT-mini on one rank or
+// on --tp x --dp in-process ranks (--zero stage), with model FLOPs utilisation against
+// this machine's single-thread sgemm peak times the ranks, measured in the same run, and per
+// rank the exposed (not overlapped) communication and peak memory by category. A benchmark
+// prints figures; it never passes or fails.
+#include "bench/step.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/session.h"
+#include "bench/step_pipeline.h"
+#include "core/common/error.h"
+#include "core/common/subprocess.h"
+#include "core/config/config_keys.h"
+#include "core/kernels/matmul.h"
+#include "core/kernels/sgemm_peak.h"
+#include "core/parallel/schedule.h"
+#include "core/session/run_metrics.h"
+#include "profiler/tracer.h"
+
+namespace parascope::bench {
+
+namespace {
+
+// The same model trained by PyTorch (one thread; with ranks > 1 DistributedDataParallel over
+// gloo, one process and thread per rank), run as a child process; its JSON line.
+nlohmann::json runPyTorch(const BenchStepOptions& o, const GptConfig& g, int batch, int ranks = 1) {
+  const std::vector<std::string> cmd = {"/usr/bin/python3", o.pytorchScript,
+                                        "--ranks",          std::to_string(ranks),
+                                        "--steps",          std::to_string(o.steps),
+                                        "--warmup",         std::to_string(o.warmup),
+                                        "--layers",         std::to_string(g.numLayers),
+                                        "--width",          std::to_string(g.hiddenSize),
+                                        "--heads",          std::to_string(g.numHeads),
+                                        "--context",        std::to_string(g.contextLength),
+                                        "--batch",          std::to_string(batch),
+                                        "--vocab",          std::to_string(g.vocabSize)};
+  const ProcessOutput run = runCapturingOutput(cmd);
+  const std::size_t last = run.out.rfind('{');
+  if (run.exitStatus != 0 || last == std::string::npos) {
+    throw UserError("--pytorch: '" + commandLine(cmd) +
+                    "' failed (needs Debian's python3-torch: apt-get install python3-torch)");
+  }
+  return nlohmann::json::parse(run.out.substr(last));
+}
+
+struct KernelTime {
+  std::string name;
+  double msPerStep;
+  long callsPerStep;
+};
+
+// Where a step's time goes: the traced steps after the untraced throughput measurement, leaf
+// spans summed by name. The remainder of the step is listed as "other".
+std::vector<KernelTime> kernelBreakdown(const profiler::TraceData& data, int steps,
+                                        double* stepMs) {
+  std::map<std::string, std::pair<double, long>> sums;
+  double total = 0;
+  for (const trace::Event& e : data.events) {
+    if (e.kind != trace::EventKind::Span) continue;
+    const double ms = static_cast<double>(e.durationNs()) / 1e6;
+    if (e.category == trace::Category::Step) {
+      total += ms;
+    } else if (e.category != trace::Category::Instruction &&  // parents of the kernels
+               std::string(e.name) != "optimizer_step") {     // a parent of the adamw spans
+      sums[e.name].first += ms;
+      sums[e.name].second += 1;
+    }
+  }
+  std::vector<KernelTime> out;
+  double covered = 0;
+  for (const auto& [name, v] : sums) {
+    out.push_back({name, v.first / steps, v.second / steps});
+    covered += v.first;
+  }
+  std::sort(out.begin(), out.end(),
+            [](const KernelTime& a, const KernelTime& b) { return a.msPerStep > b.msPerStep; });
+  out.push_back({"other (untraced)", (total - covered) / steps, 0});
+  *stepMs = total / steps;
+  return out;
+}
+
+void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, double peak) {
+  const int ranks = config.parallel.worldSize();
+  const BenchRun run = runBenchSession(config, o.warmup, o.steps, 0, nullptr);
+  const std::vector<RankFigures>& figures = run.ranks;
+  const std::int64_t tokens = run.tokensPerStep;
+  const double median = run.medianSeconds;
+  const double tokensPerSecond = parascope::tokensPerSecond(static_cast<double>(tokens), median);
+  const double mfu =
+      modelFlopsUtilization(tokensPerSecond, config.model.gpt.flopsPerToken(), peak, ranks);
+  if (o.json) {
+    nlohmann::json line = {{"bench", "step"},
+                           {"ranks", ranks},
+                           {"precision", o.precision},
+                           {"skipped_steps", figures[0].skipped},
+                           {"tokens_per_step", tokens},
+                           {"step_time_median_s", median},
+                           {"tokens_per_s", tokensPerSecond},
+                           {"sgemm_peak_gflops_per_rank", peak / 1e9},
+                           {"mfu", mfu}};
+    for (const auto& [key, value] : strategySettings(config)) line[key] = value;
+    std::printf("%s\n", line.dump().c_str());
+  } else {
+    std::printf(
+        "GPT: %d layers, width %d, context %d; %d ranks (threads) = %d tensor-parallel%s x %d "
+        "data-parallel, ZeRO %d, %s; global batch %d\n",
+        config.model.gpt.numLayers, config.model.gpt.hiddenSize, config.model.gpt.contextLength,
+        ranks, config.parallel.tensor, config.parallel.sequenceParallel ? " (sequence)" : "",
+        config.parallel.data, config.parallel.zeroStage, o.precision.c_str(), config.globalBatch);
+    std::printf("step time            %.2f ms median over %d steps\n", median * 1e3, o.steps);
+    if (o.precision == "fp16") {
+      std::printf("skipped steps        %d (fp16 gradient overflow)\n", figures[0].skipped);
+    }
+    std::printf("throughput           %.0f tokens/s\n", tokensPerSecond);
+    std::printf("MFU                  %.1f%% of %d x single-thread sgemm peak (%.2f GFLOP/s)\n",
+                100.0 * mfu, ranks, peak / 1e9);
+    std::printf(
+        "\n  rank  exposed comm/step  share   peak MiB: param grad optim activ comm work\n");
+  }
+  for (int r = 0; r < ranks; ++r) {
+    const RankFigures& f = figures[static_cast<std::size_t>(r)];
+    double total = 0;
+    for (double t : f.times) total += t;
+    const double exposed = f.exposed / o.steps;
+    const double share = exposedCommFraction(f.exposed, total);
+    if (o.json) {
+      nlohmann::json peakBytes;
+      for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+        peakBytes[std::string(memoryCategoryName(static_cast<MemoryCategory>(c)))] = f.peak[c];
+      }
+      std::printf("%s\n", nlohmann::json{{"bench", "step_rank"},
+                                         {"rank", r},
+                                         {"exposed_comm_s_per_step", exposed},
+                                         {"exposed_comm_share", share},
+                                         {"peak_bytes", peakBytes}}
+                              .dump()
+                              .c_str());
+    } else {
+      std::printf("  %4d  %14.3f ms  %5.1f%%  ", r, exposed * 1e3, 100.0 * share);
+      for (std::int64_t b : f.peak) std::printf(" %6.2f", static_cast<double>(b) / (1 << 20));
+      std::printf("\n");
+    }
+  }
+  if (!o.pytorch) return;
+  const nlohmann::json torch = runPyTorch(o, config.model.gpt, config.microBatch, ranks);
+  const double torchRate = torch["tokens_per_s"].get<double>();
+  if (o.json) {
+    std::printf("%s\n", nlohmann::json{{"bench", "step_pytorch_ddp"},
+                                       {"version", torch["version"]},
+                                       {"ranks", ranks},
+                                       {"tokens_per_s", torchRate},
+                                       {"step_time_median_s", torch["step_time_median_s"]},
+                                       {"speedup", tokensPerSecond / torchRate}}
+                            .dump()
+                            .c_str());
+  } else {
+    std::printf("\nPyTorch %s DistributedDataParallel (gloo), %d processes x 1 thread:\n",
+                torch["version"].get<std::string>().c_str(), ranks);
+    std::printf("throughput           %.0f tokens/s (%.2f ms/step)\n", torchRate,
+                torch["step_time_median_s"].get<double>() * 1e3);
+    std::printf("ParaScope / PyTorch  %.2fx\n", tokensPerSecond / torchRate);
+  }
+}
+
+}  // namespace
+
+void runBenchStep(const BenchStepOptions& o) {
+  kernels::setBlasThreads(1);
+  // Measured in this run (the workbench's cached peak is not used): a benchmark stands alone.
+  const double peak = kernels::measureSgemmPeak();
+  nlohmann::json doc = {{"model", {{"type", "gpt"}}},
+                        {"train_micro_batch_size_per_gpu", 8},
+                        {"train_iters", o.warmup + o.steps},
+                        {"optimizer", {{"params", {{"lr", 3e-4}}}}}};
+  doc["data_parallel_size"] = o.dp;
+  doc["tensor_model_parallel_size"] = o.tp;
+  doc["sequence_parallel"] = o.sequenceParallel;
+  doc["zero_optimization"]["stage"] = o.zero;
+  if (o.precision != "fp32") doc[o.precision]["enabled"] = true;
+  if (o.pp > 1 || !o.schedule.empty() || o.recompute != "none") {
+    doc["pipeline_model_parallel_size"] = o.pp;
+    doc["recompute_granularity"] = o.recompute;
+    const std::string schedule = o.schedule.empty() ? "1f1b" : o.schedule;
+    doc["pipeline_schedule"] = schedule;
+    doc["gradient_accumulation_steps"] = o.microbatches > 0 ? o.microbatches : o.pp > 1 ? 8 : 1;
+    const int interleavedChunks = schedule == "interleaved" ? 2 : 1;
+    doc["virtual_pipeline_model_parallel_size"] = o.vpp > 0 ? o.vpp : interleavedChunks;
+  }
+  for (const auto& a : o.overrides) applyOverride(doc, a);
+  const TrainConfig config = parseTrainConfig(doc);
+  if (config.pipeline.enabled) {
+    runBenchStepPipeline(config, o.steps, o.warmup, o.json, peak);
+    return;
+  }
+  if (config.parallel.worldSize() > 1) {
+    runBenchStepParallel(o, config, peak);
+    return;
+  }
+  const int tracedSteps = std::max(3, o.steps / 4);
+  profiler::Tracer tracer;
+  const BenchRun run = runBenchSession(config, o.warmup, o.steps, tracedSteps, &tracer);
+  std::vector<double> times = run.ranks[0].times;
+  std::sort(times.begin(), times.end());
+  const std::int64_t tokens = run.tokensPerStep;
+  const double median = run.medianSeconds;
+  const double tokensPerSecond = parascope::tokensPerSecond(static_cast<double>(tokens), median);
+  const double flopsPerToken = config.model.gpt.flopsPerToken();
+  const double achieved = modelFlopsPerSecond(tokensPerSecond, flopsPerToken);
+  const double mfu = modelFlopsUtilization(tokensPerSecond, flopsPerToken, peak, 1);
+  nlohmann::json torch;
+  if (o.pytorch) torch = runPyTorch(o, config.model.gpt, config.microBatch);
+  const double torchTokensPerSecond = o.pytorch ? torch["tokens_per_s"].get<double>() : 0.0;
+  const double torchMfu = modelFlopsUtilization(torchTokensPerSecond, flopsPerToken, peak, 1);
+  double tracedStepMs = 0;
+  const std::vector<KernelTime> kernels =
+      kernelBreakdown(tracer.collect(), tracedSteps, &tracedStepMs);
+  if (o.json) {
+    std::printf("%s\n", nlohmann::json{{"bench", "step"},
+                                       {"ranks", 1},
+                                       {"precision", o.precision},
+                                       {"tokens_per_step", tokens},
+                                       {"step_time_median_s", median},
+                                       {"step_time_min_s", times.front()},
+                                       {"tokens_per_s", tokensPerSecond},
+                                       {"model_flops_per_token", flopsPerToken},
+                                       {"achieved_gflops", achieved / 1e9},
+                                       {"sgemm_peak_gflops", peak / 1e9},
+                                       {"mfu", mfu}}
+                            .dump()
+                            .c_str());
+    if (o.pytorch) {
+      std::printf("%s\n", nlohmann::json{{"bench", "step_pytorch"},
+                                         {"version", torch["version"]},
+                                         {"tokens_per_s", torchTokensPerSecond},
+                                         {"step_time_median_s", torch["step_time_median_s"]},
+                                         {"mfu", torchMfu},
+                                         {"speedup", tokensPerSecond / torchTokensPerSecond}}
+                              .dump()
+                              .c_str());
+    }
+    for (const KernelTime& k : kernels) {
+      std::printf("%s\n", nlohmann::json{{"bench", "step_kernel"},
+                                         {"kernel", k.name},
+                                         {"ms_per_step", k.msPerStep},
+                                         {"calls_per_step", k.callsPerStep},
+                                         {"share_of_step", k.msPerStep / tracedStepMs}}
+                              .dump()
+                              .c_str());
+    }
+    return;
+  }
+  std::printf("GPT: %d layers, width %d, %d heads, context %d, vocab %d; micro-batch %d; %s\n",
+              config.model.gpt.numLayers, config.model.gpt.hiddenSize, config.model.gpt.numHeads,
+              config.model.gpt.contextLength, config.model.gpt.vocabSize, config.microBatch,
+              o.precision.c_str());
+  std::printf("steps measured       %d (after %d warm-up)\n", o.steps, o.warmup);
+  std::printf("step time            %.2f ms median, %.2f ms best\n", median * 1e3,
+              times.front() * 1e3);
+  std::printf("throughput           %.0f tokens/s\n", tokensPerSecond);
+  std::printf("model FLOPs/token    %.4g (6 N + 12 L T C)\n", flopsPerToken);
+  std::printf("achieved             %.2f GFLOP/s\n", achieved / 1e9);
+  std::printf("sgemm peak (1 thr)   %.2f GFLOP/s\n", peak / 1e9);
+  std::printf("MFU                  %.1f%% of single-thread sgemm peak\n", 100.0 * mfu);
+  if (o.pytorch) {
+    std::printf("\nPyTorch %s, same model, 1 thread:\n",
+                torch["version"].get<std::string>().c_str());
+    std::printf("throughput           %.0f tokens/s (%.2f ms/step)\n", torchTokensPerSecond,
+                torch["step_time_median_s"].get<double>() * 1e3);
+    std::printf("MFU                  %.1f%%\n", 100.0 * torchMfu);
+    std::printf("ParaScope / PyTorch  %.2fx\n", tokensPerSecond / torchTokensPerSecond);
+  }
+  std::printf("\nwhere a step goes (traced steps, %.2f ms each):\n", tracedStepMs);
+  std::printf("  %-24s %10s %7s %6s\n", "kernel", "ms/step", "share", "calls");
+  for (const KernelTime& k : kernels) {
+    std::printf("  %-24s %10.3f %6.1f%% %6ld\n", k.name.c_str(), k.msPerStep,
+                100.0 * k.msPerStep / tracedStepMs, k.callsPerStep);
+  }
+}
+
+}  // namespace parascope::bench
