@@ -77,13 +77,63 @@ double expectedReduce(DType t, ReduceOp op, int n, const std::function<double(in
   return asType(t, static_cast<float>(acc) / static_cast<float>(n));
 }
 
+struct Buffer;
+// The buffers of this thread's current case, so a check can read what an operation wrote
+// wherever the buffers live.
+thread_local std::vector<Buffer*> tLive;
+
+// A case's buffer: in host memory, or in a device's (BufferMemory) with a host mirror that the
+// suite fills and checks, copied up after filling and down after the operation.
 struct Buffer {
-  Buffer(std::size_t n, DType t) : type(t), bytes(n * dtypeSize(t) + 64), data(bytes) {}
-  void* ptr(std::size_t element = 0) { return data.data() + element * dtypeSize(type); }
+  Buffer(std::size_t n, DType t, BufferMemory* m)
+      : type(t), bytes(n * dtypeSize(t) + 64), host(bytes), memory(m) {
+    if (memory) {
+      device = static_cast<std::byte*>(memory->allocate(bytes));
+      memory->upload(device, host.data(), bytes);
+    }
+    tLive.push_back(this);
+  }
+  ~Buffer() {
+    tLive.erase(std::find(tLive.begin(), tLive.end(), this));
+    if (memory) memory->release(device);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  // Where operations read and write.
+  void* ptr(std::size_t element = 0) {
+    return (memory ? device : host.data()) + element * dtypeSize(type);
+  }
+  void upload() {
+    if (memory) memory->upload(device, host.data(), bytes);
+  }
+  void download() {
+    if (memory) memory->download(host.data(), device, bytes);
+  }
+  // The host mirror of `p`, an address ptr() gave; null when p is not in this buffer.
+  const std::byte* mirror(const void* p) const {
+    const std::byte* base = memory ? device : host.data();
+    const auto* at = static_cast<const std::byte*>(p);
+    return at >= base && at < base + bytes ? host.data() + (at - base) : nullptr;
+  }
+
   DType type;
   std::size_t bytes;
-  std::vector<std::byte> data;
+  std::vector<std::byte> host;
+  BufferMemory* memory;
+  std::byte* device = nullptr;
 };
+
+// After an operation: every buffer of the case copied down to its mirror.
+void synced() {
+  for (Buffer* b : tLive) b->download();
+}
+
+const void* mirrorOf(const void* p) {
+  for (const Buffer* b : tLive)
+    if (const std::byte* m = b->mirror(p)) return m;
+  throw std::runtime_error("collective suite: an address outside the case's buffers");
+}
 
 struct Case {
   Communicator& comm;
@@ -93,6 +143,7 @@ struct Case {
   std::size_t count;
   bool inPlace;
   int root;
+  BufferMemory* memory;
 
   std::string name() const {
     return std::string(commOpName(op)) + " " + std::string(dtypeName(type)) + " " +
@@ -102,7 +153,7 @@ struct Case {
            std::to_string(comm.size());
   }
   void expect(const void* base, std::size_t i, double want) const {
-    const double got = load(type, base, i);
+    const double got = load(type, mirrorOf(base), i);
     if (got != want)
       throw std::runtime_error(name() + ": element " + std::to_string(i) + " is " +
                                std::to_string(got) + ", expected " + std::to_string(want));
@@ -110,7 +161,9 @@ struct Case {
 };
 
 void fill(Buffer& b, std::size_t n, int rank, int salt, std::size_t offset = 0) {
-  for (std::size_t i = 0; i < n; ++i) store(b.type, b.ptr(), offset + i, valueOf(rank, i, salt));
+  for (std::size_t i = 0; i < n; ++i)
+    store(b.type, b.host.data(), offset + i, valueOf(rank, i, salt));
+  b.upload();
 }
 
 void checkRooted(const Case& c) {
@@ -118,17 +171,19 @@ void checkRooted(const Case& c) {
   const std::size_t k = c.count, N = static_cast<std::size_t>(n);
   switch (c.op) {
     case CommOp::Broadcast: {
-      Buffer b(k, c.type);
+      Buffer b(k, c.type, c.memory);
       fill(b, k, r, r == c.root ? 1 : 99);
       c.comm.broadcast(b.ptr(), k, c.type, c.root);
+      synced();
       for (std::size_t i = 0; i < k; ++i) c.expect(b.ptr(), i, valueOf(c.root, i, 1));
       break;
     }
     case CommOp::Reduce: {
-      Buffer in(k, c.type), out(k, c.type);
+      Buffer in(k, c.type, c.memory), out(k, c.type, c.memory);
       fill(in, k, r, 2);
       void* dst = c.inPlace && r == c.root ? in.ptr() : out.ptr();
       c.comm.reduce(in.ptr(), dst, k, c.type, c.reduce, c.root);
+      synced();
       if (r == c.root)
         for (std::size_t i = 0; i < k; ++i)
           c.expect(dst, i,
@@ -136,11 +191,12 @@ void checkRooted(const Case& c) {
       break;
     }
     case CommOp::Gather: {
-      Buffer in(k, c.type), out(k * N, c.type);
+      Buffer in(k, c.type, c.memory), out(k * N, c.type, c.memory);
       const bool place = c.inPlace && r == c.root;
       fill(place ? out : in, k, r, 3, place ? k * static_cast<std::size_t>(r) : 0);
       const void* src = place ? out.ptr(k * static_cast<std::size_t>(r)) : in.ptr();
       c.comm.gather(src, out.ptr(), k, c.type, c.root);
+      synced();
       if (r == c.root)
         for (std::size_t p = 0; p < N; ++p)
           for (std::size_t i = 0; i < k; ++i)
@@ -148,11 +204,12 @@ void checkRooted(const Case& c) {
       break;
     }
     case CommOp::Scatter: {
-      Buffer in(k * N, c.type), out(k, c.type);
+      Buffer in(k * N, c.type, c.memory), out(k, c.type, c.memory);
       if (r == c.root) fill(in, k * N, r, 4);
       const bool place = c.inPlace && r == c.root;
       void* dst = place ? in.ptr(k * static_cast<std::size_t>(r)) : out.ptr();
       c.comm.scatter(in.ptr(), dst, k, c.type, c.root);
+      synced();
       for (std::size_t i = 0; i < k; ++i)
         c.expect(dst, i, valueOf(c.root, static_cast<std::size_t>(r) * k + i, 4));
       break;
@@ -167,29 +224,32 @@ void checkSymmetric(const Case& c) {
   const auto ur = static_cast<std::size_t>(r);
   switch (c.op) {
     case CommOp::AllReduce: {
-      Buffer in(k, c.type), out(k, c.type);
+      Buffer in(k, c.type, c.memory), out(k, c.type, c.memory);
       fill(in, k, r, 5);
       void* dst = c.inPlace ? in.ptr() : out.ptr();
       c.comm.allReduce(in.ptr(), dst, k, c.type, c.reduce);
+      synced();
       for (std::size_t i = 0; i < k; ++i)
         c.expect(dst, i,
                  expectedReduce(c.type, c.reduce, n, [&](int p) { return valueOf(p, i, 5); }));
       break;
     }
     case CommOp::AllGather: {
-      Buffer in(k, c.type), out(k * N, c.type);
+      Buffer in(k, c.type, c.memory), out(k * N, c.type, c.memory);
       fill(c.inPlace ? out : in, k, r, 6, c.inPlace ? k * ur : 0);
       c.comm.allGather(c.inPlace ? out.ptr(k * ur) : in.ptr(), out.ptr(), k, c.type);
+      synced();
       for (std::size_t p = 0; p < N; ++p)
         for (std::size_t i = 0; i < k; ++i)
           c.expect(out.ptr(), p * k + i, valueOf(static_cast<int>(p), i, 6));
       break;
     }
     case CommOp::ReduceScatter: {
-      Buffer in(k * N, c.type), out(k, c.type);
+      Buffer in(k * N, c.type, c.memory), out(k, c.type, c.memory);
       fill(in, k * N, r, 7);
       void* dst = c.inPlace ? in.ptr(k * ur) : out.ptr();
       c.comm.reduceScatter(in.ptr(), dst, k, c.type, c.reduce);
+      synced();
       for (std::size_t i = 0; i < k; ++i)
         c.expect(dst, i, expectedReduce(c.type, c.reduce, n, [&](int p) {
                    return valueOf(p, ur * k + i, 7);
@@ -197,10 +257,11 @@ void checkSymmetric(const Case& c) {
       break;
     }
     case CommOp::AllToAll: {
-      Buffer in(k * N, c.type), out(k * N, c.type);
+      Buffer in(k * N, c.type, c.memory), out(k * N, c.type, c.memory);
       fill(in, k * N, r, 8);
       void* dst = c.inPlace ? in.ptr() : out.ptr();
       c.comm.allToAll(in.ptr(), dst, k, c.type);
+      synced();
       for (std::size_t p = 0; p < N; ++p)
         for (std::size_t i = 0; i < k; ++i)
           c.expect(dst, p * k + i, valueOf(static_cast<int>(p), ur * k + i, 8));
@@ -209,13 +270,14 @@ void checkSymmetric(const Case& c) {
     case CommOp::Send:
     case CommOp::Recv: {
       // A ring: both directions posted before either is waited, so any order of arrival works.
-      Buffer in(k, c.type), out(k, c.type);
+      Buffer in(k, c.type, c.memory), out(k, c.type, c.memory);
       fill(in, k, r, 9);
       const int to = (r + 1) % n, from = (r + n - 1) % n;
       CommHandle rh = c.comm.recvAsync(out.ptr(), k, c.type, from);
       CommHandle sh = c.comm.sendAsync(in.ptr(), k, c.type, to);
       rh.wait();
       sh.wait();
+      synced();
       for (std::size_t i = 0; i < k; ++i) c.expect(out.ptr(), i, valueOf(from, i, 9));
       break;
     }
@@ -223,12 +285,13 @@ void checkSymmetric(const Case& c) {
   }
 }
 
-void runOne(Communicator& comm, CommOp op, DType t, ReduceOp red, std::size_t count) {
+void runOne(Communicator& comm, CommOp op, DType t, ReduceOp red, std::size_t count,
+            BufferMemory* memory = nullptr) {
   const bool rooted = commTraits(op).root == RootRole::Root;
   for (bool inPlace : {false, true}) {
     if (commTraits(op).inPlace == InPlace::OneBuffer && inPlace) continue;
     for (int root : {0, comm.size() - 1}) {
-      Case c{comm, op, t, red, count, inPlace, rooted ? root : -1};
+      Case c{comm, op, t, red, count, inPlace, rooted ? root : -1, memory};
       if (rooted)
         checkRooted(c);
       else
@@ -253,18 +316,18 @@ SuiteSizes smallSizes() {
 }
 
 // Every row of the traits table; reductions other than sum only where the row reduces.
-void runCollectives(Communicator& comm, const SuiteSizes& sizes) {
+void runCollectives(Communicator& comm, const SuiteSizes& sizes, BufferMemory* memory) {
   for (const CollectiveTraits& op : kCollectiveTraits)
     for (DType t : kTypes)
       for (ReduceOp red : kReductions) {
         if (!op.reduces && red != ReduceOp::Sum) continue;
-        for (std::size_t count : sizes.counts) runOne(comm, op.op, t, red, count);
+        for (std::size_t count : sizes.counts) runOne(comm, op.op, t, red, count, memory);
       }
   const std::pair<DType, ReduceOp> few[] = {
       {DType::F32, ReduceOp::Sum}, {DType::BF16, ReduceOp::Avg}, {DType::I64, ReduceOp::Max}};
   for (const CollectiveTraits& op : kCollectiveTraits)
     for (auto [t, red] : few)
-      for (std::size_t count : sizes.large) runOne(comm, op.op, t, red, count);
+      for (std::size_t count : sizes.large) runOne(comm, op.op, t, red, count, memory);
 }
 
 void runSplitGroups(Communicator& comm, const SuiteSizes& sizes) {

@@ -19,7 +19,19 @@ struct SuiteSizes {
 SuiteSizes defaultSizes();  // up to 1 Mi + 3 elements (4 MiB of f32)
 SuiteSizes smallSizes();    // for sub-groups and slow configurations
 
-void runCollectives(Communicator& comm, const SuiteSizes& sizes);
+// Where a backend's buffers live when not in host memory (NCCL: a GPU's). The suite fills and
+// checks host mirrors and copies each buffer up before and down after the operation.
+class BufferMemory {
+ public:
+  virtual ~BufferMemory() = default;
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void release(void* p) = 0;
+  virtual void upload(void* device, const void* host, std::size_t bytes) = 0;
+  virtual void download(void* host, const void* device, std::size_t bytes) = 0;
+};
+
+// memory: null for backends working on host memory.
+void runCollectives(Communicator& comm, const SuiteSizes& sizes, BufferMemory* memory = nullptr);
 // Splits into two interleaved groups (ordered by descending rank) and runs the suite in each.
 void runSplitGroups(Communicator& comm, const SuiteSizes& sizes);
 void runManyInFlight(Communicator& comm);

@@ -4,8 +4,12 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
+#include "collective_suite.h"
 #include "core/comm/launch.h"
 #include "core/comm/nccl/nccl_backend.h"
 #include "core/cuda/device.h"
@@ -56,12 +60,36 @@ std::string checkAllGather(Communicator& gpu, std::size_t count) {
   return "";
 }
 
+// The suite's buffers in the current GPU's memory.
+class CudaMemory final : public commtest::BufferMemory {
+ public:
+  void* allocate(std::size_t bytes) override {
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes), "cudaMalloc");
+    return p;
+  }
+  void release(void* p) override { cudaFree(p); }
+  void upload(void* device, const void* host, std::size_t bytes) override {
+    check(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy up");
+  }
+  void download(void* host, const void* device, std::size_t bytes) override {
+    check(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy down");
+  }
+
+ private:
+  static void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess)
+      throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+  }
+};
+
 }  // namespace
 
 class TestCommNccl : public QObject {
   Q_OBJECT
  private slots:
   void collectivesOnEveryGpu();
+  void collectiveSuiteOnEveryGpu();
 };
 
 void TestCommNccl::collectivesOnEveryGpu() {
@@ -80,6 +108,28 @@ void TestCommNccl::collectivesOnEveryGpu() {
   });
   for (const std::string& e : errors) QVERIFY2(e.empty(), e.c_str());
   qInfo("NCCL backend checked on %d GPU(s)", gpus);
+}
+
+// The collective suite the threads and MPI backends pass: every operation, element type,
+// reduction and placement, with the buffers on the GPU.
+void TestCommNccl::collectiveSuiteOnEveryGpu() {
+  const int gpus = cuda::deviceCount();
+  if (gpus == 0) QSKIP("no CUDA device visible: the NCCL backend is built but not run here");
+  std::vector<std::string> errors(static_cast<std::size_t>(gpus));
+  runInProcess(gpus, [&](Communicator& host) {
+    // A receive that never matches fails in 20 s instead of hanging the suite.
+    CommOptions options;
+    options.timeout = std::chrono::seconds(20);
+    Communicator gpu = ncclCommunicator(host, host.rank(), options);
+    CudaMemory memory;
+    try {
+      commtest::runCollectives(gpu, commtest::defaultSizes(), &memory);
+    } catch (const std::exception& e) {
+      errors[static_cast<std::size_t>(host.rank())] = e.what();
+    }
+  });
+  for (const std::string& e : errors) QVERIFY2(e.empty(), e.c_str());
+  qInfo("collective suite passed on the NCCL backend, %d GPU(s)", gpus);
 }
 
 QTEST_GUILESS_MAIN(TestCommNccl)

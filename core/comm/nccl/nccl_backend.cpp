@@ -6,8 +6,12 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <functional>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "core/comm/collective_traits.h"
 #include "core/comm/comm_bytes.h"
 #include "core/common/error.h"
 #include "core/cuda/device.h"
@@ -60,6 +64,7 @@ class NcclRequest final : public CommRequest {
   }
   ~NcclRequest() override { cudaEventDestroy(event); }
   bool test() override {
+    if (launch) std::exchange(launch, nullptr)();  // a receive still held back: post it now
     const cudaError_t e = cudaEventQuery(event);
     if (e == cudaSuccess) return true;
     if (e != cudaErrorNotReady)
@@ -83,6 +88,8 @@ class NcclRequest final : public CommRequest {
   }
   cudaEvent_t event = nullptr;
   void* temp = nullptr;  // device staging for in-place allToAll, freed on the stream
+  // Set while this receive is held back (NcclComm::start): posts it, with any others held.
+  std::function<void()> launch;
 
  private:
   ncclComm_t comm_;
@@ -117,12 +124,20 @@ class NcclComm final : public CommBackend {
 
  private:
   void enqueue(const CommArgs& a, NcclRequest& req);
+  void postHeldReceives();
   ncclComm_t comm_;
+  // Receives posted but not yet handed to NCCL (see start()).
+  std::vector<std::pair<CommArgs, std::shared_ptr<NcclRequest>>> held_;
   int device_;
   int rank_ = 0, size_ = 1;
   cudaStream_t stream_ = nullptr;
 };
 
+// NCCL runs one communicator's operations in order on its stream, and a receive waits inside
+// its kernel for the matching send: a ring (every rank receives, then sends) or a send to
+// oneself would wait forever with each posted alone. So a receive is held back until the next
+// operation of this rank, and posted in one NCCL group with it (as batch_isend_irecv does), or
+// alone once it is waited for.
 std::shared_ptr<CommRequest> NcclComm::start(const CommArgs& a, bool) {
   CUDACHECK(cudaSetDevice(device_));
   auto req = std::make_shared<NcclRequest>(
@@ -131,14 +146,47 @@ std::shared_ptr<CommRequest> NcclComm::start(const CommArgs& a, bool) {
   req->record = makeRecord(kind(), name(), rank_, size_, a,
                            chunked ? CommAlgorithm::Chunked : CommAlgorithm::Direct);
   req->record.algorithm = "nccl/" + req->record.algorithm;
+  if (a.op == CommOp::Recv) {
+    req->launch = [this] { postHeldReceives(); };
+    held_.emplace_back(a, req);
+    return req;
+  }
+  NCCLCHECK(ncclGroupStart());
+  for (auto& [args, held] : held_) enqueue(args, *held);
   enqueue(a, *req);
+  NCCLCHECK(ncclGroupEnd());
+  for (auto& [args, held] : held_) {
+    held->launch = nullptr;
+    CUDACHECK(cudaEventRecord(held->event, stream_));
+  }
+  held_.clear();
   CUDACHECK(cudaEventRecord(req->event, stream_));
   return req;
+}
+
+void NcclComm::postHeldReceives() {
+  CUDACHECK(cudaSetDevice(device_));
+  NCCLCHECK(ncclGroupStart());
+  for (auto& [args, held] : held_) enqueue(args, *held);
+  NCCLCHECK(ncclGroupEnd());
+  for (auto& [args, held] : held_) {
+    held->launch = nullptr;
+    CUDACHECK(cudaEventRecord(held->event, stream_));
+  }
+  held_.clear();
 }
 
 void NcclComm::enqueue(const CommArgs& a, NcclRequest& req) {
   const ncclDataType_t t = ncclType(a.dtype);
   const std::size_t n = a.count;
+  // One rank's average is its own values. NCCL 2.28's one-rank average left the last element of
+  // a reduce unwritten (an H200, f32, 12289 elements: the collective suite), so it is a copy.
+  if (size_ == 1 && a.reduce == ReduceOp::Avg && commTraits(a.op).reduces) {
+    if (a.send != a.recv && n > 0)
+      CUDACHECK(cudaMemcpyAsync(a.recv, a.send, n * dtypeSize(a.dtype), cudaMemcpyDeviceToDevice,
+                                stream_));
+    return;
+  }
   switch (a.op) {
     case CommOp::Broadcast:
       NCCLCHECK(ncclBroadcast(a.recv, a.recv, n, t, a.root, comm_, stream_));
