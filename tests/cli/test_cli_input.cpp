@@ -15,7 +15,7 @@
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-class TestHostileCli : public QObject {
+class TestCliInput : public QObject {
   Q_OBJECT
  private slots:
   void initTestCase();
@@ -45,7 +45,7 @@ class TestHostileCli : public QObject {
   QStringList inputs_;
 };
 
-void TestHostileCli::initTestCase() {
+void TestCliInput::initTestCase() {
   dir_ = fs::temp_directory_path() / ("parascope-test-hostile-cli-" + std::to_string(::getpid()));
   fs::create_directories(dir_ / "outdir");
   std::ofstream(dir_ / "array.json") << "[1, 2]";
@@ -62,11 +62,11 @@ void TestHostileCli::initTestCase() {
              "big-model.json", "deep.json",  "weights.safetensors", "tokens.bin",       "fifo"};
 }
 
-void TestHostileCli::cleanupTestCase() {
+void TestCliInput::cleanupTestCase() {
   fs::remove_all(dir_);
 }
 
-void TestHostileCli::refusedWithOneLine_data() {
+void TestCliInput::refusedWithOneLine_data() {
   QTest::addColumn<QStringList>("args");
   QTest::addColumn<QString>("message");
   const QString C = "resources/configs/default.json";
@@ -181,7 +181,7 @@ void TestHostileCli::refusedWithOneLine_data() {
       << "error: -o '" + path("outdir") + "': is a directory; name a file inside it\n";
 }
 
-void TestHostileCli::refusedWithOneLine() {
+void TestCliInput::refusedWithOneLine() {
   QFETCH(QStringList, args);
   QFETCH(QString, message);
   const Result r = run(args);
@@ -198,7 +198,7 @@ void TestHostileCli::refusedWithOneLine() {
 }
 
 // Probe 4: --out /dev/null or a FIFO is refused; the node stays what it was.
-void TestHostileCli::outputsToSpecialFilesAreRefusedUntouched() {
+void TestCliInput::outputsToSpecialFilesAreRefusedUntouched() {
   for (const QString& target : {QString("/dev/null"), path("fifo")}) {
     const Result r =
         run({"grad", "--config", "resources/configs/default.json", "--weights",
@@ -213,7 +213,7 @@ void TestHostileCli::outputsToSpecialFilesAreRefusedUntouched() {
   QCOMPARE(leftovers(), QStringList());
 }
 
-void TestHostileCli::stopSignalEndsTrainingCleanly_data() {
+void TestCliInput::stopSignalEndsTrainingCleanly_data() {
   QTest::addColumn<int>("signal");
   QTest::addColumn<int>("status");
   QTest::newRow("SIGINT") << SIGINT << 130;
@@ -221,7 +221,7 @@ void TestHostileCli::stopSignalEndsTrainingCleanly_data() {
 }
 
 // Probe 6: SIGINT / SIGTERM during a traced run: exit 130 / 143, no trace, no temporary.
-void TestHostileCli::stopSignalEndsTrainingCleanly() {
+void TestCliInput::stopSignalEndsTrainingCleanly() {
   QFETCH(int, signal);
   QFETCH(int, status);
   QProcess p;
@@ -247,5 +247,5 @@ void TestHostileCli::stopSignalEndsTrainingCleanly() {
   QVERIFY(fs::is_empty(dir_ / "outdir"));
 }
 
-QTEST_GUILESS_MAIN(TestHostileCli)
-#include "test_hostile_cli.moc"
+QTEST_GUILESS_MAIN(TestCliInput)
+#include "test_cli_input.moc"

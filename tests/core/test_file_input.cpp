@@ -1,0 +1,252 @@
+// Hostile files against the engine's readers and writers (issue 16's probes): safetensors
+// headers, output files (special targets, full disk, stop signals), IDX headers and text
+// corpora. Each case names the probe it stands for.
+#include <QtTest>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/common/bounded_json.h"
+#include "core/common/error.h"
+#include "core/common/output_file.h"
+#include "core/common/stop_signal.h"
+#include "core/config/config.h"
+#include "core/data/idx_dataset.h"
+#include "core/data/text_dataset.h"
+#include "core/io/safetensors.h"
+
+using namespace parascope;
+namespace fs = std::filesystem;
+
+namespace {
+
+template <class F>
+QString userErrorOf(F&& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return QString::fromStdString(e.what());
+  }
+  return "(no UserError)";
+}
+
+std::string nested(std::size_t depth) {
+  return std::string(depth, '[') + std::string(depth, ']');
+}
+
+void write(const fs::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary) << bytes;
+}
+
+// A safetensors file with the given header text and `data` bytes after it.
+void writeSafetensorsRaw(const fs::path& p, const std::string& header, std::size_t data) {
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  write(p, bytes + header + std::string(data, '\0'));
+}
+
+std::size_t filesIn(const fs::path& dir) {
+  return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), {}));
+}
+
+}  // namespace
+
+class TestFileInput : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase();
+  void cleanupTestCase();
+  void safetensorsHeadersAreBounded();
+  void outputsNeverReplaceSpecialFiles();
+  void outputsLeaveNothingBehindOnFailure();
+  void idxHeadersDoNotDriveAllocation();
+  void textCorpusUnderProcIsAUserError();
+
+ private:
+  fs::path dir_;
+};
+
+void TestFileInput::initTestCase() {
+  dir_ = fs::temp_directory_path() / ("parascope-test-file-input-" + std::to_string(::getpid()));
+  fs::create_directories(dir_);
+}
+
+void TestFileInput::cleanupTestCase() {
+  fs::remove_all(dir_);
+}
+
+// Probes 3 and minor: a shape nested 100k levels, duplicate names, overlapping offsets, a shape
+// whose product overflows.
+void TestFileInput::safetensorsHeadersAreBounded() {
+  const fs::path f = dir_ / "w.safetensors";
+  writeSafetensorsRaw(
+      f, R"({"a": {"dtype": "F32", "shape": )" + nested(100000) + R"(, "data_offsets": [0, 4]}})",
+      4);
+  QCOMPARE(userErrorOf([&] { readSafetensors(f.string()); }),
+           QString::fromStdString(f.string()) +
+               ": header: nested deeper than 8 levels at 'a.shape[0][0][0][0][0][0]'");
+  writeSafetensorsRaw(f,
+                      R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},)"
+                      R"( "a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+                      8);
+  QCOMPARE(userErrorOf([&] { readSafetensors(f.string()); }),
+           QString::fromStdString(f.string()) + ": header: duplicate key 'a'");
+  writeSafetensorsRaw(f,
+                      R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},)"
+                      R"( "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
+                      12);
+  QCOMPARE(userErrorOf([&] { readSafetensors(f.string()); }),
+           QString::fromStdString(f.string()) +
+               ": tensors 'a' and 'b' overlap in the data section (data_offsets [0, 8) and [4, "
+               "12))");
+  writeSafetensorsRaw(
+      f, R"({"a": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 4]}})",
+      4);
+  QCOMPARE(userErrorOf([&] { readSafetensors(f.string()); }),
+           QString::fromStdString(f.string()) + ": tensor 'a' is too large");
+  bool refused = false;
+  try {
+    shapeNumel({std::int64_t{1} << 32, std::int64_t{1} << 32});
+  } catch (const std::length_error&) {
+    refused = true;
+  }
+  QVERIFY(refused);
+}
+
+// Probes 4 and 9: a device node, a directory, a FIFO, a symbolic link, a missing directory.
+void TestFileInput::outputsNeverReplaceSpecialFiles() {
+  const fs::path dir = dir_ / "special";
+  fs::create_directories(dir);
+  QCOMPARE(userErrorOf([] { checkOutputPath("/dev/null", "--trace"); }),
+           QString("--trace '/dev/null': is a device, FIFO or socket, not a regular file; name a "
+                   "regular file"));
+  QCOMPARE(
+      userErrorOf([&] { checkOutputPath(dir_.string(), "-o"); }),
+      "-o '" + QString::fromStdString(dir_.string()) + "': is a directory; name a file inside it");
+  const fs::path fifo = dir / "out.fifo";
+  QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+  QVERIFY(userErrorOf([&] {
+            OutputFile f(fifo.string(), "--out");
+          }).endsWith("not a regular file; name a regular file"));
+  QVERIFY(fs::is_fifo(fifo));
+  fs::remove(fifo);
+  write(dir / "target", "x");
+  fs::create_symlink(dir / "target", dir / "link");
+  QVERIFY(userErrorOf([&] {
+            checkOutputPath((dir / "link").string(), "save_weights");
+          }).endsWith("is a symbolic link; name the file it points to"));
+  fs::remove(dir / "link");
+  fs::remove(dir / "target");
+  QCOMPARE(userErrorOf([&] {
+             checkOutputPath((dir / "missing" / "w.safetensors").string(), "save_weights");
+           }),
+           "save_weights '" + QString::fromStdString((dir / "missing" / "w.safetensors").string()) +
+               "': directory '" + QString::fromStdString((dir / "missing").string()) +
+               "' does not exist; create it first");
+  QCOMPARE(filesIn(dir), std::size_t{0});
+}
+
+// Probe 6: a full disk, a target that became a directory during the run, a stop signal.
+void TestFileInput::outputsLeaveNothingBehindOnFailure() {
+  const fs::path dir = dir_ / "failing";
+  fs::create_directories(dir);
+  const fs::path out = dir / "grads.safetensors";
+  {
+    // RLIMIT_FSIZE makes write() fail with EFBIG as a full disk fails with ENOSPC.
+    signal(SIGXFSZ, SIG_IGN);
+    rlimit old{};
+    getrlimit(RLIMIT_FSIZE, &old);
+    rlimit small = old;
+    small.rlim_cur = 4096;
+    setrlimit(RLIMIT_FSIZE, &small);
+    const QString message = userErrorOf([&] {
+      OutputFile f(out.string(), "--out");
+      const std::string block(10000, 'x');
+      f.write(block.data(), block.size());
+      f.commit();
+    });
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, SIG_DFL);
+    QCOMPARE(message,
+             "--out '" + QString::fromStdString(out.string()) + "': write failed: File too large");
+    QCOMPARE(filesIn(dir), std::size_t{0});
+  }
+  {
+    OutputFile f(out.string(), "--out");
+    f.write("abc", 3);
+    fs::create_directory(out);  // appears while the file is written
+    QCOMPARE(userErrorOf([&] { f.commit(); }), "--out '" + QString::fromStdString(out.string()) +
+                                                   "': is a directory; name a file inside it");
+    fs::remove(out);
+    QCOMPARE(filesIn(dir), std::size_t{0});
+  }
+  {
+    bool interrupted = false;
+    try {
+      OutputFile f(out.string(), "--out");
+      f.write("abc", 3);
+      setPendingStopSignal(SIGTERM);
+      f.write("def", 3);
+    } catch (const Interrupted& e) {
+      interrupted = e.exitCode() == 143;
+    }
+    setPendingStopSignal(0);
+    QVERIFY(interrupted);
+    QCOMPARE(filesIn(dir), std::size_t{0});
+  }
+  {
+    // A real SIGINT is recorded, not fatal; the next write stops.
+    installStopSignalHandlers();
+    ::raise(SIGINT);
+    QCOMPARE(pendingStopSignal(), SIGINT);
+    bool stopped = false;
+    try {
+      OutputFile f(out.string(), "--out");
+      f.write("abc", 3);
+    } catch (const Interrupted& e) {
+      stopped = e.exitCode() == 130;
+    }
+    setPendingStopSignal(0);
+    signal(SIGINT, SIG_DFL);
+    QVERIFY(stopped);
+    QCOMPARE(filesIn(dir), std::size_t{0});
+  }
+  OutputFile ok(out.string(), "--out");
+  ok.write("abc", 3);
+  ok.commit();
+  QCOMPARE(fs::file_size(out), std::uintmax_t{3});
+  QCOMPARE(filesIn(dir), std::size_t{1});
+  fs::remove(out);
+}
+
+// Probe 5: an IDX header claiming 2^26 images of 10 x 10 (6.7 GB) in a 1 KB file.
+void TestFileInput::idxHeadersDoNotDriveAllocation() {
+  const fs::path f = dir_ / "claims-idx3-ubyte";
+  std::string bytes = {0, 0, 8, 3, 4, 0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 10};
+  write(f, bytes + std::string(1000, '\1'));
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  QCOMPARE(userErrorOf([&] { readIdx(f.string(), 3); }),
+           QString::fromStdString(f.string()) + ": truncated: the file ends inside the data");
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  QVERIFY2(after.ru_maxrss - before.ru_maxrss < 200 * 1024,
+           qPrintable(QString::number(after.ru_maxrss - before.ru_maxrss) + " KiB"));
+  fs::remove(f);
+}
+
+// Probe 7: data.path=/proc/self.
+void TestFileInput::textCorpusUnderProcIsAUserError() {
+  const QString message = userErrorOf([] { TextDataset("/proc/self", 16, 0.1, 1); });
+  QVERIFY2(message.startsWith("data.path: '/proc/self'"), qPrintable(message));
+}
+
+QTEST_GUILESS_MAIN(TestFileInput)
+#include "test_file_input.moc"
