@@ -57,7 +57,7 @@ class Layer {
   // Selective recompute: drop the cheap-to-recompute, large part of the saved activations in
   // forward and recompute it in backward (GPT Block: the attention core softmax(QK^T)V). Layers
   // without such a part keep everything (the default). Full recompute needs nothing from the
-  // layer: the caller keeps the input and runs forward again (core/parallel/pipeline_stage.h).
+  // layer: the caller keeps the input and runs forward again (core/pipeline/pipeline_stage.h).
   virtual void setSelectiveRecompute(bool on) { (void)on; }
 };
 

@@ -1,7 +1,7 @@
 // Runs a rank's step program: compute on the rank's chunks, transfers between pipeline ranks,
 // data-parallel work through the trainer's hooks, one trace span per instruction, busy/idle
 // timing.
-#include "core/parallel/step_executor.h"
+#include "core/pipeline/step_executor.h"
 
 #include <chrono>
 #include <cstring>

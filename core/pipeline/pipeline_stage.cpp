@@ -1,6 +1,6 @@
 // A pipeline chunk's layers per micro-batch: forward with the chosen recompute, backward whole or
 // in zero-bubble halves, and the gradient hooks around each layer's weight passes.
-#include "core/parallel/pipeline_stage.h"
+#include "core/pipeline/pipeline_stage.h"
 
 #include <stdexcept>
 #include <string>

@@ -19,9 +19,9 @@
 
 #include "core/comm/communicator.h"
 #include "core/parallel/pipeline_layout.h"
-#include "core/parallel/pipeline_stage.h"
 #include "core/parallel/program_builder.h"
 #include "core/parallel/schedule.h"
+#include "core/pipeline/pipeline_stage.h"
 
 namespace parascope {
 
