@@ -62,8 +62,9 @@ Batch readTokens(const std::string& path, int B, int T, int vocab) {
 void runGrad(const GradOptions& o) {
   checkOutputPath(o.out, "--out");  // before any work, not after the gradients are computed
   const TrainConfig config = parseTrainConfig(readJsonFile(o.config));
-  if (config.model.kind != ModelSpec::Kind::Gpt) {
-    throw UserError("grad: model.type must be \"gpt\" (token batches); got \"mlp\"");
+  if (config.model.kind != &gptModelKind()) {
+    throw UserError("grad: model.type must be \"gpt\" (token batches); got \"" +
+                    std::string(config.model.kind->name()) + "\"");
   }
   // One rank, no data set: the model, its gradients and one micro-batch's activations.
   checkMemory(estimateMemory(config, 0, 1), availableMemoryBytes());

@@ -160,20 +160,20 @@ class Printer final : public SessionObserver {
       std::printf("\r[%s%s] %d/%d loss %.4f lr %.2e %s %.0f\033[K",
                   std::string(static_cast<std::size_t>(done), '#').c_str(),
                   std::string(static_cast<std::size_t>(width - done), '.').c_str(), r.step,
-                  r.totalSteps, r.loss, r.lr, unit(), smoothedRate_);
+                  r.totalSteps, r.loss, r.lr, unit().c_str(), smoothedRate_);
       std::fflush(stdout);
     } else if (r.skipped || r.step % c_.logInterval == 0 || r.step == 1 || r.step == r.totalSteps) {
       char norm[32] = "overflow";  // inf or NaN
       if (std::isfinite(r.gradNorm)) std::snprintf(norm, sizeof norm, "%.3f", r.gradNorm);
       std::printf("step %5d/%d  loss %.4f  lr %.2e  grad-norm %s  %s %.0f%s\n", r.step,
-                  r.totalSteps, r.loss, r.lr, norm, unit(), smoothedRate_,
+                  r.totalSteps, r.loss, r.lr, norm, unit().c_str(), smoothedRate_,
                   lossScaleText(r).c_str());
       std::fflush(stdout);
     }
   }
 
   void onEval(const EvalReport& r) override {
-    const bool classify = c_.model.kind == ModelSpec::Kind::Mlp;
+    const bool classify = c_.model.kind->classifies();
     if (json_) {
       nlohmann::json j{{"event", "eval"},
                        {"step", r.step},
@@ -200,9 +200,7 @@ class Printer final : public SessionObserver {
                   r.skipped ? "  skipped (gradient overflow)" : "");
     return buf;
   }
-  const char* unit() const {
-    return c_.model.kind == ModelSpec::Kind::Gpt ? "tokens/s" : "images/s";
-  }
+  std::string unit() const { return std::string(c_.model.kind->target()) + "/s"; }
   TrainConfig c_;  // the layout running now
   bool json_;
   bool tty_;

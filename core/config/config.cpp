@@ -19,22 +19,8 @@ namespace {
 constexpr int kMaxThreadRanks = 256;
 
 void parseModel(JsonReader r, ModelSpec& m) {
-  const std::string type = r.choice("type");
-  if (type == "gpt") {
-    m.kind = ModelSpec::Kind::Gpt;
-    GptConfig& g = m.gpt;
-    g.vocabSize = static_cast<int>(r.integer("vocab_size"));
-    g.contextLength = static_cast<int>(r.integer("context_length"));
-    g.hiddenSize = static_cast<int>(r.integer("hidden_size"));
-    g.numHeads = static_cast<int>(r.integer("num_attention_heads"));
-    g.numLayers = static_cast<int>(r.integer("num_layers"));
-    g.mlpRatio = static_cast<int>(r.integer("mlp_ratio"));
-    validate(g);
-  } else {
-    m.kind = ModelSpec::Kind::Mlp;
-    const std::vector<std::int64_t> hidden = r.integers("hidden_sizes");
-    m.mlp.hiddenSizes.assign(hidden.begin(), hidden.end());
-  }
+  m.kind = modelKindNamed(r.choice("type"));
+  m.kind->read(r, m);
   r.finish();
 }
 
@@ -119,11 +105,10 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
   JsonReader r(j, "");
   parseModel(r.object("model"), c.model);
   parseData(r.object("data"), c.data);
-  if ((c.model.kind == ModelSpec::Kind::Gpt) != (c.data.kind == DataSpec::Kind::Text)) {
-    throw UserError("config: model.type \"" +
-                    std::string(c.model.kind == ModelSpec::Kind::Gpt ? "gpt" : "mlp") +
-                    "\" needs data.type \"" +
-                    (c.model.kind == ModelSpec::Kind::Gpt ? "text" : "idx") + "\"");
+  const std::string_view dataType = c.data.kind == DataSpec::Kind::Text ? "text" : "idx";
+  if (c.model.kind->dataType() != dataType) {
+    throw UserError("config: model.type \"" + std::string(c.model.kind->name()) +
+                    "\" needs data.type \"" + std::string(c.model.kind->dataType()) + "\"");
   }
   c.parallel = parseStrategy(r, worldSize);
   if (worldSize == 0 && c.parallel.worldSize() > kMaxThreadRanks) {
@@ -136,9 +121,10 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
         std::to_string(kMaxThreadRanks) + ", or more processes under mpirun");
   }
   if (c.parallel.tensor > 1) {
-    if (c.model.kind != ModelSpec::Kind::Gpt)
+    if (!c.model.kind->splitsLayers())
       throw UserError("config: tensor_model_parallel_size (" + std::to_string(c.parallel.tensor) +
-                      ") > 1 needs model.type \"gpt\"; the mlp classifier runs with 1");
+                      ") > 1 needs model.type " + layerSplittingKinds() + "; valid for \"" +
+                      std::string(c.model.kind->name()) + "\": 1");
     validateTensorParallel(c.model.gpt, c.parallel.tensor, c.parallel.sequenceParallel);
   }
   resolveBatch(r, c);

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config/model_kind.h"
 #include "core/kernels/adamw.h"
 #include "core/model/gpt.h"
 #include "core/model/mlp.h"
@@ -23,8 +24,7 @@
 namespace parascope {
 
 struct ModelSpec {
-  enum class Kind : std::uint8_t { Gpt, Mlp };
-  Kind kind = Kind::Gpt;
+  const ModelKind* kind = &gptModelKind();  // model.type (core/config/model_kind.h)
   GptConfig gpt;
   MlpConfig mlp;
 };

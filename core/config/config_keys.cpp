@@ -1,6 +1,6 @@
 // The table of config keys and its renderings. Defaults come from the engine's own structs
-// (GptConfig, ParallelStrategy, LossScaleSpec, PipelineSpec) where they have one, so a default
-// is written once.
+// (ParallelStrategy, LossScaleSpec, PipelineSpec, TrainConfig; the model kinds' keys from their
+// configs) where they have one, so a default is written once.
 #include "core/config/config_keys.h"
 
 #include <algorithm>
@@ -106,8 +106,13 @@ std::vector<std::string> scheduleNames() {
   return names;
 }
 
+std::vector<std::string> kindNames() {
+  std::vector<std::string> names;
+  for (const ModelKind* kind : modelKinds()) names.emplace_back(kind->name());
+  return names;
+}
+
 std::vector<ConfigKey> buildKeys() {
-  const GptConfig gpt;
   const ParallelStrategy parallel;
   const LossScaleSpec loss;
   const PipelineSpec pipeline;
@@ -241,23 +246,6 @@ std::vector<ConfigKey> buildKeys() {
                        "`fp16.enabled` and `bf16.enabled`"),
                [](const TrainConfig& c) { return json(precisionOf(c) == "bf16"); }),
 
-      choice("model.type", "gpt", {"gpt", "mlp"},
-             "a GPT trains on `data.type` `\"text\"`, an MLP on `\"idx\"`"),
-      integer("model.vocab_size", gpt.vocabSize, 2, 1 << 20, "(gpt) vocabulary size"),
-      integer("model.context_length", gpt.contextLength, 1, 1 << 16, "(gpt) tokens per sample"),
-      integer("model.hidden_size", gpt.hiddenSize, 1, 1 << 16,
-              "(gpt) width; divisible by `num_attention_heads`"),
-      integer("model.num_attention_heads", gpt.numHeads, 1, 1024, "(gpt) attention heads"),
-      integer("model.num_layers", gpt.numLayers, 1, 1024, "(gpt) transformer blocks"),
-      integer("model.mlp_ratio", gpt.mlpRatio, 1, 64, "(gpt) MLP width over hidden size"),
-      [] {
-        ConfigKey k = integer("model.hidden_sizes", json::array({256}), 1, 1 << 16,
-                              "(mlp) hidden layer widths");
-        k.type = KeyType::Integers;
-        k.count = 16;
-        return k;
-      }(),
-
       choice("data.type", "text", {"text", "idx"}, "byte-level text, or IDX images + labels"),
       derived(string("data.path", nullptr,
                      "a text file or directory tree; for idx a directory with "
@@ -295,6 +283,15 @@ std::vector<ConfigKey> buildKeys() {
       number("scheduler.params.cos_min_ratio", 0.0, 0.0, 1.0,
              "(WarmupCosineLR) the floor as a fraction of lr"),
   };
+  // model.type, then each kind's own keys, after the top-level blocks.
+  const auto data = std::find_if(keys.begin(), keys.end(),
+                                 [](const ConfigKey& k) { return k.path == "data.type"; });
+  std::vector<ConfigKey> model = {choice("model.type", "gpt", kindNames(),
+                                         "a GPT trains on `data.type` `\"text\"`, an MLP on "
+                                         "`\"idx\"`")};
+  for (const ModelKind* kind : modelKinds())
+    for (ConfigKey& k : kind->keys()) model.push_back(std::move(k));
+  keys.insert(data, model.begin(), model.end());
   return keys;
 }
 

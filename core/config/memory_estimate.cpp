@@ -21,56 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Counts {
-  double parameters = 0;    // elements this rank holds before ZeRO sharding
-  double activations = 0;   // elements kept for backward for one micro-batch
-  double adjacentPair = 0;  // elements of the two largest consecutive layers this rank holds
-  double largestParameter = 0;
-};
-
-Counts gptCounts(const TrainConfig& c) {
-  const GptConfig& g = c.model.gpt;
-  const ParallelStrategy& s = c.parallel;
-  const double B = c.microBatch, T = g.contextLength, C = g.hiddenSize, V = g.vocabSize;
-  const double a = g.numHeads, F = static_cast<double>(g.mlpRatio) * C, t = s.tensor;
-  const double perBlock = 4 * C + 3 * C * C + 3 * C + C * C + C + 2 * F * C + F + C;
-  // The first pipeline stage: its share of the blocks (rounded up) and the embeddings; the
-  // last stage's head is tied to the embedding and no larger.
-  const double blocks = std::ceil(static_cast<double>(g.numLayers) / s.pipeline);
-  Counts n;
-  n.parameters = (blocks * perBlock + (V + T) * C + 2 * C) / t;
-  // The embedding next to the first block, or two blocks, whichever is larger.
-  n.adjacentPair = (blocks >= 1 ? perBlock : 0) + std::max((V + T) * C, blocks >= 2 ? perBlock : 0);
-  n.adjacentPair /= t;
-  n.largestParameter = std::max({V * C, 3 * C * C, F * C}) / t;
-  double perLayer = B * T * C * (17 + 2.5 * a * T / C) / t;
-  if (c.pipeline.recompute == Recompute::Selective) perLayer = B * T * C * 17 / t;
-  if (c.pipeline.recompute == Recompute::Full) perLayer = B * T * C;
-  // Logits and their gradient, split over the tensor group's vocabulary shards.
-  n.activations = blocks * perLayer + 2 * B * T * V / t;
-  return n;
-}
-
-Counts mlpCounts(const TrainConfig& c) {
-  const MlpConfig& m = c.model.mlp;
-  Counts n;
-  double in = m.inputSize, widths = m.inputSize, previous = 0;
-  auto layer = [&](double size) {
-    n.parameters += size;
-    n.largestParameter = std::max(n.largestParameter, size);
-    n.adjacentPair = std::max(n.adjacentPair, previous + size);
-    previous = size;
-  };
-  for (int h : m.hiddenSizes) {
-    layer(in * h + h);
-    widths += h;
-    in = h;
-  }
-  layer(in * m.numClasses + m.numClasses);
-  n.activations = 3.0 * c.microBatch * (widths + m.numClasses);
-  return n;
-}
-
 // Micro-batches' worth of a whole stage's activations that the busiest rank holds at once: the
 // schedule's own promised peak (ScheduleInfo::promisedPeak, in units of one chunk's forward, so
 // divided by the chunks per rank); one without a pipeline.
@@ -127,7 +77,7 @@ const MemoryItem& MemoryEstimate::largest() const {
 
 MemoryEstimate estimateMemory(const TrainConfig& c, double dataBytes, int ranksSharingMemory) {
   const ParallelStrategy& s = c.parallel;
-  const Counts n = c.model.kind == ModelSpec::Kind::Gpt ? gptCounts(c) : mlpCounts(c);
+  const ModelCounts n = c.model.kind->counts(c);
   const bool mixed = s.compute != DType::F32;
   const double half = mixed ? 2 : 4, d = s.data;
   const double full = n.parameters * half;

@@ -32,28 +32,24 @@ PipelineSpec parsePipelineSpec(JsonReader& top, const nlohmann::json& doc, int p
   return s;
 }
 
-LayerSequence layerSequence(const ModelSpec& model) {
-  if (model.kind == ModelSpec::Kind::Gpt) return {1, model.gpt.numLayers, 1, true};
-  return {0, static_cast<int>(model.mlp.hiddenSizes.size()) + 1, 0, false};
-}
-
 void resolvePipeline(TrainConfig& c) {
   PipelineSpec& spec = c.pipeline;
   if (!spec.enabled) return;
   const int p = c.parallel.pipeline;
   const std::string pp = "pipeline_model_parallel_size (" + std::to_string(p) + ")";
-  if (p > 1 && c.model.kind != ModelSpec::Kind::Gpt) {
-    throw UserError("config: " + pp + " > 1 needs model.type \"gpt\"; valid for \"mlp\": 1");
+  if (p > 1 && !c.model.kind->splitsLayers()) {
+    throw UserError("config: " + pp + " > 1 needs model.type " + layerSplittingKinds() +
+                    "; valid for \"" + std::string(c.model.kind->name()) + "\": 1");
   }
   checkPipelineShape(spec, {p, c.gradientAccumulation, spec.chunks});
-  spec.stages = resolveLayout(spec, p, layerSequence(c.model));
+  spec.stages = resolveLayout(spec, p, c.model.kind->layers(c.model));
 }
 
 std::vector<int> pipelineRankLayers(const TrainConfig& c, int worldRank) {
   const ParallelStrategy& s = c.parallel;
   const int rank = meshCoordinates(worldRank, s.tensor, s.data).pipeline;
   if (c.pipeline.enabled) return rankLayers(c.pipeline.stages, s.pipeline, rank);
-  std::vector<int> all(static_cast<std::size_t>(layerSequence(c.model).total()));
+  std::vector<int> all(static_cast<std::size_t>(c.model.kind->layers(c.model).total()));
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
   return all;
 }

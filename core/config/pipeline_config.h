@@ -19,9 +19,6 @@ namespace parascope {
 // knows them). UserError naming the key for a bad value.
 PipelineSpec parsePipelineSpec(JsonReader& top, const nlohmann::json& doc, int pipelineSize);
 
-// The model's layer list as a layout reads it (GPT: E, num_layers x t, L).
-LayerSequence layerSequence(const ModelSpec& model);
-
 // Resolves c.pipeline.stages and checks the combination; UserError naming the keys.
 void resolvePipeline(TrainConfig& c);
 

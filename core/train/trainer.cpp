@@ -30,29 +30,10 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
                                    ModelStorage{.values = s.zeroStage == 0, .gradients = !flat});
   if (world.size() > 1 || config.parallel.worldSize() > 1)
     mesh_ = DeviceMesh(world, config.parallel);
-  if (config.model.kind == ModelSpec::Kind::Gpt) {
-    const GptConfig& g = config.model.gpt;
-    auto text = std::make_unique<TextDataset>(config.data.path, g.contextLength,
-                                              config.data.validationFraction, config.seed);
-    if (text->maxByte() >= g.vocabSize) {
-      throw UserError("data.path: '" + config.data.path + "' contains byte value " +
-                      std::to_string(text->maxByte()) + " but model.vocab_size is " +
-                      std::to_string(g.vocabSize) + "; byte-level text needs vocab_size 256");
-    }
-    dataset_ = std::move(text);
-    // Without tensor parallelism the mesh's tensor group has size 1: the same layers, unsplit.
-    region_ = std::make_shared<TensorParallelRegion>(mesh_.tensor(),
-                                                     config.parallel.sequenceParallel, allocator);
-    buildGptTensorParallel(*model_, g, region_, pipelineRankLayers(config_, world.rank()));
-  } else {
-    auto images = std::make_unique<IdxDataset>(config.data.path, config.seed);
-    MlpConfig m = config.model.mlp;
-    m.inputSize = images->features();
-    m.numClasses = images->classes();
-    config_.model.mlp = m;
-    dataset_ = std::move(images);
-    buildMlp(*model_, m);
-  }
+  BuiltModel built = config_.model.kind->build(*model_, config_, mesh_.tensor(), allocator,
+                                               pipelineRankLayers(config_, world.rank()));
+  dataset_ = std::move(built.dataset);
+  region_ = std::move(built.region);
   const std::optional<std::uint64_t> seed =
       initialize ? std::optional<std::uint64_t>(config.seed) : std::nullopt;
   if (seed) model_->initialize(*seed);
@@ -325,8 +306,8 @@ double Trainer::sumTiedEmbedding() {
 EvalReport Trainer::evaluate() {
   const int rows = config_.microBatch;
   const std::int64_t available = dataset_->samples(Split::Validation);
-  // Images: the whole test set once; text: eval_iters fixed windows (the same every time).
-  const std::int64_t total = config_.evalIters == 0 || config_.model.kind == ModelSpec::Kind::Mlp
+  // Classifiers: the whole test set once; text: eval_iters fixed windows (the same every time).
+  const std::int64_t total = config_.evalIters == 0 || config_.model.kind->classifies()
                                  ? available
                                  : static_cast<std::int64_t>(config_.evalIters) * rows;
   // Data-parallel ranks take turns over the validation micro-batches and add up the results;

@@ -1,0 +1,156 @@
+// The GPT (core/model/gpt.h) as a model kind: byte-level text, tensor and pipeline parallel.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/common/error.h"
+#include "core/config/config.h"
+#include "core/config/json_reader.h"
+#include "core/config/model_kind.h"
+#include "core/data/text_dataset.h"
+#include "core/model/gpt_layers.h"
+#include "core/parallel/tensor_parallel.h"
+
+namespace parascope {
+
+namespace {
+
+class GptKind final : public ModelKind {
+ public:
+  std::string_view name() const override { return "gpt"; }
+  std::string_view dataType() const override { return "text"; }
+  std::string_view target() const override { return "tokens"; }
+  bool classifies() const override { return false; }
+  bool splitsLayers() const override { return true; }
+
+  std::vector<ConfigKey> keys() const override {
+    const GptConfig g;
+    auto row = [](const char* path, int fallback, std::int64_t min, std::int64_t max,
+                  const char* help) {
+      ConfigKey k;
+      k.path = path;
+      k.type = KeyType::Integer;
+      k.fallback = fallback;
+      k.intMin = min;
+      k.intMax = max;
+      k.help = help;
+      return k;
+    };
+    return {row("model.vocab_size", g.vocabSize, 2, 1 << 20, "(gpt) vocabulary size"),
+            row("model.context_length", g.contextLength, 1, 1 << 16, "(gpt) tokens per sample"),
+            row("model.hidden_size", g.hiddenSize, 1, 1 << 16,
+                "(gpt) width; divisible by `num_attention_heads`"),
+            row("model.num_attention_heads", g.numHeads, 1, 1024, "(gpt) attention heads"),
+            row("model.num_layers", g.numLayers, 1, 1024, "(gpt) transformer blocks"),
+            row("model.mlp_ratio", g.mlpRatio, 1, 64, "(gpt) MLP width over hidden size")};
+  }
+
+  void read(JsonReader& r, ModelSpec& m) const override {
+    GptConfig& g = m.gpt;
+    g.vocabSize = static_cast<int>(r.integer("vocab_size"));
+    g.contextLength = static_cast<int>(r.integer("context_length"));
+    g.hiddenSize = static_cast<int>(r.integer("hidden_size"));
+    g.numHeads = static_cast<int>(r.integer("num_attention_heads"));
+    g.numLayers = static_cast<int>(r.integer("num_layers"));
+    g.mlpRatio = static_cast<int>(r.integer("mlp_ratio"));
+    validate(g);
+  }
+
+  // The embedding, the blocks, the head.
+  LayerSequence layers(const ModelSpec& m) const override { return {1, m.gpt.numLayers, 1, true}; }
+
+  double flopsPerTarget(const ModelSpec& m) const override { return m.gpt.flopsPerToken(); }
+
+  std::int64_t parameters(const ModelSpec& m, const Model&) const override {
+    const GptConfig& g = m.gpt;
+    return g.nonEmbeddingPositionParameters() +
+           static_cast<std::int64_t>(g.contextLength) * g.hiddenSize;
+  }
+
+  std::string describe(const ModelSpec& m, double millions) const override {
+    const GptConfig& g = m.gpt;
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "gpt, %.2fM parameters (%d layers, width %d, %d heads, context %d, vocab %d)",
+                  millions, g.numLayers, g.hiddenSize, g.numHeads, g.contextLength, g.vocabSize);
+    return buf;
+  }
+
+  ModelCounts counts(const TrainConfig& c) const override {
+    const GptConfig& g = c.model.gpt;
+    const ParallelStrategy& s = c.parallel;
+    const double B = c.microBatch, T = g.contextLength, C = g.hiddenSize, V = g.vocabSize;
+    const double a = g.numHeads, F = static_cast<double>(g.mlpRatio) * C, t = s.tensor;
+    const double perBlock = 4 * C + 3 * C * C + 3 * C + C * C + C + 2 * F * C + F + C;
+    // The first pipeline stage: its share of the blocks (rounded up) and the embeddings; the
+    // last stage's head is tied to the embedding and no larger.
+    const double blocks = std::ceil(static_cast<double>(g.numLayers) / s.pipeline);
+    ModelCounts n;
+    n.parameters = (blocks * perBlock + (V + T) * C + 2 * C) / t;
+    // The embedding next to the first block, or two blocks, whichever is larger.
+    n.adjacentPair =
+        (blocks >= 1 ? perBlock : 0) + std::max((V + T) * C, blocks >= 2 ? perBlock : 0);
+    n.adjacentPair /= t;
+    n.largestParameter = std::max({V * C, 3 * C * C, F * C}) / t;
+    double perLayer = B * T * C * (17 + 2.5 * a * T / C) / t;
+    if (c.pipeline.recompute == Recompute::Selective) perLayer = B * T * C * 17 / t;
+    if (c.pipeline.recompute == Recompute::Full) perLayer = B * T * C;
+    // Logits and their gradient, split over the tensor group's vocabulary shards.
+    n.activations = blocks * perLayer + 2 * B * T * V / t;
+    return n;
+  }
+
+  std::vector<std::pair<std::string, Shape>> parameterShapes(const ModelSpec& m) const override {
+    const GptConfig& g = m.gpt;
+    const std::int64_t C = g.hiddenSize, F = static_cast<std::int64_t>(g.mlpRatio) * C;
+    std::vector<std::pair<std::string, Shape>> t;
+    t.push_back({"wte.weight", {g.vocabSize, C}});
+    t.push_back({"wpe.weight", {g.contextLength, C}});
+    for (int i = 0; i < g.numLayers; ++i) {
+      const std::string p = "h." + std::to_string(i) + ".";
+      t.push_back({p + "ln_1.weight", {C}});
+      t.push_back({p + "ln_1.bias", {C}});
+      t.push_back({p + "attn.c_attn.weight", {3 * C, C}});
+      t.push_back({p + "attn.c_attn.bias", {3 * C}});
+      t.push_back({p + "attn.c_proj.weight", {C, C}});
+      t.push_back({p + "attn.c_proj.bias", {C}});
+      t.push_back({p + "ln_2.weight", {C}});
+      t.push_back({p + "ln_2.bias", {C}});
+      t.push_back({p + "mlp.c_fc.weight", {F, C}});
+      t.push_back({p + "mlp.c_fc.bias", {F}});
+      t.push_back({p + "mlp.c_proj.weight", {C, F}});
+      t.push_back({p + "mlp.c_proj.bias", {C}});
+    }
+    t.push_back({"ln_f.weight", {C}});
+    t.push_back({"ln_f.bias", {C}});
+    return t;
+  }
+
+  BuiltModel build(Model& model, TrainConfig& config, const Communicator& tensorGroup,
+                   Allocator& allocator, const std::vector<int>& layers) const override {
+    const GptConfig& g = config.model.gpt;
+    auto text = std::make_unique<TextDataset>(config.data.path, g.contextLength,
+                                              config.data.validationFraction, config.seed);
+    if (text->maxByte() >= g.vocabSize) {
+      throw UserError("data.path: '" + config.data.path + "' contains byte value " +
+                      std::to_string(text->maxByte()) + " but model.vocab_size is " +
+                      std::to_string(g.vocabSize) + "; byte-level text needs vocab_size 256");
+    }
+    BuiltModel built;
+    built.dataset = std::move(text);
+    // Without tensor parallelism the tensor group has size 1: the same layers, unsplit.
+    built.region = std::make_shared<TensorParallelRegion>(
+        tensorGroup, config.parallel.sequenceParallel, allocator);
+    buildGptTensorParallel(model, g, built.region, layers);
+    return built;
+  }
+};
+
+}  // namespace
+
+const ModelKind& gptModelKind() {
+  static const GptKind kind;
+  return kind;
+}
+
+}  // namespace parascope

@@ -1,0 +1,114 @@
+// The MLP classifier (core/model/mlp.h) as a model kind: IDX images, one rank's layers whole.
+#include <algorithm>
+#include <cstdio>
+
+#include "core/config/config.h"
+#include "core/config/json_reader.h"
+#include "core/config/model_kind.h"
+#include "core/data/idx_dataset.h"
+#include "core/model/mlp.h"
+#include "core/model/model.h"
+
+namespace parascope {
+
+namespace {
+
+class MlpKind final : public ModelKind {
+ public:
+  std::string_view name() const override { return "mlp"; }
+  std::string_view dataType() const override { return "idx"; }
+  std::string_view target() const override { return "images"; }
+  bool classifies() const override { return true; }
+  bool splitsLayers() const override { return false; }
+
+  std::vector<ConfigKey> keys() const override {
+    ConfigKey k;
+    k.path = "model.hidden_sizes";
+    k.type = KeyType::Integers;
+    k.fallback = MlpConfig{}.hiddenSizes;
+    k.intMin = 1;
+    k.intMax = 1 << 16;
+    k.count = 16;
+    k.help = "(mlp) hidden layer widths";
+    return {k};
+  }
+
+  void read(JsonReader& r, ModelSpec& m) const override {
+    const std::vector<std::int64_t> hidden = r.integers("hidden_sizes");
+    m.mlp.hiddenSizes.assign(hidden.begin(), hidden.end());
+  }
+
+  // Every layer a block: no embedding before, no head after.
+  LayerSequence layers(const ModelSpec& m) const override {
+    return {0, static_cast<int>(m.mlp.hiddenSizes.size()) + 1, 0, false};
+  }
+
+  double flopsPerTarget(const ModelSpec&) const override { return 0.0; }
+
+  std::int64_t parameters(const ModelSpec&, const Model& rankModel) const override {
+    return rankModel.parameterCount();
+  }
+
+  std::string describe(const ModelSpec&, double millions) const override {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "mlp, %.2fM parameters", millions);
+    return buf;
+  }
+
+  ModelCounts counts(const TrainConfig& c) const override {
+    const MlpConfig& m = c.model.mlp;
+    ModelCounts n;
+    double in = m.inputSize, widths = m.inputSize, previous = 0;
+    auto layer = [&](double size) {
+      n.parameters += size;
+      n.largestParameter = std::max(n.largestParameter, size);
+      n.adjacentPair = std::max(n.adjacentPair, previous + size);
+      previous = size;
+    };
+    for (int h : m.hiddenSizes) {
+      layer(in * h + h);
+      widths += h;
+      in = h;
+    }
+    layer(in * m.numClasses + m.numClasses);
+    n.activations = 3.0 * c.microBatch * (widths + m.numClasses);
+    return n;
+  }
+
+  std::vector<std::pair<std::string, Shape>> parameterShapes(const ModelSpec& spec) const override {
+    const MlpConfig& m = spec.mlp;
+    std::vector<std::pair<std::string, Shape>> t;
+    std::int64_t in = m.inputSize;
+    for (std::size_t i = 0; i < m.hiddenSizes.size(); ++i) {
+      const std::string p = "fc." + std::to_string(i);
+      const std::int64_t out = m.hiddenSizes[i];
+      t.push_back({p + ".weight", {out, in}});
+      t.push_back({p + ".bias", {out}});
+      in = out;
+    }
+    t.push_back({"classifier.weight", {m.numClasses, in}});
+    t.push_back({"classifier.bias", {m.numClasses}});
+    return t;
+  }
+
+  BuiltModel build(Model& model, TrainConfig& config, const Communicator&, Allocator&,
+                   const std::vector<int>&) const override {
+    auto images = std::make_unique<IdxDataset>(config.data.path, config.seed);
+    MlpConfig& m = config.model.mlp;
+    m.inputSize = images->features();
+    m.numClasses = images->classes();
+    buildMlp(model, m);
+    BuiltModel built;
+    built.dataset = std::move(images);
+    return built;
+  }
+};
+
+}  // namespace
+
+const ModelKind& mlpModelKind() {
+  static const MlpKind kind;
+  return kind;
+}
+
+}  // namespace parascope

@@ -1,0 +1,87 @@
+// What a kind of model is to the rest of the engine, once: its config keys and how they are
+// read, the data it trains on, how its layers split over ranks, its FLOPs and parameter counts,
+// its memory, its parameters' names and shapes, and how a rank builds it. The config reader,
+// the memory estimate, the run summary, the trainer, the checkpoint layout and the front ends
+// ask the model's kind instead of testing which one it is. A new kind: one file (see
+// gpt_kind.cpp) and one registration line in model_kinds.cpp (and its config struct in
+// ModelSpec).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/config/config_keys.h"
+#include "core/parallel/pipeline_layout.h"
+#include "core/tensor/tensor.h"
+
+namespace parascope {
+
+class Allocator;
+class Communicator;
+class Dataset;
+class JsonReader;
+class Model;
+class TensorParallelRegion;
+struct ModelSpec;
+struct TrainConfig;
+
+// The element counts the memory estimate weighs, for the busiest rank.
+struct ModelCounts {
+  double parameters = 0;    // elements this rank holds before ZeRO sharding
+  double activations = 0;   // elements kept for backward for one micro-batch
+  double adjacentPair = 0;  // elements of the two largest consecutive layers this rank holds
+  double largestParameter = 0;
+};
+
+// What a rank's build hands the trainer besides the layers it added to the model.
+struct BuiltModel {
+  std::unique_ptr<Dataset> dataset;
+  std::shared_ptr<TensorParallelRegion> region;  // null for kinds that do not split layers
+};
+
+class ModelKind {
+ public:
+  virtual ~ModelKind() = default;
+  virtual std::string_view name() const = 0;      // model.type
+  virtual std::string_view dataType() const = 0;  // the data.type it trains on
+  virtual std::string_view target() const = 0;    // what a target is: "tokens", "images"
+  // Evaluation reports accuracy and covers the whole validation split.
+  virtual bool classifies() const = 0;
+  // Its layers split over tensor- and pipeline-parallel ranks.
+  virtual bool splitsLayers() const = 0;
+  // Its rows of the key table, under "model." (config_keys.h).
+  virtual std::vector<ConfigKey> keys() const = 0;
+  // Reads its keys from the config's model block into spec.
+  virtual void read(JsonReader& model, ModelSpec& spec) const = 0;
+  virtual LayerSequence layers(const ModelSpec& spec) const = 0;
+  // Model FLOPs per target, forward and backward (0 where not defined).
+  virtual double flopsPerTarget(const ModelSpec& spec) const = 0;
+  // The whole logical model's parameters, given one rank's model.
+  virtual std::int64_t parameters(const ModelSpec& spec, const Model& rankModel) const = 0;
+  // "gpt, 3.22M parameters (4 layers, ...)".
+  virtual std::string describe(const ModelSpec& spec, double millionParameters) const = 0;
+  virtual ModelCounts counts(const TrainConfig& config) const = 0;
+  // The whole model's parameters: names, full shapes, in the order the build creates them.
+  virtual std::vector<std::pair<std::string, Shape>> parameterShapes(
+      const ModelSpec& spec) const = 0;
+  // Adds this rank's layers to `model` (its `layers` of layers(spec)) and opens its data.
+  // May complete config.model from the data (an image classifier's input and class counts).
+  virtual BuiltModel build(Model& model, TrainConfig& config, const Communicator& tensorGroup,
+                           Allocator& allocator, const std::vector<int>& layers) const = 0;
+};
+
+const ModelKind& gptModelKind();
+const ModelKind& mlpModelKind();
+
+// Every kind, in the order model.type lists them.
+const std::vector<const ModelKind*>& modelKinds();
+// The kind named `name`; null for none.
+const ModelKind* modelKindNamed(std::string_view name);
+// The kinds whose layers split over ranks, for messages: "\"gpt\"" (or "\"a\" or \"b\"").
+std::string layerSplittingKinds();
+
+}  // namespace parascope
