@@ -15,6 +15,34 @@
 
 namespace parascope::ui {
 
+namespace {
+
+// The smallest of 1, 2, 5 x 10^k at least `raw`: tick intervals a reader counts in.
+double niceStep(double raw) {
+  if (!(raw > 0)) return 1;
+  const double power = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * power >= raw * (1 - 1e-9)) return m * power;
+  return 10 * power;
+}
+
+// The range [lo, hi] with ticks at multiples of `interval`, labelled with as many decimals as
+// the interval has. Fixed ticks while range and interval change: a new range under the old
+// interval (a range of 10^4 under an interval of 10^-4) would lay out that many ticks.
+void setScale(QValueAxis* axis, double lo, double hi, double interval) {
+  axis->setTickType(QValueAxis::TicksFixed);
+  axis->setRange(lo, hi);
+  // A multiple of the interval next to the range: Qt counts from the anchor to the first tick
+  // in an int, which a value far from 0 over a small interval would overflow.
+  axis->setTickAnchor(std::floor(lo / interval) * interval);
+  axis->setTickInterval(interval);
+  axis->setTickType(QValueAxis::TicksDynamic);
+  const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(interval) + 1e-9)));
+  axis->setLabelFormat(QStringLiteral("%.") + QString::number(decimals) + QStringLiteral("f"));
+}
+
+}  // namespace
+
 LiveCharts::LiveCharts(QWidget* parent) : QWidget(parent) {
   const char* titles[ChartCount] = {"Loss", "Tokens/s", "MFU %", "Exposed comm %", "Loss scale"};
   auto* layout = new QHBoxLayout(this);
@@ -32,14 +60,12 @@ LiveCharts::LiveCharts(QWidget* parent) : QWidget(parent) {
     p.series->setName(c == Loss ? tr("train") : QString::fromLatin1(titles[c]));
     p.chart->addSeries(p.series);
     p.x = new QValueAxis;
-    p.x->setLabelFormat(QStringLiteral("%d"));
-    p.x->setTickCount(5);
+    p.x->setTitleText(tr("step"));
     p.y = new QValueAxis;
-    p.y->setLabelFormat(c == TokensPerSecond ? QStringLiteral("%.0f") : QStringLiteral("%.3g"));
-    p.y->setTickCount(4);
     QFont small = p.x->labelsFont();
     small.setPointSizeF(small.pointSizeF() * 0.8);
     p.x->setLabelsFont(small);
+    p.x->setTitleFont(small);
     p.y->setLabelsFont(small);
     p.chart->legend()->setFont(small);
     p.chart->addAxis(p.x, Qt::AlignBottom);
@@ -147,15 +173,21 @@ void LiveCharts::refresh() {
   if (!validationPending_.isEmpty()) validation_->append(std::exchange(validationPending_, {}));
   for (Plot& p : charts_) {
     if (!p.pending.isEmpty()) p.series->append(std::exchange(p.pending, {}));
-    p.x->setRange(0, std::max(1, lastStep_));
+    // Steps are integers: ticks at whole steps, at most about five of them.
+    const int steps = std::max(1, lastStep_);
+    setScale(p.x, 0, steps, std::max(1.0, niceStep(steps / 4.0)));
     // A constant series (fp32's loss scale, no exposed communication) still gets a readable
-    // range around its value; a series that never goes below 0 gets no negative axis.
+    // range around its value (0..1 around 0); a series that never goes below 0 gets no
+    // negative axis. Ticks at round values, about three to six of them.
     const double span = p.hi - p.lo;
-    const double pad = !p.any ? 1 : span > 0 ? 0.05 * span : std::max(0.05 * std::abs(p.hi), 1e-3);
+    const double pad = !p.any        ? 1
+                       : span > 0    ? 0.05 * span
+                       : p.hi != 0.0 ? 0.05 * std::abs(p.hi)
+                                     : 1;
     double lo = p.any ? p.lo - pad : 0;
     const double hi = p.any ? p.hi + pad : 1;
     if (p.any && p.lo >= 0) lo = std::max(0.0, lo);
-    p.y->setRange(lo, hi);
+    setScale(p.y, lo, hi, niceStep((hi - lo) / 5.0));
   }
   for (Marker& m : switches_) {
     for (std::size_t c = 0; c < m.lines.size(); ++c) {

@@ -12,6 +12,7 @@
 #include <QLineSeries>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QValueAxis>
 #include <QtTest>
 #include <memory>
 #include <vector>
@@ -91,6 +92,7 @@ class TestWorkbenchViews : public QObject {
   void pipelineViewIdealIsTheSchedules();
   void panelValidatesASwitchAsTheSessionDoes();
   void analysisTableShowsAnalyzeRows();
+  void chartAxesTickAtRoundValues();
 };
 
 void TestWorkbenchViews::chartsDrawOnRefresh() {
@@ -117,6 +119,48 @@ void TestWorkbenchViews::chartsDrawOnRefresh() {
   QVERIFY(!charts.stale());
   QCOMPARE(charts.pointCount(LiveCharts::Loss), 0);
   QCOMPARE(loss->count(), 0);
+}
+
+// The axes of a 2-step run once labelled "0 0 1 1 2" (integer labels at half steps) and a
+// constant 0 series "0.000333": steps tick at whole numbers, values at 1, 2 or 5 x 10^k with
+// the decimals the interval has, and the step axis says what it counts.
+void TestWorkbenchViews::chartAxesTickAtRoundValues() {
+  LiveCharts charts;
+  auto axes = [&](LiveCharts::Chart c) {
+    const QList<QAbstractAxis*> x = charts.view(c)->chart()->axes(Qt::Horizontal);
+    const QList<QAbstractAxis*> y = charts.view(c)->chart()->axes(Qt::Vertical);
+    return std::pair{qobject_cast<QValueAxis*>(x.at(0)), qobject_cast<QValueAxis*>(y.at(0))};
+  };
+  charts.addStep(1, 5.5, 1000, 0.25, 0.0, 1);
+  charts.addStep(2, 5.0, 1200, 0.3, 0.0, 1);
+  charts.refresh();
+  for (int c = 0; c < LiveCharts::ChartCount; ++c) {
+    const auto [x, y] = axes(static_cast<LiveCharts::Chart>(c));
+    QCOMPARE(x->titleText(), QString("step"));
+    QCOMPARE(x->tickType(), QValueAxis::TicksDynamic);
+    QCOMPARE(x->tickInterval(), 1.0);
+    QCOMPARE(x->labelFormat(), QString("%.0f"));
+    QCOMPARE(x->max(), 2.0);
+  }
+  // No exposed communication: 0..1 %, ticks every 0.2.
+  const auto [commX, comm] = axes(LiveCharts::ExposedComm);
+  QCOMPARE(comm->min(), 0.0);
+  QCOMPARE(comm->max(), 1.0);
+  QCOMPARE(comm->tickInterval(), 0.2);
+  QCOMPARE(comm->labelFormat(), QString("%.1f"));
+  // fp32's constant loss scale of 1: 0.95..1.05, ticks every 0.02.
+  const auto [scaleX, scale] = axes(LiveCharts::LossScale);
+  QCOMPARE(scale->tickInterval(), 0.02);
+  QCOMPARE(scale->labelFormat(), QString("%.2f"));
+  // Tokens/s from 1000 to 1200 (padded by 10 each side): ticks every 50, no decimals.
+  QCOMPARE(axes(LiveCharts::TokensPerSecond).second->tickInterval(), 50.0);
+  QCOMPARE(axes(LiveCharts::TokensPerSecond).second->labelFormat(), QString("%.0f"));
+  // 200 steps: ticks every 50 steps.
+  charts.addStep(200, 4.0, 1100, 0.3, 0.0, 1);
+  charts.refresh();
+  QCOMPARE(axes(LiveCharts::Loss).first->tickInterval(), 50.0);
+  // Ticks anchor at a multiple of the interval at or below the range: 0.95 under 0.02 steps.
+  QCOMPARE(scale->tickAnchor(), 0.94);
 }
 
 void TestWorkbenchViews::categoriesHaveFixedColors() {
