@@ -19,31 +19,13 @@
 #include "core/config/config.h"
 #include "core/config/config_agreement.h"
 #include "core/config/memory_estimate.h"
+#include "tests/input_probes.h"
 
 using namespace parascope;
+using parascope::test::nested;
+using parascope::test::userErrorOf;
+using parascope::test::write;
 namespace fs = std::filesystem;
-
-namespace {
-
-template <class F>
-QString userErrorOf(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return QString::fromStdString(e.what());
-  }
-  return "(no UserError)";
-}
-
-std::string nested(std::size_t depth) {
-  return std::string(depth, '[') + std::string(depth, ']');
-}
-
-void write(const fs::path& p, const std::string& bytes) {
-  std::ofstream(p, std::ios::binary) << bytes;
-}
-
-}  // namespace
 
 class TestConfigInput : public QObject {
   Q_OBJECT

@@ -21,29 +21,15 @@
 #include "core/data/idx_dataset.h"
 #include "core/data/text_dataset.h"
 #include "core/io/safetensors.h"
+#include "tests/input_probes.h"
 
 using namespace parascope;
+using parascope::test::nested;
+using parascope::test::userErrorOf;
+using parascope::test::write;
 namespace fs = std::filesystem;
 
 namespace {
-
-template <class F>
-QString userErrorOf(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return QString::fromStdString(e.what());
-  }
-  return "(no UserError)";
-}
-
-std::string nested(std::size_t depth) {
-  return std::string(depth, '[') + std::string(depth, ']');
-}
-
-void write(const fs::path& p, const std::string& bytes) {
-  std::ofstream(p, std::ios::binary) << bytes;
-}
 
 // A safetensors file with the given header text and `data` bytes after it.
 void writeSafetensorsRaw(const fs::path& p, const std::string& header, std::size_t data) {

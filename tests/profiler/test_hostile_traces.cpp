@@ -16,25 +16,17 @@
 #include "profiler/analysis/stragglers.h"
 #include "profiler/io/chrome_import.h"
 #include "profiler/io/trace_file.h"
+#include "tests/input_probes.h"
 #include "trace_builder.h"
 
 using namespace parascope;
+using parascope::test::userErrorOf;
 using namespace parascope::profiler;
 using namespace parascope::profiler::testing;
 
 namespace {
 
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-
-template <class F>
-QString userErrorOf(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return QString::fromStdString(e.what());
-  }
-  return "(no UserError)";
-}
 
 std::string gzip(const std::string& text) {
   uLongf size = compressBound(text.size()) + 64;
