@@ -59,6 +59,57 @@ class GptKind final : public ModelKind {
   // The embedding, the blocks, the head.
   LayerSequence layers(const ModelSpec& m) const override { return {1, m.gpt.numLayers, 1, true}; }
 
+  // Megatron's block: column-parallel qkv and fc, row-parallel proj and fc2, the attention core
+  // over the rank's heads; the embedding and the head split the vocabulary. Element-wise bytes
+  // count each kernel's f32 reads and writes (layernorms, biases, softmax, gelu, residuals).
+  std::vector<LayerWork> layerWork(const TrainConfig& c) const override {
+    const GptConfig& g = c.model.gpt;
+    const double t = c.parallel.tensor, B = c.microBatch, T = g.contextLength;
+    const double C = g.hiddenSize, F = static_cast<double>(g.mlpRatio) * C, V = g.vocabSize;
+    const double N = B * T, local = c.parallel.sequenceParallel ? N / t : N;
+    const double heads = g.numHeads / t, hd = g.headSize();
+    const CommOp enter = CommOp::AllGather;
+    const CommOp leave = c.parallel.sequenceParallel ? CommOp::ReduceScatter : CommOp::AllReduce;
+    auto regionEntry = [&](LayerWork& w) {
+      if (c.parallel.sequenceParallel && t > 1) w.collectives.push_back({enter, N * C});
+    };
+    auto regionExit = [&](LayerWork& w) {
+      if (t > 1) w.collectives.push_back({leave, N * C});
+    };
+    std::vector<LayerWork> work;
+    LayerWork embedding;
+    embedding.elementwiseBytes = 4 * 3 * N * C;  // two rows read, their sum written
+    regionExit(embedding);
+    work.push_back(embedding);
+    LayerWork block;
+    const double scores = B * heads * T * T;
+    block.gemms = {{N, 3 * C / t, C},
+                   {T, T, hd, B * heads, false},
+                   {T, hd, T, B * heads, false},
+                   {N, C, C / t},
+                   {N, F / t, C},
+                   {N, C, F / t}};
+    const double softmax = 4 * 3 * scores;
+    block.elementwiseBytes = 4 * (2 * 2 * local * C + 2 * 3 * local * C) +
+                             4 * (N * 3 * C / t + N * C / t + 3 * N * F / t) + softmax;
+    block.recomputedBytes = softmax;
+    regionEntry(block);
+    regionExit(block);
+    regionEntry(block);
+    regionExit(block);
+    for (int i = 0; i < g.numLayers; ++i) work.push_back(block);
+    LayerWork head;
+    head.gemms = {{N, V / t, C}};
+    head.elementwiseBytes = 4 * (2 * local * C + 3 * N * V / t);
+    regionEntry(head);
+    if (t > 1) {
+      head.collectives.push_back({CommOp::AllReduce, N});      // row maxima
+      head.collectives.push_back({CommOp::AllReduce, 2 * N});  // sums and target logits
+    }
+    work.push_back(head);
+    return work;
+  }
+
   double flopsPerTarget(const ModelSpec& m) const override { return m.gpt.flopsPerToken(); }
 
   std::int64_t parameters(const ModelSpec& m, const Model&) const override {
@@ -138,11 +189,25 @@ class GptKind final : public ModelKind {
     }
     BuiltModel built;
     built.dataset = std::move(text);
-    // Without tensor parallelism the tensor group has size 1: the same layers, unsplit.
-    built.region = std::make_shared<TensorParallelRegion>(
-        tensorGroup, config.parallel.sequenceParallel, allocator);
-    buildGptTensorParallel(model, g, built.region, layers);
+    built.region = region(model, config, tensorGroup, allocator, layers);
     return built;
+  }
+
+  void addLayers(Model& model, const TrainConfig& config, const Communicator& tensorGroup,
+                 Allocator& allocator, const std::vector<int>& layers) const override {
+    region(model, config, tensorGroup, allocator, layers);
+  }
+
+ private:
+  // Without tensor parallelism the tensor group has size 1: the same layers, unsplit.
+  static std::shared_ptr<TensorParallelRegion> region(Model& model, const TrainConfig& config,
+                                                      const Communicator& tensorGroup,
+                                                      Allocator& allocator,
+                                                      const std::vector<int>& layers) {
+    auto region = std::make_shared<TensorParallelRegion>(
+        tensorGroup, config.parallel.sequenceParallel, allocator);
+    buildGptTensorParallel(model, config.model.gpt, region, layers);
+    return region;
   }
 };
 

@@ -43,6 +43,26 @@ class MlpKind final : public ModelKind {
     return {0, static_cast<int>(m.mlp.hiddenSizes.size()) + 1, 0, false};
   }
 
+  // Each layer one product and its bias and gelu (the classifier: softmax and the loss).
+  std::vector<LayerWork> layerWork(const TrainConfig& c) const override {
+    const MlpConfig& m = c.model.mlp;
+    const double B = c.microBatch;
+    std::vector<LayerWork> work;
+    double in = m.inputSize;
+    for (int h : m.hiddenSizes) {
+      LayerWork w;
+      w.gemms = {{B, static_cast<double>(h), in}};
+      w.elementwiseBytes = 4 * 3 * B * h;
+      work.push_back(w);
+      in = h;
+    }
+    LayerWork classifier;
+    classifier.gemms = {{B, static_cast<double>(m.numClasses), in}};
+    classifier.elementwiseBytes = 4 * 4 * B * m.numClasses;
+    work.push_back(classifier);
+    return work;
+  }
+
   double flopsPerTarget(const ModelSpec&) const override { return 0.0; }
 
   std::int64_t parameters(const ModelSpec&, const Model& rankModel) const override {
@@ -101,6 +121,11 @@ class MlpKind final : public ModelKind {
     BuiltModel built;
     built.dataset = std::move(images);
     return built;
+  }
+
+  void addLayers(Model& model, const TrainConfig& config, const Communicator&, Allocator&,
+                 const std::vector<int>&) const override {
+    buildMlp(model, config.model.mlp);
   }
 };
 

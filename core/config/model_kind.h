@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/comm/comm_types.h"
 #include "core/config/config_keys.h"
 #include "core/parallel/pipeline_layout.h"
 #include "core/tensor/tensor.h"
@@ -37,6 +38,33 @@ struct ModelCounts {
   double largestParameter = 0;
 };
 
+// One matrix product of a layer's forward for one micro-batch on one tensor rank: (m x k) by
+// (k x n), `count` times (attention's per-head products). 2 m n k FLOPs each.
+struct Gemm {
+  double m = 0, n = 0, k = 0;
+  double count = 1;
+  bool weight = true;  // a product with a weight: its backward has a weight-gradient product
+  double flops() const { return 2 * m * n * k * count; }
+};
+
+// A tensor-parallel collective a layer's forward issues (its backward issues the adjoint).
+struct LayerCollective {
+  CommOp op = CommOp::AllReduce;
+  double elements = 0;  // per rank, in the compute type's f32 (activations travel in f32)
+};
+
+// What one layer does for one micro-batch on one tensor rank: the cost model's input
+// (core/plan/cost_model.h). Backward runs, for each forward product, its input-gradient product
+// and (for weights) its weight-gradient product; element-wise passes touch about twice the
+// forward's bytes.
+struct LayerWork {
+  std::vector<Gemm> gemms;      // forward, in order
+  double elementwiseBytes = 0;  // forward's element-wise kernels: bytes read and written
+  double recomputedBytes = 0;   // of those, what selective recompute runs again
+  std::vector<LayerCollective> collectives;  // forward's, in order
+  double flops() const;                      // the forward's matrix-product FLOPs
+};
+
 // What a rank's build hands the trainer besides the layers it added to the model.
 struct BuiltModel {
   std::unique_ptr<Dataset> dataset;
@@ -58,6 +86,8 @@ class ModelKind {
   // Reads its keys from the config's model block into spec.
   virtual void read(JsonReader& model, ModelSpec& spec) const = 0;
   virtual LayerSequence layers(const ModelSpec& spec) const = 0;
+  // Per layer of layers(spec), for one micro-batch of config.microBatch rows on one tensor rank.
+  virtual std::vector<LayerWork> layerWork(const TrainConfig& config) const = 0;
   // Model FLOPs per target, forward and backward (0 where not defined).
   virtual double flopsPerTarget(const ModelSpec& spec) const = 0;
   // The whole logical model's parameters, given one rank's model.
@@ -72,6 +102,10 @@ class ModelKind {
   // May complete config.model from the data (an image classifier's input and class counts).
   virtual BuiltModel build(Model& model, TrainConfig& config, const Communicator& tensorGroup,
                            Allocator& allocator, const std::vector<int>& layers) const = 0;
+  // The layers alone, as build adds them, for a spec already complete: what a plan of the run
+  // reads its parameters from (core/plan) without opening any data.
+  virtual void addLayers(Model& model, const TrainConfig& config, const Communicator& tensorGroup,
+                         Allocator& allocator, const std::vector<int>& layers) const = 0;
 };
 
 const ModelKind& gptModelKind();

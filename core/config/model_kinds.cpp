@@ -3,6 +3,12 @@
 
 namespace parascope {
 
+double LayerWork::flops() const {
+  double sum = 0;
+  for (const Gemm& g : gemms) sum += g.flops();
+  return sum;
+}
+
 const std::vector<const ModelKind*>& modelKinds() {
   static const std::vector<const ModelKind*> kinds = {&gptModelKind(), &mlpModelKind()};
   return kinds;

@@ -100,4 +100,27 @@ void detachBucketGradients(Model& model, const FlatLayout& layout, int b) {
   }
 }
 
+DataParallelWork dataParallelWork(const FlatLayout& layout, const std::vector<LayerRange>& chunks,
+                                  Op reduce, bool eachMicroBatch, bool gathers) {
+  DataParallelWork work;
+  work.reduce = reduce;
+  work.eachMicroBatch = eachMicroBatch;
+  work.bucketChunks.resize(layout.buckets.size());
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    for (int layer = chunks[c].begin; layer < chunks[c].end; ++layer) {
+      for (int b : layout.layerBuckets[static_cast<std::size_t>(layer)]) {
+        auto& writers = work.bucketChunks[static_cast<std::size_t>(b)];
+        if (std::find(writers.begin(), writers.end(), static_cast<int>(c)) == writers.end())
+          writers.push_back(static_cast<int>(c));
+      }
+    }
+    if (gathers) {
+      const std::vector<int>& first =
+          layout.layerBuckets[static_cast<std::size_t>(chunks[c].begin)];
+      work.forwardGroup.push_back(first.empty() ? -1 : first.front());
+    }
+  }
+  return work;
+}
+
 }  // namespace parascope

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "core/model/model.h"
+#include "core/parallel/pipeline_layout.h"
+#include "core/parallel/program_builder.h"
 
 namespace parascope {
 
@@ -56,5 +58,12 @@ Tensor flattenGradients(Model& model, const FlatLayout& layout);
 // Stored gradients as views into `storage` (bucket b's count elements, zeroed), or none.
 void attachBucketGradients(Model& model, const FlatLayout& layout, int b, const Tensor& storage);
 void detachBucketGradients(Model& model, const FlatLayout& layout, int b);
+
+// What a rank's step program carries besides compute, for its chunks (ranges of its model's
+// layers): per gradient bucket the chunks writing it; with ZeRO-3 (`gathers`) per chunk the
+// shard group its first layer needs. `reduce`: ReduceGradBucket or ZeroScatter. The trainer and
+// the simulator (core/plan) place the same work.
+DataParallelWork dataParallelWork(const FlatLayout& layout, const std::vector<LayerRange>& chunks,
+                                  Op reduce, bool eachMicroBatch, bool gathers);
 
 }  // namespace parascope

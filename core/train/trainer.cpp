@@ -41,33 +41,13 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
   executor_ = std::make_unique<StepExecutor>(*model_, mesh_.pipeline(), stepSetup());
 }
 
-// What the rank's step program carries besides compute, for its chunks (ranges of its model's
-// layers): per gradient bucket the chunks writing it; with ZeRO-3 per chunk the shard group its
-// first layer needs. Both from the flat layout.
+// DeepSpeed's ZeRO-2 reduce-scatters every micro-batch, so that full-size gradient buckets live
+// only briefly; a pipeline (as Megatron's distributed optimizer) reduces once per step.
 DataParallelWork Trainer::dataParallelWork(const std::vector<LayerRange>& chunks) const {
-  DataParallelWork work;
-  if (!reducer_) return work;
-  const FlatLayout& layout = reducer_->layout();
-  work.reduce = reducer_->sharded() ? Op::ZeroScatter : Op::ReduceGradBucket;
-  // DeepSpeed's ZeRO-2 reduce-scatters every micro-batch, so that full-size gradient buckets
-  // live only briefly; a pipeline (as Megatron's distributed optimizer) reduces once per step.
-  work.eachMicroBatch = reducer_->sharded() && !config_.pipeline.enabled;
-  work.bucketChunks.resize(layout.buckets.size());
-  for (std::size_t c = 0; c < chunks.size(); ++c) {
-    for (int layer = chunks[c].begin; layer < chunks[c].end; ++layer) {
-      for (int b : layout.layerBuckets[static_cast<std::size_t>(layer)]) {
-        auto& writers = work.bucketChunks[static_cast<std::size_t>(b)];
-        if (std::find(writers.begin(), writers.end(), static_cast<int>(c)) == writers.end())
-          writers.push_back(static_cast<int>(c));
-      }
-    }
-    if (gatherer_) {
-      const std::vector<int>& first =
-          layout.layerBuckets[static_cast<std::size_t>(chunks[c].begin)];
-      work.forwardGroup.push_back(first.empty() ? -1 : first.front());
-    }
-  }
-  return work;
+  if (!reducer_) return {};
+  return parascope::dataParallelWork(
+      reducer_->layout(), chunks, reducer_->sharded() ? Op::ZeroScatter : Op::ReduceGradBucket,
+      reducer_->sharded() && !config_.pipeline.enabled, gatherer_ != nullptr);
 }
 
 StepSetup Trainer::stepSetup() {

@@ -1,0 +1,157 @@
+// Instruction costs. Backward runs, for each forward product, one product on the input side and
+// (for a weight) one for the weight's gradient, each with the forward's FLOPs; its element-wise
+// kernels touch about twice the forward's bytes; its collectives are the forward's adjoints, of
+// the same size. Recompute adds the forward (full) or the attention core (selective) to the
+// backward that needs it.
+#include "core/plan/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/comm/adjoint.h"
+#include "core/comm/collective_traits.h"
+
+namespace parascope {
+
+namespace {
+
+double storageBytes(DType compute) {
+  return compute == DType::F32 ? 4.0 : 2.0;
+}
+
+void addProduct(ComputeFeatures& f, const Gemm& g) {
+  const double flops = g.flops();
+  f.flops += flops;
+  f.flopsOverDimension += flops / std::max(1.0, std::min({g.m, g.n, g.k}));
+}
+
+void addForward(ComputeFeatures& f, const LayerWork& w, bool attentionCoreOnly) {
+  for (const Gemm& g : w.gemms) {
+    if (!attentionCoreOnly || !g.weight) addProduct(f, g);
+  }
+  f.bytes += attentionCoreOnly ? w.recomputedBytes : w.elementwiseBytes;
+  if (attentionCoreOnly) return;
+  for (const LayerCollective& c : w.collectives) f.collectives.push_back({c.op, 4 * c.elements});
+}
+
+}  // namespace
+
+CostModel::CostModel(const SystemDescription& system, const StrategyPlan& plan)
+    : system_(system), plan_(plan) {}
+
+ComputeFeatures CostModel::features(const RankPlan& rank, const Instruction& in) const {
+  ComputeFeatures f;
+  const LayerRange range = rank.chunks.at(static_cast<std::size_t>(in.chunk));
+  const Recompute recompute = plan_.config.pipeline.recompute;
+  const bool sequenceParallel = plan_.config.parallel.sequenceParallel;
+  for (int l = range.begin; l < range.end; ++l) {
+    const LayerWork& w = plan_.layers[static_cast<std::size_t>(l)];
+    if (in.op == Op::Forward) {
+      addForward(f, w, false);
+      continue;
+    }
+    const bool inputSide = in.op != Op::BackwardWeight;
+    const bool weightSide = in.op != Op::BackwardInput;
+    if (inputSide && recompute != Recompute::None) {
+      addForward(f, w, recompute == Recompute::Selective);
+    }
+    for (const Gemm& g : w.gemms) {
+      if (inputSide) addProduct(f, g);
+      // A weight's second product is its gradient; the attention core's is on the input side.
+      if (g.weight ? weightSide : inputSide) addProduct(f, g);
+    }
+    if (inputSide) f.bytes += 2 * w.elementwiseBytes;
+    for (const LayerCollective& c : w.collectives) {
+      // Input side: the adjoint of each forward collective. Weight side under sequence
+      // parallelism: the gathered inputs of the column-parallel products again.
+      if (inputSide) f.collectives.push_back({adjointOf(c.op), 4 * c.elements});
+      if (weightSide && !inputSide && sequenceParallel && c.op == CommOp::AllGather)
+        f.collectives.push_back({c.op, 4 * c.elements});
+    }
+  }
+  return f;
+}
+
+double CostModel::computeSeconds(const ComputeFeatures& f) const {
+  const DeviceDescription& d = system_.device;
+  const MatmulRate& m = d.matmul(plan_.config.parallel.compute);
+  double seconds = f.flops / m.peakFlops + f.flopsOverDimension * m.halfDimension / m.peakFlops +
+                   f.bytes / d.elementwiseBandwidth + d.instructionOverhead;
+  // The tensor group is consecutive world ranks.
+  for (const ComputeFeatures::Collective& c : f.collectives)
+    seconds += collectiveSeconds(c.op, c.bytes, plan_.config.parallel.tensor, 1);
+  return seconds;
+}
+
+double CostModel::computeSeconds(const RankPlan& rank, const Instruction& in) const {
+  return computeSeconds(features(rank, in));
+}
+
+double CostModel::transferSeconds() const {
+  const ParallelStrategy& s = plan_.config.parallel;
+  return collectiveSeconds(CommOp::Send, 4 * plan_.boundaryElements, 2, s.tensor * s.data);
+}
+
+IssuedCollective CostModel::dataParallel(const RankPlan& rank, const Instruction& in) const {
+  const ParallelStrategy& s = plan_.config.parallel;
+  IssuedCollective c;
+  if (in.op == Op::ZeroGather) {
+    c.op = CommOp::AllGather;
+    double elements = 0;
+    for (int b : rank.chunkBuckets.at(static_cast<std::size_t>(in.chunk)))
+      elements += static_cast<double>(rank.bucketElements.at(static_cast<std::size_t>(b)));
+    c.bytes = elements * storageBytes(s.compute);
+  } else {
+    c.op = in.op == Op::ZeroScatter ? CommOp::ReduceScatter : CommOp::AllReduce;
+    c.bytes = static_cast<double>(rank.bucketElements.at(static_cast<std::size_t>(in.bucket))) *
+              static_cast<double>(dtypeSize(s.gradComm));
+  }
+  c.seconds = collectiveSeconds(c.op, c.bytes, s.data, s.tensor);
+  return c;
+}
+
+double CostModel::optimizerSeconds(const RankPlan& rank) const {
+  const ParallelStrategy& s = plan_.config.parallel;
+  const double stored = storageBytes(s.compute);
+  const double updated = s.zeroStage >= 1 ? static_cast<double>(rank.flatElements) / s.data
+                                          : static_cast<double>(rank.parameterElements);
+  // AdamW reads the parameter (or its f32 master), the gradient and both moments and writes
+  // them back: 28 bytes per element, as the optimizer's bandwidth is measured.
+  double seconds = updated * 28 / system_.device.optimizerBandwidth;
+  if (s.zeroStage == 1 || s.zeroStage == 2)
+    seconds += collectiveSeconds(CommOp::AllGather, static_cast<double>(rank.flatElements) * stored,
+                                 s.data, s.tensor);
+  if (rank.tiedEmbeddingElements > 0) {
+    const double bytes = static_cast<double>(rank.tiedEmbeddingElements) * stored;
+    seconds += collectiveSeconds(CommOp::Send, bytes, 2, s.tensor * s.data);
+    if (s.zeroStage >= 2) seconds += collectiveSeconds(CommOp::AllReduce, bytes, s.data, s.tensor);
+  }
+  // The gradient norm's and the overflow check's sums: one value each over the groups.
+  seconds += collectiveSeconds(CommOp::AllReduce, 8, s.data, s.tensor) +
+             collectiveSeconds(CommOp::AllReduce, 8, s.tensor, 1) +
+             collectiveSeconds(CommOp::AllReduce, 8, s.pipeline, s.tensor * s.data);
+  return seconds;
+}
+
+LinkClass CostModel::linkOf(int size, int stride) const {
+  if (plan_.config.parallel.backend == RankBackend::Threads && system_.device.sharesCores())
+    return LinkClass::InProcess;
+  const long span = static_cast<long>(stride) * (size - 1) + 1;
+  return span <= system_.devicesPerNode ? LinkClass::Node : LinkClass::Network;
+}
+
+double CostModel::collectiveSeconds(CommOp op, double bytes, int size, int stride) const {
+  if (size <= 1) return 0;
+  const LinkDescription& link = system_.link(linkOf(size, stride));
+  const double n = size;
+  if (op == CommOp::Send || op == CommOp::Recv)
+    return link.ring.latency + bytes / link.ring.bandwidth;
+  const double moved = bytes * commTraits(op).busFactor(size);
+  const double ringSteps = op == CommOp::AllReduce ? 2 * (n - 1) : n - 1;
+  const double ring = ringSteps * link.ring.latency + moved / link.ring.bandwidth;
+  if (op != CommOp::AllReduce) return ring;
+  const double tree = 2 * std::ceil(std::log2(n)) * link.tree.latency + moved / link.tree.bandwidth;
+  return std::min(ring, tree);
+}
+
+}  // namespace parascope

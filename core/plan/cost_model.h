@@ -1,0 +1,65 @@
+// What each instruction of a planned step costs on a described system (system.h): compute
+// instructions from the model kind's per-layer work (matrix products on the efficiency curve,
+// element-wise bytes at the device's bandwidth, a fixed cost, and the tensor-parallel
+// collectives the layers issue inside them), transfers and collectives from the link class their
+// group spans (ring or tree, whichever is faster, with nccl-tests' bus-bandwidth factors), the
+// optimizer step from the elements this rank updates. Calibration (calibrate.h) fits the same
+// features, so the model it fits is the one that prices.
+#pragma once
+
+#include <vector>
+
+#include "core/comm/comm_types.h"
+#include "core/plan/strategy_plan.h"
+#include "core/plan/system.h"
+
+namespace parascope {
+
+// A compute instruction's terms, linear in the device's parameters.
+struct ComputeFeatures {
+  double flops = 0;               // matrix products
+  double flopsOverDimension = 0;  // sum of each product's flops / its smallest side
+  double bytes = 0;               // element-wise kernels
+  struct Collective {
+    CommOp op;
+    double bytes;  // message size (nccl-tests), over the tensor group
+  };
+  std::vector<Collective> collectives;
+};
+
+// A data-parallel collective a program instruction issues (asynchronous, on the rank's
+// communication thread).
+struct IssuedCollective {
+  CommOp op = CommOp::AllReduce;
+  double bytes = 0;  // message size (nccl-tests)
+  double seconds = 0;
+};
+
+class CostModel {
+ public:
+  CostModel(const SystemDescription& system, const StrategyPlan& plan);
+
+  ComputeFeatures features(const RankPlan& rank, const Instruction& in) const;
+  // Seconds of a compute instruction alone on a core (or device), collectives included.
+  double computeSeconds(const RankPlan& rank, const Instruction& in) const;
+  double computeSeconds(const ComputeFeatures& f) const;
+  // From a send to its message being there (SendActivation / SendGrad: the stage boundary).
+  double transferSeconds() const;
+  // ReduceGradBucket, ZeroScatter, ZeroGather: the collective they issue.
+  IssuedCollective dataParallel(const RankPlan& rank, const Instruction& in) const;
+  // The OptStep's own work on `rank`: the tied embedding's exchange, the gradient norm's sums,
+  // the update, ZeRO-1/2's gather of the updated parameters.
+  double optimizerSeconds(const RankPlan& rank) const;
+  // One collective of message size `bytes` over `size` ranks spaced `stride` world ranks apart.
+  double collectiveSeconds(CommOp op, double bytes, int size, int stride) const;
+
+  const SystemDescription& system() const { return system_; }
+
+ private:
+  LinkClass linkOf(int size, int stride) const;
+
+  SystemDescription system_;
+  const StrategyPlan& plan_;
+};
+
+}  // namespace parascope

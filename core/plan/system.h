@@ -1,0 +1,69 @@
+// A hardware description: what the cost model (cost_model.h) prices a step's instructions with.
+// Per device: matrix-product throughput by precision with an efficiency curve over the product's
+// smallest side, the bandwidth of element-wise kernels and of the optimizer's update, a fixed
+// cost per compute instruction, cores and memory. Per link class (in-process, within a node,
+// across nodes): latency and bus bandwidth of the ring and tree algorithms, as nccl-tests
+// reports them. One JSON schema, read strictly (every key required, none unknown, none
+// negative); docs/planner.md documents each key. `parascope-cli plan calibrate` writes this
+// machine's.
+#pragma once
+
+#include <array>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/tensor/dtype.h"
+
+namespace parascope {
+
+struct MatmulRate {
+  double peakFlops = 0;  // flop/s of large products
+  // A product whose smallest side is d runs at peak * d / (d + halfDimension).
+  double halfDimension = 0;
+};
+
+enum class LinkClass : std::uint8_t { InProcess, Node, Network };
+inline constexpr int kLinkClassCount = 3;
+const char* linkClassKey(LinkClass c);  // "in_process", "node", "network"
+
+struct LinkAlgorithm {
+  double latency = 0;    // seconds per algorithm step
+  double bandwidth = 0;  // bytes/s of bus bandwidth (nccl-tests' busbw)
+};
+
+struct LinkDescription {
+  LinkAlgorithm ring, tree;
+};
+
+struct DeviceDescription {
+  // "cpu": every rank of a node is a thread or process sharing `cores` (time-sliced when there
+  // are more busy threads than cores); "gpu": one rank per device, communication on its own
+  // engines beside compute.
+  std::string kind = "cpu";
+  int cores = 1;
+  double memoryBytes = 0;
+  MatmulRate matmulF32, matmulBF16, matmulF16;
+  double elementwiseBandwidth = 0;  // bytes/s
+  double optimizerBandwidth = 0;    // bytes/s of the optimizer's update (AdamW: 28 bytes/element)
+  double instructionOverhead = 0;   // seconds per compute instruction
+  const MatmulRate& matmul(DType compute) const;
+  bool sharesCores() const { return kind == "cpu"; }
+};
+
+struct SystemDescription {
+  std::string name;
+  DeviceDescription device;
+  int devicesPerNode = 1;  // ranks on one node; every rank of an in-process run is one process
+  std::array<LinkDescription, kLinkClassCount> links;
+  double stepOverhead = 0;  // seconds per step outside the programs (data loading, loss sums)
+  const LinkDescription& link(LinkClass c) const { return links[static_cast<std::size_t>(c)]; }
+};
+
+// UserError "system <source>: <key>: ..." for a missing, unknown, mistyped or negative key.
+SystemDescription parseSystem(const nlohmann::json& document, const std::string& source);
+SystemDescription readSystem(const std::string& path);
+// The JSON form, keys in the documented order and units.
+nlohmann::ordered_json systemToJson(const SystemDescription& system);
+
+}  // namespace parascope
