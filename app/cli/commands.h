@@ -19,5 +19,7 @@ void registerBenchTraceCommand(CLI::App& bench);
 void registerBenchCommCommand(CLI::App& bench);
 void registerBenchSwitchCommand(CLI::App& bench);
 void registerBenchGpuCommand(CLI::App& bench);
+// simulate, plan calibrate (on app) and bench plan (on bench).
+void registerPlanCommands(CLI::App& app, CLI::App& bench);
 
 }  // namespace parascope::cli

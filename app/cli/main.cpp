@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   parascope::cli::registerBenchCommCommand(*bench);
   parascope::cli::registerBenchSwitchCommand(*bench);
   parascope::cli::registerBenchGpuCommand(*bench);
+  parascope::cli::registerPlanCommands(app, *bench);
 
   // SIGINT / SIGTERM stop the command at its next safe point (exit 130 / 143, no file left).
   parascope::installStopSignalHandlers();

@@ -72,11 +72,14 @@ ComputeFeatures CostModel::features(const RankPlan& rank, const Instruction& in)
   return f;
 }
 
+double kernelSeconds(const DeviceDescription& d, DType compute, const ComputeFeatures& f) {
+  const MatmulRate& m = d.matmul(compute);
+  return f.flops / m.peakFlops + f.flopsOverDimension * m.halfDimension / m.peakFlops +
+         f.bytes / d.elementwiseBandwidth + d.instructionOverhead;
+}
+
 double CostModel::computeSeconds(const ComputeFeatures& f) const {
-  const DeviceDescription& d = system_.device;
-  const MatmulRate& m = d.matmul(plan_.config.parallel.compute);
-  double seconds = f.flops / m.peakFlops + f.flopsOverDimension * m.halfDimension / m.peakFlops +
-                   f.bytes / d.elementwiseBandwidth + d.instructionOverhead;
+  double seconds = kernelSeconds(system_.device, plan_.config.parallel.compute, f);
   // The tensor group is consecutive world ranks.
   for (const ComputeFeatures::Collective& c : f.collectives)
     seconds += collectiveSeconds(c.op, c.bytes, plan_.config.parallel.tensor, 1);

@@ -27,6 +27,9 @@ struct ComputeFeatures {
   std::vector<Collective> collectives;
 };
 
+// A compute instruction's own time on `device` in `compute` precision, its collectives aside.
+double kernelSeconds(const DeviceDescription& device, DType compute, const ComputeFeatures& f);
+
 // A data-parallel collective a program instruction issues (asynchronous, on the rank's
 // communication thread).
 struct IssuedCollective {
@@ -38,18 +41,21 @@ struct IssuedCollective {
 class CostModel {
  public:
   CostModel(const SystemDescription& system, const StrategyPlan& plan);
+  virtual ~CostModel() = default;
 
   ComputeFeatures features(const RankPlan& rank, const Instruction& in) const;
+  // The simulator asks through the four virtual members, which tests replace with the unit
+  // durations of the schedules' papers.
   // Seconds of a compute instruction alone on a core (or device), collectives included.
-  double computeSeconds(const RankPlan& rank, const Instruction& in) const;
+  virtual double computeSeconds(const RankPlan& rank, const Instruction& in) const;
   double computeSeconds(const ComputeFeatures& f) const;
   // From a send to its message being there (SendActivation / SendGrad: the stage boundary).
-  double transferSeconds() const;
+  virtual double transferSeconds() const;
   // ReduceGradBucket, ZeroScatter, ZeroGather: the collective they issue.
-  IssuedCollective dataParallel(const RankPlan& rank, const Instruction& in) const;
+  virtual IssuedCollective dataParallel(const RankPlan& rank, const Instruction& in) const;
   // The OptStep's own work on `rank`: the tied embedding's exchange, the gradient norm's sums,
   // the update, ZeRO-1/2's gather of the updated parameters.
-  double optimizerSeconds(const RankPlan& rank) const;
+  virtual double optimizerSeconds(const RankPlan& rank) const;
   // One collective of message size `bytes` over `size` ranks spaced `stride` world ranks apart.
   double collectiveSeconds(CommOp op, double bytes, int size, int stride) const;
 

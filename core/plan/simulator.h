@@ -1,5 +1,6 @@
-// The second executor (DESIGN.md, "One plan, two executors"): runs a planned strategy's step
-// programs in virtual time with the cost model's durations and the step executor's rules.
+// The second executor of the step programs (the first is core/pipeline/step_executor.h): runs a
+// planned strategy's step programs in virtual time with the cost model's durations and the step
+// executor's rules.
 //  - Every pipeline rank starts the step together; a send never blocks and its message arrives
 //    a transfer later; a receive waits for its message (channels are FIFO per pair and kind).
 //  - Bucket reductions and ZeRO gathers are issued to the rank's communication thread, which

@@ -33,6 +33,12 @@ class Fields {
       fail(name(key), "must be a non-negative number, not " + describeJson(v));
     return x * unit;
   }
+  int count(const std::string& key) {
+    const nlohmann::json& v = at(key);
+    if (!v.is_number_integer() || v.get<double>() < 1 || v.get<double>() > 1 << 24)
+      fail(name(key), "must be a whole number from 1 to 16777216, not " + describeJson(v));
+    return v.get<int>();
+  }
   double positive(const std::string& key, double unit) {
     const double x = number(key, unit);
     if (x <= 0) fail(name(key), "must be greater than 0, not " + describeJson(at(key)));
@@ -89,12 +95,18 @@ LinkAlgorithm readAlgorithm(Fields f) {
   return a;
 }
 
-nlohmann::json matmulJson(const MatmulRate& m) {
-  return {{"peak_TFLOPs", m.peakFlops / kTFLOP}, {"half_efficiency_dimension", m.halfDimension}};
+nlohmann::ordered_json matmulJson(const MatmulRate& m) {
+  nlohmann::ordered_json j;
+  j["peak_TFLOPs"] = m.peakFlops / kTFLOP;
+  j["half_efficiency_dimension"] = m.halfDimension;
+  return j;
 }
 
-nlohmann::json algorithmJson(const LinkAlgorithm& a) {
-  return {{"latency_us", a.latency / kUs}, {"bandwidth_GBps", a.bandwidth / kGB}};
+nlohmann::ordered_json algorithmJson(const LinkAlgorithm& a) {
+  nlohmann::ordered_json j;
+  j["latency_us"] = a.latency / kUs;
+  j["bandwidth_GBps"] = a.bandwidth / kGB;
+  return j;
 }
 
 }  // namespace
@@ -121,7 +133,7 @@ SystemDescription parseSystem(const nlohmann::json& document, const std::string&
   Fields device = top.object("device");
   DeviceDescription& d = s.device;
   d.kind = device.text("kind", {"cpu", "gpu"});
-  d.cores = static_cast<int>(device.positive("cores", 1));
+  d.cores = device.count("cores");
   d.memoryBytes = device.positive("memory_GiB", kGiB);
   Fields matmul = device.object("matmul");
   d.matmulF32 = readMatmul(matmul.object("fp32"));
@@ -132,7 +144,7 @@ SystemDescription parseSystem(const nlohmann::json& document, const std::string&
   d.optimizerBandwidth = device.positive("optimizer_bandwidth_GBps", kGB);
   d.instructionOverhead = device.number("instruction_overhead_us", kUs);
   device.finish();
-  s.devicesPerNode = static_cast<int>(top.positive("devices_per_node", 1));
+  s.devicesPerNode = top.count("devices_per_node");
   Fields links = top.object("links");
   for (int c = 0; c < kLinkClassCount; ++c) {
     Fields link = links.object(linkClassKey(static_cast<LinkClass>(c)));
@@ -159,9 +171,11 @@ nlohmann::ordered_json systemToJson(const SystemDescription& s) {
   device["kind"] = d.kind;
   device["cores"] = d.cores;
   device["memory_GiB"] = d.memoryBytes / kGiB;
-  device["matmul"] = {{"fp32", matmulJson(d.matmulF32)},
-                      {"bf16", matmulJson(d.matmulBF16)},
-                      {"fp16", matmulJson(d.matmulF16)}};
+  nlohmann::ordered_json matmul;
+  matmul["fp32"] = matmulJson(d.matmulF32);
+  matmul["bf16"] = matmulJson(d.matmulBF16);
+  matmul["fp16"] = matmulJson(d.matmulF16);
+  device["matmul"] = matmul;
   device["elementwise_bandwidth_GBps"] = d.elementwiseBandwidth / kGB;
   device["optimizer_bandwidth_GBps"] = d.optimizerBandwidth / kGB;
   device["instruction_overhead_us"] = d.instructionOverhead / kUs;
@@ -170,8 +184,10 @@ nlohmann::ordered_json systemToJson(const SystemDescription& s) {
   nlohmann::ordered_json links;
   for (int c = 0; c < kLinkClassCount; ++c) {
     const LinkDescription& l = s.links[static_cast<std::size_t>(c)];
-    links[linkClassKey(static_cast<LinkClass>(c))] = {{"ring", algorithmJson(l.ring)},
-                                                      {"tree", algorithmJson(l.tree)}};
+    nlohmann::ordered_json link;
+    link["ring"] = algorithmJson(l.ring);
+    link["tree"] = algorithmJson(l.tree);
+    links[linkClassKey(static_cast<LinkClass>(c))] = link;
   }
   j["links"] = links;
   j["step_overhead_us"] = s.stepOverhead / kUs;

@@ -1,0 +1,243 @@
+// parascope-cli simulate, plan calibrate and bench plan: the simulator's front ends
+// (core/plan). `simulate` reads a config and overrides as `train` does and predicts one step on
+// a described system (this machine's by default, calibrated on first use).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli/commands.h"
+#include "bench/plan.h"
+#include "core/common/error.h"
+#include "core/common/output_file.h"
+#include "core/config/config.h"
+#include "core/config/memory_estimate.h"
+#include "core/plan/prediction_error.h"
+#include "core/plan/simulator.h"
+#include "profiler/io/chrome_export.h"
+#include "profiler/io/chrome_import.h"
+#include "profiler/trace_data.h"
+
+namespace parascope::cli {
+
+namespace {
+
+struct SimulateOptions {
+  std::string config = "resources/configs/default.json";
+  std::vector<std::string> overrides;
+  std::string system;
+  std::string trace;
+  std::string compare;  // a measured trace of the same strategy
+  int steps = 2;
+  bool json = false;
+};
+
+// Predicted against measured per op and for the instructions the model misses most.
+void printComparison(const PredictionError& e, bool json) {
+  std::vector<const InstructionError*> worst;
+  for (const InstructionError& i : e.instructions)
+    if (i.measuredSpans > 0 && i.measuredSeconds > 0) worst.push_back(&i);
+  std::sort(worst.begin(), worst.end(), [](const InstructionError* a, const InstructionError* b) {
+    return std::abs(a->predictedSeconds - a->measuredSeconds) >
+           std::abs(b->predictedSeconds - b->measuredSeconds);
+  });
+  worst.resize(std::min<std::size_t>(worst.size(), 10));
+  if (json) {
+    std::printf("%s\n", nlohmann::json{{"event", "comparison"},
+                                       {"measured_step_s", e.measuredStepSeconds},
+                                       {"predicted_step_s", e.predictedStepSeconds}}
+                            .dump()
+                            .c_str());
+    for (const OpError& op : e.ops) {
+      std::printf("%s\n", nlohmann::json{{"event", "op_error"},
+                                         {"op", op.op},
+                                         {"instructions", op.instructions},
+                                         {"measured_s", op.measuredSeconds},
+                                         {"predicted_s", op.predictedSeconds},
+                                         {"error", op.error()}}
+                              .dump()
+                              .c_str());
+    }
+    for (const InstructionError* i : worst) {
+      std::printf("%s\n", nlohmann::json{{"event", "instruction_error"},
+                                         {"pipeline_rank", i->pipelineRank},
+                                         {"index", i->index},
+                                         {"instruction", i->instruction.toString()},
+                                         {"measured_s", i->measuredSeconds},
+                                         {"predicted_s", i->predictedSeconds},
+                                         {"error", i->error()}}
+                              .dump()
+                              .c_str());
+    }
+    return;
+  }
+  std::printf("measured step %.3f s (median), predicted %.3f s (%+.1f%%)\n", e.measuredStepSeconds,
+              e.predictedStepSeconds,
+              e.measuredStepSeconds > 0
+                  ? 100 * (e.predictedStepSeconds - e.measuredStepSeconds) / e.measuredStepSeconds
+                  : 0.0);
+  std::printf("%-13s %6s %12s %12s %8s\n", "op", "count", "measured", "predicted", "error");
+  for (const OpError& op : e.ops) {
+    std::printf("%-13s %6d %10.2fms %10.2fms %+7.1f%%\n", op.op.c_str(), op.instructions,
+                1e3 * op.measuredSeconds, 1e3 * op.predictedSeconds, 100 * op.error());
+  }
+  std::printf("largest differences:\n");
+  for (const InstructionError* i : worst) {
+    std::printf("  pipeline rank %d #%d %-24s measured %.2f ms, predicted %.2f ms (%+.1f%%)\n",
+                i->pipelineRank, i->index, i->instruction.toString().c_str(),
+                1e3 * i->measuredSeconds, 1e3 * i->predictedSeconds, 100 * i->error());
+  }
+}
+
+void runSimulate(const SimulateOptions& o) {
+  if (!o.trace.empty()) checkOutputPath(o.trace, "--trace");
+  nlohmann::json doc = readJsonFile(o.config);
+  for (const std::string& a : o.overrides) applyOverride(doc, a);
+  const TrainConfig config = parseTrainConfig(doc);
+  const SystemDescription system = o.system.empty() ? bench::thisMachine() : readSystem(o.system);
+  const StrategyPlan plan = planStrategy(config);
+  const CostModel costs(system, plan);
+  const Simulation sim = simulateStep(plan, costs);
+  const double tokens = static_cast<double>(config.globalBatch) *
+                        (config.model.kind->splitsLayers() ? config.model.gpt.contextLength : 1);
+  const MemoryEstimate memory =
+      estimateMemory(config, dataBytesInMemory(config.data), config.parallel.worldSize());
+  if (o.json) {
+    nlohmann::json idle = nlohmann::json::array();
+    for (std::size_t q = 0; q < sim.ranks.size(); ++q)
+      idle.push_back(sim.idleFraction(static_cast<int>(q)));
+    nlohmann::json bytes = nlohmann::json::object();
+    for (const MemoryItem& item : memory.items) bytes[item.name] = item.bytes;
+    std::printf("%s\n", nlohmann::json{{"event", "prediction"},
+                                       {"system", system.name},
+                                       {"world_size", config.parallel.worldSize()},
+                                       {"step_s", sim.stepSeconds},
+                                       {"pipeline_span_s", sim.pipelineSeconds},
+                                       {"tokens_per_s", tokens / sim.stepSeconds},
+                                       {"idle_fraction_by_pipeline_rank", idle},
+                                       {"memory_per_rank_bytes", bytes}}
+                            .dump()
+                            .c_str());
+  } else {
+    std::printf("predicted on '%s': step %.3f s, %.0f tokens/s, %d ranks\n", system.name.c_str(),
+                sim.stepSeconds, tokens / sim.stepSeconds, config.parallel.worldSize());
+    for (std::size_t q = 0; q < sim.ranks.size(); ++q) {
+      std::printf("  pipeline rank %zu: busy %.3f s, idle %.1f%% of the %.3f s pipeline span\n", q,
+                  sim.ranks[q].busy, 100 * sim.idleFraction(static_cast<int>(q)),
+                  sim.pipelineSeconds);
+    }
+    std::printf("memory per rank:");
+    for (const MemoryItem& item : memory.items)
+      std::printf(" %s %s;", item.name.c_str(), formatBytes(item.bytes).c_str());
+    std::printf("\n");
+  }
+  if (!o.compare.empty()) {
+    const profiler::TraceData measured = profiler::importChromeTrace(o.compare);
+    if (measured.worldSize != config.parallel.worldSize())
+      throw UserError("simulate --compare: '" + o.compare + "' holds " +
+                      std::to_string(measured.worldSize) + " ranks, the strategy " +
+                      std::to_string(config.parallel.worldSize()) +
+                      "; compare a trace of the same strategy");
+    printComparison(comparePrediction(plan, sim, measured.events), o.json);
+  }
+  if (!o.trace.empty()) {
+    profiler::TraceData trace;
+    trace.worldSize = config.parallel.worldSize();
+    trace.events = predictedEvents(plan, sim, o.steps);
+    trace.adoptNames();
+    exportChromeTrace(trace, o.trace);
+    if (o.json) {
+      std::printf("%s\n", nlohmann::json{{"event", "trace"}, {"path", o.trace}}.dump().c_str());
+    } else {
+      std::printf("predicted timeline (%d steps) written to %s\n", o.steps, o.trace.c_str());
+    }
+  }
+}
+
+struct CalibrateOptions {
+  std::string out;
+  bool json = false;
+};
+
+void runCalibrate(const CalibrateOptions& o) {
+  if (!o.out.empty()) checkOutputPath(o.out, "--out");
+  const CalibrationFit fit = bench::calibrateThisMachine();
+  const std::string text = systemToJson(fit.system).dump(2) + "\n";
+  const std::string path = o.out.empty() ? bench::systemCachePath() : o.out;
+  if (o.out.empty()) {
+    // The cache is what `simulate` and `bench plan` read by default.
+    if (!bench::cacheSystem(fit.system))
+      throw UserError("plan calibrate: cannot write the cache '" + path +
+                      "'; give --out FILE to keep the description");
+  } else {
+    OutputFile file(path, "--out");
+    file.write(text.data(), text.size());
+    file.commit();
+  }
+  if (o.json) {
+    std::printf("%s\n", nlohmann::json{{"event", "calibration"},
+                                       {"path", path},
+                                       {"compute_samples", fit.computeSamples},
+                                       {"compute_mean_error", fit.computeError},
+                                       {"collective_samples", fit.collectiveSamples},
+                                       {"collective_mean_error", fit.collectiveError},
+                                       {"system", systemToJson(fit.system)}}
+                            .dump()
+                            .c_str());
+  } else {
+    std::printf("%s", text.c_str());
+    std::printf(
+        "fitted from %d compute instructions (mean error %.1f%%) and %d collective "
+        "timings (mean error %.1f%%); written to %s\n",
+        fit.computeSamples, 100 * fit.computeError, fit.collectiveSamples,
+        100 * fit.collectiveError, path.c_str());
+  }
+}
+
+}  // namespace
+
+void registerPlanCommands(CLI::App& app, CLI::App& bench) {
+  auto simulate = std::make_shared<SimulateOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "simulate",
+      "Predict a strategy's step time, idle time, memory and timeline without running it");
+  cmd->add_option("--config", simulate->config, "Training config (JSON)");
+  cmd->add_option("overrides", simulate->overrides, "Config overrides as key.path=value");
+  cmd->add_option("--system", simulate->system,
+                  "Hardware description (JSON; default: this machine's, calibrated once)");
+  cmd->add_option("--trace", simulate->trace, "Write the predicted timeline (Chrome trace JSON)");
+  cmd->add_option("--compare", simulate->compare,
+                  "A traced run of the same strategy (train --trace): predicted vs measured per "
+                  "op and instruction")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--steps", simulate->steps, "Steps in the predicted timeline")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_flag("--json", simulate->json, "One JSON object per line");
+  cmd->callback([simulate] { runSimulate(*simulate); });
+
+  CLI::App* plan = app.add_subcommand("plan", "The planner's cost model");
+  plan->require_subcommand(1);
+  auto calibrate = std::make_shared<CalibrateOptions>();
+  CLI::App* cal = plan->add_subcommand(
+      "calibrate", "Measure this machine by short traced runs and fit its hardware description");
+  cal->add_option("--out", calibrate->out,
+                  "Write the description here (default: the cache simulate reads)");
+  cal->add_flag("--json", calibrate->json, "One JSON object per line");
+  cal->callback([calibrate] { runCalibrate(*calibrate); });
+
+  auto bp = std::make_shared<bench::BenchPlanOptions>();
+  CLI::App* b = bench.add_subcommand(
+      "plan",
+      "Predicted vs measured step time, idle and model-state memory: 25 strategies of each GPT");
+  b->add_option("--model", bp->model, "mini, large or all");
+  b->add_option("--steps", bp->steps, "Measured steps per strategy")->check(CLI::Range(1, 1000));
+  b->add_option("--system", bp->system, "Hardware description (default: this machine's)");
+  b->add_flag("--json", bp->json, "One JSON object per line");
+  b->callback([bp] { bench::runBenchPlan(*bp); });
+}
+
+}  // namespace parascope::cli

@@ -1,0 +1,365 @@
+// Calibration runs and the prediction benchmark. Both train real GPTs through the bench session
+// runner; the benchmark measures each strategy untraced and predicts it with the simulator from
+// the same config, so the two columns differ only by the model's error.
+#include "bench/plan.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/session.h"
+#include "core/comm/launch.h"
+#include "core/common/bounded_json.h"
+#include "core/common/error.h"
+#include "core/common/output_file.h"
+#include "core/config/config_keys.h"
+#include "core/kernels/sgemm_peak.h"
+#include "core/config/memory_estimate.h"
+#include "core/plan/simulator.h"
+#include "core/tensor/allocator.h"
+#include "profiler/tracer.h"
+
+namespace parascope::bench {
+
+namespace {
+
+constexpr const char* kCacheFormat = "parascope-system";
+constexpr int kCacheVersion = 1;
+
+nlohmann::json baseConfig() {
+  nlohmann::json doc = readJsonFile(PARASCOPE_SOURCE_DIR "/resources/configs/default.json");
+  doc["train_iters"] = 1000;
+  doc["eval_interval"] = 0;
+  return doc;
+}
+
+TrainConfig configWith(const std::vector<std::string>& overrides) {
+  nlohmann::json doc = baseConfig();
+  for (const std::string& o : overrides) applyOverride(doc, o);
+  return parseTrainConfig(doc);
+}
+
+// What calibration does not measure: this machine's cores and memory, and for links other
+// processes or machines would use, figures typical of a node's shared memory and of 100 Gb/s
+// Ethernet. A description file states them explicitly.
+SystemDescription startingPoint() {
+  SystemDescription s;
+  s.name = "this machine";
+  s.device.kind = "cpu";
+  s.device.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const double available = availableMemoryBytes();
+  s.device.memoryBytes = available > 0 ? available : 1e9;
+  s.devicesPerNode = s.device.cores;
+  s.links[static_cast<std::size_t>(LinkClass::Node)] = {{5e-6, 5e9}, {5e-6, 5e9}};
+  s.links[static_cast<std::size_t>(LinkClass::Network)] = {{20e-6, 10e9}, {20e-6, 10e9}};
+  return s;
+}
+
+TracedRun tracedRun(const std::vector<std::string>& overrides) {
+  const TrainConfig config = configWith(overrides);
+  profiler::Tracer tracer;
+  const BenchRun run = runBenchSession(config, 1, 2, 3, &tracer);
+  TracedRun r;
+  r.plan = planStrategy(config);
+  r.events = tracer.collect().events;
+  r.stepSeconds = run.medianSeconds;
+  return r;
+}
+
+// Median seconds of each collective at a few sizes over two in-process ranks.
+std::vector<CollectiveTiming> timeCollectives() {
+  std::vector<CollectiveTiming> timings;
+  for (CommOp op : {CommOp::AllReduce, CommOp::AllGather, CommOp::ReduceScatter}) {
+    for (std::size_t bytes = 1 << 12; bytes <= (std::size_t{1} << 24); bytes <<= 3) {
+      const std::size_t count = bytes / 4;
+      std::vector<double> seconds;
+      runInProcess(2, [&](Communicator& comm) {
+        std::vector<float> send(count, 1.0f), recv(count, 0.0f);
+        for (int i = 0; i < 7; ++i) {
+          int token = 0;  // both ranks start together
+          comm.allReduce(&token, &token, 1, DType::I32, ReduceOp::Sum);
+          const auto start = std::chrono::steady_clock::now();
+          if (op == CommOp::AllReduce) {
+            comm.allReduce(send.data(), recv.data(), count, DType::F32, ReduceOp::Sum);
+          } else if (op == CommOp::AllGather) {
+            comm.allGather(send.data(), recv.data(), count / 2, DType::F32);
+          } else {
+            comm.reduceScatter(send.data(), recv.data(), count / 2, DType::F32, ReduceOp::Sum);
+          }
+          const double s =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          if (comm.rank() == 0 && i > 0) seconds.push_back(s);
+        }
+      });
+      std::sort(seconds.begin(), seconds.end());
+      timings.push_back({op, static_cast<double>(bytes), 2, seconds[seconds.size() / 2]});
+    }
+  }
+  return timings;
+}
+
+double relativeError(double predicted, double measured) {
+  return measured > 0 ? (predicted - measured) / measured : 0;
+}
+
+// Spearman's rank correlation (average ranks for ties).
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  auto ranks = [](const std::vector<double>& v) {
+    std::vector<std::size_t> order(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t x, std::size_t y) { return v[x] < v[y]; });
+    std::vector<double> r(v.size());
+    for (std::size_t i = 0; i < order.size();) {
+      std::size_t j = i;
+      while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+      for (std::size_t k = i; k <= j; ++k) r[order[k]] = (static_cast<double>(i + j) / 2) + 1;
+      i = j + 1;
+    }
+    return r;
+  };
+  const std::vector<double> ra = ranks(a), rb = ranks(b);
+  const double n = static_cast<double>(a.size());
+  double ma = 0, mb = 0;
+  for (std::size_t i = 0; i < ra.size(); ++i) {
+    ma += ra[i] / n;
+    mb += rb[i] / n;
+  }
+  double cov = 0, va = 0, vb = 0;
+  for (std::size_t i = 0; i < ra.size(); ++i) {
+    cov += (ra[i] - ma) * (rb[i] - mb);
+    va += (ra[i] - ma) * (ra[i] - ma);
+    vb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : 0;
+}
+
+struct Strategy {
+  std::string model;
+  std::vector<std::string> keys;
+};
+
+// Data, tensor and pipeline degrees, every schedule, micro-batches, ZeRO 0-3, recompute and
+// mixed precision, on 1 to 8 in-process ranks.
+std::vector<std::vector<std::string>> strategyKeys() {
+  return {
+      {},
+      {"data_parallel_size=2"},
+      {"data_parallel_size=4"},
+      {"data_parallel_size=2", "zero_optimization.stage=1"},
+      {"data_parallel_size=2", "zero_optimization.stage=2"},
+      {"data_parallel_size=2", "zero_optimization.stage=3"},
+      {"data_parallel_size=4", "zero_optimization.stage=3"},
+      {"tensor_model_parallel_size=2"},
+      {"tensor_model_parallel_size=2", "sequence_parallel=true"},
+      {"tensor_model_parallel_size=4"},
+      {"bf16.enabled=true"},
+      {"fp16.enabled=true", "data_parallel_size=2"},
+      {"gradient_accumulation_steps=4", "recompute_granularity=full"},
+      {"gradient_accumulation_steps=4", "recompute_granularity=selective"},
+      {"pipeline_model_parallel_size=2", "gradient_accumulation_steps=4",
+       "pipeline_schedule=gpipe"},
+      {"pipeline_model_parallel_size=2", "gradient_accumulation_steps=4", "pipeline_schedule=1f1b"},
+      {"pipeline_model_parallel_size=2", "gradient_accumulation_steps=8", "pipeline_schedule=1f1b"},
+      {"pipeline_model_parallel_size=4", "gradient_accumulation_steps=8", "pipeline_schedule=1f1b"},
+      {"pipeline_model_parallel_size=2", "gradient_accumulation_steps=4",
+       "pipeline_schedule=interleaved", "virtual_pipeline_model_parallel_size=2"},
+      {"pipeline_model_parallel_size=2", "gradient_accumulation_steps=4",
+       "pipeline_schedule=zb-h1"},
+      {"pipeline_model_parallel_size=2", "gradient_accumulation_steps=4", "data_parallel_size=2"},
+      {"pipeline_model_parallel_size=2", "gradient_accumulation_steps=4",
+       "tensor_model_parallel_size=2"},
+      {"pipeline_model_parallel_size=2", "gradient_accumulation_steps=4", "data_parallel_size=2",
+       "tensor_model_parallel_size=2"},
+      {"data_parallel_size=2", "tensor_model_parallel_size=2", "zero_optimization.stage=2",
+       "bf16.enabled=true"},
+      {"data_parallel_size=8"},
+  };
+}
+
+std::vector<Strategy> strategies(const std::string& which) {
+  std::vector<Strategy> out;
+  // GPT-mini (the default config) and a GPT about ten times its parameters, at a quarter of its
+  // tokens per micro-batch so that a step stays within seconds.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> models = {
+      {"mini", {}},
+      {"large",
+       {"model.hidden_size=512", "model.num_layers=10", "model.num_attention_heads=8",
+        "train_micro_batch_size_per_gpu=2"}}};
+  for (const auto& [name, base] : models) {
+    if (which != "all" && which != name) continue;
+    for (const std::vector<std::string>& keys : strategyKeys()) {
+      Strategy s{name, base};
+      s.keys.insert(s.keys.end(), keys.begin(), keys.end());
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+double modelState(const std::array<std::int64_t, kMemoryCategoryCount>& peak) {
+  return static_cast<double>(peak[static_cast<std::size_t>(MemoryCategory::Parameter)] +
+                             peak[static_cast<std::size_t>(MemoryCategory::Gradient)] +
+                             peak[static_cast<std::size_t>(MemoryCategory::OptimizerState)]);
+}
+
+double estimated(const MemoryEstimate& e, const std::string& name) {
+  for (const MemoryItem& item : e.items)
+    if (item.name == name) return item.bytes;
+  return 0;
+}
+
+}  // namespace
+
+CalibrationFit calibrateThisMachine() {
+  std::vector<TracedRun> runs;
+  runs.push_back(tracedRun({}));
+  runs.push_back(tracedRun({"model.hidden_size=128", "train_micro_batch_size_per_gpu=4"}));
+  runs.push_back(tracedRun({"model.hidden_size=512", "model.num_layers=2",
+                            "model.num_attention_heads=8", "train_micro_batch_size_per_gpu=2"}));
+  runs.push_back(tracedRun({"bf16.enabled=true"}));
+  runs.push_back(tracedRun({"fp16.enabled=true"}));
+  runs.push_back(tracedRun({"pipeline_model_parallel_size=2", "gradient_accumulation_steps=4"}));
+  return calibrate(startingPoint(), runs, timeCollectives());
+}
+
+std::string systemCachePath() {
+  namespace fs = std::filesystem;
+  const std::string sgemm = kernels::sgemmPeakCachePath();
+  if (sgemm.empty()) return {};
+  return (fs::path(sgemm).parent_path() / "system.json").string();
+}
+
+bool cacheSystem(const SystemDescription& system) {
+  const std::string path = systemCachePath();
+  if (path.empty()) return false;
+  const kernels::SgemmPeakCache machine = kernels::SgemmPeakCache::thisMachine();
+  const nlohmann::ordered_json j = {{"format", kCacheFormat},
+                                    {"version", kCacheVersion},
+                                    {"cpu", machine.cpu},
+                                    {"blas_core", machine.blasCore},
+                                    {"system", systemToJson(system)}};
+  const std::string text = j.dump(2) + "\n";
+  try {
+    std::error_code ignored;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
+    OutputFile out(path, "system cache");
+    out.write(text.data(), text.size());
+    out.commit();
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
+SystemDescription thisMachine() {
+  const std::string path = systemCachePath();
+  const kernels::SgemmPeakCache machine = kernels::SgemmPeakCache::thisMachine();
+  if (!path.empty()) {
+    try {
+      const nlohmann::json j =
+          parseBoundedJson(readBoundedFile(path, kConfigJsonLimits.maxBytes, "system cache"), path,
+                           kConfigJsonLimits);
+      if (j.value("format", "") == kCacheFormat && j.value("version", 0) == kCacheVersion &&
+          j.value("cpu", "") == machine.cpu && j.value("blas_core", "") == machine.blasCore)
+        return parseSystem(j.at("system"), path);
+    } catch (const std::exception&) {
+      // Missing, unreadable or stale: calibrated anew below.
+    }
+  }
+  std::fprintf(stderr,
+               "plan: calibrating this machine's description (short runs, about a "
+               "minute; cached for next time)\n");
+  const auto start = std::chrono::steady_clock::now();
+  const CalibrationFit fit = calibrateThisMachine();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const bool cached = cacheSystem(fit.system);
+  std::fprintf(stderr, "plan: calibrated in %.0f s (compute fit error %.1f%%)%s%s\n", seconds,
+               100 * fit.computeError, cached ? "; cached in " : "; not cached",
+               cached ? path.c_str() : "");
+  return fit.system;
+}
+
+void runBenchPlan(const BenchPlanOptions& o) {
+  if (o.model != "mini" && o.model != "large" && o.model != "all")
+    throw UserError("bench plan: --model must be mini, large or all, not '" + o.model + "'");
+  if (o.steps < 1) throw UserError("bench plan: --steps must be at least 1");
+  const SystemDescription system = o.system.empty() ? thisMachine() : readSystem(o.system);
+  const std::vector<Strategy> list = strategies(o.model);
+  std::vector<double> predictedTimes, measuredTimes;
+  double errorSum = 0;
+  if (!o.json) {
+    std::printf("%-5s %-78s %9s %9s %7s %8s %8s %9s %9s\n", "model", "strategy", "measured",
+                "predicted", "error", "idle m", "idle p", "state m", "state p");
+  }
+  for (const Strategy& s : list) {
+    const TrainConfig config = configWith(s.keys);
+    const BenchRun run = runBenchSession(config, 1, o.steps, 0, nullptr);
+    const StrategyPlan plan = planStrategy(config);
+    const CostModel costs(system, plan);
+    const Simulation sim = simulateStep(plan, costs);
+    const double measured = run.medianSeconds, predicted = sim.stepSeconds;
+    // The busiest rank's model state (rank 0 holds the first stage: the embedding).
+    const double stateMeasured = modelState(run.ranks.front().peak);
+    const MemoryEstimate memory = estimateMemory(config, 0, config.parallel.worldSize());
+    const double statePredicted = estimated(memory, "parameters") + estimated(memory, "gradients") +
+                                  estimated(memory, "optimizer state");
+    const RankFigures& first = run.ranks.front();
+    const double idleMeasured =
+        first.busy + first.idle > 0 ? first.idle / (first.busy + first.idle) : 0;
+    const double idlePredicted = config.pipeline.enabled ? sim.idleFraction(0) : 0;
+    const double error = relativeError(predicted, measured);
+    errorSum += std::abs(error);
+    predictedTimes.push_back(predicted);
+    measuredTimes.push_back(measured);
+    std::string keys;
+    for (const std::string& k : s.keys) keys += (keys.empty() ? "" : " ") + k;
+    if (keys.empty()) keys = "(one rank)";
+    if (o.json) {
+      std::printf("%s\n", nlohmann::json{{"event", "strategy"},
+                                         {"model", s.model},
+                                         {"overrides", s.keys},
+                                         {"world_size", config.parallel.worldSize()},
+                                         {"measured_step_s", measured},
+                                         {"predicted_step_s", predicted},
+                                         {"step_error", error},
+                                         {"rank0_idle_measured", idleMeasured},
+                                         {"rank0_idle_predicted", idlePredicted},
+                                         {"rank0_model_state_measured_bytes", stateMeasured},
+                                         {"rank0_model_state_predicted_bytes", statePredicted}}
+                              .dump()
+                              .c_str());
+    } else {
+      std::printf("%-5s %-78.78s %8.3fs %8.3fs %+6.1f%% %7.1f%% %7.1f%% %9s %9s\n", s.model.c_str(),
+                  keys.c_str(), measured, predicted, 100 * error, 100 * idleMeasured,
+                  100 * idlePredicted, formatBytes(stateMeasured).c_str(),
+                  formatBytes(statePredicted).c_str());
+    }
+    std::fflush(stdout);
+  }
+  const double mape = errorSum / static_cast<double>(list.size());
+  const double rho = spearman(predictedTimes, measuredTimes);
+  if (o.json) {
+    std::printf("%s\n", nlohmann::json{{"event", "summary"},
+                                       {"strategies", list.size()},
+                                       {"step_mape", mape},
+                                       {"spearman", rho},
+                                       {"system", system.name},
+                                       {"cores", system.device.cores}}
+                            .dump()
+                            .c_str());
+  } else {
+    std::printf(
+        "%zu strategies: step-time MAPE %.1f%% (goal <= 10%%), Spearman rank correlation "
+        "%.3f (goal >= 0.9); system '%s', %d cores\n",
+        list.size(), 100 * mape, rho, system.name.c_str(), system.device.cores);
+  }
+}
+
+}  // namespace parascope::bench
