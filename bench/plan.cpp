@@ -214,6 +214,45 @@ double estimated(const MemoryEstimate& e, const std::string& name) {
   return 0;
 }
 
+// The simulator's own speed on a long program: 64 pipeline ranks, 512 micro-batches of 1F1B
+// (the goal: 20 ms), planning apart.
+void printSimulationSpeed(const SystemDescription& system, bool json) {
+  const TrainConfig config =
+      configWith({"model.num_layers=64", "pipeline_model_parallel_size=64",
+                  "gradient_accumulation_steps=512", "train_micro_batch_size_per_gpu=1"});
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point planned = Clock::now();
+  const StrategyPlan plan = planStrategy(config);
+  const double planSeconds = std::chrono::duration<double>(Clock::now() - planned).count();
+  const CostModel costs(system, plan);
+  std::vector<double> runs;
+  std::size_t instructions = 0;
+  for (const RankPlan& r : plan.ranks) instructions += r.program.size();
+  for (int i = 0; i < 5; ++i) {
+    const Clock::time_point start = Clock::now();
+    const Simulation sim = simulateStep(plan, costs);
+    runs.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(runs.begin(), runs.end());
+  const double seconds = runs[runs.size() / 2];
+  if (json) {
+    std::printf("%s\n", nlohmann::json{{"event", "simulation_speed"},
+                                       {"pipeline_ranks", 64},
+                                       {"micro_batches", 512},
+                                       {"instructions", instructions},
+                                       {"simulate_ms", 1e3 * seconds},
+                                       {"plan_ms", 1e3 * planSeconds},
+                                       {"goal_ms", 20}}
+                            .dump()
+                            .c_str());
+  } else {
+    std::printf(
+        "simulating p=64, m=512 (1F1B, %zu instructions): %.1f ms (goal <= 20 ms; ratio "
+        "%.2f), planning it %.1f ms\n",
+        instructions, 1e3 * seconds, seconds / 0.020, 1e3 * planSeconds);
+  }
+}
+
 }  // namespace
 
 CalibrationFit calibrateThisMachine() {
@@ -291,6 +330,7 @@ void runBenchPlan(const BenchPlanOptions& o) {
     throw UserError("bench plan: --model must be mini, large or all, not '" + o.model + "'");
   if (o.steps < 1) throw UserError("bench plan: --steps must be at least 1");
   const SystemDescription system = o.system.empty() ? thisMachine() : readSystem(o.system);
+  printSimulationSpeed(system, o.json);
   const std::vector<Strategy> list = strategies(o.model);
   std::vector<double> predictedTimes, measuredTimes;
   double errorSum = 0;

@@ -46,13 +46,18 @@ struct Wake {
 enum class State : std::uint8_t { Ready, Working, Waiting, Done };
 
 struct Channel {
-  std::deque<double> arrivals;
+  std::vector<double> arrivals;  // every message sent so far, in order
+  std::size_t taken = 0;         // messages already received
 };
 
 class Engine {
  public:
   Engine(const StrategyPlan& plan, const CostModel& costs)
-      : plan_(plan), costs_(costs), ranks_(plan.ranks.size()), issued_(plan.ranks.size()) {
+      : plan_(plan),
+        costs_(costs),
+        ranks_(plan.ranks.size()),
+        issued_(plan.ranks.size()),
+        computeCosts_(plan.ranks.size()) {
     const auto p = plan.ranks.size();
     sim_.ranks.resize(p);
     for (std::size_t r = 0; r < p; ++r) {
@@ -62,6 +67,7 @@ class Engine {
           ranks_[r].lastBucket = std::max(ranks_[r].lastBucket, static_cast<int>(in.bucket));
     }
     channels_.resize(p * p * 2);
+    transfer_ = costs.transferSeconds();
     weight_ = plan.ranksPerPipelineRank();
     const DeviceDescription& d = costs.system().device;
     cores_ = d.sharesCores() ? d.cores : kNever;
@@ -123,6 +129,17 @@ class Engine {
     work_.push({service_ + seconds, thread});
   }
 
+  // A compute instruction's cost depends on its op and chunk only: priced once per rank.
+  double computeSeconds(int r, const Instruction& in) {
+    std::vector<double>& cache = computeCosts_[static_cast<std::size_t>(r)];
+    const std::size_t key =
+        static_cast<std::size_t>(in.chunk) * kOpCount + static_cast<std::size_t>(in.op);
+    if (cache.size() <= key) cache.resize(key + 1, -1);
+    if (cache[key] < 0)
+      cache[key] = costs_.computeSeconds(plan_.ranks[static_cast<std::size_t>(r)], in);
+    return cache[key];
+  }
+
   // False (and the rank waiting) until `count` of its collectives have completed.
   bool waitForComm(RankState& rs, int count) {
     if (rs.comm.completed >= count) return true;
@@ -160,18 +177,17 @@ class Engine {
       switch (in.op) {
         case Op::SendActivation:
         case Op::SendGrad:
-          channel(r, in.peer, in.op).arrivals.push_back(now_ + costs_.transferSeconds());
+          channel(r, in.peer, in.op).arrivals.push_back(now_ + transfer_);
           wakeReceiver(in.peer, r);
           break;
         case Op::RecvActivation:
         case Op::RecvGrad: {
           Channel& c = channel(in.peer, r, in.op);
-          if (c.arrivals.empty()) {
+          if (c.taken == c.arrivals.size()) {
             rs.state = State::Waiting;
             return;
           }
-          const double arrival = c.arrivals.front();
-          c.arrivals.pop_front();
+          const double arrival = c.arrivals[c.taken++];
           if (arrival > now_) {
             rs.state = State::Working;  // waiting for a known time: no core used
             wakes_.push({arrival, 2 * r});
@@ -219,7 +235,7 @@ class Engine {
           return;
         default:  // F, B, Bi, W
           rs.state = State::Working;
-          startWork(2 * r, costs_.computeSeconds(rp, in));
+          startWork(2 * r, computeSeconds(r, in));
           return;
       }
       span.end = now_;
@@ -331,13 +347,14 @@ class Engine {
   const StrategyPlan& plan_;
   const CostModel& costs_;
   std::vector<RankState> ranks_;
-  std::vector<std::vector<double>> issued_;  // per rank: each collective's seconds
+  std::vector<std::vector<double>> issued_;        // per rank: each collective's seconds
+  std::vector<std::vector<double>> computeCosts_;  // per rank, by (chunk, op); -1 not priced
   std::vector<Channel> channels_;
   std::vector<int> dirty_;  // ranks that may be able to go on
   std::priority_queue<Work, std::vector<Work>, std::greater<>> work_;
   std::priority_queue<Wake, std::vector<Wake>, std::greater<>> wakes_;
   Simulation sim_;
-  double now_ = 0, service_ = 0, weight_ = 1, cores_ = 1;
+  double now_ = 0, service_ = 0, weight_ = 1, cores_ = 1, transfer_ = 0;
   int busyThreads_ = 0;
   int atBarrier_ = 0;
 };
