@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
-#include "core/config/memory_estimate.h"
+#include "core/plan/memory_estimate.h"
 #include "core/session/run_summary.h"
 #include "core/session/session.h"
 

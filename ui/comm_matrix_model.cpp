@@ -3,7 +3,7 @@
 #include <QColor>
 #include <algorithm>
 
-#include "core/config/memory_estimate.h"
+#include "core/plan/memory_estimate.h"
 
 namespace parascope::ui {
 

@@ -1,6 +1,6 @@
 #include "ui/comm_op_model.h"
 
-#include "core/config/memory_estimate.h"
+#include "core/plan/memory_estimate.h"
 
 namespace parascope::ui {
 

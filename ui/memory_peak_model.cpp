@@ -2,16 +2,19 @@
 
 #include <algorithm>
 
-#include "core/config/memory_estimate.h"
+#include "core/plan/memory_estimate.h"
 
 namespace parascope::ui {
 
 std::string MemoryPeakModel::estimateItem(const std::string& category) {
-  static const std::map<std::string, std::string> items = {{"parameter", "parameters"},
-                                                           {"gradient", "gradients"},
-                                                           {"optimizer_state", "optimizer state"},
-                                                           {"activation", "activations"},
-                                                           {"data", "data"}};
+  static const std::map<std::string, std::string> items = {
+      {"parameter", "parameters"},
+      {"gradient", "gradients"},
+      {"optimizer_state", "optimizer state"},
+      {"activation", "activations"},
+      {"communication_buffer", "communication buffers"},
+      {"workspace", "workspace"},
+      {"data", "data"}};
   const auto it = items.find(category);
   return it == items.end() ? std::string() : it->second;
 }

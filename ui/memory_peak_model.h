@@ -1,7 +1,7 @@
 // Item model over the memory peaks (profiler/analysis/memory_timeline.h): one row per rank and
 // memory category with its measured peak, when it was reached, and the strategy's predicted
-// bytes for that category (core/config/memory_estimate.h: model state by the ZeRO formula,
-// activations) where there is one. Qt::UserRole holds raw numbers.
+// bytes for that category (core/plan/memory_estimate.h: the busiest rank's, its model state as
+// the trainer allocates it) where there is one. Qt::UserRole holds raw numbers.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -30,7 +30,7 @@ class MemoryPeakModel : public QAbstractTableModel {
                       int role = Qt::DisplayRole) const override;
 
   // The estimate's item for a trace's memory category ("optimizer_state" -> "optimizer state");
-  // empty when the estimate has none (workspace).
+  // empty when the estimate has none (a counter imported from another profiler).
   static std::string estimateItem(const std::string& category);
 
  private:

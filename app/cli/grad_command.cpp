@@ -11,9 +11,9 @@
 #include "core/common/error.h"
 #include "core/common/output_file.h"
 #include "core/config/config.h"
-#include "core/config/memory_estimate.h"
 #include "core/io/safetensors.h"
 #include "core/kernels/matmul.h"
+#include "core/plan/memory_estimate.h"
 
 namespace parascope::cli {
 

@@ -15,7 +15,7 @@
 #include "core/common/error.h"
 #include "core/common/output_file.h"
 #include "core/config/config.h"
-#include "core/config/memory_estimate.h"
+#include "core/plan/memory_estimate.h"
 #include "core/plan/prediction_error.h"
 #include "core/plan/simulator.h"
 #include "profiler/io/chrome_export.h"

@@ -19,7 +19,7 @@
 #include "core/common/stop_signal.h"
 #include "core/config/config_agreement.h"
 #include "core/config/config_keys.h"
-#include "core/config/memory_estimate.h"
+#include "core/plan/memory_estimate.h"
 #include "core/session/session.h"
 #include "core/session/switch_rule.h"
 #include "profiler/io/chrome_export.h"

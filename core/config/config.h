@@ -4,8 +4,8 @@
 // (train_iters, eval_interval, eval_iters, log_interval). Every key is validated; see
 // docs/config.md for the full list. This module (core/config/) is the one place configs are
 // read: the document (config_document.cpp), the strategy keys (strategy_config.h), the pipeline
-// keys (pipeline_config.h), typed key lookup (json_reader.h), and what a run will need
-// (memory_estimate.h) and agree on across ranks (config_agreement.h).
+// keys (pipeline_config.h), typed key lookup (json_reader.h), and what a run's ranks agree on
+// (config_agreement.h).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,4 @@
 // The GPT (core/model/gpt.h) as a model kind: byte-level text, tensor and pipeline parallel.
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -131,18 +130,10 @@ class GptKind final : public ModelKind {
     const GptConfig& g = c.model.gpt;
     const ParallelStrategy& s = c.parallel;
     const double B = c.microBatch, T = g.contextLength, C = g.hiddenSize, V = g.vocabSize;
-    const double a = g.numHeads, F = static_cast<double>(g.mlpRatio) * C, t = s.tensor;
-    const double perBlock = 4 * C + 3 * C * C + 3 * C + C * C + C + 2 * F * C + F + C;
-    // The first pipeline stage: its share of the blocks (rounded up) and the embeddings; the
-    // last stage's head is tied to the embedding and no larger.
+    const double a = g.numHeads, t = s.tensor;
+    // The first pipeline stage: its share of the blocks (rounded up).
     const double blocks = std::ceil(static_cast<double>(g.numLayers) / s.pipeline);
     ModelCounts n;
-    n.parameters = (blocks * perBlock + (V + T) * C + 2 * C) / t;
-    // The embedding next to the first block, or two blocks, whichever is larger.
-    n.adjacentPair =
-        (blocks >= 1 ? perBlock : 0) + std::max((V + T) * C, blocks >= 2 ? perBlock : 0);
-    n.adjacentPair /= t;
-    n.largestParameter = std::max({V * C, 3 * C * C, F * C}) / t;
     double perLayer = B * T * C * (17 + 2.5 * a * T / C) / t;
     if (c.pipeline.recompute == Recompute::Selective) perLayer = B * T * C * 17 / t;
     if (c.pipeline.recompute == Recompute::Full) perLayer = B * T * C;

@@ -1,5 +1,4 @@
 // The MLP classifier (core/model/mlp.h) as a model kind: IDX images, one rank's layers whole.
-#include <algorithm>
 #include <cstdio>
 
 #include "core/config/config.h"
@@ -78,19 +77,8 @@ class MlpKind final : public ModelKind {
   ModelCounts counts(const TrainConfig& c) const override {
     const MlpConfig& m = c.model.mlp;
     ModelCounts n;
-    double in = m.inputSize, widths = m.inputSize, previous = 0;
-    auto layer = [&](double size) {
-      n.parameters += size;
-      n.largestParameter = std::max(n.largestParameter, size);
-      n.adjacentPair = std::max(n.adjacentPair, previous + size);
-      previous = size;
-    };
-    for (int h : m.hiddenSizes) {
-      layer(in * h + h);
-      widths += h;
-      in = h;
-    }
-    layer(in * m.numClasses + m.numClasses);
+    double widths = m.inputSize;
+    for (int h : m.hiddenSizes) widths += h;
     n.activations = 3.0 * c.microBatch * (widths + m.numClasses);
     return n;
   }

@@ -30,12 +30,10 @@ class TensorParallelRegion;
 struct ModelSpec;
 struct TrainConfig;
 
-// The element counts the memory estimate weighs, for the busiest rank.
+// The element counts the memory estimate weighs, for the busiest rank (its model state comes
+// from the rank's own model, core/plan/strategy_plan.h).
 struct ModelCounts {
-  double parameters = 0;    // elements this rank holds before ZeRO sharding
-  double activations = 0;   // elements kept for backward for one micro-batch
-  double adjacentPair = 0;  // elements of the two largest consecutive layers this rank holds
-  double largestParameter = 0;
+  double activations = 0;  // elements kept for backward for one micro-batch
 };
 
 // One matrix product of a layer's forward for one micro-batch on one tensor rank: (m x k) by

@@ -14,7 +14,7 @@
 #include "core/common/error.h"
 #include "core/config/config.h"
 #include "core/config/config_agreement.h"
-#include "core/config/memory_estimate.h"
+#include "core/plan/memory_estimate.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace parascope;

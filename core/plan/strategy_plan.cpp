@@ -74,6 +74,12 @@ StrategyPlan planStrategy(const TrainConfig& config) {
       r.largestParameterElements = std::max(r.largestParameterElements, param.numel());
       if (param.name == "wte.weight" && p > 1) r.tiedEmbeddingElements = param.numel();
     }
+    for (const auto& layer : model.layers()) {
+      PlannedLayer& planned = r.modelLayers.emplace_back();
+      for (const Parameter* param : layer->parameters())
+        planned.parameterElements += param->numel();
+      planned.splitsBackward = layer->splitsBackward();
+    }
     for (const LayerRange& chunk : rankChunkRanges(plan.stages, p, q)) {
       // Back to whole-model indices: the rank's layers are `layers`, in order.
       r.chunks.push_back({layers[static_cast<std::size_t>(chunk.begin)],
@@ -81,7 +87,8 @@ StrategyPlan planStrategy(const TrainConfig& config) {
     }
     DataParallelWork work;
     if (plan.flat) {
-      const FlatLayout layout = makeFlatLayout(model, s.data, s.bucketElements);
+      r.layout = makeFlatLayout(model, s.data, s.bucketElements);
+      const FlatLayout& layout = r.layout;
       r.flatElements = layout.total;
       for (const FlatBucket& b : layout.buckets) r.bucketElements.push_back(b.count);
       const std::vector<LayerRange> local = rankChunkRanges(plan.stages, p, q);

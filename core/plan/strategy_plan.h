@@ -14,8 +14,15 @@
 #include "core/parallel/instruction.h"
 #include "core/parallel/pipeline_layout.h"
 #include "core/parallel/schedule.h"
+#include "core/train/flat_layout.h"
 
 namespace parascope {
+
+// One layer of a rank's model, as the memory model replays its passes.
+struct PlannedLayer {
+  std::int64_t parameterElements = 0;  // of the parameters it reads (a tied embedding's too)
+  bool splitsBackward = false;         // its weight gradients come in the W half (Layer)
+};
 
 struct RankPlan {
   int pipelineRank = 0;
@@ -30,6 +37,10 @@ struct RankPlan {
   std::vector<std::vector<int>> chunkBuckets;
   std::int64_t largestParameterElements = 0;
   std::int64_t tiedEmbeddingElements = 0;  // wte on a pipeline's first or last rank, else 0
+  // The rank's model layer by layer (its own indices), and the flat layout itself (with data
+  // parallelism or ZeRO; else empty): what the memory model replays a step's buckets on.
+  std::vector<PlannedLayer> modelLayers;
+  FlatLayout layout;
 };
 
 struct StrategyPlan {

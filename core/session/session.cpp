@@ -10,7 +10,7 @@
 #include "core/common/error.h"
 #include "core/common/output_file.h"
 #include "core/common/stop_signal.h"
-#include "core/config/memory_estimate.h"
+#include "core/plan/memory_estimate.h"
 #include "core/session/rank_hooks.h"
 #include "core/session/run_summary.h"
 #include "core/session/switch_rule.h"
@@ -400,7 +400,7 @@ Session::Ending Session::trainRank(Communicator& world, RankSlot& slot) {
 
 // What can be refused without any work is refused before any rank allocates: an output path
 // that cannot be written, and a run that cannot fit in this machine's memory (the estimate of
-// core/config/memory_estimate.h, times the ranks sharing the machine). Every rank checks the
+// core/plan/memory_estimate.h, times the ranks sharing the machine). Every rank checks the
 // same config, so under MPI all refuse together.
 void Session::checkBeforeStart(bool mpi) const {
   if (!config_.saveWeights.empty()) checkOutputPath(config_.saveWeights, "save_weights");

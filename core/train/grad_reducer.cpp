@@ -10,10 +10,6 @@
 
 namespace parascope {
 
-namespace {
-constexpr std::size_t kMaxInFlight = 2;  // ZeRO-2 buckets being reduce-scattered at once
-}  // namespace
-
 GradientReducer::GradientReducer(Model& model, const FlatLayout& layout, Communicator& comm,
                                  Mode mode, bool overlap, DType commType)
     : model_(model),

@@ -14,6 +14,7 @@
 //    are waited for), which bounds the full-size gradient memory whatever the scheduling.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -26,6 +27,8 @@ namespace parascope {
 class GradientReducer {
  public:
   enum class Mode : std::uint8_t { AllReduce, ReduceScatter };
+  // ZeRO-2 buckets whose reduce-scatter may still run when a layer's backward begins.
+  static constexpr std::size_t kMaxInFlight = 2;
   // Installs a backward hook on the model and takes over its gradient storage.
   // commType: the type gradients travel in (F32, BF16 or F16; communication_data_type). A type
   // other than the storage type goes through a staging copy per bucket (CommBuffer memory);

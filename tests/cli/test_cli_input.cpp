@@ -131,8 +131,9 @@ void TestCliInput::refusedWithOneLine_data() {
                      "--out",
                      path("outdir/g.safetensors")}
       << "^error: memory: the run needs about 802.5 GiB (one rank: parameters 192.0 GiB, "
-         "gradients 192.0 GiB, optimizer state 384.1 GiB, activations 34.3 GiB, data 0 bytes; "
-         "largest: optimizer state), more than the ";
+         "gradients 192.0 GiB, optimizer state 384.1 GiB, activations 34.3 GiB, communication "
+         "buffers 0 bytes, workspace 0 bytes, data 0 bytes; largest: optimizer state), more "
+         "than the ";
   QTest::newRow("train big model")
       << QStringList{"train", "--config", C, "model.hidden_size=8192", "model.num_layers=64"}
       << "^error: memory: the run needs about ";

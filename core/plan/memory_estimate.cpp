@@ -1,0 +1,526 @@
+// Memory estimate. Model state, communication buffers and mixed precision's working copies are
+// replayed: what the trainer allocates (trainer.cpp, flat_layout.cpp, grad_reducer.cpp,
+// param_gatherer.cpp, sharded_optimizer.cpp, optimizer.cpp, model.cpp) as the step executor and
+// its pipeline stages run the rank's program (step_executor.cpp, pipeline_stage.cpp), with sizes
+// instead of tensors. tests/plan/test_memory_estimate.cpp holds the replay to the allocator.
+// Activation counts follow Korthikanti et al., "Reducing Activation Recomputation in Large
+// Transformer Models" (2022): a block keeps about B T C (17 + 2.5 a T / C) elements
+// (ModelKind::counts), which this engine keeps in f32 (mixed precision rounds them in place).
+#include "core/plan/memory_estimate.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "core/common/error.h"
+#include "core/parallel/schedule.h"
+#include "core/plan/strategy_plan.h"
+#include "core/tensor/allocator.h"
+#include "core/train/grad_reducer.h"
+
+namespace parascope {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Bytes live in one category while steps are replayed, and the most at any time.
+struct Live {
+  double now = 0, peak = 0;
+  void add(double bytes) {
+    now += bytes;
+    peak = std::max(peak, now);
+  }
+  void remove(double bytes) { now -= bytes; }
+  void transient(double bytes) {  // freed before anything else in the category changes
+    add(bytes);
+    remove(bytes);
+  }
+};
+using Categories = std::array<Live, kMemoryCategoryCount>;
+
+double bucketBytes(const FlatLayout& layout, std::size_t b, double elementBytes) {
+  return static_cast<double>(layout.buckets[b].count) * elementBytes;
+}
+
+// ParameterGatherer's bookkeeping (param_gatherer.cpp) without the data: which buckets are
+// gathered (Parameter memory beside the shard), how many running layers use each, and which
+// gathers no layer has waited for yet (such a bucket stays until a layer needing it has waited
+// and released it). Every free follows from the order of the passes alone.
+class GatherReplay {
+ public:
+  GatherReplay(const FlatLayout& layout, double elementBytes, Live& parameters)
+      : layout_(layout),
+        elementBytes_(elementBytes),
+        live_(parameters),
+        buckets_(layout.buckets.size()) {}
+
+  // The forward hook: the model's last layer keeps its buckets for the backward that follows.
+  void forward(int layer, bool finished) {
+    const int next = layer + 1, layers = static_cast<int>(layout_.layerBuckets.size());
+    if (finished && next == layers) {
+      kept_.insert(kept_.end(), of(layer).begin(), of(layer).end());
+      return;
+    }
+    pass(layer, finished, next < layers ? next : -1);
+  }
+  void backward(int layer, bool finished) { pass(layer, finished, layer - 1); }
+  void prefetch(int b) { start(static_cast<std::size_t>(b)); }
+  void releaseKept() {
+    for (int b : kept_) release(static_cast<std::size_t>(b));
+    kept_.clear();
+  }
+
+ private:
+  struct Bucket {
+    bool gathered = false;
+    bool unwaited = false;
+    int users = 0;
+  };
+  const std::vector<int>& of(int layer) const {
+    return layout_.layerBuckets[static_cast<std::size_t>(layer)];
+  }
+  // Around a layer's pass: its buckets, then the next layer's prefetched while it runs.
+  void pass(int layer, bool finished, int next) {
+    if (finished) {
+      for (int b : of(layer)) release(static_cast<std::size_t>(b));
+      return;
+    }
+    for (int b : of(layer)) {
+      start(static_cast<std::size_t>(b));
+      buckets_[static_cast<std::size_t>(b)].users += 1;
+    }
+    releaseKept();
+    if (next >= 0) {
+      for (int b : of(next)) start(static_cast<std::size_t>(b));
+    }
+    for (int b : of(layer)) buckets_[static_cast<std::size_t>(b)].unwaited = false;
+  }
+  void start(std::size_t b) {
+    if (buckets_[b].gathered) return;
+    buckets_[b].gathered = buckets_[b].unwaited = true;
+    live_.add(bucketBytes(layout_, b, elementBytes_));
+  }
+  void release(std::size_t b) {
+    Bucket& bucket = buckets_[b];
+    if (--bucket.users > 0 || bucket.unwaited) return;
+    bucket.gathered = false;
+    live_.remove(bucketBytes(layout_, b, elementBytes_));
+  }
+
+  const FlatLayout& layout_;
+  double elementBytes_;
+  Live& live_;
+  std::vector<Bucket> buckets_;
+  std::vector<int> kept_;
+};
+
+// GradientReducer's buckets (grad_reducer.cpp) when no reduction is found finished before the
+// reducer waits for it: ZeRO-2/3's full-size gradient buckets (Gradient memory) from the first
+// pass writing them until their reduce-scatter completes, and staging copies in
+// communication_data_type (CommBuffer memory) from a reduction's start to its completion. A
+// collective that finishes sooner is completed sooner, so a run holds these at most.
+class ReduceReplay {
+ public:
+  ReduceReplay(const FlatLayout& layout, bool scatter, bool overlap, double elementBytes,
+               double stagingBytes, Live& gradients, Live& staging)
+      : layout_(layout),
+        scatter_(scatter),
+        overlap_(overlap),
+        elementBytes_(elementBytes),
+        stagingBytes_(stagingBytes),
+        gradients_(gradients),
+        staging_(staging),
+        held_(layout.buckets.size(), false),
+        uses_(layout.offset.size(), 0) {
+    for (const std::vector<int>& layer : layout.layerParameters) {
+      for (int i : layer) uses_[static_cast<std::size_t>(i)] += 1;
+    }
+  }
+
+  // A reduction round: the step's, or each micro-batch's (ZeRO-2/3 without a pipeline).
+  void beginRound() {
+    armed_ = overlap_;
+    remaining_ = uses_;
+    pending_.clear();
+    for (const FlatBucket& b : layout_.buckets)
+      pending_.push_back(static_cast<int>(b.parameters.size()));
+    for (std::size_t i = 0; i < uses_.size(); ++i) {
+      if (uses_[i] == 0) pending_[bucketOf(static_cast<int>(i))] -= 1;
+    }
+    nextToStart_ = nextToComplete_ = 0;
+    if (armed_) startReady();
+  }
+  // The gradient hook around a pass writing the layer's weight gradients.
+  void backward(int layer, bool finished) {
+    const std::vector<int>& params = layout_.layerParameters[static_cast<std::size_t>(layer)];
+    if (!finished) {
+      if (!scatter_) return;
+      while (armed_ && nextToStart_ - nextToComplete_ > GradientReducer::kMaxInFlight)
+        complete(nextToComplete_++);
+      for (int i : params) hold(bucketOf(i));
+      return;
+    }
+    for (int i : params) {
+      if (--remaining_[static_cast<std::size_t>(i)] == 0) pending_[bucketOf(i)] -= 1;
+    }
+    if (armed_) startReady();
+  }
+  void issue(int b) {
+    while (nextToStart_ <= static_cast<std::size_t>(b)) start(nextToStart_++);
+  }
+  void finishRound() {
+    armed_ = false;
+    std::fill(pending_.begin(), pending_.end(), 0);
+    startReady();
+    while (nextToComplete_ < pending_.size()) complete(nextToComplete_++);
+  }
+
+ private:
+  std::size_t bucketOf(int i) const {
+    return static_cast<std::size_t>(layout_.bucketOf[static_cast<std::size_t>(i)]);
+  }
+  void startReady() {
+    while (nextToStart_ < pending_.size() && pending_[nextToStart_] == 0) start(nextToStart_++);
+  }
+  void hold(std::size_t b) {
+    if (held_[b]) return;
+    held_[b] = true;
+    gradients_.add(bucketBytes(layout_, b, elementBytes_));
+  }
+  void start(std::size_t b) {
+    if (scatter_) hold(b);
+    staging_.add(bucketBytes(layout_, b, stagingBytes_));
+  }
+  void complete(std::size_t b) {
+    staging_.remove(bucketBytes(layout_, b, stagingBytes_));
+    if (!scatter_) return;
+    held_[b] = false;
+    gradients_.remove(bucketBytes(layout_, b, elementBytes_));
+  }
+
+  const FlatLayout& layout_;
+  bool scatter_, overlap_;
+  double elementBytes_, stagingBytes_;  // per element; staging 0 when gradients travel as stored
+  Live &gradients_, &staging_;
+  std::vector<bool> held_;
+  std::vector<int> uses_, remaining_, pending_;
+  bool armed_ = false;
+  std::size_t nextToStart_ = 0, nextToComplete_ = 0;
+};
+
+// One rank's steps as the trainer runs them (Trainer::step, StepExecutor::run, PipelineStage):
+// the program's instructions in order, each layer pass between the hooks the trainer installs,
+// with mixed precision's f32 working copies of the layer's parameters during the pass (and of
+// their gradients while it accumulates them; Workspace memory).
+class StepReplay {
+ public:
+  StepReplay(const StrategyPlan& plan, const RankPlan& rank, Categories& live)
+      : plan_(plan),
+        rank_(rank),
+        live_(live),
+        chunks_(rankChunkRanges(plan.stages, plan.shape.stages, rank.pipelineRank)),
+        fullPasses_(chunks_.size()),
+        weightPasses_(chunks_.size()) {
+    const ParallelStrategy& s = plan.config.parallel;
+    const double stored = static_cast<double>(dtypeSize(s.compute));
+    if (plan.flat) {
+      const double staging =
+          s.gradComm == s.compute ? 0 : static_cast<double>(dtypeSize(s.gradComm));
+      reduce_.emplace(rank.layout, s.zeroStage >= 2, s.overlapComm, stored, staging,
+                      category(MemoryCategory::Gradient), category(MemoryCategory::CommBuffer));
+    }
+    if (s.zeroStage >= 3) gather_.emplace(rank.layout, stored, category(MemoryCategory::Parameter));
+    // ZeRO-2/3 without a pipeline reduce every micro-batch (Trainer::dataParallelWork).
+    const bool eachMicroBatch = s.zeroStage >= 2 && !plan.config.pipeline.enabled;
+    passesPerRound_ = eachMicroBatch ? 1 : plan.shape.microBatches;
+  }
+
+  void step() {
+    if (gather_) gather_->releaseKept();
+    std::fill(fullPasses_.begin(), fullPasses_.end(), 0);
+    std::fill(weightPasses_.begin(), weightPasses_.end(), 0);
+    const int lastBucket = static_cast<int>(rank_.layout.buckets.size()) - 1;
+    bool roundOpen = false, roundReduced = false;
+    for (const Instruction& in : rank_.program) {
+      const bool writes =
+          in.op == Op::Backward || in.op == Op::BackwardInput || in.op == Op::BackwardWeight;
+      if (writes && reduce_ && !roundOpen) {
+        if (roundReduced) reduce_->finishRound();
+        reduce_->beginRound();
+        roundOpen = true;
+        roundReduced = false;
+      }
+      if (in.op == Op::Forward) {
+        const LayerRange& chunk = chunks_[static_cast<std::size_t>(in.chunk)];
+        for (int layer = chunk.begin; layer < chunk.end; ++layer) forward(layer);
+      } else if (writes) {
+        backward(in);
+      } else if (in.op == Op::ReduceGradBucket || in.op == Op::ZeroScatter) {
+        reduce_->issue(in.bucket);
+        roundOpen = roundOpen && in.bucket != lastBucket;
+        roundReduced = roundReduced || in.bucket == lastBucket;
+      } else if (in.op == Op::ZeroGather) {
+        gather_->prefetch(in.bucket);
+      } else if (in.op == Op::OptimizerStep) {
+        if (roundReduced) reduce_->finishRound();
+        optimizerStep();
+      }
+    }
+  }
+
+ private:
+  Live& category(MemoryCategory c) { return live_[static_cast<std::size_t>(c)]; }
+
+  void workingCopies(int layer, bool gradients) {
+    if (plan_.config.parallel.compute == DType::F32) return;
+    const double bytes =
+        4.0 *
+        static_cast<double>(rank_.modelLayers[static_cast<std::size_t>(layer)].parameterElements) *
+        (gradients ? 2 : 1);
+    category(MemoryCategory::Workspace).transient(bytes);
+  }
+
+  void forward(int layer) {
+    if (gather_) gather_->forward(layer, false);
+    workingCopies(layer, false);
+    if (gather_) gather_->forward(layer, true);
+  }
+
+  // B, Bi or W of a chunk: its layers last to first, full recompute running each forward again
+  // first. A pass accumulating weight gradients is between the gradient hooks, the second only
+  // after the round's last such pass.
+  void backward(const Instruction& in) {
+    const auto c = static_cast<std::size_t>(in.chunk);
+    const bool weight = in.op == Op::BackwardWeight;
+    const bool last = ++(weight ? weightPasses_ : fullPasses_)[c] % passesPerRound_ == 0;
+    const bool restore = !weight && plan_.config.pipeline.recompute == Recompute::Full;
+    for (int layer = chunks_[c].end; layer-- > chunks_[c].begin;) {
+      if (restore) forward(layer);
+      const bool splits = rank_.modelLayers[static_cast<std::size_t>(layer)].splitsBackward;
+      const bool writes = in.op == Op::Backward || splits == weight;
+      if (writes && reduce_) reduce_->backward(layer, false);
+      if (gather_) gather_->backward(layer, false);
+      // Model::backwardWeightLayer makes f32 gradients for every layer, split or not.
+      workingCopies(layer, writes || weight);
+      if (gather_) gather_->backward(layer, true);
+      if (writes && last && reduce_) reduce_->backward(layer, true);
+    }
+  }
+
+  // Trainer::sumTiedEmbedding holds the stage's wte gradient (rebuilt from the shards under
+  // ZeRO-2/3), the peer's, and under mixed precision the peer's widened to f32, at once; then
+  // no gathered copy outlives the update.
+  void optimizerStep() {
+    const ParallelStrategy& s = plan_.config.parallel;
+    const double stored = static_cast<double>(dtypeSize(s.compute));
+    const double bytes = static_cast<double>(rank_.tiedEmbeddingElements) *
+                         (stored * (s.zeroStage >= 2 ? 2 : 1) + (s.compute == DType::F32 ? 0 : 4));
+    category(MemoryCategory::CommBuffer).transient(bytes);
+    if (gather_) gather_->releaseKept();
+  }
+
+  const StrategyPlan& plan_;
+  const RankPlan& rank_;
+  Categories& live_;
+  std::vector<LayerRange> chunks_;              // layer ranges of the rank's own model
+  std::vector<int> fullPasses_, weightPasses_;  // per chunk, this step (PipelineStage)
+  int passesPerRound_ = 1;
+  std::optional<GatherReplay> gather_;
+  std::optional<ReduceReplay> reduce_;
+};
+
+// Peaks per category of one pipeline rank: what the trainer allocates once, then two steps (the
+// second begins with what the first left gathered).
+Categories replayRank(const StrategyPlan& plan, const RankPlan& rank) {
+  const ParallelStrategy& s = plan.config.parallel;
+  const double stored = static_cast<double>(dtypeSize(s.compute));
+  const auto model = static_cast<double>(rank.parameterElements);
+  const auto flat = static_cast<double>(rank.layout.total);
+  const auto shard = static_cast<double>(rank.layout.shardSize());
+  Categories live;
+  auto at = [&live](MemoryCategory c) -> Live& { return live[static_cast<std::size_t>(c)]; };
+  // In the stored type: the model's own values (ZeRO 0), ZeRO-1/2's flat buffer or ZeRO-3's
+  // shard; the model's own gradients, the flat buffer (data parallelism, ZeRO-1) or ZeRO-2/3's
+  // shard.
+  const double values = s.zeroStage == 0 ? model : s.zeroStage < 3 ? flat : shard;
+  const double gradients = !plan.flat ? model : s.zeroStage < 2 ? flat : shard;
+  at(MemoryCategory::Parameter).add(values * stored);
+  at(MemoryCategory::Gradient).add(gradients * stored);
+  // AdamW's two f32 moments and under mixed precision the f32 master, sharded from ZeRO-1 on.
+  at(MemoryCategory::OptimizerState)
+      .add((s.zeroStage >= 1 ? shard : model) * (s.compute == DType::F32 ? 8 : 12));
+  // ZeRO-3 initialises its shard one parameter at a time, through a copy of it.
+  if (s.zeroStage >= 3)
+    at(MemoryCategory::Workspace)
+        .transient(static_cast<double>(rank.largestParameterElements) * stored);
+  StepReplay replay(plan, rank, live);
+  replay.step();
+  replay.step();
+  return live;
+}
+
+// Every rank's program returns to the same instructions each cycle of p v micro-batches once
+// its warm-up is over, so past four cycles a plan with three and the same remainder replays the
+// same peaks (tests/plan checks it), and a step of 65536 micro-batches costs no more than one of
+// a few.
+TrainConfig replayedConfig(const TrainConfig& c) {
+  const int cycle = c.parallel.pipeline * c.pipeline.chunks;
+  TrainConfig r = c;
+  if (c.gradientAccumulation > 4 * cycle)
+    r.gradientAccumulation = 3 * cycle + c.gradientAccumulation % cycle;
+  return r;
+}
+
+// The busiest stage's activations per micro-batch (f32) times the forwards the rank's schedule
+// keeps (ScheduleInfo::promisedPeak, in units of one chunk's forward); one without a pipeline.
+double activationBytes(const TrainConfig& c, int pipelineRank) {
+  const double perMicroBatch = c.model.kind->counts(c).activations * 4;
+  if (!c.pipeline.enabled) return perMicroBatch;
+  const PipelineShape shape{c.parallel.pipeline, c.gradientAccumulation, c.pipeline.chunks};
+  const int held = findSchedule(c.pipeline.schedule).promisedPeak(shape, pipelineRank).held;
+  return perMicroBatch * held / shape.chunks;
+}
+
+constexpr const char* kItemNames[kMemoryCategoryCount] = {
+    "parameters", "gradients", "optimizer state", "activations", "communication buffers",
+    "workspace"};
+
+std::uint32_t gzipStatedSize(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  unsigned char tail[4] = {0, 0, 0, 0};
+  in.seekg(-4, std::ios::end);
+  if (!in.read(reinterpret_cast<char*>(tail), 4)) return 0;
+  return tail[0] | (tail[1] << 8) | (tail[2] << 16) | (std::uint32_t{tail[3]} << 24);
+}
+
+double readMeminfoAvailable() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return -1;
+}
+
+double readNumber(const char* path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text) || text == "max") return -1;
+  try {
+    return std::stod(text);
+  } catch (...) {
+    return -1;
+  }
+}
+
+}  // namespace
+
+double MemoryEstimate::perRankBytes() const {
+  double sum = 0;
+  for (const MemoryItem& i : items) sum += i.bytes;
+  return sum;
+}
+
+const MemoryItem& MemoryEstimate::largest() const {
+  return *std::max_element(
+      items.begin(), items.end(),
+      [](const MemoryItem& a, const MemoryItem& b) { return a.bytes < b.bytes; });
+}
+
+std::vector<MemoryEstimate> estimateRankMemory(const TrainConfig& c, double dataBytes,
+                                               int ranksSharingMemory) {
+  const StrategyPlan plan = planStrategy(replayedConfig(c));
+  std::vector<MemoryEstimate> ranks;
+  for (const RankPlan& rank : plan.ranks) {
+    const Categories live = replayRank(plan, rank);
+    MemoryEstimate& e = ranks.emplace_back();
+    for (std::size_t i = 0; i < kMemoryCategoryCount; ++i)
+      e.items.push_back({kItemNames[i], live[i].peak});
+    e.items[static_cast<std::size_t>(MemoryCategory::Activation)].bytes =
+        activationBytes(c, rank.pipelineRank);
+    e.items.push_back({"data", dataBytes});
+    e.ranksSharingMemory = std::max(1, ranksSharingMemory);
+  }
+  return ranks;
+}
+
+MemoryEstimate estimateMemory(const TrainConfig& c, double dataBytes, int ranksSharingMemory) {
+  std::vector<MemoryEstimate> ranks = estimateRankMemory(c, dataBytes, ranksSharingMemory);
+  return std::move(*std::max_element(ranks.begin(), ranks.end(),
+                                     [](const MemoryEstimate& a, const MemoryEstimate& b) {
+                                       return a.perRankBytes() < b.perRankBytes();
+                                     }));
+}
+
+double dataBytesInMemory(const DataSpec& data) {
+  std::error_code ec;
+  double total = 0;
+  if (data.kind == DataSpec::Kind::Idx) {
+    for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                             "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
+      const fs::path f = fs::path(data.path) / name;
+      if (fs::is_regular_file(f, ec)) total += gzipStatedSize(f);
+    }
+    return total;
+  }
+  const fs::file_status st = fs::status(data.path, ec);
+  if (ec) return 0;
+  if (fs::is_regular_file(st)) return static_cast<double>(fs::file_size(data.path, ec));
+  if (!fs::is_directory(st)) return 0;
+  for (auto it = fs::recursive_directory_iterator(data.path, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    std::error_code fileEc;
+    if (it->is_regular_file(fileEc) && !it->is_symlink(fileEc)) {
+      const auto size = it->file_size(fileEc);
+      if (!fileEc) total += static_cast<double>(size);
+    }
+  }
+  return total;
+}
+
+double availableMemoryBytes() {
+  const double meminfo = readMeminfoAvailable();
+  const double limit = readNumber("/sys/fs/cgroup/memory.max");
+  const double used = readNumber("/sys/fs/cgroup/memory.current");
+  const double cgroup = limit >= 0 && used >= 0 ? std::max(0.0, limit - used) : -1;
+  if (meminfo < 0) return cgroup;
+  if (cgroup < 0) return meminfo;
+  return std::min(meminfo, cgroup);
+}
+
+std::string formatBytes(double bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 6) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+void checkMemory(const MemoryEstimate& e, double availableBytes) {
+  if (availableBytes < 0 || e.totalBytes() <= availableBytes) return;
+  std::string parts;
+  for (const MemoryItem& i : e.items) {
+    parts += (parts.empty() ? "" : ", ") + i.name + " " + formatBytes(i.bytes);
+  }
+  const std::string ranks =
+      e.ranksSharingMemory > 1
+          ? std::to_string(e.ranksSharingMemory) + " ranks x " + formatBytes(e.perRankBytes())
+          : "one rank";
+  throw UserError("memory: the run needs about " + formatBytes(e.totalBytes()) + " (" + ranks +
+                  ": " + parts + "; largest: " + e.largest().name + "), more than the " +
+                  formatBytes(availableBytes) +
+                  " available; use a smaller model or micro-batch, more ranks, a higher ZeRO "
+                  "stage or recompute");
+}
+
+}  // namespace parascope

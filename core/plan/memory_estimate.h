@@ -1,0 +1,61 @@
+// What a run will need in memory, per rank, before anything is allocated: the allocator's
+// categories (core/tensor/allocator.h) and the training data. Model state and communication
+// buffers are replayed on the strategy's plan (strategy_plan.h): the trainer's flat layout with
+// its padding and ZeRO shards, 16-bit values beside fp32 masters, AdamW's moments, ZeRO-2's
+// gradient buckets and ZeRO-3's gathered copies, staging copies and the tied embedding's
+// exchange, over the rank's own step program (not evaluation, nor saving weights). That equals the
+// allocator's peaks whenever no collective is found finished before the step waits for it (a faster
+// one can free a ZeRO-2 bucket sooner, never later). Activations are an estimate (Korthikanti et
+// al.), as is workspace (mixed precision's f32 working copies; kernels' scratch is not counted). A
+// function of the config and the data's size, so the CLI's check and the workbench's strategy panel
+// show the same numbers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/config/config.h"
+
+namespace parascope {
+
+struct MemoryItem {
+  // "parameters", "gradients", "optimizer state", "activations", "communication buffers",
+  // "workspace", "data"
+  std::string name;
+  double bytes = 0;  // per rank; double, so that absurd settings never overflow
+};
+
+struct MemoryEstimate {
+  // Per rank: items[c] for each MemoryCategory c, in its order, then the data.
+  std::vector<MemoryItem> items;
+  int ranksSharingMemory = 1;  // ranks of this job in one machine's memory
+  double perRankBytes() const;
+  double totalBytes() const { return perRankBytes() * ranksSharingMemory; }
+  const MemoryItem& largest() const;
+};
+
+// `dataBytes`: what the data set holds in memory once loaded (dataBytesInMemory).
+// `ranksSharingMemory`: threads backend, the world size; under mpirun, the ranks on this node.
+// Per pipeline rank (its data- and tensor-parallel ranks hold the same), rank 0 first.
+std::vector<MemoryEstimate> estimateRankMemory(const TrainConfig& c, double dataBytes,
+                                               int ranksSharingMemory);
+// The busiest pipeline rank's: the largest per-rank total.
+MemoryEstimate estimateMemory(const TrainConfig& c, double dataBytes, int ranksSharingMemory);
+
+// The data set's size in memory once loaded, from file sizes (text: the files under data.path;
+// IDX: the sizes the gzip trailers state). 0 when the path cannot be read (loading then fails
+// with its own message).
+double dataBytesInMemory(const DataSpec& data);
+
+// Memory this process may still use: the smaller of the kernel's MemAvailable and the control
+// group's limit minus its usage; a negative value when neither is known.
+double availableMemoryBytes();
+
+// UserError "memory: the run needs about ... (largest: ...), more than the ... available; ..."
+// when the estimate exceeds `availableBytes` (ignored when negative).
+void checkMemory(const MemoryEstimate& estimate, double availableBytes);
+
+// "1.5 GiB", "640 KiB", for messages and the strategy panel.
+std::string formatBytes(double bytes);
+
+}  // namespace parascope

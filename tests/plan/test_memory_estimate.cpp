@@ -1,0 +1,329 @@
+// The memory estimate against the allocator: model state (parameters, gradients, optimizer
+// state) and communication buffers per rank equal the peaks of real trainers on in-process ranks
+// for ZeRO 0-3, fp32 / bf16 / fp16 and data, tensor and pipeline degrees of 1 and 2. The ranks'
+// asynchronous collectives report done only once waited for, so that ZeRO-2's buckets live as
+// long as the reducer lets them (the estimate's case); on the plain threads backend they may go
+// sooner. Activations follow the pipeline schedule's own promised peak
+// (ScheduleInfo::promisedPeak): GPipe holds every micro-batch, 1F1B and zero-bubble H1 the
+// pipeline depth, interleaved 1F1B its warm-up forwards plus one, each a chunk (1/v of a stage).
+#include <QtTest>
+
+#include <array>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "core/comm/launch.h"
+#include "core/comm/threads/thread_backend.h"
+#include "core/comm/threads/thread_world.h"
+#include "core/config/config.h"
+#include "core/plan/memory_estimate.h"
+#include "core/tensor/allocator.h"
+#include "core/train/trainer.h"
+#include "tests/train/dp_harness.h"
+
+using namespace parascope;
+
+namespace {
+
+// The activations item of GPT-mini over p = 2 stages with m = 4 micro-batches.
+double activations(const char* schedule, int chunks) {
+  nlohmann::json doc = nlohmann::json::object();
+  doc["pipeline_model_parallel_size"] = 2;
+  doc["data_parallel_size"] = 1;
+  doc["gradient_accumulation_steps"] = 4;
+  doc["pipeline_schedule"] = schedule;
+  doc["virtual_pipeline_model_parallel_size"] = chunks;
+  return estimateMemory(parseTrainConfig(doc), 0, 2)
+      .items[static_cast<std::size_t>(MemoryCategory::Activation)]
+      .bytes;
+}
+
+// An operation that is done only when waited for: test() never finds it finished.
+class LateRequest final : public CommRequest {
+ public:
+  explicit LateRequest(std::shared_ptr<CommRequest> inner) : inner_(std::move(inner)) {
+    record = inner_->record;
+  }
+  bool test() override { return false; }
+  void wait() override {
+    inner_->wait();
+    record = inner_->record;
+  }
+
+ private:
+  std::shared_ptr<CommRequest> inner_;
+};
+
+class LateBackend final : public CommBackend {
+ public:
+  explicit LateBackend(std::shared_ptr<CommBackend> inner)
+      : CommBackend(inner->name(), inner->options()), inner_(std::move(inner)) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  std::string_view kind() const override { return inner_->kind(); }
+  std::shared_ptr<CommRequest> start(const CommArgs& args, bool blocking) override {
+    std::shared_ptr<CommRequest> request = inner_->start(args, blocking);
+    return blocking ? request : std::make_shared<LateRequest>(std::move(request));
+  }
+  std::shared_ptr<CommBackend> split(int color, int key) override {
+    return std::make_shared<LateBackend>(inner_->split(color, key));
+  }
+
+ private:
+  std::shared_ptr<CommBackend> inner_;
+};
+
+// runInProcess over late communicators: a rank that throws fails the world, so its peers stop
+// waiting, and the first failure is rethrown.
+void runLate(int size, const std::function<void(Communicator&)>& fn) {
+  auto world = std::make_shared<ThreadWorld>(size, CommOptions{});
+  std::vector<Communicator> comms;
+  for (auto& backend : makeThreadBackends(world))
+    comms.emplace_back(std::make_shared<LateBackend>(std::move(backend)));
+  std::mutex mutex;
+  std::exception_ptr first;
+  auto body = [&](int r) {
+    try {
+      fn(comms[static_cast<std::size_t>(r)]);
+    } catch (const std::exception& e) {
+      {
+        const std::lock_guard lock(mutex);
+        if (!first) first = std::current_exception();
+      }
+      world->fail(r, e.what());
+    }
+    comms[static_cast<std::size_t>(r)] = Communicator();
+    world->depart(r);
+  };
+  std::vector<std::thread> threads;
+  for (int r = 1; r < size; ++r) threads.emplace_back(body, r);
+  body(0);
+  for (std::thread& t : threads) t.join();
+  if (first) std::rethrow_exception(first);
+}
+
+using Peaks = std::array<std::int64_t, kMemoryCategoryCount>;
+
+// Every rank's allocator peaks over its trainer's construction and three steps.
+std::vector<Peaks> measure(const TrainConfig& config, bool late) {
+  const int n = config.parallel.worldSize();
+  std::vector<Peaks> peaks(static_cast<std::size_t>(n));
+  auto rank = [&](Communicator& world) {
+    Allocator allocator;
+    {
+      Trainer trainer(config, allocator, world);
+      for (int step = 0; step < 3; ++step) trainer.step();
+    }
+    for (std::size_t c = 0; c < kMemoryCategoryCount; ++c)
+      peaks[static_cast<std::size_t>(world.rank())][c] =
+          allocator.peakBytes(static_cast<MemoryCategory>(c));
+  };
+  if (late) {
+    runLate(n, rank);
+  } else {
+    runInProcess(n, rank);
+  }
+  return peaks;
+}
+
+constexpr std::array<MemoryCategory, 4> kExact = {
+    MemoryCategory::Parameter, MemoryCategory::Gradient, MemoryCategory::OptimizerState,
+    MemoryCategory::CommBuffer};
+
+// ZeRO-2/3's gradient buckets and the staging copies go when a reduction is found finished.
+bool timely(MemoryCategory c, const TrainConfig& config) {
+  return c == MemoryCategory::Gradient ? config.parallel.zeroStage >= 2
+                                       : c == MemoryCategory::CommBuffer;
+}
+
+std::vector<std::string> split(const QString& overrides) {
+  std::vector<std::string> out;
+  for (const QString& o : overrides.split(' ', Qt::SkipEmptyParts)) out.push_back(o.toStdString());
+  return out;
+}
+
+// The small GPT (width 32, 2 layers, context 16) in micro-batches of 2, its gradients in buckets
+// that close at 2000 elements (7 on one rank: three per block, and the embeddings').
+TrainConfig small(const std::vector<std::string>& overrides) {
+  std::vector<std::string> all = {"train_micro_batch_size_per_gpu=2",
+                                  "zero_optimization.reduce_bucket_size=2000"};
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  return dptest::tinyConfig(all);
+}
+
+}  // namespace
+
+class TestMemoryEstimate : public QObject {
+  Q_OBJECT
+ private slots:
+  void activationsFollowTheSchedulesPeak_data();
+  void activationsFollowTheSchedulesPeak();
+  void modelStateIsTheAllocatorsPeak_data();
+  void modelStateIsTheAllocatorsPeak();
+  void modelStateRepeatsEachCycle_data();
+  void modelStateRepeatsEachCycle();
+};
+
+void TestMemoryEstimate::activationsFollowTheSchedulesPeak_data() {
+  QTest::addColumn<QString>("schedule");
+  QTest::addColumn<int>("chunks");
+  QTest::addColumn<double>("stagesHeld");  // whole stages' micro-batch activations, busiest rank
+  QTest::newRow("gpipe") << "gpipe" << 1 << 4.0;
+  QTest::newRow("1f1b") << "1f1b" << 1 << 2.0;
+  QTest::newRow("zb-h1") << "zb-h1" << 1 << 2.0;
+  // Rank 0 runs 2(p - 1) + (v - 1)p = 4 warm-up forwards and holds a fifth chunk: 5 / v.
+  QTest::newRow("interleaved v2") << "interleaved" << 2 << 2.5;
+}
+
+void TestMemoryEstimate::activationsFollowTheSchedulesPeak() {
+  QFETCH(QString, schedule);
+  QFETCH(int, chunks);
+  QFETCH(double, stagesHeld);
+  // 1F1B on two stages and four micro-batches holds two: the unit the others are measured in.
+  const double one = activations("1f1b", 1) / 2;
+  QVERIFY(one > 0);
+  QCOMPARE(activations(schedule.toUtf8().constData(), chunks), one * stagesHeld);
+}
+
+void TestMemoryEstimate::modelStateIsTheAllocatorsPeak_data() {
+  QTest::addColumn<QString>("overrides");
+  QTest::addColumn<bool>("late");
+  // Worlds of 4 and 8: (data, tensor, pipeline).
+  const std::array<std::array<int, 3>, 4> degrees = {{{2, 2, 1}, {2, 1, 2}, {1, 2, 2}, {2, 2, 2}}};
+  for (const auto& [d, t, p] : degrees) {
+    for (const char* precision : {"fp32", "bf16", "fp16"}) {
+      for (int stage = 0; stage <= 3; ++stage) {
+        QString o = QString(
+                        "data_parallel_size=%1 tensor_model_parallel_size=%2 "
+                        "pipeline_model_parallel_size=%3 zero_optimization.stage=%4")
+                        .arg(d)
+                        .arg(t)
+                        .arg(p)
+                        .arg(stage);
+        if (QString(precision) != "fp32") o += QString(" %1.enabled=true").arg(precision);
+        QTest::addRow("d%d t%d p%d %s zero%d", d, t, p, precision, stage) << o << true;
+      }
+    }
+  }
+  // Schedules, chunks, recompute, gradients in 16 bits, no overlap, sequence parallelism; the
+  // pipelines over 6 layers, so that a rank's gathers and buckets come and go.
+  const char* zero =
+      "model.num_layers=6 data_parallel_size=2 pipeline_model_parallel_size=2 "
+      "zero_optimization.stage=";
+  for (int stage : {2, 3}) {
+    const QString z = zero + QString::number(stage);
+    QTest::addRow("gpipe zero%d", stage) << z + " pipeline_schedule=gpipe" << true;
+    QTest::addRow("zb-h1 bf16 zero%d", stage)
+        << z + " pipeline_schedule=zb-h1 bf16.enabled=true" << true;
+    QTest::addRow("interleaved v2 zero%d", stage)
+        << z + " pipeline_schedule=interleaved virtual_pipeline_model_parallel_size=2 "
+               "pipeline_model_parallel_layout=[2,2,2,2]"
+        << true;
+    QTest::addRow("full recompute zero%d", stage)
+        << z + " recompute_granularity=full fp16.enabled=true" << true;
+    QTest::addRow("bf16 communication zero%d", stage)
+        << z + " communication_data_type=bf16" << true;
+    QTest::addRow("no overlap zero%d", stage)
+        << "data_parallel_size=4 zero_optimization.overlap_comm=false "
+           "zero_optimization.stage=" +
+               QString::number(stage)
+        << true;
+  }
+  QTest::newRow("sequence parallel zero3")
+      << "data_parallel_size=2 tensor_model_parallel_size=2 sequence_parallel=true "
+         "zero_optimization.stage=3"
+      << true;
+  // 8 micro-batches a step, more than the estimate replays.
+  QTest::newRow("8 micro-batches zero3") << "data_parallel_size=4 train_batch_size=64 "
+                                            "zero_optimization.stage=3"
+                                         << true;
+  // The plain threads backend: ZeRO-2's buckets and the staging copies may go sooner.
+  QTest::newRow("threads d2 p2 bf16 zero2")
+      << "data_parallel_size=2 pipeline_model_parallel_size=2 bf16.enabled=true "
+         "zero_optimization.stage=2 communication_data_type=fp16"
+      << false;
+  QTest::newRow("threads d4 zero2") << "data_parallel_size=4 zero_optimization.stage=2" << false;
+  QTest::newRow("threads d2 t2 fp16 zero3")
+      << "data_parallel_size=2 tensor_model_parallel_size=2 fp16.enabled=true "
+         "zero_optimization.stage=3"
+      << false;
+}
+
+// Every rank's peaks against its pipeline rank's estimate; estimateMemory is the busiest's.
+void TestMemoryEstimate::modelStateIsTheAllocatorsPeak() {
+  QFETCH(QString, overrides);
+  QFETCH(bool, late);
+  const TrainConfig config = small(split(overrides));
+  const std::vector<MemoryEstimate> estimates = estimateRankMemory(config, 0, 1);
+  QCOMPARE(static_cast<int>(estimates.size()), config.parallel.pipeline);
+  const std::vector<Peaks> peaks = measure(config, late);
+  const int perPipelineRank = config.parallel.tensor * config.parallel.data;
+  for (std::size_t r = 0; r < peaks.size(); ++r) {
+    const MemoryEstimate& e = estimates[r / static_cast<std::size_t>(perPipelineRank)];
+    QString all = QString("rank %1:").arg(r);
+    for (std::size_t c = 0; c < kMemoryCategoryCount; ++c)
+      all += QString(" %1 %2/%3")
+                 .arg(QString::fromStdString(e.items[c].name))
+                 .arg(peaks[r][c])
+                 .arg(e.items[c].bytes, 0, 'f', 0);
+    if (r == 0) qInfo("%s", qPrintable(all));
+    for (MemoryCategory c : kExact) {
+      const double estimate = e.items[static_cast<std::size_t>(c)].bytes;
+      const auto measured = static_cast<double>(peaks[r][static_cast<std::size_t>(c)]);
+      QVERIFY2(late || !timely(c, config) ? measured == estimate : measured <= estimate,
+               qPrintable(all));
+    }
+  }
+  double busiest = 0;
+  for (const MemoryEstimate& e : estimates) busiest = std::max(busiest, e.perRankBytes());
+  QCOMPARE(estimateMemory(config, 0, 1).perRankBytes(), busiest);
+}
+
+void TestMemoryEstimate::modelStateRepeatsEachCycle_data() {
+  QTest::addColumn<QString>("overrides");
+  QTest::addColumn<int>("cycle");  // p v micro-batches
+  const char* base = "model.num_layers=6 data_parallel_size=2 ";
+  for (int stage : {2, 3}) {
+    const QString z = base + QString("zero_optimization.stage=%1 ").arg(stage);
+    const QString p = z + "pipeline_model_parallel_size=2 ";
+    QTest::addRow("1f1b zero%d", stage) << p + "pipeline_schedule=1f1b" << 2;
+    QTest::addRow("gpipe zero%d", stage) << p + "pipeline_schedule=gpipe" << 2;
+    QTest::addRow("zb-h1 bf16 zero%d", stage)
+        << p + "pipeline_schedule=zb-h1 bf16.enabled=true" << 2;
+    QTest::addRow("full recompute zero%d", stage) << p + "recompute_granularity=full" << 2;
+    QTest::addRow("interleaved zero%d", stage)
+        << p + "pipeline_schedule=interleaved virtual_pipeline_model_parallel_size=2 "
+               "pipeline_model_parallel_layout=[2,2,2,2]"
+        << 4;
+    QTest::addRow("no pipeline zero%d", stage) << z << 1;
+  }
+}
+
+// A step of more than four cycles of micro-batches is replayed with three and the remainder:
+// model state, buffers and workspace are those of four cycles (every rank's program has shown
+// every pattern of instructions by then).
+void TestMemoryEstimate::modelStateRepeatsEachCycle() {
+  QFETCH(QString, overrides);
+  QFETCH(int, cycle);
+  auto estimate = [&](int microBatches) {
+    std::vector<std::string> o = split(overrides);
+    o.push_back("train_batch_size=" + std::to_string(2 * 2 * microBatches));
+    return estimateRankMemory(small(o), 0, 1);
+  };
+  const std::vector<MemoryEstimate> four = estimate(4 * cycle);
+  // More by a whole number of cycles, or by two micro-batches (a multiple of p, as interleaved
+  // 1F1B needs).
+  for (int microBatches : {5 * cycle, 6 * cycle + 2, 1000 * cycle + 2}) {
+    const std::vector<MemoryEstimate> more = estimate(microBatches);
+    for (std::size_t q = 0; q < four.size(); ++q) {
+      for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+        if (c == static_cast<std::size_t>(MemoryCategory::Activation)) continue;
+        QCOMPARE(more[q].items[c].bytes, four[q].items[c].bytes);
+      }
+    }
+  }
+}
+
+QTEST_MAIN(TestMemoryEstimate)
+#include "test_memory_estimate.moc"
