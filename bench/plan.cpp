@@ -19,7 +19,7 @@
 #include "core/common/output_file.h"
 #include "core/config/config_keys.h"
 #include "core/kernels/sgemm_peak.h"
-#include "core/config/memory_estimate.h"
+#include "core/plan/memory_estimate.h"
 #include "core/plan/simulator.h"
 #include "core/tensor/allocator.h"
 #include "profiler/tracer.h"
@@ -296,21 +296,25 @@ bool cacheSystem(const SystemDescription& system) {
   return true;
 }
 
-SystemDescription thisMachine() {
+std::optional<SystemDescription> cachedMachine() {
   const std::string path = systemCachePath();
+  if (path.empty()) return std::nullopt;
   const kernels::SgemmPeakCache machine = kernels::SgemmPeakCache::thisMachine();
-  if (!path.empty()) {
-    try {
-      const nlohmann::json j =
-          parseBoundedJson(readBoundedFile(path, kConfigJsonLimits.maxBytes, "system cache"), path,
-                           kConfigJsonLimits);
-      if (j.value("format", "") == kCacheFormat && j.value("version", 0) == kCacheVersion &&
-          j.value("cpu", "") == machine.cpu && j.value("blas_core", "") == machine.blasCore)
-        return parseSystem(j.at("system"), path);
-    } catch (const std::exception&) {
-      // Missing, unreadable or stale: calibrated anew below.
-    }
+  try {
+    const nlohmann::json j = parseBoundedJson(
+        readBoundedFile(path, kConfigJsonLimits.maxBytes, "system cache"), path, kConfigJsonLimits);
+    if (j.value("format", "") == kCacheFormat && j.value("version", 0) == kCacheVersion &&
+        j.value("cpu", "") == machine.cpu && j.value("blas_core", "") == machine.blasCore)
+      return parseSystem(j.at("system"), path);
+  } catch (const std::exception&) {
+    // Missing, unreadable or another machine's: as if there were none.
   }
+  return std::nullopt;
+}
+
+SystemDescription thisMachine() {
+  if (std::optional<SystemDescription> cached = cachedMachine()) return *cached;
+  const std::string path = systemCachePath();
   std::fprintf(stderr,
                "plan: calibrating this machine's description (short runs, about a "
                "minute; cached for next time)\n");

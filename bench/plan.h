@@ -3,6 +3,7 @@
 // a set of strategies of two GPTs.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "core/plan/calibrate.h"
@@ -20,8 +21,11 @@ std::string systemCachePath();
 // costs a calibration next time, nothing else).
 bool cacheSystem(const SystemDescription& system);
 
-// The cached description when it is this machine's (same CPU and OpenBLAS kernels), else
-// calibrated now and cached, with one line on stderr saying so.
+// The cached description when it is this machine's (same CPU and OpenBLAS kernels).
+std::optional<SystemDescription> cachedMachine();
+
+// The cached description when it is this machine's, else calibrated now and cached, with one
+// line on stderr saying so.
 SystemDescription thisMachine();
 
 struct BenchPlanOptions {

@@ -13,8 +13,9 @@
 
 #include "core/common/error.h"
 #include "core/config/config_keys.h"
-#include "core/config/memory_estimate.h"
 #include "core/parallel/schedule.h"
+#include "core/plan/memory_estimate.h"
+#include "core/plan/simulator.h"
 
 namespace parascope::ui {
 
@@ -182,6 +183,10 @@ void StrategyPanel::build() {
   memory_ = new QLabel;
   memory_->setObjectName(QStringLiteral("memory"));
   memory_->setWordWrap(true);
+  prediction_ = new QLabel;
+  prediction_->setObjectName(QStringLiteral("prediction"));
+  prediction_->setWordWrap(true);
+  prediction_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   apply_ = new QPushButton(tr("&Apply strategy"));
   apply_->setObjectName(QStringLiteral("apply"));
 
@@ -189,6 +194,7 @@ void StrategyPanel::build() {
   layout->addLayout(form);
   layout->addWidget(message_);
   layout->addWidget(memory_);
+  layout->addWidget(prediction_);
   layout->addWidget(apply_);
   layout->addStretch(1);
 
@@ -348,8 +354,100 @@ void StrategyPanel::validate() {
     message_->setStyleSheet(QStringLiteral("color: #c0392b;"));
     memory_->clear();
   }
+  showPrediction();
   apply_->setEnabled(config_.has_value());
   if (wasValid != config_.has_value()) emit validityChanged(config_.has_value());
+}
+
+void StrategyPanel::setSystem(std::optional<SystemDescription> system) {
+  system_ = std::move(system);
+  editedPrediction_.reset();
+  runningPrediction_.reset();
+  showPrediction();
+}
+
+// One step of `c` simulated on this machine's description, and its memory per rank (the one
+// estimate).
+const StrategyPanel::Measured& StrategyPanel::predicted(const TrainConfig& c,
+                                                        std::optional<Prediction>& cache) {
+  const std::string key = c.document.dump() + "/" + std::to_string(c.parallel.worldSize());
+  if (cache && cache->key == key) return cache->figures;
+  const StrategyPlan plan = planStrategy(c);
+  const Simulation sim = simulateStep(plan, CostModel(*system_, plan));
+  Measured p;
+  p.stepSeconds = sim.stepSeconds;
+  const double perSample = c.model.kind->splitsLayers() ? c.model.gpt.contextLength : 1;
+  p.tokensPerSecond = c.globalBatch * perSample / sim.stepSeconds;
+  if (c.parallel.pipeline > 1) {
+    for (std::size_t q = 0; q < sim.ranks.size(); ++q)
+      p.idleFraction = std::max(p.idleFraction, sim.idleFraction(static_cast<int>(q)));
+  }
+  auto it = dataBytes_.find(c.data.path);
+  if (it == dataBytes_.end()) it = dataBytes_.emplace(c.data.path, dataBytesInMemory(c.data)).first;
+  p.peakBytes = estimateMemory(c, it->second, c.parallel.worldSize()).perRankBytes();
+  cache = Prediction{key, p};
+  return cache->figures;
+}
+
+void StrategyPanel::setMeasured(const std::optional<Measured>& measured) {
+  measured_ = measured;
+  showPrediction();
+}
+
+QString StrategyPanel::predictionText() const {
+  return prediction_->text();
+}
+
+namespace {
+
+QString seconds(double s) {
+  return s >= 1 ? QStringLiteral("%1 s").arg(s, 0, 'f', 2)
+                : QStringLiteral("%1 ms").arg(1e3 * s, 0, 'f', 0);
+}
+
+}  // namespace
+
+void StrategyPanel::showPrediction() {
+  if (!config_) {
+    prediction_->clear();
+    return;
+  }
+  if (!system_) {
+    prediction_->setText(
+        tr("<b>Predicted step:</b> this machine has no description yet; "
+           "<i>Session \u25b8 Calibrate this machine</i> (or <tt>parascope-cli "
+           "plan calibrate</tt>) measures one in about a minute."));
+    return;
+  }
+  std::vector<std::pair<QString, Measured>> columns;
+  try {
+    columns.emplace_back(tr("Edited"), predicted(*config_, editedPrediction_));
+    if (running_) columns.emplace_back(tr("Running"), predicted(*running_, runningPrediction_));
+  } catch (const std::exception& e) {
+    prediction_->setText(tr("<b>Predicted step:</b> cannot simulate this strategy: %1")
+                             .arg(QString::fromUtf8(e.what()).toHtmlEscaped()));
+    return;
+  }
+  if (running_ && measured_) columns.emplace_back(tr("Measured"), *measured_);
+  QString header, step, tokens, bubble, memory;
+  for (const auto& [name, p] : columns) {
+    header += QStringLiteral("<th align=right>&nbsp;%1</th>").arg(name);
+    step += QStringLiteral("<td align=right>&nbsp;%1</td>").arg(seconds(p.stepSeconds));
+    tokens += QStringLiteral("<td align=right>&nbsp;%1</td>").arg(p.tokensPerSecond, 0, 'f', 0);
+    bubble +=
+        QStringLiteral("<td align=right>&nbsp;%1</td>")
+            .arg(p.idleFraction < 0 ? QStringLiteral("\u2013")
+                                    : QStringLiteral("%1%").arg(100 * p.idleFraction, 0, 'f', 1));
+    memory += QStringLiteral("<td align=right>&nbsp;%1</td>")
+                  .arg(QString::fromStdString(formatBytes(p.peakBytes)));
+  }
+  prediction_->setText(
+      tr("<b>Predicted on %1</b> (its step program simulated)")
+          .arg(QString::fromStdString(system_->name).toHtmlEscaped()) +
+      QStringLiteral("<table><tr><th></th>%1</tr><tr><td>%2</td>%3</tr><tr><td>%4</td>%5</tr>"
+                     "<tr><td>%6</td>%7</tr><tr><td>%8</td>%9</tr></table>")
+          .arg(header, tr("Step"), step, tr("Tokens/s"), tokens, tr("Bubble"), bubble,
+               tr("Memory/rank"), memory));
 }
 
 void StrategyPanel::showMemory(const TrainConfig& c) {

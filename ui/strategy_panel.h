@@ -4,7 +4,10 @@
 // rebuilds the config document and runs the config validator on it (while a session runs, the
 // session's switch rule: the accumulation it would derive, or its refusal); its message is shown
 // as is, Apply is enabled only for a config that validates, and the predicted memory per rank
-// (core/config/memory_estimate.h, the CLI's own figures) is shown before anything runs.
+// (core/plan/memory_estimate.h, the CLI's own figures) is shown before anything runs. With a
+// description of this machine (core/plan/system.h) the panel also predicts the edited strategy's
+// step time, tokens/s and bubble with the simulator, beside the running strategy's prediction
+// and measurement, so that what Apply would bring and how far the model is off show together.
 #pragma once
 
 #include <QWidget>
@@ -15,6 +18,7 @@
 #include <string>
 
 #include "core/config/config.h"
+#include "core/plan/system.h"
 
 class QCheckBox;
 class QComboBox;
@@ -53,6 +57,18 @@ class StrategyPanel : public QWidget {
   // means Apply will switch; without one (a null resolver), as a new run.
   void setRunning(const std::optional<parascope::TrainConfig>& running, SwitchResolver resolve);
 
+  // What predictions price a strategy on; none: the panel says how to make one.
+  void setSystem(std::optional<parascope::SystemDescription> system);
+  // The running strategy's last measured step, shown beside the predictions.
+  struct Measured {
+    double stepSeconds = 0;
+    double tokensPerSecond = 0;
+    double idleFraction = -1;  // the largest pipeline rank's; -1 without a pipeline
+    double peakBytes = 0;      // rank 0's peak over every memory category
+  };
+  void setMeasured(const std::optional<Measured>& measured);
+  QString predictionText() const;
+
  signals:
   // A valid config, when the user presses Apply.
   void applied(const parascope::TrainConfig& config);
@@ -63,6 +79,14 @@ class StrategyPanel : public QWidget {
   void validate();
   void applyPreset(int index);
   void showMemory(const parascope::TrainConfig& c);
+  void showPrediction();
+  // A strategy's simulated step and memory per rank (Measured's fields), kept for the config it
+  // was computed for: measurements arrive every step, strategies change only on edits.
+  struct Prediction {
+    std::string key;  // the config's document and world size
+    Measured figures;
+  };
+  const Measured& predicted(const parascope::TrainConfig& c, std::optional<Prediction>& cache);
 
   nlohmann::json base_;  // the document's keys without a widget
   // The model and data the document came with, when they are no preset's: the preset list's
@@ -73,6 +97,9 @@ class StrategyPanel : public QWidget {
   SwitchResolver resolveSwitch_;
   bool filling_ = false;
   std::map<std::string, double> dataBytes_;  // by data path: file sizes are read once
+  std::optional<parascope::SystemDescription> system_;
+  std::optional<Measured> measured_;
+  std::optional<Prediction> editedPrediction_, runningPrediction_;
 
   QComboBox* preset_ = nullptr;
   QLineEdit* dataPath_ = nullptr;
@@ -93,6 +120,7 @@ class StrategyPanel : public QWidget {
   QSpinBox* steps_ = nullptr;
   QLabel* message_ = nullptr;
   QLabel* memory_ = nullptr;
+  QLabel* prediction_ = nullptr;
   QPushButton* apply_ = nullptr;
 };
 

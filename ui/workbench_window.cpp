@@ -28,11 +28,13 @@
 #include <vector>
 
 #include "core/common/error.h"
-#include "core/config/memory_estimate.h"
 #include "core/kernels/sgemm_peak.h"
+#include "core/plan/memory_estimate.h"
+#include "core/plan/simulator.h"
 #include "core/session/run_summary.h"
 #include "core/state/checkpoint.h"
 #include "profiler/analysis/analysis_table.h"
+#include "profiler/io/chrome_export.h"
 #include "profiler/io/chrome_import.h"
 #include "ui/analysis_table_model.h"
 #include "ui/breakdown_model.h"
@@ -467,6 +469,68 @@ void WorkbenchWindow::buildActions() {
   apply->setEnabled(panel_->config().has_value());
   menu->addAction(apply);
   addAction(apply);
+  menu->addSeparator();
+  auto* calibrate = new QAction(tr("Ca&librate this machine"), this);
+  calibrate->setObjectName(QStringLiteral("calibrate"));
+  calibrate->setToolTip(
+      tr("Measure this machine with short training runs (about a minute) so "
+         "that the strategy panel can predict step times"));
+  calibrate->setVisible(false);
+  connect(calibrate, &QAction::triggered, this, &WorkbenchWindow::calibrate);
+  menu->addAction(calibrate);
+}
+
+void WorkbenchWindow::setSystem(std::optional<SystemDescription> system) {
+  system_ = std::move(system);
+  panel_->setSystem(system_);
+}
+
+void WorkbenchWindow::setCalibrator(Calibrator calibrator) {
+  calibrator_ = std::move(calibrator);
+  action(QStringLiteral("calibrate"))->setVisible(static_cast<bool>(calibrator_));
+  updateActions();
+}
+
+void WorkbenchWindow::calibrate() {
+  if (!calibrator_ || calibrating_ || running()) return;
+  calibrating_ = true;
+  setStatus(tr("Calibrating this machine: short training runs, about a minute..."));
+  calibrationJob_.start([calibrator = calibrator_] { return calibrator(); });
+  updateActions();
+}
+
+void WorkbenchWindow::collectCalibration() {
+  SystemDescription system;
+  QString error;
+  if (!calibrationJob_.take(system, error)) return;
+  calibrating_ = false;
+  if (error.isEmpty()) {
+    setSystem(system);
+    setStatus(tr("Calibrated: the strategy panel predicts on this machine's description"));
+  } else {
+    showError(tr("Cannot calibrate this machine: %1").arg(error), false);
+  }
+  updateActions();
+}
+
+void WorkbenchWindow::addPredictedSource(const TrainConfig& config, const std::string& strategy,
+                                         int steps) {
+  if (!system_ || steps < 1) return;
+  try {
+    const StrategyPlan plan = planStrategy(config);
+    const Simulation sim = simulateStep(plan, CostModel(*system_, plan));
+    profiler::TraceData trace;
+    trace.worldSize = config.parallel.worldSize();
+    trace.events = predictedEvents(plan, sim, steps);
+    trace.adoptNames();
+    const QString path = runDir_.filePath(QStringLiteral("predicted-%1.json").arg(++predicted_));
+    profiler::exportChromeTrace(trace, path.toStdString());
+    addDiffSource(tr("Predicted: %1, %2 steps").arg(QString::fromStdString(strategy)).arg(steps),
+                  {path}, -1, -1);
+  } catch (const std::exception& e) {
+    setStatus(tr("No prediction of %1: %2")
+                  .arg(QString::fromStdString(strategy), QString::fromUtf8(e.what())));
+  }
 }
 
 QAction* WorkbenchWindow::action(const QString& name) const {
@@ -539,6 +603,8 @@ void WorkbenchWindow::updateActions() {
   action(QStringLiteral("saveCheckpoint"))->setEnabled(live);
   action(QStringLiteral("export"))->setEnabled(!live && !tracePath_.empty());
   resume_->setEnabled(!lastCheckpoint_.empty() && !live);
+  // Calibration trains on this machine: it would measure the session's load, not the machine.
+  action(QStringLiteral("calibrate"))->setEnabled(!live && !calibrating_);
 }
 
 void WorkbenchWindow::start() {
@@ -731,6 +797,7 @@ void WorkbenchWindow::collectPeak() {
 
 void WorkbenchWindow::drain() {
   collectPeak();
+  collectCalibration();
   collectAnalysis();
   collectDiff();
   const std::vector<SessionReport> reports =
@@ -759,7 +826,7 @@ void WorkbenchWindow::handle(const SessionReport& report) {
             world_ = r.worldSize;
             flopsPerToken_ = r.flopsPerToken;
             segments_->begin(describeStrategy(r.config), r.worldSize, r.flopsPerToken);
-            runSegments_ = {{segments_->rowCount(), describeStrategy(r.config)}};
+            runSegments_ = {{segments_->rowCount(), describeStrategy(r.config), r.config}};
             setStatus(tr("Running %1: %2 on %3 ranks")
                           .arg(QString::fromStdString(r.model),
                                QString::fromStdString(describeStrategy(r.config)))
@@ -791,6 +858,11 @@ void WorkbenchWindow::handle(const SessionReport& report) {
             }
             charts_->addStep(r.step, r.loss, rate, mfu, stepMetrics_.exposedCommFraction(),
                              r.lossScale);
+            double peak = 0;
+            for (std::int64_t bytes : r.peakBytes) peak += static_cast<double>(bytes);
+            const double span = r.pipelineBusySeconds + r.pipelineIdleSeconds;
+            panel_->setMeasured(StrategyPanel::Measured{
+                r.seconds, rate, span > 0 ? r.pipelineIdleSeconds / span : -1, peak});
             stepMetrics_ = {};
           },
           [this](const EvalReport& r) {
@@ -801,7 +873,7 @@ void WorkbenchWindow::handle(const SessionReport& report) {
             showRunningStrategy();
             world_ = r.worldAfter;
             segments_->begin(r.after, r.worldAfter, flopsPerToken_);
-            runSegments_.push_back({segments_->rowCount(), r.after});
+            runSegments_.push_back({segments_->rowCount(), r.after, r.to});
             charts_->addSwitch(r.step, QString::fromStdString(r.before + " \u2192 " + r.after));
             setStatus(tr("Switched at step %1: %2 \u2192 %3 (%4 ranks, %5 ms)")
                           .arg(r.step)
@@ -847,6 +919,9 @@ void WorkbenchWindow::handle(const SessionReport& report) {
                                   .arg(segment.lastStep + 1),
                               {QString::fromStdString(r.tracePath)}, segment.firstStep,
                               segment.lastStep);
+                // Right after its measurement, so that Compare shows measured against predicted.
+                addPredictedSource(segment.config, segment.strategy,
+                                   segment.lastStep - segment.firstStep + 1);
               }
             }
             runSegments_.clear();

@@ -10,11 +10,14 @@
 #include <QElapsedTimer>
 #include <QMainWindow>
 #include <QTemporaryDir>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
+#include "core/plan/system.h"
 #include "core/session/run_metrics.h"
 #include "core/session/session.h"
 #include "ui/background_job.h"
@@ -98,6 +101,15 @@ class WorkbenchWindow : public QMainWindow {
   void saveCheckpointTo(const QString& dir);
   void loadCheckpointFrom(const QString& dir);
 
+  // What the strategy panel's predictions and the Compare tab's predicted sources are priced on
+  // (this machine's description); none until one is given or calibrated.
+  void setSystem(std::optional<parascope::SystemDescription> system);
+  // Measures this machine (short training runs) for Session > Calibrate this machine, which runs
+  // it off the GUI thread while no session runs. Unset: the action is hidden.
+  using Calibrator = std::function<parascope::SystemDescription()>;
+  void setCalibrator(Calibrator calibrator);
+  void calibrate();
+
   // Sessions started from now on stop at the boundary after this many steps (0: run them out).
   void setStopAfterSteps(int steps) { stopAfter_ = steps; }
 
@@ -148,6 +160,10 @@ class WorkbenchWindow : public QMainWindow {
   QString checkpointDialogStart() const;
   void setPeakFlops(double peakFlops);
   void collectPeak();
+  void collectCalibration();
+  // A predicted trace of `config` for `steps` steps in the run directory, as a Compare source.
+  void addPredictedSource(const parascope::TrainConfig& config, const std::string& strategy,
+                          int steps);
 
   StrategyPanel* panel_ = nullptr;
   LiveCharts* charts_ = nullptr;
@@ -182,6 +198,7 @@ class WorkbenchWindow : public QMainWindow {
   struct RunSegment {
     int row = 0;
     std::string strategy;
+    parascope::TrainConfig config;
     int firstStep = -1, lastStep = -1;
   };
   std::vector<RunSegment> runSegments_;
@@ -211,8 +228,13 @@ class WorkbenchWindow : public QMainWindow {
   int stopAfter_ = 0;
   bool paused_ = false;
   double flopsPerToken_ = 0;
-  double peakFlops_ = 0;               // one rank's sgemm peak, FLOP/s, for MFU; 0 until known
-  BackgroundJob<double> peakJob_;      // measures it when this machine has none cached
+  double peakFlops_ = 0;           // one rank's sgemm peak, FLOP/s, for MFU; 0 until known
+  BackgroundJob<double> peakJob_;  // measures it when this machine has none cached
+  std::optional<parascope::SystemDescription> system_;
+  Calibrator calibrator_;
+  BackgroundJob<parascope::SystemDescription> calibrationJob_;
+  bool calibrating_ = false;
+  int predicted_ = 0;                  // predicted traces written to runDir_
   parascope::RunMetrics stepMetrics_;  // the rank reports of the step being reported
   std::string lastCheckpoint_;
   std::string tracePath_;

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "app/gui/modes.h"
+#include "bench/plan.h"
 #include "core/common/error.h"
 #include "core/config/config.h"
 #include "ui/strategy_panel.h"
@@ -89,6 +90,14 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
   }
   ui::WorkbenchWindow window;
   window.restoreLayout();
+  // Predictions use this machine's cached description; calibrating one trains, so it waits for
+  // the user to ask while no session runs.
+  window.setSystem(bench::cachedMachine());
+  window.setCalibrator([] {
+    SystemDescription system = bench::calibrateThisMachine().system;
+    bench::cacheSystem(system);
+    return system;
+  });
   window.setDocument(document);
   if (!traces.isEmpty()) window.showTraces(traces);
   if (screenshots) {

@@ -27,7 +27,8 @@
 
 #include "core/common/error.h"
 #include "core/config/config.h"
-#include "core/config/memory_estimate.h"
+#include "core/plan/memory_estimate.h"
+#include "core/plan/simulator.h"
 #include "core/session/session.h"
 #include "core/state/checkpoint.h"
 #include "profiler/analysis/analysis_table.h"
@@ -55,6 +56,7 @@
 using parascope::ui::LiveCharts;
 using parascope::ui::SessionBridge;
 using parascope::ui::StrategyPanel;
+
 using parascope::ui::WorkbenchWindow;
 
 namespace {
@@ -114,6 +116,7 @@ class TestWorkbenchWindow : public QObject {
   void invalidEditsKeepApplyDisabled_data();
   void invalidEditsKeepApplyDisabled();
   void panelRoundTripsTheDocument();
+  void panelPredictsTheEditedStrategy();
   void bridgeNeverDropsReports();
   void runsASessionAndShowsIt();
   void timelineFillsWhileRunning();
@@ -225,6 +228,56 @@ void TestWorkbenchWindow::panelRoundTripsTheDocument() {
   QCOMPARE(back["optimizer"], doc["optimizer"]);
   QCOMPARE(back["recompute_granularity"].get<std::string>(), std::string("selective"));
   QVERIFY(panel.findChild<QObject*>(QStringLiteral("memory")) != nullptr);
+}
+
+// A slow machine, so that tiny steps take whole milliseconds.
+parascope::SystemDescription slowMachine() {
+  parascope::SystemDescription s;
+  s.name = "slow test machine";
+  s.device.cores = 2;
+  s.device.memoryBytes = 1e9;
+  s.device.matmulF32 = s.device.matmulBF16 = s.device.matmulF16 = {2e8, 0};
+  s.device.elementwiseBandwidth = 1e8;
+  s.device.optimizerBandwidth = 1e8;
+  s.device.instructionOverhead = 1e-3;
+  s.devicesPerNode = 2;
+  for (auto& link : s.links) link = {{1e-4, 1e8}, {1e-4, 1e8}};
+  return s;
+}
+
+void TestWorkbenchWindow::panelPredictsTheEditedStrategy() {
+  StrategyPanel panel;
+  nlohmann::json doc = tinyDocument();
+  doc["pipeline_model_parallel_size"] = 2;
+  doc["gradient_accumulation_steps"] = 4;
+  panel.setDocument(doc);
+  QVERIFY2(panel.config().has_value(), qPrintable(panel.message()));
+  QVERIFY2(panel.predictionText().contains(QStringLiteral("Calibrate this machine")),
+           qPrintable(panel.predictionText()));
+  panel.setSystem(slowMachine());
+  auto expected = [](const parascope::TrainConfig& c) {
+    const parascope::StrategyPlan plan = parascope::planStrategy(c);
+    return parascope::simulateStep(plan, parascope::CostModel(slowMachine(), plan));
+  };
+  const parascope::Simulation piped = expected(*panel.config());
+  QVERIFY(piped.stepSeconds > 0.01 && piped.stepSeconds < 1);
+  const QString text = panel.predictionText();
+  QVERIFY2(text.contains(QStringLiteral("slow test machine")), qPrintable(text));
+  QVERIFY2(text.contains(QStringLiteral("%1 ms").arg(1e3 * piped.stepSeconds, 0, 'f', 0)),
+           qPrintable(text));
+  const double bubble = std::max(piped.idleFraction(0), piped.idleFraction(1));
+  QVERIFY2(text.contains(QStringLiteral("%1%").arg(100 * bubble, 0, 'f', 1)), qPrintable(text));
+  QVERIFY(!text.contains(QStringLiteral("Measured")));  // nothing runs
+
+  // An edit predicts again: without a pipeline there is no bubble.
+  typeInto(qobject_cast<QSpinBox*>(panel.field(QStringLiteral("world_size"))), 1);
+  typeInto(qobject_cast<QSpinBox*>(panel.field(QStringLiteral("pipeline_model_parallel_size"))), 1);
+  QVERIFY2(panel.config().has_value(), qPrintable(panel.message()));
+  const parascope::Simulation flat = expected(*panel.config());
+  QVERIFY2(panel.predictionText().contains(
+               QStringLiteral("%1 ms").arg(1e3 * flat.stepSeconds, 0, 'f', 0)),
+           qPrintable(panel.predictionText()));
+  QVERIFY(panel.predictionText().contains(QStringLiteral("\u2013")));
 }
 
 void TestWorkbenchWindow::bridgeNeverDropsReports() {
