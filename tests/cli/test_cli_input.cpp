@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "tests/cli_run.h"
 
@@ -58,8 +59,39 @@ void TestCliInput::initTestCase() {
   std::ofstream(dir_ / "weights.safetensors") << "";
   std::ofstream(dir_ / "tokens.bin") << "";
   QCOMPARE(::mkfifo((dir_ / "fifo").c_str(), 0600), 0);
-  inputs_ = {"outdir",         "array.json", "null.json",           "huge-number.json", "dup.json",
-             "big-model.json", "deep.json",  "weights.safetensors", "tokens.bin",       "fifo"};
+  // Hardware descriptions (core/plan/system.h) with one key missing and one negative.
+  nlohmann::json link = {{"latency_us", 5}, {"bandwidth_GBps", 10}};
+  nlohmann::json matmul = {{"peak_TFLOPs", 0.1}, {"half_efficiency_dimension", 16}};
+  nlohmann::json system = {{"name", "test"},
+                           {"device",
+                            {{"kind", "cpu"},
+                             {"memory_GiB", 8},
+                             {"matmul", {{"fp32", matmul}, {"bf16", matmul}, {"fp16", matmul}}},
+                             {"elementwise_bandwidth_GBps", 10},
+                             {"optimizer_bandwidth_GBps", 10},
+                             {"instruction_overhead_us", 10}}},
+                           {"devices_per_node", 2},
+                           {"links",
+                            {{"in_process", {{"ring", link}, {"tree", link}}},
+                             {"node", {{"ring", link}, {"tree", link}}},
+                             {"network", {{"ring", link}, {"tree", link}}}}},
+                           {"step_overhead_us", 0}};
+  std::ofstream(dir_ / "system-no-cores.json") << system.dump();
+  system["device"]["cores"] = 2;
+  system["links"]["network"]["tree"]["bandwidth_GBps"] = -3;
+  std::ofstream(dir_ / "system-negative.json") << system.dump();
+  inputs_ = {"outdir",
+             "array.json",
+             "null.json",
+             "huge-number.json",
+             "dup.json",
+             "big-model.json",
+             "deep.json",
+             "weights.safetensors",
+             "tokens.bin",
+             "fifo",
+             "system-no-cores.json",
+             "system-negative.json"};
 }
 
 void TestCliInput::cleanupTestCase() {
@@ -119,6 +151,18 @@ void TestCliInput::refusedWithOneLine_data() {
       << "error: config: tensor_model_parallel_size x data_parallel_size x "
          "pipeline_model_parallel_size = 4096 ranks, more than the 256 in-process ranks the "
          "threads backend runs; valid: at most 256, or more processes under mpirun\n";
+  // Predictions read the same keys as train and a strictly checked hardware description.
+  QTest::newRow("simulate strategy that does not divide")
+      << QStringList{"simulate", "--config", C, "tensor_model_parallel_size=3"}
+      << "error: config: model.num_attention_heads (4) must be divisible by "
+         "tensor_model_parallel_size (3)\n";
+  QTest::newRow("simulate system key missing")
+      << QStringList{"simulate", "--system", path("system-no-cores.json")}
+      << "error: system " + path("system-no-cores.json") + ": device.cores: is missing\n";
+  QTest::newRow("simulate system key negative")
+      << QStringList{"simulate", "--system", path("system-negative.json")}
+      << "error: system " + path("system-negative.json") +
+             ": links.network.tree.bandwidth_GBps: must be a non-negative number, not -3\n";
   // Probe 5: a model that cannot fit, refused with the estimate before allocating (grad).
   QTest::newRow("grad big model")
       << QStringList{"grad",
