@@ -261,8 +261,12 @@ CalibrationFit calibrateThisMachine() {
   runs.push_back(tracedRun({"model.hidden_size=128", "train_micro_batch_size_per_gpu=4"}));
   runs.push_back(tracedRun({"model.hidden_size=512", "model.num_layers=2",
                             "model.num_attention_heads=8", "train_micro_batch_size_per_gpu=2"}));
-  runs.push_back(tracedRun({"bf16.enabled=true"}));
-  runs.push_back(tracedRun({"fp16.enabled=true"}));
+  // Two shapes per mixed precision: their casts scale with the weights, their products also
+  // with the tokens.
+  for (const char* precision : {"bf16.enabled=true", "fp16.enabled=true"}) {
+    runs.push_back(tracedRun({precision}));
+    runs.push_back(tracedRun({precision, "train_micro_batch_size_per_gpu=2"}));
+  }
   runs.push_back(tracedRun({"pipeline_model_parallel_size=2", "gradient_accumulation_steps=4"}));
   return calibrate(startingPoint(), runs, timeCollectives());
 }

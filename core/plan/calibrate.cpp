@@ -98,8 +98,12 @@ double relativeError(double predicted, double measured) {
   return std::abs(predicted - measured) / measured;
 }
 
-// Fits the matrix-product rate of one precision (and, for fp32, the element-wise bandwidth and
-// the instruction overhead, which the other precisions share).
+// Fits the matrix-product rates of one precision and its cast cost (and, for fp32, the
+// element-wise bandwidth and the instruction overhead, which the other precisions share; fp32
+// casts nothing). Columns: forward flops, backward flops, flops over the smallest side, then
+// bytes and 1 (fp32) or cast elements (mixed precision). When the shapes measured cannot tell
+// two terms apart, the fit drops the efficiency curve, then merges forward and backward rates,
+// then drops the bytes or casts.
 void fitCompute(DeviceDescription& d, const std::vector<ComputeSample>& all, DType type,
                 bool shared) {
   std::vector<std::vector<double>> rows;
@@ -109,31 +113,49 @@ void fitCompute(DeviceDescription& d, const std::vector<ComputeSample>& all, DTy
     const double w = 1 / s.seconds;
     const ComputeFeatures& f = s.features;
     if (shared) {
-      rows.push_back({f.flops * w, f.flopsOverDimension * w, f.bytes * w, w});
+      rows.push_back(
+          {f.forwardFlops * w, f.backwardFlops * w, f.flopsOverDimension * w, f.bytes * w, w});
       y.push_back(1);
     } else {
-      rows.push_back({f.flops * w, f.flopsOverDimension * w});
+      rows.push_back(
+          {f.forwardFlops * w, f.backwardFlops * w, f.flopsOverDimension * w, f.castElements * w});
       y.push_back(1 - (f.bytes / d.elementwiseBandwidth + d.instructionOverhead) * w);
     }
   }
   if (rows.empty()) return;
   std::vector<double> x = nonNegativeLeastSquares(rows, y);
-  if (x[0] <= 0) {
-    // Too few distinct shapes to tell the efficiency curve from the peak: a flat rate.
-    for (std::vector<double>& row : rows) row[1] = 0;
+  if (x[0] <= 0 || x[1] <= 0) {
+    for (std::vector<double>& row : rows) row[2] = 0;
     x = nonNegativeLeastSquares(rows, y);
   }
+  if (x[0] <= 0 || x[1] <= 0) {
+    for (std::vector<double>& row : rows) {
+      row[0] += row[1];
+      row[1] = 0;
+    }
+    x = nonNegativeLeastSquares(rows, y);
+  }
+  if (x[0] <= 0) {
+    // The products' time is not told apart from the bytes or casts: products alone explain it.
+    for (std::vector<double>& row : rows) row[3] = 0;
+    x = nonNegativeLeastSquares(rows, y);
+  }
+  if (x[1] <= 0) x[1] = x[0];
   MatmulRate& m = type == DType::BF16  ? d.matmulBF16
                   : type == DType::F16 ? d.matmulF16
                                        : d.matmulF32;
   if (x[0] <= 0) throw UserError("calibration: the matrix products' time did not fit");
   m.peakFlops = 1 / x[0];
-  m.halfDimension = x[1] / x[0];
+  m.backwardPeakFlops = 1 / x[1];
+  m.halfDimension = x[2] / x[0];
   if (shared) {
     // A bandwidth the fit cannot see (element-wise time hidden in the products' noise) is
     // taken as effectively unlimited rather than zero.
-    d.elementwiseBandwidth = x[2] > 0 ? 1 / x[2] : 1e15;
-    d.instructionOverhead = x[3];
+    d.elementwiseBandwidth = x[3] > 0 ? 1 / x[3] : 1e15;
+    d.instructionOverhead = x[4];
+    m.castSeconds = 0;
+  } else {
+    m.castSeconds = x[3];
   }
 }
 

@@ -19,15 +19,15 @@ double storageBytes(DType compute) {
   return compute == DType::F32 ? 4.0 : 2.0;
 }
 
-void addProduct(ComputeFeatures& f, const Gemm& g) {
+void addProduct(ComputeFeatures& f, const Gemm& g, bool backward) {
   const double flops = g.flops();
-  f.flops += flops;
+  (backward ? f.backwardFlops : f.forwardFlops) += flops;
   f.flopsOverDimension += flops / std::max(1.0, std::min({g.m, g.n, g.k}));
 }
 
 void addForward(ComputeFeatures& f, const LayerWork& w, bool attentionCoreOnly) {
   for (const Gemm& g : w.gemms) {
-    if (!attentionCoreOnly || !g.weight) addProduct(f, g);
+    if (!attentionCoreOnly || !g.weight) addProduct(f, g, false);
   }
   f.bytes += attentionCoreOnly ? w.recomputedBytes : w.elementwiseBytes;
   if (attentionCoreOnly) return;
@@ -44,21 +44,33 @@ ComputeFeatures CostModel::features(const RankPlan& rank, const Instruction& in)
   const LayerRange range = rank.chunks.at(static_cast<std::size_t>(in.chunk));
   const Recompute recompute = plan_.config.pipeline.recompute;
   const bool sequenceParallel = plan_.config.parallel.sequenceParallel;
-  for (int l = range.begin; l < range.end; ++l) {
+  // The rank's own model holds its chunks' layers back to back.
+  int local = 0;
+  for (int c = 0; c < in.chunk; ++c) {
+    const LayerRange& before = rank.chunks[static_cast<std::size_t>(c)];
+    local += before.end - before.begin;
+  }
+  for (int l = range.begin; l < range.end; ++l, ++local) {
     const LayerWork& w = plan_.layers[static_cast<std::size_t>(l)];
+    const auto weights =
+        static_cast<double>(rank.modelLayers.at(static_cast<std::size_t>(local)).parameterElements);
     if (in.op == Op::Forward) {
       addForward(f, w, false);
+      f.castElements += weights;
       continue;
     }
     const bool inputSide = in.op != Op::BackwardWeight;
     const bool weightSide = in.op != Op::BackwardInput;
     if (inputSide && recompute != Recompute::None) {
       addForward(f, w, recompute == Recompute::Selective);
+      if (recompute == Recompute::Full) f.castElements += weights;
     }
+    // Widened for the input gradient, rounded into the stored gradient by the weight gradient.
+    f.castElements += (inputSide ? weights : 0) + (weightSide ? weights : 0);
     for (const Gemm& g : w.gemms) {
-      if (inputSide) addProduct(f, g);
+      if (inputSide) addProduct(f, g, true);
       // A weight's second product is its gradient; the attention core's is on the input side.
-      if (g.weight ? weightSide : inputSide) addProduct(f, g);
+      if (g.weight ? weightSide : inputSide) addProduct(f, g, true);
     }
     if (inputSide) f.bytes += 2 * w.elementwiseBytes;
     for (const LayerCollective& c : w.collectives) {
@@ -74,7 +86,8 @@ ComputeFeatures CostModel::features(const RankPlan& rank, const Instruction& in)
 
 double kernelSeconds(const DeviceDescription& d, DType compute, const ComputeFeatures& f) {
   const MatmulRate& m = d.matmul(compute);
-  return f.flops / m.peakFlops + f.flopsOverDimension * m.halfDimension / m.peakFlops +
+  return f.forwardFlops / m.peakFlops + f.backwardFlops / m.backwardPeakFlops +
+         f.flopsOverDimension * m.halfDimension / m.peakFlops + f.castElements * m.castSeconds +
          f.bytes / d.elementwiseBandwidth + d.instructionOverhead;
 }
 

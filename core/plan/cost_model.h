@@ -17,9 +17,14 @@ namespace parascope {
 
 // A compute instruction's terms, linear in the device's parameters.
 struct ComputeFeatures {
-  double flops = 0;               // matrix products
+  double forwardFlops = 0;        // matrix products of forward passes (recompute's too)
+  double backwardFlops = 0;       // and of backward passes
   double flopsOverDimension = 0;  // sum of each product's flops / its smallest side
   double bytes = 0;               // element-wise kernels
+  // Weight elements cast between the 16-bit stored values and f32 (widened for a pass, gradients
+  // rounded back): mixed precision's per-pass cost; fp32 descriptions price it at 0.
+  double castElements = 0;
+  double flops() const { return forwardFlops + backwardFlops; }
   struct Collective {
     CommOp op;
     double bytes;  // message size (nccl-tests), over the tensor group

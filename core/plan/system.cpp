@@ -15,6 +15,7 @@ namespace {
 constexpr double kGB = 1e9;
 constexpr double kTFLOP = 1e12;
 constexpr double kUs = 1e-6;
+constexpr double kNs = 1e-9;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Reads one object's keys strictly: each read key must exist and be a non-negative number (or a
@@ -82,7 +83,9 @@ class Fields {
 MatmulRate readMatmul(Fields f) {
   MatmulRate m;
   m.peakFlops = f.positive("peak_TFLOPs", kTFLOP);
+  m.backwardPeakFlops = f.positive("backward_peak_TFLOPs", kTFLOP);
   m.halfDimension = f.number("half_efficiency_dimension", 1);
+  m.castSeconds = f.number("cast_ns_per_element", kNs);
   f.finish();
   return m;
 }
@@ -98,7 +101,9 @@ LinkAlgorithm readAlgorithm(Fields f) {
 nlohmann::ordered_json matmulJson(const MatmulRate& m) {
   nlohmann::ordered_json j;
   j["peak_TFLOPs"] = m.peakFlops / kTFLOP;
+  j["backward_peak_TFLOPs"] = m.backwardPeakFlops / kTFLOP;
   j["half_efficiency_dimension"] = m.halfDimension;
+  j["cast_ns_per_element"] = m.castSeconds / kNs;
   return j;
 }
 

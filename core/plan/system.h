@@ -18,9 +18,13 @@
 namespace parascope {
 
 struct MatmulRate {
-  double peakFlops = 0;  // flop/s of large products
+  double peakFlops = 0;          // flop/s of large products in forward passes
+  double backwardPeakFlops = 0;  // and in backward passes (other operand layouts)
   // A product whose smallest side is d runs at peak * d / (d + halfDimension).
   double halfDimension = 0;
+  // Seconds per weight element cast between its stored 16-bit value and f32 per pass (mixed
+  // precision; 0 for fp32, which casts nothing).
+  double castSeconds = 0;
 };
 
 enum class LinkClass : std::uint8_t { InProcess, Node, Network };

@@ -61,7 +61,10 @@ void TestCliInput::initTestCase() {
   QCOMPARE(::mkfifo((dir_ / "fifo").c_str(), 0600), 0);
   // Hardware descriptions (core/plan/system.h) with one key missing and one negative.
   nlohmann::json link = {{"latency_us", 5}, {"bandwidth_GBps", 10}};
-  nlohmann::json matmul = {{"peak_TFLOPs", 0.1}, {"half_efficiency_dimension", 16}};
+  nlohmann::json matmul = {{"peak_TFLOPs", 0.1},
+                           {"backward_peak_TFLOPs", 0.1},
+                           {"half_efficiency_dimension", 16},
+                           {"cast_ns_per_element", 0}};
   nlohmann::json system = {{"name", "test"},
                            {"device",
                             {{"kind", "cpu"},

@@ -44,9 +44,9 @@ SystemDescription syntheticMachine() {
   s.device.kind = "cpu";
   s.device.cores = 2;
   s.device.memoryBytes = 8e9;
-  s.device.matmulF32 = {4e10, 24};
-  s.device.matmulBF16 = {2.5e10, 40};
-  s.device.matmulF16 = {2e10, 16};
+  s.device.matmulF32 = {4e10, 5e10, 24, 0};
+  s.device.matmulBF16 = {2.5e10, 3e10, 40, 2e-9};
+  s.device.matmulF16 = {2e10, 2.2e10, 16, 5e-9};
   s.device.elementwiseBandwidth = 6e9;
   s.device.optimizerBandwidth = 9e9;
   s.device.instructionOverhead = 3e-4;
@@ -195,7 +195,9 @@ void TestSimulator::calibrationRecoversASyntheticMachine() {
            {"pipeline_model_parallel_size=2", "gradient_accumulation_steps=4"},
            {"bf16.enabled=true"},
            {"bf16.enabled=true", "model.hidden_size=64"},
+           {"bf16.enabled=true", "train_micro_batch_size_per_gpu=4"},
            {"fp16.enabled=true"},
+           {"fp16.enabled=true", "train_micro_batch_size_per_gpu=4"},
            {"fp16.enabled=true", "model.hidden_size=128", "model.num_attention_heads=8"}}) {
     TracedRun run;
     run.plan = planStrategy(config(keys));
@@ -212,7 +214,7 @@ void TestSimulator::calibrationRecoversASyntheticMachine() {
       timings.push_back({op, bytes, 2, truthCosts.collectiveSeconds(op, bytes, 2, 1)});
   }
   SystemDescription start = truth;
-  start.device.matmulF32 = start.device.matmulBF16 = start.device.matmulF16 = {1, 1};
+  start.device.matmulF32 = start.device.matmulBF16 = start.device.matmulF16 = {1, 1, 1, 1};
   start.device.elementwiseBandwidth = start.device.optimizerBandwidth = 1;
   start.device.instructionOverhead = 0;
   start.links[0] = {{1, 1}, {1, 1}};
@@ -222,10 +224,13 @@ void TestSimulator::calibrationRecoversASyntheticMachine() {
   const DeviceDescription& want = truth.device;
   // Spans are whole nanoseconds: the recovered values carry that rounding.
   const double rtol = 2e-3;
-  QVERIFY(closeTo(got.matmulF32.peakFlops, want.matmulF32.peakFlops, rtol));
-  QVERIFY(closeTo(got.matmulF32.halfDimension, want.matmulF32.halfDimension, 2e-2));
-  QVERIFY(closeTo(got.matmulBF16.peakFlops, want.matmulBF16.peakFlops, rtol));
-  QVERIFY(closeTo(got.matmulF16.peakFlops, want.matmulF16.peakFlops, rtol));
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+    const MatmulRate &g = got.matmul(t), &w = want.matmul(t);
+    QVERIFY2(closeTo(g.peakFlops, w.peakFlops, rtol), qPrintable(QString::number(g.peakFlops)));
+    QVERIFY(closeTo(g.backwardPeakFlops, w.backwardPeakFlops, rtol));
+    QVERIFY(closeTo(g.halfDimension, w.halfDimension, 2e-2));
+    QVERIFY(std::abs(g.castSeconds - w.castSeconds) <= 2e-2 * w.castSeconds + 1e-13);
+  }
   QVERIFY(closeTo(got.elementwiseBandwidth, want.elementwiseBandwidth, 2e-2));
   QVERIFY(closeTo(got.instructionOverhead, want.instructionOverhead, 2e-2));
   QVERIFY(closeTo(got.optimizerBandwidth, want.optimizerBandwidth, rtol));
