@@ -108,6 +108,10 @@ class Engine {
     int lastBucket = -1;
     int waitFor = -1;  // Waiting until this many collectives have completed
     int gather = -1;   // the ZeroGather issued for the next forward (collective index)
+    // The running compute instruction ends no earlier than this many collectives have completed:
+    // ZeRO-3's gathers of its chunk, prefetched layer by layer while it computes.
+    int finishAfter = -1;
+    bool finishing = false;  // its work is done; it waits for those gathers
     bool atBarrier = false;
     Comm comm;
   };
@@ -170,9 +174,8 @@ class Engine {
         span.start = now_;
       }
       if (in.op == Op::Forward && rs.gather >= 0) {
-        const int needed = rs.gather + 1;
+        rs.finishAfter = rs.gather + 1;
         rs.gather = -1;
-        if (!waitForComm(rs, needed)) return;
       }
       switch (in.op) {
         case Op::SendActivation:
@@ -198,18 +201,13 @@ class Engine {
         case Op::ReduceGradBucket:
         case Op::ZeroScatter:
         case Op::ZeroGather: {
-          const IssuedCollective c = costs_.dataParallel(rp, in);
-          const int index = static_cast<int>(out.collectives.size());
-          out.collectives.push_back({{now_, now_}, c.op, c.bytes, static_cast<int>(rs.next)});
-          issued_[static_cast<std::size_t>(r)].push_back(c.seconds);
-          rs.comm.queue.push_back(index);
+          const int index = issue(r, in);
           if (in.op == Op::ZeroGather) {
             rs.gather = index;
           } else if (in.bucket == rs.lastBucket) {
             rs.roundOpen = false;
             rs.roundReduced = true;
           }
-          startComm(r);
           break;
         }
         case Op::OptimizerStep:
@@ -234,6 +232,12 @@ class Engine {
           startWork(2 * r, costs_.optimizerSeconds(rp));
           return;
         default:  // F, B, Bi, W
+          if ((in.op == Op::Backward || in.op == Op::BackwardInput) && !rp.chunkBuckets.empty()) {
+            // ZeRO-3 gathers the chunk's parameters again for its backward.
+            Instruction gather = in;
+            gather.op = Op::ZeroGather;
+            rs.finishAfter = issue(r, gather) + 1;
+          }
           rs.state = State::Working;
           startWork(2 * r, computeSeconds(r, in));
           return;
@@ -243,6 +247,31 @@ class Engine {
       ++rs.next;
     }
     rs.state = State::Done;
+  }
+
+  // Queues the data-parallel collective `in` issues on rank r's communication thread; its index.
+  int issue(int r, const Instruction& in) {
+    const IssuedCollective c = costs_.dataParallel(plan_.ranks[static_cast<std::size_t>(r)], in);
+    std::vector<SimulatedCollective>& issued = sim_.ranks[static_cast<std::size_t>(r)].collectives;
+    const int index = static_cast<int>(issued.size());
+    issued.push_back(
+        {{now_, now_}, c.op, c.bytes, static_cast<int>(ranks_[static_cast<std::size_t>(r)].next)});
+    issued_[static_cast<std::size_t>(r)].push_back(c.seconds);
+    ranks_[static_cast<std::size_t>(r)].comm.queue.push_back(index);
+    startComm(r);
+    return index;
+  }
+
+  // Rank r's compute or optimizer work is done: the instruction ends, or waits for its gathers.
+  void workDone(int r) {
+    RankState& rs = ranks_[static_cast<std::size_t>(r)];
+    if (rs.finishAfter > rs.comm.completed) {
+      rs.state = State::Waiting;
+      rs.waitFor = rs.finishAfter;
+      rs.finishing = true;
+      return;
+    }
+    finishInstruction(r);
   }
 
   void startComm(int r) {
@@ -273,11 +302,12 @@ class Engine {
     c.running = -1;
     c.busy = false;
     ++c.completed;
+    dirty_.push_back(r);
     if (rs.state == State::Waiting && rs.waitFor >= 0 && c.completed >= rs.waitFor) {
       rs.waitFor = -1;
       rs.state = State::Ready;
+      if (rs.finishing) finishInstruction(r);
     }
-    dirty_.push_back(r);
   }
 
   void wakeReceiver(int to, int from) {
@@ -300,6 +330,8 @@ class Engine {
     if (in.isCompute()) out.busy += span.end - span.start;
     if (in.op == Op::OptimizerStep) out.end = now_;
     rs.entered = false;
+    rs.finishAfter = -1;
+    rs.finishing = false;
     ++rs.next;
     rs.state = State::Ready;
     dirty_.push_back(r);
@@ -320,7 +352,7 @@ class Engine {
       --busyThreads_;
       service_ = std::max(service_, w.finishService);
       if (w.thread % 2 == 0)
-        finishInstruction(w.thread / 2);
+        workDone(w.thread / 2);
       else
         finishComm(w.thread / 2);
     } else {

@@ -4,9 +4,11 @@
 //  - Every pipeline rank starts the step together; a send never blocks and its message arrives
 //    a transfer later; a receive waits for its message (channels are FIFO per pair and kind).
 //  - Bucket reductions and ZeRO gathers are issued to the rank's communication thread, which
-//    runs them one at a time in issue order beside compute; a forward waits for the gather
-//    issued for it. A reduction round's collectives complete before the next round's first
-//    gradient-writing pass, and before the optimizer step.
+//    runs them one at a time in issue order beside compute. ZeRO-3 gathers a chunk's parameters
+//    for its forward (the ZeroGather before it) and again for its backward (issued as the B or
+//    Bi starts); the gatherer prefetches layer by layer while the pass computes, so the pass
+//    ends no earlier than its gather. A reduction round's collectives complete before the next
+//    round's first gradient-writing pass, and before the optimizer step.
 //  - The optimizer step starts when every pipeline rank has finished computing (the executor's
 //    agreement on the step's span) and the rank's reductions are done.
 //  - On a CPU every busy thread of every rank (compute and communication) shares the device's
