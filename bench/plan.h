@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/plan/calibrate.h"
 
@@ -13,6 +14,10 @@ namespace parascope::bench {
 // Short traced runs of GPT shapes in each precision and timed collectives over two in-process
 // ranks, fitted (core/plan/calibrate.h). About a minute on a 2-core machine.
 CalibrationFit calibrateThisMachine();
+
+// The same fit from traced runs the user recorded (`train --trace`, the workbench's runs), each
+// file holding its run's config; UserError for a trace without one or of a switched run.
+CalibrationFit calibrateFromTraces(const std::vector<std::string>& paths);
 
 // $XDG_CACHE_HOME/parascope/system.json (else ~/.cache/...); empty when neither is known.
 std::string systemCachePath();

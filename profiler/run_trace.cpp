@@ -8,6 +8,7 @@ void RunTrace::begin(Communicator* mpiWorld, int worldSize) {
   if (mpiWorld) offset = estimateClockOffset(*mpiWorld);
   recording_ = std::make_unique<TraceRecording>(path_, worldSize);
   recording_->setClockOffset(offset);
+  recording_->setRunConfig(config_);
 }
 
 std::string RunTrace::end(int rank) {

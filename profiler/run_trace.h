@@ -14,11 +14,13 @@ namespace parascope::profiler {
 class RunTrace final : public RunRecorder {
  public:
   explicit RunTrace(std::string path) : path_(std::move(path)) {}
+  void describe(const nlohmann::json& config) override { config_ = config.dump(); }
   void begin(Communicator* mpiWorld, int worldSize) override;
   std::string end(int rank) override;
 
  private:
   std::string path_;
+  std::string config_;
   std::unique_ptr<TraceRecording> recording_;
 };
 

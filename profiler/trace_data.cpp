@@ -28,6 +28,7 @@ void TraceData::merge(const TraceData& other) {
   for (const auto& [k, v] : other.rankNames) rankNames.emplace(k, v);
   for (const auto& [k, v] : other.laneNames) laneNames.emplace(k, v);
   clockResidualNs = std::max(clockResidualNs, other.clockResidualNs);
+  if (runConfig.empty()) runConfig = other.runConfig;
 }
 
 void TraceData::sortByTime() {

@@ -43,6 +43,9 @@ struct TraceData {
   std::map<std::int32_t, std::string> rankNames;                           // rank -> label
   std::map<std::pair<std::int32_t, std::int32_t>, std::string> laneNames;  // (rank, lane)
   std::int64_t clockResidualNs = -1;  // cross-rank alignment residual, -1 unknown
+  // The recorded run's starting config as JSON text (the session's validated document); empty
+  // for traces of other tools. What a prediction of the run is computed from.
+  std::string runConfig;
   StringPool strings;
 
   TraceData() = default;

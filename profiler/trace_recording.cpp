@@ -43,6 +43,11 @@ TraceRecording::~TraceRecording() {
   stop();
 }
 
+void TraceRecording::setRunConfig(std::string config) {
+  const std::lock_guard lock(mutex_);
+  data_.runConfig = std::move(config);
+}
+
 void TraceRecording::setClockOffset(const ClockOffset& offset) {
   tracer_.setClockOffset(offset.offsetNs, offset.worldResidualNs);
 }

@@ -27,6 +27,8 @@ class TraceRecording {
   // This process's offset to the aligned clock, applied to every event, and the residual
   // written into the file (TraceData::clockResidualNs).
   void setClockOffset(const ClockOffset& offset);
+  // The run's config as JSON text, written into the file (TraceData::runConfig).
+  void setRunConfig(std::string config);
   // Stops recording and writes the file: every rank's events to the path, or with rank >= 0
   // (one process per rank) this rank's to perRankPath(path, rank). Returns the path written.
   std::string finish(std::int32_t rank = -1);

@@ -73,6 +73,7 @@ std::string LiveTrace::end(int rank) {
                  static_cast<unsigned long long>(lost));
   }
   const std::string path = rank < 0 ? path_ : profiler::perRankPath(path_, rank);
+  whole_.runConfig = config_;
   profiler::exportChromeTrace(whole_, path);
   return path;
 }

@@ -22,6 +22,7 @@ class LiveTrace final : public parascope::RunRecorder {
   explicit LiveTrace(std::string path) : path_(std::move(path)) {}
   ~LiveTrace() override;  // a run that never ended writes nothing
 
+  void describe(const nlohmann::json& config) override { config_ = config.dump(); }
   void begin(parascope::Communicator* mpiWorld, int worldSize) override;
   std::string end(int rank) override;
 
@@ -35,6 +36,7 @@ class LiveTrace final : public parascope::RunRecorder {
   void publish(const profiler::TraceData& part);
 
   std::string path_;
+  std::string config_;  // the run's, written into the file
   std::unique_ptr<profiler::Tracer> tracer_;
   profiler::TraceData whole_;  // drain thread's until it is joined, then end()'s
   std::mutex mutex_;           // guards pending_ and stopping_

@@ -159,13 +159,15 @@ void runSimulate(const SimulateOptions& o) {
 }
 
 struct CalibrateOptions {
+  std::vector<std::string> runs;  // traced runs; none: short runs of its own
   std::string out;
   bool json = false;
 };
 
 void runCalibrate(const CalibrateOptions& o) {
   if (!o.out.empty()) checkOutputPath(o.out, "--out");
-  const CalibrationFit fit = bench::calibrateThisMachine();
+  const CalibrationFit fit =
+      o.runs.empty() ? bench::calibrateThisMachine() : bench::calibrateFromTraces(o.runs);
   const std::string text = systemToJson(fit.system).dump(2) + "\n";
   const std::string path = o.out.empty() ? bench::systemCachePath() : o.out;
   if (o.out.empty()) {
@@ -224,6 +226,9 @@ void registerPlanCommands(CLI::App& app, CLI::App& bench) {
   auto calibrate = std::make_shared<CalibrateOptions>();
   CLI::App* cal = plan->add_subcommand(
       "calibrate", "Measure this machine by short traced runs and fit its hardware description");
+  cal->add_option("runs", calibrate->runs,
+                  "Traced runs to fit from (train --trace files; default: short runs of its own)")
+      ->check(CLI::ExistingFile);
   cal->add_option("--out", calibrate->out,
                   "Write the description here (default: the cache simulate reads)");
   cal->add_flag("--json", calibrate->json, "One JSON object per line");

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/comm/communicator.h"
 
 namespace parascope {
@@ -14,6 +16,10 @@ class RunRecorder {
   // Before any rank builds its model, so parameter memory is recorded. mpiWorld: this process's
   // MPI world (collective over it: clocks are aligned), or null for in-process ranks.
   virtual void begin(Communicator* mpiWorld, int worldSize) = 0;
+  // The run's starting config (its validated document), just before begin: a recorder that
+  // writes files keeps it in them, so that the run can be compared with a prediction and
+  // calibrated from later (core/plan). Nothing by default.
+  virtual void describe(const nlohmann::json& config) { (void)config; }
   // After every rank of this process finished; rank: this process's rank under MPI, -1
   // in-process. Writes the file(s) and returns the path written.
   virtual std::string end(int rank) = 0;

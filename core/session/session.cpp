@@ -450,7 +450,10 @@ FinishedReport Session::run() {
   try {
     checkBeforeStart(mpi);
     const int first = mpi ? options_.world->size() : config_.parallel.worldSize();
-    if (options_.recorder) options_.recorder->begin(mpi ? &*options_.world : nullptr, first);
+    if (options_.recorder) {
+      options_.recorder->describe(config_.document);
+      options_.recorder->begin(mpi ? &*options_.world : nullptr, first);
+    }
     for (int ranks = first;;) {
       runLayout(ranks);
       started_ = true;  // the next layout continues the run

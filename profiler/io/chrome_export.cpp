@@ -223,6 +223,10 @@ std::size_t writeFile(const TraceData& trace, const std::vector<const Event*>& e
   w.integer(trace.worldSize);
   w.raw("},\"clockResidualNs\":");
   w.integer(trace.clockResidualNs);
+  if (!trace.runConfig.empty()) {
+    w.raw(",\"parascopeConfig\":");
+    w.raw(trace.runConfig);
+  }
   w.raw(",\"traceEvents\":[");
   bool firstEvent = true;
   writeMetadata(w, trace, events, firstEvent);

@@ -347,6 +347,9 @@ void Importer::parseRoot() {
       ours_ = true;
     } else if (k == "clockResidualNs") {
       out_.clockResidualNs = integer(v, "clockResidualNs");
+    } else if (k == "parascopeConfig") {
+      od::object config = take(v.get_object(), "\"parascopeConfig\" must be an object");
+      out_.runConfig = std::string(take(config.raw_json(), "malformed \"parascopeConfig\""));
     } else if (k == "distributedInfo") {
       for (auto df : take(v.get_object(), "\"distributedInfo\" must be an object")) {
         od::field d = take(std::move(df), "malformed member");

@@ -87,6 +87,7 @@ class TestChromeIo : public QObject {
  private slots:
   void roundTripMergedIsExact();
   void roundTripGzip();
+  void runConfigRoundTrips();
   void perRankFilesMergeBack();
   void kinetoConventions();
   void failedExportLeavesNoFile();
@@ -127,6 +128,21 @@ void TestChromeIo::roundTripGzip() {
           static_cast<unsigned char>(bytes[1]) == 0x8b);
   compareEvents(t, importChromeTrace(p));
   compareEvents(t, importChromeTraceFromMemory(bytes, "memory"));
+}
+
+void TestChromeIo::runConfigRoundTrips() {
+  TraceData t = richTrace();
+  t.runConfig = R"({"model":{"type":"gpt","hidden_size":32},"data_parallel_size":2})";
+  const auto paths = exportChromeTracePerRank(t, path("configured.json"));
+  TraceData merged;
+  for (const auto& p : paths) {
+    const TraceData one = importChromeTrace(p);
+    QCOMPARE(one.runConfig, t.runConfig);  // each rank's file holds it
+    merged.merge(one);
+  }
+  QCOMPARE(merged.runConfig, t.runConfig);
+  exportChromeTrace(richTrace(), path("unconfigured.json"));
+  QVERIFY(importChromeTrace(path("unconfigured.json")).runConfig.empty());  // none recorded
 }
 
 void TestChromeIo::perRankFilesMergeBack() {
@@ -223,6 +239,9 @@ void TestChromeIo::badInput_data() {
   QTest::newRow("empty") << QByteArray("") << "t.json: not JSON";
   QTest::newRow("scalar") << QByteArray("42") << "expected a JSON object";
   QTest::newRow("no events") << QByteArray("{\"a\":1}") << "no \"traceEvents\" array";
+  QTest::newRow("run config not an object")
+      << QByteArray("{\"parascopeConfig\":[1],\"traceEvents\":[]}")
+      << "\"parascopeConfig\" must be an object";
   QTest::newRow("truncated")
       << QByteArray("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":2,")
       << "truncated: the input ends inside an object or array at line 1, column 53 (byte 52), at "
