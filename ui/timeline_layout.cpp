@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 namespace parascope::ui {
 
@@ -27,10 +28,15 @@ std::vector<TimelineRow> layoutRows(const TimelineIndex& index, const LayoutOpti
     lanesByRank[index.counters()[i].rank];
   }
   std::map<std::int32_t, std::int32_t> stages;
-  std::vector<std::pair<std::int32_t, std::int32_t>> order;  // (key, rank)
-  for (const auto& [rank, lanes] : lanesByRank) {
-    stages[rank] = rankStage(index, rank);
-    order.emplace_back(options.byStage ? stages[rank] : 0, rank);
+  for (const auto& [rank, lanes] : lanesByRank) stages[rank] = rankStage(index, rank);
+  // (stage or 0, measured rank, rank): a predicted rank follows the rank it predicts, at that
+  // rank's stage (its own, when the prediction is of another strategy, would part them).
+  std::vector<std::tuple<std::int32_t, std::int32_t, std::int32_t>> order;
+  for (const auto& [rank, stage] : stages) {
+    const std::int32_t measured = measuredRankOf(rank);
+    const auto beside = stages.find(measured);
+    const std::int32_t key = beside != stages.end() ? beside->second : stage;
+    order.emplace_back(options.byStage ? key : 0, measured, rank);
   }
   std::sort(order.begin(), order.end());
   std::vector<TimelineRow> rows;
@@ -41,7 +47,7 @@ std::vector<TimelineRow> layoutRows(const TimelineIndex& index, const LayoutOpti
     y += h;
     rows.push_back(r);
   };
-  for (const auto& [key, rank] : order) {
+  for (const auto& [key, measured, rank] : order) {
     TimelineRow header{TimelineRow::Kind::RankHeader, rank};
     header.stage = stages[rank];
     push(header, options.headerHeight);

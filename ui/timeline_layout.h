@@ -1,6 +1,7 @@
 // Vertical layout of the timeline: a header row per rank (process), then for each of its lanes
 // one row per nesting level, then its counter tracks. Ranks fold to their header; they are
-// ordered by rank or by pipeline stage. Plain C++, no Qt.
+// ordered by rank or by pipeline stage, a predicted rank right after the measured rank it
+// predicts. Plain C++, no Qt.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,18 @@
 #include "ui/timeline_index.h"
 
 namespace parascope::ui {
+
+// A prediction shown beside a measured trace (timeline_prediction.h) keeps its ranks apart from
+// the measured ones: predicted rank N is kPredictedRankBase + N. The base lies above any rank a
+// trace names (ours count from 0; imported ones are process ids, below 2^22 on Linux).
+inline constexpr std::int32_t kPredictedRankBase = 1 << 24;
+inline bool isPredictedRank(std::int32_t rank) {
+  return rank >= kPredictedRankBase;
+}
+// The measured rank a rank stands beside: itself, or the one a predicted rank predicts.
+inline std::int32_t measuredRankOf(std::int32_t rank) {
+  return isPredictedRank(rank) ? rank - kPredictedRankBase : rank;
+}
 
 struct TimelineRow {
   enum class Kind { RankHeader, Level, Counter };

@@ -329,7 +329,11 @@ void TimelineView::paintLabels(QPainter& p) const {
                                : QStringLiteral("rank %1").arg(row.rank);
       const bool folded = layoutOptions_.collapsed.count(row.rank) > 0;
       text = QString(folded ? QStringLiteral("▸ ") : QStringLiteral("▾ ")) + name;
-      if (row.stage >= 0) text += QStringLiteral("  (stage %1)").arg(row.stage);
+      // A predicted rank's stage is its measured rank's, named just above it; the label has no
+      // room for both.
+      if (row.stage >= 0 && !isPredictedRank(row.rank)) {
+        text += QStringLiteral("  (stage %1)").arg(row.stage);
+      }
     } else if (row.kind == TimelineRow::Kind::Level && row.depth == 0) {
       text = QStringLiteral("   ") + QString::fromStdString(index_->lanes()[row.lane].name);
     } else if (row.kind == TimelineRow::Kind::Counter) {

@@ -9,6 +9,8 @@
 #include <QWheelEvent>
 #include <cmath>
 
+#include "ui/timeline_prediction.h"
+
 namespace parascope::ui {
 
 TimelineView::TimelineView(QWidget* parent)
@@ -196,7 +198,24 @@ QString TimelineView::tooltipText(QPoint pos) const {
   const Hit h = hitTest(pos);
   if (!h.ref.valid()) return {};
   QString s = spanDescription(h.ref);
-  if (h.count > 1) s = QStringLiteral("%1 spans merged; the first:\n").arg(h.count) + s;
+  if (h.count > 1) return QStringLiteral("%1 spans merged; the first:\n").arg(h.count) + s;
+  // With a prediction beside the run: the same instruction on the other side, and how far the
+  // prediction is from the measurement.
+  const SpanRef other = counterpartSpan(*index_, h.ref);
+  if (!other.valid()) return s;
+  const bool predicted = isPredictedRank(index_->lanes()[h.ref.lane].rank);
+  const std::int64_t thisNs = index_->span(h.ref).endNs - index_->span(h.ref).startNs;
+  const std::int64_t otherNs = index_->span(other).endNs - index_->span(other).startNs;
+  const std::int64_t measuredNs = predicted ? otherNs : thisNs;
+  const std::int64_t predictedNs = predicted ? thisNs : otherNs;
+  s += predicted ? QStringLiteral("\nmeasured %1") : QStringLiteral("\npredicted %1");
+  s = s.arg(QString::fromStdString(formatDuration(otherNs)));
+  if (measuredNs > 0) {
+    const double error = static_cast<double>(predictedNs - measuredNs) / measuredNs;
+    s += QStringLiteral("\nprediction error %1%2%")
+             .arg(error >= 0 ? QStringLiteral("+") : QString())
+             .arg(100 * error, 0, 'f', 1);
+  }
   return s;
 }
 

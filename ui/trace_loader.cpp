@@ -23,14 +23,25 @@ void TraceLoader::join() {
 }
 
 void TraceLoader::load(const QStringList& paths) {
+  std::vector<std::string> files;
+  for (const QString& p : paths) files.push_back(p.toStdString());
+  start(tr("Reading %1 file(s)").arg(paths.size()), paths.join(", "),
+        [files] { return profiler::importChromeTraces(files); });
+}
+
+void TraceLoader::load(const QString& what, Reader read) {
+  start(tr("Reading %1").arg(what), what, std::move(read));
+}
+
+void TraceLoader::start(const QString& reading, const QString& what, Reader read) {
   const std::uint64_t job = ++job_;
   join();
   finished_ = false;
   // Said here rather than by the worker: a message the worker posts before its import, and
   // this thread frees during it, made the import a sixth slower (measured with
   // --bench-timeline); after the import the worker's messages cost nothing measurable.
-  emit progress(tr("Reading %1 file(s)").arg(paths.size()), -1);
-  worker_ = std::thread([this, paths, job] { run(paths, job); });
+  emit progress(reading, -1);
+  worker_ = std::thread([this, what, read = std::move(read), job] { run(what, read, job); });
 }
 
 void TraceLoader::cancel() {
@@ -62,7 +73,7 @@ void TraceLoader::drain() {
   }
 }
 
-void TraceLoader::run(const QStringList& paths, std::uint64_t job) {
+void TraceLoader::run(const QString& what, const Reader& read, std::uint64_t job) {
   struct Done {
     std::atomic<bool>& flag;
     ~Done() { flag = true; }
@@ -76,9 +87,7 @@ void TraceLoader::run(const QStringList& paths, std::uint64_t job) {
     post(std::move(m));
   };
   try {
-    std::vector<std::string> files;
-    for (const QString& p : paths) files.push_back(p.toStdString());
-    const profiler::TraceData trace = profiler::importChromeTraces(files);
+    const profiler::TraceData trace = read();
     if (job_ != job) return;
     auto index = std::make_shared<TimelineIndex>();
     const bool complete = index->build(trace, [&](double f) {
@@ -87,7 +96,7 @@ void TraceLoader::run(const QStringList& paths, std::uint64_t job) {
     });
     if (!complete) return;
     if (trace.events.empty()) {
-      say(Message::Failed, tr("%1: the trace holds no events").arg(paths.join(", ")), 0);
+      say(Message::Failed, tr("%1: the trace holds no events").arg(what), 0);
       return;
     }
     Message m;

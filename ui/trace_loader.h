@@ -7,11 +7,13 @@
 #include <QObject>
 #include <QStringList>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "profiler/trace_data.h"
 #include "ui/timeline_index.h"
 
 namespace parascope::ui {
@@ -24,6 +26,10 @@ class TraceLoader : public QObject {
 
   // Files are read as one trace (one file per rank, or one merged file).
   void load(const QStringList& paths);
+  // A trace `read` on the worker thread (composed from several, say); `what` names it in
+  // messages, and an exception `read` throws fails the load with its message.
+  using Reader = std::function<profiler::TraceData()>;
+  void load(const QString& what, Reader read);
   void cancel();
   bool running() const { return worker_.joinable() && !finished_; }
 
@@ -42,7 +48,8 @@ class TraceLoader : public QObject {
     std::shared_ptr<TimelineIndex> index;
     qint64 events = 0;
   };
-  void run(const QStringList& paths, std::uint64_t job);
+  void start(const QString& reading, const QString& what, Reader read);
+  void run(const QString& what, const Reader& read, std::uint64_t job);
   void join();
   void post(Message m);      // worker thread
   Q_INVOKABLE void drain();  // GUI thread

@@ -30,11 +30,9 @@
 #include "core/common/error.h"
 #include "core/kernels/sgemm_peak.h"
 #include "core/plan/memory_estimate.h"
-#include "core/plan/simulator.h"
 #include "core/session/run_summary.h"
 #include "core/state/checkpoint.h"
 #include "profiler/analysis/analysis_table.h"
-#include "profiler/io/chrome_export.h"
 #include "profiler/io/chrome_import.h"
 #include "ui/analysis_table_model.h"
 #include "ui/breakdown_model.h"
@@ -44,6 +42,7 @@
 #include "ui/live_trace.h"
 #include "ui/memory_view.h"
 #include "ui/pipeline_view.h"
+#include "ui/prediction_view.h"
 #include "ui/segment_model.h"
 #include "ui/strategy_panel.h"
 #include "ui/timeline_window.h"
@@ -202,6 +201,17 @@ void WorkbenchWindow::buildViews() {
   views_->addTab(breakdownView, tr("Breakdown"));
   views_->addTab(buildAnalyses(), tr("Analyses"));
   views_->addTab(compare, tr("Compare"));
+  beside_ = new QAction(tr("Show prediction &beside the run"), this);
+  beside_->setObjectName(QStringLiteral("showPredictionBeside"));
+  beside_->setCheckable(true);
+  beside_->setToolTip(
+      tr("Load the ended run into the timeline with each rank's predicted timeline under it "
+         "(\"rank N (predicted)\"); hover an instruction for both times"));
+  connect(beside_, &QAction::toggled, this, &WorkbenchWindow::showPredictionBeside);
+  prediction_ = new PredictionView(beside_);
+  prediction_->setObjectName(QStringLiteral("predictionTab"));
+  views_->addTab(prediction_, tr("Prediction"));
+  showPredictionHint();
 }
 
 // Every analysis `parascope-cli analyze` prints, as its rows: stragglers and whatever the
@@ -315,18 +325,30 @@ QStringList WorkbenchWindow::diffSources() const {
 
 void WorkbenchWindow::addDiffSource(const QString& label, const QStringList& files, int firstStep,
                                     int lastStep) {
+  appendDiffSource(label, files, firstStep, lastStep);
+  // The newest source becomes B and the one before it A: the comparison just made possible.
+  const int last = diffB_->count() - 1;
+  pickDiff(std::max(0, last - 1), last);
+}
+
+void WorkbenchWindow::appendDiffSource(const QString& label, const QStringList& files,
+                                       int firstStep, int lastStep) {
   DiffSource source{label, {}, firstStep, lastStep};
   for (const QString& f : files) source.files.push_back(f.toStdString());
   diffSources_.push_back(std::move(source));
-  // The newest source becomes B and the one before it A: the comparison just made possible.
   const QSignalBlocker blockA(diffA_), blockB(diffB_);
   diffA_->addItem(label);
   diffB_->addItem(label);
-  const int last = diffB_->count() - 1;
-  diffA_->setCurrentIndex(std::max(0, last - 1));
-  diffB_->setCurrentIndex(last);
+}
+
+void WorkbenchWindow::pickDiff(int a, int b) {
+  {
+    const QSignalBlocker blockA(diffA_), blockB(diffB_);
+    diffA_->setCurrentIndex(a);
+    diffB_->setCurrentIndex(b);
+  }
   updateDiffHint();
-  if (last > 0) compareSources(last - 1, last);
+  if (a != b) compareSources(a, b);
 }
 
 void WorkbenchWindow::compareSources(int a, int b) {
@@ -363,6 +385,9 @@ void WorkbenchWindow::showTraces(const QStringList& files) {
   for (const QString& f : files) names << QFileInfo(f).fileName();
   addDiffSource(tr("Trace %1").arg(names.join(QStringLiteral(", "))), files, -1, -1);
   liveTrace_.reset();  // the files replace the run in the timeline
+  runShown_ = false;
+  beside_->setChecked(false);  // runShown_ is false first: unchecking loads nothing
+  predictionCounted_ = false;  // the files are shown without the run's prediction
   pendingShows_ = 2;
   timeline_->openFiles(files);
   analyse(files);
@@ -478,59 +503,7 @@ void WorkbenchWindow::buildActions() {
   calibrate->setVisible(false);
   connect(calibrate, &QAction::triggered, this, &WorkbenchWindow::calibrate);
   menu->addAction(calibrate);
-}
-
-void WorkbenchWindow::setSystem(std::optional<SystemDescription> system) {
-  system_ = std::move(system);
-  panel_->setSystem(system_);
-}
-
-void WorkbenchWindow::setCalibrator(Calibrator calibrator) {
-  calibrator_ = std::move(calibrator);
-  action(QStringLiteral("calibrate"))->setVisible(static_cast<bool>(calibrator_));
-  updateActions();
-}
-
-void WorkbenchWindow::calibrate() {
-  if (!calibrator_ || calibrating_ || running()) return;
-  calibrating_ = true;
-  setStatus(tr("Calibrating this machine: short training runs, about a minute..."));
-  calibrationJob_.start([calibrator = calibrator_] { return calibrator(); });
-  updateActions();
-}
-
-void WorkbenchWindow::collectCalibration() {
-  SystemDescription system;
-  QString error;
-  if (!calibrationJob_.take(system, error)) return;
-  calibrating_ = false;
-  if (error.isEmpty()) {
-    setSystem(system);
-    setStatus(tr("Calibrated: the strategy panel predicts on this machine's description"));
-  } else {
-    showError(tr("Cannot calibrate this machine: %1").arg(error), false);
-  }
-  updateActions();
-}
-
-void WorkbenchWindow::addPredictedSource(const TrainConfig& config, const std::string& strategy,
-                                         int steps) {
-  if (!system_ || steps < 1) return;
-  try {
-    const StrategyPlan plan = planStrategy(config);
-    const Simulation sim = simulateStep(plan, CostModel(*system_, plan));
-    profiler::TraceData trace;
-    trace.worldSize = config.parallel.worldSize();
-    trace.events = predictedEvents(plan, sim, steps);
-    trace.adoptNames();
-    const QString path = runDir_.filePath(QStringLiteral("predicted-%1.json").arg(++predicted_));
-    profiler::exportChromeTrace(trace, path.toStdString());
-    addDiffSource(tr("Predicted: %1, %2 steps").arg(QString::fromStdString(strategy)).arg(steps),
-                  {path}, -1, -1);
-  } catch (const std::exception& e) {
-    setStatus(tr("No prediction of %1: %2")
-                  .arg(QString::fromStdString(strategy), QString::fromUtf8(e.what())));
-  }
+  menuBar()->addMenu(tr("&View"))->addAction(beside_);
 }
 
 QAction* WorkbenchWindow::action(const QString& name) const {
@@ -605,6 +578,9 @@ void WorkbenchWindow::updateActions() {
   resume_->setEnabled(!lastCheckpoint_.empty() && !live);
   // Calibration trains on this machine: it would measure the session's load, not the machine.
   action(QStringLiteral("calibrate"))->setEnabled(!live && !calibrating_);
+  beside_->setEnabled(!live && runShown_ &&
+                      std::any_of(predictions_.begin(), predictions_.end(),
+                                  [](const PredictedSegment& p) { return p.failure.empty(); }));
 }
 
 void WorkbenchWindow::start() {
@@ -632,6 +608,8 @@ void WorkbenchWindow::startSession(const TrainConfig& config, const std::string&
   liveTrace_ = std::make_shared<LiveTrace>(tracePath_);
   options.recorder = liveTrace_;
   timeline_->loader()->cancel();  // a trace still loading must not replace the run
+  runShown_ = false;
+  beside_->setChecked(false);
   timeline_->view()->setMessage({});
   timeline_->view()->setIndex(std::make_shared<TimelineIndex>());
   options.load = load;
@@ -800,6 +778,7 @@ void WorkbenchWindow::drain() {
   collectCalibration();
   collectAnalysis();
   collectDiff();
+  collectPrediction();
   const std::vector<SessionReport> reports =
       bridge_ ? bridge_->drain() : std::vector<SessionReport>{};
   const bool finished = std::any_of(reports.begin(), reports.end(), [](const SessionReport& r) {
@@ -908,8 +887,8 @@ void WorkbenchWindow::handle(const SessionReport& report) {
               // The timeline already holds the whole run; only the views need the file.
               tracePath_ = r.tracePath;
               liveTrace_.reset();
-              pendingShows_ = 1;
-              analyse({QString::fromStdString(r.tracePath)});
+              runShown_ = true;
+              endedRun_ = {r.tracePath, {}, {}, false};
               for (const RunSegment& segment : runSegments_) {
                 if (segment.firstStep < 0) continue;  // switched again before a step
                 addDiffSource(tr("Segment %1: %2, steps %3\u2013%4")
@@ -919,10 +898,17 @@ void WorkbenchWindow::handle(const SessionReport& report) {
                                   .arg(segment.lastStep + 1),
                               {QString::fromStdString(r.tracePath)}, segment.firstStep,
                               segment.lastStep);
-                // Right after its measurement, so that Compare shows measured against predicted.
-                addPredictedSource(segment.config, segment.strategy,
-                                   segment.lastStep - segment.firstStep + 1);
+                endedRun_.segments.push_back({segment.row,
+                                              segment.strategy,
+                                              segment.config,
+                                              segment.firstStep,
+                                              segment.lastStep,
+                                              {}});
+                endedRun_.diffSources.push_back(static_cast<int>(diffSources_.size()) - 1);
               }
+              analyse({QString::fromStdString(r.tracePath)});
+              predictionCounted_ = predictEndedRun();
+              pendingShows_ = predictionCounted_ ? 2 : 1;
             }
             runSegments_.clear();
             emit sessionEnded(r.failed);

@@ -1,10 +1,10 @@
 // The workbench's main window: the strategy panel (dock), the controls (toolbar and menu, each
-// with a shortcut), the live charts above the timeline, and the views as tabs (Log). A session
-// runs on its own threads; its reports cross to the GUI thread through a SessionBridge drained
-// by a timer at frame rate; the charts and the timeline show what arrived a few times a second,
-// each in one update however much arrived. A
-// failed session shows its reason in the window and offers to resume from the last checkpoint.
-// The window layout and the last config persist in QSettings.
+// with a shortcut), the live charts above the timeline, and the views as tabs (Log to
+// Prediction). A session runs on its own threads; its reports cross to the GUI thread through a
+// SessionBridge drained by a timer at frame rate; the charts and the timeline show what arrived
+// a few times a second, each in one update however much arrived. A failed session shows its
+// reason in the window and offers to resume from the last checkpoint. The window layout and the
+// last config persist in QSettings. Prediction and calibration are in workbench_prediction.cpp.
 #pragma once
 
 #include <QElapsedTimer>
@@ -21,6 +21,7 @@
 #include "core/session/run_metrics.h"
 #include "core/session/session.h"
 #include "ui/background_job.h"
+#include "ui/run_prediction.h"
 #include "ui/session_bridge.h"
 #include "ui/trace_analysis.h"
 #include "ui/trace_diff.h"
@@ -43,6 +44,7 @@ class LiveCharts;
 class LiveTrace;
 class MemoryView;
 class PipelineView;
+class PredictionView;
 class SegmentModel;
 class StrategyPanel;
 class TimelineWindow;
@@ -74,6 +76,8 @@ class WorkbenchWindow : public QMainWindow {
   AnalysisTableModel* analysisTableModel() const { return analysisTable_; }
   SegmentModel* segmentModel() const { return segments_; }
   DiffModel* diffModel() const { return diff_; }
+  // The Prediction tab: the last ended run's segments predicted against their measurement.
+  PredictionView* predictionView() const { return prediction_; }
   // What the Compare tab says about the diff's sources (empty when two different ones are set).
   QString diffHint() const;
   // What the Compare tab's diff can pick as A and B: each ended run's segments, then each trace
@@ -101,8 +105,9 @@ class WorkbenchWindow : public QMainWindow {
   void saveCheckpointTo(const QString& dir);
   void loadCheckpointFrom(const QString& dir);
 
-  // What the strategy panel's predictions and the Compare tab's predicted sources are priced on
-  // (this machine's description); none until one is given or calibrated.
+  // What the strategy panel's predictions, the Compare tab's predicted sources and the
+  // Prediction tab are priced on (this machine's description); none until one is given or
+  // calibrated. An ended run not predicted yet is predicted on it.
   void setSystem(std::optional<parascope::SystemDescription> system);
   // Measures this machine (short training runs) for Session > Calibrate this machine, which runs
   // it off the GUI thread while no session runs. Unset: the action is hidden.
@@ -136,7 +141,8 @@ class WorkbenchWindow : public QMainWindow {
  signals:
   void stepReported(int step);
   void sessionEnded(bool failed);
-  // The run's trace is in the timeline (or could not be read).
+  // The run's trace is in the timeline and the views, its prediction in the Prediction tab (or
+  // they could not be read).
   void traceShown();
   void diffShown();
 
@@ -161,9 +167,11 @@ class WorkbenchWindow : public QMainWindow {
   void setPeakFlops(double peakFlops);
   void collectPeak();
   void collectCalibration();
-  // A predicted trace of `config` for `steps` steps in the run directory, as a Compare source.
-  void addPredictedSource(const parascope::TrainConfig& config, const std::string& strategy,
-                          int steps);
+  bool predictEndedRun();
+  void collectPrediction();
+  void showPredictionHint();
+  // Loads the shown run into the timeline with (or without) its prediction beside it.
+  void showPredictionBeside(bool beside);
 
   StrategyPanel* panel_ = nullptr;
   LiveCharts* charts_ = nullptr;
@@ -186,6 +194,9 @@ class WorkbenchWindow : public QMainWindow {
   QWidget* buildAnalyses();
   void showAnalysisTable();
   void addDiffSource(const QString& label, const QStringList& files, int firstStep, int lastStep);
+  void appendDiffSource(const QString& label, const QStringList& files, int firstStep,
+                        int lastStep);
+  void pickDiff(int a, int b);
   void collectDiff();
   void updateDiffHint();
   struct DiffSource {
@@ -207,6 +218,8 @@ class WorkbenchWindow : public QMainWindow {
   QComboBox* diffB_ = nullptr;
   QLabel* diffHint_ = nullptr;  // why the diff is empty, when it is
   BackgroundJob<std::vector<DiffRow>> diffJob_;
+  PredictionView* prediction_ = nullptr;
+  QAction* beside_ = nullptr;  // View > Show prediction beside the run
   QWidget* errorBanner_ = nullptr;
   QLabel* errorLabel_ = nullptr;
   QPushButton* resume_ = nullptr;
@@ -222,6 +235,20 @@ class WorkbenchWindow : public QMainWindow {
   // timeline shows something else.
   std::shared_ptr<LiveTrace> liveTrace_;
   QTemporaryDir runDir_;  // the runs' traces (Export run trace copies one out)
+  // The last ended run, what the Prediction tab predicts: its trace, its segments and each
+  // segment's index in diffSources_.
+  struct EndedRun {
+    std::string tracePath;
+    std::vector<SegmentToPredict> segments;
+    std::vector<int> diffSources;
+    bool predicted = false;  // a prediction was started (there was a description)
+  };
+  EndedRun endedRun_;
+  // Declared after runDir_, which it writes predicted traces into: destroyed (joined) first.
+  BackgroundJob<std::vector<PredictedSegment>> predictionJob_;
+  std::vector<PredictedSegment> predictions_;  // the ended run's, once predicted
+  bool predictionCounted_ = false;             // the prediction is one of pendingShows_
+  bool runShown_ = false;                      // the timeline shows the ended run
   int runs_ = 0;
   int world_ = 0;
   int lastStep_ = 0;

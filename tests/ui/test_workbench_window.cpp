@@ -236,7 +236,8 @@ parascope::SystemDescription slowMachine() {
   s.name = "slow test machine";
   s.device.cores = 2;
   s.device.memoryBytes = 1e9;
-  s.device.matmulF32 = s.device.matmulBF16 = s.device.matmulF16 = {2e8, 0};
+  s.device.matmulF32 = s.device.matmulBF16 =
+      s.device.matmulF16 = {.peakFlops = 2e8, .backwardPeakFlops = 2e8};
   s.device.elementwiseBandwidth = 1e8;
   s.device.optimizerBandwidth = 1e8;
   s.device.instructionOverhead = 1e-3;

@@ -1,0 +1,39 @@
+// An ended run's segments predicted and set against what the run measured: per segment (a
+// strategy and its steps of the run's trace) the plan, its simulation on a hardware
+// description, the predicted trace of as many steps written to a file (a Compare source and
+// what the timeline shows beside the run) and the instruction-by-instruction comparison with
+// the segment's steps of the measured trace (core/plan/prediction_error.h). Plain C++, no Qt;
+// planning and simulating a large strategy take tens of milliseconds and more, so the
+// workbench runs this off the GUI thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/plan/prediction_error.h"
+#include "core/plan/system.h"
+
+namespace parascope::ui {
+
+struct SegmentToPredict {
+  int segment = 0;       // its row in the Compare table
+  std::string strategy;  // describeStrategy(config)
+  TrainConfig config;
+  int firstStep = 0, lastStep = 0;  // the run trace's step tags (from 0), inclusive
+  std::string predictedTrace;       // where its predicted trace goes
+};
+
+struct PredictedSegment {
+  SegmentToPredict segment;
+  std::string failure;  // why it could not be predicted (then nothing else is set)
+  PredictionError comparison;
+};
+
+// `measuredTrace`: the run's trace file. A segment that cannot be planned or simulated gets its
+// failure; an unreadable trace or an unwritable predicted trace throws.
+std::vector<PredictedSegment> predictRun(const SystemDescription& system,
+                                         const std::string& measuredTrace,
+                                         const std::vector<SegmentToPredict>& segments);
+
+}  // namespace parascope::ui
