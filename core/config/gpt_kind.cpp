@@ -1,5 +1,5 @@
 // The GPT (core/model/gpt.h) as a model kind: byte-level text, tensor and pipeline parallel.
-#include <cmath>
+#include <algorithm>
 #include <cstdio>
 
 #include "core/common/error.h"
@@ -126,20 +126,73 @@ class GptKind final : public ModelKind {
     return buf;
   }
 
-  ModelCounts counts(const TrainConfig& c) const override {
+  // The tensors gpt_layers.cpp allocates, in their order. Token rows: N in the micro-batch, R
+  // outside the tensor-parallel region (N / t under sequence parallelism), so a region's gathered
+  // copies (N C) are transient and the stage boundary is R C.
+  std::vector<LayerActivations> layerActivations(const TrainConfig& c) const override {
     const GptConfig& g = c.model.gpt;
-    const ParallelStrategy& s = c.parallel;
-    const double B = c.microBatch, T = g.contextLength, C = g.hiddenSize, V = g.vocabSize;
-    const double a = g.numHeads, t = s.tensor;
-    // The first pipeline stage: its share of the blocks (rounded up).
-    const double blocks = std::ceil(static_cast<double>(g.numLayers) / s.pipeline);
-    ModelCounts n;
-    double perLayer = B * T * C * (17 + 2.5 * a * T / C) / t;
-    if (c.pipeline.recompute == Recompute::Selective) perLayer = B * T * C * 17 / t;
-    if (c.pipeline.recompute == Recompute::Full) perLayer = B * T * C;
-    // Logits and their gradient, split over the tensor group's vocabulary shards.
-    n.activations = blocks * perLayer + 2 * B * T * V / t;
-    return n;
+    const double t = c.parallel.tensor, B = c.microBatch, T = g.contextLength;
+    const double C = g.hiddenSize, F = static_cast<double>(g.mlpRatio) * C, V = g.vocabSize;
+    const bool sp = c.parallel.sequenceParallel && t > 1;
+    const double N = B * T, R = sp ? N / t : N, NC = N * C, RC = R * C;
+    const double gathered = sp ? NC : 0;  // one gathered copy, under sequence parallelism
+    // A layernorm's output with its per-row mean and reciprocal deviation.
+    const double layernorm = R * (C + 2);
+    std::vector<LayerActivations> layers;
+
+    // The token rows of the local vocabulary shard, summed over the group (reduce-scattered
+    // into R rows under sequence parallelism); its backward gathers the gradient again.
+    LayerActivations embedding;
+    embedding.output = RC;
+    embedding.forwardPeak = NC + (sp ? RC : 0);
+    embedding.backwardPeak = gathered;
+    embedding.keepsOutputGradient = true;  // its weight half is the whole backward
+    embedding.weightHalfPeak = gathered;
+    layers.push_back(embedding);
+
+    // Kept: both layernorms, qkv, the attention probabilities and output, x2, fc and gelu.
+    // Sequence parallelism adds the row-parallel products' full outputs until the forward ends.
+    LayerActivations block;
+    const double heads = g.numHeads / t, probabilities = B * heads * T * T, core = N * C / t;
+    const double qkv = 3 * N * C / t, fc = N * F / t;
+    const double kept = 2 * layernorm + qkv + probabilities + core + RC + 2 * fc;
+    const bool selective = c.pipeline.recompute == Recompute::Selective;
+    const double dropped = selective ? probabilities + core : 0;
+    block.output = RC;
+    block.kept = kept - dropped;
+    block.forwardPeak = kept + RC + 2 * gathered;
+    block.inputGradient = RC;
+    // The input half restores what selective recompute dropped, then allocates dfc, dln2 and
+    // dln1 in full rows, dx2 and dx, datty, dqkv and attention's T x T scratch; under sequence
+    // parallelism also the gathered dy and dx2 and the scattered dln2 and dln1.
+    block.inputHalfPeak =
+        dropped + fc + 2 * NC + 2 * RC + core + qkv + T * T + (sp ? 2 * NC + 2 * RC : 0);
+    // It frees the probabilities, qkv, fc and its scratch; the weight half gets what its
+    // products need: ln1, ln2, the attention output, x2, gelu, dfc, dqkv, dln2, dx2, dln1 (and
+    // under sequence parallelism the gathered dy and dx2), and dy.
+    block.keptForWeight = 2 * layernorm + core + 2 * fc + qkv + 4 * RC + 2 * gathered;
+    block.keepsOutputGradient = true;
+    block.weightHalfPeak = gathered;  // each layernorm output gathered again, one at a time
+    block.backwardPeak =
+        std::max(block.inputHalfPeak, block.keptForWeight - block.kept + RC + gathered);
+    for (int i = 0; i < g.numLayers; ++i) layers.push_back(block);
+
+    // Kept: the final layernorm and the logits of the local vocabulary shard, which become the
+    // probabilities and then their gradient in place. Forward's last allocations are the losses
+    // (split: with the row maxima and the sums of three N-element reductions).
+    LayerActivations head;
+    head.kept = layernorm + N * V / t;
+    head.output = N;
+    head.forwardPeak = head.kept + std::max(gathered, t > 1 ? 4 * N : N);
+    head.inputGradient = RC;
+    // dln in full rows (scattered under sequence parallelism), then dx; dln stays for the
+    // weight half.
+    head.inputHalfPeak = NC + RC + (sp ? RC : 0);
+    head.keptForWeight = head.kept + RC;
+    head.weightHalfPeak = gathered;
+    head.backwardPeak = std::max(head.inputHalfPeak, 2 * RC + gathered);
+    layers.push_back(head);
+    return layers;
   }
 
   std::vector<std::pair<std::string, Shape>> parameterShapes(const ModelSpec& m) const override {

@@ -74,13 +74,31 @@ class MlpKind final : public ModelKind {
     return buf;
   }
 
-  ModelCounts counts(const TrainConfig& c) const override {
+  // mlp.cpp's tensors: each hidden layer keeps its pre-activation and outputs the gelu of it;
+  // the classifier keeps the probabilities (their gradient in place) and outputs the losses.
+  // Backward allocates the input gradient (the first layer's too) beside one of its output's
+  // size. No layer splits its backward, so zero-bubble's input half is the whole of it.
+  std::vector<LayerActivations> layerActivations(const TrainConfig& c) const override {
     const MlpConfig& m = c.model.mlp;
-    ModelCounts n;
-    double widths = m.inputSize;
-    for (int h : m.hiddenSizes) widths += h;
-    n.activations = 3.0 * c.microBatch * (widths + m.numClasses);
-    return n;
+    const double B = c.microBatch;
+    std::vector<LayerActivations> layers;
+    auto add = [&](double in, double kept, double out, double backwardScratch) {
+      LayerActivations l;
+      l.output = out;
+      l.kept = kept;
+      l.forwardPeak = kept + out;
+      l.inputGradient = B * in;
+      l.backwardPeak = l.inputHalfPeak = backwardScratch + B * in;
+      l.keptForWeight = kept;
+      layers.push_back(l);
+    };
+    double in = m.inputSize;
+    for (int h : m.hiddenSizes) {
+      add(in, B * h, B * h, B * h);
+      in = h;
+    }
+    add(in, B * m.numClasses, B, B);
+    return layers;
   }
 
   std::vector<std::pair<std::string, Shape>> parameterShapes(const ModelSpec& spec) const override {

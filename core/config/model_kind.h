@@ -30,10 +30,25 @@ class TensorParallelRegion;
 struct ModelSpec;
 struct TrainConfig;
 
-// The element counts the memory estimate weighs, for the busiest rank (its model state comes
-// from the rank's own model, core/plan/strategy_plan.h).
-struct ModelCounts {
-  double activations = 0;  // elements kept for backward for one micro-batch
+// What one layer allocates in Activation memory for one micro-batch on one tensor rank, in f32
+// elements (mixed precision rounds activations in place), as its passes run: what the memory
+// estimate replays over a rank's step program (core/plan/memory_estimate.cpp). A pass's peak is
+// the most it holds at once above what was live when it began. A layer's input is the previous
+// layer's output (the first layer's, the batch, is not an activation) and is kept until its
+// backward; its backward's input is the next layer's input gradient.
+struct LayerActivations {
+  double output = 0;
+  double kept = 0;         // kept by forward for backward, besides its input
+  double forwardPeak = 0;  // kept and output included
+  double inputGradient = 0;
+  double backwardPeak = 0;  // the whole backward, its input gradient included
+  // Zero-bubble's halves: the input half's peak, what it leaves the weight half in place of
+  // `kept` (besides the input, and the output's gradient when keepsOutputGradient), the weight
+  // half's peak. A layer that cannot split runs its whole backward as the input half.
+  double inputHalfPeak = 0;
+  double keptForWeight = 0;
+  bool keepsOutputGradient = false;
+  double weightHalfPeak = 0;
 };
 
 // One matrix product of a layer's forward for one micro-batch on one tensor rank: (m x k) by
@@ -92,7 +107,9 @@ class ModelKind {
   virtual std::int64_t parameters(const ModelSpec& spec, const Model& rankModel) const = 0;
   // "gpt, 3.22M parameters (4 layers, ...)".
   virtual std::string describe(const ModelSpec& spec, double millionParameters) const = 0;
-  virtual ModelCounts counts(const TrainConfig& config) const = 0;
+  // Per layer of layers(spec), for one micro-batch of config.microBatch rows on one tensor rank,
+  // under config's recompute and sequence parallelism.
+  virtual std::vector<LayerActivations> layerActivations(const TrainConfig& config) const = 0;
   // The whole model's parameters: names, full shapes, in the order the build creates them.
   virtual std::vector<std::pair<std::string, Shape>> parameterShapes(
       const ModelSpec& spec) const = 0;

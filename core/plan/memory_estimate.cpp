@@ -2,18 +2,21 @@
 // replayed: what the trainer allocates (trainer.cpp, flat_layout.cpp, grad_reducer.cpp,
 // param_gatherer.cpp, sharded_optimizer.cpp, optimizer.cpp, model.cpp) as the step executor and
 // its pipeline stages run the rank's program (step_executor.cpp, pipeline_stage.cpp), with sizes
-// instead of tensors. tests/plan/test_memory_estimate.cpp holds the replay to the allocator.
-// Activation counts follow Korthikanti et al., "Reducing Activation Recomputation in Large
-// Transformer Models" (2022): a block keeps about B T C (17 + 2.5 a T / C) elements
-// (ModelKind::counts), which this engine keeps in f32 (mixed precision rounds them in place).
+// instead of tensors. Activations likewise, from what each layer allocates
+// (ModelKind::layerActivations). tests/plan/test_memory_estimate.cpp holds the replay to the
+// allocator.
 #include "core/plan/memory_estimate.h"
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
+#include <set>
+#include <tuple>
 
 #include "core/common/error.h"
 #include "core/parallel/schedule.h"
@@ -333,9 +336,160 @@ class StepReplay {
   std::optional<ReduceReplay> reduce_;
 };
 
+// One rank's activations over its step (StepExecutor, PipelineStage) in f32 elements: a chunk's
+// forward leaves each layer's kept state and output per micro-batch (full recompute only the
+// outputs, each layer's forward running again right before its backward), its backward frees
+// them last layer first. The executor holds a chunk's output gradient for the chunk's backward
+// and its output until sent. A receive posts buffers for the peer's messages to this rank in
+// the peer's order up to the one it needs, so earlier ones wait in theirs. A send holds its
+// tensor until it is found complete, which is only checked at the rank's next send: the replay
+// takes every earlier send to be complete by then (its peer has posted the receive) and the
+// last to be held until the optimizer step waits for it.
+class ActivationReplay {
+ public:
+  ActivationReplay(const StrategyPlan& plan, const RankPlan& rank, Live& live)
+      : plan_(plan),
+        rank_(rank),
+        live_(live),
+        layers_(plan.config.model.kind->layerActivations(plan.config)),
+        full_(plan.config.pipeline.recompute == Recompute::Full),
+        lastStage_(plan.shape.virtualStages() - 1) {}
+
+  void step() {
+    for (const Instruction& in : rank_.program) {
+      switch (in.op) {
+        case Op::Forward: forward(in); break;
+        case Op::Backward:
+        case Op::BackwardInput: backward(in); break;
+        case Op::BackwardWeight: weight(in); break;
+        case Op::SendActivation:
+        case Op::SendGrad:
+          remove(sending_);
+          sending_ = message(key(in));
+          break;
+        case Op::RecvActivation:
+        case Op::RecvGrad: receive(in); break;
+        case Op::OptimizerStep:
+          remove(sending_);
+          sending_ = 0;
+          break;
+        default: break;  // data-parallel work: no activations
+      }
+    }
+  }
+
+  // Bytes a chunk's forward leaves per micro-batch until its backward: its input and each
+  // layer's state and output, but the last layer's (sent, or the losses).
+  double heldPerMicroBatch(int chunk) const {
+    const LayerRange& c = rank_.chunks[static_cast<std::size_t>(chunk)];
+    double held = input(c.begin);
+    for (int l = c.begin; l < c.end; ++l)
+      held += (full_ ? 0 : at(l).kept) + (l + 1 < c.end ? at(l).output : 0);
+    return kBytes * held;
+  }
+
+ private:
+  using Key = std::tuple<Op, int, int>;  // a send's (op, stage, micro-batch)
+  static Key key(const Instruction& in) { return {in.op, in.stage, in.microBatch}; }
+  static constexpr double kBytes = 4;  // an element: activations are f32
+
+  void add(double elements) { live_.add(kBytes * elements); }
+  void remove(double elements) { live_.remove(kBytes * elements); }
+  void transient(double elements) { live_.transient(kBytes * elements); }
+  const LayerActivations& at(int layer) const { return layers_[static_cast<std::size_t>(layer)]; }
+  double input(int layer) const { return layer > 0 ? at(layer - 1).output : 0; }
+  // The gradient a layer's backward starts from: the next layer's input gradient.
+  double outputGradient(int layer) const {
+    return layer + 1 < static_cast<int>(layers_.size()) ? at(layer + 1).inputGradient : 0;
+  }
+  // A transfer carries a stage's output or its input gradient.
+  double message(const Key& k) const {
+    const LayerRange& s = plan_.stages[static_cast<std::size_t>(std::get<1>(k))];
+    return std::get<0>(k) == Op::SendActivation ? at(s.end - 1).output : at(s.begin).inputGradient;
+  }
+  const LayerRange& chunk(const Instruction& in) const {
+    return rank_.chunks[static_cast<std::size_t>(in.chunk)];
+  }
+
+  void forward(const Instruction& in) {
+    const LayerRange& c = chunk(in);
+    for (int l = c.begin; l < c.end; ++l) {
+      add(at(l).forwardPeak);
+      remove(at(l).forwardPeak - at(l).output - (full_ ? 0 : at(l).kept));
+    }
+    if (in.stage == lastStage_) remove(at(c.end - 1).output);  // the losses, once summed
+  }
+
+  // Each layer's state restored (full recompute: its forward's output dropped), its pass, its
+  // state and input freed, and the gradient it started from dropped unless the executor holds
+  // it (the chunk's) or the layer keeps it for its weight half.
+  void backward(const Instruction& in) {
+    const LayerRange& c = chunk(in);
+    const bool half = in.op == Op::BackwardInput;
+    for (int l = c.end; l-- > c.begin;) {
+      const LayerActivations& a = at(l);
+      if (full_) {
+        add(a.forwardPeak);
+        remove(a.forwardPeak - a.kept);
+      }
+      transient(half ? a.inputHalfPeak : a.backwardPeak);
+      remove(half ? a.kept - a.keptForWeight : a.kept + input(l));
+      add(a.inputGradient);
+      if (l + 1 < c.end && !(half && a.keepsOutputGradient)) remove(outputGradient(l));
+    }
+    if (!(half && at(c.end - 1).keepsOutputGradient)) remove(outputGradient(c.end - 1));
+    if (in.stage == 0) remove(at(c.begin).inputGradient);  // no stage before to send it to
+  }
+
+  void weight(const Instruction& in) {
+    const LayerRange& c = chunk(in);
+    for (int l = c.end; l-- > c.begin;) {
+      const LayerActivations& a = at(l);
+      transient(a.weightHalfPeak);
+      remove(a.keptForWeight + input(l) + (a.keepsOutputGradient ? outputGradient(l) : 0));
+    }
+  }
+
+  // The peer's sends to this rank, in its program's order, the first time it is heard from.
+  std::deque<Key>& expected(int peer) {
+    auto [it, fresh] = expected_.try_emplace(peer);
+    if (fresh) {
+      for (const Instruction& in : plan_.ranks[static_cast<std::size_t>(peer)].program) {
+        if ((in.op == Op::SendActivation || in.op == Op::SendGrad) && in.peer == rank_.pipelineRank)
+          it->second.push_back(key(in));
+      }
+    }
+    return it->second;
+  }
+
+  void receive(const Instruction& in) {
+    const Key want = in.op == Op::RecvActivation
+                         ? Key{Op::SendActivation, in.stage - 1, in.microBatch}
+                         : Key{Op::SendGrad, in.stage + 1, in.microBatch};
+    std::deque<Key>& queue = expected(in.peer);
+    while (posted_.count(want) == 0) {
+      posted_.insert(queue.front());
+      add(message(queue.front()));
+      queue.pop_front();
+    }
+    posted_.erase(want);
+  }
+
+  const StrategyPlan& plan_;
+  const RankPlan& rank_;
+  Live& live_;                            // bytes
+  std::vector<LayerActivations> layers_;  // of the whole model
+  bool full_;
+  int lastStage_;
+  std::map<int, std::deque<Key>> expected_;  // per peer: its sends to this rank not yet posted
+  std::set<Key> posted_;                     // receives posted ahead of their instruction
+  double sending_ = 0;                       // the send in flight
+};
+
 // Peaks per category of one pipeline rank: what the trainer allocates once, then two steps (the
-// second begins with what the first left gathered).
-Categories replayRank(const StrategyPlan& plan, const RankPlan& rank) {
+// second begins with what the first left gathered). `microBatches`: the step's, which the plan
+// may replay fewer of (replayedConfig).
+Categories replayRank(const StrategyPlan& plan, const RankPlan& rank, int microBatches) {
   const ParallelStrategy& s = plan.config.parallel;
   const double stored = static_cast<double>(dtypeSize(s.compute));
   const auto model = static_cast<double>(rank.parameterElements);
@@ -360,29 +514,28 @@ Categories replayRank(const StrategyPlan& plan, const RankPlan& rank) {
   StepReplay replay(plan, rank, live);
   replay.step();
   replay.step();
+  ActivationReplay activations(plan, rank, at(MemoryCategory::Activation));
+  activations.step();
+  // GPipe holds every micro-batch's forward at once, so those not replayed add theirs (it runs
+  // one chunk per rank); the other schedules hold as many in a shorter step.
+  const ScheduleInfo& schedule = findSchedule(plan.config.pipeline.schedule);
+  const PipelineShape step{plan.shape.stages, microBatches, plan.shape.chunks};
+  const int unreplayed = schedule.promisedPeak(step, rank.pipelineRank).held -
+                         schedule.promisedPeak(plan.shape, rank.pipelineRank).held;
+  at(MemoryCategory::Activation).peak += unreplayed * activations.heldPerMicroBatch(0);
   return live;
 }
 
 // Every rank's program returns to the same instructions each cycle of p v micro-batches once
 // its warm-up is over, so past four cycles a plan with three and the same remainder replays the
-// same peaks (tests/plan checks it), and a step of 65536 micro-batches costs no more than one of
-// a few.
+// same peaks (tests/plan checks it; GPipe's activations grow with the step, replayRank adds the
+// rest), and a step of 65536 micro-batches costs no more than one of a few.
 TrainConfig replayedConfig(const TrainConfig& c) {
   const int cycle = c.parallel.pipeline * c.pipeline.chunks;
   TrainConfig r = c;
   if (c.gradientAccumulation > 4 * cycle)
     r.gradientAccumulation = 3 * cycle + c.gradientAccumulation % cycle;
   return r;
-}
-
-// The busiest stage's activations per micro-batch (f32) times the forwards the rank's schedule
-// keeps (ScheduleInfo::promisedPeak, in units of one chunk's forward); one without a pipeline.
-double activationBytes(const TrainConfig& c, int pipelineRank) {
-  const double perMicroBatch = c.model.kind->counts(c).activations * 4;
-  if (!c.pipeline.enabled) return perMicroBatch;
-  const PipelineShape shape{c.parallel.pipeline, c.gradientAccumulation, c.pipeline.chunks};
-  const int held = findSchedule(c.pipeline.schedule).promisedPeak(shape, pipelineRank).held;
-  return perMicroBatch * held / shape.chunks;
 }
 
 constexpr const char* kItemNames[kMemoryCategoryCount] = {
@@ -438,12 +591,10 @@ std::vector<MemoryEstimate> estimateRankMemory(const TrainConfig& c, double data
   const StrategyPlan plan = planStrategy(replayedConfig(c));
   std::vector<MemoryEstimate> ranks;
   for (const RankPlan& rank : plan.ranks) {
-    const Categories live = replayRank(plan, rank);
+    const Categories live = replayRank(plan, rank, c.gradientAccumulation);
     MemoryEstimate& e = ranks.emplace_back();
     for (std::size_t i = 0; i < kMemoryCategoryCount; ++i)
       e.items.push_back({kItemNames[i], live[i].peak});
-    e.items[static_cast<std::size_t>(MemoryCategory::Activation)].bytes =
-        activationBytes(c, rank.pipelineRank);
     e.items.push_back({"data", dataBytes});
     e.ranksSharingMemory = std::max(1, ranksSharingMemory);
   }

@@ -5,10 +5,13 @@
 // gradient buckets and ZeRO-3's gathered copies, staging copies and the tied embedding's
 // exchange, over the rank's own step program (not evaluation, nor saving weights). That equals the
 // allocator's peaks whenever no collective is found finished before the step waits for it (a faster
-// one can free a ZeRO-2 bucket sooner, never later). Activations are an estimate (Korthikanti et
-// al.), as is workspace (mixed precision's f32 working copies; kernels' scratch is not counted). A
-// function of the config and the data's size, so the CLI's check and the workbench's strategy panel
-// show the same numbers.
+// one can free a ZeRO-2 bucket sooner, never later). Activations are replayed too, each layer's
+// tensors as its passes allocate them (ModelKind::layerActivations) with the pipeline's transfer
+// buffers; they equal the allocator's peaks when every send is found complete at the rank's next
+// send (a receiver already waiting frees one sooner, a lagging one later). Workspace is an
+// estimate (mixed precision's f32 working copies; kernels' scratch is not counted). A function of
+// the config and the data's size, so the CLI's check and the workbench's strategy panel show the
+// same numbers.
 #pragma once
 
 #include <string>
