@@ -62,19 +62,22 @@ struct ComputeSample {
   ComputeFeatures features;
   DType compute;
   double seconds;
+  int ranks;          // of its run, all computing at once
+  bool dataParallel;  // its run's ranks are data-parallel replicas (no tensor or pipeline split)
 };
 
 bool isComputeName(std::string_view name) {
   return name == "F" || name == "B" || name == "Bi" || name == "W";
 }
 
-// Per (rank, instruction) of each eligible run: its features and fastest measured duration.
+// Per (rank, instruction) of each run without tensor parallelism (its spans would hold
+// collectives): its features and fastest measured duration.
 std::vector<ComputeSample> computeSamples(const SystemDescription& system,
                                           const std::vector<TracedRun>& runs) {
   std::vector<ComputeSample> samples;
   for (const TracedRun& run : runs) {
     const ParallelStrategy& s = run.plan.config.parallel;
-    if (s.tensor > 1 || s.worldSize() > system.device.cores) continue;
+    if (s.tensor > 1) continue;
     std::map<std::pair<int, int>, std::vector<double>> spans;
     for (const trace::Event& e : run.events) {
       if (e.kind != trace::EventKind::Span || e.category != trace::Category::Instruction ||
@@ -88,10 +91,32 @@ std::vector<ComputeSample> computeSamples(const SystemDescription& system,
           run.plan.ranks.at(static_cast<std::size_t>(key.first / run.plan.ranksPerPipelineRank()));
       const Instruction& in = rank.program.at(static_cast<std::size_t>(key.second));
       if (!in.isCompute()) continue;
-      samples.push_back({costs.features(rank, in), s.compute, fastest(durations)});
+      samples.push_back({costs.features(rank, in), s.compute, fastest(durations), s.worldSize(),
+                         s.pipeline == 1});
     }
   }
   return samples;
+}
+
+// How many threads' worth of compute the cores give together: the same instructions timed in
+// data-parallel runs (every rank computing at once) against single-rank runs. Where cores share
+// execution units or memory bandwidth, busy threads each run below full speed. The start's
+// cores when no run pairs up; never below 1 or above the start's.
+double effectiveCores(double cores, const std::vector<ComputeSample>& samples) {
+  std::vector<double> threads;
+  for (const ComputeSample& busy : samples) {
+    if (busy.ranks < 2 || !busy.dataParallel) continue;
+    for (const ComputeSample& alone : samples) {
+      const ComputeFeatures &a = alone.features, &b = busy.features;
+      if (alone.ranks != 1 || alone.compute != busy.compute || a.forwardFlops != b.forwardFlops ||
+          a.backwardFlops != b.backwardFlops || a.bytes != b.bytes)
+        continue;
+      threads.push_back(busy.ranks * alone.seconds / busy.seconds);
+      break;
+    }
+  }
+  if (threads.empty()) return cores;
+  return std::clamp(median(threads), 1.0, cores);
 }
 
 double relativeError(double predicted, double measured) {
@@ -197,7 +222,12 @@ CalibrationFit calibrate(const SystemDescription& start, const std::vector<Trace
   SystemDescription& system = fit.system;
   DeviceDescription& d = system.device;
 
-  const std::vector<ComputeSample> samples = computeSamples(system, runs);
+  const std::vector<ComputeSample> all = computeSamples(system, runs);
+  d.cores = effectiveCores(d.cores, all);
+  // The rates are those of a thread alone: runs with more ranks than whole cores time-slice.
+  std::vector<ComputeSample> samples;
+  for (const ComputeSample& s : all)
+    if (s.ranks <= std::floor(d.cores + 1e-9)) samples.push_back(s);
   if (std::none_of(samples.begin(), samples.end(),
                    [](const ComputeSample& s) { return s.compute == DType::F32; }))
     throw UserError("calibration: no fp32 run with compute instructions to fit the device from");

@@ -138,7 +138,7 @@ SystemDescription parseSystem(const nlohmann::json& document, const std::string&
   Fields device = top.object("device");
   DeviceDescription& d = s.device;
   d.kind = device.text("kind", {"cpu", "gpu"});
-  d.cores = device.count("cores");
+  d.cores = device.positive("cores", 1);
   d.memoryBytes = device.positive("memory_GiB", kGiB);
   Fields matmul = device.object("matmul");
   d.matmulF32 = readMatmul(matmul.object("fp32"));

@@ -45,7 +45,9 @@ struct DeviceDescription {
   // are more busy threads than cores); "gpu": one rank per device, communication on its own
   // engines beside compute.
   std::string kind = "cpu";
-  int cores = 1;
+  // Threads' worth of compute the ranks' busy threads get together (cpu), in units of one thread
+  // alone: the cores, or fewer where cores share execution units or memory bandwidth.
+  double cores = 1;
   double memoryBytes = 0;
   MatmulRate matmulF32, matmulBF16, matmulF16;
   double elementwiseBandwidth = 0;  // bytes/s
