@@ -357,9 +357,9 @@ std::optional<SystemDescription> cachedMachine() {
         j.value("cpu", "") == machine.cpu && j.value("blas_core", "") == machine.blasCore)
       return parseSystem(j.at("system"), path);
   } catch (const std::exception&) {
-    // Missing, unreadable or another machine's: as if there were none.
+    return std::nullopt;  // missing, unreadable or of an older schema: as if there were none
   }
-  return std::nullopt;
+  return std::nullopt;  // another machine's
 }
 
 SystemDescription thisMachine() {

@@ -84,6 +84,7 @@ class WrappedBackend final : public CommBackend {
       try {
         c.send->wait();
       } catch (const CommError&) {
+        return;  // the world failed: no receiver takes the rest either
       }
     }
   }

@@ -118,14 +118,16 @@ void TestSimulator::idleEqualsTheScheduleFormulas() {
         const Simulation sim = simulateStep(plan, UnitCosts(gpu, plan, d));
         const double formula = schedule->idealBubble(plan.shape, d);
         for (int r = 0; r < p; ++r) {
-          QVERIFY2(std::abs(sim.idleFraction(r) - formula) < 1e-12,
-                   qPrintable(QString("%1 p=%2 m=%3 rank %4: simulated %5, formula %6")
-                                  .arg(schedule->name.data())
-                                  .arg(p)
-                                  .arg(m)
-                                  .arg(r)
-                                  .arg(sim.idleFraction(r))
-                                  .arg(formula)));
+          QVERIFY2(
+              std::abs(sim.idleFraction(r) - formula) < 1e-12,
+              qPrintable(QString("%1 p=%2 m=%3 rank %4: simulated %5, formula %6")
+                             .arg(QString::fromUtf8(schedule->name.data(),
+                                                    static_cast<qsizetype>(schedule->name.size())))
+                             .arg(p)
+                             .arg(m)
+                             .arg(r)
+                             .arg(sim.idleFraction(r))
+                             .arg(formula)));
         }
       }
     }
