@@ -143,7 +143,13 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
 
 struct Strategy {
   std::string model;
-  std::vector<std::string> keys;
+  std::vector<std::string> modelKeys;  // the model's size
+  std::vector<std::string> keys;       // the strategy's
+  std::vector<std::string> all() const {
+    std::vector<std::string> both = modelKeys;
+    both.insert(both.end(), keys.begin(), keys.end());
+    return both;
+  }
 };
 
 // Data, tensor and pipeline degrees, every schedule, micro-batches, ZeRO 0-3, recompute and
@@ -197,9 +203,7 @@ std::vector<Strategy> strategies(const std::string& which) {
   for (const auto& [name, base] : models) {
     if (which != "all" && which != name) continue;
     for (const std::vector<std::string>& keys : strategyKeys()) {
-      Strategy s{name, base};
-      s.keys.insert(s.keys.end(), keys.begin(), keys.end());
-      out.push_back(std::move(s));
+      out.push_back({name, base, keys});
     }
   }
   return out;
@@ -394,7 +398,7 @@ void runBenchPlan(const BenchPlanOptions& o) {
                 "predicted", "error", "idle m/p", "model state", "act err");
   }
   for (const Strategy& s : list) {
-    const TrainConfig config = configWith(s.keys);
+    const TrainConfig config = configWith(s.all());
     const BenchRun run = runBenchSession(config, 1, o.steps, 0, nullptr);
     const StrategyPlan plan = planStrategy(config);
     const CostModel costs(system, plan);
@@ -444,7 +448,7 @@ void runBenchPlan(const BenchPlanOptions& o) {
     if (o.json) {
       std::printf("%s\n", nlohmann::json{{"event", "strategy"},
                                          {"model", s.model},
-                                         {"overrides", s.keys},
+                                         {"overrides", s.all()},
                                          {"world_size", config.parallel.worldSize()},
                                          {"measured_step_s", measured},
                                          {"predicted_step_s", predicted},
