@@ -121,11 +121,11 @@ class GatherReplay {
   std::vector<int> kept_;
 };
 
-// GradientReducer's buckets (grad_reducer.cpp) when no reduction is found finished before the
-// reducer waits for it: ZeRO-2/3's full-size gradient buckets (Gradient memory) from the first
-// pass writing them until their reduce-scatter completes, and staging copies in
-// communication_data_type (CommBuffer memory) from a reduction's start to its completion. A
-// collective that finishes sooner is completed sooner, so a run holds these at most.
+// GradientReducer's buckets (grad_reducer.cpp): ZeRO-2/3's full-size gradient buckets (Gradient
+// memory) from the first pass writing them until their reduce-scatter completes, and staging
+// copies in communication_data_type (CommBuffer memory) from a reduction's start to its
+// completion. The reducer completes a reduction only where it waits for it, however soon the
+// collective finished, so these are exactly what a run holds.
 class ReduceReplay {
  public:
   ReduceReplay(const FlatLayout& layout, bool scatter, bool overlap, double elementBytes,

@@ -4,8 +4,8 @@
 // its padding and ZeRO shards, 16-bit values beside fp32 masters, AdamW's moments, ZeRO-2's
 // gradient buckets and ZeRO-3's gathered copies, staging copies and the tied embedding's
 // exchange, over the rank's own step program (not evaluation, nor saving weights). That equals the
-// allocator's peaks whenever no collective is found finished before the step waits for it (a faster
-// one can free a ZeRO-2 bucket sooner, never later). Activations are replayed too, each layer's
+// allocator's peaks: the trainer frees a bucket or a staging copy where the step waits for its
+// collective, however soon it finished. Activations are replayed too, each layer's
 // tensors as its passes allocate them (ModelKind::layerActivations) with the pipeline's transfer
 // buffers; they equal the allocator's peaks when every send is found complete at the rank's next
 // send (a receiver already waiting frees one sooner, a lagging one later). Workspace is an

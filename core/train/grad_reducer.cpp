@@ -60,7 +60,7 @@ void GradientReducer::onBackward(std::size_t layer, bool finished) {
   if (!finished) {
     if (mode_ != Mode::ReduceScatter) return;
     if (armed_) {
-      pollStarted();
+      progress();
       // Bounded memory whatever the scheduling: at most kMaxInFlight reduced buckets wait.
       while (nextToStart_ - nextToComplete_ > kMaxInFlight) {
         buckets_[nextToComplete_].handle.wait();
@@ -86,7 +86,7 @@ void GradientReducer::onBackward(std::size_t layer, bool finished) {
   }
   if (!armed_) return;
   startReady();
-  pollStarted();
+  progress();
 }
 
 void GradientReducer::startReady() {
@@ -103,7 +103,7 @@ void GradientReducer::issue(int b) {
     }
     start(static_cast<int>(nextToStart_));
   }
-  pollStarted();
+  progress();
 }
 
 void GradientReducer::start(int b) {
@@ -154,11 +154,13 @@ void GradientReducer::complete(int b) {
   bucket.storage = Tensor();  // the full bucket is gone until the next backward writes it
 }
 
-// Frees finished buckets early (in order) so that ZeRO-2 holds few full buckets at a time.
-void GradientReducer::pollStarted() {
-  while (nextToComplete_ < nextToStart_ && buckets_[nextToComplete_].handle.test()) {
-    complete(static_cast<int>(nextToComplete_++));
-  }
+// Lets the started reductions progress (MPI moves only inside its calls) and notes when each
+// finished, without completing any: a bucket is freed only where the step waits for it (the
+// in-flight bound, the micro-step's end), so a run's peak gradient memory does not depend on how
+// fast its collectives happen to be, and the planner's estimate (core/plan/memory_estimate.h) is
+// that peak.
+void GradientReducer::progress() {
+  for (std::size_t b = nextToComplete_; b < nextToStart_; ++b) buckets_[b].handle.test();
 }
 
 double GradientReducer::endMicroStep() {

@@ -11,7 +11,9 @@
 //    exists from the first backward pass that writes it until its reduce-scatter completes and
 //    its part is added to the shard; every micro-step communicates (as DeepSpeed's stage 2).
 //    Before a layer's backward, at most two started buckets may still be in flight (older ones
-//    are waited for), which bounds the full-size gradient memory whatever the scheduling.
+//    are waited for), which bounds the full-size gradient memory whatever the scheduling; a
+//    bucket is freed only there or at the micro-step's end, never on finding it done sooner, so
+//    the peak is the same on every run.
 #pragma once
 
 #include <cstddef>
@@ -69,7 +71,7 @@ class GradientReducer {
   void startReady();
   void start(int b);
   void complete(int b);  // after the handle finished
-  void pollStarted();
+  void progress();
 
   Model& model_;
   FlatLayout layout_;
