@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/common/error.h"
+#include "core/common/statistics.h"
 #include "core/session/session.h"
 
 namespace parascope::bench {
@@ -62,9 +63,7 @@ BenchRun runBenchSession(const TrainConfig& config, int warmup, int steps, int t
     if (failure->userError) throw UserError(failure->reason);
     throw std::runtime_error(failure->reason);
   }
-  std::vector<double> times = run.ranks[0].times;
-  std::sort(times.begin(), times.end());
-  run.medianSeconds = times[times.size() / 2];
+  run.medianSeconds = median(run.ranks[0].times);
   return run;
 }
 

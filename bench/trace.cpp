@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/common/statistics.h"
 #include "core/session/session.h"
 #include "core/trace/trace.h"
 #include "profiler/io/chrome_export.h"
@@ -180,10 +181,6 @@ std::vector<Figure> measureStepOverhead(const BenchTraceOptions& o) {
     cpuRatios.push_back(traced.cpu / plain.cpu);
     wallRatios.push_back(traced.wall / plain.wall);
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   return {{"step_time_untraced", median(plainCpu) * 1e3, "ms"},
           {"step_time_traced", median(tracedCpu) * 1e3, "ms"},
           {"events_per_step", static_cast<double>(alternate.events) / o.stepPairs, "events"},

@@ -376,8 +376,7 @@ const StrategyPanel::Measured& StrategyPanel::predicted(const TrainConfig& c,
   const Simulation sim = simulateStep(plan, CostModel(*system_, plan));
   Measured p;
   p.stepSeconds = sim.stepSeconds;
-  const double perSample = c.model.kind->splitsLayers() ? c.model.gpt.contextLength : 1;
-  p.tokensPerSecond = c.globalBatch * perSample / sim.stepSeconds;
+  p.tokensPerSecond = plan.targetsPerStep / sim.stepSeconds;
   if (c.parallel.pipeline > 1) {
     for (std::size_t q = 0; q < sim.ranks.size(); ++q)
       p.idleFraction = std::max(p.idleFraction, sim.idleFraction(static_cast<int>(q)));

@@ -102,8 +102,6 @@ void runSimulate(const SimulateOptions& o) {
   const StrategyPlan plan = planStrategy(config);
   const CostModel costs(system, plan);
   const Simulation sim = simulateStep(plan, costs);
-  const double tokens = static_cast<double>(config.globalBatch) *
-                        (config.model.kind->splitsLayers() ? config.model.gpt.contextLength : 1);
   const MemoryEstimate memory =
       estimateMemory(config, dataBytesInMemory(config.data), config.parallel.worldSize());
   if (o.json) {
@@ -117,14 +115,15 @@ void runSimulate(const SimulateOptions& o) {
                                        {"world_size", config.parallel.worldSize()},
                                        {"step_s", sim.stepSeconds},
                                        {"pipeline_span_s", sim.pipelineSeconds},
-                                       {"tokens_per_s", tokens / sim.stepSeconds},
+                                       {"tokens_per_s", plan.targetsPerStep / sim.stepSeconds},
                                        {"idle_fraction_by_pipeline_rank", idle},
                                        {"memory_per_rank_bytes", bytes}}
                             .dump()
                             .c_str());
   } else {
     std::printf("predicted on '%s': step %.3f s, %.0f tokens/s, %d ranks\n", system.name.c_str(),
-                sim.stepSeconds, tokens / sim.stepSeconds, config.parallel.worldSize());
+                sim.stepSeconds, plan.targetsPerStep / sim.stepSeconds,
+                config.parallel.worldSize());
     for (std::size_t q = 0; q < sim.ranks.size(); ++q) {
       std::printf("  pipeline rank %zu: busy %.3f s, idle %.1f%% of the %.3f s pipeline span\n", q,
                   sim.ranks[q].busy, 100 * sim.idleFraction(static_cast<int>(q)),

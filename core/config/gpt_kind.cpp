@@ -109,6 +109,7 @@ class GptKind final : public ModelKind {
     return work;
   }
 
+  int targetsPerSample(const ModelSpec& m) const override { return m.gpt.contextLength; }
   double flopsPerTarget(const ModelSpec& m) const override { return m.gpt.flopsPerToken(); }
 
   std::int64_t parameters(const ModelSpec& m, const Model&) const override {

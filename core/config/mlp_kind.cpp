@@ -62,6 +62,7 @@ class MlpKind final : public ModelKind {
     return work;
   }
 
+  int targetsPerSample(const ModelSpec&) const override { return 1; }
   double flopsPerTarget(const ModelSpec&) const override { return 0.0; }
 
   std::int64_t parameters(const ModelSpec&, const Model& rankModel) const override {

@@ -101,6 +101,9 @@ class ModelKind {
   virtual LayerSequence layers(const ModelSpec& spec) const = 0;
   // Per layer of layers(spec), for one micro-batch of config.microBatch rows on one tensor rank.
   virtual std::vector<LayerWork> layerWork(const TrainConfig& config) const = 0;
+  // The targets one sample holds (a sequence's tokens, an image's label): a step's throughput
+  // unit is the global batch's targets.
+  virtual int targetsPerSample(const ModelSpec& spec) const = 0;
   // Model FLOPs per target, forward and backward (0 where not defined).
   virtual double flopsPerTarget(const ModelSpec& spec) const = 0;
   // The whole logical model's parameters, given one rank's model.

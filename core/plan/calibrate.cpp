@@ -12,6 +12,7 @@
 
 #include "core/comm/collective_traits.h"
 #include "core/common/error.h"
+#include "core/common/statistics.h"
 #include "core/plan/simulator.h"
 
 namespace parascope {
@@ -51,11 +52,6 @@ bool solveColumns(const std::vector<std::vector<double>>& rows, const std::vecto
 
 double fastest(const std::vector<double>& v) {
   return v.empty() ? 0 : *std::min_element(v.begin(), v.end());
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 struct ComputeSample {

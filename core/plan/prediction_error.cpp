@@ -1,19 +1,14 @@
 // Predicted against measured, instruction by instruction.
 #include "core/plan/prediction_error.h"
 
-#include <algorithm>
 #include <map>
 #include <string_view>
+
+#include "core/common/statistics.h"
 
 namespace parascope {
 
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 double relative(double predicted, double measured) {
   return measured > 0 ? (predicted - measured) / measured : 0;

@@ -52,6 +52,8 @@ StrategyPlan planStrategy(const TrainConfig& config) {
   plan.layers = kind.layerWork(config);
   if (plan.stages.empty()) plan.stages = {{0, static_cast<int>(plan.layers.size())}};
   plan.flat = s.data > 1 || s.zeroStage >= 1;
+  plan.targetsPerStep =
+      static_cast<double>(config.globalBatch) * kind.targetsPerSample(config.model);
   if (kind.splitsLayers()) {
     const GptConfig& g = config.model.gpt;
     plan.boundaryElements = static_cast<double>(config.microBatch) * g.contextLength *

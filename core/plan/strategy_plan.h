@@ -53,6 +53,7 @@ struct StrategyPlan {
   // Elements of the activation (and gradient) crossing a stage boundary for one micro-batch, as
   // the trainer shapes it (sequence parallelism: a tensor rank's share of the rows).
   double boundaryElements = 0;
+  double targetsPerStep = 0;  // the global batch's targets (a GPT's tokens)
   int ranksPerPipelineRank() const { return config.parallel.tensor * config.parallel.data; }
 };
 
