@@ -18,9 +18,31 @@ void residualBackward(T* da, T* db, const T* dout, long N) {
   }
 }
 
+template <typename T>
+void biasForward(T* out, const T* bias, long rows, long C) {
+  const trace::Span span("bias_forward", trace::Category::Compute);
+  for (long n = 0; n < rows; ++n) {
+    T* o = out + n * C;
+    for (long i = 0; i < C; ++i) o[i] = o[i] + bias[i];
+  }
+}
+
+template <typename T>
+void biasBackward(T* dbias, const T* dout, long rows, long C) {
+  const trace::Span span("bias_backward", trace::Category::Compute);
+  for (long n = 0; n < rows; ++n) {
+    const T* d = dout + n * C;
+    for (long i = 0; i < C; ++i) dbias[i] = dbias[i] + d[i];
+  }
+}
+
 template void residualForward<float>(float*, const float*, const float*, long);
 template void residualForward<double>(double*, const double*, const double*, long);
 template void residualBackward<float>(float*, float*, const float*, long);
 template void residualBackward<double>(double*, double*, const double*, long);
+template void biasForward<float>(float*, const float*, long, long);
+template void biasForward<double>(double*, const double*, long, long);
+template void biasBackward<float>(float*, const float*, long, long);
+template void biasBackward<double>(double*, const double*, long, long);
 
 }  // namespace parascope::kernels

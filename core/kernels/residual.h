@@ -12,4 +12,13 @@ void residualForward(T* out, const T* a, const T* b, long N);
 template <typename T>
 void residualBackward(T* da, T* db, const T* dout, long N);
 
+// A bias added to every row, one kernel (one traced span) for all rows: out[n, :] += bias.
+// Shapes: out (rows, C), bias (C).
+template <typename T>
+void biasForward(T* out, const T* bias, long rows, long C);
+
+// Its gradient, summed over the rows in order: dbias += sum over n of dout[n, :].
+template <typename T>
+void biasBackward(T* dbias, const T* dout, long rows, long C);
+
 }  // namespace parascope::kernels

@@ -14,6 +14,7 @@
 #include "core/kernels/layernorm.h"
 #include "core/kernels/math.h"
 #include "core/kernels/matmul.h"
+#include "core/kernels/precision.h"
 #include "core/kernels/residual.h"
 
 namespace parascope {
@@ -47,18 +48,6 @@ int rowsOf(const Batch& b) {
   return static_cast<int>(b.inputs.dim(0) * b.inputs.dim(1));
 }
 
-// out[n, :] += bias for every row.
-void addBias(float* out, const float* bias, int rows, int C) {
-  for (int n = 0; n < rows; ++n)
-    residualForward(out + static_cast<long>(n) * C, out + static_cast<long>(n) * C, bias, C);
-}
-
-// dbias += sum over rows of d.
-void sumRows(float* dbias, const float* d, int rows, int C) {
-  for (int n = 0; n < rows; ++n)
-    residualForward(dbias, dbias, d + static_cast<long>(n) * C, static_cast<long>(C));
-}
-
 // Gradient of a parameter held whole on every rank. Under sequence parallelism each rank sees
 // only its token rows, so the increment is computed apart, summed over the group, then added;
 // otherwise every rank computes the whole increment and accumulates it directly.
@@ -72,7 +61,7 @@ class SharedGrad {
   void finish() {
     if (!scratch_.defined()) return;
     region_.sumSharedGradient(f(scratch_), scratch_.numel());
-    residualForward(f(p_->grad), f(p_->grad), f(scratch_), static_cast<long>(scratch_.numel()));
+    accumulate(f(p_->grad), f(scratch_), static_cast<long>(scratch_.numel()), DType::F32);
   }
 
  private:
@@ -180,17 +169,9 @@ Tensor Embedding::forward(const Tensor& x, const Batch& batch, Activations& keep
   }
   const int part = V / region_->size(), first = region_->rank() * part;
   Tensor partial = activation(alloc_, {N, C});
-  for (int n = 0; n < N; ++n) {
-    float* row = f(partial) + static_cast<long>(n) * C;
-    const int local = tokens[n] - first;
-    for (int i = 0; i < C; ++i)
-      row[i] = local >= 0 && local < part ? f(wte_->value)[static_cast<long>(local) * C + i] : 0;
-  }
+  embeddingPartForward(f(partial), tokens, f(wte_->value), N, first, part, C);
   Tensor out = region_->leave(partial);
-  const int rows = static_cast<int>(out.dim(0)), row0 = firstRow(N);
-  for (int i = 0; i < rows; ++i)
-    residualForward(f(out) + static_cast<long>(i) * C, f(out) + static_cast<long>(i) * C,
-                    f(wpe_->value) + static_cast<long>((row0 + i) % T) * C, C);
+  positionForward(f(out), f(wpe_->value), static_cast<int>(out.dim(0)), firstRow(N), T, C);
   return out;
 }
 
@@ -203,22 +184,12 @@ Tensor Embedding::backward(const Tensor& dy, const Batch& batch, Activations& ke
     embeddingBackward(f(wte_->grad), f(wpe_->grad), f(dy), tokens, B, T, C);
     return {};
   }
-  const int rows = static_cast<int>(dy.numel() / C), row0 = firstRow(N);
   SharedGrad dwpe(*region_, wpe_, alloc_);
-  for (int i = 0; i < rows; ++i)
-    residualForward(dwpe.target() + static_cast<long>((row0 + i) % T) * C,
-                    dwpe.target() + static_cast<long>((row0 + i) % T) * C,
-                    f(dy) + static_cast<long>(i) * C, C);
+  positionBackward(dwpe.target(), f(dy), static_cast<int>(dy.numel() / C), firstRow(N), T, C);
   dwpe.finish();
   const Tensor dfull = region_->leaveBackward(dy);
   const int part = c_.vocabSize / region_->size(), first = region_->rank() * part;
-  for (int n = 0; n < N; ++n) {
-    const int local = tokens[n] - first;
-    if (local < 0 || local >= part) continue;
-    residualForward(f(wte_->grad) + static_cast<long>(local) * C,
-                    f(wte_->grad) + static_cast<long>(local) * C,
-                    f(dfull) + static_cast<long>(n) * C, C);
-  }
+  embeddingPartBackward(f(wte_->grad), f(dfull), tokens, N, first, part, C);
   return {};
 }
 
@@ -341,14 +312,14 @@ Tensor Block::forward(const Tensor& x, const Batch& batch, Activations& keep) {
 void Block::rowParallelBias(const Tensor& out, P bias) {
   if (fusedBias()) return;
   const int C = c_.hiddenSize;
-  addBias(f(out), value(bias), static_cast<int>(out.numel() / C), C);
+  biasForward(f(out), value(bias), out.numel() / C, static_cast<long>(C));
 }
 
 void Block::rowParallelBiasGrad(const Tensor& d, P bias) {
   if (fusedBias()) return;  // the weight GEMM's backward accumulates it
   const int C = c_.hiddenSize;
   SharedGrad db(*region_, params_[bias], alloc_);
-  sumRows(db.target(), f(d), static_cast<int>(d.numel() / C), C);
+  biasBackward(db.target(), f(d), d.numel() / C, static_cast<long>(C));
   db.finish();
 }
 

@@ -84,6 +84,25 @@ std::int64_t counterPeak(const std::vector<MemorySeries>& series, std::int32_t r
   return 0;  // never allocated: no counter
 }
 
+// Per rank, how many compute spans of each name one traced training step records.
+std::vector<std::map<std::string, int>> computeSpansOfOneStep(const TrainConfig& config) {
+  const int n = config.parallel.worldSize();
+  Tracer tracer;
+  tracer.install();
+  runInProcess(n, [&](Communicator& world) {
+    const trace::ScopedContext ctx({.rank = world.rank()});
+    dptest::train(config, 1, world);
+  });
+  tracer.uninstall();
+  const TraceData trace = tracer.collect();
+  std::vector<std::map<std::string, int>> counts(static_cast<std::size_t>(n));
+  for (const Event& e : trace.events) {
+    if (e.kind == EventKind::Span && e.category == Category::Compute)
+      counts[static_cast<std::size_t>(e.rank)][std::string(e.name)] += 1;
+  }
+  return counts;
+}
+
 }  // namespace
 
 class TestEngineTrace : public QObject {
@@ -99,6 +118,8 @@ class TestEngineTrace : public QObject {
   void clockOffsetRecoversInjectedSkew();
   void recordingWritesFileOnlyWhenFinished();
   void instructionTagsReachTheFile();
+  void oneSpanPerOperationUnderTensorParallelism_data();
+  void oneSpanPerOperationUnderTensorParallelism();
 };
 
 void TestEngineTrace::commMatrixEqualsAccountingAndHandCount_data() {
@@ -346,6 +367,35 @@ void TestEngineTrace::instructionTagsReachTheFile() {
     QCOMPARE(e.instruction, inside ? 17 : -1);
   }
   std::filesystem::remove_all(dir);
+}
+
+// A kernel over a tensor-parallel rank's rows is one span, as on one rank, not one per row: a
+// kernel both runs records no more spans than on one rank, and one only tensor parallelism runs
+// (the vocabulary split, a row-parallel bias) once per layer and pass at most.
+void TestEngineTrace::oneSpanPerOperationUnderTensorParallelism_data() {
+  QTest::addColumn<QString>("overrides");
+  QTest::newRow("t2") << "tensor_model_parallel_size=2";
+  QTest::newRow("t2 sequence parallel") << "tensor_model_parallel_size=2 sequence_parallel=true";
+}
+
+void TestEngineTrace::oneSpanPerOperationUnderTensorParallelism() {
+  QFETCH(QString, overrides);
+  const std::map<std::string, int> one = computeSpansOfOneStep(dptest::tinyConfig({}))[0];
+  std::vector<std::string> split;
+  for (const QString& o : overrides.split(' ')) split.push_back(o.toStdString());
+  const TrainConfig config = dptest::tinyConfig(split);
+  const int passes = 2 * (config.model.gpt.numLayers + 2) * config.gradientAccumulation;
+  for (const auto& rank : computeSpansOfOneStep(config)) {
+    QVERIFY(!rank.empty());
+    for (const auto& [name, count] : rank) {
+      const auto alone = one.find(name);
+      const int most = alone == one.end() ? passes : alone->second;
+      QVERIFY2(count <= most, qPrintable(QString("%1: %2 spans in one step, at most %3 expected")
+                                             .arg(QString::fromStdString(name))
+                                             .arg(count)
+                                             .arg(most)));
+    }
+  }
 }
 
 QTEST_GUILESS_MAIN(TestEngineTrace)
