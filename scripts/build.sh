@@ -2,6 +2,8 @@
 # Configures and builds ParaScope into a build directory.
 #   scripts/build.sh [--tests] [--sanitize address,undefined|thread] [--dir DIR]
 #                    [--label L]   build only the test executables whose CTest label is L
+#                    [--suites L;M]  with --tests: configure only the Qt Test suites labelled L
+#                                  or M (the other tests, MPI jobs and replays, all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,13 +11,15 @@ tests=OFF
 sanitize=""
 dir=""
 label=""
+suites=""
 while (($#)); do
   case "$1" in
     --tests) tests=ON ;;
     --sanitize) sanitize="$2"; shift ;;
     --dir) dir="$2"; shift ;;
     --label) label="$2"; tests=ON; shift ;;
-    *) echo "build.sh: unknown option '$1' (allowed: --tests, --sanitize LIST, --dir DIR, --label L)" >&2; exit 2 ;;
+    --suites) suites="$2"; shift ;;
+    *) echo "build.sh: unknown option '$1' (allowed: --tests, --sanitize LIST, --dir DIR, --label L, --suites L;M)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -30,7 +34,7 @@ fi
 build_type=Release
 [[ -n "$sanitize" ]] && build_type=RelWithDebInfo
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" \
-  -DPARASCOPE_BUILD_TESTS="$tests" -DPARASCOPE_SANITIZE="$sanitize"
+  -DPARASCOPE_BUILD_TESTS="$tests" -DPARASCOPE_SANITIZE="$sanitize" -DPARASCOPE_TEST_SUITES="$suites"
 targets=()
 if [[ -n "$label" ]]; then
   # Test names are their executables' target names, or NAME:function (tests/CMakeLists.txt:

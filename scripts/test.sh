@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# README command 2: install what is missing, check formatting, build with tests, and run the
-# whole suite through CTest; then the numeric suites again with OpenBLAS forced to other kernel
-# families, clang-tidy over every project source, and the suite under the sanitizers; exits
-# non-zero on any failure.
+# README command 2: install what is missing, check formatting, build and run every test through
+# CTest, and exit non-zero on any failure. Each suite runs once under AddressSanitizer and
+# UndefinedBehaviorSanitizer, and again under ThreadSanitizer where it runs threads; the
+# optimised build without sanitizers runs what they cannot (the MPI jobs, the workbench's window)
+# and the numeric suites, once with this CPU's OpenBLAS kernels and again with each other kernel
+# family the CPU can execute; clang-tidy checks every project source.
 #   scripts/test.sh                 all of the above
-#   scripts/test.sh --no-sanitize   without the sanitizer builds (the quick local loop)
+#   scripts/test.sh --no-sanitize   without the sanitizer builds: every suite in the optimised
+#                                   build (the quick local loop)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,7 +24,11 @@ phase() { echo "test.sh: $1 done after $SECONDS s"; }
 
 bash scripts/setup.sh
 bash scripts/check-format.sh
-bash scripts/build.sh --tests
+# Under the sanitizers every suite runs anyway: the optimised build holds only the numeric ones
+# (and the tests that are not suites), which saves compiling the rest a third time.
+suites=""
+((sanitize)) && suites="numeric"
+bash scripts/build.sh --tests --suites "$suites"
 phase build
 # Suites run as many at a time as there are cores (tests/CMakeLists.txt keeps MPI jobs alone).
 jobs=$(nproc)
@@ -72,16 +79,19 @@ done
 
 phase "numeric suites under each kernel family"
 
-bash scripts/tidy.sh build
-phase clang-tidy
-
 if ((sanitize)); then
   bash scripts/build.sh --tests --sanitize address,undefined
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --output-on-failure --timeout 1800 -j "$jobs" -LE no-sanitize)
   phase "AddressSanitizer and UndefinedBehaviorSanitizer"
+  # The tree that compiled every source (clang-tidy reads its compile commands and moc's output).
+  bash scripts/tidy.sh build-asan
+  phase clang-tidy
   bash scripts/build.sh --sanitize thread --label threads
   (cd build-tsan && ctest --output-on-failure --timeout 1800 -j "$jobs" -L threads)
   phase ThreadSanitizer
+else
+  bash scripts/tidy.sh build
+  phase clang-tidy
 fi
