@@ -180,7 +180,11 @@ void TimelineWindow::buildMenus() {
                [this](auto& p) { exportStatsCsv(stats_->stats(), p); });
   });
   file->addSeparator();
-  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+  // Quits the window it is in: the workbench's, where the timeline is one of its views (closing
+  // only the embedded timeline would leave an empty pane for the rest of the session).
+  QAction* quit = file->addAction(tr("&Quit"), QKeySequence(Qt::CTRL | Qt::Key_Q), this,
+                                  [this] { window()->close(); });
+  quit->setObjectName(QStringLiteral("quit"));
   QMenu* viewMenu = menuBar()->addMenu(tr("&View"));
   viewMenu->addAction(tr("Fit all (Home)"), this, [this] { view_->fitAll(); });
   QAction* byStage = viewMenu->addAction(tr("Order ranks by pipeline stage"));

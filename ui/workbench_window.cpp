@@ -15,6 +15,7 @@
 #include <QMenuBar>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "core/common/error.h"
+#include "core/config/model_kind.h"
 #include "core/kernels/sgemm_peak.h"
 #include "core/plan/memory_estimate.h"
 #include "core/session/run_summary.h"
@@ -160,6 +162,14 @@ void WorkbenchWindow::buildViews() {
   logView_->setModel(log_);
   logView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   logView_->verticalHeader()->hide();
+  // The Log follows the newest step while it shows the newest; scrolled back, it stays there.
+  connect(log_, &QAbstractItemModel::rowsAboutToBeInserted, this, [this] {
+    const QScrollBar* bar = logView_->verticalScrollBar();
+    logFollows_ = bar->value() == bar->maximum();
+  });
+  connect(log_, &QAbstractItemModel::rowsInserted, this, [this] {
+    if (logFollows_) logView_->scrollToBottom();
+  });
   memory_ = new MemoryView;
   memory_->setObjectName(QStringLiteral("memoryView"));
   pipeline_ = new PipelineView;
@@ -503,6 +513,18 @@ void WorkbenchWindow::buildActions() {
   calibrate->setVisible(false);
   connect(calibrate, &QAction::triggered, this, &WorkbenchWindow::calibrate);
   menu->addAction(calibrate);
+  menu->addSeparator();
+  // One Ctrl+Q for the window: the embedded timeline's File ▸ Quit quits it too, without a
+  // shortcut of its own, which would make Ctrl+Q ambiguous (and then do nothing). Ctrl+Q, not
+  // QKeySequence::Quit, which some platforms (Windows' key scheme, the offscreen one) leave empty.
+  auto* quit = new QAction(tr("&Quit"), this);
+  quit->setObjectName(QStringLiteral("quit"));
+  quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
+  connect(quit, &QAction::triggered, this, &QWidget::close);
+  menu->addAction(quit);
+  addAction(quit);
+  if (auto* timelineQuit = timeline_->findChild<QAction*>(QStringLiteral("quit")))
+    timelineQuit->setShortcut({});
   menuBar()->addMenu(tr("&View"))->addAction(beside_);
 }
 
@@ -596,6 +618,7 @@ void WorkbenchWindow::startSession(const TrainConfig& config, const std::string&
   endSession();
   errorBanner_->hide();
   log_->clear();
+  log_->setTarget(QString::fromUtf8(config.model.kind->target()));
   charts_->clear();
   lastStep_ = 0;
   paused_ = false;
@@ -748,14 +771,18 @@ void WorkbenchWindow::applyStrategy(const TrainConfig& config) {
   }
   try {
     session_->switchStrategy(config);
+    if (refusalShown_) errorBanner_->hide();  // an earlier refusal no longer holds
+    refusalShown_ = false;
     setStatus(tr("Switching to %1 at the next step boundary")
                   .arg(QString::fromStdString(describeStrategy(config))));
   } catch (const UserError& e) {
     showError(tr("Cannot switch: %1").arg(QString::fromUtf8(e.what())), false);
+    refusalShown_ = true;
   }
 }
 
 void WorkbenchWindow::showError(const QString& text, bool offerResume) {
+  refusalShown_ = false;
   errorLabel_->setText(text);
   resume_->setVisible(offerResume);
   errorBanner_->show();
@@ -875,6 +902,8 @@ void WorkbenchWindow::handle(const SessionReport& report) {
           },
           [this](const FinishedReport& r) {
             showRunningStrategy();
+            if (refusalShown_) errorBanner_->hide();  // it refused a switch of the ended run
+            refusalShown_ = false;
             if (!r.failed) {
               setStatus(tr("%1 after %2 steps%3")
                             .arg(r.stopped ? tr("Stopped") : tr("Finished"))

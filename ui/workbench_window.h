@@ -179,6 +179,9 @@ class WorkbenchWindow : public QMainWindow {
   TrainingLogModel* log_ = nullptr;
   QTabWidget* views_ = nullptr;
   QTableView* logView_ = nullptr;
+  bool logFollows_ = true;
+  bool refusalShown_ = false;  // the banner shows a refused switch, which the next one clears  //
+                               // the Log was at its newest row when the next one came
   MemoryView* memory_ = nullptr;
   PipelineView* pipeline_ = nullptr;
   CommunicationView* communication_ = nullptr;

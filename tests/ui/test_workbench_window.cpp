@@ -12,10 +12,12 @@
 #include <QImage>
 #include <QLineSeries>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <mutex>
@@ -126,6 +128,9 @@ class TestWorkbenchWindow : public QObject {
   void compareMarksTheBestSegment();
   void failedSessionShowsItsReason();
   void switchesThroughThePanel();
+  void logFollowsTheNewestStep();
+  void quitClosesTheWorkbench_data();
+  void quitClosesTheWorkbench();
 
  private:
   QTemporaryDir cacheHome_;  // the windows' sgemm peak cache, not the user's
@@ -587,6 +592,12 @@ void TestWorkbenchWindow::compareMarksTheBestSegment() {
   QVERIFY(model.isBest(0, SegmentModel::TokensPerSecond));
   QVERIFY(!model.isBest(1, SegmentModel::TokensPerSecond));
   QVERIFY(model.isBest(1, SegmentModel::PeakMemory));
+  // Both expose 10% of their step (0.05 of 0.5 s, 0.1 of 1 s; equal when shown, not to the last
+  // bit): neither is best.
+  QCOMPARE(model.data(model.index(0, SegmentModel::ExposedComm)).toString(), QString("10.0%"));
+  QCOMPARE(model.data(model.index(1, SegmentModel::ExposedComm)).toString(), QString("10.0%"));
+  QVERIFY(!model.isBest(0, SegmentModel::ExposedComm));
+  QVERIFY(!model.isBest(1, SegmentModel::ExposedComm));
   QVERIFY(std::abs(model.value(0, SegmentModel::LossTrend) + 0.1) < 1e-9);
   QVERIFY(model.data(model.index(0, SegmentModel::TokensPerSecond)).toString().contains("★"));
   QVERIFY(model.data(model.index(0, SegmentModel::TokensPerSecond), Qt::FontRole)
@@ -656,6 +667,13 @@ void TestWorkbenchWindow::switchesThroughThePanel() {
            qPrintable(panel->message()));
   typeInto(spin("world_size"), 2);
   typeInto(spin("data_parallel_size"), 2);
+  // A switch the session refuses (sent past the panel) is shown with its reason until the next
+  // accepted switch.
+  nlohmann::json refused = doc;
+  refused["gradient_accumulation_steps"] = 3;
+  emit panel->applied(parascope::parseTrainConfig(refused));
+  QVERIFY2(window.errorText().startsWith(QStringLiteral("Cannot switch: ")),
+           qPrintable(window.errorText()));
 
   typeInto(spin("tensor_model_parallel_size"), 2);
   typeInto(spin("world_size"), 4);
@@ -693,6 +711,12 @@ void TestWorkbenchWindow::switchesThroughThePanel() {
                        .arg(lastStep)}));
   const parascope::profiler::TraceData run =
       parascope::profiler::importChromeTraces({window.tracePath().toStdString()});
+  {  // switched from 2 ranks to 4: the file says the most it ran on
+    QFile file(window.tracePath());
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const auto info = nlohmann::json::parse(file.readAll().toStdString())["distributedInfo"];
+    QCOMPARE(info["world_size"].get<int>(), 4);
+  }
   const std::vector<parascope::ui::DiffRow> expected =
       parascope::ui::diffTraces({&run, 0, switched - 1}, {&run, switched, lastStep - 1});
   const std::vector<parascope::ui::DiffRow>& rows = window.diffModel()->rows();
@@ -744,6 +768,66 @@ void TestWorkbenchWindow::switchesThroughThePanel() {
                             .arg(gui[i].y(), 0, 'g', 17)
                             .arg(reference.loss[static_cast<std::size_t>(i)], 0, 'g', 17)));
   }
+}
+
+// The Log scrolls to each new step while it shows the newest; scrolled back, it stays put.
+void TestWorkbenchWindow::logFollowsTheNewestStep() {
+  WorkbenchWindow window;
+  window.resize(1200, 800);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  auto* view = window.findChild<QTableView*>(QStringLiteral("logView"));
+  QVERIFY(view != nullptr);
+  window.findChild<QTabWidget*>(QStringLiteral("views"))->setCurrentWidget(view);
+  auto addSteps = [&](int from, int count) {
+    for (int i = from; i < from + count; ++i) {
+      parascope::StepReport r;
+      r.step = i;
+      r.seconds = 0.1;
+      window.logModel()->addStep(r);
+    }
+    QCoreApplication::processEvents();
+  };
+  addSteps(1, 200);
+  QScrollBar* bar = view->verticalScrollBar();
+  QVERIFY(bar->maximum() > 0);
+  QCOMPARE(bar->value(), bar->maximum());
+  bar->setValue(0);
+  addSteps(201, 20);
+  QCOMPARE(bar->value(), 0);
+  bar->setValue(bar->maximum());
+  addSteps(221, 20);
+  QCOMPARE(bar->value(), bar->maximum());
+}
+
+void TestWorkbenchWindow::quitClosesTheWorkbench_data() {
+  QTest::addColumn<int>("way");
+  QTest::newRow("Ctrl+Q") << 0;
+  QTest::newRow("Session menu") << 1;
+  QTest::newRow("timeline's File menu") << 2;
+}
+
+// Each Quit closes the whole window, never the embedded timeline alone.
+void TestWorkbenchWindow::quitClosesTheWorkbench() {
+  QFETCH(int, way);
+  WorkbenchWindow window;
+  window.show();
+  window.activateWindow();
+  QVERIFY(QTest::qWaitForWindowActive(&window));
+  auto* timeline = window.findChild<parascope::ui::TimelineWindow*>();
+  QVERIFY(timeline != nullptr);
+  auto* timelineQuit = timeline->findChild<QAction*>(QStringLiteral("quit"));
+  QVERIFY(timelineQuit != nullptr);
+  QVERIFY(timelineQuit->shortcut().isEmpty());  // one Ctrl+Q in the window, not two
+  if (way == 0) {
+    QTest::keyClick(&window, Qt::Key_Q, Qt::ControlModifier);
+  } else if (way == 1) {
+    window.action(QStringLiteral("quit"))->trigger();
+  } else {
+    timelineQuit->trigger();
+  }
+  QTRY_VERIFY(!window.isVisible());
+  QVERIFY(!timeline->isHidden());
 }
 
 QTEST_MAIN(TestWorkbenchWindow)
