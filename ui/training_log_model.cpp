@@ -53,10 +53,18 @@ QVariant TrainingLogModel::headerData(int section, Qt::Orientation orientation, 
     case ValidationLoss: return tr("Validation loss");
     case LearningRate: return tr("LR");
     case GradNorm: return tr("Grad norm");
-    case Throughput: return tr("Targets/s");
+    case Throughput: return throughputHeader_;
     case LossScale: return tr("Loss scale");
   }
   return {};
+}
+
+void TrainingLogModel::setTarget(const QString& plural) {
+  QString header = plural.isEmpty() ? plural : plural.front().toUpper() + plural.mid(1);
+  header = tr("%1/s").arg(header);
+  if (header == throughputHeader_) return;
+  throughputHeader_ = header;
+  emit headerDataChanged(Qt::Horizontal, Throughput, Throughput);
 }
 
 void TrainingLogModel::addStep(const parascope::StepReport& r) {

@@ -33,6 +33,9 @@ class TrainingLogModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation,
                       int role = Qt::DisplayRole) const override;
 
+  // What the run's model counts in a step's throughput, plural ("tokens", "images"; the model
+  // kind's target): the column is headed "Tokens/s", "Images/s".
+  void setTarget(const QString& plural);
   void addStep(const parascope::StepReport& r);
   void addEval(const parascope::EvalReport& r);
   void clear();
@@ -44,6 +47,7 @@ class TrainingLogModel : public QAbstractTableModel {
   };
   std::vector<Row> rows_;
   double lastValidation_ = -1;
+  QString throughputHeader_ = tr("Tokens/s");
 };
 
 }  // namespace parascope::ui

@@ -1,6 +1,6 @@
 // The training log model under QAbstractItemModelTester: rows appear per step, validation loss
 // lands on the step it was measured after and carries forward; a step skipped on an fp16
-// gradient overflow says so next to its loss scale.
+// gradient overflow says so next to its loss scale; throughput is headed by what the model counts.
 #include <QAbstractItemModelTester>
 #include <QtTest>
 
@@ -47,6 +47,14 @@ void TestTrainingLogModel::rowsFollowReports() {
            2000.0);
   QCOMPARE(model.headerData(TrainingLogModel::LearningRate, Qt::Horizontal).toString(),
            QString("LR"));
+  // Throughput in what the model counts: a GPT's tokens by default, an image classifier's images.
+  QCOMPARE(model.headerData(TrainingLogModel::Throughput, Qt::Horizontal).toString(),
+           QString("Tokens/s"));
+  QSignalSpy headers(&model, &QAbstractItemModel::headerDataChanged);
+  model.setTarget(QStringLiteral("images"));
+  QCOMPARE(headers.count(), 1);
+  QCOMPARE(model.headerData(TrainingLogModel::Throughput, Qt::Horizontal).toString(),
+           QString("Images/s"));
   QCOMPARE(model.data(model.index(0, TrainingLogModel::LossScale)).toString(), QString("65536"));
   QCOMPARE(model.data(model.index(1, TrainingLogModel::LossScale)).toString(),
            QString("65536 (skipped: overflow)"));
