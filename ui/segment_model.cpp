@@ -92,16 +92,37 @@ double SegmentModel::value(int row, Column c) const {
   }
 }
 
+// A measure as the table shows it (tokens/s whole, percentages to 0.1%, MiB to 0.01, the loss
+// trend to three digits): what "best" compares, so that values shown alike tie.
+double SegmentModel::shown(int row, Column c) const {
+  const double v = value(row, c);
+  if (std::isnan(v)) return v;
+  switch (c) {
+    case TokensPerSecond: return std::round(v);
+    case Mfu:
+    case Bubble:
+    case ExposedComm: return std::round(1000 * v) / 1000;
+    case PeakMemory: return std::round(100 * v / (1 << 20)) / 100;
+    case LossTrend: return QString::number(v, 'e', 2).toDouble();
+    default: return v;
+  }
+}
+
+// Best: no segment shows a better value and some segment shows a worse one (segments that all
+// show the same have no best).
 bool SegmentModel::isBest(int row, Column c) const {
   if (c < TokensPerSecond || segments_.size() < 2) return false;
-  const double v = value(row, c);
+  const double v = shown(row, c);
   if (std::isnan(v)) return false;
   const bool higher = c == TokensPerSecond || c == Mfu;
+  bool beatsOne = false;
   for (int r = 0; r < rowCount(); ++r) {
-    const double o = value(r, c);
-    if (!std::isnan(o) && (higher ? o > v : o < v)) return false;
+    const double o = shown(r, c);
+    if (std::isnan(o)) continue;
+    if (higher ? o > v : o < v) return false;
+    beatsOne = beatsOne || o != v;
   }
-  return true;
+  return beatsOne;
 }
 
 QVariant SegmentModel::data(const QModelIndex& index, int role) const {

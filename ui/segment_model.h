@@ -47,6 +47,7 @@ class SegmentModel : public QAbstractTableModel {
                       int role = Qt::DisplayRole) const override;
 
   double value(int row, Column c) const;  // NaN where a measure has no value
+  double shown(int row, Column c) const;  // value() rounded as the table shows it
   bool isBest(int row, Column c) const;
   std::string toCsv() const;
   std::string toJson() const;  // an array of objects, one per segment

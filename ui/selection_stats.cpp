@@ -28,11 +28,12 @@ std::vector<NameStats> selectionStats(const TimelineIndex& index,
     }
   }
   std::vector<NameStats> out;
-  const double range = static_cast<double>(std::max<std::int64_t>(toNs - fromNs, 1));
+  std::int64_t all = 0;
+  for (const auto& [id, s] : byName) all += s.totalNs;
   for (auto& [id, s] : byName) {
     s.name = index.name(id << 4);
     s.meanNs = static_cast<double>(s.totalNs) / static_cast<double>(s.count);
-    s.share = static_cast<double>(s.totalNs) / range;
+    s.share = all > 0 ? static_cast<double>(s.totalNs) / static_cast<double>(all) : 0;
     out.push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(), [](const NameStats& a, const NameStats& b) {

@@ -16,7 +16,9 @@ struct NameStats {
   std::int64_t totalNs = 0;  // clipped to the range
   std::int64_t minNs = 0, maxNs = 0;
   double meanNs = 0;
-  double share = 0;  // totalNs / range length (summed over lanes, so it may exceed 1)
+  // totalNs over every name's totalNs in the selection (as Nsight Systems' "Time (%)"): the
+  // shares add up to 1 however many lanes are selected.
+  double share = 0;
 };
 
 // Ordered by total time, longest first, then name. Spans with start <= toNs and end >= fromNs.

@@ -1,6 +1,6 @@
 // Item model over a box selection's per-name statistics (selection_stats.h): one row per span
-// name with count, total, mean, min, max and share of the range. Replaced whole on each
-// selection; views only read it.
+// name with count, total, mean, min, max and share of the selection's span time. Replaced whole on
+// each selection; views only read it.
 #pragma once
 
 #include <QAbstractTableModel>

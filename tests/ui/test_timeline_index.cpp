@@ -427,13 +427,18 @@ void TestTimelineIndex::selectionStatsOverARange() {
   }
   const auto stats = selectionStats(index, lanes, from, to);
   QCOMPARE(stats.size(), expected.size());
+  std::int64_t all = 0;
+  for (const auto& [name, x] : expected) all += x.totalNs;
+  double shares = 0;
+  for (const NameStats& s : stats) shares += s.share;
+  QVERIFY(std::abs(shares - 1) < 1e-12);
   for (const NameStats& s : stats) {
     const NameStats& x = expected.at(s.name);
     QCOMPARE(s.count, x.count);
     QCOMPARE(s.totalNs, x.totalNs);
     QCOMPARE(s.minNs, x.minNs);
     QCOMPARE(s.maxNs, x.maxNs);
-    QCOMPARE(s.share, double(x.totalNs) / double(to - from));
+    QCOMPARE(s.share, double(x.totalNs) / double(all));
   }
   const std::string csv = statsToCsv(stats);
   QVERIFY(csv.rfind("name,count,total_ns,mean_ns,min_ns,max_ns,share\n", 0) == 0);
