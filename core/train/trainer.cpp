@@ -284,6 +284,9 @@ double Trainer::sumTiedEmbedding() {
 }
 
 EvalReport Trainer::evaluate() {
+  // On the host lane beside the steps, not a step itself (Category::Step spans are what the
+  // analyses count as steps).
+  const trace::Span span("evaluate", trace::Category::Host, trace::lane::kHost);
   const int rows = config_.microBatch;
   const std::int64_t available = dataset_->samples(Split::Validation);
   // Classifiers: the whole test set once; text: eval_iters fixed windows (the same every time).

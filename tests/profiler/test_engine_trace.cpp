@@ -120,6 +120,7 @@ class TestEngineTrace : public QObject {
   void instructionTagsReachTheFile();
   void oneSpanPerOperationUnderTensorParallelism_data();
   void oneSpanPerOperationUnderTensorParallelism();
+  void evaluationHasASpan();
 };
 
 void TestEngineTrace::commMatrixEqualsAccountingAndHandCount_data() {
@@ -395,6 +396,34 @@ void TestEngineTrace::oneSpanPerOperationUnderTensorParallelism() {
                                              .arg(count)
                                              .arg(most)));
     }
+  }
+}
+
+// Each evaluation is one "evaluate" span on the host lane of every rank, outside any step span.
+void TestEngineTrace::evaluationHasASpan() {
+  const TrainConfig config =
+      dptest::tinyConfig({"data_parallel_size=2", "eval_interval=1", "eval_iters=1"});
+  std::array<std::size_t, 2> evals{};
+  Tracer tracer;
+  tracer.install();
+  runInProcess(2, [&](Communicator& world) {
+    const trace::ScopedContext ctx({.rank = world.rank()});
+    evals[static_cast<std::size_t>(world.rank())] =
+        dptest::train(config, 2, {.world = world, .evaluate = true}).evals.size();
+  });
+  tracer.uninstall();
+  const TraceData trace = tracer.collect();
+  for (std::int32_t rank : {0, 1}) {
+    std::size_t spans = 0;
+    for (const Event& e : trace.events) {
+      if (e.rank != rank || std::string_view(e.name) != "evaluate") continue;
+      QCOMPARE(e.kind, EventKind::Span);
+      QCOMPARE(e.lane, trace::lane::kHost);
+      QVERIFY(e.category != Category::Step);
+      spans += 1;
+    }
+    QVERIFY(evals[static_cast<std::size_t>(rank)] > 0);
+    QCOMPARE(spans, evals[static_cast<std::size_t>(rank)]);
   }
 }
 
