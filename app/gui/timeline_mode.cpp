@@ -1,5 +1,6 @@
 // parascope --open FILE... --screenshot FILE.png: the timeline window alone on trace files,
-// saved once the traces are shown (or their error), then quits.
+// saved once the traces are shown (or their error), then quits: exit status 0 once they were
+// shown and saved, 1 (the reason on stderr) when they could not be opened or the image written.
 #include <QApplication>
 #include <QTimer>
 #include <cstdio>
@@ -15,15 +16,18 @@ int runTimelineOnly(const QCommandLineParser& parser, const GuiOptions& o) {
   ui::TimelineWindow window;
   window.resize(1600, 900);
   // Once the load has ended either way, give the view one turn of the event loop to paint.
-  auto save = [&window, path] {
-    QTimer::singleShot(100, &window, [&window, path] {
+  auto save = [&window, path](bool shown) {
+    QTimer::singleShot(100, &window, [&window, path, shown] {
       const bool saved = window.grab().save(path, "PNG");
       if (!saved) std::fprintf(stderr, "parascope: cannot write '%s'\n", qPrintable(path));
-      QApplication::exit(saved ? 0 : 1);
+      QApplication::exit(saved && shown ? 0 : 1);
     });
   };
-  QObject::connect(window.loader(), &ui::TraceLoader::loaded, &window, save);
-  QObject::connect(window.loader(), &ui::TraceLoader::failed, &window, save);
+  QObject::connect(window.loader(), &ui::TraceLoader::loaded, &window, [save] { save(true); });
+  QObject::connect(window.loader(), &ui::TraceLoader::failed, &window, [save](const QString& why) {
+    std::fprintf(stderr, "parascope: the traces were not shown: %s\n", qPrintable(why));
+    save(false);
+  });
   window.openFiles(files);
   window.show();
   return QApplication::exec();

@@ -12,6 +12,7 @@
 #include "app/gui/modes.h"
 #include "bench/plan.h"
 #include "core/common/error.h"
+#include "core/common/stop_signal.h"
 #include "core/config/config.h"
 #include "ui/strategy_panel.h"
 #include "ui/workbench_window.h"
@@ -104,6 +105,17 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
     window.resize(1600, 1000);
     watchForScreenshots(window, parser.value(o.screenshotDir), quitAfter);
   }
+  // SIGINT and SIGTERM end the workbench as Quit does (the session stops, the run traces'
+  // temporary folder goes), with exit status 128 + the signal.
+  installStopSignalHandlers();
+  QTimer stopWatch;
+  QObject::connect(&stopWatch, &QTimer::timeout, &window, [&window] {
+    if (const int signal = pendingStopSignal()) {
+      window.close();
+      QApplication::exit(128 + signal);
+    }
+  });
+  stopWatch.start(100);
   window.show();
   if (parser.isSet(o.run) || screenshots) {
     if (!window.panel()->config()) {
