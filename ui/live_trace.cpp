@@ -3,6 +3,7 @@
 // file the way profiler::TraceRecording does, so the file and what the GUI was fed agree.
 #include "ui/live_trace.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -66,6 +67,9 @@ std::string LiveTrace::end(int rank) {
   whole_.merge(rest);
   publish(rest);
   whole_.sortByTime();
+  // A run switched to more ranks: the file names the most it ran on, not the ranks it began with.
+  for (const profiler::Event& e : whole_.events)
+    whole_.worldSize = std::max(whole_.worldSize, e.rank + 1);
   if (const std::uint64_t lost = tracer_->dropped()) {
     std::fprintf(stderr,
                  "profiler: %llu events were dropped (a thread reached the tracer's limit of "
