@@ -162,12 +162,16 @@ void WorkbenchWindow::buildViews() {
   logView_->setModel(log_);
   logView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   logView_->verticalHeader()->hide();
+  logView_->setWordWrap(false);  // numbers on one line ("1.00e-04" wrapped at its '-')
   // The Log follows the newest step while it shows the newest; scrolled back, it stays there.
   connect(log_, &QAbstractItemModel::rowsAboutToBeInserted, this, [this] {
     const QScrollBar* bar = logView_->verticalScrollBar();
     logFollows_ = bar->value() == bar->maximum();
   });
   connect(log_, &QAbstractItemModel::rowsInserted, this, [this] {
+    // Columns fit the rows too, not only the headers they were sized to while the Log was empty
+    // (the learning rate showed "1....").
+    logView_->resizeColumnsToContents();
     if (logFollows_) logView_->scrollToBottom();
   });
   memory_ = new MemoryView;
