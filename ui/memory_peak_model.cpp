@@ -78,7 +78,7 @@ QVariant MemoryPeakModel::data(const QModelIndex& index, int role) const {
 QVariant MemoryPeakModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   static const char* names[Count] = {"Rank", "Category", "Peak bytes", "Peak at ms",
-                                     "Predicted (ZeRO formula)"};
+                                     "Predicted (estimate)"};
   return section >= 0 && section < Count ? QString::fromLatin1(names[section]) : QVariant();
 }
 

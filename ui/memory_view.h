@@ -1,6 +1,6 @@
 // The Memory view: one rank's live bytes by category over time as stacked areas (step functions
 // of the trace's memory counters), and every rank's peaks next to the strategy's predicted bytes
-// (the ZeRO formula for model state, the activation estimate).
+// (the memory estimate of core/plan/memory_estimate.h, the one the Strategy panel shows).
 #pragma once
 
 #include <QWidget>
