@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes with libFuzzer (clang-14 from Debian, ASan+UBSan) in build-fuzz.
+# Fuzzes with libFuzzer (clang-22 from Debian 12's security archive, ASan+UBSan) in build-fuzz.
 #   scripts/fuzz.sh [--target import|config|safetensors] [--time SECONDS] [--jobs N]
 # Targets: the trace importer (default; corpus tests/profiler/fuzz_corpus), the config path
 # (a file's text, then after a NUL byte one key.path=value override per line; seeds: the
@@ -32,9 +32,9 @@ case "$target" in
   *) echo "fuzz.sh: unknown target '$target' (allowed: import, config, safetensors)" >&2; exit 2 ;;
 esac
 
-command -v clang++-14 >/dev/null || { echo "fuzz.sh: clang++-14 not found (apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 2; }
+command -v clang++-22 >/dev/null || { echo "fuzz.sh: clang++-22 not found (run scripts/setup.sh)" >&2; exit 2; }
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
   -DPARASCOPE_BUILD_TESTS=OFF -DPARASCOPE_FUZZ=ON -DPARASCOPE_SANITIZE=address,undefined
 cmake --build build-fuzz --target "$(basename "$binary")" --parallel "$(nproc)"
 

@@ -10,7 +10,7 @@ packages=(
   xvfb xauth
   libopenblas-dev libopenmpi-dev openmpi-bin
   nlohmann-json3-dev zlib1g-dev libcli11-dev libsimdjson-dev
-  clang libclang-rt-14-dev clang-tidy-22
+  clang-22 libclang-rt-22-dev lld-22 clang-tidy-22
   fortunes dataset-fashion-mnist
 )
 

@@ -22,10 +22,13 @@ mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' |
 ((${#files[@]})) || { echo "tidy.sh: no sources found in $db" >&2; exit 2; }
 
 # The build's precompiled headers force Qt's and the JSON library's headers into every source
-# of a target; clang-tidy reads each source with only the headers it includes itself.
+# of a target; clang-tidy reads each source with only the headers it includes itself. GCC names
+# them with -include, Clang with -Xclang pairs.
 tidy_db=$(mktemp -d)
 trap 'rm -rf "$tidy_db"' EXIT
-sed -e 's| -Winvalid-pch||g' -e 's| -include [^ ]*/cmake_pch\.hxx||g' "$db" >"$tidy_db/compile_commands.json"
+sed -e 's| -Winvalid-pch||g' -e 's| -include [^ ]*/cmake_pch\.hxx||g' \
+  -e 's| -Xclang -include-pch -Xclang [^ ]*/cmake_pch\.hxx\.pch||g' \
+  -e 's| -Xclang -include -Xclang [^ ]*/cmake_pch\.hxx||g' "$db" >"$tidy_db/compile_commands.json"
 
 start=$SECONDS
 if ! printf '%s\n' "${files[@]}" |
