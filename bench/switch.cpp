@@ -13,7 +13,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
+#include "core/common/scratch_directory.h"
 #include "core/plan/memory_estimate.h"
 #include "core/session/run_summary.h"
 #include "core/session/session.h"
@@ -97,7 +97,7 @@ double memcpySeconds(std::int64_t bytes, bool fresh) {
 std::pair<double, double> diskSeconds(const std::string& path, std::int64_t bytes) {
   std::vector<char> block(std::size_t{8} << 20, 7);
   const auto start = Clock::now();
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) throw UserError("bench switch: cannot write " + path + ": " + std::strerror(errno));
   for (std::int64_t left = bytes; left > 0;) {
     const auto n = static_cast<std::size_t>(std::min<std::int64_t>(left, block.size()));
@@ -116,7 +116,6 @@ std::pair<double, double> diskSeconds(const std::string& path, std::int64_t byte
   }
   ::close(in);
   const double read = secondsSince(readStart);
-  std::filesystem::remove(path);
   return {write, read};
 }
 
@@ -132,6 +131,8 @@ void print(bool json, const nlohmann::json& row, const std::string& text) {
 }  // namespace
 
 void runBenchSwitch(const BenchSwitchOptions& o) {
+  // Made before any work, so a bad --dir is refused at once; removed with what is in it.
+  const ScratchDirectory scratch(o.dir, "parascope-bench-switch", "bench switch --dir");
   nlohmann::json base = readJsonFile(o.config);
   // About 100M parameters: 12 layers of width 768 (85M in the blocks), byte vocabulary.
   for (const char* a :
@@ -212,10 +213,7 @@ void runBenchSwitch(const BenchSwitchOptions& o) {
   }
 
   // Checkpoints of the layout running now, against plain sequential I/O of the same bytes.
-  const std::string dir = o.dir.empty() ? (std::filesystem::temp_directory_path() /
-                                           ("parascope-bench-switch-" + std::to_string(::getpid())))
-                                              .string()
-                                        : o.dir;
+  const std::string dir = scratch.path() + "/checkpoint";
   session.saveCheckpoint(dir);
   const CheckpointReport saved = waiter.nextCheckpoint();
   session.stop();
@@ -229,7 +227,7 @@ void runBenchSwitch(const BenchSwitchOptions& o) {
   const CheckpointReport loaded = loadWaiter.nextCheckpoint();
   again.stop();
   again.wait();
-  const auto [writeSeconds, readSeconds] = diskSeconds(dir + "/plain.bin", saved.bytes);
+  const auto [writeSeconds, readSeconds] = diskSeconds(scratch.path() + "/plain.bin", saved.bytes);
   for (const auto& [r, plain, what] :
        {std::tuple{saved, writeSeconds, "save"}, std::tuple{loaded, readSeconds, "load"}}) {
     const double gbps = static_cast<double>(r.bytes) / (r.milliseconds / 1e3) / 1e9;
@@ -248,7 +246,6 @@ void runBenchSwitch(const BenchSwitchOptions& o) {
            {"ratio_to_plain_io", gbps / plainGbps}},
           text);
   }
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace parascope::bench

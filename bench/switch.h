@@ -11,7 +11,7 @@ struct BenchSwitchOptions {
   std::string config = "resources/configs/default.json";
   std::vector<std::string> overrides;
   int rounds = 2;   // there-and-back pairs per pair of layouts
-  std::string dir;  // checkpoint scratch directory; empty: under the temporary directory
+  std::string dir;  // where its scratch directory goes; empty: the temporary directory
   bool json = false;
 };
 

@@ -6,18 +6,17 @@
 #include "bench/trace.h"
 
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/common/scratch_directory.h"
 #include "core/common/statistics.h"
 #include "core/session/session.h"
 #include "core/trace/trace.h"
@@ -192,7 +191,7 @@ std::vector<Figure> measureExportImport(const BenchTraceOptions& o) {
   SyntheticOptions shape;
   shape.events = static_cast<std::size_t>(o.events);
   const TraceData t = syntheticTrainingTrace(shape);
-  const std::string path = o.dir + "/parascope-bench-trace-" + std::to_string(::getpid()) + ".json";
+  const std::string path = o.dir + "/trace.json";
   Timing exportBest{1e30, 1e30}, importBest{1e30, 1e30};
   std::size_t bytes = 0, imported = 0;
   for (int round = 0; round < 3; ++round) {
@@ -203,7 +202,6 @@ std::vector<Figure> measureExportImport(const BenchTraceOptions& o) {
     imported = importChromeTrace(path).events.size();
     importBest = best(importBest, watch.elapsed());
   }
-  std::filesystem::remove(path);
   const double mb = static_cast<double>(bytes) / 1e6;
   const auto events = static_cast<double>(t.events.size());
   return {{"trace_events", static_cast<double>(imported), "events"},
@@ -239,7 +237,12 @@ std::string targetText(const Figure& f) {
 
 }  // namespace
 
-void runBenchTrace(const BenchTraceOptions& o) {
+void runBenchTrace(const BenchTraceOptions& options) {
+  // The trace file goes to a directory of the benchmark's own inside --dir, made before any work
+  // and removed with what is in it.
+  const ScratchDirectory scratch(options.dir, "parascope-bench-trace", "bench trace --dir");
+  BenchTraceOptions o = options;
+  o.dir = scratch.path();
   for (Measurement m : kMeasurements) {
     for (const Figure& f : m(o)) {
       if (o.json) {

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstddef>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -11,7 +10,7 @@ namespace parascope::bench {
 struct BenchTraceOptions {
   std::int64_t events = 1'000'000;
   int stepPairs = 10;  // traced + untraced GPT-mini steps
-  std::string dir = std::filesystem::temp_directory_path().string();
+  std::string dir;     // where its scratch directory goes; empty: the temporary directory
   bool json = false;
 };
 

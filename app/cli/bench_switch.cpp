@@ -15,7 +15,9 @@ void registerBenchSwitchCommand(CLI::App& bench) {
   cmd->add_option("overrides", o->overrides, "Config overrides as key.path=value");
   cmd->add_option("--rounds", o->rounds, "There-and-back switches per pair of layouts")
       ->check(CLI::Range(1, 100));
-  cmd->add_option("--dir", o->dir, "Scratch directory for the checkpoint (removed afterwards)");
+  cmd->add_option(
+      "--dir", o->dir,
+      "Directory in which the benchmark makes (and then removes) its own scratch directory");
   cmd->add_flag("--json", o->json, "Print one JSON object per line");
   cmd->callback([o] { bench::runBenchSwitch(*o); });
 }

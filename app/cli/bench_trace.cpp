@@ -15,7 +15,9 @@ void registerBenchTraceCommand(CLI::App& bench) {
   cmd->add_option("--step-pairs", o->stepPairs,
                   "GPT-mini steps measured traced and untraced, alternating (each)")
       ->check(CLI::Range(1, 1000));
-  cmd->add_option("--dir", o->dir, "Directory for the temporary trace file")
+  cmd->add_option(
+         "--dir", o->dir,
+         "Directory in which the benchmark makes (and then removes) its own scratch directory")
       ->check(CLI::ExistingDirectory);
   cmd->add_flag("--json", o->json, "Print one JSON object per line");
   cmd->callback([o] { bench::runBenchTrace(*o); });

@@ -112,7 +112,8 @@ void runVerify(const CheckpointOptions& o) {
 
 // Whole tensors in memory: an offline tool, and the weights file holds them whole anyway.
 void runExport(const CheckpointOptions& o) {
-  checkOutputPath(o.out, "--out");  // refused before reading anything
+  // Refused before reading anything; never into the checkpoint it reads.
+  checkOutputPath(o.out, "--out", {{"the checkpoint", o.dir}});
   const CheckpointReader reader(o.dir);
   const CheckpointManifest& m = reader.manifest();
   std::vector<std::vector<float>> values;

@@ -27,7 +27,9 @@ struct ConvertOptions {
 void runConvert(const ConvertOptions& o) {
   // Before reading anything: a bad output path is refused at once, not after the import. Per
   // rank, the names depend on the ranks read; rank 0's name stands for their directory.
-  checkOutputPath(o.perRank ? profiler::perRankPath(o.output, 0) : o.output, "-o");
+  std::vector<InputPath> inputs;
+  for (const std::string& in : o.inputs) inputs.push_back({"the input trace", in});
+  checkOutputPath(o.perRank ? profiler::perRankPath(o.output, 0) : o.output, "-o", inputs);
   const profiler::TraceData t = profiler::importChromeTraces(o.inputs);
   std::vector<std::string> written;
   if (o.perRank) {

@@ -60,7 +60,9 @@ Batch readTokens(const std::string& path, int B, int T, int vocab) {
 }
 
 void runGrad(const GradOptions& o) {
-  checkOutputPath(o.out, "--out");  // before any work, not after the gradients are computed
+  // Before any work, not after the gradients are computed; never over what it reads.
+  checkOutputPath(o.out, "--out",
+                  {{"--config", o.config}, {"--weights", o.weights}, {"--tokens", o.tokens}});
   const TrainConfig config = parseTrainConfig(readJsonFile(o.config));
   if (config.model.kind != &gptModelKind()) {
     throw UserError("grad: model.type must be \"gpt\" (token batches); got \"" +

@@ -1,6 +1,7 @@
 // parascope-cli: the headless front end over core/ (and profiler/).
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "app/cli/commands.h"
 #include "core/comm/mpi/mpi_backend.h"
@@ -15,6 +16,21 @@ int fail(const char* prefix, const char* what, int status) {
   std::fprintf(stderr, "%s: %s\n", prefix, what);
   parascope::failMpiWorld(what, status);
   return status;
+}
+
+// An empty value is never meaningful (`--save ""` would otherwise be taken for no --save at all,
+// and a run would end without the checkpoints it was asked for): every option that takes a
+// value, in every command, refuses one.
+void refuseEmptyValues(CLI::App& app) {
+  const CLI::Validator nonEmpty(
+      [](std::string& value) {
+        return value.empty() ? std::string("the value is empty; give one") : std::string();
+      },
+      "", "non-empty");
+  for (CLI::Option* option : app.get_options()) {
+    if (option->get_type_size() != 0) option->check(nonEmpty);
+  }
+  for (CLI::App* sub : app.get_subcommands({})) refuseEmptyValues(*sub);
 }
 
 }  // namespace
@@ -39,6 +55,7 @@ int main(int argc, char** argv) {
   parascope::cli::registerBenchGpuCommand(*bench);
   parascope::cli::registerPlanCommands(app, *bench);
 
+  refuseEmptyValues(app);
   // SIGINT / SIGTERM stop the command at its next safe point (exit 130 / 143, no file left).
   parascope::installStopSignalHandlers();
   try {

@@ -94,7 +94,7 @@ void printComparison(const PredictionError& e, bool json) {
 }
 
 void runSimulate(const SimulateOptions& o) {
-  if (!o.trace.empty()) checkOutputPath(o.trace, "--trace");
+  if (!o.trace.empty()) checkOutputPath(o.trace, "--trace", {{"--config", o.config}});
   nlohmann::json doc = readJsonFile(o.config);
   for (const std::string& a : o.overrides) applyOverride(doc, a);
   const TrainConfig config = parseTrainConfig(doc);
@@ -164,7 +164,9 @@ struct CalibrateOptions {
 };
 
 void runCalibrate(const CalibrateOptions& o) {
-  if (!o.out.empty()) checkOutputPath(o.out, "--out");
+  std::vector<InputPath> inputs;
+  for (const std::string& run : o.runs) inputs.push_back({"the traced run", run});
+  if (!o.out.empty()) checkOutputPath(o.out, "--out", inputs);
   const CalibrationFit fit =
       o.runs.empty() ? bench::calibrateThisMachine() : bench::calibrateFromTraces(o.runs);
   const std::string text = systemToJson(fit.system).dump(2) + "\n";

@@ -22,6 +22,7 @@
 #include "core/plan/memory_estimate.h"
 #include "core/session/session.h"
 #include "core/session/switch_rule.h"
+#include "core/state/checkpoint.h"
 #include "profiler/io/chrome_export.h"
 #include "profiler/run_trace.h"
 
@@ -41,10 +42,16 @@ struct TrainOptions {
   int keep = 0;
 };
 
+// What a run reads that its trace must not replace.
+std::vector<InputPath> traceInputs(const TrainOptions& o) {
+  return {{"--config", o.config}, {"--load", o.load}, {"--resume", o.resume}};
+}
+
 // One --switch: after `step` steps the run continues under `config`.
 struct PlannedSwitch {
   int step = 0;
   TrainConfig config;
+  std::string spec;  // as given
 };
 
 // Each --switch applies its assignments on top of the previous layout's document, so
@@ -65,6 +72,7 @@ std::vector<PlannedSwitch> planSwitches(const std::vector<std::string>& specs,
                       "20:tensor_model_parallel_size=2,data_parallel_size=1");
     }
     PlannedSwitch p;
+    p.spec = spec;
     p.step = std::stoi(step);
     const int previous = plan.empty() ? 0 : plan.back().step;
     if (p.step <= previous) {
@@ -320,18 +328,26 @@ void runTrain(const TrainOptions& o) {
     // This rank's own output first, then, before any collective that depends on them, every
     // rank's settings and outputs must agree (a rank that fails here tells its peers).
     if (!o.trace.empty()) {
-      checkOutputPath(profiler::perRankPath(o.trace, options.world->rank()), "--trace");
+      checkOutputPath(profiler::perRankPath(o.trace, options.world->rank()), "--trace",
+                      traceInputs(o));
     }
     SettingList settings = canonicalSettings(doc);
     settings.emplace_back("--trace", nlohmann::json(o.trace).dump());
     settings.emplace_back("--switch", nlohmann::json(o.switches).dump());
+    // Ranks loading or saving different checkpoints would train apart (or wait on each other).
+    for (const auto& [name, value] : {std::pair{"--load", o.load}, std::pair{"--resume", o.resume},
+                                      std::pair{"--save", o.save}}) {
+      settings.emplace_back(name, nlohmann::json(value).dump());
+    }
+    settings.emplace_back("--save-interval", std::to_string(o.saveInterval));
+    settings.emplace_back("--keep", std::to_string(o.keep));
     agreeOnSettings(*options.world, settings);
   } else if (launchedByMpirun()) {
     throw UserError(
         "started by mpirun with the threads backend; pass --backend mpi (or set "
         "\"backend\": \"mpi\") so that the processes train together");
   } else if (!o.trace.empty()) {
-    checkOutputPath(o.trace, "--trace");
+    checkOutputPath(o.trace, "--trace", traceInputs(o));
   }
   const int worldSize = mpi ? options.world->size() : 0;
   const TrainConfig config = parseTrainConfig(doc, worldSize);
@@ -341,6 +357,18 @@ void runTrain(const TrainOptions& o) {
     throw UserError("--load and --resume: give one (--resume DIR also keeps saving into DIR)");
   }
   options.load = o.resume.empty() ? o.load : o.resume;
+  // Steps count from the run's start, the saved ones included: a switch at or before the step
+  // the checkpoint holds would never come (and hold back every later one).
+  if (!options.load.empty() && !plan.empty()) {
+    const int saved = CheckpointReader(options.load).manifest().counters.step;
+    if (plan.front().step <= saved) {
+      throw UserError("--switch '" + plan.front().spec + "': step " +
+                      std::to_string(plan.front().step) + " is not after step " +
+                      std::to_string(saved) + ", where " +
+                      (o.resume.empty() ? "--load" : "--resume") +
+                      " starts the run; switch steps count the saved steps too");
+    }
+  }
   options.saveDir = o.save.empty() ? o.resume : o.save;
   options.saveInterval = o.saveInterval;
   options.keep = o.keep;

@@ -35,9 +35,40 @@ std::string targetProblem(const std::string& path) {
   return "is a device, FIFO or socket, not a regular file; name a regular file";
 }
 
+bool sameFile(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// Empty when writing `path` leaves `input` as it was; otherwise why it would not.
+std::string inputProblem(const std::string& path, const InputPath& input) {
+  struct stat in {};
+  if (input.path.empty() || ::stat(input.path.c_str(), &in) != 0) return "";
+  const std::string named = input.what + " '" + input.path + "'";
+  struct stat out {};
+  if (S_ISREG(in.st_mode)) {
+    if (::stat(path.c_str(), &out) == 0 && sameFile(in, out)) {
+      return "is " + named + ", which this command reads; name another file";
+    }
+    return "";
+  }
+  if (!S_ISDIR(in.st_mode)) return "";
+  // Every directory above the output, by inode: '..' and links in the name cannot hide it.
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::canonical(directoryOf(path), ec);
+  if (ec) return "";
+  for (;;) {
+    if (::stat(dir.c_str(), &out) == 0 && sameFile(in, out)) {
+      return "is inside " + named + ", which this command reads; write it elsewhere";
+    }
+    if (dir == dir.root_path() || !dir.has_parent_path()) return "";
+    dir = dir.parent_path();
+  }
+}
+
 }  // namespace
 
-void checkOutputPath(const std::string& path, const std::string& what) {
+void checkOutputPath(const std::string& path, const std::string& what,
+                     const std::vector<InputPath>& inputs) {
   const std::string where = what + " '" + path + "': ";
   if (path.empty()) throw UserError(what + ": the file name is empty");
   if (path.back() == '/') throw UserError(where + "names a directory; name a file inside it");
@@ -52,6 +83,11 @@ void checkOutputPath(const std::string& path, const std::string& what) {
   if (const std::string problem = targetProblem(path); !problem.empty()) {
     throw UserError(where + problem);
   }
+  for (const InputPath& input : inputs) {
+    if (const std::string problem = inputProblem(path, input); !problem.empty()) {
+      throw UserError(where + problem);
+    }
+  }
 }
 
 OutputFile::OutputFile(std::string path, std::string what)
@@ -59,8 +95,10 @@ OutputFile::OutputFile(std::string path, std::string what)
   checkOutputPath(path_, what_);
   // Hidden, and named after the process so concurrent writers never collide.
   const std::filesystem::path p(path_);
-  tmpPath_ = (p.parent_path() / ("." + p.filename().string() + ".tmp" + std::to_string(::getpid())))
-                 .string();
+  std::string name(1, '.');  // appended, not "." + ...: GCC 12 misreads that as an overlap
+  name += p.filename().string();
+  name += ".tmp" + std::to_string(::getpid());
+  tmpPath_ = (p.parent_path() / name).string();
   fd_ = ::open(tmpPath_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd_ < 0 && errno == EEXIST) {  // left by a killed process with a recycled pid
     ::unlink(tmpPath_.c_str());

@@ -8,12 +8,23 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace parascope {
 
+// A file or directory the command reads, named as the user named it ("--weights", "the
+// checkpoint").
+struct InputPath {
+  std::string what;
+  std::string path;
+};
+
 // Throws UserError "<what> '<path>': <why>; <what would be right>" if `path` cannot be written as
-// a new or replaced regular file. No file is created.
-void checkOutputPath(const std::string& path, const std::string& what);
+// a new or replaced regular file, or if it is one of the command's `inputs` (the same file, by
+// device and inode, whatever the name: a hard link or another spelling) or lies inside an input
+// that is a directory (a checkpoint the command reads). No file is created.
+void checkOutputPath(const std::string& path, const std::string& what,
+                     const std::vector<InputPath>& inputs = {});
 
 class OutputFile {
  public:

@@ -189,7 +189,12 @@ void Session::saveState(Communicator& world, Trainer& trainer, const std::string
   const auto start = Clock::now();
   const trace::Span span("checkpoint_save", trace::Category::Step, trace::lane::kHost);
   const int step = trainer.stepsDone();
-  if (world.rank() == 0) prepareCheckpoint(dir, step);
+  // A save into a directory other than --save's (the workbench's Save) locks it for its length.
+  std::optional<CheckpointLock> lock;
+  if (world.rank() == 0) {
+    if (dir != options_.saveDir) lock.emplace(dir);
+    prepareCheckpoint(dir, step);
+  }
   barrier(world);
   const RankState state = trainer.state();
   std::vector<StateSlice> owned;
@@ -403,7 +408,10 @@ Session::Ending Session::trainRank(Communicator& world, RankSlot& slot) {
 // core/plan/memory_estimate.h, times the ranks sharing the machine). Every rank checks the
 // same config, so under MPI all refuse together.
 void Session::checkBeforeStart(bool mpi) const {
-  if (!config_.saveWeights.empty()) checkOutputPath(config_.saveWeights, "save_weights");
+  if (!config_.saveWeights.empty()) {
+    checkOutputPath(config_.saveWeights, "save_weights",
+                    {{"init_weights", config_.initWeights}, {"--load", options_.load}});
+  }
   const int sharing = mpi ? mpiRanksOnThisNode() : config_.parallel.worldSize();
   checkMemory(estimateMemory(config_, dataBytesInMemory(config_.data), sharing),
               availableMemoryBytes());
@@ -449,6 +457,11 @@ FinishedReport Session::run() {
   std::string tracePath;
   try {
     checkBeforeStart(mpi);
+    // Before any rank starts: a directory another run saves into, or one that cannot be
+    // written, is refused now rather than at the first save.
+    if (!options_.saveDir.empty() && (!mpi || options_.world->rank() == 0)) {
+      saveLock_.emplace(options_.saveDir);
+    }
     const int first = mpi ? options_.world->size() : config_.parallel.worldSize();
     if (options_.recorder) {
       options_.recorder->describe(config_.document);
@@ -495,6 +508,7 @@ FinishedReport Session::run() {
   switchIndex_.reset();
   switching_ = false;
   slots_.clear();
+  saveLock_.reset();
   state_ = failure            ? SessionState::Failed
            : finished.stopped ? SessionState::Stopped
                               : SessionState::Finished;

@@ -17,6 +17,7 @@
 #include "core/session/reports.h"
 #include "core/session/run_recorder.h"
 #include "core/session/step_gate.h"
+#include "core/state/checkpoint.h"
 #include "core/state/reshard.h"
 
 namespace parascope {
@@ -141,8 +142,10 @@ class Session {
   std::atomic<std::int64_t> loadBytes_{0};  // read by the ranks loading a checkpoint
   std::optional<TrainConfig> pending_;      // the requested switch, until it takes effect
   std::string saveDir_;                     // the requested checkpoint's directory
-  int boundary_ = 0;                        // the next layout's first boundary (StepGate::next)
-  bool started_ = false;                    // a layout has run: the next one continues the run
+  std::optional<CheckpointLock>
+      saveLock_;          // --save's directory, held for the run by rank 0's process
+  int boundary_ = 0;      // the next layout's first boundary (StepGate::next)
+  bool started_ = false;  // a layout has run: the next one continues the run
   std::string lastCheckpoint_;
   std::atomic<Ending> ending_{Ending::Done};
 };

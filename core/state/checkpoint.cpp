@@ -3,7 +3,10 @@
 // durable says which fsync orders it before the next rename; docs/checkpoints.md has the protocol.
 #include "core/state/checkpoint.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +16,7 @@
 #include <filesystem>
 #include <limits>
 #include <stdexcept>
+#include <string_view>
 #include <tuple>
 
 #include "core/common/error.h"
@@ -28,6 +32,10 @@ namespace {
 
 constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;
 constexpr const char* kStagingPrefix = ".staging-";
+// Written first into every directory a save makes; only directories holding it are ever replaced
+// or removed (docs/checkpoints.md, "What a save removes").
+constexpr const char* kOwnerMark = ".parascope-checkpoint";
+constexpr const char* kLockName = ".parascope-lock";  // CheckpointLock's
 
 [[noreturn]] void failSystem(const std::string& what, const std::string& path) {
   throw UserError(path + ": " + what + " failed: " + std::strerror(errno));
@@ -46,61 +54,131 @@ void syncPath(const std::string& path, bool directory) {
   ::close(fd);
 }
 
-// `path` holds exactly `text`, durably, before this returns (write, fsync, close).
-void writeSmallFile(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) failSystem("open", path);
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                  ::fsync(fd) == 0;
-  const int saved = errno;
-  ::close(fd);
-  errno = saved;
-  if (!ok) failSystem("write", path);
-}
-
 void renameOrFail(const std::string& from, const std::string& to) {
   if (std::rename(from.c_str(), to.c_str()) != 0) failSystem("rename to '" + to + "'", from);
 }
 
-// Step of a directory named exactly "step-" and 8 digits, else -1.
-int parseStepName(const std::string& name) {
-  if (name.size() != 13 || name.rfind("step-", 0) != 0) return -1;
-  int step = 0;
-  for (std::size_t i = 5; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return -1;
-    step = step * 10 + (name[i] - '0');
-  }
-  return step;
+// Entry `name` of the directory `dirFd`, judged as itself (a link is never followed).
+bool isEntry(int dirFd, const std::string& name, mode_t type) {
+  struct stat st {};
+  return ::fstatat(dirFd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+         (st.st_mode & S_IFMT) == type;
 }
 
-// A checkpoint is removed manifest first: a kill during remove_all leaves a directory without
-// manifest.json, which no reader takes for a checkpoint and the next prune removes.
-void removeCheckpointDirectory(const fs::path& path) {
+// The names a save writes into a step directory: the manifest, the shards, their temporaries
+// (core/common/output_file.cpp: "." + name + ".tmp" + pid) and the mark.
+bool isSavedFileName(const std::string& name) {
+  const auto digits = [](std::string_view s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  const auto isFile = [&](std::string_view n) {
+    constexpr std::string_view kRank = "rank-", kShard = ".safetensors";
+    return n == "manifest.json" ||
+           (n.size() > kRank.size() + kShard.size() && n.starts_with(kRank) &&
+            n.ends_with(kShard) &&
+            digits(n.substr(kRank.size(), n.size() - kRank.size() - kShard.size())));
+  };
+  const std::string_view n = name;
+  if (n == kOwnerMark || isFile(n)) return true;
+  const std::size_t tmp = n.rfind(".tmp");
+  return n.starts_with('.') && tmp != std::string_view::npos && digits(n.substr(tmp + 4)) &&
+         isFile(n.substr(1, tmp - 1));
+}
+
+// Creates `dir` (and its parents) if missing; UserError if it is not a writable directory.
+void createCheckpointDirectory(const std::string& dir) {
   std::error_code ec;
-  fs::remove(path / "manifest.json", ec);
-  fs::remove_all(path, ec);
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir) || ::access(dir.c_str(), W_OK | X_OK) != 0) {
+    throw UserError("checkpoint directory '" + dir + "': cannot be created or written" +
+                    (ec ? " (" + ec.message() + ")" : std::string()) +
+                    "; name a writable directory");
+  }
+}
+
+// The temporary `latest` is written to before its rename (core/common/output_file.cpp).
+bool isPointerTemporary(std::string_view name) {
+  constexpr std::string_view kPrefix = ".latest.tmp";
+  return name.size() > kPrefix.size() && name.starts_with(kPrefix) &&
+         name.find_first_not_of("0123456789", kPrefix.size()) == std::string_view::npos;
+}
+
+// Whether `name` in `dir` is a directory a save made: a real directory (not a link to one)
+// holding the mark, a regular file, which a save writes before anything else.
+bool isOwnDirectory(const std::string& dir, const std::string& name) {
+  const int parent = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (parent < 0) return false;
+  const int fd = ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  ::close(parent);
+  if (fd < 0) return false;
+  const bool own = isEntry(fd, kOwnerMark, S_IFREG);
+  ::close(fd);
+  return own;
+}
+
+// Removes `name` in `dir` if a save made it, and in it only what a save writes: the manifest
+// first (a kill from then on leaves a directory no reader takes for a checkpoint, which the next
+// prune removes), then shards and temporaries, the mark last, and the directory itself if nothing
+// else is left in it. Everything goes through descriptors opened without following links, so a
+// link put in its place is never followed.
+// An empty directory without the mark is removed too (rmdir refuses anything else): a save killed
+// between creating its staging directory and writing the mark leaves one, and so does a removal
+// killed after the mark went; nothing is lost with an empty directory.
+void removeOwnDirectory(const std::string& dir, const std::string& name) {
+  const int parent = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (parent < 0) return;
+  const int fd = ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || !isEntry(fd, kOwnerMark, S_IFREG)) {
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlinkat(parent, name.c_str(), AT_REMOVEDIR);
+    }
+    ::close(parent);
+    return;
+  }
+  ::unlinkat(fd, "manifest.json", 0);
+  std::vector<std::string> saved;
+  if (DIR* entries = ::fdopendir(::dup(fd))) {
+    while (const dirent* e = ::readdir(entries)) {
+      const std::string n = e->d_name;
+      if (n != kOwnerMark && isSavedFileName(n)) saved.push_back(n);
+    }
+    ::closedir(entries);
+  }
+  for (const std::string& n : saved) ::unlinkat(fd, n.c_str(), 0);
+  ::unlinkat(fd, kOwnerMark, 0);
+  ::close(fd);
+  ::unlinkat(parent, name.c_str(), AT_REMOVEDIR);  // fails, harmlessly, if anything else is in it
+  ::close(parent);
 }
 
 // Keeps the `keep` newest complete checkpoints and `committed`; removes older complete ones and
-// every incomplete step directory (only a killed removal leaves one).
+// every incomplete step directory a save made (only a killed removal leaves one). Entries that
+// are not directories a save made (a user's file or directory with such a name, a link) are
+// left alone.
 void pruneCheckpoints(const std::string& dir, const std::string& committed, int keep) {
-  std::vector<std::pair<int, fs::path>> complete;
+  std::vector<std::pair<int, std::string>> complete;
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    const int step = parseStepName(name);
-    if (step < 0 || name == committed || !e.is_directory(ec)) continue;
-    if (!fs::exists(e.path() / "manifest.json", ec)) {
-      removeCheckpointDirectory(e.path());
+    const int step = parseStepDirectoryName(name);
+    if (step < 0 || name == committed) continue;
+    if (!isOwnDirectory(dir, name)) {
+      removeOwnDirectory(dir, name);  // only if empty
+      continue;
+    }
+    struct stat st {};
+    if (::lstat((e.path() / "manifest.json").c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      removeOwnDirectory(dir, name);
     } else {
-      complete.emplace_back(step, e.path());
+      complete.emplace_back(step, name);
     }
   }
   if (keep <= 0) return;
   std::sort(complete.begin(), complete.end(), [](const auto& a, const auto& b) { return a > b; });
   // The committed checkpoint is one of the kept.
   for (std::size_t i = static_cast<std::size_t>(keep) - 1; i < complete.size(); ++i) {
-    removeCheckpointDirectory(complete[i].second);
+    removeOwnDirectory(dir, complete[i].second);
   }
 }
 
@@ -278,27 +356,95 @@ std::string stepDirectoryName(int step) {
   return name;
 }
 
+int parseStepDirectoryName(std::string_view name) {
+  constexpr std::string_view kStep = "step-";
+  if (name.size() < kStep.size() + 8 || name.size() > kStep.size() + 10 ||
+      !name.starts_with(kStep) ||
+      name.find_first_not_of("0123456789", kStep.size()) != std::string_view::npos) {
+    return -1;
+  }
+  std::int64_t step = 0;
+  for (const char c : name.substr(kStep.size())) step = step * 10 + (c - '0');
+  // One name per step: "step-000000042" is not step 42's.
+  if (step > std::numeric_limits<int>::max() || stepDirectoryName(static_cast<int>(step)) != name) {
+    return -1;
+  }
+  return static_cast<int>(step);
+}
+
 std::string stagingDirectory(const std::string& dir, int step) {
   return (fs::path(dir) / (kStagingPrefix + stepDirectoryName(step))).string();
 }
 
-void prepareCheckpoint(const std::string& dir, int step) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir) || ::access(dir.c_str(), W_OK | X_OK) != 0) {
-    throw UserError("checkpoint directory '" + dir + "': cannot be created or written" +
-                    (ec ? " (" + ec.message() + ")" : std::string()) +
-                    "; name a writable directory");
+CheckpointLock::CheckpointLock(const std::string& dir) {
+  createCheckpointDirectory(dir);
+  const std::string path = (fs::path(dir) / kLockName).string();
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    throw UserError("checkpoint directory '" + dir + "': cannot open its lock '" + path +
+                    "': " + std::strerror(errno));
   }
-  // Staging directories left by killed saves, this step's included.
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int saved = errno;
+    char holder[256] = {};
+    const ssize_t n = ::pread(fd_, holder, sizeof holder - 1, 0);
+    std::string who(holder, static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
+    while (!who.empty() && (who.back() == '\n' || who.back() == '\0')) who.pop_back();
+    ::close(fd_);
+    fd_ = -1;
+    if (saved == EWOULDBLOCK) {
+      throw UserError("checkpoint directory '" + dir + "': another run is saving into it (" +
+                      (who.empty() ? std::string("its process unknown") : clipForMessage(who)) +
+                      "); wait for it to end or save elsewhere");
+    }
+    throw UserError("checkpoint directory '" + dir + "': cannot lock '" + path +
+                    "': " + std::strerror(saved));
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string who = "process " + std::to_string(::getpid()) + " on " + host + "\n";
+  // Only a refusal's message reads it: a failed write leaves the lock held, its holder unnamed.
+  if (::ftruncate(fd_, 0) == 0) (void)::pwrite(fd_, who.data(), who.size(), 0);
+}
+
+CheckpointLock::~CheckpointLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
+}
+
+void prepareCheckpoint(const std::string& dir, int step) {
+  createCheckpointDirectory(dir);
+  std::error_code ec;
+  // What this save will replace must be a save's own: the step directory and `latest`.
+  const std::string name = stepDirectoryName(step);
+  struct stat st {};
+  if (::lstat((fs::path(dir) / name).c_str(), &st) == 0 && !isOwnDirectory(dir, name)) {
+    throw UserError("checkpoint directory '" + dir + "': '" + name +
+                    "' is there and is not a checkpoint ParaScope saved; move it away or save "
+                    "elsewhere");
+  }
+  checkOutputPath((fs::path(dir) / "latest").string(), "checkpoint pointer");
+  // Staging directories and pointer temporaries left by killed saves, this step's included;
+  // nothing else.
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().filename().string().rfind(kStagingPrefix, 0) == 0) fs::remove_all(e.path(), ec);
+    const std::string entry = e.path().filename().string();
+    if (entry.starts_with(kStagingPrefix) &&
+        parseStepDirectoryName(std::string_view(entry).substr(std::strlen(kStagingPrefix))) >= 0) {
+      removeOwnDirectory(dir, entry);
+    } else if (isPointerTemporary(entry) && e.is_regular_file(ec) && !e.is_symlink(ec)) {
+      fs::remove(e.path(), ec);
+    }
   }
   const std::string staging = stagingDirectory(dir, step);
-  if (!fs::create_directory(staging, ec) || ec) {
-    throw UserError("checkpoint directory '" + dir + "': cannot create '" + staging +
-                    "': " + ec.message());
+  if (::mkdir(staging.c_str(), 0755) != 0) {
+    throw UserError(
+        "checkpoint directory '" + dir + "': cannot create '" + staging +
+        "': " + std::strerror(errno) +
+        (errno == EEXIST ? " (not a staging directory ParaScope made; move it away)" : ""));
   }
+  const int fd = ::open((fs::path(staging) / kOwnerMark).c_str(),
+                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) failSystem("create", (fs::path(staging) / kOwnerMark).string());
+  ::close(fd);
 }
 
 ShardWritten writeShard(const std::string& staging, int rank,
@@ -354,25 +500,34 @@ std::string commitCheckpoint(const std::string& dir, int step, CheckpointManifes
 
   const std::string name = stepDirectoryName(step);
   const std::string target = (fs::path(dir) / name).string();
-  std::error_code ec;
-  if (fs::exists(target, ec)) {
+  struct stat st {};
+  if (::lstat(target.c_str(), &st) == 0) {
+    if (!isOwnDirectory(dir, name)) {  // put there during the save
+      throw UserError("checkpoint directory '" + dir + "': '" + name +
+                      "' is there and is not a checkpoint ParaScope saved; move it away or save "
+                      "elsewhere");
+    }
     // Swapped in one step, so `latest` never names a missing directory; the old one is then in
     // staging, removed here or by the next prepareCheckpoint.
     if (!exchangeEntries(staging, target)) {
-      removeCheckpointDirectory(target);
+      removeOwnDirectory(dir, name);
       renameOrFail(staging, target);
     }
     syncPath(dir, true);
-    fs::remove_all(staging, ec);
+    removeOwnDirectory(dir, fs::path(staging).filename().string());
   } else {
     renameOrFail(staging, target);
   }
   syncPath(dir, true);  // the step directory exists durably before `latest` names it
 
-  const std::string latest = (fs::path(dir) / "latest").string();
-  writeSmallFile(latest + ".tmp", name + "\n");
-  renameOrFail(latest + ".tmp", latest);
-  syncPath(dir, true);
+  {
+    // A new file renamed over `latest` (fsync'd, and its directory after the rename); a link or
+    // anything but a regular file there is refused, never followed.
+    OutputFile latest((fs::path(dir) / "latest").string(), "checkpoint pointer");
+    const std::string text = name + "\n";
+    latest.write(text.data(), text.size());
+    latest.commit();
+  }
   pruneCheckpoints(dir, name, keep);
   return target;
 }

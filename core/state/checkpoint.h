@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,6 +55,21 @@ struct ShardWritten {
   std::vector<CheckpointSlice> slices;
 };
 
+// Held by the process that saves into `dir` (rank 0's) for as long as it may save there: a
+// second run, or a save from another process, is refused at once, naming the one that holds it.
+// An advisory lock (flock) on dir/.parascope-lock, which the system releases whatever way the
+// holder ends. Creates `dir` if missing; UserError if it cannot be created or written, or is held.
+class CheckpointLock {
+ public:
+  explicit CheckpointLock(const std::string& dir);
+  ~CheckpointLock();
+  CheckpointLock(const CheckpointLock&) = delete;
+  CheckpointLock& operator=(const CheckpointLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 // Appends one rank's shard to the manifest rank 0 commits.
 void addShard(CheckpointManifest& manifest, const ShardWritten& shard);
 
@@ -64,8 +80,10 @@ TrainingCounters countersFromJson(const nlohmann::json& j, const std::string& wh
 nlohmann::json manifestToJson(const CheckpointManifest& manifest);
 CheckpointManifest manifestFromJson(const nlohmann::json& j, const std::string& where);
 
-// The step directory's name, "step-00000042".
+// The step directory's name, "step-00000042" (more digits from step 100,000,000 on).
 std::string stepDirectoryName(int step);
+// The step a directory name stands for, -1 if it is not exactly stepDirectoryName of one.
+int parseStepDirectoryName(std::string_view name);
 
 // The staging directory a save of `step` under `dir` writes into (created by rank 0 before any
 // rank writes: prepareCheckpoint).

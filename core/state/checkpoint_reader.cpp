@@ -42,33 +42,65 @@ bool isPlainFileName(const std::string& name) {
          name.find_first_of(std::string("/\\\0", 3)) == std::string::npos;
 }
 
+// Empty when `path` is a regular file itself (not a link to one); otherwise what it is. A
+// checkpoint holds its own files: a link in it could lead a reader anywhere.
+std::string notRegular(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return std::strerror(errno);
+  if (S_ISREG(st.st_mode)) return "";
+  return S_ISLNK(st.st_mode) ? "is a symbolic link, which a checkpoint never holds"
+                             : "is not a regular file";
+}
+
 std::string resolveCheckpoint(const std::string& path) {
+  const std::string manifest = (fs::path(path) / "manifest.json").string();
+  struct stat st {};
+  if (::lstat(manifest.c_str(), &st) == 0) {
+    if (const std::string problem = notRegular(manifest); !problem.empty()) {
+      throw UserError(manifest + ": " + problem);
+    }
+    return path;
+  }
   std::error_code ec;
-  if (fs::is_regular_file(fs::path(path) / "manifest.json", ec)) return path;
-  const fs::path latest = fs::path(path) / "latest";
   if (!fs::is_directory(path, ec)) {
     throw UserError(path + ": no such checkpoint directory");
   }
-  if (!fs::is_regular_file(latest, ec)) {
+  const std::string latest = (fs::path(path) / "latest").string();
+  if (::lstat(latest.c_str(), &st) != 0) {
     throw UserError(path + ": not a checkpoint (no manifest.json) and no 'latest' pointer in it");
   }
-  std::string name = readBoundedFile(latest.string(), 256, "checkpoint 'latest' pointer");
+  if (const std::string problem = notRegular(latest); !problem.empty()) {
+    throw UserError(latest + ": " + problem);
+  }
+  std::string name = readBoundedFile(latest, 256, "checkpoint 'latest' pointer");
   while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
-  if (name.size() != 13 || name.rfind("step-", 0) != 0 ||
-      name.find_first_not_of("0123456789", 5) != std::string::npos) {
-    throw UserError(latest.string() + ": '" + clipForMessage(name) +
+  if (parseStepDirectoryName(name) < 0) {
+    throw UserError(latest + ": '" + clipForMessage(name) +
                     "' is not a step directory name (step-NNNNNNNN)");
   }
   const fs::path dir = fs::path(path) / name;
-  if (!fs::is_regular_file(dir / "manifest.json", ec)) {
-    throw UserError(latest.string() + ": points to '" + name + "', which has no manifest.json");
+  const bool found = ::lstat(dir.c_str(), &st) == 0;
+  if (found && S_ISLNK(st.st_mode)) {
+    throw UserError(latest + ": points to '" + name +
+                    "', which is a symbolic link, which a checkpoint never holds");
+  }
+  if (!found || !S_ISDIR(st.st_mode) || ::lstat((dir / "manifest.json").c_str(), &st) != 0) {
+    throw UserError(latest + ": points to '" + name + "', which has no manifest.json");
+  }
+  if (const std::string problem = notRegular((dir / "manifest.json").string()); !problem.empty()) {
+    throw UserError((dir / "manifest.json").string() + ": " + problem);
   }
   return dir.string();
 }
 
 class Fd {
  public:
-  explicit Fd(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+  // A link is refused, not followed (O_NOFOLLOW): a checkpoint's files are its own.
+  explicit Fd(const std::string& path)
+      : fd_(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) {
+    if (fd_ < 0 && errno == ELOOP) {
+      throw UserError(path + ": is a symbolic link, which a checkpoint never holds");
+    }
     if (fd_ < 0) throw UserError(path + ": cannot open (" + std::strerror(errno) + ")");
   }
   ~Fd() { ::close(fd_); }
@@ -124,8 +156,11 @@ CheckpointReader::CheckpointReader(const std::string& path) : directory_(resolve
     }
     const std::string file = (fs::path(directory_) / f.name).string();
     struct stat st {};
-    if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (::lstat(file.c_str(), &st) != 0) {
       throw UserError(file + ": missing (listed in manifest.json)");
+    }
+    if (const std::string problem = notRegular(file); !problem.empty()) {
+      throw UserError(file + ": " + problem);
     }
     if (st.st_size != f.bytes) {
       throw UserError(file + ": " + std::to_string(st.st_size) + " bytes, manifest.json says " +

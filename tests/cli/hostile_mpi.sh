@@ -47,6 +47,9 @@ probe num-layers "config: ranks disagree on 'model.num_layers': rank 0 has 2, ra
 probe unknown-key "config: ranks disagree on 'model.num_layerz': rank 0 has unset, rank 1 has 3" \
   -- model.num_layerz=3
 probe data-path "config: ranks disagree on 'data.path'" -- data.path=/nonexistent
+probe save-dir "config: ranks disagree on '--save': rank 0 has \"\", rank 1 has \"" \
+  -- --save "$work/out/ck"
+probe keep "config: ranks disagree on '--keep': rank 0 has 0, rank 1 has 2" --save "$work/out/ck" -- --keep 2
 probe trace-dir "--trace '$work/missing/run.rank1.json': directory '$work/missing' does not exist" \
   -- --trace "$work/missing/run.json"
 probe save-weights "save_weights '$work/missing/w.safetensors': directory '$work/missing' does not exist" \

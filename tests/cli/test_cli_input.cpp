@@ -7,9 +7,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "tests/cli_run.h"
 
@@ -24,6 +28,8 @@ class TestCliInput : public QObject {
   void refusedWithOneLine_data();
   void refusedWithOneLine();
   void outputsToSpecialFilesAreRefusedUntouched();
+  void outputsNeverReplaceInputs();
+  void benchmarkRemovesOnlyItsOwnScratch();
   void stopSignalEndsTrainingCleanly_data();
   void stopSignalEndsTrainingCleanly();
 
@@ -148,6 +154,16 @@ void TestCliInput::refusedWithOneLine_data() {
   QTest::newRow("unknown option")
       << QStringList{"train", "--bogus"}
       << "error: The following argument was not expected: --bogus (see " PARASCOPE_CLI " --help)\n";
+  // An empty value is refused, never taken for the option's absence.
+  for (const char* option : {"--save", "--load", "--resume", "--trace", "--config"}) {
+    QTest::newRow(qPrintable(QString("empty ") + option))
+        << QStringList{"train", option, ""}
+        << QString("error: ") + option +
+               ": the value is empty; give one (see " PARASCOPE_CLI " --help)\n";
+  }
+  QTest::newRow("empty grad --out")
+      << QStringList{"grad", "--config", C, "--weights", "w", "--tokens", "t", "--out", ""}
+      << "error: --out: the value is empty; give one (see " PARASCOPE_CLI " --help)\n";
   // Probe 5: 4096 in-process ranks.
   QTest::newRow("4096 threads")
       << QStringList{"train", "--config", C, "data_parallel_size=4096"}
@@ -259,6 +275,62 @@ void TestCliInput::outputsToSpecialFilesAreRefusedUntouched() {
   QVERIFY(fs::is_character_file("/dev/null"));
   QVERIFY(fs::is_fifo(dir_ / "fifo"));
   QCOMPARE(leftovers(), QStringList());
+}
+
+// No output may be one of the command's inputs, by any name (a hard link included), or lie
+// inside a checkpoint it reads; refused before any work, the input untouched.
+void TestCliInput::outputsNeverReplaceInputs() {
+  const QString weights = path("weights.safetensors");
+  const QString C = "resources/configs/default.json";
+  fs::create_hard_link(dir_ / "weights.safetensors", dir_ / "outdir" / "weights-link");
+  Result r = run({"grad", "--config", C, "--weights", weights, "--tokens", path("tokens.bin"),
+                  "--out", path("outdir/weights-link")});
+  QCOMPARE(r.code, 2);
+  QCOMPARE(r.err, "error: --out '" + path("outdir/weights-link") + "': is --weights '" + weights +
+                      "', which this command reads; name another file\n");
+  fs::remove(dir_ / "outdir" / "weights-link");
+
+  r = run(
+      {"checkpoint", "export", path("outdir"), "--out", path("outdir/../outdir/w.safetensors")});
+  QCOMPARE(r.code, 2);
+  QCOMPARE(r.err, "error: --out '" + path("outdir/../outdir/w.safetensors") +
+                      "': is inside the checkpoint '" + path("outdir") +
+                      "', which this command reads; write it elsewhere\n");
+
+  r = run({"convert", path("array.json"), "-o", path("array.json")});
+  QCOMPARE(r.code, 2);
+  QCOMPARE(r.err, "error: -o '" + path("array.json") + "': is the input trace '" +
+                      path("array.json") + "', which this command reads; name another file\n");
+  QCOMPARE(QString::fromStdString(std::string(
+               std::istreambuf_iterator<char>(std::ifstream(dir_ / "array.json").rdbuf()), {})),
+           QString("[1, 2]"));
+  QCOMPARE(leftovers(), QStringList());
+  QVERIFY(fs::is_empty(dir_ / "outdir"));
+}
+
+// A benchmark's --dir is where it makes a directory of its own; at the end that directory is
+// gone and everything else in --dir is as it was (a link named like its files included).
+void TestCliInput::benchmarkRemovesOnlyItsOwnScratch() {
+  const fs::path bench = dir_ / "outdir" / "bench";
+  fs::create_directories(bench);
+  std::ofstream(bench / "keep.txt") << "mine";
+  std::ofstream(dir_ / "outdir" / "victim") << "precious";
+  fs::create_symlink(dir_ / "outdir" / "victim", bench / "plain.bin");
+  const Result r =
+      run({"bench", "switch", "--rounds", "1", "--dir", QString::fromStdString(bench.string()),
+           "model.num_layers=2", "model.hidden_size=32", "model.num_attention_heads=2",
+           "model.context_length=16"});
+  QVERIFY2(r.code == 0, qPrintable(r.err));
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(bench)) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  QCOMPARE(names, (std::vector<std::string>{"keep.txt", "plain.bin"}));
+  QVERIFY(fs::is_symlink(bench / "plain.bin"));
+  std::string victim;
+  std::getline(std::ifstream(dir_ / "outdir" / "victim"), victim);
+  QCOMPARE(victim, std::string("precious"));
+  fs::remove_all(bench);
+  fs::remove(dir_ / "outdir" / "victim");
 }
 
 void TestCliInput::stopSignalEndsTrainingCleanly_data() {

@@ -4,6 +4,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <unistd.h>
+
 #include <zlib.h>
 #include <filesystem>
 #include <fstream>
@@ -223,16 +225,144 @@ class TestCheckpoint : public QObject {
   void leftoversOfAKilledSaveAreIgnoredAndCleared() {
     const std::string dir = tmp_.filePath("leftovers").toStdString();
     const auto small = fakeTensors(4);
+    saveFakeCheckpoint(dir, 0, small, 2, 0);
     saveFakeCheckpoint(dir, 1, small, 2, 2);
-    // A save of step 2 killed after its shards, and a removal killed after the manifest went.
+    // A save of step 2 killed after its shards, and a removal of step 0 killed after the
+    // manifest went.
     prepareCheckpoint(dir, 2);
     writeShard(stagingDirectory(dir, 2), 0, makeFakeRanks(small, 2, 1).slices[0]);
-    fs::create_directory(fs::path(dir) / "step-00000000");
+    fs::remove(fs::path(dir) / "step-00000000" / "manifest.json");
     QCOMPARE(CheckpointReader(dir).manifest().counters.step, 1);
     saveFakeCheckpoint(dir, 3, small, 2, 2);
     QVERIFY(!fs::exists(stagingDirectory(dir, 2)));
     QVERIFY(!fs::exists(fs::path(dir) / "step-00000000"));
     QVERIFY(fs::exists(fs::path(dir) / "step-00000001"));
+  }
+
+  // Only what a save made is replaced or removed: entries of the user's with checkpoint-like
+  // names, and the user's files inside a checkpoint, stay as they are.
+  void onlyItsOwnEntriesAreReplacedOrRemoved() {
+    const fs::path dir = tmp_.filePath("own").toStdString();
+    const auto small = fakeTensors(4);
+    fs::create_directories(dir / "step-00000001");  // the user's, no manifest
+    writeText(dir / "step-00000001" / "notes", "mine");
+    fs::create_directories(dir / "step-00000000");  // empty: nothing to lose, removed
+    fs::create_directories(dir / ".staging-step-00000006");
+    writeText(dir / ".staging-step-00000006" / "notes", "mine");
+    fs::create_directories(dir / ".staging-step-00000007");  // a save killed before its mark
+    fs::create_directories(dir / ".staging-mine");
+    writeText(dir / ".staging-mine" / "notes", "mine");
+    writeText(dir / "step-00000004", "a file of the user's");
+    for (int step = 2; step <= 3; ++step) saveFakeCheckpoint(dir.string(), step, small, 1, 1);
+    QCOMPARE(readText(dir / "step-00000001" / "notes"), std::string("mine"));
+    QVERIFY(!fs::exists(dir / "step-00000000"));
+    QCOMPARE(readText(dir / ".staging-mine" / "notes"), std::string("mine"));
+    QVERIFY(!fs::exists(dir / "step-00000002"));  // a save's own, pruned by keep 1
+    QCOMPARE(messageOf([&] { saveFakeCheckpoint(dir.string(), 4, small, 1, 1); }),
+             "checkpoint directory '" + dir.string() +
+                 "': 'step-00000004' is there and is not a checkpoint ParaScope saved; move it "
+                 "away or save elsewhere");
+    QCOMPARE(readText(dir / "step-00000004"), std::string("a file of the user's"));
+    // The user's staging-named directory blocks step 6's save instead of being removed.
+    QVERIFY(messageOf([&] {
+              saveFakeCheckpoint(dir.string(), 6, small, 1, 1);
+            }).ends_with("(not a staging directory ParaScope made; move it away)"));
+    QCOMPARE(readText(dir / ".staging-step-00000006" / "notes"), std::string("mine"));
+    QVERIFY(!fs::exists(dir / ".staging-step-00000007"));
+    // A file the user put into a checkpoint outlives its pruning; the rest of it goes.
+    writeText(dir / "step-00000003" / "notes.txt", "keep me");
+    saveFakeCheckpoint(dir.string(), 5, small, 1, 1);
+    QCOMPARE(readText(dir / "step-00000003" / "notes.txt"), std::string("keep me"));
+    QVERIFY(!fs::exists(dir / "step-00000003" / "manifest.json"));
+    QVERIFY(!fs::exists(dir / "step-00000003" / "rank-00000.safetensors"));
+    QCOMPARE(CheckpointReader(dir.string()).manifest().counters.step, 5);
+  }
+
+  // No link in a checkpoint directory is followed, writing, pruning or reading.
+  void linksAreNeverFollowed() {
+    const fs::path root = tmp_.filePath("links").toStdString();
+    const fs::path dir = root / "ck", victim = root / "victim";
+    const auto small = fakeTensors(4);
+    fs::create_directories(dir);
+    writeText(victim, "precious");
+    fs::create_symlink(victim, dir / "latest.tmp");
+    saveFakeCheckpoint(dir.string(), 1, small, 1, 1);
+    QCOMPARE(readText(victim), std::string("precious"));
+    QVERIFY(fs::is_regular_file(fs::symlink_status(dir / "latest")));
+
+    // A linked step directory: a prune never goes through it.
+    saveFakeCheckpoint((root / "elsewhere").string(), 0, small, 1, 0);
+    fs::create_directory_symlink(root / "elsewhere" / "step-00000000", dir / "step-00000000");
+    saveFakeCheckpoint(dir.string(), 2, small, 1, 1);
+    QVERIFY(fs::exists(root / "elsewhere" / "step-00000000" / "manifest.json"));
+    QVERIFY(fs::is_symlink(dir / "step-00000000"));
+
+    // `latest` itself a link: the save is refused before it writes anything.
+    fs::create_directories(root / "ck2");
+    fs::create_symlink(victim, root / "ck2" / "latest");
+    QCOMPARE(messageOf([&] { saveFakeCheckpoint((root / "ck2").string(), 1, small, 1, 1); }),
+             "checkpoint pointer '" + (root / "ck2" / "latest").string() +
+                 "': is a symbolic link; name the file it points to");
+    QCOMPARE(readText(victim), std::string("precious"));
+    QVERIFY(!fs::exists(root / "ck2" / ".staging-step-00000001"));
+
+    // Reading: a linked shard, manifest or step directory is refused.
+    const std::string shard = (dir / "step-00000002" / "rank-00000.safetensors").string();
+    fs::rename(shard, root / "shard");
+    fs::create_symlink(root / "shard", shard);
+    QCOMPARE(messageOf([&] { CheckpointReader r(dir.string()); }),
+             shard + ": is a symbolic link, which a checkpoint never holds");
+    writeText(dir / "latest", "step-00000000\n");
+    QCOMPARE(messageOf([&] { CheckpointReader r(dir.string()); }),
+             (dir / "latest").string() +
+                 ": points to 'step-00000000', which is a symbolic link, which a checkpoint "
+                 "never holds");
+    const fs::path manifest = root / "elsewhere" / "step-00000000" / "manifest.json";
+    fs::create_directories(root / "linked-manifest");
+    fs::create_symlink(manifest, root / "linked-manifest" / "manifest.json");
+    QCOMPARE(messageOf([&] { CheckpointReader r((root / "linked-manifest").string()); }),
+             (root / "linked-manifest" / "manifest.json").string() +
+                 ": is a symbolic link, which a checkpoint never holds");
+  }
+
+  // One saver per directory: a second is refused, naming the first; the lock goes with it.
+  void aDirectoryIsSavedIntoByOneRunAtATime() {
+    const std::string dir = tmp_.filePath("locked/deeper").toStdString();
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    {
+      const CheckpointLock first(dir);
+      QCOMPARE(messageOf([&] { const CheckpointLock second(dir); }),
+               "checkpoint directory '" + dir + "': another run is saving into it (process " +
+                   std::to_string(::getpid()) + " on " + host +
+                   "); wait for it to end or save elsewhere");
+    }
+    QCOMPARE(messageOf([&] { const CheckpointLock again(dir); }), std::string("(no error)"));
+    const std::string file = tmp_.filePath("a-file-too").toStdString();
+    writeText(file, "x");
+    QCOMPARE(messageOf([&] { const CheckpointLock under(file + "/ckpt"); }),
+             "checkpoint directory '" + file +
+                 "/ckpt': cannot be created or written (Not a directory); name a writable "
+                 "directory");
+  }
+
+  // From step 100,000,000 the names take a ninth digit; they are read, resumed and pruned alike.
+  void stepsPastEightDigits() {
+    QCOMPARE(stepDirectoryName(100'000'000), std::string("step-100000000"));
+    QCOMPARE(parseStepDirectoryName("step-100000000"), 100'000'000);
+    QCOMPARE(parseStepDirectoryName("step-00000042"), 42);
+    QCOMPARE(parseStepDirectoryName("step-000000042"), -1);  // not step 42's name
+    QCOMPARE(parseStepDirectoryName("step-0000042"), -1);
+    QCOMPARE(parseStepDirectoryName("step-9999999999"), -1);
+    QCOMPARE(parseStepDirectoryName("step-0000004x"), -1);
+    const std::string dir = tmp_.filePath("big-steps").toStdString();
+    const auto small = fakeTensors(4);
+    for (int step : {99'999'999, 100'000'000, 100'000'001}) {
+      saveFakeCheckpoint(dir, step, small, 1, 2);
+    }
+    QCOMPARE(CheckpointReader(dir).manifest().counters.step, 100'000'001);
+    QVERIFY(!fs::exists(fs::path(dir) / "step-99999999"));
+    QVERIFY(fs::exists(fs::path(dir) / "step-100000000"));
   }
 
   void unwritableDirectory() {

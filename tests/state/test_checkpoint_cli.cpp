@@ -5,6 +5,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -23,6 +25,8 @@ namespace {
 Result run(const QStringList& args) {
   return runCli(args, 60000);
 }
+
+const QString kDefaultConfig = PARASCOPE_SOURCE_DIR "/resources/configs/default.json";
 
 }  // namespace
 
@@ -100,6 +104,35 @@ class TestCheckpointCli : public QObject {
     // A directory as the output is refused before anything is read.
     const Result bad = run({"checkpoint", "export", dir_, "--out", tmp_.path()});
     QCOMPARE(bad.code, 2);
+  }
+
+  // A run saving into a directory another holds is refused before it trains.
+  void saveIntoALockedDirectoryIsRefused() {
+    const std::string dir = tmp_.filePath("locked").toStdString();
+    const CheckpointLock held(dir);
+    const Result r = run({"train", "--config", kDefaultConfig, "--save",
+                          QString::fromStdString(dir), "train_iters=1"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.startsWith(QString::fromStdString("error: checkpoint directory '" + dir +
+                                                     "': another run is saving into it (process " +
+                                                     std::to_string(::getpid()) + " on ")),
+             qPrintable(r.err));
+    QVERIFY2(!r.out.contains("loss"), qPrintable(r.out));
+  }
+
+  // Switch steps count the saved steps: one at or before the checkpoint's step would never come
+  // and would hold back every later one, so it is refused before the run.
+  void switchBeforeTheLoadedStepIsRefused() {
+    for (const QString option : {"--load", "--resume"}) {
+      const Result r = run({"train", "--config", kDefaultConfig, option, dir_, "--switch",
+                            "4:data_parallel_size=2,train_micro_batch_size_per_gpu=4", "--switch",
+                            "9:data_parallel_size=1,train_micro_batch_size_per_gpu=8"});
+      QCOMPARE(r.code, 2);
+      QCOMPARE(r.err,
+               "error: --switch '4:data_parallel_size=2,train_micro_batch_size_per_gpu=4': step 4 "
+               "is not after step 4, where " +
+                   option + " starts the run; switch steps count the saved steps too\n");
+    }
   }
 };
 
