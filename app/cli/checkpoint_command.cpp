@@ -10,6 +10,7 @@
 
 #include "app/cli/commands.h"
 #include "core/common/output_file.h"
+#include "core/common/printable.h"
 #include "core/config/config_keys.h"
 #include "core/io/safetensors.h"
 #include "core/state/checkpoint.h"
@@ -83,20 +84,23 @@ void runInspect(const CheckpointOptions& o) {
     }
     return;
   }
-  std::printf("checkpoint %s (format %d)\n", reader.directory().c_str(), m.formatVersion);
+  // Names from the manifest (keys, file names) are printed with their control characters
+  // escaped; the JSON lines escape them anyway.
+  std::printf("checkpoint %s (format %d)\n", printableText(reader.directory()).c_str(),
+              m.formatVersion);
   std::printf("step %d, skipped %d, next sample %lld, loss scale %g\n", m.counters.step,
               m.counters.skipped, static_cast<long long>(m.counters.nextSample),
               m.counters.lossScale);
   std::printf("config:");
   for (auto it = config.begin(); it != config.end(); ++it) {
-    std::printf(" %s=%s", it.key().c_str(), it.value().dump().c_str());
+    std::printf(" %s=%s", printableText(it.key()).c_str(), it.value().dump().c_str());
   }
   std::printf("\n%zu tensors, %lld elements per field, %zu slices in %zu files, %.1f MiB\n",
               m.tensors.size(), static_cast<long long>(elements), m.slices.size(), m.files.size(),
               static_cast<double>(bytes) / (1 << 20));
   for (const CheckpointFile& f : m.files) {
-    std::printf("  %s  %lld bytes  crc32 %s\n", f.name.c_str(), static_cast<long long>(f.bytes),
-                hex(f.crc32).c_str());
+    std::printf("  %s  %lld bytes  crc32 %s\n", printableText(f.name).c_str(),
+                static_cast<long long>(f.bytes), hex(f.crc32).c_str());
   }
 }
 
@@ -106,7 +110,7 @@ void runVerify(const CheckpointOptions& o) {
   std::int64_t bytes = 0;
   for (const CheckpointFile& f : reader.manifest().files) bytes += f.bytes;
   std::printf("OK %s: step %d, %zu files, %lld bytes, every element stored once, CRC32 match\n",
-              reader.directory().c_str(), reader.manifest().counters.step,
+              printableText(reader.directory()).c_str(), reader.manifest().counters.step,
               reader.manifest().files.size(), static_cast<long long>(bytes));
 }
 

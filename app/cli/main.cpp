@@ -6,6 +6,7 @@
 #include "app/cli/commands.h"
 #include "core/comm/mpi/mpi_backend.h"
 #include "core/common/error.h"
+#include "core/common/printable.h"
 #include "core/common/stop_signal.h"
 
 namespace {
@@ -13,7 +14,8 @@ namespace {
 // One line on stderr, then, under mpirun, the failure notice to every peer (which would
 // otherwise wait for this rank until their timeout); returns the exit status.
 int fail(const char* prefix, const char* what, int status) {
-  std::fprintf(stderr, "%s: %s\n", prefix, what);
+  // Messages quote names read from files: no escape sequence of theirs reaches the terminal.
+  std::fprintf(stderr, "%s: %s\n", prefix, parascope::printableText(what).c_str());
   parascope::failMpiWorld(what, status);
   return status;
 }
@@ -64,7 +66,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // One line, as every other usage error; --help shows the rest.
-    std::fprintf(stderr, "error: %s (see %s --help)\n", e.what(), argv[0]);
+    std::fprintf(stderr, "error: %s (see %s --help)\n", parascope::printableText(e.what()).c_str(),
+                 argv[0]);
     return 2;
   } catch (const parascope::UserError& e) {
     return fail("error", e.what(), 2);

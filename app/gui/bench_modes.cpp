@@ -5,6 +5,7 @@
 
 #include "app/gui/modes.h"
 #include "core/common/error.h"
+#include "core/common/printable.h"
 #include "core/config/config.h"
 #include "ui/timeline_bench.h"
 #include "ui/workbench_bench.h"
@@ -42,7 +43,7 @@ int runWorkbenchBench(const QCommandLineParser& parser, const GuiOptions& o) {
       applyOverride(bench.document, arg.toStdString());
     return ui::runWorkbenchBench(bench, std::cout);
   } catch (const UserError& e) {
-    std::fprintf(stderr, "parascope: %s\n", e.what());
+    std::fprintf(stderr, "parascope: %s\n", printableText(e.what()).c_str());
     return 2;
   }
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "app/gui/modes.h"
+#include "core/common/printable.h"
 #include "ui/timeline_window.h"
 
 namespace parascope::gui {
@@ -19,13 +20,16 @@ int runTimelineOnly(const QCommandLineParser& parser, const GuiOptions& o) {
   auto save = [&window, path](bool shown) {
     QTimer::singleShot(100, &window, [&window, path, shown] {
       const bool saved = window.grab().save(path, "PNG");
-      if (!saved) std::fprintf(stderr, "parascope: cannot write '%s'\n", qPrintable(path));
+      if (!saved)
+        std::fprintf(stderr, "parascope: cannot write '%s'\n",
+                     printableText(path.toStdString()).c_str());
       QApplication::exit(saved && shown ? 0 : 1);
     });
   };
   QObject::connect(window.loader(), &ui::TraceLoader::loaded, &window, [save] { save(true); });
   QObject::connect(window.loader(), &ui::TraceLoader::failed, &window, [save](const QString& why) {
-    std::fprintf(stderr, "parascope: the traces were not shown: %s\n", qPrintable(why));
+    std::fprintf(stderr, "parascope: the traces were not shown: %s\n",
+                 printableText(why.toStdString()).c_str());
     save(false);
   });
   window.openFiles(files);

@@ -12,6 +12,7 @@
 #include "app/gui/modes.h"
 #include "bench/plan.h"
 #include "core/common/error.h"
+#include "core/common/printable.h"
 #include "core/common/stop_signal.h"
 #include "core/config/config.h"
 #include "ui/strategy_panel.h"
@@ -36,7 +37,8 @@ void watchForScreenshots(ui::WorkbenchWindow& window, const QString& dir, int st
       const QStringList files = window.saveScreenshots(dir);
       for (const QString& f : files) std::printf("parascope: wrote %s\n", qPrintable(f));
       if (*failed) {
-        std::fprintf(stderr, "parascope: the session failed: %s\n", qPrintable(window.errorText()));
+        std::fprintf(stderr, "parascope: the session failed: %s\n",
+                     printableText(window.errorText().toStdString()).c_str());
       }
       QApplication::exit(*failed || files.isEmpty() ? 1 : 0);
     });
@@ -75,7 +77,7 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
       }
     }
   } catch (const UserError& e) {
-    std::fprintf(stderr, "parascope: %s\n", e.what());
+    std::fprintf(stderr, "parascope: %s\n", printableText(e.what()).c_str());
     return 2;
   }
   const bool screenshots = parser.isSet(o.screenshotDir);
@@ -119,7 +121,8 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
   window.show();
   if (parser.isSet(o.run) || screenshots) {
     if (!window.panel()->config()) {
-      std::fprintf(stderr, "parascope: %s\n", qPrintable(window.panel()->message()));
+      std::fprintf(stderr, "parascope: %s\n",
+                   printableText(window.panel()->message().toStdString()).c_str());
       return 2;
     }
     QTimer::singleShot(0, &window, &ui::WorkbenchWindow::start);

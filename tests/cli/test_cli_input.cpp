@@ -154,6 +154,15 @@ void TestCliInput::refusedWithOneLine_data() {
   QTest::newRow("unknown option")
       << QStringList{"train", "--bogus"}
       << "error: The following argument was not expected: --bogus (see " PARASCOPE_CLI " --help)\n";
+  // Control characters in what a message quotes reach the terminal escaped (C0 and C1 alike).
+  QTest::newRow("escape in a key")
+      << QStringList{"train", "--config", C, QString::fromUtf8("model.\x1b[31mfoo=1")}
+      << "^error: config: unknown key 'model.\\x1b[31mfoo'; allowed here: ";
+  QTest::newRow("C1 control in a key")
+      << QStringList{"train", "--config", C,
+                     QString::fromUtf8("model.\xc2\x9b"
+                                       "foo=1")}
+      << "^error: config: unknown key 'model.\\xc2\\x9bfoo'; allowed here: ";
   // An empty value is refused, never taken for the option's absence.
   for (const char* option : {"--save", "--load", "--resume", "--trace", "--config"}) {
     QTest::newRow(qPrintable(QString("empty ") + option))
