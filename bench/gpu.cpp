@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
+#include "core/common/shipped_file.h"
 #include "core/common/subprocess.h"
 #ifdef PARASCOPE_HAVE_CUDA
 #include "core/cuda/device.h"
@@ -24,10 +25,13 @@ namespace {
 
 // PyTorch's rate for the same GEMM, FLOP/s, from its JSON line.
 double runPyTorch(const BenchGpuOptions& o, int device, std::string_view precision) {
-  const std::vector<std::string> cmd = {
-      o.python,   o.pytorchScript,       "--precision", std::string(precision),
-      "--n",      std::to_string(o.n),   "--reps",      std::to_string(o.reps),
-      "--device", std::to_string(device)};
+  const std::string script =
+      o.pytorchScript.empty() ? shippedFile("tests/tools/torch_gemm_peak.py") : o.pytorchScript;
+  const std::vector<std::string> cmd = {o.python,      script,
+                                        "--precision", std::string(precision),
+                                        "--n",         std::to_string(o.n),
+                                        "--reps",      std::to_string(o.reps),
+                                        "--device",    std::to_string(device)};
   const ProcessOutput run = runCapturingOutput(cmd);
   const std::size_t last = run.out.rfind('{');
   if (run.exitStatus != 0 || last == std::string::npos)

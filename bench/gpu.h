@@ -12,7 +12,7 @@ struct BenchGpuOptions {
   int reps = 20;
   bool pytorch = false;
   std::string python = "python3";
-  std::string pytorchScript = PARASCOPE_SOURCE_DIR "/tests/tools/torch_gemm_peak.py";
+  std::string pytorchScript;  // empty: tests/tools/torch_gemm_peak.py of this build's tree
   bool json = false;
 };
 

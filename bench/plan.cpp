@@ -17,6 +17,7 @@
 #include "core/common/bounded_json.h"
 #include "core/common/error.h"
 #include "core/common/output_file.h"
+#include "core/common/shipped_file.h"
 #include "core/config/config_keys.h"
 #include "core/kernels/sgemm_peak.h"
 #include "core/plan/memory_estimate.h"
@@ -33,7 +34,7 @@ constexpr const char* kCacheFormat = "parascope-system";
 constexpr int kCacheVersion = 1;
 
 nlohmann::json baseConfig() {
-  nlohmann::json doc = readJsonFile(PARASCOPE_SOURCE_DIR "/resources/configs/default.json");
+  nlohmann::json doc = readJsonFile(shippedFile("resources/configs/default.json"));
   doc["train_iters"] = 1000;
   doc["eval_interval"] = 0;
   return doc;

@@ -17,6 +17,7 @@
 #include "bench/session.h"
 #include "bench/step_pipeline.h"
 #include "core/common/error.h"
+#include "core/common/shipped_file.h"
 #include "core/common/subprocess.h"
 #include "core/config/config_keys.h"
 #include "core/kernels/matmul.h"
@@ -32,7 +33,9 @@ namespace {
 // The same model trained by PyTorch (one thread; with ranks > 1 DistributedDataParallel over
 // gloo, one process and thread per rank), run as a child process; its JSON line.
 nlohmann::json runPyTorch(const BenchStepOptions& o, const GptConfig& g, int batch, int ranks = 1) {
-  const std::vector<std::string> cmd = {"/usr/bin/python3", o.pytorchScript,
+  const std::string script =
+      o.pytorchScript.empty() ? shippedFile("tests/tools/torch_gpt_step.py") : o.pytorchScript;
+  const std::vector<std::string> cmd = {"/usr/bin/python3", script,
                                         "--ranks",          std::to_string(ranks),
                                         "--steps",          std::to_string(o.steps),
                                         "--warmup",         std::to_string(o.warmup),

@@ -15,7 +15,9 @@ void registerBenchGpuCommand(CLI::App& bench) {
       ->check(CLI::Range(1, 10000));
   cmd->add_flag("--pytorch", o->pytorch, "Also time PyTorch's matmul on the same device");
   cmd->add_option("--python", o->python, "The Python with PyTorch for --pytorch");
-  cmd->add_option("--pytorch-script", o->pytorchScript, "The PyTorch side of --pytorch")
+  cmd->add_option("--pytorch-script", o->pytorchScript,
+                  "The PyTorch side of --pytorch (default: tests/tools/torch_gemm_peak.py in this "
+                  "executable's tree)")
       ->check(CLI::ExistingFile);
   cmd->add_flag("--json", o->json, "One JSON object per line");
   cmd->callback([o] { bench::runBenchGpu(*o); });

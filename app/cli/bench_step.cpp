@@ -17,8 +17,10 @@ void registerBenchStepCommand(CLI::App& bench) {
   cmd->add_flag("--pytorch", o->pytorch,
                 "Also train the same model with PyTorch (Debian's python3-torch; with --dp, "
                 "DistributedDataParallel over gloo) and compare");
-  cmd->add_option("--pytorch-script", o->pytorchScript, "The PyTorch side of --pytorch")
-      ->capture_default_str();
+  cmd->add_option("--pytorch-script", o->pytorchScript,
+                  "The PyTorch side of --pytorch (default: tests/tools/torch_gpt_step.py in this "
+                  "executable's tree)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--dp", o->dp, "Data-parallel ranks (in-process threads)")
       ->check(CLI::Range(1, 256));
   cmd->add_option("--tp", o->tp, "Tensor-parallel ranks (in-process threads)")

@@ -13,6 +13,7 @@
 #include "bench/plan.h"
 #include "core/common/error.h"
 #include "core/common/printable.h"
+#include "core/common/shipped_file.h"
 #include "core/common/stop_signal.h"
 #include "core/config/config.h"
 #include "ui/strategy_panel.h"
@@ -55,7 +56,7 @@ void watchForScreenshots(ui::WorkbenchWindow& window, const QString& dir, int st
 std::string defaultConfigPath() {
   const char* relative = "resources/configs/default.json";
   if (QFileInfo::exists(QString::fromLatin1(relative))) return relative;
-  return std::string(PARASCOPE_SOURCE_DIR) + "/" + relative;
+  return shippedFile(relative);
 }
 
 int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {

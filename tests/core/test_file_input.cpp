@@ -16,6 +16,7 @@
 #include "core/common/bounded_json.h"
 #include "core/common/error.h"
 #include "core/common/output_file.h"
+#include "core/common/shipped_file.h"
 #include "core/common/stop_signal.h"
 #include "core/config/config.h"
 #include "core/data/idx_dataset.h"
@@ -54,6 +55,7 @@ class TestFileInput : public QObject {
   void outputsLeaveNothingBehindOnFailure();
   void idxHeadersDoNotDriveAllocation();
   void textCorpusUnderProcIsAUserError();
+  void shippedFilesAreFoundFromTheExecutable();
 
  private:
   fs::path dir_;
@@ -232,6 +234,24 @@ void TestFileInput::idxHeadersDoNotDriveAllocation() {
 void TestFileInput::textCorpusUnderProcIsAUserError() {
   const QString message = userErrorOf([] { TextDataset("/proc/self", 16, 0.1, 1); });
   QVERIFY2(message.startsWith("data.path: '/proc/self'"), qPrintable(message));
+}
+
+// Shipped files are found from the executable's place in its tree (this test's build directory
+// sits inside the source tree), never from a path fixed when it was built.
+void TestFileInput::shippedFilesAreFoundFromTheExecutable() {
+  const std::string found = shippedFile("resources/configs/default.json");
+  QCOMPARE(fs::canonical(found),
+           fs::canonical(PARASCOPE_SOURCE_DIR "/resources/configs/default.json"));
+  QVERIFY(fs::is_regular_file(shippedFile("tests/tools/torch_gpt_step.py")));
+  try {
+    shippedFile("resources/no-such-file.json");
+    QFAIL("a missing file was found");
+  } catch (const UserError& e) {
+    QCOMPARE(QString(e.what()),
+             "resources/no-such-file.json: not found in the source tree or installation of " +
+                 QString::fromStdString(fs::read_symlink("/proc/self/exe").string()) +
+                 "; name the file explicitly");
+  }
 }
 
 QTEST_GUILESS_MAIN(TestFileInput)
