@@ -193,6 +193,7 @@ void Session::saveState(Communicator& world, Trainer& trainer, const std::string
   std::optional<CheckpointLock> lock;
   if (world.rank() == 0) {
     if (dir != options_.saveDir) lock.emplace(dir);
+    saving_.emplace(dir, step);
     prepareCheckpoint(dir, step);
   }
   barrier(world);
@@ -219,6 +220,7 @@ void Session::saveState(Communicator& world, Trainer& trainer, const std::string
     }
     for (const CheckpointFile& f : m.files) bytes += f.bytes;
     const std::string path = commitCheckpoint(dir, step, std::move(m), options_.keep);
+    saving_.reset();
     {
       std::lock_guard lock(mutex_);
       lastCheckpoint_ = path;
@@ -508,6 +510,10 @@ FinishedReport Session::run() {
   switchIndex_.reset();
   switching_ = false;
   slots_.clear();
+  if (saving_) {
+    discardCheckpointStaging(saving_->first, saving_->second);
+    saving_.reset();
+  }
   saveLock_.reset();
   state_ = failure            ? SessionState::Failed
            : finished.stopped ? SessionState::Stopped

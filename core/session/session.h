@@ -11,7 +11,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/session/reports.h"
@@ -142,8 +144,11 @@ class Session {
   std::atomic<std::int64_t> loadBytes_{0};  // read by the ranks loading a checkpoint
   std::optional<TrainConfig> pending_;      // the requested switch, until it takes effect
   std::string saveDir_;                     // the requested checkpoint's directory
-  std::optional<CheckpointLock>
-      saveLock_;          // --save's directory, held for the run by rank 0's process
+  // --save's directory, held for the run by rank 0's process.
+  std::optional<CheckpointLock> saveLock_;
+  // The save rank 0 has begun and not committed (its directory and step): discarded when the run
+  // ends, all ranks done, so a failed or stopped save leaves no staging copy.
+  std::optional<std::pair<std::string, int>> saving_;
   int boundary_ = 0;      // the next layout's first boundary (StepGate::next)
   bool started_ = false;  // a layout has run: the next one continues the run
   std::string lastCheckpoint_;

@@ -447,6 +447,10 @@ void prepareCheckpoint(const std::string& dir, int step) {
   ::close(fd);
 }
 
+void discardCheckpointStaging(const std::string& dir, int step) {
+  removeOwnDirectory(dir, fs::path(stagingDirectory(dir, step)).filename().string());
+}
+
 ShardWritten writeShard(const std::string& staging, int rank,
                         const std::vector<StateSlice>& slices) {
   char name[40];

@@ -91,6 +91,9 @@ std::string stagingDirectory(const std::string& dir, int step);
 // Rank 0, before the shards: creates `dir` if missing and an empty staging directory for `step`
 // (a leftover one from a killed save is removed). Throws UserError if `dir` cannot be written.
 void prepareCheckpoint(const std::string& dir, int step);
+// Rank 0, when a save failed or was stopped before its commit: removes the staging directory it
+// made (only a save's own), so no complete-looking copy stays behind until the next save.
+void discardCheckpointStaging(const std::string& dir, int step);
 // Any rank: writes `slices` (F32 data, the elements this rank is the one to save) to
 // staging/rank-<rank>.safetensors, fsync'd, and returns where each slice went.
 ShardWritten writeShard(const std::string& staging, int rank,

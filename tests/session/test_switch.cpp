@@ -5,6 +5,7 @@
 // goes on unchanged; a switch while paused; bitwise save/load round trips under one layout.
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstring>
@@ -40,6 +41,7 @@ class TestSwitch : public QObject {
   void invalidTargetIsRefused();
   void switchWhilePaused();
   void failureLeavesTheLastCheckpoint();
+  void stopDuringASaveLeavesNoStagingCopy();
   void reshardOverTheCommunicator_data();
   void reshardOverTheCommunicator();
   void initialWeightsUnderAnotherLayout();
@@ -455,6 +457,34 @@ void TestSwitch::failureLeavesTheLastCheckpoint() {
   joined.weights = resumed.weights;
   const std::string diff = bitDifference(switched, joined, 0);
   QVERIFY2(diff.empty(), diff.c_str());
+}
+
+// SIGTERM while the ranks write a checkpoint: the save is abandoned and its staging directory
+// removed when the run ends (it would stay, a complete-looking copy, until the next save); the
+// previous checkpoint stays the latest.
+void TestSwitch::stopDuringASaveLeavesNoStagingCopy() {
+  const std::string weights = (scratch() / "stopped.safetensors").string();
+  const fs::path dir = scratch() / "stopped";
+  fs::remove_all(dir);
+  struct Signaller : SessionObserver {
+    void onStep(const StepReport& r) override {
+      if (r.step == 4) setPendingStopSignal(SIGTERM);  // rank 0, just before it saves step 4
+    }
+  } signaller;
+  SessionOptions save;
+  save.saveDir = dir.string();
+  save.saveInterval = 2;
+  Session stopped(config("data_parallel_size=2", weights), save);
+  stopped.addObserver(signaller);
+  const FinishedReport f = stopped.run();
+  setPendingStopSignal(0);
+  QVERIFY(f.failed);
+  QCOMPARE(stopped.error()->reason, std::string("terminated (SIGTERM)"));
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  QCOMPARE(names, (std::vector<std::string>{".parascope-lock", "latest", "step-00000002"}));
+  QCOMPARE(CheckpointReader(dir.string()).manifest().counters.step, 2);
 }
 
 void TestSwitch::reshardOverTheCommunicator_data() {
