@@ -161,6 +161,10 @@ void WorkbenchWindow::buildViews() {
   logView_->setObjectName(QStringLiteral("logView"));
   logView_->setModel(log_);
   logView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  // Fitted to the rows in view, not the first thousand: a fast run inserts rows faster than the
+  // GUI could measure a thousand per insert (its steps then waited on the GUI, and a stop with
+  // them, for half a minute).
+  logView_->horizontalHeader()->setResizeContentsPrecision(0);
   logView_->verticalHeader()->hide();
   logView_->setWordWrap(false);  // numbers on one line ("1.00e-04" wrapped at its '-')
   // The Log follows the newest step while it shows the newest; scrolled back, it stays there.

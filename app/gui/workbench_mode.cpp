@@ -92,6 +92,10 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
       return 2;
     }
   }
+  // SIGINT and SIGTERM end the workbench as Quit does (the session stops, the run traces'
+  // temporary folder goes), with exit status 128 + the signal; recorded from before the window
+  // (and its folder) exists, so one that comes while it is being set up is not lost.
+  installStopSignalHandlers();
   ui::WorkbenchWindow window;
   window.restoreLayout();
   // Predictions use this machine's cached description; calibrating one trains, so it waits for
@@ -108,9 +112,6 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
     window.resize(1600, 1000);
     watchForScreenshots(window, parser.value(o.screenshotDir), quitAfter);
   }
-  // SIGINT and SIGTERM end the workbench as Quit does (the session stops, the run traces'
-  // temporary folder goes), with exit status 128 + the signal.
-  installStopSignalHandlers();
   QTimer stopWatch;
   QObject::connect(&stopWatch, &QTimer::timeout, &window, [&window] {
     if (const int signal = pendingStopSignal()) {

@@ -4,9 +4,12 @@
 // stale and raised to it, in the window and in the cache. The cache is a temporary
 // XDG_CACHE_HOME, never the user's.
 #include <QAbstractItemModelTester>
+#include <QChart>
+#include <QChartView>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QXYSeries>
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
@@ -75,6 +78,7 @@ class TestWorkbenchMetrics : public QObject {
   void compareMfuIsTheDefinition();
   void chartsMfuAgainstTheCachedPeak();
   void stalePeakIsRaised();
+  void aBatchOfStepsIsOneChangePerSeries();
 
  private:
   QTemporaryDir cacheHome_;
@@ -165,6 +169,29 @@ void TestWorkbenchMetrics::stalePeakIsRaised() {
         parascope::modelFlopsUtilization(
             window.segmentModel()->value(0, SegmentModel::TokensPerSecond), flopsPerToken, fastest,
             kRanks));
+}
+
+// Steps reported between two refreshes reach each series as one change: Qt 6.4's list append
+// signals, and re-lays out the whole line, once per point, which made a fast run's GUI fall half
+// a minute behind its steps (and held the steps, and a stop, with it).
+void TestWorkbenchMetrics::aBatchOfStepsIsOneChangePerSeries() {
+  LiveCharts charts;
+  QXYSeries* loss = nullptr;
+  for (QAbstractSeries* s : charts.view(LiveCharts::Loss)->chart()->series()) {
+    if (auto* xy = qobject_cast<QXYSeries*>(s); xy && !loss) loss = xy;
+  }
+  QVERIFY(loss != nullptr);
+  for (int step = 1; step <= 300; ++step) charts.addStep(step, 3.0, 1e4, 0.1, 0.0, 1.0);
+  charts.refresh();  // the first batch
+  QSignalSpy added(loss, &QXYSeries::pointAdded);
+  QSignalSpy replaced(loss, &QXYSeries::pointsReplaced);
+  for (int step = 301; step <= 800; ++step) charts.addStep(step, 2.0, 1e4, 0.1, 0.0, 1.0);
+  charts.refresh();
+  QCOMPARE(added.count(), 0);
+  QCOMPARE(replaced.count(), 1);
+  QCOMPARE(loss->count(), 800);
+  QCOMPARE(loss->at(799), QPointF(800, 2.0));
+  QCOMPARE(charts.points(LiveCharts::Loss).size(), 800);
 }
 
 QTEST_MAIN(TestWorkbenchMetrics)
