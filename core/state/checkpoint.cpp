@@ -138,12 +138,15 @@ void removeOwnDirectory(const std::string& dir, const std::string& name) {
   }
   ::unlinkat(fd, "manifest.json", 0);
   std::vector<std::string> saved;
-  if (DIR* entries = ::fdopendir(::dup(fd))) {
+  const int listing = ::dup(fd);  // fdopendir owns it from here, closedir closes it
+  if (DIR* entries = listing >= 0 ? ::fdopendir(listing) : nullptr) {
     while (const dirent* e = ::readdir(entries)) {
       const std::string n = e->d_name;
       if (n != kOwnerMark && isSavedFileName(n)) saved.push_back(n);
     }
     ::closedir(entries);
+  } else if (listing >= 0) {
+    ::close(listing);
   }
   for (const std::string& n : saved) ::unlinkat(fd, n.c_str(), 0);
   ::unlinkat(fd, kOwnerMark, 0);
