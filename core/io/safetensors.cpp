@@ -1,7 +1,11 @@
 #include "core/io/safetensors.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -113,11 +117,18 @@ void checkDisjoint(const std::string& path, std::vector<HeaderEntry>& entries) {
 
 SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) {
   const std::string& p = path_;
-  std::ifstream in(p, std::ios::binary);
-  std::error_code ec;
-  if (!in || !std::filesystem::is_regular_file(p, ec)) {
-    throw UserError(p + ": cannot open safetensors file");
+  // Judged before it is opened: opening a FIFO would wait for a writer forever.
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) {
+    throw UserError(p + ": cannot open safetensors file (" + std::strerror(errno) + ")");
   }
+  if (!S_ISREG(st.st_mode)) {
+    throw UserError(p + ": " +
+                    (S_ISDIR(st.st_mode) ? "is a directory" : "is a device, FIFO or socket") +
+                    ", not a safetensors file");
+  }
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw UserError(p + ": cannot open safetensors file (" + std::strerror(errno) + ")");
   in.seekg(0, std::ios::end);
   const auto fileSize = static_cast<std::uint64_t>(in.tellg());
   in.seekg(0);

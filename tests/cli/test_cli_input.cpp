@@ -163,6 +163,18 @@ void TestCliInput::refusedWithOneLine_data() {
                      QString::fromUtf8("model.\xc2\x9b"
                                        "foo=1")}
       << "^error: config: unknown key 'model.\\xc2\\x9bfoo'; allowed here: ";
+  // A FIFO as a weights file is refused before it is opened (opening waits for a writer).
+  QTest::newRow("grad --weights FIFO")
+      << QStringList{"grad",
+                     "--config",
+                     C,
+                     "--weights",
+                     path("fifo"),
+                     "--tokens",
+                     path("tokens.bin"),
+                     "--out",
+                     path("outdir/g.safetensors")}
+      << "error: " + path("fifo") + ": is a device, FIFO or socket, not a safetensors file\n";
   // An empty value is refused, never taken for the option's absence.
   for (const char* option : {"--save", "--load", "--resume", "--trace", "--config"}) {
     QTest::newRow(qPrintable(QString("empty ") + option))
