@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -236,21 +237,38 @@ void TestFileInput::textCorpusUnderProcIsAUserError() {
   QVERIFY2(message.startsWith("data.path: '/proc/self'"), qPrintable(message));
 }
 
-// Shipped files are found from the executable's place in its tree (this test's build directory
-// sits inside the source tree), never from a path fixed when it was built.
+// Shipped files are found from where the executable is in its tree (a build directory inside
+// the source tree, or an installation's bin/ beside share/parascope/), never from a path fixed
+// when it was built.
 void TestFileInput::shippedFilesAreFoundFromTheExecutable() {
-  const std::string found = shippedFile("resources/configs/default.json");
-  QCOMPARE(fs::canonical(found),
-           fs::canonical(PARASCOPE_SOURCE_DIR "/resources/configs/default.json"));
-  QVERIFY(fs::is_regular_file(shippedFile("tests/tools/torch_gpt_step.py")));
+  const fs::path source = dir_ / "source", install = dir_ / "install";
+  fs::create_directories(source / "build" / "app");
+  fs::create_directories(source / "resources" / "configs");
+  std::ofstream(source / "resources" / "configs" / "default.json") << "{}";
+  fs::create_directories(install / "bin");
+  fs::create_directories(install / "share" / "parascope" / "tests" / "tools");
+  std::ofstream(install / "share" / "parascope" / "tests" / "tools" / "script.py") << "";
+  QCOMPARE(shippedFileAbove(source / "build" / "app", "resources/configs/default.json"),
+           (source / "build" / "app" / ".." / ".." / "resources" / "configs" / "default.json")
+               .lexically_normal()
+               .string());
+  QCOMPARE(shippedFileAbove(install / "bin", "tests/tools/script.py"),
+           (install / "share" / "parascope" / "tests" / "tools" / "script.py").string());
   try {
-    shippedFile("resources/no-such-file.json");
+    shippedFileAbove(install / "bin", "resources/configs/default.json");
     QFAIL("a missing file was found");
   } catch (const UserError& e) {
-    QCOMPARE(QString(e.what()),
-             "resources/no-such-file.json: not found in the source tree or installation of " +
-                 QString::fromStdString(fs::read_symlink("/proc/self/exe").string()) +
-                 "; name the file explicitly");
+    QCOMPARE(QString(e.what()), "resources/configs/default.json: not found above " +
+                                    QString::fromStdString((install / "bin").string()) +
+                                    " (in a source tree, or an installation's share/parascope); "
+                                    "name the file explicitly");
+  }
+  // This test's own executable, when its build directory is inside the source tree.
+  const fs::path exe = fs::read_symlink("/proc/self/exe");
+  const fs::path tree = fs::canonical(PARASCOPE_SOURCE_DIR);
+  if (std::mismatch(tree.begin(), tree.end(), exe.begin(), exe.end()).first == tree.end()) {
+    QCOMPARE(fs::canonical(shippedFile("resources/configs/default.json")),
+             tree / "resources" / "configs" / "default.json");
   }
 }
 
