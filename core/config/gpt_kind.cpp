@@ -196,6 +196,8 @@ class GptKind final : public ModelKind {
     return layers;
   }
 
+  bool shapesFromData() const override { return false; }
+
   std::vector<std::pair<std::string, Shape>> parameterShapes(const ModelSpec& m) const override {
     const GptConfig& g = m.gpt;
     const std::int64_t C = g.hiddenSize, F = static_cast<std::int64_t>(g.mlpRatio) * C;

@@ -102,6 +102,8 @@ class MlpKind final : public ModelKind {
     return layers;
   }
 
+  bool shapesFromData() const override { return true; }
+
   std::vector<std::pair<std::string, Shape>> parameterShapes(const ModelSpec& spec) const override {
     const MlpConfig& m = spec.mlp;
     std::vector<std::pair<std::string, Shape>> t;

@@ -116,6 +116,10 @@ class ModelKind {
   // The whole model's parameters: names, full shapes, in the order the build creates them.
   virtual std::vector<std::pair<std::string, Shape>> parameterShapes(
       const ModelSpec& spec) const = 0;
+  // Whether some of those shapes are known only once build() has opened the data (an image
+  // classifier's input and class counts): a checkpoint's shapes are checked before any rank
+  // builds the model only where they are not.
+  virtual bool shapesFromData() const = 0;
   // Adds this rank's layers to `model` (its `layers` of layers(spec)) and opens its data.
   // May complete config.model from the data (an image classifier's input and class counts).
   virtual BuiltModel build(Model& model, TrainConfig& config, const Communicator& tensorGroup,

@@ -12,10 +12,10 @@
 #include <stdexcept>
 #include <utility>
 
-#include <zlib.h>
 #include <nlohmann/json.hpp>
 
 #include "core/common/bounded_json.h"
+#include "core/common/crc32.h"
 #include "core/common/error.h"
 #include "core/common/output_file.h"
 
@@ -247,25 +247,26 @@ SafetensorsWritten writeSafetensorsEntries(const std::string& path,
   unsigned char lenBytes[8];
   for (int i = 0; i < 8; ++i) lenBytes[i] = static_cast<unsigned char>(len >> (8 * i));
   SafetensorsWritten written;
-  uLong crc = crc32(0L, Z_NULL, 0);
-  const auto append = [&](const void* data, std::size_t bytes) {
+  const auto append = [&](const void* data, std::size_t bytes, std::uint32_t crc) {
     out.write(data, bytes);
-    crc = crc32_z(crc, static_cast<const Bytef*>(data), bytes);
     written.bytes += bytes;
+    return crc32Update(crc, data, bytes);
   };
-  append(lenBytes, 8);
-  append(text.data(), text.size());
-  // Large tensors in blocks, so a stop signal is honoured within one block.
+  written.crc32 = append(text.data(), text.size(), append(lenBytes, 8, 0));
+  // Large tensors in blocks, so a stop signal is honoured within one block. Each entry's CRC is
+  // its own (a checkpoint's reader checks a slice as it reads it); the file's joins them.
   constexpr std::size_t kBlock = std::size_t{8} << 20;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     written.offsets.push_back(written.bytes);
     const auto* bytes = static_cast<const char*>(entries[i].data);
+    std::uint32_t crc = 0;
     for (std::size_t at = 0; at < sizes[i]; at += kBlock) {
-      append(bytes + at, std::min<std::size_t>(kBlock, sizes[i] - at));
+      crc = append(bytes + at, std::min<std::size_t>(kBlock, sizes[i] - at), crc);
     }
+    written.entryCrc32.push_back(crc);
+    written.crc32 = crc32Combine(written.crc32, crc, static_cast<std::int64_t>(sizes[i]));
   }
   out.commit();
-  written.crc32 = static_cast<std::uint32_t>(crc);
   return written;
 }
 

@@ -65,12 +65,14 @@ struct SafetensorsEntry {
   const void* data = nullptr;  // numel(shape) * dtypeSize(dtype) bytes
 };
 
-// Where writeSafetensorsEntries put things: the whole file's zlib CRC32 and size, and each
-// entry's absolute byte offset in the file (header included), in the order given.
+// Where writeSafetensorsEntries put things: the whole file's CRC-32 (zlib's) and size, and each
+// entry's absolute byte offset in the file (header included) and its data's CRC-32, in the order
+// given.
 struct SafetensorsWritten {
   std::uint32_t crc32 = 0;
   std::uint64_t bytes = 0;
   std::vector<std::uint64_t> offsets;
+  std::vector<std::uint32_t> entryCrc32;
 };
 
 // As writeSafetensors, from borrowed memory, the data in the order given; for checkpoint shards,

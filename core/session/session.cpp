@@ -62,12 +62,11 @@ std::string broadcastText(Communicator& world, std::string text) {
   return text;
 }
 
-// The checkpoint's tensors must be the model's, and its data position this config's.
-void checkLoadable(const CheckpointReader& reader, const TrainConfig& config,
-                   const std::vector<LogicalTensor>& model) {
+// The checkpoint's data position must be this config's. Needs no model: checked before any rank
+// starts.
+void checkLoadableCounters(const CheckpointReader& reader, const TrainConfig& config) {
   const CheckpointManifest& m = reader.manifest();
   const std::string where = "checkpoint " + reader.directory() + ": ";
-  checkCheckpointTensors(m, model, "checkpoint " + reader.directory());
   const std::int64_t expected = static_cast<std::int64_t>(m.counters.step) * config.globalBatch;
   if (m.counters.nextSample != expected) {
     const std::int64_t saved = m.counters.step > 0 ? m.counters.nextSample / m.counters.step : 0;
@@ -268,11 +267,13 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
     barrier(world);  // no rank goes on before the old layout is freed
     return *slot.trainer;
   }
-  if (!options_.load.empty() && !started_) {
-    const CheckpointReader reader(options_.load);
+  if (loading_ && !started_) {
+    const CheckpointReader& reader = *loading_;
     slot.trainer = std::make_unique<Trainer>(config, *slot.allocator, world, false);
     RankState state = slot.trainer->state();
-    checkLoadable(reader, slot.trainer->config(), state.tensors);
+    // The model's shapes as built (an MLP's input is its dataset's); with shapes known from the
+    // config alone this was checked before any rank started.
+    checkCheckpointTensors(reader.manifest(), state.tensors, "checkpoint " + reader.directory());
     // The load is the reading: building the layout is what starting any run costs.
     if (!options_.world) barrier(world);
     const auto start = Clock::now();
@@ -287,6 +288,9 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
     loadBytes_ += bytes;
     if (!options_.world) barrier(world);
     if (world.rank() == 0 || options_.world) {
+      // Every read of this process has returned: the checksums now. A mismatch fails this rank
+      // before any step, and with it the run.
+      reader.finishChecks();
       const CheckpointReport r{slot.trainer->stepsDone(), reader.directory(), true,
                                millisecondsSince(start), loadBytes_.load()};
       publish([&](SessionObserver& o) { o.onCheckpoint(r); });
@@ -459,6 +463,14 @@ FinishedReport Session::run() {
   std::string tracePath;
   try {
     checkBeforeStart(mpi);
+    if (!options_.load.empty()) {
+      loading_ = std::make_shared<const CheckpointReader>(options_.load, options_.verifyLoad);
+      checkLoadableCounters(*loading_, config_);
+      if (!config_.model.kind->shapesFromData()) {
+        checkCheckpointTensors(loading_->manifest(), logicalTensors(config_),
+                               "checkpoint " + loading_->directory());
+      }
+    }
     // Before any rank starts: a directory another run saves into, or one that cannot be
     // written, is refused now rather than at the first save.
     if (!options_.saveDir.empty() && (!mpi || options_.world->rank() == 0)) {
@@ -472,6 +484,7 @@ FinishedReport Session::run() {
     for (int ranks = first;;) {
       runLayout(ranks);
       started_ = true;  // the next layout continues the run
+      loading_.reset();
       if (ending_ != Ending::Switch) break;
       // Between two layouts: in-process, the old ranks' state indexed for the new ones to copy
       // from; under MPI each process keeps its own rank's for the transfers.
@@ -510,6 +523,7 @@ FinishedReport Session::run() {
   switchIndex_.reset();
   switching_ = false;
   slots_.clear();
+  loading_.reset();
   if (saving_) {
     discardCheckpointStaging(saving_->first, saving_->second);
     saving_.reset();

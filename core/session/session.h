@@ -46,6 +46,9 @@ struct SessionOptions {
   int saveInterval = 0;
   int keep = 0;
   std::string load;
+  // Whether loading checks every byte against the checkpoint's checksums: always, but for
+  // measuring what the check costs (bench switch).
+  bool verifyLoad = true;
 };
 
 enum class SessionState { Idle, Running, Paused, Finished, Stopped, Failed };
@@ -142,8 +145,11 @@ class Session {
   std::chrono::steady_clock::time_point switchStart_;
   std::atomic<std::int64_t> switchBytes_{0};
   std::atomic<std::int64_t> loadBytes_{0};  // read by the ranks loading a checkpoint
-  std::optional<TrainConfig> pending_;      // the requested switch, until it takes effect
-  std::string saveDir_;                     // the requested checkpoint's directory
+  // --load's checkpoint, opened once for the process before any rank starts; every rank reads
+  // from it. Released when the first layout is built.
+  std::shared_ptr<const CheckpointReader> loading_;
+  std::optional<TrainConfig> pending_;  // the requested switch, until it takes effect
+  std::string saveDir_;                 // the requested checkpoint's directory
   // --save's directory, held for the run by rank 0's process.
   std::optional<CheckpointLock> saveLock_;
   // The save rank 0 has begun and not committed (its directory and step): discarded when the run

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "core/common/crc32.h"
 #include "core/common/error.h"
 #include "core/common/output_file.h"
 #include "core/io/safetensors.h"
@@ -190,6 +191,16 @@ bool exchangeEntries(const std::string& a, const std::string& b) {
   return ::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0;
 }
 
+// manifest.json's own checksum: the CRC-32 of the document without it, as compact JSON (keys
+// sorted, numbers in their shortest exact form), so it covers what the manifest says, not how
+// its whitespace falls.
+constexpr const char* kManifestChecksum = "manifest_crc32";
+
+std::uint32_t documentChecksum(const nlohmann::json& j) {
+  const std::string text = j.dump();
+  return crc32Update(0, text.data(), text.size());
+}
+
 const nlohmann::json& member(const nlohmann::json& j, const char* key, const std::string& where) {
   if (!j.is_object()) throw UserError(where + ": must be a JSON object");
   const auto it = j.find(key);
@@ -300,24 +311,42 @@ nlohmann::json manifestToJson(const CheckpointManifest& m) {
                       {"count", s.count},
                       {"file", s.file},
                       {"offset", s.offset},
-                      {"bytes", s.bytes}});
+                      {"bytes", s.bytes},
+                      {"crc32", s.crc32}});
   }
-  return {{"format_version", m.formatVersion},
-          {"config", m.config},
-          {"counters", countersToJson(m.counters)},
-          {"tensors", tensors},
-          {"files", files},
-          {"slices", slices}};
+  nlohmann::json j = {{"format_version", m.formatVersion},
+                      {"config", m.config},
+                      {"counters", countersToJson(m.counters)},
+                      {"tensors", tensors},
+                      {"files", files},
+                      {"slices", slices}};
+  j[kManifestChecksum] = documentChecksum(j);
+  return j;
 }
 
 CheckpointManifest manifestFromJson(const nlohmann::json& j, const std::string& where) {
   CheckpointManifest m;
   m.formatVersion = static_cast<int>(
       integerMember(j, "format_version", where, 0, std::numeric_limits<int>::max()));
-  if (m.formatVersion != kCheckpointFormatVersion) {
+  if (m.formatVersion != 1 && m.formatVersion != kCheckpointFormatVersion) {
     throw UserError(where + ": format_version " + std::to_string(m.formatVersion) +
-                    " is not supported (supported: " + std::to_string(kCheckpointFormatVersion) +
+                    " is not supported (supported: 1, " + std::to_string(kCheckpointFormatVersion) +
                     ")");
+  }
+  const bool checksummed = m.formatVersion >= 2;
+  if (checksummed) {
+    const auto recorded =
+        static_cast<std::uint32_t>(integerMember(j, kManifestChecksum, where, 0, 0xffffffff));
+    nlohmann::json rest = j;
+    rest.erase(kManifestChecksum);
+    if (const std::uint32_t actual = documentChecksum(rest); actual != recorded) {
+      char message[160];
+      std::snprintf(message, sizeof message,
+                    ": its contents have CRC32 %08x, its '%s' says %08x (an edited or corrupted "
+                    "manifest)",
+                    actual, kManifestChecksum, recorded);
+      throw UserError(where + message);
+    }
   }
   m.config = member(j, "config", where);
   m.counters = countersFromJson(member(j, "counters", where), where + ": counters");
@@ -343,6 +372,8 @@ CheckpointManifest manifestFromJson(const nlohmann::json& j, const std::string& 
     c.file = stringMember(s, "file", at);
     c.offset = integerMember(s, "offset", at, 0, std::numeric_limits<std::int64_t>::max() / 2);
     c.bytes = integerMember(s, "bytes", at, 0, std::numeric_limits<std::int64_t>::max() / 2);
+    if (checksummed)
+      c.crc32 = static_cast<std::uint32_t>(integerMember(s, "crc32", at, 0, 0xffffffff));
     m.slices.push_back(std::move(c));
   }
   return m;
@@ -470,7 +501,7 @@ ShardWritten writeShard(const std::string& staging, int rank,
                        DType::F32,
                        {s.count},
                        s.data});
-    out.slices.push_back({s.tensor, s.field, s.begin, s.count, name, 0, s.count * 4});
+    out.slices.push_back({s.tensor, s.field, s.begin, s.count, name, 0, s.count * 4, 0});
   }
   const std::string path = (fs::path(staging) / name).string();
   const SafetensorsWritten w =
@@ -480,6 +511,7 @@ ShardWritten writeShard(const std::string& staging, int rank,
                                {"rank", std::to_string(rank)}});
   for (std::size_t i = 0; i < out.slices.size(); ++i) {
     out.slices[i].offset = static_cast<std::int64_t>(w.offsets[i]);
+    out.slices[i].crc32 = w.entryCrc32[i];
   }
   out.file = {name, w.crc32, static_cast<std::int64_t>(w.bytes)};
   return out;

@@ -5,9 +5,12 @@
 // previous checkpoint loadable. docs/checkpoints.md has the format.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,7 +23,9 @@
 
 namespace parascope {
 
-inline constexpr int kCheckpointFormatVersion = 1;
+// 2: each slice's CRC-32 (checked as a load reads it) and the manifest's own; 1 (still read):
+// only each file's, checked over the whole file before a load reads from it.
+inline constexpr int kCheckpointFormatVersion = 2;
 // manifest.json: a slice entry is ~150 bytes, so 256 MiB is over a million slices; the config
 // nests within kConfigJsonLimits one level down.
 inline constexpr JsonLimits kManifestJsonLimits{std::size_t{256} << 20, 40};
@@ -38,6 +43,7 @@ struct CheckpointSlice {  // one stored slice: always f32
   std::string file;
   std::int64_t offset = 0;  // byte offset of its data in the file
   std::int64_t bytes = 0;   // count * 4
+  std::uint32_t crc32 = 0;  // of its bytes (format 2; format 1 has none)
 };
 
 struct CheckpointManifest {
@@ -118,28 +124,56 @@ void checkCheckpointTensors(const CheckpointManifest& manifest,
 void loadInitialWeights(const std::string& path, const RankState& state);
 
 // A checkpoint opened for reading: `path` is a step directory or a directory with a `latest`
-// pointer (resolved). The manifest is validated at open (format version, file names that stay in
-// the directory, every file present with its size, slices within their files and their tensors,
-// every element of every (tensor, field) covered exactly once); every problem is a UserError
-// naming the file and, where there is one, the tensor.
+// pointer (resolved). The manifest is validated at open (format version, its own checksum, file
+// names that stay in the directory, every file present with its size, every slice within its
+// tensor and where its shard's header puts it, every element of every (tensor, field) covered
+// exactly once); every problem is a UserError naming the file and, where there is one, the tensor.
+// One reader serves every rank of a process: reading is thread-safe.
 class CheckpointReader {
  public:
-  explicit CheckpointReader(const std::string& path);
+  // verifyOnRead: whether read() checks what it reads against the checksums (always, but for
+  // measuring what that costs).
+  explicit CheckpointReader(const std::string& path, bool verifyOnRead = true);
   const std::string& directory() const { return directory_; }
   const CheckpointManifest& manifest() const { return manifest_; }
   // Fills `dest` (F32, or BF16 / F16 rounded to nearest even) from the stored slices overlapping
-  // it, reading only those bytes.
+  // it, reading only those bytes. In format 1, a file's CRC-32 is checked over the whole file
+  // before the first read from it (a mismatch is a UserError naming the file); in format 2, the
+  // CRC-32 of each part read is kept for finishChecks.
   void read(const StateSlice& dest) const;
+  // Format 2, once every read of a load in this process has returned: checks each stored slice
+  // read from against its CRC-32, joining the parts' CRCs (with no second pass over them) and
+  // reading only what no read here took (another process's share). UserError naming the file and
+  // the slice at the first mismatch.
+  void finishChecks() const;
   // Recomputes every file's CRC32; throws UserError naming the first file that differs.
   void verifyChecksums() const;
 
  private:
   using Key = std::pair<std::string, StateField>;  // (tensor, field)
+  // A part of a stored slice a read took (elements from the slice's start) and its bytes' CRC.
+  struct Piece {
+    std::int64_t begin = 0, count = 0;
+    std::uint32_t crc = 0;
+  };
+  void checkShardHeaders() const;
+  void verifyFile(const std::string& name) const;  // once per reader
+  void verifyFileChecksum(const CheckpointFile& file) const;
+  // The part's index in pieces_[slice], or none if a read has it already (a replica's).
+  std::optional<std::size_t> claimPiece(std::size_t slice, std::int64_t begin,
+                                        std::int64_t count) const;
+
   std::string directory_;
+  bool verifyOnRead_ = true;
   CheckpointManifest manifest_;
   // Per (tensor, field): indices into manifest_.slices sorted by begin (disjoint, covering).
   std::map<Key, std::vector<std::size_t>> index_;
   std::map<std::string, std::int64_t> numel_;  // per tensor
+  // Format 1, per file: claimed by the first read that checks it.
+  mutable std::vector<std::atomic<bool>> checked_;
+  // Format 2, per stored slice: the parts read since the last finishChecks.
+  mutable std::mutex piecesMutex_;
+  mutable std::map<std::size_t, std::vector<Piece>> pieces_;
 };
 
 }  // namespace parascope

@@ -7,16 +7,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <zlib.h>
 #include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 
+#include "core/common/crc32.h"
 #include "core/common/error.h"
+#include "core/io/safetensors.h"
 #include "core/kernels/precision.h"
 
 namespace parascope {
@@ -130,7 +133,8 @@ void readAt(const Fd& fd, void* out, std::int64_t bytes, std::int64_t offset,
 
 }  // namespace
 
-CheckpointReader::CheckpointReader(const std::string& path) : directory_(resolveCheckpoint(path)) {
+CheckpointReader::CheckpointReader(const std::string& path, bool verifyOnRead)
+    : directory_(resolveCheckpoint(path)), verifyOnRead_(verifyOnRead) {
   const std::string where = (fs::path(directory_) / "manifest.json").string();
   const nlohmann::json j =
       parseBoundedJson(readBoundedFile(where, kManifestJsonLimits.maxBytes, "checkpoint manifest"),
@@ -225,7 +229,79 @@ CheckpointReader::CheckpointReader(const std::string& path) : directory_(resolve
       }
     }
   }
+  checkShardHeaders();
+  checked_ =
+      std::vector<std::atomic<bool>>(manifest_.formatVersion >= 2 ? 0 : manifest_.files.size());
 }
+
+// Every slice where the manifest says it is: the shard's own header (safetensors) names it
+// (tensor/field/first element), as F32 of `count` elements at the manifest's offset, and lists
+// nothing else. An offset moved into the header or onto another slice's bytes, or two slices
+// sharing bytes, is refused here rather than read as weights.
+void CheckpointReader::checkShardHeaders() const {
+  std::map<std::string, std::vector<const CheckpointSlice*>> byFile;
+  for (const CheckpointSlice& s : manifest_.slices) byFile[s.file].push_back(&s);
+  for (const CheckpointFile& f : manifest_.files) {
+    const std::string path = (fs::path(directory_) / f.name).string();
+    const SafetensorsReader shard(path);
+    const auto format = shard.metadata().find("format");
+    if (format == shard.metadata().end() || format->second != "parascope-checkpoint") {
+      throw UserError(path +
+                      ": not a ParaScope checkpoint shard (its header's __metadata__ has "
+                      "no format \"parascope-checkpoint\")");
+    }
+    const std::vector<const CheckpointSlice*>& slices = byFile[f.name];
+    for (const CheckpointSlice* s : slices) {
+      const std::string name =
+          s->tensor + "/" + stateFieldName(s->field) + "/" + std::to_string(s->begin);
+      const auto entry = shard.tensors().find(name);
+      if (entry == shard.tensors().end()) {
+        throw UserError(path + ": " + describe(*s) + " is not in the shard's header (no entry '" +
+                        clipForMessage(name, 200) + "')");
+      }
+      const SafetensorsReader::Entry& e = entry->second;
+      if (e.dtype != DType::F32 || e.shape != Shape{s->count} ||
+          static_cast<std::int64_t>(e.offset) != s->offset) {
+        throw UserError(path + ": " + describe(*s) + " is at bytes " +
+                        range(s->offset, s->offset + s->bytes) +
+                        " in manifest.json but the shard's header has it as " +
+                        std::string(dtypeName(e.dtype)) + " " + shapeString(e.shape) +
+                        " from byte " + std::to_string(e.offset));
+      }
+    }
+    if (shard.tensors().size() != slices.size()) {
+      throw UserError(path + ": the shard's header lists " +
+                      std::to_string(shard.tensors().size()) + " tensors, manifest.json " +
+                      std::to_string(slices.size()) + " slices in it");
+    }
+  }
+}
+
+namespace {
+
+// Reads bytes [offset, offset + bytes) of `fd` through `buffer` (chunks of its size), adding them
+// to `crc`.
+std::uint32_t crcOfBytes(const Fd& fd, std::int64_t offset, std::int64_t bytes,
+                         std::vector<float>& buffer, std::uint32_t crc, const std::string& path) {
+  const auto chunk = static_cast<std::int64_t>(buffer.size() * sizeof(float));
+  for (std::int64_t at = 0; at < bytes; at += chunk) {
+    const std::int64_t n = std::min(chunk, bytes - at);
+    readAt(fd, buffer.data(), n, offset + at, path);
+    crc = crc32Update(crc, buffer.data(), static_cast<std::size_t>(n));
+  }
+  return crc;
+}
+
+void throwCorrupted(const std::string& path, const std::string& what, std::uint32_t actual,
+                    std::uint32_t recorded) {
+  char message[128];
+  std::snprintf(message, sizeof message,
+                ": CRC32 %08x, manifest.json says %08x (corrupted file; nothing was loaded)",
+                actual, recorded);
+  throw UserError(path + ": " + what + message);
+}
+
+}  // namespace
 
 void CheckpointReader::read(const StateSlice& dest) const {
   const auto tensor = numel_.find(dest.tensor);
@@ -249,7 +325,8 @@ void CheckpointReader::read(const StateSlice& dest) const {
       order.begin(), order.end(), dest.begin,
       [&](std::int64_t at, std::size_t i) { return at < manifest_.slices[i].begin; });
   if (it != order.begin()) --it;
-  constexpr std::int64_t kChunk = 16384;  // elements narrowed per read
+  // Elements per read: 256 KiB, so a checksum runs over bytes still in the core's cache.
+  constexpr std::int64_t kChunk = 65536;
   std::vector<float> staging(dest.dtype == DType::F32 ? 0 : kChunk);
   for (std::int64_t at = dest.begin; at < end; ++it) {
     if (it == order.end() || manifest_.slices[*it].begin > at ||
@@ -259,49 +336,122 @@ void CheckpointReader::read(const StateSlice& dest) const {
     }
     const CheckpointSlice& s = manifest_.slices[*it];
     const std::string path = (fs::path(directory_) / s.file).string();
+    if (verifyOnRead_ && manifest_.formatVersion < 2) verifyFile(s.file);
     const Fd fd(path);
     const std::int64_t stop = std::min(end, s.begin + s.count);
+    // Format 2: the CRC of the part read, unless another read (a replica's) has it already;
+    // finishChecks joins the parts.
+    const std::optional<std::size_t> piece = verifyOnRead_ && manifest_.formatVersion >= 2
+                                                 ? claimPiece(*it, at - s.begin, stop - at)
+                                                 : std::nullopt;
+    std::uint32_t crc = 0;
     for (; at < stop;) {
-      const std::int64_t n = dest.dtype == DType::F32 ? stop - at : std::min(kChunk, stop - at);
+      const std::int64_t n = std::min(kChunk, stop - at);
       const std::int64_t fileOffset = s.offset + (at - s.begin) * 4;
       const std::int64_t destIndex = at - dest.begin;
-      if (dest.dtype == DType::F32) {
-        readAt(fd, static_cast<float*>(dest.data) + destIndex, n * 4, fileOffset, path);
-      } else {
-        readAt(fd, staging.data(), n * 4, fileOffset, path);
+      float* out =
+          dest.dtype == DType::F32 ? static_cast<float*>(dest.data) + destIndex : staging.data();
+      readAt(fd, out, n * 4, fileOffset, path);
+      if (piece) crc = crc32Update(crc, out, static_cast<std::size_t>(n) * 4);
+      if (dest.dtype != DType::F32) {
         kernels::narrow(staging.data(), static_cast<std::uint16_t*>(dest.data) + destIndex, n,
                         dest.dtype);
       }
       at += n;
     }
+    if (piece) {
+      const std::lock_guard lock(piecesMutex_);
+      pieces_[*it][*piece].crc = crc;
+    }
+  }
+}
+
+std::optional<std::size_t> CheckpointReader::claimPiece(std::size_t slice, std::int64_t begin,
+                                                        std::int64_t count) const {
+  const std::lock_guard lock(piecesMutex_);
+  std::vector<Piece>& list = pieces_[slice];
+  for (const Piece& p : list) {
+    if (p.begin == begin && p.count == count) return std::nullopt;
+  }
+  list.push_back({begin, count, 0});
+  return list.size() - 1;
+}
+
+void CheckpointReader::finishChecks() const {
+  const std::lock_guard lock(piecesMutex_);
+  std::vector<float> buffer;
+  for (auto& [index, list] : pieces_) {
+    const CheckpointSlice& s = manifest_.slices[index];
+    std::sort(list.begin(), list.end(), [](const Piece& a, const Piece& b) {
+      return a.begin != b.begin ? a.begin < b.begin : a.count > b.count;
+    });
+    // The parts in order; what no read took (another process's share, or between parts that
+    // overlap) is read here.
+    const std::string path = (fs::path(directory_) / s.file).string();
+    std::optional<Fd> fd;
+    const auto beside = [&](std::int64_t from, std::int64_t to, std::uint32_t crc) {
+      if (to <= from) return crc;
+      if (!fd) fd.emplace(path);
+      if (buffer.empty()) buffer.resize(65536);
+      return crcOfBytes(*fd, s.offset + from * 4, (to - from) * 4, buffer, crc, path);
+    };
+    std::uint32_t crc = 0;
+    std::int64_t covered = 0;
+    for (const Piece& p : list) {
+      if (p.begin < covered) continue;
+      crc = beside(covered, p.begin, crc);
+      crc = crc32Combine(crc, p.crc, p.count * 4);
+      covered = p.begin + p.count;
+    }
+    crc = beside(covered, s.count, crc);
+    if (crc != s.crc32) {
+      pieces_.clear();
+      throwCorrupted(path, describe(s), crc, s.crc32);
+    }
+  }
+  pieces_.clear();
+}
+
+void CheckpointReader::verifyFile(const std::string& name) const {
+  const auto file = std::find_if(manifest_.files.begin(), manifest_.files.end(),
+                                 [&](const CheckpointFile& f) { return f.name == name; });
+  const auto index = static_cast<std::size_t>(file - manifest_.files.begin());
+  if (checked_[index].exchange(true)) return;
+  try {
+    verifyFileChecksum(*file);
+  } catch (...) {
+    checked_[index] = false;  // a later read refuses it again
+    throw;
+  }
+}
+
+void CheckpointReader::verifyFileChecksum(const CheckpointFile& f) const {
+  std::vector<unsigned char> buffer(std::size_t{1} << 20);
+  const std::string path = (fs::path(directory_) / f.name).string();
+  const Fd fd(path);
+  std::uint32_t crc = 0;
+  std::int64_t total = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw UserError(path + ": cannot read (" + std::strerror(errno) + ")");
+    if (n == 0) break;
+    crc = crc32Update(crc, buffer.data(), static_cast<std::size_t>(n));
+    total += n;
+  }
+  if (total != f.bytes || crc != f.crc32) {
+    char message[160];
+    std::snprintf(message, sizeof message,
+                  ": CRC32 %08x over %lld bytes, manifest.json says %08x over %lld bytes "
+                  "(corrupted file)",
+                  static_cast<unsigned>(crc), static_cast<long long>(total), f.crc32,
+                  static_cast<long long>(f.bytes));
+    throw UserError(path + message);
   }
 }
 
 void CheckpointReader::verifyChecksums() const {
-  std::vector<unsigned char> buffer(std::size_t{1} << 20);
-  for (const CheckpointFile& f : manifest_.files) {
-    const std::string path = (fs::path(directory_) / f.name).string();
-    const Fd fd(path);
-    uLong crc = crc32(0L, Z_NULL, 0);
-    std::int64_t total = 0;
-    for (;;) {
-      const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw UserError(path + ": cannot read (" + std::strerror(errno) + ")");
-      if (n == 0) break;
-      crc = crc32_z(crc, buffer.data(), static_cast<std::size_t>(n));
-      total += n;
-    }
-    if (total != f.bytes || static_cast<std::uint32_t>(crc) != f.crc32) {
-      char message[160];
-      std::snprintf(message, sizeof message,
-                    ": CRC32 %08x over %lld bytes, manifest.json says %08x over %lld bytes "
-                    "(corrupted file)",
-                    static_cast<unsigned>(crc), static_cast<long long>(total), f.crc32,
-                    static_cast<long long>(f.bytes));
-      throw UserError(path + message);
-    }
-  }
+  for (const CheckpointFile& f : manifest_.files) verifyFileChecksum(f);
 }
 
 void checkCheckpointTensors(const CheckpointManifest& manifest,

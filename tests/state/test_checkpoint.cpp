@@ -91,9 +91,19 @@ class TestCheckpoint : public QObject {
     damage(dir);
     return dir;
   }
-  void editManifest(const fs::path& dir, const std::function<void(nlohmann::json&)>& edit) {
+  // Edits manifest.json and, unless `stamp` is false, gives it the checksum of its new contents
+  // (zlib's CRC-32 of the compact document without the checksum), so that the damage reaches the
+  // checks behind the manifest's own.
+  void editManifest(const fs::path& dir, const std::function<void(nlohmann::json&)>& edit,
+                    bool stamp = true) {
     nlohmann::json m = readManifest(dir);
     edit(m);
+    if (stamp && m.contains("manifest_crc32")) {
+      m.erase("manifest_crc32");
+      const std::string text = m.dump();
+      m["manifest_crc32"] =
+          crc32(0, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size()));
+    }
     writeText(dir / "manifest.json", m.dump(1));
   }
 
@@ -107,7 +117,7 @@ class TestCheckpoint : public QObject {
     const CheckpointReader reader(tmp_.filePath("good").toStdString());  // through `latest`
     QCOMPARE(reader.directory(), good_);
     const CheckpointManifest& m = reader.manifest();
-    QCOMPARE(m.formatVersion, 1);
+    QCOMPARE(m.formatVersion, 2);
     QCOMPARE(m.files.size(), std::size_t{3});
     QCOMPARE(m.files[1].name, std::string("rank-00001.safetensors"));
     QCOMPARE(m.slices.size(), std::size_t{4 * 3 * 3 * 2});
@@ -374,6 +384,100 @@ class TestCheckpoint : public QObject {
                  "directory");
   }
 
+  // A load checks what it reads: a stored slice's CRC-32 covers all of it, so a read of one
+  // element finds a flipped bit anywhere in the slice once the load's reads are done (format 2),
+  // and a format 1 checkpoint has its whole file checked before the first read from it.
+  void readsAreChecked() {
+    const nlohmann::json good = readManifest(good_);
+    const nlohmann::json& s0 = good["slices"][0];
+    const std::int64_t k = s0["count"].get<std::int64_t>();
+    const std::int64_t at = s0["offset"].get<std::int64_t>();
+    const auto flip = [](const fs::path& file, std::int64_t byte) {
+      std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekg(byte);
+      const char c = static_cast<char>(f.get() ^ 0x10);
+      f.seekp(byte);
+      f.put(c);
+    };
+    // Parts read in any order and by several readers join to the slice's CRC: no false alarm.
+    {
+      const CheckpointReader reader(good_);
+      std::vector<float> x(static_cast<std::size_t>(k));
+      for (const auto& [begin, count] : {std::pair{k / 2, k - k / 2}, std::pair{k / 3, k / 2},
+                                         std::pair{k / 2, k - k / 2}, std::pair{0 * k, k / 3}}) {
+        reader.read({"h.0.attn.c_attn.weight", StateField::Param, begin, count, x.data()});
+      }
+      reader.finishChecks();  // [0, k/3) + [k/3, k/3 + k/2) + the rest read beside
+      for (const std::int64_t begin : {std::int64_t{0}, k / 3}) {
+        reader.read({"h.0.attn.c_attn.weight", StateField::Param, begin, k / 3, x.data()});
+      }
+      reader.read(
+          {"h.0.attn.c_attn.weight", StateField::Param, 2 * (k / 3), k - 2 * (k / 3), x.data()});
+      reader.finishChecks();  // three parts that join exactly
+    }
+    fs::path d = damagedCopy("flipped-bit", [&](const fs::path& p) {
+      flip(p / "rank-00000.safetensors", at + 4 * k - 1);  // the slice's last byte
+    });
+    const std::string data = readText(d / "rank-00000.safetensors");
+    char message[128];
+    std::snprintf(
+        message, sizeof message,
+        ": CRC32 %08lx, manifest.json says %08x (corrupted file; nothing was loaded)",
+        crc32(0, reinterpret_cast<const Bytef*>(data.data() + at), static_cast<uInt>(4 * k)),
+        s0["crc32"].get<unsigned>());
+    const std::string expected = (d / "rank-00000.safetensors").string() +
+                                 ": tensor 'h.0.attn.c_attn.weight' (param, elements [0, " +
+                                 std::to_string(k) + "))" + message;
+    const CheckpointReader reader(d.string());
+    float x = 0;
+    std::uint16_t half = 0;
+    reader.read({"h.0.attn.c_attn.weight", StateField::Param, 0, 1, &x});
+    QCOMPARE(messageOf([&] { reader.finishChecks(); }), expected);
+    // Each load is checked afresh; narrowed reads are checked the same.
+    reader.read({"h.0.attn.c_attn.weight", StateField::Param, 1, 1, &half, DType::BF16});
+    QCOMPARE(messageOf([&] { reader.finishChecks(); }), expected);
+    // Unchecked reads see the damage: the check is what stands between it and the weights.
+    const CheckpointReader unchecked(d.string(), /*verifyOnRead=*/false);
+    unchecked.read({"h.0.attn.c_attn.weight", StateField::Param, k - 1, 1, &x});
+    unchecked.finishChecks();
+    QVERIFY(std::bit_cast<std::uint32_t>(x) !=
+            std::bit_cast<std::uint32_t>(stateValue(7, 0, StateField::Param, k - 1)));
+
+    // Format 1: no slice checksums, no manifest checksum; the file's CRC is checked at first read.
+    d = damagedCopy("format-1", [&](const fs::path& p) {
+      editManifest(
+          p,
+          [](nlohmann::json& m) {
+            m["format_version"] = 1;
+            m.erase("manifest_crc32");
+            for (nlohmann::json& s : m["slices"]) s.erase("crc32");
+          },
+          /*stamp=*/false);
+    });
+    checkContents(CheckpointReader(d.string()), tensors_, 7, 37);
+    flip(d / "rank-00002.safetensors",
+         static_cast<std::int64_t>(fs::file_size(d / "rank-00002.safetensors")) - 5);
+    const std::string file2 = readText(d / "rank-00002.safetensors");
+    char message1[160];
+    std::snprintf(
+        message1, sizeof message1,
+        ": CRC32 %08lx over %zu bytes, manifest.json says %08x over %zu bytes (corrupted file)",
+        crc32(0, reinterpret_cast<const Bytef*>(file2.data()), static_cast<uInt>(file2.size())),
+        file2.size(), good["files"][2]["crc32"].get<unsigned>(), file2.size());
+    const CheckpointReader old(d.string());
+    std::string refused;
+    for (const nlohmann::json& s : good["slices"]) {
+      if (s["file"] != "rank-00002.safetensors" || s["field"] != "param") continue;
+      std::vector<float> out(s["count"].get<std::size_t>());
+      refused = messageOf([&] {
+        old.read({s["tensor"].get<std::string>(), StateField::Param, s["begin"].get<std::int64_t>(),
+                  s["count"].get<std::int64_t>(), out.data()});
+      });
+      break;
+    }
+    QCOMPARE(refused, (d / "rank-00002.safetensors").string() + message1);
+  }
+
   void badCheckpoints() {
     const auto manifestOf = [](const fs::path& d) { return (d / "manifest.json").string(); };
     const nlohmann::json good = readManifest(good_);
@@ -386,10 +490,33 @@ class TestCheckpoint : public QObject {
         "tensor 'h.0.attn.c_attn.weight' (param, elements [0, " + std::to_string(k) + "))";
 
     fs::path d = damagedCopy("version", [&](const fs::path& p) {
-      editManifest(p, [](nlohmann::json& m) { m["format_version"] = 2; });
+      editManifest(p, [](nlohmann::json& m) { m["format_version"] = 3; });
     });
     QCOMPARE(messageOf([&] { CheckpointReader r(d.string()); }),
-             manifestOf(d) + ": format_version 2 is not supported (supported: 1)");
+             manifestOf(d) + ": format_version 3 is not supported (supported: 1, 2)");
+
+    // Any change to what the manifest says, without its checksum following.
+    d = damagedCopy("edited", [&](const fs::path& p) {
+      editManifest(
+          p, [](nlohmann::json& m) { m["counters"]["step"] = 8; }, /*stamp=*/false);
+    });
+    {
+      nlohmann::json edited = readManifest(d);
+      edited.erase("manifest_crc32");
+      const std::string text = edited.dump();
+      char message[160];
+      std::snprintf(
+          message, sizeof message,
+          ": its contents have CRC32 %08lx, its 'manifest_crc32' says %08x (an edited "
+          "or corrupted manifest)",
+          crc32(0, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size())),
+          good["manifest_crc32"].get<unsigned>());
+      QCOMPARE(messageOf([&] { CheckpointReader r(d.string()); }), manifestOf(d) + message);
+    }
+    // Whitespace is not contents: a manifest re-indented by hand still loads.
+    d = damagedCopy("reindented",
+                    [&](const fs::path& p) { writeText(p / "manifest.json", good.dump(4)); });
+    QCOMPARE(CheckpointReader(d.string()).manifest().counters.step, 7);
 
     for (const char* bad : {"/etc/passwd", "../rank-00000.safetensors", "sub/rank.safetensors"}) {
       d = damagedCopy(bad[0] == '/'   ? "absolute"
@@ -456,6 +583,27 @@ class TestCheckpoint : public QObject {
     QCOMPARE(messageOf([&] { CheckpointReader r(d.string()); }),
              manifestOf(d) +
                  ": slice of tensor 'h.0.attn.c_attn.weight', which is not in the tensors list");
+
+    // Slices must lie where their shard's own header puts them: an offset moved by one element,
+    // into the header, or onto another slice's bytes (two slices sharing bytes).
+    const std::int64_t offset0 = good["slices"][0]["offset"].get<std::int64_t>();
+    const std::string shard0 = (fs::path("rank-00000.safetensors")).string();
+    for (const auto& [name, slice, offset] :
+         {std::tuple{"moved", 0, offset0 + 4}, std::tuple{"into-header", 0, std::int64_t{8}},
+          std::tuple{"aliased", 1, offset0}}) {
+      d = damagedCopy(name, [&](const fs::path& p) {
+        editManifest(p, [&](nlohmann::json& m) { m["slices"][slice]["offset"] = offset; });
+      });
+      const nlohmann::json& s = good["slices"][slice];
+      const std::int64_t at = s["offset"].get<std::int64_t>(), n = s["count"].get<std::int64_t>();
+      QCOMPARE(messageOf([&] { CheckpointReader r(d.string()); }),
+               (d / shard0).string() + ": tensor 'h.0.attn.c_attn.weight' (param, elements [" +
+                   std::to_string(s["begin"].get<std::int64_t>()) + ", " +
+                   std::to_string(s["begin"].get<std::int64_t>() + n) + ")) is at bytes [" +
+                   std::to_string(offset) + ", " + std::to_string(offset + 4 * n) +
+                   ") in manifest.json but the shard's header has it as f32 [" + std::to_string(n) +
+                   "] from byte " + std::to_string(at));
+    }
 
     const fs::path parent = fs::path(tmp_.path().toStdString()) / "damaged" / "bad-latest";
     fs::create_directories(parent);

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "checkpoint_fixture.h"
 #include "core/io/safetensors.h"
@@ -118,6 +119,46 @@ class TestCheckpointCli : public QObject {
                                                      std::to_string(::getpid()) + " on ")),
              qPrintable(r.err));
     QVERIFY2(!r.out.contains("loss"), qPrintable(r.out));
+  }
+
+  // A shard of the right size holding other bytes (here NaNs over part of the embedding) trained
+  // to a NaN loss and exited 0; the load checks every slice's CRC-32 and refuses it before any
+  // step. Another model's checkpoint is refused before any rank builds the model.
+  void aDamagedOrForeignCheckpointIsRefusedBeforeTraining() {
+    const QString dir = tmp_.filePath("trained");
+    Result r =
+        run({"train", "--config", kDefaultConfig, "--save", dir, "train_iters=1", "eval_iters=1"});
+    QCOMPARE(r.code, 0);
+    const fs::path step = fs::path(dir.toStdString()) / "step-00000001";
+    const nlohmann::json manifest = nlohmann::json::parse(std::ifstream(step / "manifest.json"));
+    const nlohmann::json* wte = nullptr;
+    for (const nlohmann::json& s : manifest["slices"]) {
+      if (s["tensor"] == "wte.weight" && s["field"] == "param") wte = &s;
+    }
+    QVERIFY(wte != nullptr);
+    {
+      std::fstream f(step / "rank-00000.safetensors",
+                     std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp((*wte)["offset"].get<std::int64_t>() + 400);
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      for (int i = 0; i < 16; ++i) f.write(reinterpret_cast<const char*>(&nan), sizeof nan);
+    }
+    r = run({"train", "--config", kDefaultConfig, "--load", dir, "train_iters=2"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.startsWith(QString::fromStdString(
+                 "error: " + (step / "rank-00000.safetensors").string() +
+                 ": tensor 'wte.weight' (param, elements [0, " +
+                 std::to_string((*wte)["count"].get<std::int64_t>()) + ")): CRC32 ")),
+             qPrintable(r.err));
+    QVERIFY2(r.err.endsWith("(corrupted file; nothing was loaded)\n"), qPrintable(r.err));
+    QVERIFY2(!r.out.contains("loss"), qPrintable(r.out));
+
+    r = run({"train", "--config", kDefaultConfig, "--load", dir_, "train_iters=5"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, "error: checkpoint " + dir_ +
+                        "/step-00000004: tensor 'wte.weight' is [50, 16] in the checkpoint but "
+                        "[256, 256] in this model (a checkpoint of another model?)\n");
+    QVERIFY2(r.out.isEmpty(), qPrintable(r.out));  // refused before the run's first report
   }
 
   // Switch steps count the saved steps: one at or before the checkpoint's step would never come
