@@ -16,7 +16,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -261,6 +260,10 @@ class Importer {
   std::uint32_t key(std::string_view raw);
   void addEvent(RawEvent& r);
   void addCounters(RawEvent& r, const ForeignMapping& m);
+  const char* internName(std::string_view name) {
+    return name.size() <= kMaxNameBytes ? out_.strings.intern(name)
+                                        : out_.strings.intern(clipName(name));
+  }
   void resolve();
   void addCollectiveTraffic();
 
@@ -535,8 +538,8 @@ std::int32_t toInt32(const std::optional<std::int64_t>& v, const char* what) {
 void Importer::addEvent(RawEvent& r) {
   if (r.ph == 'M') {
     const std::uint32_t pid = key(r.pid);
-    if (r.name == "process_name") processNames_[pid] = std::string(r.args.metaName);
-    if (r.name == "thread_name") threadNames_[{pid, key(r.tid)}] = std::string(r.args.metaName);
+    if (r.name == "process_name") processNames_[pid] = clipName(r.args.metaName);
+    if (r.name == "thread_name") threadNames_[{pid, key(r.tid)}] = clipName(r.args.metaName);
     return;
   }
   if (r.ph != 'X' && r.ph != 'i' && r.ph != 'I' && r.ph != 'C') return;  // flows, B/E, ...
@@ -556,7 +559,7 @@ void Importer::addEvent(RawEvent& r) {
     return;
   }
   Event e;
-  e.name = out_.strings.intern(r.name);
+  e.name = internName(r.name);
   e.category = m.category;
   e.kind = r.ph == 'X' ? EventKind::Span : r.ph == 'C' ? EventKind::Counter : EventKind::Instant;
   e.startNs = *r.ts;
@@ -578,7 +581,7 @@ void Importer::addEvent(RawEvent& r) {
   if (gpuLane) e.lane = trace::lane::gpuStream(static_cast<std::uint32_t>(*a.stream));
   if (!ours_ && e.kind == EventKind::Span && r.name == "record_param_comms" &&
       !a.collective.name.empty()) {
-    e.name = out_.strings.intern("record_param_comms:" + std::string(a.collective.name));
+    e.name = internName("record_param_comms:" + std::string(a.collective.name));
     e.category = Category::Communication;
     if (a.collective.groupId >= 0) e.group = toInt32(a.collective.groupId, "Process Group ID");
     collectives_.emplace_back(out_.events.size(), a.collective);
@@ -597,7 +600,7 @@ void Importer::addCounters(RawEvent& r, const ForeignMapping& m) {
                          " events, the import limit"};
     }
     Event e;
-    e.name = out_.strings.intern(name);
+    e.name = internName(name);
     e.category = c;
     e.kind = EventKind::Counter;
     e.startNs = e.endNs = *r.ts;
@@ -708,31 +711,42 @@ bool isGzip(const char* data, std::size_t size) {
 
 // The file's bytes with simdjson's padding, gunzipped when it starts with the gzip magic.
 PaddedInput readPadded(const std::string& path, std::size_t maxBytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (the workbench's --open waited
+  // forever); anything but a regular file is refused before a byte is read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw UserError("cannot open trace file '" + path + "': " + std::strerror(errno));
+  const struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
-  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  const auto size = static_cast<std::size_t>(regular ? st.st_size : 0);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    throw UserError("trace file '" + path + "': " +
+                    (S_ISDIR(st.st_mode) ? "is a directory" : "is a device, FIFO or socket") +
+                    ", not a regular file");
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
   if (size > maxBytes) {
-    ::close(fd);
     throw UserError("trace file '" + path + "' has " + std::to_string(size) +
                     " bytes, more than the import limit of " + std::to_string(maxBytes));
   }
-  std::optional<PaddedInput> mapped = regular ? PaddedInput::map(fd, size) : std::nullopt;
-  ::close(fd);
+  std::optional<PaddedInput> mapped = PaddedInput::map(fd, size);
   if (!mapped) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw UserError("cannot open trace file '" + path + "': " + std::strerror(errno));
+    // Files that state size 0 (under /proc) or cannot be mapped: read, up to the limit.
     std::string bytes;
     char block[1 << 16];
-    while (in.read(block, sizeof block) || in.gcount() > 0) {
-      bytes.append(block, static_cast<std::size_t>(in.gcount()));
+    for (;;) {
+      const ssize_t got = ::read(fd, block, sizeof block);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0)
+        throw UserError("cannot read trace file '" + path + "': " + std::strerror(errno));
+      if (got == 0) break;
+      bytes.append(block, static_cast<std::size_t>(got));
       if (bytes.size() > maxBytes) {
         throw UserError("trace file '" + path + "' has more than the import limit of " +
                         std::to_string(maxBytes) + " bytes");
       }
     }
-    if (in.bad()) throw UserError("cannot read trace file '" + path + "'");
     mapped.emplace(simdjson::padded_string(bytes));
   }
   if (isGzip(mapped->data(), mapped->size())) {
@@ -743,6 +757,16 @@ PaddedInput readPadded(const std::string& path, std::size_t maxBytes) {
 }
 
 }  // namespace
+
+std::string clipName(std::string_view name) {
+  if (name.size() <= kMaxNameBytes) return std::string(name);
+  std::size_t keep = kMaxNameBytes;
+  // Back to the start of a character: a cut through one would leave invalid UTF-8, which the
+  // exporter's JSON writer refuses.
+  while (keep > 0 && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
+  return std::string(name.substr(0, keep)) + "... [clipped from " + std::to_string(name.size()) +
+         " bytes]";
+}
 
 TraceData importChromeTraceFromMemory(std::string_view data, const std::string& source,
                                       const ImportOptions& options) {

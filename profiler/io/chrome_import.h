@@ -21,6 +21,14 @@ struct ImportOptions {
   std::int32_t defaultRank = 0;  // for traces that do not say which rank wrote them
 };
 
+// Names (of events, counters, ranks and threads) longer than this are clipped as they are
+// imported: a view labels, measures and searches every name, and a 30 MB one cost the workbench
+// minutes. docs/limits.md states the bound.
+inline constexpr std::size_t kMaxNameBytes = 1024;
+// `name` itself when it is at most kMaxNameBytes; otherwise its first kMaxNameBytes or fewer (at
+// a UTF-8 character boundary) and the marker "... [clipped from N bytes]".
+std::string clipName(std::string_view name);
+
 TraceData importChromeTrace(const std::string& path, const ImportOptions& options = {});
 // Several files as one trace, e.g. one file per rank. A file that does not say which rank wrote
 // it (torch 1.13, or Kineto without distributedInfo) gets its position in `paths` as rank

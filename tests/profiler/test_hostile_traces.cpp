@@ -53,6 +53,7 @@ class TestHostileTraces : public QObject {
   void manyPeersCostTheirEventsOnly();
   void ranksBeyondInt32AreRefused();
   void gzipBombsAreRefusedBeforeInflating();
+  void longNamesAreClippedAtImport();
 };
 
 // Probe 8: breakdown.cpp's window of a step spanning -9e18 .. 9e18 ns.
@@ -145,3 +146,39 @@ void TestHostileTraces::gzipBombsAreRefusedBeforeInflating() {
 
 QTEST_GUILESS_MAIN(TestHostileTraces)
 #include "test_hostile_traces.moc"
+
+// Long names are clipped once, at import, to kMaxNameBytes at a UTF-8 character boundary, with a
+// marker of the size they had: ten 30 MB span names took the workbench 104 s to first draw.
+void TestHostileTraces::longNamesAreClippedAtImport() {
+  QCOMPARE(kMaxNameBytes, std::size_t{1024});
+  const std::string big(3'000'000, 'x');
+  // "é" is two bytes: the 1024th byte is the first half of one, so the cut falls before it.
+  const std::string accents =
+      std::string(1023, 'a') + std::string(100, 'b').replace(0, 2, "\xc3\xa9");
+  const std::string exact(1024, 'y');
+  const std::string json = R"({"traceEvents":[)"
+                           R"({"ph":"M","name":"thread_name","pid":0,"tid":1,"args":{"name":")" +
+                           big +
+                           R"("}},)"
+                           R"({"ph":"X","name":")" +
+                           big +
+                           R"(","pid":0,"tid":1,"ts":1,"dur":1},)"
+                           R"({"ph":"X","name":")" +
+                           accents +
+                           R"(","pid":0,"tid":1,"ts":3,"dur":1},)"
+                           R"({"ph":"X","name":")" +
+                           exact +
+                           R"(","pid":0,"tid":1,"ts":5,"dur":1},)"
+                           R"({"ph":"C","name":")" +
+                           big + R"(","pid":0,"tid":1,"ts":7,"args":{"v":-5}}]})";
+  const TraceData t = importChromeTraceFromMemory(json, "long names");
+  QCOMPARE(t.events.size(), std::size_t{4});
+  const std::string clipped = std::string(1024, 'x') + "... [clipped from 3000000 bytes]";
+  QCOMPARE(std::string(t.events[0].name), clipped);
+  QCOMPARE(std::string(t.events[1].name), std::string(1023, 'a') + "... [clipped from 1123 bytes]");
+  QCOMPARE(std::string(t.events[2].name), exact);  // at the bound: as it was
+  QCOMPARE(std::string(t.events[3].name), clipped);
+  QCOMPARE(t.events[3].bytes, std::int64_t{-5});
+  QCOMPARE(t.laneName(t.events[0].rank, t.events[0].lane), clipped);
+  QCOMPARE(clipName(exact), exact);
+}
