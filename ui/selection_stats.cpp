@@ -23,13 +23,13 @@ std::vector<NameStats> selectionStats(const TimelineIndex& index,
         s.minNs = s.count == 0 ? d : std::min(s.minNs, d);
         s.maxNs = s.count == 0 ? d : std::max(s.maxNs, d);
         ++s.count;
-        s.totalNs += d;
+        s.totalNs = saturatingAdd(s.totalNs, d);
       }
     }
   }
   std::vector<NameStats> out;
   std::int64_t all = 0;
-  for (const auto& [id, s] : byName) all += s.totalNs;
+  for (const auto& [id, s] : byName) all = saturatingAdd(all, s.totalNs);
   for (auto& [id, s] : byName) {
     s.name = index.name(id << 4);
     s.meanNs = static_cast<double>(s.totalNs) / static_cast<double>(s.count);

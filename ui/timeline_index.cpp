@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/common/checked_math.h"
 #include "ui/flow_matcher.h"
 
 namespace parascope::ui {
@@ -586,7 +587,9 @@ void TimelineIndex::updateBlocks(Lane& lane, std::uint32_t depth, std::size_t fr
     SpanBlock block;
     for (std::size_t i = b * kBlockSpans; i < (b + 1) * kBlockSpans; ++i) {
       block.maxDuration = std::max(block.maxDuration, level[i].endNs - level[i].startNs);
-      if (i > 0) block.maxGap = std::max(block.maxGap, level[i].startNs - level[i - 1].endNs);
+      if (i > 0) {
+        block.maxGap = std::max(block.maxGap, saturatingSub(level[i].startNs, level[i - 1].endNs));
+      }
     }
     block.lastEnd = level[(b + 1) * kBlockSpans - 1].endNs;
     blocks[b] = block;

@@ -10,12 +10,11 @@ namespace parascope::ui {
 void TimeAxis::zoomAt(double px, double factor) {
   const double anchor = static_cast<double>(startNs) + px * nsPerPx;
   nsPerPx = std::clamp(nsPerPx * factor, 1e-3, 1e15);
-  startNs = static_cast<std::int64_t>(std::llround(anchor - px * nsPerPx));
+  startNs = clampedTime(anchor - px * nsPerPx);
 }
 
 void TimeAxis::fit(std::int64_t fromNs, std::int64_t toNs, int widthPx) {
-  const std::int64_t span = std::max<std::int64_t>(toNs - fromNs, 1);
-  nsPerPx = static_cast<double>(span) / std::max(widthPx, 1);
+  nsPerPx = std::max(differenceAsDouble(toNs, fromNs), 1.0) / std::max(widthPx, 1);
   startNs = fromNs;
 }
 
@@ -51,9 +50,9 @@ bool pastAnyEvent(const TimeAxis& axis, std::int64_t c) {
 std::int64_t columnStart(const TimeAxis& axis, std::int64_t c) {
   if (pastAnyEvent(axis, c)) return INT64_MAX;
   const double offset = std::ceil(static_cast<double>(c) * axis.nsPerPx);
-  auto t = axis.startNs + static_cast<std::int64_t>(offset);
-  while (axis.column(t - 1) >= c) --t;
-  while (axis.column(t) < c) ++t;
+  auto t = saturatingAdd(axis.startNs, static_cast<std::int64_t>(offset));
+  while (t > INT64_MIN && axis.column(t - 1) >= c) --t;
+  while (t < INT64_MAX && axis.column(t) < c) ++t;
   return t;
 }
 
@@ -207,6 +206,13 @@ void sampleCounter(const std::vector<CounterPoint>& points, const TimeAxis& axis
   }
 }
 
+double counterHeight(std::int64_t value, std::int64_t minValue, std::int64_t maxValue) {
+  const std::int64_t lo = std::min<std::int64_t>(minValue, 0);
+  const std::int64_t hi = std::max<std::int64_t>(maxValue, 0);
+  if (hi == lo) return 0;
+  return std::clamp(differenceAsDouble(value, lo) / differenceAsDouble(hi, lo), 0.0, 1.0);
+}
+
 std::string formatDuration(std::int64_t ns) {
   const double v = static_cast<double>(ns);
   const double a = std::fabs(v);
@@ -232,13 +238,17 @@ std::vector<Tick> rulerTicks(const TimeAxis& axis, std::int64_t originNs, int wi
       if (step >= minStep) break;
     }
   }
-  const auto stepNs = static_cast<std::int64_t>(step);
+  // Ticks stop where time does: the ruler of a trace reaching the int64 range ends there.
+  const auto stepNs = static_cast<std::int64_t>(std::min(step, 5e18));
   std::vector<Tick> ticks;
-  const std::int64_t rel = axis.startNs - originNs;
+  const std::int64_t rel = saturatingSub(axis.startNs, originNs);
   std::int64_t t = rel / stepNs * stepNs;
-  if (t < rel) t += stepNs;
-  for (; axis.x(t + originNs) < widthPx; t += stepNs) {
-    ticks.push_back({axis.x(t + originNs), formatDuration(t)});
+  if (t < rel && __builtin_add_overflow(t, stepNs, &t)) return ticks;
+  for (;;) {
+    std::int64_t at;
+    if (__builtin_add_overflow(t, originNs, &at) || axis.x(at) >= widthPx) break;
+    ticks.push_back({axis.x(at), formatDuration(t)});
+    if (__builtin_add_overflow(t, stepNs, &t)) break;
   }
   return ticks;
 }

@@ -11,22 +11,35 @@
 #include <string>
 #include <vector>
 
+#include "core/common/checked_math.h"
 #include "ui/timeline_index.h"
 
 namespace parascope::ui {
 
+// A time in ns from a double, clamped to the int64 range: a view of a trace spanning more than
+// 2^63 ns reaches past it.
+inline std::int64_t clampedTime(double ns) {
+  constexpr double kLimit = 9223372036854774784.0;  // the largest double below 2^63
+  return std::llround(std::clamp(ns, -kLimit, kLimit));
+}
+
+// Times are any int64 the importer accepts, so distances between them are taken as doubles
+// (differenceAsDouble), never as an int64 difference that could overflow.
 struct TimeAxis {
   std::int64_t startNs = 0;  // time at x = 0
   double nsPerPx = 1.0;      // > 0
 
-  double x(std::int64_t t) const { return static_cast<double>(t - startNs) / nsPerPx; }
+  double x(std::int64_t t) const { return differenceAsDouble(t, startNs) / nsPerPx; }
   std::int64_t time(double px) const {
-    return startNs + static_cast<std::int64_t>(std::llround(px * nsPerPx));
+    const double offset = px * nsPerPx;
+    // Exact in integers wherever it can be (a deep zoom into a trace of epoch timestamps).
+    if (std::fabs(offset) < 4e18) return saturatingAdd(startNs, std::llround(offset));
+    return clampedTime(static_cast<double>(startNs) + offset);
   }
   // The pixel column holding time t (may be negative or past the width; clamped far outside
   // it so that the conversion cannot overflow when zoomed deep into a long trace).
   std::int64_t column(std::int64_t t) const {
-    const double c = std::floor(static_cast<double>(t - startNs) / nsPerPx);
+    const double c = std::floor(differenceAsDouble(t, startNs) / nsPerPx);
     return static_cast<std::int64_t>(std::clamp(c, -1e15, 1e15));
   }
   std::int64_t endNs(int widthPx) const { return time(widthPx); }
@@ -63,6 +76,10 @@ struct CounterSample {
 };
 void sampleCounter(const std::vector<CounterPoint>& points, const TimeAxis& axis, int widthPx,
                    std::vector<CounterSample>& out);
+// Where `value` sits on its track's scale, 0 (the row's floor) to 1 (its top). The scale runs
+// from min(minValue, 0) to max(maxValue, 0): a track that stays positive rises from the floor,
+// and negative values (which foreign counters may hold) lie below a zero line. Any int64 values.
+double counterHeight(std::int64_t value, std::int64_t minValue, std::int64_t maxValue);
 
 // Ruler ticks: a step of 1, 2 or 5 times a power of ten ns with labels in ns, us, ms or s.
 struct Tick {

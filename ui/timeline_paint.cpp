@@ -198,9 +198,8 @@ void TimelineView::paintCounterRow(QPainter& p, const TimelineRow& row, int y) c
   std::vector<CounterSample> samples;
   const int w = timeAreaWidth();
   sampleCounter(track.points, axis_, w, samples);
-  const double range = static_cast<double>(std::max<std::int64_t>(track.maxValue, 1));
   auto yOf = [&](std::int64_t v) {
-    return y + row.height - 2 - (row.height - 4) * static_cast<double>(v) / range;
+    return y + row.height - 2 - (row.height - 4) * counterHeight(v, track.minValue, track.maxValue);
   };
   // Opaque bars per sample: a filled path's spans would go to Qt's thread pool (fillTall).
   const QColor c = trackColor(*index_, row.counter);

@@ -44,7 +44,7 @@ void TimelineView::appendEvents(const std::vector<Event>& events) {
   if (first) {
     fitAll();
   } else if (followLive_) {
-    axis_.startNs = index_->endNs() - static_cast<std::int64_t>(axis_.nsPerPx * timeAreaWidth());
+    axis_.startNs = saturatingSub(index_->endNs(), clampedTime(axis_.nsPerPx * timeAreaWidth()));
   }
   update();
 }
@@ -74,8 +74,8 @@ void TimelineView::fitAll() {
 
 void TimelineView::fitRange(std::int64_t fromNs, std::int64_t toNs) {
   // A little margin so the fitted range's edges stay visible.
-  const std::int64_t pad = std::max<std::int64_t>((toNs - fromNs) / 20, 1);
-  axis_.fit(fromNs - pad, toNs + pad, timeAreaWidth());
+  const std::int64_t pad = std::max<std::int64_t>(saturatingSub(toNs, fromNs) / 20, 1);
+  axis_.fit(saturatingSub(fromNs, pad), saturatingAdd(toNs, pad), timeAreaWidth());
   update();
 }
 
@@ -134,8 +134,8 @@ void TimelineView::nextHit(int direction) {
   selectSpan(hits_[currentHit_].ref);
   const SpanRec& s = index_->span(selected_);
   if (direction != 0 || axis_.x(s.startNs) > timeAreaWidth()) {
-    const std::int64_t half = static_cast<std::int64_t>(axis_.nsPerPx * timeAreaWidth() / 2);
-    axis_.startNs = s.startNs - half;
+    const std::int64_t half = clampedTime(axis_.nsPerPx * timeAreaWidth() / 2);
+    axis_.startNs = saturatingSub(s.startNs, half);
     followLive_ = false;
   }
   update();
@@ -274,8 +274,7 @@ void TimelineView::mouseMoveEvent(QMouseEvent* e) {
   if (drag_ == Drag::None) return;
   dragMoved_ = dragMoved_ || (pos - dragStart_).manhattanLength() > 3;
   if (drag_ == Drag::Pan && dragMoved_) {
-    axis_.startNs -=
-        static_cast<std::int64_t>(std::llround((pos.x() - dragLast_.x()) * axis_.nsPerPx));
+    axis_.startNs = axis_.time(dragLast_.x() - pos.x());
     const int content = rows_.empty() ? 0 : rows_.back().y + rows_.back().height;
     scrollY_ = std::clamp(scrollY_ - (pos.y() - dragLast_.y()), 0,
                           std::max(0, content - (height() - kRulerHeight)));
@@ -337,8 +336,8 @@ void TimelineView::followFlow(int direction) {
     if (!peer.valid()) continue;
     selectSpan(peer);
     const SpanRec& s = index_->span(peer);
-    axis_.startNs =
-        (s.startNs + s.endNs) / 2 - static_cast<std::int64_t>(axis_.nsPerPx * timeAreaWidth() / 2);
+    axis_.startNs = saturatingSub(s.startNs + (s.endNs - s.startNs) / 2,
+                                  clampedTime(axis_.nsPerPx * timeAreaWidth() / 2));
     const int y = rowY(peer);
     if (y < kRulerHeight || y > height() - 20) scrollY_ = std::max(0, scrollY_ + y - height() / 2);
     userMoved();
@@ -348,11 +347,13 @@ void TimelineView::followFlow(int direction) {
 
 void TimelineView::keyPressEvent(QKeyEvent* e) {
   const double w = timeAreaWidth();
+  // A tenth of the view (below 2^62 ns however far out the view is zoomed).
+  const auto step = static_cast<std::int64_t>(std::min(axis_.nsPerPx * w / 10, 4e18));
   switch (e->key()) {
     case Qt::Key_W: axis_.zoomAt(w / 2, 0.8); break;
     case Qt::Key_S: axis_.zoomAt(w / 2, 1.25); break;
-    case Qt::Key_A: axis_.startNs -= static_cast<std::int64_t>(axis_.nsPerPx * w / 10); break;
-    case Qt::Key_D: axis_.startNs += static_cast<std::int64_t>(axis_.nsPerPx * w / 10); break;
+    case Qt::Key_A: axis_.startNs = saturatingSub(axis_.startNs, step); break;
+    case Qt::Key_D: axis_.startNs = saturatingAdd(axis_.startNs, step); break;
     case Qt::Key_Home: fitAll(); return;
     case Qt::Key_F:
       if (selection_) {

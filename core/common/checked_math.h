@@ -30,4 +30,13 @@ inline std::optional<std::int64_t> checkedMul(std::int64_t a, std::int64_t b) {
   return out;
 }
 
+// a - b as a double, for the distance between two values from a file (two timestamps of one
+// trace may lie more than 2^63 ns apart): exact where the difference fits in an int64 and a
+// double holds it, and never an overflow where it does not.
+inline double differenceAsDouble(std::int64_t a, std::int64_t b) {
+  std::int64_t out;
+  if (!__builtin_sub_overflow(a, b, &out)) return static_cast<double>(out);
+  return static_cast<double>(a) - static_cast<double>(b);
+}
+
 }  // namespace parascope

@@ -4,18 +4,22 @@
 // and loading: corrupt, truncated, unsupported and missing files end in a message, Kineto
 // traces load (the committed fixtures, and real ones when ../shared/traces/kineto is beside the
 // checkout). Runs under QT_QPA_PLATFORM=offscreen.
+#include <sys/stat.h>
 #include <QAbstractItemModelTester>
 #include <QLabel>
+#include <QPainter>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 
 #include "profiler/io/chrome_export.h"
+#include "profiler/io/chrome_import.h"
 #include "profiler/synthetic_trace.h"
 #include "ui/timeline_export.h"
 #include "ui/timeline_window.h"
@@ -61,6 +65,7 @@ class TestTimelineView : public QObject {
   void kinetoTracesLoad();
   void realKinetoTracesLoad();
   void exportsImages();
+  void tracesBeyondTheInt64RangeDraw();
 };
 
 void TestTimelineView::wheelZoomsAtTheCursor() {
@@ -286,6 +291,11 @@ void TestTimelineView::badFilesShowAMessage_data() {
   QTest::newRow("not json") << QByteArray("hello") << "JSON";
   QTest::newRow("empty trace") << QByteArray("{\"traceEvents\": []}") << "no events";
   QTest::newRow("missing") << QByteArray() << "cannot open";
+  // Special files are refused before they are read: opening a FIFO used to wait for a writer
+  // forever (and closing the window then waited for the load).
+  QTest::newRow("FIFO") << QByteArray("fifo")
+                        << "': is a device, FIFO or socket, not a regular file";
+  QTest::newRow("directory") << QByteArray("directory") << "': is a directory, not a regular file";
 }
 
 void TestTimelineView::badFilesShowAMessage() {
@@ -293,7 +303,13 @@ void TestTimelineView::badFilesShowAMessage() {
   QFETCH(QString, expected);
   QTemporaryDir dir;
   const QString path = dir.path() + "/bad.json";
-  if (!content.isEmpty()) writeFile(path, content.toStdString());
+  if (content == "fifo") {
+    QCOMPARE(::mkfifo(path.toLocal8Bit().constData(), 0600), 0);
+  } else if (content == "directory") {
+    QVERIFY(QDir().mkdir(path));
+  } else if (!content.isEmpty()) {
+    writeFile(path, content.toStdString());
+  }
   TimelineWindow window;
   QSignalSpy failed(window.loader(), &TraceLoader::failed);
   window.openFiles({path});
@@ -370,3 +386,57 @@ void TestTimelineView::exportsImages() {
 
 QTEST_MAIN(TestTimelineView)
 #include "test_timeline_view.moc"
+
+// A trace spanning more than 2^63 ns (the importer takes any int64 timestamps) and a counter
+// the importer takes negative: the axis fits the whole span, counters sit on a scale from
+// their minimum, and nothing overflows (under UBSan, any signed overflow fails the suite).
+void TestTimelineView::tracesBeyondTheInt64RangeDraw() {
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  TimeAxis axis;
+  axis.fit(-5'000'000'000'000'000'000, 5'000'000'000'000'000'000, 1000);
+  QCOMPARE(axis.nsPerPx, 1e16);
+  QCOMPARE(axis.x(5'000'000'000'000'000'000), 1000.0);
+  QCOMPARE(axis.time(1000), std::int64_t{5'000'000'000'000'000'000});
+  QCOMPARE(axis.column(kMax), std::int64_t{1422});
+  axis.fit(kMin, kMax, 1000);
+  QCOMPARE(axis.x(kMax), 1000.0);
+  QCOMPARE(axis.time(2000), kMax - 1023);  // past the range: clamped to it
+  QCOMPARE(counterHeight(kMin, kMin, kMax), 0.0);
+  QCOMPARE(counterHeight(kMax, kMin, kMax), 1.0);
+  QCOMPARE(counterHeight(-5, -5, 10), 0.0);
+  QCOMPARE(counterHeight(0, -5, 10), 1.0 / 3);
+  QCOMPARE(counterHeight(10, 0, 10), 1.0);
+  QCOMPARE(counterHeight(0, 0, 0), 0.0);
+
+  const std::string json =
+      R"({"traceEvents":[)"
+      R"({"ph":"X","name":"first","pid":0,"tid":1,"ts":-5000000000000000,"dur":1},)"
+      R"({"ph":"X","name":"last","pid":0,"tid":1,"ts":5000000000000000,"dur":1},)"
+      R"({"ph":"C","name":"c","pid":0,"tid":1,"ts":-5000000000000000,"args":{"v":-9e18}},)"
+      R"({"ph":"C","name":"c","pid":0,"tid":1,"ts":0,"args":{"v":9e18}},)"
+      R"({"ph":"C","name":"c","pid":0,"tid":1,"ts":1,"args":{"v":-5}}]})";
+  TraceData trace = parascope::profiler::importChromeTraceFromMemory(json, "wide");
+  trace.sortByTime();
+  auto index = std::make_shared<TimelineIndex>();
+  index->build(trace);
+  TimelineView view;
+  view.resize(1200, 400);
+  view.setIndex(index);
+  view.fitAll();
+  QCOMPARE(view.axis().startNs, std::int64_t{-5'000'000'000'000'000'000});
+  QCOMPARE(view.axis().x(index->endNs()), double(view.timeAreaWidth()));
+  auto render = [&view] {
+    QImage image(view.size(), QImage::Format_ARGB32_Premultiplied);
+    QPainter p(&image);
+    view.render(p);
+  };
+  render();
+  // Panned to either end of the range: the axis saturates there, and still draws.
+  for (int i = 0; i < 20; ++i) QTest::keyClick(&view, Qt::Key_D);
+  QCOMPARE(view.axis().startNs, kMax);
+  render();
+  for (int i = 0; i < 40; ++i) QTest::keyClick(&view, Qt::Key_A);
+  QCOMPARE(view.axis().startNs, kMin);
+  render();
+}
