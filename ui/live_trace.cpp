@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <new>
 
+#include "core/common/error.h"
 #include "profiler/clock_sync.h"
 #include "profiler/io/chrome_export.h"
 
@@ -38,9 +40,22 @@ void LiveTrace::drainLoop() {
     wake_.wait_for(lock, kDrainInterval, [this] { return stopping_; });
     if (stopping_) break;
     lock.unlock();
-    const profiler::TraceData part = tracer_->drain();
-    whole_.merge(part);
-    publish(part);
+    try {
+      const profiler::TraceData part = tracer_->drain();
+      whole_.merge(part);
+      publish(part);
+    } catch (const std::bad_alloc&) {
+      // An exception leaving this thread would abort the application. The feed ends here: what
+      // it holds is released, the ranks go on recording into the tracer's bounded buffers, and
+      // the run ends without its trace (end() says why).
+      // Nothing here allocates: the message is a literal, and empty vectors own no memory.
+      lock.lock();
+      failure_ = "out of memory while collecting the run's events; the live timeline stopped";
+      std::vector<profiler::Event>().swap(pending_.events);
+      lock.unlock();
+      std::vector<profiler::Event>().swap(whole_.events);
+      return;
+    }
     lock.lock();
   }
 }
@@ -63,6 +78,9 @@ void LiveTrace::stopDraining() {
 
 std::string LiveTrace::end(int rank) {
   stopDraining();
+  if (const std::string why = failure(); !why.empty()) {
+    throw UserError("the run's trace was not written: " + why);
+  }
   const profiler::TraceData rest = tracer_->drain();
   whole_.merge(rest);
   publish(rest);
@@ -80,6 +98,11 @@ std::string LiveTrace::end(int rank) {
   whole_.runConfig = config_;
   profiler::exportChromeTrace(whole_, path);
   return path;
+}
+
+std::string LiveTrace::failure() {
+  std::lock_guard lock(mutex_);
+  return failure_ ? failure_ : "";
 }
 
 profiler::TraceData LiveTrace::take() {

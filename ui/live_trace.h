@@ -2,7 +2,8 @@
 // profiler::RunTrace does, and meanwhile hands what the ranks recorded so far to the GUI. A
 // thread of its own drains the tracer ten times a second and keeps each part twice: in the whole
 // run (for the file) and in a pending batch the GUI thread swaps out under a mutex (take()).
-// The ranks never wait for either thread: the tracer's record() takes no lock.
+// The ranks never wait for either thread: the tracer's record() takes no lock. An allocation
+// failure on the drain thread ends the feed with a message (failure()), never the application.
 #pragma once
 
 #include <condition_variable>
@@ -29,6 +30,9 @@ class LiveTrace final : public parascope::RunRecorder {
   // GUI thread: the events recorded since the last take (each part sorted by rank and start),
   // named from the returned trace's own strings. Empty before begin and after the last take.
   profiler::TraceData take();
+  // Why the feed ended before the run did (an allocation failed on the drain thread); empty
+  // while it runs. take() has nothing more to give then, and end() throws with the reason.
+  std::string failure();
 
  private:
   void drainLoop();
@@ -39,10 +43,11 @@ class LiveTrace final : public parascope::RunRecorder {
   std::string config_;  // the run's, written into the file
   std::unique_ptr<profiler::Tracer> tracer_;
   profiler::TraceData whole_;  // drain thread's until it is joined, then end()'s
-  std::mutex mutex_;           // guards pending_ and stopping_
+  std::mutex mutex_;           // guards pending_, stopping_ and failure_
   std::condition_variable wake_;
   profiler::TraceData pending_;
   bool stopping_ = false;
+  const char* failure_ = nullptr;  // a literal: set where allocating may fail
   std::thread drainer_;
 };
 

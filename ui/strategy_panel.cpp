@@ -199,15 +199,15 @@ void StrategyPanel::build() {
   layout->addStretch(1);
 
   connect(preset_, &QComboBox::currentIndexChanged, this, &StrategyPanel::applyPreset);
-  connect(dataPath_, &QLineEdit::editingFinished, this, &StrategyPanel::validate);
+  connect(dataPath_, &QLineEdit::editingFinished, this, &StrategyPanel::edited);
   for (QSpinBox* s : {world_, data_, tensor_, pipeline_, microBatches_, microBatchSize_,
                       virtualStages_, bucket_, steps_}) {
-    connect(s, &QSpinBox::valueChanged, this, &StrategyPanel::validate);
+    connect(s, &QSpinBox::valueChanged, this, &StrategyPanel::edited);
   }
   for (QComboBox* c : {schedule_, zero_, recompute_, precision_, gradComm_}) {
-    connect(c, &QComboBox::currentIndexChanged, this, &StrategyPanel::validate);
+    connect(c, &QComboBox::currentIndexChanged, this, &StrategyPanel::edited);
   }
-  connect(sequenceParallel_, &QCheckBox::toggled, this, &StrategyPanel::validate);
+  connect(sequenceParallel_, &QCheckBox::toggled, this, &StrategyPanel::edited);
   connect(apply_, &QPushButton::clicked, this, [this] {
     if (config_) emit applied(*config_);
   });
@@ -264,7 +264,23 @@ void StrategyPanel::setDocument(const json& document) {
       comm.empty() ? 0 : std::max(0, gradComm_->findText(QString::fromStdString(comm))));
   steps_->setValue(intAt(base_, "train_iters", 1));
   filling_ = false;
+  refusal_ = refusalOf(document);
   validate();
+}
+
+// The fields hold only what they can show (a spin box clamps train_iters=-5 to 1 and a world
+// of 100000 ranks to 256), so the document as given is judged first, by the CLI's own
+// validation: what the document names, with the panel's defaults for what it leaves out.
+QString StrategyPanel::refusalOf(const json& document) const {
+  if (!document.is_object() || document.empty()) return {};
+  json named = StrategyPanel::document();
+  named.update(document, true);
+  try {
+    parseTrainConfig(named);
+  } catch (const UserError& e) {
+    return QString::fromStdString(e.what());
+  }
+  return {};
 }
 
 json StrategyPanel::document() const {
@@ -306,7 +322,7 @@ void StrategyPanel::applyPreset(int index) {
   base_["model"] = fromConfig ? configModel_ : json::parse(kPresets[index].model);
   base_["data"] = fromConfig ? configData_ : json::parse(kPresets[index].data);
   dataPath_->setText(QString::fromStdString(base_["data"].value("path", "")));
-  validate();
+  edited();
 }
 
 void StrategyPanel::setRunning(const std::optional<TrainConfig>& running, SwitchResolver resolve) {
@@ -319,10 +335,17 @@ QString StrategyPanel::message() const {
   return message_->text();
 }
 
+void StrategyPanel::edited() {
+  if (filling_) return;
+  refusal_.clear();  // what the user sees in the fields is what runs from now on
+  validate();
+}
+
 void StrategyPanel::validate() {
   if (filling_) return;
   const bool wasValid = config_.has_value();
   try {
+    if (!refusal_.isEmpty()) throw UserError(refusal_.toStdString());
     const json doc = document();
     if (resolveSwitch_ && running_) {
       // A switch of the running session: its rule decides the accumulation (unless this edit

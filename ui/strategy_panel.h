@@ -76,6 +76,8 @@ class StrategyPanel : public QWidget {
 
  private:
   void build();
+  QString refusalOf(const nlohmann::json& document) const;
+  void edited();
   void validate();
   void applyPreset(int index);
   void showMemory(const parascope::TrainConfig& c);
@@ -96,6 +98,8 @@ class StrategyPanel : public QWidget {
   std::optional<parascope::TrainConfig> running_;  // the session's strategy while one runs
   SwitchResolver resolveSwitch_;
   bool filling_ = false;
+  // Why the document last set is refused (the CLI's message), until the user edits a field.
+  QString refusal_;
   std::map<std::string, double> dataBytes_;  // by data path: file sizes are read once
   std::optional<parascope::SystemDescription> system_;
   std::optional<Measured> measured_;

@@ -1,13 +1,14 @@
 // Timeline exports; see timeline_export.h.
 #include "ui/timeline_export.h"
 
+#include <QBuffer>
 #include <QImage>
 #include <QPainter>
 #include <QSvgGenerator>
-#include <fstream>
 
 #include "core/common/error.h"
 #include "profiler/io/chrome_export.h"
+#include "ui/gui_output.h"
 #include "ui/timeline_view.h"
 
 namespace parascope::ui {
@@ -23,27 +24,28 @@ void exportViewPng(const TimelineView& view, const std::string& path) {
     QPainter p(&image);
     view.render(p);
   }
-  if (!image.save(QString::fromStdString(path), "PNG")) {
-    throw UserError("cannot write the image '" + path + "'");
-  }
+  writePng(image, path, "image");
 }
 
 void exportViewSvg(const TimelineView& view, const std::string& path) {
+  // Drawn into memory first, so that the file is written as every output is (gui_output.h).
+  QByteArray svgBytes;
+  QBuffer buffer(&svgBytes);
   QSvgGenerator svg;
-  svg.setFileName(QString::fromStdString(path));
+  svg.setOutputDevice(&buffer);
   svg.setSize(view.size());
   svg.setViewBox(QRect(QPoint(0, 0), view.size()));
   svg.setTitle(QStringLiteral("ParaScope timeline"));
   QPainter p;
-  if (!p.begin(&svg)) throw UserError("cannot write the image '" + path + "'");
+  if (!p.begin(&svg)) throw UserError("image '" + path + "': the SVG cannot be drawn");
   view.render(p);
   p.end();
+  writeOutput(path, "image",
+              std::string_view(svgBytes.constData(), static_cast<std::size_t>(svgBytes.size())));
 }
 
 void exportStatsCsv(const std::vector<NameStats>& stats, const std::string& path) {
-  std::ofstream out(path, std::ios::binary);
-  out << statsToCsv(stats);
-  if (!out.flush()) throw UserError("cannot write the statistics file '" + path + "'");
+  writeOutput(path, "statistics file", statsToCsv(stats));
 }
 
 }  // namespace parascope::ui

@@ -6,7 +6,6 @@
 #include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
-#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -40,6 +39,7 @@
 #include "ui/breakdown_model.h"
 #include "ui/communication_view.h"
 #include "ui/diff_model.h"
+#include "ui/gui_output.h"
 #include "ui/live_charts.h"
 #include "ui/live_trace.h"
 #include "ui/memory_view.h"
@@ -49,6 +49,7 @@
 #include "ui/strategy_panel.h"
 #include "ui/timeline_window.h"
 #include "ui/training_log_model.h"
+#include "ui/workbench_settings.h"
 
 namespace parascope::ui {
 
@@ -427,6 +428,10 @@ void WorkbenchWindow::feedTimeline(bool all) {
   if (!all && (isMinimized() || !timeline_->isVisible())) return;
   const profiler::TraceData part = liveTrace_->take();
   TimelineView* view = timeline_->view();
+  if (const std::string why = liveTrace_->failure(); !why.empty()) {
+    const QString text = tr("The live timeline stopped: %1").arg(QString::fromStdString(why));
+    if (view->message() != text) view->setMessage(text);
+  }
   view->appendEvents(part.events);
   // Until the user zooms or pans, the whole run so far: a live window of one feed's width
   // would show a fraction of a step.
@@ -545,25 +550,31 @@ void WorkbenchWindow::setDocument(const nlohmann::json& document) {
 }
 
 nlohmann::json WorkbenchWindow::lastDocument() {
-  const QString text = QSettings().value(QStringLiteral("session/lastConfig")).toString();
-  if (text.isEmpty()) return nullptr;
-  try {
-    return nlohmann::json::parse(text.toStdString());
-  } catch (const nlohmann::json::exception&) {
-    return nullptr;  // a setting from another version: start from the default session
-  }
+  return readLastDocument();
 }
 
 void WorkbenchWindow::restoreLayout() {
-  QSettings s;
-  restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
-  restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+  const std::unique_ptr<QSettings> s = openSettings();
+  if (!s) return;
+  // Qt checks the blobs it wrote (a marker and a version) and refuses anything else; a refused
+  // one is dropped, so that the next start does not meet it again.
+  auto restore = [&s](const QString& key, const char* what, auto&& apply) {
+    if (!s->contains(key) || apply(s->value(key).toByteArray())) return;
+    sayDropped(std::string("the saved window ") + what + " in '" + s->fileName().toStdString() +
+               "' cannot be restored; dropped");
+    s->remove(key);
+  };
+  restore(QStringLiteral("window/geometry"), "geometry",
+          [this](const QByteArray& b) { return restoreGeometry(b); });
+  restore(QStringLiteral("window/state"), "state",
+          [this](const QByteArray& b) { return restoreState(b); });
 }
 
 void WorkbenchWindow::closeEvent(QCloseEvent* event) {
-  QSettings s;
-  s.setValue(QStringLiteral("window/geometry"), saveGeometry());
-  s.setValue(QStringLiteral("window/state"), saveState());
+  if (const std::unique_ptr<QSettings> s = openSettings()) {
+    s->setValue(QStringLiteral("window/geometry"), saveGeometry());
+    s->setValue(QStringLiteral("window/state"), saveState());
+  }
   endSession();
   event->accept();
 }
@@ -631,8 +642,7 @@ void WorkbenchWindow::startSession(const TrainConfig& config, const std::string&
   lastStep_ = 0;
   paused_ = false;
   stepMetrics_ = {};
-  QSettings().setValue(QStringLiteral("session/lastConfig"),
-                       QString::fromStdString(panel_->document().dump()));
+  writeLastDocument(panel_->document());
   SessionOptions options;
   tracePath_ =
       QDir(runDir_.path()).filePath(QStringLiteral("run-%1.json").arg(++runs_)).toStdString();
@@ -750,25 +760,27 @@ void WorkbenchWindow::exportTrace() {
   const QString to =
       QFileDialog::getSaveFileName(this, tr("Export run trace"), {}, tr("Chrome trace (*.json)"));
   if (to.isEmpty()) return;
-  QFile::remove(to);
-  if (!QFile::copy(QString::fromStdString(tracePath_), to)) {
-    showError(tr("Cannot write '%1'").arg(to), false);
+  try {
+    copyToOutput(tracePath_, to.toStdString(), "run trace");
+  } catch (const UserError& e) {
+    showError(QString::fromUtf8(e.what()), false);
   }
 }
 
 void WorkbenchWindow::exportComparison() {
   const QString to = QFileDialog::getSaveFileName(this, tr("Export comparison"), {},
                                                   tr("CSV (*.csv);;JSON (*.json)"));
-  if (!to.isEmpty() && !writeComparison(to)) showError(tr("Cannot write '%1'").arg(to), false);
+  if (to.isEmpty()) return;
+  try {
+    writeComparison(to);
+  } catch (const UserError& e) {
+    showError(QString::fromUtf8(e.what()), false);
+  }
 }
 
-bool WorkbenchWindow::writeComparison(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return false;
-  const std::string text = path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive)
-                               ? segments_->toJson()
-                               : segments_->toCsv();
-  return f.write(text.data(), static_cast<qint64>(text.size())) == static_cast<qint64>(text.size());
+void WorkbenchWindow::writeComparison(const QString& path) {
+  const bool json = path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive);
+  writeOutput(path.toStdString(), "comparison", json ? segments_->toJson() : segments_->toCsv());
 }
 
 void WorkbenchWindow::applyStrategy(const TrainConfig& config) {
@@ -954,19 +966,28 @@ void WorkbenchWindow::handle(const SessionReport& report) {
       report);
 }
 
+QStringList WorkbenchWindow::screenshotNames() const {
+  QStringList names{QStringLiteral("window.png")};
+  for (int i = 0; i < views_->count(); ++i)
+    names << QStringLiteral("view-%1.png").arg(views_->tabText(i).toLower());
+  return names;
+}
+
 QStringList WorkbenchWindow::saveScreenshots(const QString& dir) {
   QDir().mkpath(dir);
+  const QStringList names = screenshotNames();
   QStringList written;
-  auto save = [&](QWidget* w, const QString& name) {
+  auto save = [&](const QString& name) {
     const QString path = QDir(dir).filePath(name);
-    if (w->grab().save(path, "PNG")) written << path;
+    writePng(grab().toImage(), path.toStdString(), "screenshot");
+    written << path;
   };
-  save(this, QStringLiteral("window.png"));
+  save(names.front());
   const int current = views_->currentIndex();
   for (int i = 0; i < views_->count(); ++i) {
     views_->setCurrentIndex(i);
     QApplication::processEvents();
-    save(this, QStringLiteral("view-%1.png").arg(views_->tabText(i).toLower()));
+    save(names[i + 1]);
   }
   views_->setCurrentIndex(current);
   return written;

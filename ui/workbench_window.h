@@ -118,8 +118,11 @@ class WorkbenchWindow : public QMainWindow {
   // Sessions started from now on stop at the boundary after this many steps (0: run them out).
   void setStopAfterSteps(int steps) { stopAfter_ = steps; }
 
-  // Saves the main window and each view tab as PNGs under `dir` (window.png, view-<name>.png);
-  // returns the files written.
+  // The files saveScreenshots writes: window.png, then view-<name>.png for each view tab.
+  QStringList screenshotNames() const;
+  // Saves the main window and each view tab as PNGs under `dir` (created if missing), each
+  // through OutputFile; returns the files written, or throws UserError naming the one that
+  // could not be (a link, FIFO or device there is refused).
   QStringList saveScreenshots(const QString& dir);
 
  public slots:
@@ -133,7 +136,7 @@ class WorkbenchWindow : public QMainWindow {
   void exportTrace();
   // The Compare table as CSV or JSON, by the file's suffix.
   void exportComparison();
-  bool writeComparison(const QString& path);
+  void writeComparison(const QString& path);  // UserError naming the file on failure
   void applyStrategy(const parascope::TrainConfig& config);
   // The GUI thread's frame: drains the bridge and shows what arrived.
   void drain();

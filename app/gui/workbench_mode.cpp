@@ -4,6 +4,7 @@
 // --run; --screenshot-dir runs it, saves the window and each view once N steps ran and the
 // run's trace is shown, then quits (exit 1 if the session failed).
 #include <QApplication>
+#include <QDir>
 #include <QFileInfo>
 #include <QTimer>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "app/gui/modes.h"
 #include "bench/plan.h"
 #include "core/common/error.h"
+#include "core/common/output_file.h"
 #include "core/common/printable.h"
 #include "core/common/shipped_file.h"
 #include "core/common/stop_signal.h"
@@ -35,7 +37,12 @@ void watchForScreenshots(ui::WorkbenchWindow& window, const QString& dir, int st
     if (*shot) return;  // a failed run may also show its trace
     *shot = true;
     QTimer::singleShot(200, &window, [&window, dir, failed] {
-      const QStringList files = window.saveScreenshots(dir);
+      QStringList files;
+      try {
+        files = window.saveScreenshots(dir);
+      } catch (const UserError& e) {
+        std::fprintf(stderr, "parascope: %s\n", printableText(e.what()).c_str());
+      }
       for (const QString& f : files) std::printf("parascope: wrote %s\n", qPrintable(f));
       if (*failed) {
         std::fprintf(stderr, "parascope: the session failed: %s\n",
@@ -49,6 +56,23 @@ void watchForScreenshots(ui::WorkbenchWindow& window, const QString& dir, int st
     if (f) shoot();
   });
   QObject::connect(&window, &WorkbenchWindow::traceShown, &window, shoot);
+}
+
+// The screenshots' files, judged before the run rather than after it: a symbolic link, FIFO or
+// device among them would be written through, or waited on for ever.
+bool screenshotsWritable(const QString& dir, const QStringList& names) {
+  try {
+    if (!QDir().mkpath(dir)) {
+      throw UserError("--screenshot-dir '" + dir.toStdString() +
+                      "': not a directory, and one cannot be created there");
+    }
+    for (const QString& name : names)
+      checkOutputPath(QDir(dir).filePath(name).toStdString(), "--screenshot-dir");
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "parascope: %s\n", printableText(e.what()).c_str());
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -109,6 +133,7 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
   window.setDocument(document);
   if (!traces.isEmpty()) window.showTraces(traces);
   if (screenshots) {
+    if (!screenshotsWritable(parser.value(o.screenshotDir), window.screenshotNames())) return 2;
     window.resize(1600, 1000);
     watchForScreenshots(window, parser.value(o.screenshotDir), quitAfter);
   }

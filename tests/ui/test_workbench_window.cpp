@@ -38,6 +38,7 @@
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/analysis/stragglers.h"
 #include "profiler/io/chrome_import.h"
+#include "tests/input_probes.h"
 #include "ui/analysis_table_model.h"
 #include "ui/breakdown_model.h"
 #include "ui/comm_matrix_model.h"
@@ -118,6 +119,9 @@ class TestWorkbenchWindow : public QObject {
   void invalidEditsKeepApplyDisabled_data();
   void invalidEditsKeepApplyDisabled();
   void panelRoundTripsTheDocument();
+  void panelRefusesWhatItCannotShow_data();
+  void panelRefusesWhatItCannotShow();
+  void lastConfigIsReadBackBounded();
   void panelPredictsTheEditedStrategy();
   void bridgeNeverDropsReports();
   void runsASessionAndShowsIt();
@@ -233,6 +237,62 @@ void TestWorkbenchWindow::panelRoundTripsTheDocument() {
   QCOMPARE(back["optimizer"], doc["optimizer"]);
   QCOMPARE(back["recompute_granularity"].get<std::string>(), std::string("selective"));
   QVERIFY(panel.findChild<QObject*>(QStringLiteral("memory")) != nullptr);
+}
+
+// A document whose values the fields cannot hold (a spin box would clamp them) is refused with
+// the CLI's own message; nothing starts until the user edits a field.
+void TestWorkbenchWindow::panelRefusesWhatItCannotShow_data() {
+  QTest::addColumn<QString>("key");
+  QTest::addColumn<int>("value");
+  QTest::addColumn<QString>("message");
+  QTest::newRow("train_iters=-5")
+      << "train_iters" << -5 << "config: train_iters = -5 is out of range; allowed 1..1073741824";
+  QTest::newRow("data_parallel_size=100000")
+      << "data_parallel_size" << 100000
+      << "config: data_parallel_size = 100000 is out of range; allowed 1..4096";
+}
+
+void TestWorkbenchWindow::panelRefusesWhatItCannotShow() {
+  QFETCH(QString, key);
+  QFETCH(int, value);
+  QFETCH(QString, message);
+  nlohmann::json doc = tinyDocument();
+  doc[key.toStdString()] = value;
+  QCOMPARE(parascope::test::userErrorOf([&] { parascope::parseTrainConfig(doc); }), message);
+  WorkbenchWindow window;
+  window.setDocument(doc);
+  StrategyPanel* panel = window.panel();
+  QVERIFY(!panel->config().has_value());
+  QCOMPARE(panel->message(), message);
+  QVERIFY(!panel->applyButton()->isEnabled());
+  QVERIFY(!window.action(QStringLiteral("start"))->isEnabled());
+  window.start();
+  QVERIFY(!window.running());
+  QCOMPARE(window.statusText(), QStringLiteral("Not started: ") + message);
+  // An edit makes the fields what runs: then they are validated as shown.
+  auto* steps = qobject_cast<QSpinBox*>(panel->field(QStringLiteral("train_iters")));
+  typeInto(steps, 3);
+  if (key == "train_iters") {
+    QVERIFY2(panel->config().has_value(), qPrintable(panel->message()));
+    QCOMPARE(panel->config()->trainIters, 3);
+  }
+}
+
+// The last session's config comes back from the settings file under the config limits: a value
+// nested 100000 levels deep there crashed every start. It is dropped (and removed).
+void TestWorkbenchWindow::lastConfigIsReadBackBounded() {
+  const QString key = QStringLiteral("session/lastConfig");
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += R"({"a":)";
+  deep += "1" + std::string(100000, '}');
+  QSettings().setValue(key, QString::fromStdString(deep));
+  QVERIFY(WorkbenchWindow::lastDocument().is_null());
+  QVERIFY(!QSettings().contains(key));
+  QSettings().setValue(key, QStringLiteral("[1, 2]"));
+  QVERIFY(WorkbenchWindow::lastDocument().is_null());
+  QSettings().setValue(key, QString::fromStdString(tinyDocument().dump()));
+  QCOMPARE(WorkbenchWindow::lastDocument(), tinyDocument());
+  QSettings().remove(key);
 }
 
 // A slow machine, so that tiny steps take whole milliseconds.
