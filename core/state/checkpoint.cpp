@@ -269,6 +269,7 @@ nlohmann::json countersToJson(const TrainingCounters& c) {
           {"skipped", c.skipped},
           {"next_sample", c.nextSample},
           {"loss_scale", c.lossScale},
+          {"dynamic_loss_scale", c.dynamicScale},
           {"hysteresis", c.hysteresis},
           {"scaler_iteration", c.scalerIteration},
           {"last_overflow", c.lastOverflow}};
@@ -288,9 +289,18 @@ TrainingCounters countersFromJson(const nlohmann::json& j, const std::string& wh
                     ", expected a positive number");
   }
   c.lossScale = scale.get<double>();
+  // Format 1 has no such key: its scaler had moved if it had counted an iteration.
+  if (const auto dynamic = j.find("dynamic_loss_scale"); dynamic != j.end()) {
+    if (!dynamic->is_boolean()) {
+      throw UserError(where + ": 'dynamic_loss_scale' is " + describeJson(*dynamic) +
+                      ", expected true or false");
+    }
+    c.dynamicScale = dynamic->get<bool>();
+  }
   c.hysteresis = static_cast<int>(integerMember(j, "hysteresis", where, 0, kIntMax));
   c.scalerIteration = static_cast<long>(integerMember(j, "scaler_iteration", where, 0, kLongMax));
   c.lastOverflow = static_cast<long>(integerMember(j, "last_overflow", where, -1, kLongMax));
+  if (!j.contains("dynamic_loss_scale")) c.dynamicScale = c.scalerIteration > 0;
   return c;
 }
 

@@ -49,6 +49,10 @@ struct TrainingCounters {
   int skipped = 0;  // fp16 steps skipped on overflow (the lr schedule does not count them)
   std::int64_t nextSample = 0;
   double lossScale = 1;  // fp16's loss scaler
+  // Whether the scaler fields are a dynamic scaler's (fp16 without a static loss_scale). A run
+  // that scales dynamically carries them on; any other start keeps its own config's scale
+  // (2^initial_scale_power, or the static loss_scale).
+  bool dynamicScale = false;
   int hysteresis = 1;
   long scalerIteration = 0;
   long lastOverflow = -1;

@@ -20,6 +20,9 @@ class LossScaler {
   double scale() const { return scale_; }
   int hysteresis() const { return hysteresis_; }
   bool enabled() const { return enabled_; }
+  // Whether the scale moves with overflows (fp16 without a static loss_scale): only such a
+  // scaler's state is carried into a run, or a layout, whose scaler is dynamic too.
+  bool dynamic() const { return enabled_ && spec_.staticScale <= 0; }
   // After each step, with whether its gradients overflowed. Throws std::runtime_error on an
   // overflow at min_loss_scale with no hysteresis left (DeepSpeed ends the run there too).
   void update(bool overflow);

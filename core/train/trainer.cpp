@@ -425,6 +425,7 @@ RankState Trainer::state() {
   s.counters.skipped = skipped_;
   s.counters.nextSample = static_cast<std::int64_t>(steps_) * config_.globalBatch;
   s.counters.lossScale = scaler_.scale();
+  s.counters.dynamicScale = scaler_.dynamic();
   s.counters.hysteresis = scaler_.hysteresis();
   s.counters.scalerIteration = scaler_.iteration();
   s.counters.lastOverflow = scaler_.lastOverflow();
@@ -503,7 +504,9 @@ RankState Trainer::state() {
 void Trainer::restoreCounters(const TrainingCounters& c) {
   steps_ = c.step;
   skipped_ = c.skipped;
-  if (scaler_.enabled()) {
+  // From fp32, bf16 or a static scale the saved scale is no dynamic scaler's: this run's own
+  // start stands (a scale of 1 carried into fp16 would override initial_scale_power).
+  if (scaler_.dynamic() && c.dynamicScale) {
     scaler_.restore(c.lossScale, c.hysteresis, c.scalerIteration, c.lastOverflow);
   }
   const int updates = c.step - c.skipped;

@@ -161,6 +161,40 @@ class TestCheckpointCli : public QObject {
     QVERIFY2(r.out.isEmpty(), qPrintable(r.out));  // refused before the run's first report
   }
 
+  // fp16 after fp32 (through --load, or --switch) starts at its own config's scale: the saved
+  // scale of 1 was no scaler's. Every step's loss_scale, from the JSON lines.
+  void fp16AfterFp32StartsAtItsOwnScale() {
+    const QString dir = tmp_.filePath("fp32");
+    const QStringList small = {"train",        "--config",        kDefaultConfig,
+                               "eval_iters=1", "eval_interval=0", "model.num_layers=1",
+                               "--json"};
+    const Result saved = run(QStringList(small) << "--save" << dir << "train_iters=1");
+    QVERIFY2(saved.code == 0, qPrintable(saved.err));
+    const auto scales = [](const Result& r) {
+      std::vector<double> out;
+      for (const QString& line : r.out.split('\n', Qt::SkipEmptyParts)) {
+        const auto j = nlohmann::json::parse(line.toStdString());
+        if (j.value("event", "") == "step") out.push_back(j["loss_scale"].get<double>());
+      }
+      return out;
+    };
+    Result r = run(QStringList(small) << "--load" << dir << "train_iters=2"
+                                      << "fp16.enabled=true"
+                                      << "fp16.initial_scale_power=8");
+    QCOMPARE(r.code, 0);
+    QCOMPARE(scales(r), std::vector<double>{256});
+    r = run(QStringList(small) << "--load" << dir << "train_iters=2"
+                               << "fp16.enabled=true"
+                               << "fp16.loss_scale=128");
+    QCOMPARE(r.code, 0);
+    QCOMPARE(scales(r), std::vector<double>{128});
+    r = run(QStringList(small) << "train_iters=3"
+                               << "--switch"
+                               << "2:fp16.enabled=true,fp16.initial_scale_power=8");
+    QCOMPARE(r.code, 0);
+    QCOMPARE(scales(r), (std::vector<double>{1, 1, 256}));
+  }
+
   // Switch steps count the saved steps: one at or before the checkpoint's step would never come
   // and would hold back every later one, so it is refused before the run.
   void switchBeforeTheLoadedStepIsRefused() {
