@@ -26,6 +26,7 @@
 #include "core/comm/launch.h"
 #include "core/comm/mpi/mpi_backend.h"
 #include "core/common/error.h"
+#include "core/common/stop_signal.h"
 #include "core/common/subprocess.h"
 
 namespace parascope::bench {
@@ -76,7 +77,10 @@ double timeLoop(Communicator& c, double budget, const std::function<void()>& onc
   for (int b = 0; b < kBatches; ++b) {
     c.allReduce(&sync, &sync, 1, DType::I32, ReduceOp::Sum);
     const auto start = Clock::now();
-    for (int i = 0; i < iters; ++i) once();
+    for (int i = 0; i < iters; ++i) {
+      throwIfStopRequested();  // a point may take many seconds (--seconds-per-point)
+      once();
+    }
     c.allReduce(&sync, &sync, 1, DType::I32, ReduceOp::Sum);
     best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count() / iters);
   }

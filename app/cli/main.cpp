@@ -20,6 +20,11 @@ int fail(const char* prefix, const char* what, int status) {
   return status;
 }
 
+int stopped(int signal) {
+  const parascope::Interrupted e(signal);
+  return fail("stopped", e.what(), e.exitCode());
+}
+
 // An empty value is never meaningful (`--save ""` would otherwise be taken for no --save at all,
 // and a run would end without the checkpoints it was asked for): every option that takes a
 // value, in every command, refuses one.
@@ -74,9 +79,13 @@ int main(int argc, char** argv) {
   } catch (const parascope::Interrupted& e) {
     return fail("stopped", e.what(), e.exitCode());
   } catch (const std::bad_alloc&) {
+    if (const int s = parascope::pendingStopSignal()) return stopped(s);
     return fail("failed", "out of memory (a setting or input asks for more than this machine has)",
                 1);
   } catch (const std::exception& e) {
+    // A stop signal ends work in ways that surface as failures (a benchmark's session that
+    // stopped, a peer's pending operation failed): that is the stop, exit 128 + signal.
+    if (const int s = parascope::pendingStopSignal()) return stopped(s);
     return fail("failed", e.what(), 1);
   }
   return 0;

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 
 #include "core/common/error.h"
 #include "core/common/stop_signal.h"
@@ -121,9 +122,11 @@ void OutputFile::discard() {
   ::unlink(tmpPath_.c_str());
 }
 
+// The system failed the write (no space left, an I/O error): not the user's error, so not a
+// UserError (front ends exit 1, not 2).
 void OutputFile::fail(const std::string& why) {
   discard();
-  throw UserError(what_ + " '" + path_ + "': " + why);
+  throw std::runtime_error(what_ + " '" + path_ + "': " + why);
 }
 
 void OutputFile::write(const void* data, std::size_t bytes) {
@@ -147,7 +150,7 @@ void OutputFile::commit() {
   if (::close(fd_) != 0) {
     fd_ = -1;
     ::unlink(tmpPath_.c_str());
-    throw UserError(what_ + " '" + path_ + "': cannot close: " + std::strerror(errno));
+    throw std::runtime_error(what_ + " '" + path_ + "': cannot close: " + std::strerror(errno));
   }
   fd_ = -1;
   // Whatever appeared at the target during the run is judged again: rename would replace a

@@ -34,14 +34,16 @@ class OutputFile {
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
 
-  // Appends; UserError naming the file and the system's reason (e.g. no space left), after
-  // which the temporary is gone. Also the place a pending stop signal ends the write.
+  // Appends; std::runtime_error naming the file and the system's reason (e.g. no space left: a
+  // failure of the system, not the user's error), after which the temporary is gone. Also the place
+  // a pending stop signal ends the write.
   void write(const void* data, std::size_t bytes);
   // The temporary's descriptor, for writers that format through another library (zlib); they
   // must not close it.
   int descriptor() const { return fd_; }
   // fsync, close, and rename over the target (re-checked: a directory or device put there
-  // meanwhile is refused, never replaced); UserError on failure, the temporary removed.
+  // meanwhile is refused, never replaced: UserError); std::runtime_error if the data cannot be
+  // flushed or closed; either way the temporary is removed.
   void commit();
   const std::string& path() const { return path_; }
   const std::string& temporaryPath() const { return tmpPath_; }

@@ -19,6 +19,7 @@
 
 #include "core/common/crc32.h"
 #include "core/common/error.h"
+#include "core/common/stop_signal.h"
 #include "core/io/safetensors.h"
 #include "core/kernels/precision.h"
 
@@ -438,6 +439,7 @@ void CheckpointReader::verifyFileChecksum(const CheckpointFile& f) const {
     if (n == 0) break;
     crc = crc32Update(crc, buffer.data(), static_cast<std::size_t>(n));
     total += n;
+    throwIfStopRequested();  // `checkpoint verify` of a large checkpoint stops within a MiB
   }
   if (total != f.bytes || crc != f.crc32) {
     char message[160];
