@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Fuzzes with libFuzzer (clang-22 from Debian 12's security archive, ASan+UBSan) in build-fuzz.
-#   scripts/fuzz.sh [--target import|config|safetensors] [--time SECONDS] [--jobs N]
+#   scripts/fuzz.sh [--target import|config|safetensors|checkpoint] [--time SECONDS] [--jobs N]
 # Targets: the trace importer (default; corpus tests/profiler/fuzz_corpus), the config path
 # (a file's text, then after a NUL byte one key.path=value override per line; seeds: the
 # shipped configs and tests/core/fuzz_corpus/config), and the safetensors reader (seeds: the
-# test fixtures and tests/core/fuzz_corpus/safetensors). What a run discovers is kept in
+# test fixtures and tests/core/fuzz_corpus/safetensors), and the checkpoint reader (a checkpoint
+# directory packed as a list of files; seeds: tests/core/fuzz_corpus/checkpoint, a two-rank
+# ZeRO-1 checkpoint in formats 1 and 2). What a run discovers is kept in
 # build-fuzz/corpus-TARGET, so later runs continue from there. A crash leaves crash-* in
 # build-fuzz; replay one with build-fuzz/<dir>/parascope_TARGET_fuzzer build-fuzz/crash-...
 # The test suite runs a short deterministic replay of each entry point (*_fuzz_replay).
@@ -20,7 +22,7 @@ while (($#)); do
     --time) seconds="$2"; shift ;;
     --jobs) jobs="$2"; shift ;;
     --target) target="$2"; shift ;;
-    *) echo "fuzz.sh: unknown option '$1' (allowed: --target import|config|safetensors, --time SECONDS, --jobs N)" >&2; exit 2 ;;
+    *) echo "fuzz.sh: unknown option '$1' (allowed: --target import|config|safetensors|checkpoint, --time SECONDS, --jobs N)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -29,7 +31,8 @@ case "$target" in
   import) binary=profiler/parascope_import_fuzzer; seeds=(../tests/profiler/fuzz_corpus); max_len=65536 ;;
   config) binary=core/fuzz/parascope_config_fuzzer; seeds=(../tests/core/fuzz_corpus/config ../resources/configs); max_len=4096 ;;
   safetensors) binary=core/fuzz/parascope_safetensors_fuzzer; seeds=(../tests/core/fuzz_corpus/safetensors ../tests/fixtures); max_len=262144 ;;
-  *) echo "fuzz.sh: unknown target '$target' (allowed: import, config, safetensors)" >&2; exit 2 ;;
+  checkpoint) binary=core/fuzz/parascope_checkpoint_fuzzer; seeds=(../tests/core/fuzz_corpus/checkpoint); max_len=131072 ;;
+  *) echo "fuzz.sh: unknown target '$target' (allowed: import, config, safetensors, checkpoint)" >&2; exit 2 ;;
 esac
 
 command -v clang++-22 >/dev/null || { echo "fuzz.sh: clang++-22 not found (run scripts/setup.sh)" >&2; exit 2; }
