@@ -297,9 +297,10 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
     }
     return *slot.trainer;
   }
-  const bool fromFile = !config.initWeights.empty();
+  // init_weights: opened for the first layout only (a switch copies the running state).
+  const bool fromFile = initWeights_ != nullptr;
   slot.trainer = std::make_unique<Trainer>(config, *slot.allocator, world, !fromFile);
-  if (fromFile) loadInitialWeights(config.initWeights, slot.trainer->state());
+  if (fromFile) loadInitialWeights(*initWeights_, slot.trainer->state());
   return *slot.trainer;
 }
 
@@ -463,6 +464,12 @@ FinishedReport Session::run() {
   std::string tracePath;
   try {
     checkBeforeStart(mpi);
+    if (!config_.initWeights.empty() && options_.load.empty()) {
+      initWeights_ = std::make_shared<const SafetensorsReader>(config_.initWeights);
+      if (!config_.model.kind->shapesFromData()) {
+        checkInitialWeights(*initWeights_, logicalTensors(config_));
+      }
+    }
     if (!options_.load.empty()) {
       loading_ = std::make_shared<const CheckpointReader>(options_.load, options_.verifyLoad);
       checkLoadableCounters(*loading_, config_);
@@ -485,6 +492,7 @@ FinishedReport Session::run() {
       runLayout(ranks);
       started_ = true;  // the next layout continues the run
       loading_.reset();
+      initWeights_.reset();
       if (ending_ != Ending::Switch) break;
       // Between two layouts: in-process, the old ranks' state indexed for the new ones to copy
       // from; under MPI each process keeps its own rank's for the transfers.
@@ -524,6 +532,7 @@ FinishedReport Session::run() {
   switching_ = false;
   slots_.clear();
   loading_.reset();
+  initWeights_.reset();
   if (saving_) {
     discardCheckpointStaging(saving_->first, saving_->second);
     saving_.reset();

@@ -148,6 +148,8 @@ class Session {
   // --load's checkpoint, opened once for the process before any rank starts; every rank reads
   // from it. Released when the first layout is built.
   std::shared_ptr<const CheckpointReader> loading_;
+  // init_weights, its header read once for the process before any rank starts.
+  std::shared_ptr<const SafetensorsReader> initWeights_;
   std::optional<TrainConfig> pending_;  // the requested switch, until it takes effect
   std::string saveDir_;                 // the requested checkpoint's directory
   // --save's directory, held for the run by rank 0's process.

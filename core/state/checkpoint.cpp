@@ -581,10 +581,11 @@ std::string commitCheckpoint(const std::string& dir, int step, CheckpointManifes
   return target;
 }
 
-void loadInitialWeights(const std::string& path, const RankState& state) {
-  const SafetensorsReader reader(path);
+void checkInitialWeights(const SafetensorsReader& reader,
+                         const std::vector<LogicalTensor>& tensors) {
+  const std::string& path = reader.path();
   const auto& stored = reader.tensors();
-  for (const LogicalTensor& t : state.tensors) {
+  for (const LogicalTensor& t : tensors) {
     const auto found = stored.find(t.name);
     if (found == stored.end()) {
       throw UserError(path + ": missing tensor '" + t.name + "' of shape " + shapeString(t.shape) +
@@ -599,13 +600,17 @@ void loadInitialWeights(const std::string& path, const RankState& state) {
   }
   for (const auto& entry : stored) {
     const std::string& name = entry.first;
-    const bool known = std::any_of(state.tensors.begin(), state.tensors.end(),
+    const bool known = std::any_of(tensors.begin(), tensors.end(),
                                    [&](const LogicalTensor& t) { return t.name == name; });
     if (!known) {
-      throw UserError(path + ": unexpected tensor '" + name +
+      throw UserError(path + ": unexpected tensor '" + clipForMessage(name, 200) +
                       "' (not a parameter of this model; see docs/weights.md for the names)");
     }
   }
+}
+
+void loadInitialWeights(const SafetensorsReader& reader, const RankState& state) {
+  checkInitialWeights(reader, state.tensors);
   std::vector<float> widened;
   for (const StateSlice& s : state.slices) {
     if (s.field != StateField::Param) continue;

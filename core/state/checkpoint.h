@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/bounded_json.h"
+#include "core/io/safetensors.h"
 #include "core/state/training_state.h"
 
 namespace parascope {
@@ -116,12 +117,16 @@ std::string commitCheckpoint(const std::string& dir, int step, CheckpointManifes
 void checkCheckpointTensors(const CheckpointManifest& manifest,
                             const std::vector<LogicalTensor>& expected, const std::string& where);
 
-// Fills every parameter slice of `state` (replicas and 16-bit stored copies included) from a
-// safetensors file of the model's full logical weights, as `checkpoint export` and save_weights
-// write them (f32, or bf16 / f16 widened); AdamW's moments and the counters stay as they are: a
-// run starts from the weights. Each rank reads only its slices' bytes. UserError naming the file
-// and the first missing, unexpected or mis-shaped tensor.
-void loadInitialWeights(const std::string& path, const RankState& state);
+// Checks that a safetensors file of full logical weights (as `checkpoint export` and
+// save_weights write them) holds exactly `tensors`, each floating-point of the same shape;
+// UserError naming the file and the first missing, unexpected or mis-shaped tensor.
+void checkInitialWeights(const SafetensorsReader& reader,
+                         const std::vector<LogicalTensor>& tensors);
+// Fills every parameter slice of `state` (replicas and 16-bit stored copies included) from such
+// a file (f32, or bf16 / f16 widened), checked as above; AdamW's moments and the counters stay
+// as they are: a run starts from the weights. Each rank reads only its slices' bytes; one reader
+// (its header parsed once) serves every rank of a process.
+void loadInitialWeights(const SafetensorsReader& reader, const RankState& state);
 
 // A checkpoint opened for reading: `path` is a step directory or a directory with a `latest`
 // pointer (resolved). The manifest is validated at open (format version, its own checksum, file
