@@ -54,6 +54,36 @@ struct PlannedSwitch {
   std::string spec;  // as given
 };
 
+// A switch's key=value assignments, split at the commas between them; a comma inside brackets,
+// braces or quotes belongs to its value (optimizer.params.betas=[0.9,0.95]).
+std::vector<std::string> splitAssignments(const std::string& text) {
+  std::vector<std::string> out(1);
+  int depth = 0;
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '\\' && i + 1 < text.size()) {
+        out.back() += c;
+        out.back() += text[++i];
+        continue;
+      }
+      quoted = c != '"';
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      out.emplace_back();
+      continue;
+    }
+    out.back() += c;
+  }
+  return out;
+}
+
 // Each --switch applies its assignments on top of the previous layout's document, so
 // `--switch 10:tensor_model_parallel_size=2 --switch 20:zero_optimization.stage=1` ends with both,
 // and each target follows the session's switch rule (core/session/switch_rule.h) from the one
@@ -81,16 +111,17 @@ std::vector<PlannedSwitch> planSwitches(const std::vector<std::string>& specs,
     }
     const TrainConfig& running = plan.empty() ? start : plan.back().config;
     nlohmann::json doc = running.document;
-    std::size_t at = colon + 1;
-    while (at <= spec.size()) {
-      const std::size_t comma = std::min(spec.find(',', at), spec.size());
-      applyOverride(doc, spec.substr(at, comma - at));
-      at = comma + 1;
-    }
-    const bool batchNamed = spec.find("train_batch_size") != std::string::npos ||
-                            spec.find("gradient_accumulation_steps") != std::string::npos;
     try {
+      for (const std::string& assignment : splitAssignments(spec.substr(colon + 1))) {
+        applyOverride(doc, assignment);
+      }
+      const bool batchNamed = spec.find("train_batch_size") != std::string::npos ||
+                              spec.find("gradient_accumulation_steps") != std::string::npos;
       p.config = resolveSwitch(running, std::move(doc), batchNamed, worldSize);
+      // The target must fit as the start must: refused now, naming the switch, not at its step.
+      const int sharing = worldSize > 0 ? mpiRanksOnThisNode() : p.config.parallel.worldSize();
+      checkMemory(estimateMemory(p.config, dataBytesInMemory(p.config.data), sharing),
+                  availableMemoryBytes());
     } catch (const UserError& e) {
       throw UserError("--switch '" + spec + "': " + e.what());
     }
@@ -410,7 +441,7 @@ void registerTrainCommand(CLI::App& app) {
   cmd->add_option("--switch", o->switches,
                   "Switch the strategy after STEP steps, live: STEP:key=value[,key=value...], "
                   "e.g. 20:tensor_model_parallel_size=2,data_parallel_size=1 (repeatable; each "
-                  "applies on top of the previous)");
+                  "applies on top of the previous; a comma inside [...] or {...} is the value's)");
   cmd->add_option("--save", o->save,
                   "Write checkpoints under DIR: at the end and every --save-interval steps");
   cmd->add_option("--save-interval", o->saveInterval, "Steps between checkpoints (0: at the end)")

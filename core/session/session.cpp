@@ -140,8 +140,12 @@ void Session::checkSwitch(const TrainConfig& next) const {
         std::to_string(next.parallel.worldSize()) + " ranks; choose degrees whose product is " +
         std::to_string(options_.world->size()));
   }
-  checkMemory(estimateMemory(next, dataBytesInMemory(next.data), next.parallel.worldSize()),
-              availableMemoryBytes());
+  try {
+    checkMemory(estimateMemory(next, dataBytesInMemory(next.data), next.parallel.worldSize()),
+                availableMemoryBytes());
+  } catch (const UserError& e) {
+    throw UserError("switch to " + describeStrategy(next) + ": " + e.what());
+  }
 }
 
 void Session::switchStrategy(const TrainConfig& next) {

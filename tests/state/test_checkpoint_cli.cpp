@@ -195,6 +195,37 @@ class TestCheckpointCli : public QObject {
     QCOMPARE(scales(r), (std::vector<double>{1, 1, 256}));
   }
 
+  // A --switch is read and checked whole before the run: a comma inside a value's brackets is the
+  // value's, a bad value names its switch, and a target that cannot fit is refused up front.
+  void switchesAreCheckedBeforeTheRun() {
+    // The list is read whole (split at its comma, "[0.8" failed to parse) and judged as a
+    // switch: one that changes the optimizer is refused.
+    Result r = run({"train", "--config", kDefaultConfig, "train_iters=2", "--switch",
+                    "1:optimizer.params.betas=[0.8,0.95]"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QString("error: --switch '1:optimizer.params.betas=[0.8,0.95]': optimizer "
+                            "differs from the running session's; a switch changes only how the "
+                            "run is spread (parallel degrees, schedule, micro-batches, ZeRO, "
+                            "precision, buckets)\n"));
+
+    r = run({"train", "--config", kDefaultConfig, "train_iters=3", "--switch",
+             "1:data_parallel_size=[2,"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QString("error: --switch '1:data_parallel_size=[2,': config: "
+                            "data_parallel_size must be an integer in 1..4096, got a string "
+                            "(\"[2,\")\n"));
+
+    r = run({"train", "--config", kDefaultConfig, "train_iters=3", "model.hidden_size=2048",
+             "model.num_layers=8", "model.num_attention_heads=16",
+             "train_micro_batch_size_per_gpu=1", "gradient_accumulation_steps=8", "--switch",
+             "1:data_parallel_size=8,gradient_accumulation_steps=1"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.startsWith("error: --switch '1:data_parallel_size=8,gradient_accumulation_steps="
+                              "1': memory: the run needs about 49.3 GiB (8 ranks x 6.2 GiB"),
+             qPrintable(r.err));
+    QVERIFY2(r.out.isEmpty(), qPrintable(r.out));  // before the first step, not at the switch
+  }
+
   // Switch steps count the saved steps: one at or before the checkpoint's step would never come
   // and would hold back every later one, so it is refused before the run.
   void switchBeforeTheLoadedStepIsRefused() {
