@@ -3,6 +3,8 @@
 
 #include <exception>
 #include <mutex>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -44,8 +46,33 @@ void runInProcess(int size, const std::function<void(Communicator&)>& fn, CommOp
     world->depart(r);
   };
   std::vector<std::thread> threads;
-  for (int r = 1; r < size; ++r) threads.emplace_back(body, r);
-  body(0);
+  int started = 1;
+  try {
+    for (; started < size; ++started) threads.emplace_back(body, started);
+  } catch (const std::system_error& e) {
+    // The machine's limit on threads or memory: the ranks already running fail at their first
+    // operation with this reason, and the ones never started are gone.
+    const std::string reason =
+        "in-process world of " + std::to_string(size) + " ranks: cannot start rank " +
+        std::to_string(started) + "'s thread (" + e.code().message() +
+        "): this machine's limit on threads or memory (ulimit -u, ulimit -v) is reached; use "
+        "fewer in-process ranks, or run the ranks as MPI processes (--backend mpi)";
+    {
+      std::lock_guard lock(mutex);
+      first = std::make_exception_ptr(UserError(reason));
+    }
+    world->fail(started, reason);
+    for (int r = started; r < size; ++r) {
+      comms[static_cast<std::size_t>(r)] = Communicator();
+      world->depart(r);
+    }
+  }
+  if (started == size) {
+    body(0);
+  } else {
+    comms[0] = Communicator();
+    world->depart(0);
+  }
   for (auto& t : threads) t.join();
   comms.clear();
   if (first) std::rethrow_exception(first);

@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <string>
+#include <system_error>
 
 #include "core/comm/collective_traits.h"
 #include "core/comm/threads/thread_group.h"
+#include "core/common/error.h"
 
 namespace parascope {
 namespace {
@@ -139,7 +142,19 @@ std::shared_ptr<CommRequest> ThreadComm::start(const CommArgs& args, bool blocki
   {
     std::lock_guard lock(queueMutex_);
     queue_.emplace_back(args, request);
-    if (!worker_.joinable()) worker_ = std::thread([this] { workerLoop(); });
+    if (!worker_.joinable()) {
+      try {
+        worker_ = std::thread([this] { workerLoop(); });
+      } catch (const std::system_error& e) {
+        queue_.pop_back();
+        pending_.fetch_sub(1, std::memory_order_relaxed);
+        throw UserError("rank " + std::to_string(rank_) +
+                        ": cannot start its communication thread (" + e.code().message() +
+                        "): this machine's limit on threads or memory (ulimit -u, ulimit -v) is "
+                        "reached; use fewer in-process ranks, or run the ranks as MPI processes "
+                        "(--backend mpi)");
+      }
+    }
   }
   queueCv_.notify_one();
   return request;
