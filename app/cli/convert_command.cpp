@@ -33,7 +33,7 @@ void runConvert(const ConvertOptions& o) {
   const profiler::TraceData t = profiler::importChromeTraces(o.inputs);
   std::vector<std::string> written;
   if (o.perRank) {
-    written = profiler::exportChromeTracePerRank(t, o.output);
+    written = profiler::exportChromeTracePerRank(t, o.output, inputs);
   } else {
     profiler::exportChromeTrace(t, o.output);
     written.push_back(o.output);

@@ -3,12 +3,15 @@
 // small and the importer restores the defaults.
 #include "profiler/io/chrome_export.h"
 
+#include <unistd.h>
+
 #include <charconv>
 #include <cstring>
 #include <functional>
 #include <set>
 #include <unordered_map>
 
+#include "core/common/error.h"
 #include "profiler/io/trace_file.h"
 
 namespace parascope::profiler {
@@ -262,15 +265,31 @@ std::string perRankPath(const std::string& pattern, std::int32_t rank) {
 }
 
 std::vector<std::string> exportChromeTracePerRank(const TraceData& trace,
-                                                  const std::string& pattern) {
+                                                  const std::string& pattern,
+                                                  const std::vector<InputPath>& inputs) {
+  const std::vector<std::int32_t> ranks = trace.ranks();
+  if (ranks.size() > kMaxPerRankFiles) {
+    throw UserError("per-rank output: the trace has " + std::to_string(ranks.size()) +
+                    " ranks, more files than the " + std::to_string(kMaxPerRankFiles) +
+                    " one command writes; write it as one file (without --per-rank)");
+  }
+  // Every name is judged before the first file is written.
+  for (std::int32_t rank : ranks) {
+    checkOutputPath(perRankPath(pattern, rank), "per-rank output", inputs);
+  }
+  std::unordered_map<std::int32_t, std::vector<const Event*>> byRank;
+  for (const Event& e : trace.events) byRank[e.rank].push_back(&e);
   std::vector<std::string> paths;
-  for (std::int32_t rank : trace.ranks()) {
-    std::vector<const Event*> events;
-    for (const Event& e : trace.events) {
-      if (e.rank == rank) events.push_back(&e);
+  try {
+    for (std::int32_t rank : ranks) {
+      const std::string path = perRankPath(pattern, rank);
+      writeFile(trace, byRank[rank], rank, path);
+      paths.push_back(path);
     }
-    paths.push_back(perRankPath(pattern, rank));
-    writeFile(trace, events, rank, paths.back());
+  } catch (...) {
+    // A stop or a failure part-way leaves no partial set: the files this call wrote go too.
+    for (const std::string& path : paths) ::unlink(path.c_str());
+    throw;
   }
   return paths;
 }

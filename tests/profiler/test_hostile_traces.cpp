@@ -1,11 +1,13 @@
 // Hostile traces against analyze's arithmetic and memory (issue 16, items 5 and 8): timestamps
 // near the int64 range, byte counts near INT64_MAX, 20k distinct peers, an out-of-range rank,
 // a gzip bomb. Run under UBSan, any signed overflow fails the suite.
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <sys/resource.h>
 #include <zlib.h>
 
+#include <csignal>
 #include <limits>
 #include <string>
 
@@ -14,6 +16,7 @@
 #include "profiler/analysis/bubbles.h"
 #include "profiler/analysis/comm_volume.h"
 #include "profiler/analysis/stragglers.h"
+#include "profiler/io/chrome_export.h"
 #include "profiler/io/chrome_import.h"
 #include "profiler/io/trace_file.h"
 #include "tests/input_probes.h"
@@ -54,6 +57,8 @@ class TestHostileTraces : public QObject {
   void ranksBeyondInt32AreRefused();
   void gzipBombsAreRefusedBeforeInflating();
   void longNamesAreClippedAtImport();
+  void perRankOutputIsBounded();
+  void aFailedPerRankExportLeavesNoPartialSet();
 };
 
 // Probe 8: breakdown.cpp's window of a step spanning -9e18 .. 9e18 ns.
@@ -142,6 +147,48 @@ void TestHostileTraces::gzipBombsAreRefusedBeforeInflating() {
   QVERIFY2(after.ru_maxrss - before.ru_maxrss < 16 * 1024,
            qPrintable(QString::number(after.ru_maxrss - before.ru_maxrss) + " KiB"));
   QCOMPARE(gunzipBounded(gzip("{}"), 1 << 20, "ok.json.gz"), std::string("{}"));
+}
+
+// A trace declaring more ranks than any run has wrote one file per rank, 45,633 of them in
+// 120 s for 100k ranks; refused now before any file is written.
+void TestHostileTraces::perRankOutputIsBounded() {
+  QTemporaryDir dir;
+  TraceData t;
+  for (int r = 0; r <= static_cast<int>(kMaxPerRankFiles); ++r) {
+    add(t, {.rank = r, .start = 0, .end = 1});
+  }
+  const std::string pattern = dir.filePath("run.json").toStdString();
+  QCOMPARE(userErrorOf([&] { exportChromeTracePerRank(t, pattern); }),
+           QString("per-rank output: the trace has 4097 ranks, more files than the 4096 one "
+                   "command writes; write it as one file (without --per-rank)"));
+  QCOMPARE(QDir(dir.path()).entryList(QDir::NoDotAndDotDot | QDir::AllEntries).size(), 0);
+}
+
+// A write that fails part-way (here rank 2's file over a file-size limit, as a full disk fails)
+// removes the files of ranks 0 and 1 it had written: no partial set.
+void TestHostileTraces::aFailedPerRankExportLeavesNoPartialSet() {
+  QTemporaryDir dir;
+  TraceData t;
+  add(t, {.rank = 0, .start = 0, .end = 1});
+  add(t, {.rank = 1, .start = 0, .end = 1});
+  for (int i = 0; i < 20000; ++i) add(t, {.rank = 2, .start = i, .end = i + 1});
+  const std::string pattern = dir.filePath("run.json").toStdString();
+  signal(SIGXFSZ, SIG_IGN);
+  rlimit old{};
+  getrlimit(RLIMIT_FSIZE, &old);
+  rlimit small = old;
+  small.rlim_cur = 64 << 10;
+  setrlimit(RLIMIT_FSIZE, &small);
+  QString failure = "(no error)";
+  try {
+    exportChromeTracePerRank(t, pattern);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &old);
+  signal(SIGXFSZ, SIG_DFL);
+  QVERIFY2(failure.contains("run.rank2.json': write failed: File too large"), qPrintable(failure));
+  QCOMPARE(QDir(dir.path()).entryList(QDir::NoDotAndDotDot | QDir::AllEntries), QStringList());
 }
 
 QTEST_GUILESS_MAIN(TestHostileTraces)
