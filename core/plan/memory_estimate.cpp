@@ -7,8 +7,11 @@
 // allocator.
 #include "core/plan/memory_estimate.h"
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -655,6 +658,27 @@ std::string formatBytes(double bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
   return buf;
+}
+
+double availableDiskBytes(const std::string& path) {
+  struct statvfs st {};
+  if (::statvfs(path.c_str(), &st) != 0) return -1;
+  return static_cast<double>(st.f_bavail) * static_cast<double>(st.f_frsize);
+}
+
+void checkCountFits(const std::string& option, double count, double bytesPerItem, double fixedBytes,
+                    const std::string& resource, double availableBytes) {
+  const double needed = fixedBytes + count * bytesPerItem;
+  if (availableBytes < 0 || needed <= availableBytes) return;
+  const double fit = std::max(0.0, std::floor((availableBytes - fixedBytes) / bytesPerItem));
+  char counts[96];
+  std::snprintf(counts, sizeof counts, "%.0f", count);
+  char most[64];
+  std::snprintf(most, sizeof most, "%.0f", fit);
+  throw UserError(option + " " + counts + ": the benchmark needs about " + formatBytes(needed) +
+                  " of " + resource + " (" + formatBytes(bytesPerItem) + " each, plus " +
+                  formatBytes(fixedBytes) + "), more than the " + formatBytes(availableBytes) +
+                  " available; at most " + most + " fit");
 }
 
 void checkMemory(const MemoryEstimate& e, double availableBytes) {

@@ -58,6 +58,17 @@ double availableMemoryBytes();
 // when the estimate exceeds `availableBytes` (ignored when negative).
 void checkMemory(const MemoryEstimate& estimate, double availableBytes);
 
+// Free space for an unprivileged user on the file system holding `path`; negative if unknown.
+double availableDiskBytes(const std::string& path);
+
+// What a benchmark sized by a count (events, ...) holds at its peak: `fixedBytes` plus
+// `bytesPerItem` for each of `count` items (measured for each benchmark and stated where it is
+// called). UserError "<option> <count>: the benchmark needs about ... of <resource> (...), more
+// than the ... available; at most <n> fit" when it exceeds `availableBytes` (ignored when
+// negative), before any work.
+void checkCountFits(const std::string& option, double count, double bytesPerItem, double fixedBytes,
+                    const std::string& resource, double availableBytes);
+
 // "1.5 GiB", "640 KiB", for messages and the strategy panel.
 std::string formatBytes(double bytes);
 

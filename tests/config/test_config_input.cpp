@@ -182,6 +182,16 @@ void TestConfigInput::memoryEstimateRefusesWhatCannotFit() {
       readJsonFile(std::string(PARASCOPE_SOURCE_DIR) + "/resources/configs/default.json"));
   QVERIFY(estimateMemory(small, 1e6, 1).totalBytes() < 256.0 * (1 << 20));
   checkMemory(estimateMemory(small, 1e6, 1), availableMemoryBytes());
+  // Benchmarks sized by a count (bench trace --events, --bench-timeline --events): refused
+  // before any work, saying how many would fit.
+  QCOMPARE(userErrorOf([&] {
+             checkCountFits("--events", 1e8, 560, 384.0 * (1 << 20), "memory", 20.0 * (1 << 30));
+           }),
+           QString("--events 100000000: the benchmark needs about 52.5 GiB of memory (560 bytes "
+                   "each, plus 384.0 MiB), more than the 20.0 GiB available; at most 37628898 "
+                   "fit"));
+  checkCountFits("--events", 1e6, 560, 384.0 * (1 << 20), "memory", 20.0 * (1 << 30));
+  checkCountFits("--events", 1e12, 128, 0, "disk space", -1);  // unknown: not judged
 }
 
 // Probe 5: data_parallel_size=4096 on threads.
