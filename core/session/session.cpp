@@ -69,10 +69,20 @@ void checkLoadableCounters(const CheckpointReader& reader, const TrainConfig& co
   const std::string where = "checkpoint " + reader.directory() + ": ";
   const std::int64_t expected = static_cast<std::int64_t>(m.counters.step) * config.globalBatch;
   if (m.counters.nextSample != expected) {
-    const std::int64_t saved = m.counters.step > 0 ? m.counters.nextSample / m.counters.step : 0;
-    throw UserError(where + "was saved with a global batch of " + std::to_string(saved) +
-                    " samples but this config's is " + std::to_string(config.globalBatch) +
-                    "; load it with train_batch_size=" + std::to_string(saved));
+    const std::int64_t steps = m.counters.step;
+    if (steps > 0 && m.counters.nextSample % steps == 0) {
+      const std::int64_t saved = m.counters.nextSample / steps;
+      throw UserError(where + "was saved with a global batch of " + std::to_string(saved) +
+                      " samples but this config's is " + std::to_string(config.globalBatch) +
+                      "; load it with train_batch_size=" + std::to_string(saved));
+    }
+    // No one batch gives its position (a manifest edited, or steps of several batch sizes).
+    throw UserError(where + "is at sample " + std::to_string(m.counters.nextSample) + " after " +
+                    std::to_string(steps) +
+                    " steps, which no global batch reaches (this "
+                    "config's " +
+                    std::to_string(config.globalBatch) + " would be at sample " +
+                    std::to_string(expected) + ")");
   }
   if (m.counters.step > config.trainIters) {
     throw UserError(where + "is at step " + std::to_string(m.counters.step) +

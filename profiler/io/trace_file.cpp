@@ -102,9 +102,13 @@ std::string gunzipBounded(std::string_view data, std::size_t maxBytes, const std
     }
     if (out.size() + (sizeof chunk - z.avail_out) > stated) {
       inflateEnd(&z);
+      // The trailer holds the size modulo 4 GiB: past it, the data is corrupt or holds that
+      // plus a multiple of 4 GiB, over the limit either way.
       throw UserError(what + (stated < maxBytes
                                   ? ": inflates past the " + std::to_string(stated) +
-                                        " bytes its gzip trailer states (corrupt)"
+                                        " bytes its gzip trailer states (the size modulo 4 GiB): "
+                                        "corrupt, or more than the import limit of " +
+                                        std::to_string(maxBytes) + " bytes"
                                   : ": inflates to more than " + std::to_string(maxBytes) +
                                         " bytes, the import limit"));
     }

@@ -226,6 +226,33 @@ class TestCheckpointCli : public QObject {
     QVERIFY2(r.out.isEmpty(), qPrintable(r.out));  // before the first step, not at the switch
   }
 
+  // A checkpoint saved at another global batch names the batch to load it with; a position no
+  // batch reaches (steps of several batch sizes, an edited manifest) says so, never "saved with a
+  // global batch of 8 ... this config's is 8".
+  void batchMismatchesSayWhatTheCheckpointHolds() {
+    Result r = run({"train", "--config", kDefaultConfig, "--load", dir_,
+                    "train_micro_batch_size_per_gpu=4", "train_batch_size=4", "train_iters=5"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, "error: checkpoint " + dir_ +
+                        "/step-00000004: was saved with a global batch of 8 samples but this "
+                        "config's is 4; load it with train_batch_size=8\n");
+
+    const fs::path odd = fs::path(tmp_.filePath("odd").toStdString()) / "step-00000004";
+    fs::create_directories(odd.parent_path());
+    fs::copy(dir_.toStdString() + "/step-00000004", odd, fs::copy_options::recursive);
+    CheckpointManifest m = CheckpointReader(odd.string()).manifest();
+    m.counters.nextSample = 33;
+    fs::remove(odd / "manifest.json");
+    std::ofstream(odd / "manifest.json") << manifestToJson(m).dump(1);
+    r = run({"train", "--config", kDefaultConfig, "--load", QString::fromStdString(odd.string()),
+             "train_iters=5"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QString::fromStdString("error: checkpoint " + odd.string() +
+                                           ": is at sample 33 after 4 steps, which no global "
+                                           "batch reaches (this config's 8 would be at sample "
+                                           "32)\n"));
+  }
+
   // Switch steps count the saved steps: one at or before the checkpoint's step would never come
   // and would hold back every later one, so it is refused before the run.
   void switchBeforeTheLoadedStepIsRefused() {
