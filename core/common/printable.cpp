@@ -1,10 +1,26 @@
 #include "core/common/printable.h"
 
 #include <cstdio>
+#include <string>
 
 namespace parascope {
 
-std::string printableText(std::string_view text) {
+namespace {
+
+bool continuationByte(char c) {
+  return (static_cast<unsigned char>(c) & 0xc0) == 0x80;
+}
+
+}  // namespace
+
+std::string printableText(std::string_view text, std::size_t maxBytes) {
+  if (text.size() > maxBytes) {
+    std::size_t head = maxBytes / 2, tail = text.size() - maxBytes / 2;
+    while (head > 0 && continuationByte(text[head])) --head;
+    while (tail < text.size() && continuationByte(text[tail])) ++tail;
+    return printableText(text.substr(0, head), maxBytes) + " ... [" + std::to_string(text.size()) +
+           " bytes] ... " + printableText(text.substr(tail), maxBytes);
+  }
   std::string out;
   out.reserve(text.size());
   const auto escape = [&](unsigned char c) {

@@ -17,6 +17,7 @@
 #include "core/common/bounded_json.h"
 #include "core/common/error.h"
 #include "core/common/output_file.h"
+#include "core/common/printable.h"
 #include "core/common/shipped_file.h"
 #include "core/common/stop_signal.h"
 #include "core/config/config.h"
@@ -57,10 +58,25 @@ class TestFileInput : public QObject {
   void idxHeadersDoNotDriveAllocation();
   void textCorpusUnderProcIsAUserError();
   void shippedFilesAreFoundFromTheExecutable();
+  void longTextIsPrintedByItsEnds();
 
  private:
   fs::path dir_;
 };
+
+// A message quoting a path of thousands of characters stays one bounded line: its first and
+// last halves around the size, never cut inside a UTF-8 character; controls still escaped.
+void TestFileInput::longTextIsPrintedByItsEnds() {
+  const std::string start = std::string(2047, 'a') + "\xc3\xa9";  // "é" across byte 2048
+  const std::string end = "\xc3\xa9" + std::string(2047, 'z');
+  const std::string middle(6000, 'm');
+  const std::string text = start + middle + "\x1b" + end;
+  QCOMPARE(printableText(text), std::string(2047, 'a') + " ... [" + std::to_string(text.size()) +
+                                    " bytes] ... " + std::string(2047, 'z'));
+  QCOMPARE(printableText("\x1b[2J" + std::string(5000, 'x'), 16),
+           std::string("\\x1b[2Jxxxx ... [5004 bytes] ... xxxxxxxx"));
+  QCOMPARE(printableText(std::string(4096, 'q')), std::string(4096, 'q'));
+}
 
 void TestFileInput::initTestCase() {
   dir_ = fs::temp_directory_path() / ("parascope-test-file-input-" + std::to_string(::getpid()));
