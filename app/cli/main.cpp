@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <string_view>
 
 #include "app/cli/commands.h"
 #include "core/comm/mpi/mpi_backend.h"
@@ -63,6 +64,19 @@ int main(int argc, char** argv) {
   parascope::cli::registerPlanCommands(app, *bench);
 
   refuseEmptyValues(app);
+  // JSON output carries the paths it was given, and JSON text is UTF-8: a path that is not is
+  // refused now, not after the work when its line would be written.
+  bool json = false;
+  for (int i = 1; i < argc; ++i) json = json || std::string_view(argv[i]) == "--json";
+  for (int i = 1; json && i < argc; ++i) {
+    if (!parascope::isValidUtf8(argv[i])) {
+      std::fprintf(stderr,
+                   "error: argument %d ('%s') is not valid UTF-8, which --json output cannot "
+                   "carry; rename the file, or leave out --json\n",
+                   i, parascope::printableText(argv[i]).c_str());
+      return 2;
+    }
+  }
   // SIGINT / SIGTERM stop the command at its next safe point (exit 130 / 143, no file left).
   parascope::installStopSignalHandlers();
   try {

@@ -1,5 +1,6 @@
 #include "core/common/printable.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -43,6 +44,41 @@ std::string printableText(std::string_view text, std::size_t maxBytes) {
     }
   }
   return out;
+}
+
+bool isValidUtf8(std::string_view text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    std::size_t length = 0;
+    std::uint32_t point = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if (c >= 0xc2 && c <= 0xdf) {
+      length = 2;
+      point = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      length = 3;
+      point = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      length = 4;
+      point = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + length > n) return false;
+    for (std::size_t k = 1; k < length; ++k) {
+      if ((p[i + k] & 0xc0) != 0x80) return false;
+      point = (point << 6) | (p[i + k] & 0x3f);
+    }
+    const std::uint32_t least = length == 3 ? 0x800 : length == 4 ? 0x10000 : 0x80;
+    if (point < least || point > 0x10ffff || (point >= 0xd800 && point <= 0xdfff)) return false;
+    i += length;
+  }
+  return true;
 }
 
 }  // namespace parascope

@@ -18,4 +18,8 @@ inline constexpr std::size_t kMaxPrintableBytes = 4096;
 // message starts with and the reason it ends with remain.
 std::string printableText(std::string_view text, std::size_t maxBytes = kMaxPrintableBytes);
 
+// Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past
+// U+10FFFF): what JSON output can carry.
+bool isValidUtf8(std::string_view text);
+
 }  // namespace parascope

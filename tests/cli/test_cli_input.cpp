@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -32,6 +33,7 @@ class TestCliInput : public QObject {
   void benchmarkRemovesOnlyItsOwnScratch();
   void stopSignalEndsTrainingCleanly_data();
   void stopSignalEndsTrainingCleanly();
+  void nonUtf8PathsWithJsonAreRefusedFirst();
 
  private:
   using Result = parascope::test::CliResult;
@@ -51,6 +53,22 @@ class TestCliInput : public QObject {
   fs::path dir_;
   QStringList inputs_;
 };
+
+// A path whose bytes are not UTF-8 reached JSON output after the work and failed there with a
+// JSON library's internal error; refused first now (argv passed raw, as a shell passes it).
+void TestCliInput::nonUtf8PathsWithJsonAreRefusedFirst() {
+  const std::string command = std::string("'") + PARASCOPE_CLI +
+                              "' convert \"$(printf '/tmp/\\377.json')\" -o /tmp/unused.json "
+                              "--json 2>&1; echo \"rc=$?\"";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  QVERIFY(pipe != nullptr);
+  std::string out;
+  char buffer[512];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  ::pclose(pipe);
+  QCOMPARE(out, std::string("error: argument 2 ('/tmp/\xff.json') is not valid UTF-8, which --json "
+                            "output cannot carry; rename the file, or leave out --json\nrc=2\n"));
+}
 
 void TestCliInput::initTestCase() {
   dir_ = fs::temp_directory_path() / ("parascope-test-hostile-cli-" + std::to_string(::getpid()));

@@ -59,6 +59,7 @@ class TestFileInput : public QObject {
   void textCorpusUnderProcIsAUserError();
   void shippedFilesAreFoundFromTheExecutable();
   void longTextIsPrintedByItsEnds();
+  void utf8IsJudgedByRfc3629();
 
  private:
   fs::path dir_;
@@ -76,6 +77,18 @@ void TestFileInput::longTextIsPrintedByItsEnds() {
   QCOMPARE(printableText("\x1b[2J" + std::string(5000, 'x'), 16),
            std::string("\\x1b[2Jxxxx ... [5004 bytes] ... xxxxxxxx"));
   QCOMPARE(printableText(std::string(4096, 'q')), std::string(4096, 'q'));
+}
+
+// What JSON output can carry: well-formed UTF-8 only (RFC 3629).
+void TestFileInput::utf8IsJudgedByRfc3629() {
+  for (const char* good :
+       {"", "plain", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf"}) {
+    QVERIFY2(isValidUtf8(good), good);
+  }
+  for (const char* bad : {"\xff", "\x80", "\xc3", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80",
+                          "\xf4\x90\x80\x80", "\xf8\x88\x80\x80\x80", "a\xc3("}) {
+    QVERIFY2(!isValidUtf8(bad), bad);
+  }
 }
 
 void TestFileInput::initTestCase() {
