@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "core/common/stop_signal.h"
 #include "profiler/analysis/analysis_table.h"
 #include "profiler/io/chrome_import.h"
 
@@ -33,6 +34,7 @@ void printJson(const TraceData& t, const AnalyzeOptions& o) {
         {"events", t.events.size()},
         {"clock_residual_ns", t.clockResidualNs}});
   for (const AnalysisTable& table : analysisTables()) {
+    throwIfStopRequested();  // between analyses: a large trace's each takes seconds
     for (nlohmann::json& row : table.rows(t)) {
       row["section"] = std::string(table.section);
       line(row);
@@ -46,7 +48,10 @@ void printText(const TraceData& t, const AnalyzeOptions& o) {
   if (t.clockResidualNs >= 0)
     std::printf(", clock residual %lld ns", static_cast<long long>(t.clockResidualNs));
   std::printf("\n");
-  for (const AnalysisTable& table : analysisTables()) table.printText(t, table.rows(t));
+  for (const AnalysisTable& table : analysisTables()) {
+    throwIfStopRequested();  // between analyses: a large trace's each takes seconds
+    table.printText(t, table.rows(t));
+  }
 }
 
 }  // namespace
@@ -62,6 +67,7 @@ void registerAnalyzeCommand(CLI::App& app) {
   cmd->add_flag("--json", o->json, "Print one JSON object per line");
   cmd->callback([o] {
     const TraceData t = importChromeTraces(o->traces);
+    throwIfStopRequested();
     if (o->json) {
       printJson(t, *o);
     } else {

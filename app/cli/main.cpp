@@ -102,5 +102,8 @@ int main(int argc, char** argv) {
     if (const int s = parascope::pendingStopSignal()) return stopped(s);
     return fail("failed", e.what(), 1);
   }
+  // A command that finished although a stop signal came (one with no safe point left to stop
+  // at) still reports it: a signal is never swallowed into exit 0.
+  if (const int s = parascope::pendingStopSignal()) return stopped(s);
   return 0;
 }

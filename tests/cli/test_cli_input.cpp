@@ -1,6 +1,7 @@
 // Issue 16's probes as a user runs them: parascope-cli with hostile configs, overrides, outputs
 // and signals. Each must end with one line on stderr and exit 2 (or 130 / 143 on a signal),
 // leave no file behind and never replace a special file.
+#include <QProcess>
 #include <QtTest>
 
 #include <signal.h>
@@ -34,6 +35,7 @@ class TestCliInput : public QObject {
   void stopSignalEndsTrainingCleanly_data();
   void stopSignalEndsTrainingCleanly();
   void nonUtf8PathsWithJsonAreRefusedFirst();
+  void benchmarksStopOnSignals();
 
  private:
   using Result = parascope::test::CliResult;
@@ -68,6 +70,23 @@ void TestCliInput::nonUtf8PathsWithJsonAreRefusedFirst() {
   ::pclose(pipe);
   QCOMPARE(out, std::string("error: argument 2 ('/tmp/\xff.json') is not valid UTF-8, which --json "
                             "output cannot carry; rename the file, or leave out --json\nrc=2\n"));
+}
+
+// A benchmark stopped by SIGTERM exited 1 (its session's failure) or, with many seconds per
+// point, ran on; it now ends at once with 143 and says so.
+void TestCliInput::benchmarksStopOnSignals() {
+  QProcess p;
+  p.setWorkingDirectory(PARASCOPE_SOURCE_DIR);
+  p.start(PARASCOPE_CLI,
+          {"bench", "comm", "--backend", "threads", "--seconds-per-point", "10", "--json"});
+  QVERIFY(p.waitForStarted());
+  QTest::qWait(1500);  // inside its first point: one point alone takes 10 s
+  QCOMPARE(p.state(), QProcess::Running);
+  ::kill(static_cast<pid_t>(p.processId()), SIGTERM);
+  QVERIFY(p.waitForFinished(10000));
+  QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+  QCOMPARE(p.exitCode(), 143);
+  QCOMPARE(QString(p.readAllStandardError()), QString("stopped: terminated (SIGTERM)\n"));
 }
 
 void TestCliInput::initTestCase() {
