@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "core/common/error.h"
+#include "core/plan/memory_estimate.h"
 #include "profiler/io/foreign_events.h"
 #include "profiler/io/trace_file.h"
 
@@ -169,9 +170,17 @@ ParseFailure failure(simdjson::error_code err, std::string_view data, const char
 // copying). The mapping reserves the padding as anonymous zero pages right after the file.
 class PaddedInput {
  public:
-  explicit PaddedInput(simdjson::padded_string s) : owned_(std::move(s)) {
+  // `text` ends with simdjson's padding (zero bytes), which is not part of the input.
+  explicit PaddedInput(std::string text) : owned_(std::move(text)) {
     data_ = owned_.data();
-    size_ = owned_.size();
+    size_ = owned_.size() - simdjson::SIMDJSON_PADDING;
+  }
+  static PaddedInput copy(std::string_view bytes) {
+    std::string text;
+    text.reserve(bytes.size() + simdjson::SIMDJSON_PADDING);
+    text.append(bytes);
+    text.append(simdjson::SIMDJSON_PADDING, '\0');
+    return PaddedInput(std::move(text));
   }
   // The file mapped, or nullopt where it cannot be (empty files, pipes, special files).
   static std::optional<PaddedInput> map(int fd, std::size_t size) {
@@ -193,6 +202,7 @@ class PaddedInput {
   }
   PaddedInput(PaddedInput&& o) noexcept
       : owned_(std::move(o.owned_)), data_(o.data_), size_(o.size_), mapped_(o.mapped_) {
+    if (!mapped_) data_ = owned_.data();  // the string's buffer, wherever the move left it
     o.mapped_ = 0;
   }
   PaddedInput& operator=(PaddedInput&&) = delete;
@@ -207,7 +217,7 @@ class PaddedInput {
 
  private:
   PaddedInput() = default;
-  simdjson::padded_string owned_;
+  std::string owned_;
   const char* data_ = nullptr;
   std::size_t size_ = 0;
   std::size_t mapped_ = 0;  // bytes mapped, 0 when owned_ holds the data
@@ -710,6 +720,14 @@ bool isGzip(const char* data, std::size_t size) {
 }
 
 // The file's bytes with simdjson's padding, gunzipped when it starts with the gzip magic.
+// The inflated size a gzip member's trailer states (RFC 1952 ISIZE: modulo 4 GiB, exact below
+// the import limit), if the data is gzip.
+std::optional<std::size_t> gzipStatedSize(std::string_view data) {
+  if (data.size() < 18) return std::nullopt;
+  const auto* t = reinterpret_cast<const unsigned char*>(data.data() + data.size() - 4);
+  return t[0] | (t[1] << 8) | (t[2] << 16) | (std::size_t{t[3]} << 24);
+}
+
 PaddedInput readPadded(const std::string& path, std::size_t maxBytes) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (the workbench's --open waited
   // forever); anything but a regular file is refused before a byte is read.
@@ -747,16 +765,30 @@ PaddedInput readPadded(const std::string& path, std::size_t maxBytes) {
                         std::to_string(maxBytes) + " bytes");
       }
     }
-    mapped.emplace(simdjson::padded_string(bytes));
+    bytes.append(simdjson::SIMDJSON_PADDING, '\0');
+    mapped.emplace(std::move(bytes));
   }
-  if (isGzip(mapped->data(), mapped->size())) {
-    return PaddedInput(simdjson::padded_string(gunzipBounded(
-        std::string_view(mapped->data(), mapped->size()), maxBytes, "trace file '" + path + "'")));
+  const std::string what = "trace file '" + path + "'";
+  const std::string_view data(mapped->data(), mapped->size());
+  if (isGzip(data.data(), data.size())) {
+    checkImportMemory(what, gzipStatedSize(data).value_or(maxBytes), availableMemoryBytes());
+    return PaddedInput(gunzipBounded(data, maxBytes, what, simdjson::SIMDJSON_PADDING));
   }
+  checkImportMemory(what, data.size(), availableMemoryBytes());
   return std::move(*mapped);
 }
 
 }  // namespace
+
+void checkImportMemory(const std::string& what, std::size_t jsonBytes, double availableBytes) {
+  const double needed = 5.0 * static_cast<double>(jsonBytes);
+  if (availableBytes < 0 || needed <= availableBytes) return;
+  throw UserError(what + ": importing its " + std::to_string(jsonBytes) +
+                  " bytes of JSON needs about " + formatBytes(needed) +
+                  " of memory (the text and the parser's index of it, 5 bytes per byte), more "
+                  "than the " +
+                  formatBytes(availableBytes) + " available");
+}
 
 std::string clipName(std::string_view name) {
   if (name.size() <= kMaxNameBytes) return std::string(name);
@@ -771,10 +803,15 @@ std::string clipName(std::string_view name) {
 TraceData importChromeTraceFromMemory(std::string_view data, const std::string& source,
                                       const ImportOptions& options) {
   if (isGzip(data.data(), data.size())) {
-    const std::string inflated = gunzipBounded(data, options.maxBytes, source);
-    return Importer(PaddedInput(simdjson::padded_string(inflated)), source, options).run();
+    checkImportMemory(source, gzipStatedSize(data).value_or(options.maxBytes),
+                      availableMemoryBytes());
+    return Importer(PaddedInput(
+                        gunzipBounded(data, options.maxBytes, source, simdjson::SIMDJSON_PADDING)),
+                    source, options)
+        .run();
   }
-  return Importer(PaddedInput(simdjson::padded_string(data)), source, options).run();
+  checkImportMemory(source, data.size(), availableMemoryBytes());
+  return Importer(PaddedInput::copy(data), source, options).run();
 }
 
 TraceData importChromeTrace(const std::string& path, const ImportOptions& options) {

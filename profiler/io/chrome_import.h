@@ -29,6 +29,12 @@ inline constexpr std::size_t kMaxNameBytes = 1024;
 // a UTF-8 character boundary) and the marker "... [clipped from N bytes]".
 std::string clipName(std::string_view name);
 
+// Importing `jsonBytes` of JSON holds about 5 bytes per byte at its peak: the text and the
+// parser's index of its structure (simdjson allocates four bytes per byte of input before
+// parsing). UserError naming `what` when that exceeds `availableBytes` (ignored when negative):
+// every import checks it against this machine's available memory before inflating or parsing.
+void checkImportMemory(const std::string& what, std::size_t jsonBytes, double availableBytes);
+
 TraceData importChromeTrace(const std::string& path, const ImportOptions& options = {});
 // Several files as one trace, e.g. one file per rank. A file that does not say which rank wrote
 // it (torch 1.13, or Kineto without distributedInfo) gets its position in `paths` as rank

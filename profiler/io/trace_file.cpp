@@ -66,7 +66,8 @@ void TraceFileWriter::commit() {
   file_.commit();
 }
 
-std::string gunzipBounded(std::string_view data, std::size_t maxBytes, const std::string& what) {
+std::string gunzipBounded(std::string_view data, std::size_t maxBytes, const std::string& what,
+                          std::size_t padding) {
   z_stream z{};
   if (inflateInit2(&z, 15 + 32) != Z_OK) throw UserError(what + ": cannot start gzip decoder");
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
@@ -87,7 +88,7 @@ std::string gunzipBounded(std::string_view data, std::size_t maxBytes, const std
     }
   }
   std::string out;
-  out.reserve(stated);
+  out.reserve(stated + padding);
   char chunk[1 << 16];
   int rc = Z_OK;
   while (rc != Z_STREAM_END) {
@@ -120,6 +121,7 @@ std::string gunzipBounded(std::string_view data, std::size_t maxBytes, const std
     }
   }
   inflateEnd(&z);
+  out.append(padding, '\0');  // within the reservation: no second copy of the text
   return out;
 }
 

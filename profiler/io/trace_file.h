@@ -48,7 +48,9 @@ class TraceFileWriter {
 
 // Inflates gzip data; throws UserError naming `what` when it is corrupt, truncated or inflates
 // past maxBytes or past the size its trailer states (checked before inflating, and the only
-// allocation made for the output), so a gzip bomb costs no more than the limit.
-std::string gunzipBounded(std::string_view data, std::size_t maxBytes, const std::string& what);
+// allocation made for the output), so a gzip bomb costs no more than the limit. `padding` zero
+// bytes follow the text in the same allocation (a parser's padding, without a copy).
+std::string gunzipBounded(std::string_view data, std::size_t maxBytes, const std::string& what,
+                          std::size_t padding = 0);
 
 }  // namespace parascope::profiler

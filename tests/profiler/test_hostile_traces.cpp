@@ -150,6 +150,15 @@ void TestHostileTraces::gzipBombsAreRefusedBeforeInflating() {
   QVERIFY2(after.ru_maxrss - before.ru_maxrss < 16 * 1024,
            qPrintable(QString::number(after.ru_maxrss - before.ru_maxrss) + " KiB"));
   QCOMPARE(gunzipBounded(gzip("{}"), 1 << 20, "ok.json.gz"), std::string("{}"));
+  // 1 MB of gzip inflating to 1 GiB of '[' took 5.2 GB to import: what an import holds is judged
+  // from the stated size before inflating.
+  QCOMPARE(userErrorOf([&] {
+             checkImportMemory("brackets.json.gz", std::size_t{1} << 30, 4.0 * (1 << 30));
+           }),
+           QString("brackets.json.gz: importing its 1073741824 bytes of JSON needs about 5.0 GiB "
+                   "of memory (the text and the parser's index of it, 5 bytes per byte), more "
+                   "than the 4.0 GiB available"));
+  checkImportMemory("fits.json", std::size_t{1} << 30, 6.0 * (1 << 30));
 }
 
 // A trace declaring more ranks than any run has wrote one file per rank, 45,633 of them in
