@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <new>
 #include <optional>
 #include <unordered_map>
 
@@ -157,6 +158,8 @@ ParseFailure structureFailure(std::string_view d) {
 }
 
 ParseFailure failure(simdjson::error_code err, std::string_view data, const char* what) {
+  // The machine's memory, not the file: a failure of the run (exit 1), not a user error.
+  if (err == simdjson::MEMALLOC) throw std::bad_alloc();
   if (err == simdjson::INCORRECT_TYPE) return {what};
   if (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::UNCLOSED_STRING ||
       err == simdjson::TAPE_ERROR) {
