@@ -7,18 +7,21 @@
 // allocator.
 #include "core/plan/memory_estimate.h"
 
+#include <sys/resource.h>
 #include <sys/statvfs.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <tuple>
 
 #include "core/common/error.h"
@@ -658,6 +661,32 @@ std::string formatBytes(double bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
   return buf;
+}
+
+double availableAddressSpaceBytes() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return -1;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmSize:", 0) == 0) {
+      const double used = std::strtod(line.c_str() + 7, nullptr) * 1024;
+      return static_cast<double>(limit.rlim_cur) - used;
+    }
+  }
+  return -1;
+}
+
+void checkAddressSpace(const MemoryEstimate& estimate, int threads, double availableBytes) {
+  const double threadBytes = kAddressSpacePerRankThread * threads;
+  const double needed = estimate.totalBytes() + threadBytes;
+  if (availableBytes < 0 || needed <= availableBytes) return;
+  throw UserError("address space: the run needs about " + formatBytes(needed) + " (" +
+                  formatBytes(estimate.totalBytes()) + " of memory and " +
+                  formatBytes(threadBytes) + " for " + std::to_string(threads) +
+                  " rank threads' stacks, malloc arenas and BLAS buffers), more than the " +
+                  formatBytes(availableBytes) +
+                  " the address-space limit (ulimit -v) leaves; raise the limit, or use fewer "
+                  "in-process ranks or MPI processes");
 }
 
 double availableDiskBytes(const std::string& path) {

@@ -58,6 +58,21 @@ double availableMemoryBytes();
 // when the estimate exceeds `availableBytes` (ignored when negative).
 void checkMemory(const MemoryEstimate& estimate, double availableBytes);
 
+// Address space an in-process rank's thread reserves beyond its tracked memory: its stack
+// (8 MiB), glibc's malloc arena (64 MiB reserved per thread) and OpenBLAS's buffer for the
+// products it runs (84 MiB measured per thread calling sgemm, VmSize; 96 MiB with margin).
+// Reserved, not resident: it matters only under an address-space limit (ulimit -v).
+inline constexpr double kAddressSpacePerRankThread = 96.0 * (1 << 20);
+
+// The address space this process may still map under RLIMIT_AS (its limit less VmSize);
+// negative when unlimited or unknown.
+double availableAddressSpaceBytes();
+
+// UserError "address space: ..." when `estimate` plus kAddressSpacePerRankThread for each of
+// `threads` rank threads exceeds `availableBytes` (ignored when negative): under ulimit -v,
+// ranks that could not map their buffers spun in OpenBLAS's allocator instead of failing.
+void checkAddressSpace(const MemoryEstimate& estimate, int threads, double availableBytes);
+
 // Free space for an unprivileged user on the file system holding `path`; negative if unknown.
 double availableDiskBytes(const std::string& path);
 

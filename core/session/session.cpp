@@ -151,8 +151,12 @@ void Session::checkSwitch(const TrainConfig& next) const {
         std::to_string(options_.world->size()));
   }
   try {
-    checkMemory(estimateMemory(next, dataBytesInMemory(next.data), next.parallel.worldSize()),
-                availableMemoryBytes());
+    const MemoryEstimate estimate =
+        estimateMemory(next, dataBytesInMemory(next.data), next.parallel.worldSize());
+    checkMemory(estimate, availableMemoryBytes());
+    if (!options_.world) {
+      checkAddressSpace(estimate, next.parallel.worldSize(), availableAddressSpaceBytes());
+    }
   } catch (const UserError& e) {
     throw UserError("switch to " + describeStrategy(next) + ": " + e.what());
   }
@@ -434,8 +438,12 @@ void Session::checkBeforeStart(bool mpi) const {
                     {{"init_weights", config_.initWeights}, {"--load", options_.load}});
   }
   const int sharing = mpi ? mpiRanksOnThisNode() : config_.parallel.worldSize();
-  checkMemory(estimateMemory(config_, dataBytesInMemory(config_.data), sharing),
-              availableMemoryBytes());
+  const MemoryEstimate estimate = estimateMemory(config_, dataBytesInMemory(config_.data), sharing);
+  checkMemory(estimate, availableMemoryBytes());
+  // The address-space limit is this process's: its own ranks' threads (one under MPI).
+  MemoryEstimate own = estimate;
+  own.ranksSharingMemory = mpi ? 1 : sharing;
+  checkAddressSpace(own, own.ranksSharingMemory, availableAddressSpaceBytes());
 }
 
 void Session::runRank(Communicator& world, RankSlot& slot) {

@@ -192,6 +192,20 @@ void TestConfigInput::memoryEstimateRefusesWhatCannotFit() {
                    "fit"));
   checkCountFits("--events", 1e6, 560, 384.0 * (1 << 20), "memory", 20.0 * (1 << 30));
   checkCountFits("--events", 1e12, 128, 0, "disk space", -1);  // unknown: not judged
+  // Under ulimit -v each in-process rank's thread reserves its stack, malloc arena and BLAS
+  // buffer besides its tracked memory: 64 ranks of the default GPT need more than 4 GiB.
+  MemoryEstimate many = estimateMemory(small, 1e6, 64);
+  const double tracked = many.totalBytes();
+  QCOMPARE(userErrorOf([&] { checkAddressSpace(many, 64, 4.0 * (1 << 30)); }),
+           QString::fromStdString("address space: the run needs about " +
+                                  formatBytes(tracked + 64 * 96.0 * (1 << 20)) + " (" +
+                                  formatBytes(tracked) +
+                                  " of memory and 6.0 GiB for 64 rank threads' stacks, malloc "
+                                  "arenas and BLAS buffers), more than the 4.0 GiB the "
+                                  "address-space limit (ulimit -v) leaves; raise the limit, or "
+                                  "use fewer in-process ranks or MPI processes"));
+  checkAddressSpace(many, 64, 64.0 * (1 << 30));
+  checkAddressSpace(many, 64, -1);  // no limit
 }
 
 // Probe 5: data_parallel_size=4096 on threads.
