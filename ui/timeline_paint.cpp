@@ -7,6 +7,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "core/common/checked_math.h"
 #include "ui/counter_colors.h"
 #include "ui/timeline_view.h"
 
@@ -310,7 +311,7 @@ void TimelineView::paintRuler(QPainter& p) const {
   p.drawLine(0, kRulerHeight - 1, width(), kRulerHeight - 1);
   p.setPen(QColor(0x22, 0x22, 0x22));
   p.drawText(QRect(4, 0, kLabelWidth - 8, kRulerHeight), Qt::AlignVCenter,
-             QString::fromStdString(formatDuration(static_cast<std::int64_t>(axis_.nsPerPx * w))));
+             QString::fromStdString(formatDuration(saturatingFromDouble(axis_.nsPerPx * w))));
 }
 
 void TimelineView::paintLabels(QPainter& p) const {

@@ -39,4 +39,14 @@ inline double differenceAsDouble(std::int64_t a, std::int64_t b) {
   return static_cast<double>(a) - static_cast<double>(b);
 }
 
+// `x` rounded toward zero into an int64, saturating at its limits (NaN: 0): a product of a
+// scale and a width (ns per pixel x pixels) may pass 2^63 on a trace that spans it.
+inline std::int64_t saturatingFromDouble(double x) {
+  if (!(x == x)) return 0;
+  constexpr double kLimit = 9223372036854775808.0;  // 2^63
+  if (x >= kLimit) return std::numeric_limits<std::int64_t>::max();
+  if (x <= -kLimit) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(x);
+}
+
 }  // namespace parascope

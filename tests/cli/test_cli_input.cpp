@@ -6,10 +6,10 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -59,17 +59,31 @@ class TestCliInput : public QObject {
 // A path whose bytes are not UTF-8 reached JSON output after the work and failed there with a
 // JSON library's internal error; refused first now (argv passed raw, as a shell passes it).
 void TestCliInput::nonUtf8PathsWithJsonAreRefusedFirst() {
-  const std::string command = std::string("'") + PARASCOPE_CLI +
-                              "' convert \"$(printf '/tmp/\\377.json')\" -o /tmp/unused.json "
-                              "--json 2>&1; echo \"rc=$?\"";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  QVERIFY(pipe != nullptr);
+  int err[2];
+  QCOMPARE(::pipe(err), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::dup2(err[1], STDERR_FILENO);
+    char program[] = PARASCOPE_CLI;
+    char convert[] = "convert", input[] = "/tmp/\xff.json", dashO[] = "-o",
+         output[] = "/tmp/unused.json", json[] = "--json";
+    char* argv[] = {program, convert, input, dashO, output, json, nullptr};
+    ::execv(program, argv);
+    ::_exit(127);
+  }
+  ::close(err[1]);
   std::string out;
   char buffer[512];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
-  ::pclose(pipe);
+  for (ssize_t n; (n = ::read(err[0], buffer, sizeof buffer)) > 0;) {
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(err[0]);
+  int status = 0;
+  QCOMPARE(::waitpid(child, &status, 0), child);
+  QVERIFY(WIFEXITED(status));
+  QCOMPARE(WEXITSTATUS(status), 2);
   QCOMPARE(out, std::string("error: argument 2 ('/tmp/\xff.json') is not valid UTF-8, which --json "
-                            "output cannot carry; rename the file, or leave out --json\nrc=2\n"));
+                            "output cannot carry; rename the file, or leave out --json\n"));
 }
 
 // A benchmark stopped by SIGTERM exited 1 (its session's failure) or, with many seconds per
