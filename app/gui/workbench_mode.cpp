@@ -106,6 +106,16 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
     return 2;
   }
   const bool screenshots = parser.isSet(o.screenshotDir);
+  // A run's own trace replaces the timeline's: traces opened with --run (or --screenshot-dir,
+  // which runs) were cancelled unseen, a load failure among them dropped without a word.
+  if (!traces.isEmpty() && (parser.isSet(o.run) || screenshots)) {
+    std::fprintf(stderr,
+                 "parascope: --open shows traces in the timeline, which %s replaces with the "
+                 "run's own; give one of them (a trace's picture: --open FILE --screenshot "
+                 "PNG)\n",
+                 screenshots ? "--screenshot-dir" : "--run");
+    return 2;
+  }
   int quitAfter = 0;
   if (screenshots) {
     bool ok = false;

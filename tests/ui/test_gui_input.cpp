@@ -40,6 +40,7 @@ class TestGuiInput : public QObject {
   void traceFifoIsRefused();
   void screenshotFifoIsRefused();
   void screenshotWithoutTracesIsRefused();
+  void tracesWithARunAreRefused();
   void screenshotDirLinksAndFifosAreRefused_data();
   void screenshotDirLinksAndFifosAreRefused();
   void clampedValuesAreRefused_data();
@@ -133,6 +134,25 @@ void TestGuiInput::screenshotFifoIsRefused() {
                       QStringLiteral("': is a device, FIFO or socket, not a regular file; name a "
                                      "regular file\n"));
   QCOMPARE(r.code, 2);
+}
+
+// The run's trace replaces the timeline's: traces opened beside --run or --screenshot-dir were
+// cancelled unseen (and a failure to load them dropped).
+void TestGuiInput::tracesWithARunAreRefused() {
+  const QString trace =
+      QStringLiteral(PARASCOPE_SOURCE_DIR "/tests/fixtures/kineto/gpu-rank0.json.gz");
+  Result r = run({QStringLiteral("--open"), trace, QStringLiteral("--run")});
+  QCOMPARE(r.err, QStringLiteral("parascope: --open shows traces in the timeline, which --run "
+                                 "replaces with the run's own; give one of them (a trace's "
+                                 "picture: --open FILE --screenshot PNG)\n"));
+  QCOMPARE(r.code, 2);
+  r = run({trace, QStringLiteral("--screenshot-dir"), path(QStringLiteral("shots")),
+           QStringLiteral("--quit-after-steps"), QStringLiteral("1")});
+  QCOMPARE(r.err, QStringLiteral("parascope: --open shows traces in the timeline, which "
+                                 "--screenshot-dir replaces with the run's own; give one of them "
+                                 "(a trace's picture: --open FILE --screenshot PNG)\n"));
+  QCOMPARE(r.code, 2);
+  QVERIFY(!QFileInfo::exists(path(QStringLiteral("shots"))));
 }
 
 void TestGuiInput::screenshotWithoutTracesIsRefused() {
