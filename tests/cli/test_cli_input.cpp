@@ -6,7 +6,6 @@
 
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "tests/cli_run.h"
+#include "tests/input_probes.h"
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
@@ -59,31 +59,14 @@ class TestCliInput : public QObject {
 // A path whose bytes are not UTF-8 reached JSON output after the work and failed there with a
 // JSON library's internal error; refused first now (argv passed raw, as a shell passes it).
 void TestCliInput::nonUtf8PathsWithJsonAreRefusedFirst() {
-  int err[2];
-  QCOMPARE(::pipe(err), 0);
-  const pid_t child = ::fork();
-  if (child == 0) {
-    ::dup2(err[1], STDERR_FILENO);
-    char program[] = PARASCOPE_CLI;
-    char convert[] = "convert", input[] = "/tmp/\xff.json", dashO[] = "-o",
-         output[] = "/tmp/unused.json", json[] = "--json";
-    char* argv[] = {program, convert, input, dashO, output, json, nullptr};
-    ::execv(program, argv);
-    ::_exit(127);
-  }
-  ::close(err[1]);
-  std::string out;
-  char buffer[512];
-  for (ssize_t n; (n = ::read(err[0], buffer, sizeof buffer)) > 0;) {
-    out.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(err[0]);
-  int status = 0;
-  QCOMPARE(::waitpid(child, &status, 0), child);
-  QVERIFY(WIFEXITED(status));
-  QCOMPARE(WEXITSTATUS(status), 2);
-  QCOMPARE(out, std::string("error: argument 2 ('/tmp/\xff.json') is not valid UTF-8, which --json "
-                            "output cannot carry; rename the file, or leave out --json\n"));
+  const parascope::test::RawRun r = parascope::test::runRaw(
+      PARASCOPE_CLI, {"convert", "/tmp/\xff.json", "-o", "/tmp/unused.json", "--json"},
+      STDERR_FILENO);
+  QVERIFY(WIFEXITED(r.status));
+  QCOMPARE(WEXITSTATUS(r.status), 2);
+  QCOMPARE(r.output, std::string("error: argument 2 ('/tmp/\xff.json') is not valid UTF-8, which "
+                                 "--json output cannot carry; rename the file, or leave out "
+                                 "--json\n"));
 }
 
 // A benchmark stopped by SIGTERM exited 1 (its session's failure) or, with many seconds per

@@ -3,7 +3,6 @@
 // propagation and its latency, mismatch detection and argument validation.
 #include <QtTest>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,6 +15,7 @@
 #include "core/comm/adjoint.h"
 #include "core/comm/launch.h"
 #include "core/common/error.h"
+#include "tests/input_probes.h"
 
 using namespace parascope;
 using namespace parascope::commtest;
@@ -305,27 +305,9 @@ void TestCommThreads::exitedRankFailsPeers() {
 // waiting. Run in a process of its own (thread_limit_probe), whose user and limit end with it.
 void TestCommThreads::ranksBeyondTheThreadLimitFailWithTheReason() {
   if (::geteuid() != 0) QSKIP("needs root, to run the probe as a user whose threads it can count");
-  // fork and exec, not QProcess: ThreadSanitizer's runtime fails on the way Qt starts processes.
-  int out[2];
-  QCOMPARE(::pipe(out), 0);
-  const pid_t child = ::fork();
-  if (child == 0) {
-    ::dup2(out[1], STDOUT_FILENO);
-    char program[] = THREAD_LIMIT_PROBE;
-    char* argv[] = {program, nullptr};
-    ::execv(program, argv);
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  std::string message;
-  char buffer[512];
-  for (ssize_t n; (n = ::read(out[0], buffer, sizeof buffer)) > 0;) {
-    message.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(out[0]);
-  int status = 0;
-  QCOMPARE(::waitpid(child, &status, 0), child);
-  QVERIFY2(WIFEXITED(status) && WEXITSTATUS(status) == 0, message.c_str());
+  const parascope::test::RawRun r = parascope::test::runRaw(THREAD_LIMIT_PROBE, {}, STDOUT_FILENO);
+  const std::string& message = r.output;
+  QVERIFY2(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, message.c_str());
   QVERIFY2(message.starts_with("in-process world of 256 ranks: cannot start rank ") &&
                has(message,
                    "'s thread (Resource temporarily unavailable): this machine's limit on "
