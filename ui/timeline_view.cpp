@@ -8,6 +8,7 @@
 #include <QToolTip>
 #include <QWheelEvent>
 #include <cmath>
+#include <new>
 
 #include "ui/timeline_prediction.h"
 
@@ -25,6 +26,7 @@ TimelineView::~TimelineView() = default;
 
 void TimelineView::setIndex(std::shared_ptr<TimelineIndex> index) {
   index_ = std::move(index);
+  liveStopped_ = false;
   flowOrder_.clear();
   sortFlows();  // once here, not in the first frame
   hits_.clear();
@@ -37,10 +39,23 @@ void TimelineView::setIndex(std::shared_ptr<TimelineIndex> index) {
 }
 
 void TimelineView::appendEvents(const std::vector<Event>& events) {
-  if (events.empty()) return;
+  if (events.empty() || liveStopped_) return;
   const bool first = index_->eventCount() == 0;
-  index_->append(events.data(), events.size());
-  if (layoutShape() != shape_) relayout();
+  try {
+    index_->append(events.data(), events.size());
+    if (layoutShape() != shape_) relayout();
+  } catch (const std::bad_alloc&) {
+    // An exception leaving a slot aborts the application. The index goes first: what it held
+    // is the memory the message and the empty index need.
+    const std::size_t held = index_->eventCount();
+    index_.reset();
+    setIndex(std::make_shared<TimelineIndex>());
+    liveStopped_ = true;
+    setMessage(tr("The live timeline stopped: out of memory while indexing the run's events "
+                  "(%1 held); the run goes on, and its trace file is written when it ends")
+                   .arg(held));
+    return;
+  }
   if (first) {
     fitAll();
   } else if (followLive_) {

@@ -33,7 +33,10 @@ class TimelineView : public QWidget {
   void setIndex(std::shared_ptr<TimelineIndex> index);
   const TimelineIndex& index() const { return *index_; }
   // Live: appends without rebuilding; the view follows the newest time unless the user moved.
+  // When memory runs out while indexing them, the view lets go of its index (a half-grown one
+  // cannot be trusted), says why and takes no more live events until the next setIndex.
   void appendEvents(const std::vector<Event>& events);
+  bool liveStopped() const { return liveStopped_; }
   // Whether the view still follows live events (the user has not zoomed, panned or selected).
   bool followsLive() const { return followLive_; }
   void setMessage(const QString& message);
@@ -124,6 +127,7 @@ class TimelineView : public QWidget {
   std::optional<TimelineSelection> selection_;
   SpanRef selected_;
   bool followLive_ = true;
+  bool liveStopped_ = false;  // appendEvents ran out of memory
   bool showHelp_ = false;
   enum class Drag { None, Pan, Box } drag_ = Drag::None;
   QPoint dragStart_, dragLast_;

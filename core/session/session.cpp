@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <new>
 
 #include "core/comm/launch.h"
 #include "core/comm/mpi/mpi_backend.h"
@@ -188,16 +189,40 @@ void Session::saveCheckpoint(const std::string& dir) {
   gate_.requestSave();
 }
 
+// An allocation that failed although the run was checked against the memory available at its
+// start (another process took memory since, or the estimate missed something): the library's
+// "std::bad_alloc" says neither how much the run needs nor what to change.
+std::string Session::outOfMemoryReason(bool mpi) const {
+  const std::string change =
+      "; free memory, or use a smaller model or micro-batch, more ranks, a higher ZeRO stage or "
+      "recompute";
+  try {
+    const MemoryEstimate e = runEstimate(mpi);
+    const double available = availableMemoryBytes();
+    return "out of memory: an allocation failed in a run estimated at about " +
+           formatBytes(e.totalBytes()) + " (" +
+           (e.ranksSharingMemory > 1
+                ? std::to_string(e.ranksSharingMemory) + " ranks x " + formatBytes(e.perRankBytes())
+                : std::string("one rank")) +
+           "; largest: " + e.largest().name + ")" +
+           (available >= 0 ? ", with " + formatBytes(available) + " available now" : "") + change;
+  } catch (const std::bad_alloc&) {
+    return "out of memory: an allocation failed" + change;  // too little left to say more
+  }
+}
+
 void Session::recordFailure(int rank, const std::exception& e) {
+  const bool outOfMemory = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
+  const std::string reason = outOfMemory ? outOfMemoryReason(options_.world.has_value()) : e.what();
   {
     std::lock_guard lock(mutex_);
     if (!error_) {
-      error_ = ErrorReport{rank, e.what(), dynamic_cast<const UserError*>(&e) != nullptr};
+      error_ = ErrorReport{rank, reason, dynamic_cast<const UserError*>(&e) != nullptr};
     }
   }
   // Ranks held at a step boundary by this rank's absence fail too (communication already
   // fails them through the communicator).
-  gate_.fail(e.what());
+  gate_.fail(reason);
 }
 
 // Collective over the world. Rank 0 prepares the staging directory; every rank writes the slices
@@ -428,6 +453,12 @@ Session::Ending Session::trainRank(Communicator& world, RankSlot& slot) {
   return ending;
 }
 
+// The run's memory on this machine: every in-process rank, or under MPI this node's ranks.
+MemoryEstimate Session::runEstimate(bool mpi) const {
+  const int sharing = mpi ? mpiRanksOnThisNode() : config_.parallel.worldSize();
+  return estimateMemory(config_, dataBytesInMemory(config_.data), sharing);
+}
+
 // What can be refused without any work is refused before any rank allocates: an output path
 // that cannot be written, and a run that cannot fit in this machine's memory (the estimate of
 // core/plan/memory_estimate.h, times the ranks sharing the machine). Every rank checks the
@@ -437,12 +468,11 @@ void Session::checkBeforeStart(bool mpi) const {
     checkOutputPath(config_.saveWeights, "save_weights",
                     {{"init_weights", config_.initWeights}, {"--load", options_.load}});
   }
-  const int sharing = mpi ? mpiRanksOnThisNode() : config_.parallel.worldSize();
-  const MemoryEstimate estimate = estimateMemory(config_, dataBytesInMemory(config_.data), sharing);
+  const MemoryEstimate estimate = runEstimate(mpi);
   checkMemory(estimate, availableMemoryBytes());
   // The address-space limit is this process's: its own ranks' threads (one under MPI).
   MemoryEstimate own = estimate;
-  own.ranksSharingMemory = mpi ? 1 : sharing;
+  own.ranksSharingMemory = mpi ? 1 : estimate.ranksSharingMemory;
   checkAddressSpace(own, own.ranksSharingMemory, availableAddressSpaceBytes());
 }
 

@@ -24,6 +24,8 @@
 
 namespace parascope {
 
+struct MemoryEstimate;
+
 class Trainer;
 struct RankHooks;
 
@@ -111,7 +113,9 @@ class Session {
   };
   enum class Ending { Done, Stopped, Switch };
 
+  MemoryEstimate runEstimate(bool mpi) const;
   void checkBeforeStart(bool mpi) const;
+  std::string outOfMemoryReason(bool mpi) const;
   void runLayout(int ranks);
   void runRank(Communicator& world, RankSlot& slot);
   Ending trainRank(Communicator& world, RankSlot& slot);

@@ -9,12 +9,14 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/comm/launch.h"
 #include "core/common/error.h"
+#include "core/plan/memory_estimate.h"
 #include "core/session/session.h"
 #include "tests/train/dp_harness.h"
 
@@ -32,6 +34,7 @@ class TestSession : public QObject {
   void stopAtArbitraryMoments();
   void failingRankEndsTheSession_data();
   void failingRankEndsTheSession();
+  void allocationFailureSaysWhatToChange();
   void userErrorIsMarked();
   void startsOnlyOnce();
 };
@@ -292,6 +295,34 @@ void TestSession::failingRankEndsTheSession() {
   Session next(tinyConfig({"data_parallel_size=" + std::to_string(ranks), "train_iters=2"}));
   QCOMPARE(next.run().steps, 2);
   QCOMPARE(next.state(), SessionState::Finished);
+}
+
+// A rank's std::bad_alloc ends the session with the run's memory and what to change, not the
+// library's "std::bad_alloc".
+void TestSession::allocationFailureSaysWhatToChange() {
+  class Exhausted : public SessionObserver {
+    void onRankStep(const StepReport& r) override {
+      if (r.rank == 1 && r.step == 2) throw std::bad_alloc();
+    }
+  } exhausted;
+  const TrainConfig config = tinyConfig({"data_parallel_size=2", "train_iters=1000"});
+  Session session(config);
+  session.addObserver(exhausted);
+  QVERIFY(session.run().failed);
+  QCOMPARE(session.error()->rank, 1);
+  QVERIFY(!session.error()->userError);
+  const MemoryEstimate e = estimateMemory(config, dataBytesInMemory(config.data), 2);
+  const std::string reason = session.error()->reason;
+  const std::string start = "out of memory: an allocation failed in a run estimated at about " +
+                            formatBytes(e.totalBytes()) + " (2 ranks x " +
+                            formatBytes(e.perRankBytes()) + "; largest: " + e.largest().name +
+                            "), with ";
+  QVERIFY2(reason.rfind(start, 0) == 0, reason.c_str());
+  const std::string end =
+      " available now; free memory, or use a smaller model or micro-batch, more ranks, a higher "
+      "ZeRO stage or recompute";
+  QVERIFY2(reason.size() > end.size() && reason.substr(reason.size() - end.size()) == end,
+           reason.c_str());
 }
 
 void TestSession::userErrorIsMarked() {

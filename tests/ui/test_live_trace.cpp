@@ -1,6 +1,7 @@
-// The workbench's live trace when memory runs out on its drain thread: an exception leaving that
-// thread aborted the application. Allocations off the test's own thread fail on request (this
-// executable replaces operator new), so the drain thread's next one throws std::bad_alloc.
+// The workbench's live feed when memory runs out, on its drain thread or on the GUI thread
+// indexing the events: an exception leaving either aborted the application. Allocations fail on
+// request (this executable replaces operator new): off the test's own thread, so the drain
+// thread's next one throws std::bad_alloc, or any large one on it.
 #include <QtTest>
 
 #include <atomic>
@@ -10,12 +11,15 @@
 #include <new>
 #include <thread>
 
+#include "profiler/synthetic_trace.h"
 #include "tests/input_probes.h"
 #include "ui/live_trace.h"
+#include "ui/timeline_view.h"
 
 namespace {
 
 std::atomic<bool> failOffMainThread{false};
+std::atomic<bool> failLarge{false};  // the next allocation of 64 KiB or more
 std::thread::id mainThread;
 
 }  // namespace
@@ -23,6 +27,9 @@ std::thread::id mainThread;
 void* operator new(std::size_t bytes) {
   if (failOffMainThread.load(std::memory_order_relaxed) &&
       std::this_thread::get_id() != mainThread) {
+    throw std::bad_alloc();
+  }
+  if (bytes >= (std::size_t{1} << 16) && failLarge.exchange(false)) {
     throw std::bad_alloc();
   }
   if (void* p = std::malloc(bytes ? bytes : 1)) return p;
@@ -39,6 +46,7 @@ class TestLiveTrace : public QObject {
   Q_OBJECT
  private slots:
   void allocationFailureEndsTheFeed();
+  void allocationFailureStopsTheLiveView();
 };
 
 void TestLiveTrace::allocationFailureEndsTheFeed() {
@@ -62,5 +70,37 @@ void TestLiveTrace::allocationFailureEndsTheFeed() {
   QVERIFY(!std::filesystem::exists(path));
 }
 
-QTEST_APPLESS_MAIN(TestLiveTrace)
+void TestLiveTrace::allocationFailureStopsTheLiveView() {
+  parascope::profiler::SyntheticOptions o;
+  o.events = 200'000;
+  const parascope::profiler::TraceData trace = parascope::profiler::syntheticTrainingTrace(o);
+  const std::size_t tenth = trace.events.size() / 10;
+  parascope::ui::TimelineView view;
+  view.resize(1200, 600);
+  view.appendEvents({trace.events.begin(), trace.events.begin() + tenth});
+  QCOMPARE(view.index().eventCount(), tenth);
+  // The rest no longer fits: the index's next growth fails.
+  const std::vector<parascope::profiler::Event> rest(trace.events.begin() + tenth,
+                                                     trace.events.end());
+  failLarge = true;
+  view.appendEvents(rest);
+  QVERIFY(!failLarge);
+  QVERIFY(view.liveStopped());
+  QCOMPARE(view.index().eventCount(), std::size_t{0});
+  QVERIFY2(view.message().startsWith(
+               QStringLiteral("The live timeline stopped: out of memory while indexing the run's "
+                              "events (")),
+           qPrintable(view.message()));
+  // Later live events are not taken (the index lost what came before them)...
+  view.appendEvents({trace.events.begin(), trace.events.begin() + tenth});
+  QCOMPARE(view.index().eventCount(), std::size_t{0});
+  view.grab();  // ...and the view paints its message
+  // A new index (the run's file, another trace) is a fresh start.
+  view.setIndex(std::make_shared<parascope::ui::TimelineIndex>());
+  QVERIFY(!view.liveStopped());
+  view.appendEvents({trace.events.begin(), trace.events.begin() + tenth});
+  QCOMPARE(view.index().eventCount(), tenth);
+}
+
+QTEST_MAIN(TestLiveTrace)
 #include "test_live_trace.moc"
