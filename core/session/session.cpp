@@ -486,15 +486,26 @@ void Session::runRank(Communicator& world, RankSlot& slot) {
   }
 }
 
+// The rank's for the whole run: the layouts before and after a switch count into one.
+std::shared_ptr<RankMemoryTrack> Session::memoryTrack(int rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (memoryTracks_.size() <= r) memoryTracks_.resize(r + 1);
+  if (!memoryTracks_[r]) memoryTracks_[r] = std::make_shared<RankMemoryTrack>(rank);
+  return memoryTracks_[r];
+}
+
 // One layout's ranks, from its first step boundary to the end of the run or a switch.
 void Session::runLayout(int ranks) {
   slots_.clear();
   slots_.resize(options_.world ? 1 : static_cast<std::size_t>(ranks));
-  for (RankSlot& slot : slots_) {
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    RankSlot& slot = slots_[i];
     if (options_.world && options_.allocator) {
       slot.allocator = options_.allocator;
     } else {
       slot.own = std::make_unique<Allocator>();
+      slot.own->setTrack(
+          memoryTrack(options_.world ? options_.world->rank() : static_cast<int>(i)));
       slot.allocator = slot.own.get();
     }
   }

@@ -25,6 +25,7 @@
 namespace parascope {
 
 struct MemoryEstimate;
+class RankMemoryTrack;
 
 class Trainer;
 struct RankHooks;
@@ -116,6 +117,7 @@ class Session {
   MemoryEstimate runEstimate(bool mpi) const;
   void checkBeforeStart(bool mpi) const;
   std::string outOfMemoryReason(bool mpi) const;
+  std::shared_ptr<RankMemoryTrack> memoryTrack(int rank);
   void runLayout(int ranks);
   void runRank(Communicator& world, RankSlot& slot);
   Ending trainRank(Communicator& world, RankSlot& slot);
@@ -143,6 +145,8 @@ class Session {
   // one copies.
   bool switching_ = false;
   std::vector<RankSlot> retiring_;
+  // Per world rank, what its trace counters count (session thread only).
+  std::vector<std::shared_ptr<RankMemoryTrack>> memoryTracks_;
   std::unique_ptr<StateIndex> switchIndex_;
   TrainingCounters switchCounters_;
   TrainConfig switchFrom_;

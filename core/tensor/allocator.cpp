@@ -112,8 +112,22 @@ void Allocator::account(const void* p, std::int64_t delta, MemoryCategory c) {
     raiseTo(peakTotal_, total);
   }
   // While tracing, every change is a counter sample, so the trace's peaks are these peaks.
-  trace::counter(kCounterNames[i], trace::Category::Memory, live);
+  if (track_) {
+    track_->add(c, delta);
+  } else {
+    trace::counter(kCounterNames[i], trace::Category::Memory, live);
+  }
   if (hook_) hook_(AllocationEvent{p, delta, c, live, total});
+}
+
+void RankMemoryTrack::add(MemoryCategory c, std::int64_t delta) noexcept {
+  const auto i = static_cast<std::size_t>(c);
+  const std::int64_t live = live_[i].fetch_add(delta, std::memory_order_relaxed) + delta;
+  trace::rankCounter(kCounterNames[i], trace::Category::Memory, live, rank_);
+}
+
+std::int64_t RankMemoryTrack::liveBytes(MemoryCategory c) const {
+  return live_[static_cast<std::size_t>(c)].load(std::memory_order_relaxed);
 }
 
 std::int64_t Allocator::liveBytes(MemoryCategory c) const {

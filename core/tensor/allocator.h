@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
@@ -47,6 +48,21 @@ struct AllocationEvent {
 };
 using AllocationHook = std::function<void(const AllocationEvent&)>;
 
+// A rank's memory as its trace counters show it: the live bytes of every allocator holding the
+// rank's state, together (across a live switch, the retiring layout's and the new one's), and
+// recorded as the rank's whichever thread allocates or frees (the session's thread frees a
+// layout's memory when it ends).
+class RankMemoryTrack {
+ public:
+  explicit RankMemoryTrack(int rank) : rank_(rank) {}
+  void add(MemoryCategory c, std::int64_t delta) noexcept;
+  std::int64_t liveBytes(MemoryCategory c) const;
+
+ private:
+  int rank_;
+  std::array<std::atomic<std::int64_t>, kMemoryCategoryCount> live_{};
+};
+
 class Allocator {
  public:
   explicit Allocator(Device device = Device::cpu()) : device_(device) {}
@@ -71,6 +87,9 @@ class Allocator {
 
   // Set before the allocator is shared between threads; called on the allocating thread.
   void setHook(AllocationHook hook) { hook_ = std::move(hook); }
+  // Set before the allocator is shared between threads: its counters go to the rank's track
+  // (without one, each change is a counter sample of the allocating thread's rank).
+  void setTrack(std::shared_ptr<RankMemoryTrack> track) { track_ = std::move(track); }
   Device device() const { return device_; }
 
  private:
@@ -82,6 +101,7 @@ class Allocator {
   std::atomic<std::int64_t> liveTotal_{0};
   std::atomic<std::int64_t> peakTotal_{0};
   AllocationHook hook_;
+  std::shared_ptr<RankMemoryTrack> track_;
   mutable std::mutex cacheMutex_;
   std::unordered_map<std::size_t, std::vector<void*>> cache_;  // rounded size -> free blocks
   std::int64_t cached_ = 0;

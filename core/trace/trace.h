@@ -192,6 +192,24 @@ inline void counter(const char* name, Category category, std::int64_t value,
   detail::recordPoint(name, category, EventKind::Counter, value, laneId);
 }
 
+// A counter sample of `rank`'s recorded from any thread: a rank's memory is freed by the thread
+// that ends its layout, and counted as the rank's there.
+inline void rankCounter(const char* name, Category category, std::int64_t value,
+                        std::int32_t rank) noexcept {
+  if (Recorder* r = recorder()) [[unlikely]] {
+    Event e;
+    if (tlContext.rank == rank) stampContext(e);  // the rank's own thread: its step and stage
+    e.rank = rank;
+    e.name = name;
+    e.category = category;
+    e.kind = EventKind::Counter;
+    e.lane = lane::kHost;
+    e.bytes = value;
+    e.startNs = e.endNs = ticks();
+    r->record(e);
+  }
+}
+
 // A point in time worth marking (a checkpoint written, a strategy switched).
 inline void instant(const char* name, Category category,
                     std::int32_t laneId = lane::kHost) noexcept {

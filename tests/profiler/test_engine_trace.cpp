@@ -15,6 +15,7 @@
 
 #include "core/comm/launch.h"
 #include "core/common/error.h"
+#include "core/session/session.h"
 #include "core/trace/trace.h"
 #include "profiler/analysis/comm_volume.h"
 #include "profiler/analysis/memory_timeline.h"
@@ -121,6 +122,7 @@ class TestEngineTrace : public QObject {
   void oneSpanPerOperationUnderTensorParallelism_data();
   void oneSpanPerOperationUnderTensorParallelism();
   void evaluationHasASpan();
+  void memoryCountersFollowEachRankThroughASwitch();
 };
 
 void TestEngineTrace::commMatrixEqualsAccountingAndHandCount_data() {
@@ -428,4 +430,66 @@ void TestEngineTrace::evaluationHasASpan() {
 }
 
 QTEST_GUILESS_MAIN(TestEngineTrace)
+// A live switch from one rank to two (ZeRO-3): each rank's memory counters count its own live
+// bytes. They used to drop to 0 on rank 0 after the switch (the retiring layout's frees went to
+// the same track as the new layout's allocations, each with its own total), and the end-of-run
+// frees of every rank were recorded on rank 0 (the thread freeing them).
+void TestEngineTrace::memoryCountersFollowEachRankThroughASwitch() {
+  const TrainConfig first = dptest::tinyConfig({"train_iters=6", "eval_interval=0"});
+  const TrainConfig second = dptest::tinyConfig(
+      {"train_iters=6", "eval_interval=0", "data_parallel_size=2", "zero_optimization.stage=3"});
+  Session session(first);
+  struct Switcher : SessionObserver {
+    Session* session;
+    TrainConfig next;
+    void onStep(const StepReport& r) override {
+      if (r.step == 3) session->switchStrategy(next);
+    }
+  } switcher;
+  switcher.session = &session;
+  switcher.next = second;
+  session.addObserver(switcher);
+  Tracer tracer;
+  tracer.install();
+  const FinishedReport finished = session.run();
+  tracer.uninstall();
+  QVERIFY2(!finished.failed, session.error() ? session.error()->reason.c_str() : "");
+  const TraceData trace = tracer.collect();
+  // Per rank and counter, the samples in time order; and where each rank's last step ended.
+  std::map<std::pair<int, std::string>, std::vector<std::pair<std::int64_t, std::int64_t>>> samples;
+  std::map<int, std::int64_t> lastStepEnd;
+  for (const Event& e : trace.events) {
+    if (e.kind == EventKind::Counter && e.category == Category::Memory)
+      samples[{e.rank, std::string(e.name)}].push_back({e.startNs, e.bytes});
+    if (e.kind == EventKind::Span && e.category == Category::Step &&
+        std::string_view(e.name) == "train_step")
+      lastStepEnd[e.rank] = std::max(lastStepEnd[e.rank], e.endNs);
+  }
+  QCOMPARE(static_cast<int>(lastStepEnd.size()), 2);
+  for (int rank = 0; rank < 2; ++rank) {
+    for (const char* name : {"parameter", "optimizer_state"}) {
+      auto& series = samples[{rank, name}];
+      QVERIFY2(!series.empty(), name);
+      std::stable_sort(series.begin(), series.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      // Held from the first allocation to the last step's end, never negative, and all given
+      // back when the run ends.
+      for (const auto& [t, bytes] : series) {
+        QVERIFY2(bytes >= 0, name);
+        if (t <= lastStepEnd[rank] && t > series.front().first)
+          QVERIFY2(bytes > 0, qPrintable(QStringLiteral("rank %1 %2 at 0 before its last step "
+                                                        "ended")
+                                             .arg(rank)
+                                             .arg(name)));
+      }
+      QCOMPARE(series.back().second, std::int64_t{0});
+    }
+  }
+  // Rank 1 exists only after the switch.
+  const auto firstSample = [&](int rank) {
+    return samples[std::make_pair(rank, std::string("parameter"))].front().first;
+  };
+  QVERIFY(firstSample(1) > firstSample(0));
+}
+
 #include "test_engine_trace.moc"
