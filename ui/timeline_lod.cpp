@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/plan/memory_estimate.h"
+
 namespace parascope::ui {
 
 void TimeAxis::zoomAt(double px, double factor) {
@@ -211,6 +213,20 @@ double counterHeight(std::int64_t value, std::int64_t minValue, std::int64_t max
   const std::int64_t hi = std::max<std::int64_t>(maxValue, 0);
   if (hi == lo) return 0;
   return std::clamp(differenceAsDouble(value, lo) / differenceAsDouble(hi, lo), 0.0, 1.0);
+}
+
+std::optional<std::int64_t> counterValueAt(const std::vector<CounterPoint>& points,
+                                           std::int64_t timeNs) {
+  const auto after =
+      std::upper_bound(points.begin(), points.end(), timeNs,
+                       [](std::int64_t t, const CounterPoint& point) { return t < point.timeNs; });
+  if (after == points.begin()) return std::nullopt;
+  return std::prev(after)->value;
+}
+
+std::string formatCounterValue(Category category, std::int64_t value) {
+  if (category == Category::Memory) return formatBytes(static_cast<double>(value));
+  return std::to_string(value);
 }
 
 std::string formatDuration(std::int64_t ns) {

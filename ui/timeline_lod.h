@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,13 @@ void sampleCounter(const std::vector<CounterPoint>& points, const TimeAxis& axis
 // from min(minValue, 0) to max(maxValue, 0): a track that stays positive rises from the floor,
 // and negative values (which foreign counters may hold) lie below a zero line. Any int64 values.
 double counterHeight(std::int64_t value, std::int64_t minValue, std::int64_t maxValue);
+
+// The value in force at `timeNs`: the last point at or before it (a counter holds its value
+// until its next point, to the end of the trace); none before the first point.
+std::optional<std::int64_t> counterValueAt(const std::vector<CounterPoint>& points,
+                                           std::int64_t timeNs);
+// A counter's value as the views write it: memory in binary units (formatBytes), else the number.
+std::string formatCounterValue(Category category, std::int64_t value);
 
 // Ruler ticks: a step of 1, 2 or 5 times a power of ten ns with labels in ns, us, ms or s.
 struct Tick {

@@ -207,16 +207,23 @@ void TimelineView::paintCounterRow(QPainter& p, const TimelineRow& row, int y) c
   const QColor fill = QColor(c.red(), c.green(), c.blue()).lighter(115);
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const int x0 = kLabelWidth + samples[i].x;
-    // The last value holds until the track's last point, not to the edge of the view.
-    const int x1 = i + 1 < samples.size()
-                       ? kLabelWidth + samples[i + 1].x
-                       : kLabelWidth + static_cast<int>(std::clamp(
-                                           axis_.x(track.points.back().timeNs) + 1, 0.0, 1.0 * w));
+    // The last value holds to the end of the trace (bytes still live when recording stopped
+    // are live), not only to the track's last point, and never past the trace.
+    const int x1 =
+        i + 1 < samples.size()
+            ? kLabelWidth + samples[i + 1].x
+            : kLabelWidth + static_cast<int>(std::clamp(
+                                axis_.x(std::max(index_->endNs(), track.points.back().timeNs)) + 1,
+                                0.0, 1.0 * w));
     const int top = static_cast<int>(yOf(samples[i].value));
     p.fillRect(QRect(x0, top, std::max(1, x1 - x0), y + row.height - 2 - top), fill);
   }
   p.setPen(c.darker(140));
   p.drawLine(kLabelWidth, y + row.height - 1, width(), y + row.height - 1);
+  // The scale: the row's top is the track's largest value (its floor is 0).
+  const QString top = QString::fromStdString(formatCounterValue(track.category, track.maxValue));
+  p.setPen(QColor(0x55, 0x55, 0x55));
+  p.drawText(QRect(kLabelWidth + 4, y, w - 8, row.height), Qt::AlignTop | Qt::AlignRight, top);
 }
 
 // Flows sorted by where they start (flows are only appended, so the order is rebuilt only

@@ -179,6 +179,27 @@ TimelineView::Hit TimelineView::hitTest(QPoint pos) const {
   return {SpanRef{row.lane, row.depth, it->first}, it->count};
 }
 
+// A counter row: its value at the time under the pointer, and its largest.
+QString TimelineView::counterTooltip(QPoint pos) const {
+  const int x = pos.x() - kLabelWidth;
+  const int r = rowAt(rows_, pos.y() - kRulerHeight + scrollY_);
+  if (x < 0 || pos.y() < kRulerHeight || r < 0) return {};
+  const TimelineRow& row = rows_[static_cast<std::size_t>(r)];
+  if (row.kind != TimelineRow::Kind::Counter) return {};
+  const CounterTrack& track = index_->counters()[row.counter];
+  const std::int64_t t = axis_.time(x);
+  const std::optional<std::int64_t> value =
+      t <= std::max(index_->endNs(), track.points.back().timeNs) ? counterValueAt(track.points, t)
+                                                                 : std::nullopt;
+  if (!value) return {};
+  return QStringLiteral("%1 %2\nrank %3, at %4\nlargest %5")
+      .arg(QString::fromStdString(index_->name(track.name)),
+           QString::fromStdString(formatCounterValue(track.category, *value)))
+      .arg(track.rank)
+      .arg(QString::fromStdString(formatDuration(t - index_->beginNs())),
+           QString::fromStdString(formatCounterValue(track.category, track.maxValue)));
+}
+
 QString TimelineView::spanDescription(SpanRef ref) const {
   const Event e = index_->event(ref);
   QString s =
@@ -210,6 +231,7 @@ QString TimelineView::spanDescription(SpanRef ref) const {
 }
 
 QString TimelineView::tooltipText(QPoint pos) const {
+  if (const QString counter = counterTooltip(pos); !counter.isEmpty()) return counter;
   const Hit h = hitTest(pos);
   if (!h.ref.valid()) return {};
   QString s = spanDescription(h.ref);

@@ -60,6 +60,7 @@ class TestTimelineView : public QObject {
   void flowsSearchAndDoubleClick();
   void cancelDropsTheLoad();
   void liveAppendsFollowTheNewestTime();
+  void counterRowsShowTheirScaleAndValue();
   void badFilesShowAMessage_data();
   void badFilesShowAMessage();
   void kinetoTracesLoad();
@@ -160,7 +161,8 @@ void TestTimelineView::hitTestingMatchesTheTooltip() {
       const TimelineView::Hit hit = view.hitTest(pos);
       const QString tip = view.tooltipText(pos);
       if (!hit.ref.valid()) {
-        QVERIFY(tip.isEmpty());
+        // Off the spans only a counter row has something to say: its value there.
+        QCOMPARE(tip, view.counterTooltip(pos));
         continue;
       }
       ++spans;
@@ -279,6 +281,48 @@ void TestTimelineView::liveAppendsFollowTheNewestTime() {
   late.endNs = late.startNs + 500;
   view.appendEvents({late});
   QCOMPARE(view.axis().startNs, kept.startNs);
+}
+
+// A memory counter holds its last value to the end of the trace (live bytes at the end were not
+// 0), its row shows its scale, and hovering it gives the value at that time.
+void TestTimelineView::counterRowsShowTheirScaleAndValue() {
+  constexpr std::int64_t kMs = 1'000'000;
+  std::vector<Event> events(3);
+  events[0].name = "train_step";
+  events[0].category = Category::Step;
+  events[0].startNs = 0;
+  events[0].endNs = 10 * kMs;
+  for (int i = 1; i < 3; ++i) {
+    events[i].name = "parameter";
+    events[i].kind = EventKind::Counter;
+    events[i].category = Category::Memory;
+    events[i].startNs = events[i].endNs = i * kMs;
+    events[i].bytes = i == 1 ? 6'710'886 : 1 << 20;  // 6.4 MiB, then 1.0 MiB
+  }
+  TimelineView view;
+  view.resize(1200, 400);
+  view.grab();  // the resize reaches the view
+  view.appendEvents(events);
+  const TimelineRow* counter = nullptr;
+  for (const TimelineRow& row : view.rows())
+    if (row.kind == TimelineRow::Kind::Counter) counter = &row;
+  QVERIFY(counter != nullptr);
+  const int y = view.contentTop() + counter->y + counter->height / 2;
+  auto at = [&](std::int64_t ns) {
+    return QPoint(view.timeAreaLeft() + static_cast<int>(view.axis().x(ns)), y);
+  };
+  QCOMPARE(view.tooltipText(at(kMs / 2)), QString());  // before its first sample
+  QCOMPARE(view.tooltipText(at(3 * kMs / 2)),
+           QStringLiteral("parameter 6.4 MiB\nrank 0, at %1\nlargest 6.4 MiB")
+               .arg(QString::fromStdString(
+                   formatDuration(view.axis().time(at(3 * kMs / 2).x() - view.timeAreaLeft())))));
+  QVERIFY(view.tooltipText(at(9 * kMs)).startsWith(QStringLiteral("parameter 1.0 MiB\n")));
+  // Painted to the trace's end: the row's floor at 9 ms is the track's colour, as at 3 ms.
+  const QImage image = view.grab().toImage();
+  const int floor = view.contentTop() + counter->y + counter->height - 3;
+  QVERIFY(floor < image.height() && at(9 * kMs).x() < image.width());
+  QCOMPARE(image.pixel(at(9 * kMs).x(), floor), image.pixel(at(3 * kMs).x(), floor));
+  QVERIFY(image.pixel(at(9 * kMs).x(), floor) != image.pixel(at(kMs / 2).x(), floor));
 }
 
 void TestTimelineView::badFilesShowAMessage_data() {
