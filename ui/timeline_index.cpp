@@ -668,6 +668,15 @@ Event TimelineIndex::event(SpanRef r) const {
   return eventOf(lanes_[r.lane], span(r), EventKind::Span);
 }
 
+std::optional<std::int64_t> counterValueAt(const std::vector<CounterPoint>& points,
+                                           std::int64_t timeNs) {
+  const auto after =
+      std::upper_bound(points.begin(), points.end(), timeNs,
+                       [](std::int64_t t, const CounterPoint& point) { return t < point.timeNs; });
+  if (after == points.begin()) return std::nullopt;
+  return std::prev(after)->value;
+}
+
 TraceData TimelineIndex::toTrace(std::int64_t fromNs, std::int64_t toNs) const {
   TraceData t;
   auto keep = [&](const Event& e) {
@@ -682,13 +691,25 @@ TraceData TimelineIndex::toTrace(std::int64_t fromNs, std::int64_t toNs) const {
     t.laneNames[{l.rank, l.laneId}] = l.name;
   }
   for (const CounterTrack& c : counters_) {
+    Event e;
+    e.name = names_[c.name >> 4].c_str();
+    e.category = c.category;
+    e.kind = EventKind::Counter;
+    e.rank = c.rank;
+    e.lane = c.laneId;
+    // A range starting after a sample starts with the value then in force: without it, a
+    // counter with no sample inside the range would be missing, and the others would read as
+    // unknown up to their first sample.
+    const std::optional<std::int64_t> atStart = counterValueAt(c.points, fromNs);
+    const bool sampledAtStart = std::binary_search(
+        c.points.begin(), c.points.end(), CounterPoint{fromNs, 0},
+        [](const CounterPoint& a, const CounterPoint& b) { return a.timeNs < b.timeNs; });
+    if (atStart && !sampledAtStart && fromNs <= toNs) {
+      e.startNs = e.endNs = fromNs;
+      e.bytes = *atStart;
+      t.events.push_back(e);
+    }
     for (const CounterPoint& p : c.points) {
-      Event e;
-      e.name = names_[c.name >> 4].c_str();
-      e.category = c.category;
-      e.kind = EventKind::Counter;
-      e.rank = c.rank;
-      e.lane = c.laneId;
       e.startNs = e.endNs = p.timeNs;
       e.bytes = p.value;
       keep(e);

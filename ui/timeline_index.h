@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -85,6 +86,11 @@ struct CounterTrack {
   std::vector<CounterPoint> points;  // sorted by time
   std::int64_t minValue = 0, maxValue = 0;
 };
+
+// The value in force at `timeNs`: the last point at or before it (a counter holds its value
+// until its next point, to the end of the trace); none before the first point.
+std::optional<std::int64_t> counterValueAt(const std::vector<CounterPoint>& points,
+                                           std::int64_t timeNs);
 
 // Where a span lives in the index.
 struct SpanRef {

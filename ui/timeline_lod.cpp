@@ -215,15 +215,6 @@ double counterHeight(std::int64_t value, std::int64_t minValue, std::int64_t max
   return std::clamp(differenceAsDouble(value, lo) / differenceAsDouble(hi, lo), 0.0, 1.0);
 }
 
-std::optional<std::int64_t> counterValueAt(const std::vector<CounterPoint>& points,
-                                           std::int64_t timeNs) {
-  const auto after =
-      std::upper_bound(points.begin(), points.end(), timeNs,
-                       [](std::int64_t t, const CounterPoint& point) { return t < point.timeNs; });
-  if (after == points.begin()) return std::nullopt;
-  return std::prev(after)->value;
-}
-
 std::string formatCounterValue(Category category, std::int64_t value) {
   if (category == Category::Memory) return formatBytes(static_cast<double>(value));
   return std::to_string(value);

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,10 +81,6 @@ void sampleCounter(const std::vector<CounterPoint>& points, const TimeAxis& axis
 // and negative values (which foreign counters may hold) lie below a zero line. Any int64 values.
 double counterHeight(std::int64_t value, std::int64_t minValue, std::int64_t maxValue);
 
-// The value in force at `timeNs`: the last point at or before it (a counter holds its value
-// until its next point, to the end of the trace); none before the first point.
-std::optional<std::int64_t> counterValueAt(const std::vector<CounterPoint>& points,
-                                           std::int64_t timeNs);
 // A counter's value as the views write it: memory in binary units (formatBytes), else the number.
 std::string formatCounterValue(Category category, std::int64_t value);
 

@@ -6,8 +6,11 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <map>
 #include <random>
 #include <regex>
+#include <string>
+#include <tuple>
 
 #include "profiler/analysis/comm_volume.h"
 #include "profiler/io/chrome_import.h"
@@ -457,11 +460,29 @@ void TestTimelineIndex::exportedRangeReimports() {
   for (const char* file : {"/range.json", "/range.json.gz"}) {
     const std::string path = dir.path().toStdString() + file;
     exportTraceRange(index, from, to, path);
-    const TraceData back = parascope::profiler::importChromeTrace(path);
+    TraceData back = parascope::profiler::importChromeTrace(path);
     std::vector<Event> expected;
+    // Each counter sampled before the range starts it with the value then in force.
+    std::map<std::tuple<std::int32_t, std::int32_t, std::string>, const Event*> before;
     for (const Event& e : trace.events) {
       if (e.endNs >= from && e.startNs <= to) expected.push_back(e);
+      if (e.kind == EventKind::Counter && e.startNs <= from)
+        before[{e.rank, e.lane, std::string(e.name)}] = &e;
     }
+    for (const auto& [track, last] : before) {
+      if (last->startNs == from) continue;
+      Event start = *last;
+      start.startNs = start.endNs = from;
+      expected.push_back(start);
+    }
+    QVERIFY(!before.empty());
+    auto order = [](const Event& a, const Event& b) {
+      return std::make_tuple(a.rank, a.startNs, -a.endNs, a.lane, std::string_view(a.name),
+                             a.bytes) < std::make_tuple(b.rank, b.startNs, -b.endNs, b.lane,
+                                                        std::string_view(b.name), b.bytes);
+    };
+    std::stable_sort(expected.begin(), expected.end(), order);
+    std::stable_sort(back.events.begin(), back.events.end(), order);
     QCOMPARE(back.events.size(), expected.size());
     for (std::size_t i = 0; i < expected.size(); ++i) {
       QVERIFY2(sameEvent(back.events[i], expected[i]), expected[i].name);
