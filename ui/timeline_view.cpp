@@ -283,7 +283,24 @@ void TimelineView::resizeEvent(QResizeEvent*) {
 
 void TimelineView::userMoved() {
   followLive_ = false;
+  keepTraceInView();
   update();
+}
+
+// Panning and zooming keep the trace in view: the window reaches at most a twentieth of its
+// width past either end of the trace (the margin F leaves around what it fits), and a window
+// wider than the trace shows all of it. Compared in double, changed only when out of bounds:
+// a trace's times may be since the epoch, beyond double's exact integers.
+void TimelineView::keepTraceInView() {
+  if (index_->eventCount() == 0) return;
+  const double view = axis_.nsPerPx * timeAreaWidth();
+  const double margin = view / 20;
+  double lo = static_cast<double>(index_->beginNs()) - margin;
+  double hi = static_cast<double>(index_->endNs()) + margin - view;
+  if (lo > hi) std::swap(lo, hi);
+  const auto start = static_cast<double>(axis_.startNs);
+  if (start < lo) axis_.startNs = saturatingFromDouble(lo);
+  if (start > hi) axis_.startNs = saturatingFromDouble(hi);
 }
 
 void TimelineView::wheelEvent(QWheelEvent* e) {

@@ -110,6 +110,7 @@ class TimelineView : public QWidget {
   int rowY(SpanRef ref) const;  // widget y of the span's row, -1 if not shown
   void followFlow(int direction);
   void userMoved();
+  void keepTraceInView();
   void finishBox(QPoint end);
 
   std::shared_ptr<TimelineIndex> index_;
