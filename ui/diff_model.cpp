@@ -20,6 +20,8 @@ int DiffModel::columnCount(const QModelIndex& parent) const {
 
 QVariant DiffModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount() || index.column() >= Count) return {};
+  if (role == Qt::ToolTipRole && index.column() == Name)
+    return QString::fromStdString(rows_[static_cast<std::size_t>(index.row())].name);
   if (role != Qt::DisplayRole && role != Qt::UserRole && role != Qt::TextAlignmentRole) return {};
   const bool text = index.column() == Kind || index.column() == Name;
   if (role == Qt::TextAlignmentRole) {

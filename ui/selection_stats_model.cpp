@@ -27,6 +27,8 @@ QVariant SelectionStatsModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::TextAlignmentRole && index.column() != Name) {
     return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
   }
+  // A name elided in its column reads whole on hover.
+  if (role == Qt::ToolTipRole && index.column() == Name) return QString::fromStdString(s.name);
   if (role != Qt::DisplayRole && role != Qt::UserRole) return {};
   const bool raw = role == Qt::UserRole;
   auto duration = [&](double ns) -> QVariant {

@@ -36,6 +36,7 @@ void TimelineView::setIndex(std::shared_ptr<TimelineIndex> index) {
   followLive_ = true;
   relayout();
   fitAll();
+  emit indexReplaced();
 }
 
 void TimelineView::appendEvents(const std::vector<Event>& events) {

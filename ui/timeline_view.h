@@ -79,6 +79,8 @@ class TimelineView : public QWidget {
  signals:
   void selectionChanged();
   void spanSelected();
+  // setIndex gave the view another trace (or none): what was found in the old one is stale.
+  void indexReplaced();
 
  protected:
   void paintEvent(QPaintEvent* event) override;

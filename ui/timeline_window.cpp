@@ -17,6 +17,7 @@
 #include <QVBoxLayout>
 #include <regex>
 
+#include "ui/name_columns.h"
 #include "ui/timeline_export.h"
 
 namespace parascope::ui {
@@ -28,9 +29,12 @@ TimelineWindow::TimelineWindow(QWidget* parent)
       loader_(new TraceLoader(this)) {
   setWindowTitle(tr("ParaScope timeline"));
   auto* table = new QTableView;
+  table->setObjectName(QStringLiteral("statsTable"));
   table->setModel(stats_);
-  table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  fitNamesBesideNumbers(table, SelectionStatsModel::Name);
   table->setMinimumWidth(380);  // name, count and total readable beside the timeline
+  // New statistics are read from their first row.
+  connect(stats_, &QAbstractItemModel::modelReset, table, &QTableView::scrollToTop);
   // Until a box is selected the table is empty; say how to fill it.
   auto* hint =
       new QLabel(tr("Shift+drag a box over the timeline to see per-name statistics "
@@ -83,6 +87,15 @@ TimelineWindow::TimelineWindow(QWidget* parent)
     view_->setMessage(tr("Loading cancelled."));
   });
   connect(view_, &TimelineView::selectionChanged, this, &TimelineWindow::updateStats);
+  // Another trace: the old selection's statistics go, and a search counts in the new one.
+  connect(view_, &TimelineView::indexReplaced, this, [this] {
+    stats_->setStats({});
+    if (search_->text().isEmpty()) {
+      hitCount_->clear();
+    } else {
+      runSearch();
+    }
+  });
   buildMenus();
   resize(1400, 850);
 }

@@ -43,6 +43,7 @@
 #include "ui/live_charts.h"
 #include "ui/live_trace.h"
 #include "ui/memory_view.h"
+#include "ui/name_columns.h"
 #include "ui/pipeline_view.h"
 #include "ui/prediction_view.h"
 #include "ui/segment_model.h"
@@ -251,7 +252,7 @@ QWidget* WorkbenchWindow::buildAnalyses() {
   view->setSortingEnabled(true);
   view->sortByColumn(0, Qt::AscendingOrder);  // what a row is about comes first
   view->verticalHeader()->hide();
-  view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  fitNamesBesideNumbers(view, 0);
   connect(analysisChoice_, &QComboBox::currentIndexChanged, this,
           &WorkbenchWindow::showAnalysisTable);
   auto* page = new QWidget;
@@ -282,7 +283,7 @@ QWidget* WorkbenchWindow::buildDiff() {
   view->setSortingEnabled(true);
   view->sortByColumn(DiffModel::Delta, Qt::DescendingOrder);
   view->verticalHeader()->hide();
-  view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  fitNamesBesideNumbers(view, DiffModel::Name);
   diffA_ = new QComboBox;
   diffA_->setObjectName(QStringLiteral("diffA"));
   diffB_ = new QComboBox;

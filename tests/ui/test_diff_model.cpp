@@ -4,8 +4,10 @@
 // opened trace files.
 #include <QAbstractItemModelTester>
 #include <QComboBox>
+#include <QHeaderView>
 #include <QSortFilterProxyModel>
 #include <QStandardPaths>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
@@ -136,6 +138,10 @@ void TestDiffModel::twoTraces() {
   QCOMPARE(rows[4].deltaNs(), -150.0 * kMs);
   QCOMPARE(rows[4].ratio(), 0.0);
   QVERIFY(std::isnan(rows[1].ratio()));
+  DiffModel model;
+  model.setRows(rows);
+  const QModelIndex name = model.index(0, DiffModel::Name);
+  QCOMPARE(name.data(Qt::ToolTipRole), name.data(Qt::DisplayRole));
 }
 
 // Steps of one trace as two segments: per rank and step of its own, so each step counts once.
@@ -190,6 +196,15 @@ void TestDiffModel::windowDiffsOpenedTraces() {
                           "trace can be picked as A and B."));
   window.showTraces({fileA});
   QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 30000);
+  // The diff's and the analyses' names take what the numbers leave, elided, whole on hover
+  // (the analyses' columns come with the shown trace).
+  for (const char* name : {"diffView", "analysisView"}) {
+    auto* table = window.findChild<QTableView*>(QString::fromUtf8(name));
+    QVERIFY2(table, name);
+    const int nameColumn = QStringLiteral("diffView") == name ? DiffModel::Name : 0;
+    QCOMPARE(table->horizontalHeader()->sectionResizeMode(nameColumn), QHeaderView::Stretch);
+    QCOMPARE(table->textElideMode(), Qt::ElideMiddle);
+  }
   QCOMPARE(diffed.count(), 0);  // one source: nothing to compare yet, and the tab says so
   QCOMPARE(window.diffHint(),
            QStringLiteral("Only one source so far (Trace a.json): a diff needs two. Switch the "

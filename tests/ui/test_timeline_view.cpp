@@ -6,9 +6,12 @@
 // checkout). Runs under QT_QPA_PLATFORM=offscreen.
 #include <sys/stat.h>
 #include <QAbstractItemModelTester>
+#include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPainter>
 #include <QSignalSpy>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -62,6 +65,7 @@ class TestTimelineView : public QObject {
   void liveAppendsFollowTheNewestTime();
   void counterRowsShowTheirScaleAndValue();
   void panningStopsAtTheTraceEnds();
+  void anotherTraceReplacesStatisticsAndSearch();
   void badFilesShowAMessage_data();
   void badFilesShowAMessage();
   void kinetoTracesLoad();
@@ -360,6 +364,49 @@ void TestTimelineView::panningStopsAtTheTraceEnds() {
   for (int i = 0; i < 40; ++i) QTest::keyClick(&view, Qt::Key_S);
   QVERIFY(window().first <= begin);
   QVERIFY(window().second >= end);
+}
+
+// Opening another trace: no statistics of the old selection, a search counted in the new
+// trace; the statistics table keeps its numbers in view however long a name is.
+void TestTimelineView::anotherTraceReplacesStatisticsAndSearch() {
+  TimelineWindow window;
+  window.resize(1400, 800);
+  window.view()->setIndex(syntheticIndex(20'000));
+  window.show();
+  TimelineView* view = window.view();
+  auto* search = window.findChild<QLineEdit*>();
+  QVERIFY(search);
+  search->setText(QStringLiteral("F"));
+  QTest::keyClick(search, Qt::Key_Return);
+  auto hitLabel = [&] {
+    for (auto* label : window.findChildren<QLabel*>())
+      if (label->text().endsWith(QStringLiteral(" hits"))) return label->text();
+    return QString();
+  };
+  const QString before = hitLabel();
+  QCOMPARE(before, QStringLiteral("%1 hits").arg(view->searchHits().size()));
+  const QPoint a(view->timeAreaLeft() + 200, view->contentTop() + 25);
+  const QPoint b(view->timeAreaLeft() + 700, view->contentTop() + 90);
+  QTest::mousePress(view, Qt::LeftButton, Qt::ShiftModifier, a);
+  QTest::mouseMove(view, b);
+  QTest::mouseRelease(view, Qt::LeftButton, Qt::ShiftModifier, b);
+  QVERIFY(window.statsModel()->rowCount() > 0);
+  const QModelIndex name = window.statsModel()->index(0, SelectionStatsModel::Name);
+  QCOMPARE(name.data(Qt::ToolTipRole), name.data(Qt::DisplayRole));
+
+  view->setIndex(syntheticIndex(5'000));
+  QCOMPARE(window.statsModel()->rowCount(), 0);
+  QVERIFY(!view->searchHits().empty());
+  QCOMPARE(hitLabel(), QStringLiteral("%1 hits").arg(view->searchHits().size()));
+  QVERIFY(hitLabel() != before);
+
+  auto* table = window.findChild<QTableView*>(QStringLiteral("statsTable"));
+  QVERIFY(table);
+  QCOMPARE(table->horizontalHeader()->sectionResizeMode(SelectionStatsModel::Name),
+           QHeaderView::Stretch);
+  QCOMPARE(table->horizontalHeader()->sectionResizeMode(SelectionStatsModel::Share),
+           QHeaderView::ResizeToContents);
+  QCOMPARE(table->textElideMode(), Qt::ElideMiddle);
 }
 
 void TestTimelineView::badFilesShowAMessage_data() {
