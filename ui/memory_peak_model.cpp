@@ -20,7 +20,7 @@ std::string MemoryPeakModel::estimateItem(const std::string& category) {
 }
 
 void MemoryPeakModel::setSeries(const std::vector<profiler::MemorySeries>& series,
-                                std::map<std::string, double> predicted) {
+                                Predictions predicted) {
   beginResetModel();
   rows_.clear();
   originNs_ = 0;
@@ -31,9 +31,12 @@ void MemoryPeakModel::setSeries(const std::vector<profiler::MemorySeries>& serie
     first = false;
   }
   for (const profiler::MemorySeries& s : series) {
-    const auto it = predicted.find(estimateItem(s.name));
-    rows_.push_back(
-        {s.rank, s.name, s.peakBytes, s.peakAtNs, it == predicted.end() ? -1.0 : it->second});
+    double bytes = -1;
+    if (const auto rank = predicted.find(s.rank); rank != predicted.end()) {
+      const auto it = rank->second.find(estimateItem(s.name));
+      if (it != rank->second.end()) bytes = it->second;
+    }
+    rows_.push_back({s.rank, s.name, s.peakBytes, s.peakAtNs, bytes});
   }
   endResetModel();
 }

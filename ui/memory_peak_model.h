@@ -1,7 +1,8 @@
 // Item model over the memory peaks (profiler/analysis/memory_timeline.h): one row per rank and
 // memory category with its measured peak, when it was reached, and the strategy's predicted
-// bytes for that category (core/plan/memory_estimate.h: the busiest rank's, its model state as
-// the trainer allocates it) where there is one. Qt::UserRole holds raw numbers.
+// bytes for that rank and category (core/plan/memory_estimate.h: that rank's pipeline stage's
+// estimate, its model state as the trainer allocates it) where there is one. Qt::UserRole holds
+// raw numbers.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -19,9 +20,12 @@ class MemoryPeakModel : public QAbstractTableModel {
   enum Column { Rank, Category, PeakBytes, PeakAtMs, Predicted, Count };
 
   explicit MemoryPeakModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
-  // predicted: bytes per rank by the estimate's item name ("parameters", "optimizer state", ...).
-  void setSeries(const std::vector<profiler::MemorySeries>& series,
-                 std::map<std::string, double> predicted);
+  // Predicted bytes by rank, then by the estimate's item name ("parameters", "optimizer
+  // state", ...): ranks of different pipeline stages hold different layers.
+  using Predictions = std::map<int, std::map<std::string, double>>;
+  void setSeries(const std::vector<profiler::MemorySeries>& series, Predictions predicted);
+  // The first memory sample of any rank: "Peak at ms" and the chart's time axis count from it.
+  std::int64_t originNs() const { return originNs_; }
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;

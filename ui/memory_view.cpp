@@ -72,7 +72,7 @@ MemoryView::MemoryView(QWidget* parent) : QWidget(parent) {
 }
 
 void MemoryView::setAnalysis(std::shared_ptr<const TraceAnalysis> analysis,
-                             std::map<std::string, double> predicted) {
+                             std::map<int, std::map<std::string, double>> predicted) {
   analysis_ = std::move(analysis);
   peaks_->setSeries(analysis_->memory, std::move(predicted));
   std::set<int> ranks;
@@ -98,16 +98,26 @@ void MemoryView::showRank(int rank) {
     for (const profiler::MemoryPoint& p : s.points) timeSet.insert(p.timeNs);
   }
   if (series.empty() || timeSet.empty()) return;
-  // Model state at the bottom (it barely moves), activations on top (they swing every step).
+  // What barely moves at the bottom (model state, buffers), activations on top (they swing
+  // every step): a thin band stacked on a swinging one is all edges and reads as a wide one.
   const auto order = [](const std::string& name) {
-    static const char* bottomUp[] = {"parameter", "gradient",  "optimizer_state",
-                                     "data",      "workspace", "activation"};
+    static const char* bottomUp[] = {
+        "parameter", "gradient",  "optimizer_state", "communication_buffer",
+        "data",      "workspace", "activation"};
     const auto* it = std::find(std::begin(bottomUp), std::end(bottomUp), name);
     return static_cast<int>(it - std::begin(bottomUp));
   };
   std::stable_sort(series.begin(), series.end(), [&order](const auto* a, const auto* b) {
     return order(a->name) < order(b->name);
   });
+  // Every rank on one time axis, the peaks table's: from the first sample of any rank to the
+  // last, so that switching rank keeps the axis and "Peak at ms" reads off it.
+  const std::int64_t t0 = peaks_->originNs();
+  std::int64_t last = t0;
+  for (const profiler::MemorySeries& s : analysis_->memory) {
+    if (!s.points.empty()) last = std::max(last, s.points.back().timeNs);
+  }
+  timeSet.insert(last);
   std::vector<std::int64_t> times(timeSet.begin(), timeSet.end());
   if (times.size() > kMaxTimes) {
     std::vector<std::int64_t> fewer;
@@ -118,7 +128,6 @@ void MemoryView::showRank(int rank) {
     fewer.push_back(times.back());
     times = std::move(fewer);
   }
-  const std::int64_t t0 = times.front();
   auto* x = new QValueAxis;
   x->setTitleText(tr("ms"));
   auto* y = new QValueAxis;

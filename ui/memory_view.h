@@ -21,9 +21,9 @@ class MemoryView : public QWidget {
   Q_OBJECT
  public:
   explicit MemoryView(QWidget* parent = nullptr);
-  // predicted: bytes per rank by the estimate's item name.
+  // predicted: bytes by rank, then by the estimate's item name (MemoryPeakModel::Predictions).
   void setAnalysis(std::shared_ptr<const TraceAnalysis> analysis,
-                   std::map<std::string, double> predicted);
+                   std::map<int, std::map<std::string, double>> predicted);
   void showRank(int rank);
 
   MemoryPeakModel* peakModel() const { return peaks_; }

@@ -459,14 +459,20 @@ void WorkbenchWindow::shownOne() {
 }
 
 void WorkbenchWindow::showAnalysis(const std::shared_ptr<const TraceAnalysis>& analysis) {
-  // The strategy the trace ran last: the session's, else the panel's.
-  std::map<std::string, double> predicted;
+  // The strategy the trace ran last: the session's, else the panel's. Each rank is predicted
+  // by its pipeline stage's estimate (stages hold different layers).
+  std::map<int, std::map<std::string, double>> predicted;
   std::optional<TrainConfig> config =
       session_ ? std::optional(session_->config()) : panel_->config();
   if (config) {
-    const MemoryEstimate m =
-        estimateMemory(*config, dataBytesInMemory(config->data), config->parallel.worldSize());
-    for (const MemoryItem& item : m.items) predicted[item.name] = item.bytes;
+    const int ranks = config->parallel.worldSize();
+    const std::vector<MemoryEstimate> stages =
+        estimateRankMemory(*config, dataBytesInMemory(config->data), ranks);
+    const int perStage = ranks / static_cast<int>(stages.size());
+    for (int r = 0; r < ranks; ++r) {
+      for (const MemoryItem& item : stages[static_cast<std::size_t>(r / perStage)].items)
+        predicted[r][item.name] = item.bytes;
+    }
   }
   breakdown_->setRows(analysis->breakdown);
   shownAnalysis_ = analysis;

@@ -23,6 +23,7 @@
 #include "ui/analysis_table_model.h"
 #include "ui/counter_colors.h"
 #include "ui/live_charts.h"
+#include "ui/memory_peak_model.h"
 #include "ui/memory_view.h"
 #include "ui/pipeline_view.h"
 #include "ui/strategy_panel.h"
@@ -86,6 +87,7 @@ class TestWorkbenchViews : public QObject {
   void chartsDrawOnRefresh();
   void categoriesHaveFixedColors();
   void memoryViewUsesTheCategoryColors();
+  void memoryViewSharesOneTimeAxisAndPredictsEachRank();
   void timelineUsesTheCategoryColors_data();
   void timelineUsesTheCategoryColors();
   void pipelineViewIdealIsTheSchedules_data();
@@ -202,6 +204,51 @@ void TestWorkbenchViews::memoryViewUsesTheCategoryColors() {
     QCOMPARE(area->name(), QString::fromLatin1(names[i]));
     QCOMPARE(area->color(), counterColor(names[i], static_cast<std::size_t>(i)));
   }
+}
+
+// Two ranks whose memory starts at different times (a pipeline's second stage starts later):
+// one time axis, the peaks table's, for both; the thin communication buffer under the
+// activations; each rank's prediction its own stage's.
+void TestWorkbenchViews::memoryViewSharesOneTimeAxisAndPredictsEachRank() {
+  auto analysis = std::make_shared<parascope::ui::TraceAnalysis>();
+  for (int rank = 0; rank < 2; ++rank) {
+    for (const char* name : {"activation", "communication_buffer", "parameter"}) {
+      parascope::profiler::MemorySeries s;
+      s.rank = rank;
+      s.name = name;
+      const std::int64_t start = (rank == 0 ? 0 : 30) * kMs;
+      s.points = {{start, 1 << 20}, {start + 10 * kMs, (rank + 2) << 20}};
+      s.peakBytes = (rank + 2) << 20;
+      s.peakAtNs = start + 10 * kMs;
+      analysis->memory.push_back(s);
+    }
+  }
+  parascope::ui::MemoryView view;
+  view.setAnalysis(analysis, {{0, {{"parameters", 100.0}}}, {1, {{"parameters", 200.0}}}});
+  for (int rank = 0; rank < 2; ++rank) {
+    view.showRank(rank);
+    const QList<QAbstractSeries*> series = view.chart()->series();
+    QCOMPARE(series.size(), 3);
+    const char* bottomUp[] = {"parameter", "communication_buffer", "activation"};
+    for (int i = 0; i < 3; ++i)
+      QCOMPARE(qobject_cast<QAreaSeries*>(series.at(i))->name(), QString::fromLatin1(bottomUp[i]));
+    auto* x = qobject_cast<QValueAxis*>(view.chart()->axes(Qt::Horizontal).at(0));
+    QCOMPARE(x->min(), 0.0);
+    QCOMPARE(x->max(), 40.0);  // to rank 1's last sample, from rank 0's first
+    // Rank 1's samples sit at 30 ms and 40 ms on it, where its peak is said to be.
+    const QList<QPointF> top = qobject_cast<QAreaSeries*>(series.at(2))->upperSeries()->points();
+    QCOMPARE(top.back().x(), 40.0);
+  }
+  const QAbstractItemModel* peaks = view.peakModel();
+  int checked = 0;
+  for (int row = 0; row < peaks->rowCount(); ++row) {
+    if (peaks->index(row, 1).data().toString() != QStringLiteral("parameter")) continue;
+    const int rank = peaks->index(row, 0).data().toInt();
+    QCOMPARE(peaks->index(row, 4).data(Qt::UserRole).toDouble(), rank == 0 ? 100.0 : 200.0);
+    QCOMPARE(peaks->index(row, 3).data().toString(), rank == 0 ? "10.000" : "40.000");
+    ++checked;
+  }
+  QCOMPARE(checked, 2);
 }
 
 void TestWorkbenchViews::timelineUsesTheCategoryColors_data() {
