@@ -20,7 +20,7 @@ struct SegmentToPredict {
   int segment = 0;       // its row in the Compare table
   std::string strategy;  // describeStrategy(config)
   TrainConfig config;
-  int firstStep = 0, lastStep = 0;  // the run trace's step tags (from 0), inclusive
+  int firstStep = 0, lastStep = 0;  // the run trace's step tags (from 1), inclusive
   std::string predictedTrace;       // where its predicted trace goes
 };
 

@@ -36,7 +36,8 @@ profiler::TraceData withPredictionBeside(profiler::TraceData measured,
     const std::map<std::int32_t, std::int64_t> predictedStarts = stepStarts(*part.trace);
     for (Event e : part.trace->events) {
       const auto from = predictedStarts.find(e.step);
-      const auto to = measuredStarts.find(part.firstStep + e.step);
+      // Both count from 1: the prediction's first step is the part's first.
+      const auto to = measuredStarts.find(part.firstStep + e.step - 1);
       if (from == predictedStarts.end() || to == measuredStarts.end()) continue;
       e.startNs += to->second - from->second;
       e.endNs += to->second - from->second;

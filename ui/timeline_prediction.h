@@ -1,5 +1,5 @@
 // A prediction beside the run it predicts, in one timeline: the predicted traces of a run's
-// segments (core/plan's predictedEvents, one per segment, its steps counted from 0) join the
+// segments (core/plan's predictedEvents, one per segment, its steps counted from 1) join the
 // measured trace with their ranks moved to kPredictedRankBase + N and labelled "rank N
 // (predicted)", each predicted step placed at the start of the measured step it predicts and
 // tagged with that step, so that rank N's prediction lies under rank N, step against step. An
@@ -14,7 +14,7 @@
 
 namespace parascope::ui {
 
-// The predicted trace of one segment, whose step 0 predicts the measured step `firstStep`.
+// The predicted trace of one segment, whose step 1 predicts the measured step `firstStep`.
 struct PredictedPart {
   const profiler::TraceData* trace = nullptr;
   int firstStep = 0;

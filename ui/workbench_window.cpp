@@ -874,10 +874,10 @@ void WorkbenchWindow::handle(const SessionReport& report) {
             log_->addStep(r);
             segments_->addStep(r);
             if (!runSegments_.empty()) {
-              // Reports count steps from 1, the trace's step tags from 0.
+              // Reports and the trace's step tags both count steps from 1.
               RunSegment& segment = runSegments_.back();
-              if (segment.firstStep < 0) segment.firstStep = r.step - 1;
-              segment.lastStep = r.step - 1;
+              if (segment.firstStep < 0) segment.firstStep = r.step;
+              segment.lastStep = r.step;
             }
             stepMetrics_.addStep(r);
             const double rate = stepMetrics_.tokensPerSecond();
@@ -950,8 +950,8 @@ void WorkbenchWindow::handle(const SessionReport& report) {
                 addDiffSource(tr("Segment %1: %2, steps %3\u2013%4")
                                   .arg(segment.row)
                                   .arg(QString::fromStdString(segment.strategy))
-                                  .arg(segment.firstStep + 1)
-                                  .arg(segment.lastStep + 1),
+                                  .arg(segment.firstStep)
+                                  .arg(segment.lastStep),
                               {QString::fromStdString(r.tracePath)}, segment.firstStep,
                               segment.lastStep);
                 endedRun_.segments.push_back({segment.row,

@@ -208,7 +208,7 @@ class WorkbenchWindow : public QMainWindow {
   struct DiffSource {
     QString label;
     std::vector<std::string> files;
-    int firstStep = -1, lastStep = -1;  // event step tags (from 0); -1: the whole trace
+    int firstStep = -1, lastStep = -1;  // event step tags (from 1); -1: the whole trace
   };
   std::vector<DiffSource> diffSources_;
   // The running session's segments (Compare's row, strategy, steps) until its trace is written.

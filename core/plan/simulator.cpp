@@ -413,7 +413,7 @@ std::vector<trace::Event> predictedEvents(const StrategyPlan& plan, const Simula
           const int rank = t + s.tensor * (d + s.data * static_cast<int>(q));
           trace::Event e;
           e.rank = rank;
-          e.step = step;
+          e.step = step + 1;
           e.name = "train_step";
           e.category = trace::Category::Step;
           e.lane = trace::lane::kHost;
@@ -424,7 +424,7 @@ std::vector<trace::Event> predictedEvents(const StrategyPlan& plan, const Simula
             const Instruction& in = rp.program[i];
             trace::Event x;
             x.rank = rank;
-            x.step = step;
+            x.step = step + 1;
             x.name = opName(in.op);
             x.category = trace::Category::Instruction;
             x.lane = in.isPointToPoint() ? trace::lane::kCommunication : trace::lane::kCompute;
@@ -440,7 +440,7 @@ std::vector<trace::Event> predictedEvents(const StrategyPlan& plan, const Simula
             const Instruction& in = rp.program[static_cast<std::size_t>(c.instruction)];
             trace::Event x;
             x.rank = rank;
-            x.step = step;
+            x.step = step + 1;
             x.name = commOpName(c.op).data();
             x.category = trace::Category::Communication;
             x.lane = trace::lane::kCommunication;

@@ -57,7 +57,7 @@ Simulation simulateStep(const StrategyPlan& plan, const CostModel& costs);
 
 // The simulation as ParaScope's trace: per world rank the same lanes, names, categories, stage,
 // micro-batch and instruction ids the executor and the communicator record, `steps` steps back
-// to back, times in ns from 0. Names are static strings.
+// to back (numbered from 1, as a run's), times in ns from 0. Names are static strings.
 std::vector<trace::Event> predictedEvents(const StrategyPlan& plan, const Simulation& simulation,
                                           int steps = 1);
 

@@ -158,7 +158,8 @@ void Trainer::update(StepReport& r, double gradNorm) {
 StepReport Trainer::step() {
   const auto start = std::chrono::steady_clock::now();
   trace::Context context = trace::context();
-  context.step = steps_;
+  // Numbered from 1, as the step reports, the Log, Compare and the CLI number steps.
+  context.step = steps_ + 1;
   const trace::ScopedContext scoped(context);
   const trace::Span span("train_step", trace::Category::Step, trace::lane::kHost);
   model_->releaseValues();

@@ -287,20 +287,20 @@ void TestPrediction::opRowsSumTheInstructions() {
 void TestPrediction::predictedRanksFollowTheirMeasuredRank() {
   const Fixture f = fixture();
   const profiler::TraceData measured = traceOf(predictedEvents(f.plan, f.measured, 2));
-  // Two predicted steps for measured step 1 on: the second has no measured step to sit at.
+  // Two predicted steps for measured step 2 on: the second has no measured step to sit at.
   const profiler::TraceData predicted = traceOf(predictedEvents(f.plan, f.predicted, 2));
   profiler::TraceData copy;
   copy.merge(measured);
-  const profiler::TraceData beside = withPredictionBeside(std::move(copy), {{&predicted, 1}});
+  const profiler::TraceData beside = withPredictionBeside(std::move(copy), {{&predicted, 2}});
   QCOMPARE(beside.events.size(), measured.events.size() + predicted.events.size() / 2);
   QCOMPARE(beside.rankNames.at(kPredictedRankBase + 1), std::string("rank 1 (predicted)"));
-  // Predicted step 0 now starts with measured step 1 and carries its tag.
-  const std::int64_t stepOne = std::llround(f.measured.stepSeconds * 1e9);
+  // Predicted step 1 now starts with measured step 2 and carries its tag.
+  const std::int64_t stepTwo = std::llround(f.measured.stepSeconds * 1e9);
   for (const profiler::Event& e : beside.events) {
     if (!isPredictedRank(e.rank)) continue;
-    QCOMPARE(e.step, 1);
-    QVERIFY(e.startNs >= stepOne);
-    if (e.category == profiler::Category::Step) QCOMPARE(e.startNs, stepOne);
+    QCOMPARE(e.step, 2);
+    QVERIFY(e.startNs >= stepTwo);
+    if (e.category == profiler::Category::Step) QCOMPARE(e.startNs, stepTwo);
   }
 
   TimelineIndex index;
@@ -330,7 +330,7 @@ void TestPrediction::hoverShowsBothDurations() {
   profiler::TraceData copy;
   copy.merge(measured);
   auto index = std::make_shared<TimelineIndex>();
-  index->build(withPredictionBeside(std::move(copy), {{&predicted, 0}}));
+  index->build(withPredictionBeside(std::move(copy), {{&predicted, 1}}));
   TimelineView view;
   view.resize(1600, 900);
   view.setIndex(index);
@@ -478,8 +478,8 @@ void TestPrediction::windowPredictsEachSegment() {
   const int last = window.stepsSeen();
   const int switched = window.charts()->switchSteps().at(0);
   const profiler::TraceData run = profiler::importChromeTraces({window.tracePath().toStdString()});
-  // Trace step tags count from 0: segment 1 is steps 0 .. switched - 1.
-  const std::pair<int, int> steps[] = {{0, switched - 1}, {switched, last - 1}};
+  // Trace step tags count from 1, as the reports: segment 1 is steps 1 .. switched.
+  const std::pair<int, int> steps[] = {{1, switched}, {switched + 1, last}};
   const TrainConfig configs[] = {parseTrainConfig(doc), after};
   const PredictionModel& m = *window.predictionView()->instructionModel();
   int row = 0;

@@ -778,7 +778,7 @@ void TestWorkbenchWindow::switchesThroughThePanel() {
     QCOMPARE(info["world_size"].get<int>(), 4);
   }
   const std::vector<parascope::ui::DiffRow> expected =
-      parascope::ui::diffTraces({&run, 0, switched - 1}, {&run, switched, lastStep - 1});
+      parascope::ui::diffTraces({&run, 1, switched}, {&run, switched + 1, lastStep});
   const std::vector<parascope::ui::DiffRow>& rows = window.diffModel()->rows();
   QCOMPARE(rows.size(), expected.size());
   bool allReduceInBoth = false;
