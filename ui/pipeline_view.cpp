@@ -24,8 +24,28 @@ void PipelineView::setAnalysis(const TraceAnalysis& analysis,
   step_ = -1;
   windowNs_ = 0;
   ideal_ = -1;
-  // The last step that has bubbles measured: the steady state, not the warm-up.
-  for (const profiler::StageBubble& b : analysis.bubbles) step_ = std::max(step_, b.step);
+  emptyText_.clear();
+  // The run's last step: the steady state, not the warm-up, and the strategy it ended with. A
+  // run switched live from a pipeline to none has bubbles only in steps that are over: showing
+  // them would put a bubble beside Compare's 0% for the strategy now running.
+  int lastStep = -1, lastPipelined = -1;
+  for (const profiler::Event& e : analysis.trace.events) {
+    if (e.category == profiler::Category::Step && e.kind == profiler::EventKind::Span)
+      lastStep = std::max(lastStep, e.step);
+  }
+  for (const profiler::StageBubble& b : analysis.bubbles)
+    lastPipelined = std::max(lastPipelined, b.step);
+  step_ = lastStep < 0 || lastStep == lastPipelined ? lastPipelined : -1;
+  if (lastPipelined < 0) {
+    emptyText_ =
+        tr("No pipeline in this trace: run with pipeline_model_parallel_size > 1 to see "
+           "the schedule per rank.");
+  } else if (step_ < 0) {
+    emptyText_ = tr("The last step (%1) ran without a pipeline: no stage waits for another. "
+                    "Steps up to %2 ran with one; the timeline shows them.")
+                     .arg(lastStep)
+                     .arg(lastPipelined);
+  }
   if (step_ >= 0) {
     std::int64_t t0 = INT64_MAX, t1 = INT64_MIN;
     std::map<int, Row> byRank;
@@ -72,9 +92,12 @@ void PipelineView::paintEvent(QPaintEvent*) {
   QPainter painter(this);
   painter.fillRect(rect(), palette().base());
   if (rows_.empty() || windowNs_ <= 0) {
-    painter.drawText(rect().adjusted(12, 12, -12, -12), Qt::AlignLeft | Qt::AlignTop,
-                     tr("No pipeline in this trace: run with pipeline_model_parallel_size > 1 to "
-                        "see the schedule per rank."));
+    painter.drawText(rect().adjusted(12, 12, -12, -12),
+                     Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap,
+                     emptyText_.isEmpty() ? tr("No pipeline in this trace: run with "
+                                               "pipeline_model_parallel_size > 1 to see the "
+                                               "schedule per rank.")
+                                          : emptyText_);
     return;
   }
   const double width = std::max(50, this->width() - kLeft - kRight);

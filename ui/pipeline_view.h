@@ -36,6 +36,9 @@ class PipelineView : public QWidget {
     double bubble = -1;  // measured fraction; < 0: none
   };
   int step() const { return step_; }
+  // Why no schedule is drawn (no pipeline at all, or not in the run's last steps); empty when
+  // one is.
+  QString emptyText() const { return emptyText_; }
   const std::vector<Row>& rows() const { return rows_; }
   double idealBubble() const { return ideal_; }
 
@@ -47,6 +50,7 @@ class PipelineView : public QWidget {
   int step_ = -1;
   double windowNs_ = 0;
   double ideal_ = -1;
+  QString emptyText_;
 };
 
 }  // namespace parascope::ui

@@ -92,6 +92,7 @@ class TestWorkbenchViews : public QObject {
   void timelineUsesTheCategoryColors();
   void pipelineViewIdealIsTheSchedules_data();
   void pipelineViewIdealIsTheSchedules();
+  void pipelineViewShowsTheLastStepOnly();
   void panelValidatesASwitchAsTheSessionDoes();
   void analysisTableShowsAnalyzeRows();
   void chartAxesTickAtRoundValues();
@@ -316,6 +317,49 @@ void TestWorkbenchViews::pipelineViewIdealIsTheSchedules() {
   parascope::ui::PipelineView view;
   view.setAnalysis(analysis, config);
   QCOMPARE(view.idealBubble(), ideal);
+}
+
+// A run switched live from two pipeline stages to none: its last step has no bubble, and the
+// view says so instead of drawing an earlier step's (beside Compare's 0% for the strategy the
+// run ended with).
+void TestWorkbenchViews::pipelineViewShowsTheLastStepOnly() {
+  for (const bool endsPipelined : {false, true}) {
+    parascope::ui::TraceAnalysis analysis;
+    for (int step = 1; step <= 2; ++step) {
+      Event s;
+      s.kind = EventKind::Span;
+      s.category = Category::Step;
+      s.name = "train_step";
+      s.step = step;
+      s.startNs = (step - 1) * 10 * kMs;
+      s.endNs = step * 10 * kMs;
+      analysis.trace.events.push_back(s);
+      Event f = s;
+      f.category = Category::Instruction;
+      f.name = "F";
+      f.lane = parascope::trace::lane::kCompute;
+      f.stage = 0;
+      f.endNs = f.startNs + 6 * kMs;
+      analysis.trace.events.push_back(f);
+    }
+    parascope::profiler::StageBubble b;
+    b.step = endsPipelined ? 2 : 1;
+    b.bubbleFraction = 0.4;
+    analysis.bubbles.push_back(b);
+    parascope::ui::PipelineView view;
+    view.setAnalysis(analysis, std::nullopt);
+    if (endsPipelined) {
+      QCOMPARE(view.step(), 2);
+      QCOMPARE(view.rows().size(), std::size_t{1});
+      QCOMPARE(view.emptyText(), QString());
+    } else {
+      QCOMPARE(view.step(), -1);
+      QVERIFY(view.rows().empty());
+      QCOMPARE(view.emptyText(),
+               QStringLiteral("The last step (2) ran without a pipeline: no stage waits for "
+                              "another. Steps up to 1 ran with one; the timeline shows them."));
+    }
+  }
 }
 
 // While a session runs, "Valid" means Apply switches: data parallelism doubled keeps the global
