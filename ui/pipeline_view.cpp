@@ -88,6 +88,15 @@ void PipelineView::setAnalysis(const TraceAnalysis& analysis,
   update();
 }
 
+void PipelineView::showPending(const QString& why) {
+  rows_.clear();
+  step_ = -1;
+  windowNs_ = 0;
+  ideal_ = -1;
+  emptyText_ = why;
+  update();
+}
+
 void PipelineView::paintEvent(QPaintEvent*) {
   QPainter painter(this);
   painter.fillRect(rect(), palette().base());

@@ -36,6 +36,8 @@ class PipelineView : public QWidget {
     double bubble = -1;  // measured fraction; < 0: none
   };
   int step() const { return step_; }
+  // Nothing drawn until the next analysis, and why.
+  void showPending(const QString& why);
   // Why no schedule is drawn (no pipeline at all, or not in the run's last steps); empty when
   // one is.
   QString emptyText() const { return emptyText_; }

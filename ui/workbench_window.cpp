@@ -414,6 +414,7 @@ void WorkbenchWindow::showTraces(const QStringList& files) {
 }
 
 void WorkbenchWindow::analyse(const QStringList& files) {
+  analysisRun_ = runsStarted_;
   std::vector<std::string> paths;
   for (const QString& f : files) paths.push_back(f.toStdString());
   analysis_.start([paths] { return analyzeTraces(paths); });
@@ -444,6 +445,7 @@ void WorkbenchWindow::collectAnalysis() {
   std::shared_ptr<const TraceAnalysis> result;
   QString error;
   if (!analysis_.take(result, error)) return;
+  if (analysisRun_ != runsStarted_) return;  // begun before the run now shown: stale
   if (result) {
     showAnalysis(result);
   } else {
@@ -660,6 +662,11 @@ void WorkbenchWindow::startSession(const TrainConfig& config, const std::string&
   beside_->setChecked(false);
   timeline_->view()->setMessage({});
   timeline_->view()->setIndex(std::make_shared<TimelineIndex>());
+  // The views of analyses show nothing of the previous run or trace while this one runs.
+  ++runsStarted_;
+  pendingShows_ = 0;
+  showAnalysis(std::make_shared<const TraceAnalysis>());
+  pipeline_->showPending(tr("The pipeline schedule of this run is shown when it ends."));
   options.load = load;
   bridge_ = std::make_unique<SessionBridge>();
   try {

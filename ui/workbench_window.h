@@ -195,6 +195,10 @@ class WorkbenchWindow : public QMainWindow {
   SegmentModel* segments_ = nullptr;
   int pendingShows_ = 0;  // of the timeline and the analysis, for traceShown
   BackgroundJob<std::shared_ptr<const TraceAnalysis>> analysis_;
+  // Runs started so far, and the one the analysis in flight was begun under: an analysis of an
+  // earlier run or trace that ends after a new run started is not shown over it.
+  int runsStarted_ = 0;
+  int analysisRun_ = 0;
   void collectAnalysis();
   QWidget* buildDiff();
   QWidget* buildAnalyses();

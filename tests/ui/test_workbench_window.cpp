@@ -618,6 +618,18 @@ void TestWorkbenchWindow::pipelineViewShowsTheSchedule() {
     QCOMPARE(forwards, 4);
   }
   QCOMPARE(view->rows()[1].stage, 1);
+  QCOMPARE(view->step(), 3);  // the last step, numbered as the Log numbers it
+
+  // Another run: nothing of the first is shown while it runs, and an analysis still in flight
+  // for it would be dropped; its own schedule comes when it ends.
+  QTest::keyClick(&window, Qt::Key_F5);
+  QVERIFY(view->rows().empty());
+  QCOMPARE(view->emptyText(),
+           QStringLiteral("The pipeline schedule of this run is shown when it ends."));
+  QCOMPARE(window.memoryView()->peakModel()->rowCount(), 0);
+  QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 2, 60000);
+  QCOMPARE(static_cast<int>(view->rows().size()), 2);
+  QVERIFY(window.memoryView()->peakModel()->rowCount() > 0);
 }
 
 void TestWorkbenchWindow::compareMarksTheBestSegment() {
