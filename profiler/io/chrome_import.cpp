@@ -278,6 +278,7 @@ class Importer {
                                         : out_.strings.intern(clipName(name));
   }
   void resolve();
+  std::string threadLabel(std::uint32_t pid, std::uint32_t tid) const;
   void addCollectiveTraffic();
 
   std::string_view data_;
@@ -641,6 +642,23 @@ void Importer::addCounters(RawEvent& r, const ForeignMapping& m) {
   }
 }
 
+// An unnamed thread of a foreign file as Perfetto labels it: its process's name (else the pid)
+// and the thread's id, ids as written without a string's quotes (Kineto's pid "Spans" holds its
+// step spans): "Spans / PyTorch Profiler", "process 0 / thread 7".
+std::string Importer::threadLabel(std::uint32_t pid, std::uint32_t tid) const {
+  auto text = [](std::string_view raw) {
+    const bool quoted = raw.size() >= 2 && raw.front() == '"' && raw.back() == '"';
+    return std::pair(std::string(quoted ? raw.substr(1, raw.size() - 2) : raw), !quoted);
+  };
+  const auto [pidText, pidNumber] = text(keyText_[pid]);
+  const auto [tidText, tidNumber] = text(keyText_[tid]);
+  const auto named = processNames_.find(pid);
+  const std::string process = named != processNames_.end() && !named->second.empty() ? named->second
+                              : pidNumber ? "process " + pidText
+                                          : pidText;
+  return clipName(process + " / " + (tidNumber ? "thread " + tidText : tidText));
+}
+
 // Ranks and lanes: our files say pid = rank, tid = lane; foreign files have one rank
 // (distributedInfo) whose host threads become lanes in order of first appearance.
 void Importer::resolve() {
@@ -674,10 +692,9 @@ void Importer::resolve() {
     e.lane = it->second;
     if (inserted) {
       auto named = threadNames_.find({pid, tid});
-      out_.laneNames[{rank, e.lane}] =
-          named != threadNames_.end() && !named->second.empty()
-              ? named->second
-              : "pid " + std::string(keyText_[pid]) + " tid " + std::string(keyText_[tid]);
+      out_.laneNames[{rank, e.lane}] = named != threadNames_.end() && !named->second.empty()
+                                           ? named->second
+                                           : threadLabel(pid, tid);
     }
   }
   for (const auto& [pid, name] : processNames_) {

@@ -96,6 +96,7 @@ class TestChromeIo : public QObject {
   void invalidUtf8NamesItsByte();
   void limits();
   void legacyArrayFormat();
+  void unnamedThreadsAreLabelledReadably();
   void microsecondParsing();
 
  private:
@@ -344,7 +345,22 @@ void TestChromeIo::legacyArrayFormat() {
   QCOMPARE(static_cast<int>(t.events[1].category), static_cast<int>(Category::Communication));
   QCOMPARE(t.events[0].lane, lane::kFirstThread);
   QCOMPARE(t.events[1].lane, lane::kFirstThread + 1);
-  QCOMPARE(t.laneName(3, lane::kFirstThread), std::string("pid \"CPU functions\" tid 1"));
+  QCOMPARE(t.laneName(3, lane::kFirstThread), std::string("CPU functions / thread 1"));
+}
+
+// Unnamed threads of foreign files are labelled as Perfetto labels them: the process's name or
+// id and the thread's id, without a JSON string's quotes; negative ids as written.
+void TestChromeIo::unnamedThreadsAreLabelledReadably() {
+  const std::string kineto =
+      R"({"traceEvents":[)"
+      R"({"ph":"M","name":"process_name","pid":10,"args":{"name":"python3"}},)"
+      R"({"ph":"X","name":"ProfilerStep#1","pid":"Spans","tid":"PyTorch Profiler","ts":1,"dur":9},)"
+      R"({"ph":"X","name":"aten::mm","pid":10,"tid":11,"ts":2,"dur":3},)"
+      R"({"ph":"X","name":"sgemm","pid":0,"tid":-7,"ts":3,"dur":1}]})";
+  const TraceData t = importChromeTraceFromMemory(kineto, "kineto");
+  QCOMPARE(t.laneName(0, lane::kFirstThread), std::string("Spans / PyTorch Profiler"));
+  QCOMPARE(t.laneName(0, lane::kFirstThread + 1), std::string("python3 / thread 11"));
+  QCOMPARE(t.laneName(0, lane::kFirstThread + 2), std::string("process 0 / thread -7"));
 }
 
 void TestChromeIo::microsecondParsing() {
