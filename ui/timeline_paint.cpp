@@ -179,16 +179,21 @@ void TimelineView::paintLevelRow(QPainter& p, const TimelineRow& row, int y) con
 }
 
 // Idle time between pipeline instructions on a rank: the gap between two drawn instruction
-// spans, shaded over the row.
+// spans of one step, shaded over the row. Between steps is not a bubble: the run may have been
+// paused there, or be loading data.
 void TimelineView::paintBubbles(QPainter& p, const TimelineRow& row, int y,
                                 const std::vector<DrawItem>& items) const {
   const auto& level = index_->lanes()[row.lane].levels[0];
+  const std::vector<SpanDetail>& details = index_->details();
   for (std::size_t k = 1; k < items.size(); ++k) {
     const SpanRec& a = level[items[k - 1].first + items[k - 1].count - 1];
     const SpanRec& b = level[items[k].first];
     const bool instructions = static_cast<Category>(a.nameCat & 15) == Category::Instruction &&
                               static_cast<Category>(b.nameCat & 15) == Category::Instruction;
-    if (!instructions || items[k].x0 - items[k - 1].x1 < 2) continue;
+    const std::int32_t step = details[a.detail].step;
+    if (!instructions || step < 0 || details[b.detail].step != step ||
+        items[k].x0 - items[k - 1].x1 < 2)
+      continue;
     p.fillRect(QRect(kLabelWidth + items[k - 1].x1, y, items[k].x0 - items[k - 1].x1, row.height),
                QColor(0xff, 0x40, 0x40, 60));
   }

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "profiler/io/chrome_export.h"
@@ -65,6 +66,7 @@ class TestTimelineView : public QObject {
   void liveAppendsFollowTheNewestTime();
   void counterRowsShowTheirScaleAndValue();
   void panningStopsAtTheTraceEnds();
+  void bubblesAreShadedWithinAStepOnly();
   void anotherTraceReplacesStatisticsAndSearch();
   void badFilesShowAMessage_data();
   void badFilesShowAMessage();
@@ -308,10 +310,10 @@ void TestTimelineView::counterRowsShowTheirScaleAndValue() {
   view.resize(1200, 400);
   view.grab();  // the resize reaches the view
   view.appendEvents(events);
-  const TimelineRow* counter = nullptr;
+  std::optional<TimelineRow> counter;  // a copy: painting may lay the rows out again
   for (const TimelineRow& row : view.rows())
-    if (row.kind == TimelineRow::Kind::Counter) counter = &row;
-  QVERIFY(counter != nullptr);
+    if (row.kind == TimelineRow::Kind::Counter) counter = row;
+  QVERIFY(counter.has_value());
   const int y = view.contentTop() + counter->y + counter->height / 2;
   auto at = [&](std::int64_t ns) {
     return QPoint(view.timeAreaLeft() + static_cast<int>(view.axis().x(ns)), y);
@@ -407,6 +409,43 @@ void TestTimelineView::anotherTraceReplacesStatisticsAndSearch() {
   QCOMPARE(table->horizontalHeader()->sectionResizeMode(SelectionStatsModel::Share),
            QHeaderView::ResizeToContents);
   QCOMPARE(table->textElideMode(), Qt::ElideMiddle);
+}
+
+// Idle time between two instructions of a step is a bubble; the gap between steps (a pause,
+// data loading) is not.
+void TestTimelineView::bubblesAreShadedWithinAStepOnly() {
+  constexpr std::int64_t kMs = 1'000'000;
+  std::vector<Event> events;
+  auto instruction = [&](const char* name, int step, std::int64_t fromMs, std::int64_t toMs) {
+    Event e;
+    e.name = name;
+    e.category = Category::Instruction;
+    e.lane = parascope::trace::lane::kCompute;
+    e.step = step;
+    e.startNs = fromMs * kMs;
+    e.endNs = toMs * kMs;
+    events.push_back(e);
+  };
+  instruction("F", 1, 0, 2);
+  instruction("B", 1, 6, 8);
+  instruction("F", 2, 20, 22);
+  TimelineView view;
+  view.resize(1200, 300);
+  view.grab();
+  view.appendEvents(events);
+  const QImage image = view.grab().toImage();
+  int y = -1;
+  for (const TimelineRow& r : view.rows())
+    if (r.kind == TimelineRow::Kind::Level && y < 0) y = view.contentTop() + r.y + r.height / 2;
+  QVERIFY(y >= 0);
+  auto at = [&](std::int64_t ms) {
+    return image.pixel(view.timeAreaLeft() + static_cast<int>(view.axis().x(ms * kMs)), y);
+  };
+  const QRgb background = image.pixel(view.timeAreaLeft() + 2, view.height() - 3);
+  QVERIFY(at(1) != background);  // the span
+  QVERIFY(at(4) != background);  // inside step 1: shaded
+  QVERIFY(at(4) != at(1));
+  QCOMPARE(at(14), background);  // between steps 1 and 2: not
 }
 
 void TestTimelineView::badFilesShowAMessage_data() {
