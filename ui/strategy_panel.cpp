@@ -10,6 +10,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <climits>
+#include <thread>
 
 #include "core/common/error.h"
 #include "core/config/config_keys.h"
@@ -463,13 +464,25 @@ void StrategyPanel::showPrediction() {
     memory += QStringLiteral("<td align=right>&nbsp;%1</td>")
                   .arg(QString::fromStdString(formatBytes(p.peakBytes)));
   }
+  // The ranks run as threads of this machine whatever system predicts them: more of them than
+  // cores take turns, and a user reading tokens/s should know that before blaming the strategy.
+  const int ranks = config_->parallel.worldSize();
+  const auto cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  const QString shared =
+      ranks > cores
+          ? tr("<br><i>%1 ranks on this machine's %2 cores:</i> they take turns, so a step here "
+               "takes longer than on %1 devices of their own.")
+                .arg(ranks)
+                .arg(cores)
+          : QString();
   prediction_->setText(
       tr("<b>Predicted on %1</b> (its step program simulated)")
           .arg(QString::fromStdString(system_->name).toHtmlEscaped()) +
       QStringLiteral("<table><tr><th></th>%1</tr><tr><td>%2</td>%3</tr><tr><td>%4</td>%5</tr>"
                      "<tr><td>%6</td>%7</tr><tr><td>%8</td>%9</tr></table>")
           .arg(header, tr("Step"), step, tr("Tokens/s"), tokens, tr("Bubble"), bubble,
-               tr("Memory/rank"), memory));
+               tr("Memory/rank"), memory) +
+      shared);
 }
 
 void StrategyPanel::showMemory(const TrainConfig& c) {

@@ -344,6 +344,18 @@ void TestWorkbenchWindow::panelPredictsTheEditedStrategy() {
                QStringLiteral("%1 ms").arg(1e3 * flat.stepSeconds, 0, 'f', 0)),
            qPrintable(panel.predictionText()));
   QVERIFY(panel.predictionText().contains(QStringLiteral("\u2013")));
+  QVERIFY(!panel.predictionText().contains(QStringLiteral("take turns")));
+
+  // More ranks than this machine has cores: the panel says they share them.
+  const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  typeInto(qobject_cast<QSpinBox*>(panel.field(QStringLiteral("world_size"))), 2 * cores);
+  typeInto(qobject_cast<QSpinBox*>(panel.field(QStringLiteral("data_parallel_size"))), 2 * cores);
+  QVERIFY2(panel.config().has_value(), qPrintable(panel.message()));
+  QVERIFY2(panel.predictionText().contains(
+               QStringLiteral("<i>%1 ranks on this machine's %2 cores:</i> they take turns")
+                   .arg(2 * cores)
+                   .arg(cores)),
+           qPrintable(panel.predictionText()));
 }
 
 void TestWorkbenchWindow::bridgeNeverDropsReports() {
