@@ -294,10 +294,8 @@ QWidget* WorkbenchWindow::buildDiff() {
   diffHint_->setStyleSheet(QStringLiteral("color: #8a5a00;"));
   for (QComboBox* box : {diffA_, diffB_}) {
     box->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-    connect(box, &QComboBox::currentIndexChanged, this, [this] {
-      updateDiffHint();
-      compareSources(diffA_->currentIndex(), diffB_->currentIndex());
-    });
+    connect(box, &QComboBox::currentIndexChanged, this,
+            [this] { startDiff(diffA_->currentIndex(), diffB_->currentIndex()); });
   }
   auto* diff = new QWidget;
   auto* pick = new QHBoxLayout;
@@ -367,15 +365,36 @@ void WorkbenchWindow::pickDiff(int a, int b) {
     diffA_->setCurrentIndex(a);
     diffB_->setCurrentIndex(b);
   }
-  updateDiffHint();
-  if (a != b) compareSources(a, b);
+  if (a != b) {
+    startDiff(a, b);
+  } else {
+    updateDiffHint();
+  }
 }
 
 void WorkbenchWindow::compareSources(int a, int b) {
   const int n = static_cast<int>(diffSources_.size());
   if (a < 0 || b < 0 || a >= n || b >= n) return;
+  {
+    const QSignalBlocker blockA(diffA_), blockB(diffB_);
+    diffA_->setCurrentIndex(a);
+    diffB_->setCurrentIndex(b);
+  }
+  startDiff(a, b);
+}
+
+void WorkbenchWindow::startDiff(int a, int b) {
+  const int n = static_cast<int>(diffSources_.size());
+  updateDiffHint();
+  if (a < 0 || b < 0 || a >= n || b >= n) return;
   const DiffSource sa = diffSources_[static_cast<std::size_t>(a)];
   const DiffSource sb = diffSources_[static_cast<std::size_t>(b)];
+  // The previous pair's rows go at once; the tab says what it is comparing meanwhile.
+  diff_->setRows({});
+  if (diffHint_->isHidden()) {
+    diffHint_->setText(tr("Comparing %1 (A) with %2 (B)\u2026").arg(sa.label, sb.label));
+    diffHint_->show();
+  }
   diffJob_.start([sa, sb] {
     const profiler::TraceData ta = profiler::importChromeTraces(sa.files);
     // Two segments of one run share its file: read it once.
@@ -391,6 +410,7 @@ void WorkbenchWindow::collectDiff() {
   std::vector<DiffRow> rows;
   QString error;
   if (!diffJob_.take(rows, error)) return;
+  updateDiffHint();  // no longer comparing
   if (error.isEmpty()) {
     diff_->setRows(std::move(rows));
   } else {

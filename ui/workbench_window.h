@@ -83,7 +83,9 @@ class WorkbenchWindow : public QMainWindow {
   // What the Compare tab's diff can pick as A and B: each ended run's segments, then each trace
   // opened, in the order they came.
   QStringList diffSources() const;
-  // Diffs two of diffSources() off the GUI thread; diffShown follows, either way.
+  // Diffs two of diffSources() off the GUI thread, A and B set to them; diffShown follows,
+  // either way. Until then the table is empty and the tab says what is being compared: a
+  // result is never shown under labels it does not belong to.
   void compareSources(int a, int b);
   // Shows traces in the timeline and the views (analysed off the GUI thread); traceShown
   // follows once both are done, either way.
@@ -209,6 +211,7 @@ class WorkbenchWindow : public QMainWindow {
   void pickDiff(int a, int b);
   void collectDiff();
   void updateDiffHint();
+  void startDiff(int a, int b);
   struct DiffSource {
     QString label;
     std::vector<std::string> files;

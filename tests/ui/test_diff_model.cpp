@@ -216,13 +216,20 @@ void TestDiffModel::windowDiffsOpenedTraces() {
            QStringList({QStringLiteral("Trace a.json"), QStringLiteral("Trace b.json")}));
   compareRows(window.diffModel()->rows(), kAgainstB);
   QVERIFY2(window.errorText().isEmpty(), qPrintable(window.errorText()));
-  // The other way round, picked by index.
+  // The other way round, picked by index: the labels follow at once, the previous pair's rows
+  // go, and the tab says what it is comparing until the new rows come.
   window.compareSources(1, 0);
+  QCOMPARE(window.findChild<QComboBox*>(QStringLiteral("diffA"))->currentIndex(), 1);
+  QCOMPARE(window.findChild<QComboBox*>(QStringLiteral("diffB"))->currentIndex(), 0);
+  QVERIFY(window.diffModel()->rows().empty());
+  QCOMPARE(window.diffHint(),
+           QStringLiteral("Comparing Trace b.json (A) with Trace a.json (B)\u2026"));
   QTRY_COMPARE_WITH_TIMEOUT(diffed.count(), 2, 30000);
+  QCOMPARE(window.diffHint(), QString());
   QCOMPARE(window.diffModel()->rows()[0].aNs, 500.0 * kMs);
   QCOMPARE(window.diffModel()->rows()[0].bNs, 250.0 * kMs);
   // A picked as B too: every difference is zero, and the tab says why.
-  window.findChild<QComboBox*>(QStringLiteral("diffB"))->setCurrentIndex(0);
+  window.findChild<QComboBox*>(QStringLiteral("diffB"))->setCurrentIndex(1);
   QCOMPARE(window.diffHint(),
            QStringLiteral("A and B are the same source: pick two different ones."));
   QTRY_COMPARE_WITH_TIMEOUT(diffed.count(), 3, 30000);
