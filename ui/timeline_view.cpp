@@ -201,6 +201,41 @@ QString TimelineView::counterTooltip(QPoint pos) const {
            QString::fromStdString(formatCounterValue(track.category, track.maxValue)));
 }
 
+QString TimelineView::selectedDetails() const {
+  if (!selected_.valid()) return {};
+  auto brief = [this](SpanRef ref) {
+    const Event e = index_->event(ref);
+    return QStringLiteral("%1 (%2, rank %3, %4)")
+        .arg(QString::fromUtf8(e.name), QString::fromStdString(formatDuration(e.durationNs())))
+        .arg(e.rank)
+        .arg(QString::fromStdString(index_->lanes()[ref.lane].name));
+  };
+  QString text = spanDescription(selected_);
+  // Each level above holds, sorted by start and without overlaps, the span enclosing this one
+  // if any: the last one starting at or before it.
+  const Lane& lane = index_->lanes()[selected_.lane];
+  const SpanRec& s = index_->span(selected_);
+  QStringList parents;
+  for (std::uint32_t d = selected_.depth; d-- > 0;) {
+    const std::vector<SpanRec>& level = lane.levels[d];
+    auto it = std::upper_bound(level.begin(), level.end(), s.startNs,
+                               [](std::int64_t t, const SpanRec& r) { return t < r.startNs; });
+    if (it == level.begin()) break;
+    --it;
+    if (it->endNs < s.endNs) break;
+    parents << brief(SpanRef{selected_.lane, d, static_cast<std::uint32_t>(it - level.begin())});
+  }
+  if (!parents.isEmpty())
+    text += QStringLiteral("\n\nin: ") + parents.join(QStringLiteral("\nin: "));
+  QStringList flows;
+  for (const Flow& f : index_->flows()) {
+    if (f.from == selected_) flows << QStringLiteral("flow to ") + brief(f.to);
+    if (f.to == selected_) flows << QStringLiteral("flow from ") + brief(f.from);
+  }
+  if (!flows.isEmpty()) text += QStringLiteral("\n\n") + flows.join(QStringLiteral("\n"));
+  return text;
+}
+
 QString TimelineView::spanDescription(SpanRef ref) const {
   const Event e = index_->event(ref);
   QString s =

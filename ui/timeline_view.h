@@ -68,6 +68,9 @@ class TimelineView : public QWidget {
   QString counterTooltip(QPoint pos) const;
   QString tooltipText(QPoint pos) const;
   QString spanDescription(SpanRef ref) const;
+  // The selected span as Perfetto's details panel gives it: its description, the spans it lies
+  // in from the innermost out, and the spans its flows join it to. Empty with no selection.
+  QString selectedDetails() const;
   bool shortcutsShown() const { return showHelp_; }
   int timeAreaLeft() const { return kLabelWidth; }
   int timeAreaWidth() const { return std::max(1, width() - kLabelWidth); }

@@ -45,11 +45,20 @@ TimelineWindow::TimelineWindow(QWidget* parent)
   hint->setEnabled(false);  // drawn in the palette's disabled (grey) text colour
   connect(stats_, &QAbstractItemModel::modelReset, hint,
           [this, hint] { hint->setVisible(stats_->rowCount() == 0); });
+  // The selected span's details: args, the spans it lies in, its flows (TimelineView).
+  details_ = new QLabel;
+  details_->setObjectName(QStringLiteral("spanDetails"));
+  details_->setWordWrap(true);
+  details_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  details_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+  details_->setTextFormat(Qt::PlainText);
+  details_->setText(tr("Click a span to see its details."));
   auto* side = new QWidget;
   auto* sideLayout = new QVBoxLayout(side);
   sideLayout->setContentsMargins(0, 0, 0, 0);
   sideLayout->addWidget(hint);
   sideLayout->addWidget(table, 1);
+  sideLayout->addWidget(details_);
   auto* splitter = new QSplitter(Qt::Horizontal);
   splitter->addWidget(view_);
   splitter->addWidget(side);
@@ -87,9 +96,14 @@ TimelineWindow::TimelineWindow(QWidget* parent)
     view_->setMessage(tr("Loading cancelled."));
   });
   connect(view_, &TimelineView::selectionChanged, this, &TimelineWindow::updateStats);
+  connect(view_, &TimelineView::spanSelected, this, [this] {
+    const QString details = view_->selectedDetails();
+    details_->setText(details.isEmpty() ? tr("Click a span to see its details.") : details);
+  });
   // Another trace: the old selection's statistics go, and a search counts in the new one.
   connect(view_, &TimelineView::indexReplaced, this, [this] {
     stats_->setStats({});
+    details_->setText(tr("Click a span to see its details."));
     if (search_->text().isEmpty()) {
       hitCount_->clear();
     } else {

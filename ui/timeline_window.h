@@ -42,6 +42,7 @@ class TimelineWindow : public QMainWindow {
   QLineEdit* search_ = nullptr;
   QCheckBox* regex_ = nullptr;
   QLabel* hitCount_ = nullptr;
+  QLabel* details_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QPushButton* cancel_ = nullptr;
 };

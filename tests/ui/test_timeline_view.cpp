@@ -68,6 +68,7 @@ class TestTimelineView : public QObject {
   void panningStopsAtTheTraceEnds();
   void bubblesAreShadedWithinAStepOnly();
   void anotherTraceReplacesStatisticsAndSearch();
+  void detailsShowParentsAndFlows();
   void badFilesShowAMessage_data();
   void badFilesShowAMessage();
   void kinetoTracesLoad();
@@ -446,6 +447,53 @@ void TestTimelineView::bubblesAreShadedWithinAStepOnly() {
   QVERIFY(at(4) != background);  // inside step 1: shaded
   QVERIFY(at(4) != at(1));
   QCOMPARE(at(14), background);  // between steps 1 and 2: not
+}
+
+// The selected span's details: its description, every span it lies in (innermost first) and the
+// spans its flows join it to, as Perfetto's details panel.
+void TestTimelineView::detailsShowParentsAndFlows() {
+  TimelineWindow window;
+  window.resize(1400, 800);
+  window.view()->setIndex(syntheticIndex(20'000));
+  TimelineView* view = window.view();
+  const TimelineIndex& index = view->index();
+  auto* details = window.findChild<QLabel*>(QStringLiteral("spanDetails"));
+  QVERIFY(details);
+  QCOMPARE(details->text(), QStringLiteral("Click a span to see its details."));
+  // A nested span: the one enclosing it on the level above is named.
+  SpanRef nested;
+  const SpanRec* parent = nullptr;
+  for (std::uint32_t l = 0; l < index.lanes().size() && !nested.valid(); ++l) {
+    const Lane& lane = index.lanes()[l];
+    if (lane.levels.size() < 2) continue;
+    for (std::uint32_t i = 0; i < lane.levels[1].size() && !nested.valid(); ++i) {
+      const SpanRec& child = lane.levels[1][i];
+      for (const SpanRec& r : lane.levels[0]) {
+        if (r.startNs <= child.startNs && r.endNs >= child.endNs) {
+          nested = SpanRef{l, 1, i};
+          parent = &r;
+          break;
+        }
+      }
+    }
+  }
+  QVERIFY(nested.valid());
+  view->selectSpan(nested);
+  QVERIFY2(details->text().startsWith(view->spanDescription(nested)), qPrintable(details->text()));
+  QVERIFY2(
+      details->text().contains(
+          QStringLiteral("\n\nin: %1 (").arg(QString::fromStdString(index.name(parent->nameCat)))),
+      qPrintable(details->text()));
+  // A flow's source names its target.
+  QVERIFY(!index.flows().empty());
+  const Flow& flow = index.flows().front();
+  view->selectSpan(flow.from);
+  QVERIFY2(details->text().contains(
+               QStringLiteral("flow to %1 (")
+                   .arg(QString::fromStdString(index.name(index.span(flow.to).nameCat)))),
+           qPrintable(details->text()));
+  view->setIndex(syntheticIndex(1'000));
+  QCOMPARE(details->text(), QStringLiteral("Click a span to see its details."));
 }
 
 void TestTimelineView::badFilesShowAMessage_data() {
