@@ -154,6 +154,10 @@ void TimelineView::nextHit(int direction) {
     axis_.startNs = saturatingSub(s.startNs, half);
     followLive_ = false;
   }
+  // The hit may be on a rank scrolled out of sight: its row comes into view.
+  const int y = rowY(selected_);
+  if (y >= 0 && (y < kRulerHeight || y > height() - 20))
+    scrollY_ = std::max(0, scrollY_ + y - height() / 2);
   update();
 }
 

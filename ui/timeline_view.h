@@ -53,6 +53,8 @@ class TimelineView : public QWidget {
   // Search: returns the hit count and selects the first hit at or after the view's start.
   std::size_t setSearch(const QString& pattern, bool regex);
   const std::vector<SearchHit>& searchHits() const { return hits_; }
+  // The selected hit's place in searchHits() (meaningful while there are hits).
+  std::size_t currentHit() const { return currentHit_; }
   void nextHit(int direction);
 
   std::optional<TimelineSelection> selection() const { return selection_; }

@@ -124,6 +124,7 @@ QWidget* TimelineWindow::buildSearchBar() {
   auto* prev = new QPushButton(tr("Previous"));
   auto* next = new QPushButton(tr("Next"));
   hitCount_ = new QLabel;
+  hitCount_->setObjectName(QStringLiteral("hitCount"));
   row->addWidget(search_, 1);
   row->addWidget(regex_);
   row->addWidget(prev);
@@ -131,15 +132,27 @@ QWidget* TimelineWindow::buildSearchBar() {
   row->addWidget(hitCount_);
   connect(search_, &QLineEdit::returnPressed, this, &TimelineWindow::runSearch);
   connect(regex_, &QCheckBox::toggled, this, &TimelineWindow::runSearch);
-  connect(prev, &QPushButton::clicked, this, [this] { view_->nextHit(-1); });
-  connect(next, &QPushButton::clicked, this, [this] { view_->nextHit(+1); });
+  connect(prev, &QPushButton::clicked, this, [this] {
+    view_->nextHit(-1);
+    showHitCount();
+  });
+  connect(next, &QPushButton::clicked, this, [this] {
+    view_->nextHit(+1);
+    showHitCount();
+  });
   return bar;
+}
+
+// "k of N", as Perfetto's search box: which hit is selected, across every rank.
+void TimelineWindow::showHitCount() {
+  const std::size_t n = view_->searchHits().size();
+  hitCount_->setText(n == 0 ? tr("no hits") : tr("%1 of %2").arg(view_->currentHit() + 1).arg(n));
 }
 
 void TimelineWindow::runSearch() {
   try {
-    const std::size_t n = view_->setSearch(search_->text(), regex_->isChecked());
-    hitCount_->setText(tr("%1 hits").arg(n));
+    view_->setSearch(search_->text(), regex_->isChecked());
+    showHitCount();
   } catch (const std::regex_error& e) {
     hitCount_->setText(tr("bad regular expression: %1").arg(e.what()));
   }

@@ -30,6 +30,7 @@ class TimelineWindow : public QMainWindow {
  private:
   void buildMenus();
   QWidget* buildSearchBar();
+  void showHitCount();
   void runSearch();
   void updateStats();
   void onProgress(const QString& stage, double fraction);

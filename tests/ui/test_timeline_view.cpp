@@ -10,6 +10,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPainter>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -381,13 +382,19 @@ void TestTimelineView::anotherTraceReplacesStatisticsAndSearch() {
   QVERIFY(search);
   search->setText(QStringLiteral("F"));
   QTest::keyClick(search, Qt::Key_Return);
-  auto hitLabel = [&] {
-    for (auto* label : window.findChildren<QLabel*>())
-      if (label->text().endsWith(QStringLiteral(" hits"))) return label->text();
-    return QString();
+  auto hitLabel = [&] { return window.findChild<QLabel*>(QStringLiteral("hitCount"))->text(); };
+  auto hitText = [&] {
+    return QStringLiteral("%1 of %2").arg(view->currentHit() + 1).arg(view->searchHits().size());
   };
   const QString before = hitLabel();
-  QCOMPARE(before, QStringLiteral("%1 hits").arg(view->searchHits().size()));
+  QCOMPARE(before, hitText());
+  // Next goes to the next hit in time, on whichever rank.
+  const std::size_t first = view->currentHit();
+  for (auto* button : window.findChildren<QPushButton*>())
+    if (button->text() == QStringLiteral("Next")) button->click();
+  QCOMPARE(view->currentHit(), (first + 1) % view->searchHits().size());
+  QCOMPARE(hitLabel(), hitText());
+  QCOMPARE(view->selectedSpan(), view->searchHits()[view->currentHit()].ref);
   const QPoint a(view->timeAreaLeft() + 200, view->contentTop() + 25);
   const QPoint b(view->timeAreaLeft() + 700, view->contentTop() + 90);
   QTest::mousePress(view, Qt::LeftButton, Qt::ShiftModifier, a);
@@ -400,8 +407,9 @@ void TestTimelineView::anotherTraceReplacesStatisticsAndSearch() {
   view->setIndex(syntheticIndex(5'000));
   QCOMPARE(window.statsModel()->rowCount(), 0);
   QVERIFY(!view->searchHits().empty());
-  QCOMPARE(hitLabel(), QStringLiteral("%1 hits").arg(view->searchHits().size()));
-  QVERIFY(hitLabel() != before);
+  QCOMPARE(hitLabel(), hitText());
+  QVERIFY(hitLabel().section(QStringLiteral(" of "), 1) !=
+          before.section(QStringLiteral(" of "), 1));
 
   auto* table = window.findChild<QTableView*>(QStringLiteral("statsTable"));
   QVERIFY(table);
