@@ -20,7 +20,7 @@ std::string MemoryPeakModel::estimateItem(const std::string& category) {
 }
 
 void MemoryPeakModel::setSeries(const std::vector<profiler::MemorySeries>& series,
-                                Predictions predicted) {
+                                Predictions predicted, std::int64_t fromNs) {
   beginResetModel();
   rows_.clear();
   originNs_ = 0;
@@ -36,7 +36,22 @@ void MemoryPeakModel::setSeries(const std::vector<profiler::MemorySeries>& serie
       const auto it = rank->second.find(estimateItem(s.name));
       if (it != rank->second.end()) bytes = it->second;
     }
-    rows_.push_back({s.rank, s.name, s.peakBytes, s.peakAtNs, bytes});
+    std::int64_t peak = s.peakBytes, peakAt = s.peakAtNs;
+    if (fromNs != INT64_MIN) {
+      peak = 0;
+      peakAt = fromNs;
+      for (std::size_t i = 0; i < s.points.size(); ++i) {
+        const profiler::MemoryPoint& p = s.points[i];
+        // A point before fromNs counts only as the value in force there.
+        const bool inForce =
+            p.timeNs < fromNs && (i + 1 == s.points.size() || s.points[i + 1].timeNs > fromNs);
+        if ((p.timeNs >= fromNs || inForce) && p.bytes > peak) {
+          peak = p.bytes;
+          peakAt = std::max(p.timeNs, fromNs);
+        }
+      }
+    }
+    rows_.push_back({s.rank, s.name, peak, peakAt, bytes});
   }
   endResetModel();
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <QAbstractTableModel>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -23,7 +24,10 @@ class MemoryPeakModel : public QAbstractTableModel {
   // Predicted bytes by rank, then by the estimate's item name ("parameters", "optimizer
   // state", ...): ranks of different pipeline stages hold different layers.
   using Predictions = std::map<int, std::map<std::string, double>>;
-  void setSeries(const std::vector<profiler::MemorySeries>& series, Predictions predicted);
+  // Peaks are measured from `fromNs` on (the value then in force included): a run switched
+  // live is predicted for the strategy it ended with, so its peaks are that layout's.
+  void setSeries(const std::vector<profiler::MemorySeries>& series, Predictions predicted,
+                 std::int64_t fromNs = INT64_MIN);
   // The first memory sample of any rank: "Peak at ms" and the chart's time axis count from it.
   std::int64_t originNs() const { return originNs_; }
 

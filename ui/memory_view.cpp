@@ -59,6 +59,9 @@ MemoryView::MemoryView(QWidget* parent) : QWidget(parent) {
   top->addWidget(new QLabel(tr("Rank:")));
   top->addWidget(rank_);
   top->addStretch(1);
+  scope_ = new QLabel;
+  scope_->setObjectName(QStringLiteral("memoryScope"));
+  top->addWidget(scope_);
   auto* split = new QSplitter(Qt::Horizontal);
   split->addWidget(view);
   split->addWidget(table);
@@ -72,15 +75,25 @@ MemoryView::MemoryView(QWidget* parent) : QWidget(parent) {
 }
 
 void MemoryView::setAnalysis(std::shared_ptr<const TraceAnalysis> analysis,
-                             std::map<int, std::map<std::string, double>> predicted) {
+                             std::map<int, std::map<std::string, double>> predicted,
+                             int peaksFromStep, std::int64_t fromNs) {
   analysis_ = std::move(analysis);
-  peaks_->setSeries(analysis_->memory, std::move(predicted));
+  const bool scoped = peaksFromStep >= 0 && fromNs != INT64_MIN;
+  peaks_->setSeries(analysis_->memory, std::move(predicted), scoped ? fromNs : INT64_MIN);
+  scope_->setText(scoped ? tr("Peaks from step %1 on: the strategy the run ended with, which the "
+                              "predictions are for")
+                               .arg(peaksFromStep)
+                         : QString());
   std::set<int> ranks;
   for (const profiler::MemorySeries& s : analysis_->memory) ranks.insert(s.rank);
   const QSignalBlocker block(rank_);
   rank_->clear();
   for (int r : ranks) rank_->addItem(tr("rank %1").arg(r), r);
   showRank(ranks.empty() ? 0 : *ranks.begin());
+}
+
+QString MemoryView::scopeText() const {
+  return scope_->text();
 }
 
 void MemoryView::showRank(int rank) {

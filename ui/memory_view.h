@@ -12,6 +12,7 @@
 
 class QChart;
 class QComboBox;
+class QLabel;
 
 namespace parascope::ui {
 
@@ -22,8 +23,12 @@ class MemoryView : public QWidget {
  public:
   explicit MemoryView(QWidget* parent = nullptr);
   // predicted: bytes by rank, then by the estimate's item name (MemoryPeakModel::Predictions).
+  // peaksFromStep (with the time it began, fromNs): the first step of the strategy the run ended
+  // with, when it switched live; its peaks are compared with the predictions.
   void setAnalysis(std::shared_ptr<const TraceAnalysis> analysis,
-                   std::map<int, std::map<std::string, double>> predicted);
+                   std::map<int, std::map<std::string, double>> predicted, int peaksFromStep = -1,
+                   std::int64_t fromNs = INT64_MIN);
+  QString scopeText() const;
   void showRank(int rank);
 
   MemoryPeakModel* peakModel() const { return peaks_; }
@@ -34,6 +39,7 @@ class MemoryView : public QWidget {
   QComboBox* rank_;
   QChart* chart_;
   MemoryPeakModel* peaks_;
+  QLabel* scope_;
 };
 
 }  // namespace parascope::ui

@@ -496,11 +496,23 @@ void WorkbenchWindow::showAnalysis(const std::shared_ptr<const TraceAnalysis>& a
         predicted[r][item.name] = item.bytes;
     }
   }
+  // The ended run switched live: the prediction is the last layout's, so are the peaks beside it.
+  int fromStep = -1;
+  std::int64_t fromNs = INT64_MIN;
+  if (endedRun_.segments.size() > 1 && analysis->files.size() == 1 &&
+      analysis->files.front() == endedRun_.tracePath) {
+    fromStep = endedRun_.segments.back().firstStep;
+    for (const profiler::Event& e : analysis->trace.events) {
+      if (e.category == profiler::Category::Step && e.kind == profiler::EventKind::Span &&
+          e.step == fromStep)
+        fromNs = fromNs == INT64_MIN ? e.startNs : std::min(fromNs, e.startNs);
+    }
+  }
   breakdown_->setRows(analysis->breakdown);
   shownAnalysis_ = analysis;
   showAnalysisTable();
   communication_->setAnalysis(analysis);
-  memory_->setAnalysis(analysis, std::move(predicted));
+  memory_->setAnalysis(analysis, std::move(predicted), fromStep, fromNs);
   pipeline_->setAnalysis(*analysis, config);
 }
 

@@ -88,6 +88,7 @@ class TestWorkbenchViews : public QObject {
   void categoriesHaveFixedColors();
   void memoryViewUsesTheCategoryColors();
   void memoryViewSharesOneTimeAxisAndPredictsEachRank();
+  void memoryPeaksOfTheLastLayout();
   void timelineUsesTheCategoryColors_data();
   void timelineUsesTheCategoryColors();
   void pipelineViewIdealIsTheSchedules_data();
@@ -250,6 +251,33 @@ void TestWorkbenchViews::memoryViewSharesOneTimeAxisAndPredictsEachRank() {
     ++checked;
   }
   QCOMPARE(checked, 2);
+}
+
+// A run switched live is predicted for the strategy it ended with: its peaks beside the
+// predictions are measured from that strategy's first step (the value in force then included).
+void TestWorkbenchViews::memoryPeaksOfTheLastLayout() {
+  auto analysis = std::make_shared<parascope::ui::TraceAnalysis>();
+  parascope::profiler::MemorySeries s;
+  s.name = "activation";
+  s.points = {{0, 5 << 20}, {10 * kMs, 8 << 20}, {20 * kMs, 2 << 20}, {30 * kMs, 3 << 20}};
+  s.peakBytes = 8 << 20;
+  s.peakAtNs = 10 * kMs;
+  analysis->memory.push_back(s);
+  parascope::ui::MemoryView view;
+  const parascope::ui::MemoryPeakModel& peaks = *view.peakModel();
+  auto peak = [&] { return peaks.index(0, 2).data(Qt::UserRole).toLongLong(); };
+  auto at = [&] { return peaks.index(0, 3).data(Qt::UserRole).toLongLong(); };
+  view.setAnalysis(analysis, {});
+  QCOMPARE(peak(), 8LL << 20);  // the whole run
+  QCOMPARE(view.scopeText(), QString());
+  view.setAnalysis(analysis, {}, 4, 25 * kMs);
+  QCOMPARE(peak(), 3LL << 20);
+  QCOMPARE(at(), 30 * kMs);
+  QCOMPARE(view.scopeText(), QStringLiteral("Peaks from step 4 on: the strategy the run ended "
+                                            "with, which the predictions are for"));
+  view.setAnalysis(analysis, {}, 3, 15 * kMs);
+  QCOMPARE(peak(), 8LL << 20);  // still live when the last strategy began
+  QCOMPARE(at(), 15 * kMs);
 }
 
 void TestWorkbenchViews::timelineUsesTheCategoryColors_data() {

@@ -780,6 +780,12 @@ void TestWorkbenchWindow::switchesThroughThePanel() {
   QTRY_COMPARE_WITH_TIMEOUT(diffed.count(), 1, 60000);
   const int lastStep = window.stepsSeen();
   const int switched = window.charts()->switchSteps().at(0);
+  // The memory view compares the 4-rank strategy's predictions with its own peaks.
+  QTRY_VERIFY_WITH_TIMEOUT(!window.memoryView()->scopeText().isEmpty(), 60000);
+  QCOMPARE(window.memoryView()->scopeText(),
+           QStringLiteral("Peaks from step %1 on: the strategy the run ended with, which the "
+                          "predictions are for")
+               .arg(switched + 1));
   const auto strategy = [&](int row) {
     return window.segmentModel()
         ->index(row, parascope::ui::SegmentModel::Strategy)
