@@ -10,6 +10,7 @@
 #include <cmath>
 #include <new>
 
+#include "core/plan/memory_estimate.h"
 #include "ui/timeline_prediction.h"
 
 namespace parascope::ui {
@@ -249,12 +250,18 @@ QString TimelineView::spanDescription(SpanRef ref) const {
   s += QStringLiteral("\nrank %1, %2")
            .arg(e.rank)
            .arg(QString::fromStdString(index_->lanes()[ref.lane].name));
-  if (e.bytes) s += QStringLiteral("\nbytes %1").arg(e.bytes);
+  if (e.bytes) {
+    s += QStringLiteral("\nbytes %1 (%2)")
+             .arg(e.bytes)
+             .arg(QString::fromStdString(formatBytes(static_cast<double>(e.bytes))));
+  }
   if (e.bytes && e.category == Category::Communication && e.durationNs() > 0) {
-    // Bytes sent per ns is GB/s; for collectives the bytes are the ring's, so this is nccl-tests'
-    // bus bandwidth.
-    s += QStringLiteral("\nbus bandwidth %1 GB/s")
-             .arg(static_cast<double>(e.bytes) / static_cast<double>(e.durationNs()), 0, 'f', 2);
+    // For collectives the bytes are the ring's, so this is nccl-tests' bus bandwidth: in GiB/s
+    // as every size here is binary, and in nccl-tests' own GB/s (bytes per ns) to compare.
+    const double gbps = static_cast<double>(e.bytes) / static_cast<double>(e.durationNs());
+    s += QStringLiteral("\nbus bandwidth %1 GiB/s (%2 GB/s)")
+             .arg(gbps * 1e9 / (1 << 30), 0, 'f', 2)
+             .arg(gbps, 0, 'f', 2);
   }
   if (e.peer >= 0) {
     s += (e.flags & parascope::trace::flag::kReceive) ? QStringLiteral("\nfrom rank %1")

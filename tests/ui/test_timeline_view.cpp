@@ -500,6 +500,24 @@ void TestTimelineView::detailsShowParentsAndFlows() {
                QStringLiteral("flow to %1 (")
                    .arg(QString::fromStdString(index.name(index.span(flow.to).nameCat)))),
            qPrintable(details->text()));
+  // A communication span's bus bandwidth, in the binary units of its bytes and in nccl-tests'.
+  bool checked = false;
+  for (std::uint32_t l = 0; l < index.lanes().size() && !checked; ++l) {
+    const auto& level = index.lanes()[l].levels;
+    for (std::uint32_t d = 0; d < level.size() && !checked; ++d) {
+      for (std::uint32_t i = 0; i < level[d].size() && !checked; ++i) {
+        const Event e = index.event(SpanRef{l, d, i});
+        if (e.category != Category::Communication || e.bytes <= 0 || e.durationNs() <= 0) continue;
+        const double gbps = static_cast<double>(e.bytes) / static_cast<double>(e.durationNs());
+        QVERIFY(view->spanDescription(SpanRef{l, d, i})
+                    .contains(QStringLiteral("\nbus bandwidth %1 GiB/s (%2 GB/s)")
+                                  .arg(gbps * 1e9 / (1 << 30), 0, 'f', 2)
+                                  .arg(gbps, 0, 'f', 2)));
+        checked = true;
+      }
+    }
+  }
+  QVERIFY(checked);
   view->setIndex(syntheticIndex(1'000));
   QCOMPARE(details->text(), QStringLiteral("Click a span to see its details."));
 }

@@ -439,7 +439,15 @@ void TestWorkbenchWindow::runsASessionAndShowsIt() {
     QCOMPARE(
         bytes.data().toString(),
         QString::fromStdString(parascope::formatBytes(static_cast<double>(comm.ops[i].bytes))));
+    // Bandwidth in the bytes' binary units: bytes / time read off the row.
+    const double gibps = comm.ops[i].timeNs > 0 ? static_cast<double>(comm.ops[i].bytes) /
+                                                      (comm.ops[i].timeNs * 1e-9) / (1 << 30)
+                                                : 0;
+    QCOMPARE(ops->index(i, parascope::ui::CommOpModel::Bandwidth).data(Qt::UserRole).toDouble(),
+             gibps);
   }
+  QCOMPARE(ops->headerData(parascope::ui::CommOpModel::Bandwidth, Qt::Horizontal).toString(),
+           QStringLiteral("GiB/s (bytes / time)"));
   const auto memory = parascope::profiler::computeMemoryTimeline(trace);
   auto* peaks = window.memoryView()->peakModel();
   QCOMPARE(peaks->rowCount(), static_cast<int>(memory.size()));
