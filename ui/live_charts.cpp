@@ -161,6 +161,15 @@ QList<QPointF> LiveCharts::points(Chart c) const {
   return charts_[c].series->points() + charts_[c].pending;
 }
 
+QList<QRectF> LiveCharts::switchLabelBoxes(Chart c) const {
+  QList<QRectF> boxes;
+  for (const Marker& m : switches_) {
+    const QGraphicsSimpleTextItem* label = m.labels[static_cast<std::size_t>(c)];
+    boxes << label->mapRectToScene(label->boundingRect());
+  }
+  return boxes;
+}
+
 QList<int> LiveCharts::switchSteps() const {
   QList<int> steps;
   for (const Marker& m : switches_) steps << m.step;
@@ -195,7 +204,8 @@ void LiveCharts::refresh() {
     if (p.any && p.lo >= 0) lo = std::max(0.0, lo);
     setScale(p.y, lo, hi, niceStep((hi - lo) / 5.0));
   }
-  for (Marker& m : switches_) {
+  for (std::size_t k = 0; k < switches_.size(); ++k) {
+    Marker& m = switches_[k];
     for (std::size_t c = 0; c < m.lines.size(); ++c) {
       const Plot& p = charts_[c];
       m.lines[c]->replace(
@@ -207,7 +217,9 @@ void LiveCharts::refresh() {
       const QRectF plot = p.chart->plotArea();
       double x = top.x() + 3 + box.width() < plot.right() ? top.x() + 3 : top.x() - 3 - box.width();
       x = std::max(x, plot.left() + 2);
-      m.labels[c]->setPos(x, top.y() + 2);
+      // Successive switches' labels on three rows in turn: two switches a few steps apart
+      // wrote over each other.
+      m.labels[c]->setPos(x, top.y() + 2 + static_cast<double>(k % 3) * box.height());
     }
   }
 }

@@ -47,6 +47,8 @@ class LiveCharts : public QWidget {
   QList<QPointF> points(Chart c) const;
   int switchCount() const { return static_cast<int>(switches_.size()); }
   QList<int> switchSteps() const;
+  // Where each switch's label sits on chart `c` (scene coordinates), in switch order.
+  QList<QRectF> switchLabelBoxes(Chart c) const;
 
  private:
   struct Plot {

@@ -704,6 +704,12 @@ void WorkbenchWindow::startSession(const TrainConfig& config, const std::string&
   try {
     session_ = std::make_unique<Session>(config, options);
     session_->addObserver(*bridge_);
+    switcher_.reset();
+    if (!switchPlan_.empty()) {
+      for (const PlannedSwitch& p : switchPlan_) session_->checkSwitch(p.config);
+      switcher_ = std::make_unique<Switcher>(*session_, std::exchange(switchPlan_, {}));
+      session_->addObserver(*switcher_);
+    }
     if (stopAfter_ > 0) bridge_->stopAfter(stopAfter_, [s = session_.get()] { s->stop(); });
     session_->start(false);
     showRunningStrategy();

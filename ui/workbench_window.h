@@ -20,6 +20,7 @@
 #include "core/plan/system.h"
 #include "core/session/run_metrics.h"
 #include "core/session/session.h"
+#include "core/session/switch_plan.h"
 #include "ui/background_job.h"
 #include "ui/run_prediction.h"
 #include "ui/session_bridge.h"
@@ -119,6 +120,9 @@ class WorkbenchWindow : public QMainWindow {
 
   // Sessions started from now on stop at the boundary after this many steps (0: run them out).
   void setStopAfterSteps(int steps) { stopAfter_ = steps; }
+  // Live switches for the next session started, each requested right after its step (on the
+  // rank's thread, so at the boundary that follows it), as train --switch does.
+  void setSwitchPlan(std::vector<parascope::PlannedSwitch> plan) { switchPlan_ = std::move(plan); }
 
   // The files saveScreenshots writes: window.png, then view-<name>.png for each view tab.
   QStringList screenshotNames() const;
@@ -266,6 +270,8 @@ class WorkbenchWindow : public QMainWindow {
   int world_ = 0;
   int lastStep_ = 0;
   int stopAfter_ = 0;
+  std::vector<parascope::PlannedSwitch> switchPlan_;
+  std::unique_ptr<parascope::Switcher> switcher_;
   bool paused_ = false;
   double flopsPerToken_ = 0;
   double peakFlops_ = 0;           // one rank's sgemm peak, FLOP/s, for MFU; 0 until known

@@ -21,7 +21,7 @@
 #include "core/config/config_keys.h"
 #include "core/plan/memory_estimate.h"
 #include "core/session/session.h"
-#include "core/session/switch_rule.h"
+#include "core/session/switch_plan.h"
 #include "core/state/checkpoint.h"
 #include "profiler/io/chrome_export.h"
 #include "profiler/run_trace.h"
@@ -46,110 +46,6 @@ struct TrainOptions {
 std::vector<InputPath> traceInputs(const TrainOptions& o) {
   return {{"--config", o.config}, {"--load", o.load}, {"--resume", o.resume}};
 }
-
-// One --switch: after `step` steps the run continues under `config`.
-struct PlannedSwitch {
-  int step = 0;
-  TrainConfig config;
-  std::string spec;  // as given
-};
-
-// A switch's key=value assignments, split at the commas between them; a comma inside brackets,
-// braces or quotes belongs to its value (optimizer.params.betas=[0.9,0.95]).
-std::vector<std::string> splitAssignments(const std::string& text) {
-  std::vector<std::string> out(1);
-  int depth = 0;
-  bool quoted = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '\\' && i + 1 < text.size()) {
-        out.back() += c;
-        out.back() += text[++i];
-        continue;
-      }
-      quoted = c != '"';
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == '[' || c == '{') {
-      ++depth;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    } else if (c == ',' && depth == 0) {
-      out.emplace_back();
-      continue;
-    }
-    out.back() += c;
-  }
-  return out;
-}
-
-// Each --switch applies its assignments on top of the previous layout's document, so
-// `--switch 10:tensor_model_parallel_size=2 --switch 20:zero_optimization.stage=1` ends with both,
-// and each target follows the session's switch rule (core/session/switch_rule.h) from the one
-// before. Every target is validated before the run starts.
-std::vector<PlannedSwitch> planSwitches(const std::vector<std::string>& specs,
-                                        const TrainConfig& start, int worldSize) {
-  std::vector<PlannedSwitch> plan;
-  for (const std::string& spec : specs) {
-    const std::size_t colon = spec.find(':');
-    const std::string step = spec.substr(0, colon);
-    const bool digits = !step.empty() && step.size() < 9 &&
-                        step.find_first_not_of("0123456789") == std::string::npos;
-    if (colon == std::string::npos || !digits || colon + 1 == spec.size()) {
-      throw UserError("--switch '" + spec +
-                      "': expected STEP:key=value[,key=value...], e.g. "
-                      "20:tensor_model_parallel_size=2,data_parallel_size=1");
-    }
-    PlannedSwitch p;
-    p.spec = spec;
-    p.step = std::stoi(step);
-    const int previous = plan.empty() ? 0 : plan.back().step;
-    if (p.step <= previous) {
-      throw UserError("--switch '" + spec + "': steps must increase and be at least 1 (after " +
-                      std::to_string(previous) + ")");
-    }
-    const TrainConfig& running = plan.empty() ? start : plan.back().config;
-    nlohmann::json doc = running.document;
-    try {
-      for (const std::string& assignment : splitAssignments(spec.substr(colon + 1))) {
-        applyOverride(doc, assignment);
-      }
-      const bool batchNamed = spec.find("train_batch_size") != std::string::npos ||
-                              spec.find("gradient_accumulation_steps") != std::string::npos;
-      p.config = resolveSwitch(running, std::move(doc), batchNamed, worldSize);
-      // The target must fit as the start must: refused now, naming the switch, not at its step.
-      const int sharing = worldSize > 0 ? mpiRanksOnThisNode() : p.config.parallel.worldSize();
-      checkMemory(estimateMemory(p.config, dataBytesInMemory(p.config.data), sharing),
-                  availableMemoryBytes());
-    } catch (const UserError& e) {
-      throw UserError("--switch '" + spec + "': " + e.what());
-    }
-    if (p.step >= p.config.trainIters) {
-      throw UserError("--switch '" + spec + "': the run ends after train_iters " +
-                      std::to_string(p.config.trainIters) + " steps, before step " + step);
-    }
-    plan.push_back(std::move(p));
-  }
-  return plan;
-}
-
-// Requests each planned switch once its step has been reported.
-class Switcher final : public SessionObserver {
- public:
-  Switcher(Session& session, std::vector<PlannedSwitch> plan)
-      : session_(session), plan_(std::move(plan)) {}
-  void onStep(const StepReport& r) override {
-    if (next_ < plan_.size() && plan_[next_].step == r.step) {
-      session_.switchStrategy(plan_[next_++].config);
-    }
-  }
-
- private:
-  Session& session_;
-  std::vector<PlannedSwitch> plan_;
-  std::size_t next_ = 0;
-};
 
 const char* precisionName(DType t) {
   return t == DType::F16 ? "fp16" : t == DType::BF16 ? "bf16" : "fp32";

@@ -35,6 +35,11 @@ struct GuiOptions {
       QStringLiteral("quit-after-steps"),
       QStringLiteral("With --screenshot-dir: steps to run before the screenshots."),
       QStringLiteral("N"), QStringLiteral("5")};
+  QCommandLineOption switches{
+      QStringLiteral("switch"),
+      QStringLiteral("With --run or --screenshot-dir: after STEP steps, switch the running "
+                     "strategy live, as Apply does (repeatable; as train --switch)."),
+      QStringLiteral("STEP:key=value,...")};
   QCommandLineOption benchUi{
       QStringLiteral("bench-ui"),
       QStringLiteral("Benchmark the workbench (frame time, throughput vs headless) and exit.")};
@@ -45,7 +50,7 @@ struct GuiOptions {
 
   void addTo(QCommandLineParser& parser) const {
     parser.addOptions({open, benchTimeline, events, json, screenshot, config, run, screenshotDir,
-                       quitAfterSteps, benchUi, rounds});
+                       quitAfterSteps, switches, benchUi, rounds});
     parser.addPositionalArgument(QStringLiteral("key=value|file"),
                                  QStringLiteral("Config overrides, or more trace files."));
   }

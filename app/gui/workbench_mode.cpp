@@ -1,14 +1,17 @@
 // parascope [--config F.json] [key=value ...] [--run] [--open trace.json ...]
-//           [--screenshot-dir DIR --quit-after-steps N]: the workbench on a session (the config
-// with overrides; else the last session's config, else the bundled default), started with
-// --run; --screenshot-dir runs it, saves the window and each view once N steps ran and the
-// run's trace is shown, then quits (exit 1 if the session failed).
+//           [--screenshot-dir DIR --quit-after-steps N] [--switch STEP:key=value,...]: the
+// workbench on a session (the config with overrides; else the last session's config, else the
+// bundled default), started with --run; --screenshot-dir runs it, saves the window and each
+// view once N steps ran and the run's trace is shown, then quits (exit 1 if the session
+// failed). Each --switch switches the run live after its step, as Apply would.
 #include <QApplication>
 #include <QDir>
 #include <QFileInfo>
 #include <QTimer>
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "app/gui/modes.h"
 #include "bench/plan.h"
@@ -18,6 +21,7 @@
 #include "core/common/shipped_file.h"
 #include "core/common/stop_signal.h"
 #include "core/config/config.h"
+#include "core/session/switch_plan.h"
 #include "ui/strategy_panel.h"
 #include "ui/workbench_window.h"
 
@@ -116,6 +120,12 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
                  screenshots ? "--screenshot-dir" : "--run");
     return 2;
   }
+  std::vector<std::string> switchSpecs;
+  for (const QString& s : parser.values(o.switches)) switchSpecs.push_back(s.toStdString());
+  if (!switchSpecs.empty() && !parser.isSet(o.run) && !screenshots) {
+    std::fprintf(stderr, "parascope: --switch needs a run: give --run or --screenshot-dir\n");
+    return 2;
+  }
   int quitAfter = 0;
   if (screenshots) {
     bool ok = false;
@@ -141,6 +151,16 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
     return system;
   });
   window.setDocument(document);
+  if (!switchSpecs.empty()) {
+    // Every target checked now, as train --switch checks them: a bad one costs no run.
+    try {
+      if (!window.panel()->config()) throw UserError(window.panel()->message().toStdString());
+      window.setSwitchPlan(planSwitches(switchSpecs, *window.panel()->config(), 0));
+    } catch (const UserError& e) {
+      std::fprintf(stderr, "parascope: %s\n", printableText(e.what()).c_str());
+      return 2;
+    }
+  }
   if (!traces.isEmpty()) window.showTraces(traces);
   if (screenshots) {
     if (!screenshotsWritable(parser.value(o.screenshotDir), window.screenshotNames())) return 2;

@@ -41,6 +41,7 @@ class TestGuiInput : public QObject {
   void screenshotFifoIsRefused();
   void screenshotWithoutTracesIsRefused();
   void tracesWithARunAreRefused();
+  void badSwitchesAreRefusedBeforeTheRun();
   void screenshotDirLinksAndFifosAreRefused_data();
   void screenshotDirLinksAndFifosAreRefused();
   void clampedValuesAreRefused_data();
@@ -153,6 +154,26 @@ void TestGuiInput::tracesWithARunAreRefused() {
                                  "(a trace's picture: --open FILE --screenshot PNG)\n"));
   QCOMPARE(r.code, 2);
   QVERIFY(!QFileInfo::exists(path(QStringLiteral("shots"))));
+}
+
+// --switch is planned as train --switch plans it, every target checked before anything runs or
+// is written, and only with a run.
+void TestGuiInput::badSwitchesAreRefusedBeforeTheRun() {
+  Result r = run({QStringLiteral("--switch"), QStringLiteral("2:data_parallel_size=2")});
+  QCOMPARE(r.err,
+           QStringLiteral("parascope: --switch needs a run: give --run or --screenshot-dir\n"));
+  QCOMPARE(r.code, 2);
+  r = run({QStringLiteral("--screenshot-dir"), path(QStringLiteral("shots")),
+           QStringLiteral("--switch"), QStringLiteral("2:no_such_key=1")});
+  QVERIFY2(r.err.startsWith(QStringLiteral("parascope: --switch '2:no_such_key=1': ")),
+           qPrintable(r.err));
+  QCOMPARE(r.code, 2);
+  QVERIFY(!QFileInfo::exists(path(QStringLiteral("shots"))));
+  r = run({QStringLiteral("--run"), QStringLiteral("--switch"), QStringLiteral("two:x=1")});
+  QCOMPARE(r.err,
+           QStringLiteral("parascope: --switch 'two:x=1': expected STEP:key=value[,key=value"
+                          "...], e.g. 20:tensor_model_parallel_size=2,data_parallel_size=1\n"));
+  QCOMPARE(r.code, 2);
 }
 
 void TestGuiInput::screenshotWithoutTracesIsRefused() {

@@ -119,6 +119,12 @@ void TestWorkbenchViews::chartsDrawOnRefresh() {
   QCOMPARE(charts.points(LiveCharts::Loss), QList<QPointF>({{1, 5.5}, {2, 5.0}, {3, 4.5}}));
   charts.addSwitch(3, QStringLiteral("D2 \u2192 D2 T2"));
   QVERIFY(charts.stale());
+  // Two switches a step apart: their labels do not write over each other.
+  charts.addSwitch(4, QStringLiteral("D2 T2 \u2192 D2 T2 ZeRO-3"));
+  charts.refresh();
+  const QList<QRectF> labels = charts.switchLabelBoxes(LiveCharts::Loss);
+  QCOMPARE(labels.size(), 2);
+  QVERIFY(!labels[0].intersects(labels[1]));
   charts.clear();
   QVERIFY(!charts.stale());
   QCOMPARE(charts.pointCount(LiveCharts::Loss), 0);
