@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "core/common/checked_math.h"
@@ -41,9 +42,15 @@ std::vector<StageBubble> computeBubbles(const TraceData& trace) {
       busy[{e.step, e.stage, e.rank}].push_back({e.startNs, e.endNs});
     }
   }
+  // A bubble is what a stage waits for another: a step whose work is all on one stage (a run
+  // with pipeline_model_parallel_size 1 through the pipeline engine, or switched live to one)
+  // has none, whatever else it waits for.
+  std::map<std::int32_t, std::set<std::int32_t>> stagesOfStep;
+  for (const auto& [key, intervals] : busy) stagesOfStep[std::get<0>(key)].insert(std::get<1>(key));
   const auto extents = stepExtents(trace);
   std::vector<StageBubble> out;
   for (auto& [key, intervals] : busy) {
+    if (stagesOfStep[std::get<0>(key)].size() < 2) continue;
     const Extent& w = extents.at(std::get<0>(key));
     for (Interval& i : intervals) clipTo(i, w.start, w.end);
     StageBubble b;

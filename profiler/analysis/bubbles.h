@@ -1,6 +1,7 @@
 // Pipeline bubbles: for each step and each (rank, stage) the share of the step during which
 // that stage computed nothing. The step window spans all ranks (a pipeline flush ends a step
-// everywhere), so bubbles of different stages are comparable.
+// everywhere), so bubbles of different stages are comparable. Only steps whose work spans two
+// stages or more have bubbles.
 #pragma once
 
 #include <cstdint>

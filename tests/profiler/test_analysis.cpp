@@ -140,6 +140,13 @@ void TestAnalysis::bubblesGpipeTwoStages() {
     QCOMPARE(b[s].bubbleFraction, 30.0 / 70.0);
   }
   QVERIFY(computeBubbles(TraceData{}).empty());
+  // A step all on one stage has no bubble, however its compute is spread.
+  TraceData single;
+  for (std::int64_t s : {0, 50}) {
+    add(single, {.rank = 0, .category = Category::Compute, .start = s, .end = s + 10, .step = 1})
+        .stage = 0;
+  }
+  QVERIFY(computeBubbles(single).empty());
 }
 
 // Rank 0 sends 100 B to rank 1; rank 1 records the receive (not counted again). A two-rank
