@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <new>
@@ -22,23 +23,91 @@ std::atomic<bool> failOffMainThread{false};
 std::atomic<bool> failLarge{false};  // the next allocation of 64 KiB or more
 std::thread::id mainThread;
 
-}  // namespace
-
-void* operator new(std::size_t bytes) {
+// Every form of new and delete is replaced, so that each block is allocated and released by
+// the same pair (malloc / aligned_alloc and free): a form left to the sanitizer's runtime would
+// release with its own bookkeeping what these allocated, or the reverse.
+void* allocate(std::size_t bytes, std::size_t alignment) {
   if (failOffMainThread.load(std::memory_order_relaxed) &&
       std::this_thread::get_id() != mainThread) {
     throw std::bad_alloc();
   }
-  if (bytes >= (std::size_t{1} << 16) && failLarge.exchange(false)) {
-    throw std::bad_alloc();
+  if (bytes >= (std::size_t{1} << 16) && failLarge.exchange(false)) throw std::bad_alloc();
+  bytes = bytes ? bytes : 1;
+  void* p = alignment <= alignof(std::max_align_t)
+                ? std::malloc(bytes)
+                : std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
+void* allocateOrNull(std::size_t bytes, std::size_t alignment) noexcept {
+  try {
+    return allocate(bytes, alignment);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
   }
-  if (void* p = std::malloc(bytes ? bytes : 1)) return p;
-  throw std::bad_alloc();
+}
+
+}  // namespace
+
+void* operator new(std::size_t n) {
+  return allocate(n, 0);
+}
+void* operator new[](std::size_t n) {
+  return allocate(n, 0);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  return allocate(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return allocate(n, static_cast<std::size_t>(a));
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return allocateOrNull(n, 0);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  return allocateOrNull(n, 0);
+}
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocateOrNull(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocateOrNull(n, static_cast<std::size_t>(a));
 }
 void operator delete(void* p) noexcept {
   std::free(p);
 }
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
 void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
   std::free(p);
 }
 
