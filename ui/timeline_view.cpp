@@ -168,12 +168,19 @@ void TimelineView::selectSpan(SpanRef ref) {
   update();
 }
 
-TimelineView::Hit TimelineView::hitTest(QPoint pos) const {
-  const int x = pos.x() - kLabelWidth;
+// The row under a widget position in the time area, and the position's x in it.
+const TimelineRow* TimelineView::rowUnder(QPoint pos, int& x) const {
+  x = pos.x() - kLabelWidth;
   const int r = rowAt(rows_, pos.y() - kRulerHeight + scrollY_);
-  if (x < 0 || pos.y() < kRulerHeight || r < 0) return {};
-  const TimelineRow& row = rows_[static_cast<std::size_t>(r)];
-  if (row.kind != TimelineRow::Kind::Level) return {};
+  if (x < 0 || pos.y() < kRulerHeight || r < 0) return nullptr;
+  return &rows_[static_cast<std::size_t>(r)];
+}
+
+TimelineView::Hit TimelineView::hitTest(QPoint pos) const {
+  int x = 0;
+  const TimelineRow* under = rowUnder(pos, x);
+  if (under == nullptr || under->kind != TimelineRow::Kind::Level) return {};
+  const TimelineRow& row = *under;
   const Lane& lane = index_->lanes()[row.lane];
   if (row.depth >= lane.levels.size()) return {};
   std::vector<DrawItem> items;
@@ -187,12 +194,10 @@ TimelineView::Hit TimelineView::hitTest(QPoint pos) const {
 
 // A counter row: its value at the time under the pointer, and its largest.
 QString TimelineView::counterTooltip(QPoint pos) const {
-  const int x = pos.x() - kLabelWidth;
-  const int r = rowAt(rows_, pos.y() - kRulerHeight + scrollY_);
-  if (x < 0 || pos.y() < kRulerHeight || r < 0) return {};
-  const TimelineRow& row = rows_[static_cast<std::size_t>(r)];
-  if (row.kind != TimelineRow::Kind::Counter) return {};
-  const CounterTrack& track = index_->counters()[row.counter];
+  int x = 0;
+  const TimelineRow* row = rowUnder(pos, x);
+  if (row == nullptr || row->kind != TimelineRow::Kind::Counter) return {};
+  const CounterTrack& track = index_->counters()[row->counter];
   const std::int64_t t = axis_.time(x);
   const std::optional<std::int64_t> value =
       t <= std::max(index_->endNs(), track.points.back().timeNs) ? counterValueAt(track.points, t)

@@ -67,6 +67,7 @@ class TimelineView : public QWidget {
     std::uint32_t count = 0;  // spans under the pixel's item (1 for a drawn span)
   };
   Hit hitTest(QPoint pos) const;
+  const TimelineRow* rowUnder(QPoint pos, int& x) const;
   QString counterTooltip(QPoint pos) const;
   QString tooltipText(QPoint pos) const;
   QString spanDescription(SpanRef ref) const;
