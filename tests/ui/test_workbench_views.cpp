@@ -250,10 +250,13 @@ void TestWorkbenchViews::memoryViewSharesOneTimeAxisAndPredictsEachRank() {
   const QAbstractItemModel* peaks = view.peakModel();
   int checked = 0;
   for (int row = 0; row < peaks->rowCount(); ++row) {
-    if (peaks->index(row, 1).data().toString() != QStringLiteral("parameter")) continue;
-    const int rank = peaks->index(row, 0).data().toInt();
-    QCOMPARE(peaks->index(row, 4).data(Qt::UserRole).toDouble(), rank == 0 ? 100.0 : 200.0);
-    QCOMPARE(peaks->index(row, 3).data().toString(), rank == 0 ? "10.000" : "40.000");
+    using Peaks = parascope::ui::MemoryPeakModel;
+    if (peaks->index(row, Peaks::Category).data().toString() != QStringLiteral("parameter"))
+      continue;
+    const int rank = peaks->index(row, Peaks::Rank).data().toInt();
+    QCOMPARE(peaks->index(row, Peaks::Predicted).data(Qt::UserRole).toDouble(),
+             rank == 0 ? 100.0 : 200.0);
+    QCOMPARE(peaks->index(row, Peaks::PeakAtMs).data().toString(), rank == 0 ? "10.000" : "40.000");
     ++checked;
   }
   QCOMPARE(checked, 2);
@@ -271,8 +274,9 @@ void TestWorkbenchViews::memoryPeaksOfTheLastLayout() {
   analysis->memory.push_back(s);
   parascope::ui::MemoryView view;
   const parascope::ui::MemoryPeakModel& peaks = *view.peakModel();
-  auto peak = [&] { return peaks.index(0, 2).data(Qt::UserRole).toLongLong(); };
-  auto at = [&] { return peaks.index(0, 3).data(Qt::UserRole).toLongLong(); };
+  using Peaks = parascope::ui::MemoryPeakModel;
+  auto peak = [&] { return peaks.index(0, Peaks::PeakBytes).data(Qt::UserRole).toLongLong(); };
+  auto at = [&] { return peaks.index(0, Peaks::PeakAtMs).data(Qt::UserRole).toLongLong(); };
   view.setAnalysis(analysis, {});
   QCOMPARE(peak(), 8LL << 20);  // the whole run
   QCOMPARE(view.scopeText(), QString());

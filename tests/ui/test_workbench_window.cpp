@@ -439,13 +439,18 @@ void TestWorkbenchWindow::runsASessionAndShowsIt() {
     QCOMPARE(
         bytes.data().toString(),
         QString::fromStdString(parascope::formatBytes(static_cast<double>(comm.ops[i].bytes))));
-    // Bandwidth in the bytes' binary units: bytes / time read off the row.
-    const double gibps = comm.ops[i].timeNs > 0 ? static_cast<double>(comm.ops[i].bytes) /
-                                                      (comm.ops[i].timeNs * 1e-9) / (1 << 30)
-                                                : 0;
-    QCOMPARE(ops->index(i, parascope::ui::CommOpModel::Bandwidth).data(Qt::UserRole).toDouble(),
-             gibps);
   }
+  // Bandwidth in the bytes' binary units, so that a row's bytes over its time is its figure:
+  // 3 GiB in 2 s read 1.500 GiB/s.
+  parascope::ui::CommOpModel known;
+  parascope::profiler::OpTotal op;
+  op.name = "allReduce";
+  op.count = 1;
+  op.bytes = std::int64_t{3} << 30;
+  op.timeNs = 2'000'000'000;
+  known.setOps({op});
+  QCOMPARE(known.index(0, parascope::ui::CommOpModel::Bandwidth).data().toString(),
+           QStringLiteral("1.500"));
   QCOMPARE(ops->headerData(parascope::ui::CommOpModel::Bandwidth, Qt::Horizontal).toString(),
            QStringLiteral("GiB/s (bytes / time)"));
   const auto memory = parascope::profiler::computeMemoryTimeline(trace);
