@@ -33,8 +33,9 @@ int AnalysisTableModel::columnCount(const QModelIndex& parent) const {
 
 QVariant AnalysisTableModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount() || index.column() >= columnCount()) return {};
-  // The first column names the row (elided where long): whole on hover.
-  if (role == Qt::ToolTipRole && index.column() == 0) role = Qt::DisplayRole;
+  // A name elided in its column reads whole on hover.
+  if (role == Qt::ToolTipRole && columns_[static_cast<std::size_t>(index.column())] == "name")
+    role = Qt::DisplayRole;
   if (role != Qt::DisplayRole && role != Qt::UserRole) return {};
   const nlohmann::json& row = rows_[static_cast<std::size_t>(index.row())];
   const auto it = row.find(columns_[static_cast<std::size_t>(index.column())]);

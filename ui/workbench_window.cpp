@@ -252,7 +252,7 @@ QWidget* WorkbenchWindow::buildAnalyses() {
   view->setSortingEnabled(true);
   view->sortByColumn(0, Qt::AscendingOrder);  // what a row is about comes first
   view->verticalHeader()->hide();
-  fitNamesBesideNumbers(view, 0);
+  fitNamesBesideNumbers(view, QStringLiteral("name"));
   connect(analysisChoice_, &QComboBox::currentIndexChanged, this,
           &WorkbenchWindow::showAnalysisTable);
   auto* page = new QWidget;

@@ -198,13 +198,29 @@ void TestDiffModel::windowDiffsOpenedTraces() {
   QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 30000);
   // The diff's and the analyses' names take what the numbers leave, elided, whole on hover
   // (the analyses' columns come with the shown trace).
-  for (const char* name : {"diffView", "analysisView"}) {
-    auto* table = window.findChild<QTableView*>(QString::fromUtf8(name));
-    QVERIFY2(table, name);
-    const int nameColumn = QStringLiteral("diffView") == name ? DiffModel::Name : 0;
-    QCOMPARE(table->horizontalHeader()->sectionResizeMode(nameColumn), QHeaderView::Stretch);
-    QCOMPARE(table->textElideMode(), Qt::ElideMiddle);
+  auto* diffView = window.findChild<QTableView*>(QStringLiteral("diffView"));
+  QVERIFY(diffView);
+  QCOMPARE(diffView->horizontalHeader()->sectionResizeMode(DiffModel::Name), QHeaderView::Stretch);
+  QCOMPARE(diffView->textElideMode(), Qt::ElideMiddle);
+  // The analyses: the column headed "name" where a table has one, else none stretched (the first
+  // table starts with its rank).
+  auto* analysisView = window.findChild<QTableView*>(QStringLiteral("analysisView"));
+  QVERIFY(analysisView);
+  QCOMPARE(analysisView->textElideMode(), Qt::ElideMiddle);
+  auto* choice = window.findChild<QComboBox*>(QStringLiteral("analysisChoice"));
+  QVERIFY(choice);
+  bool named = false;
+  for (int t = 0; t < choice->count(); ++t) {
+    choice->setCurrentIndex(t);
+    const QAbstractItemModel* model = analysisView->model();
+    for (int c = 0; c < model->columnCount(); ++c) {
+      const bool isName = model->headerData(c, Qt::Horizontal).toString() == QStringLiteral("name");
+      named = named || isName;
+      QCOMPARE(analysisView->horizontalHeader()->sectionResizeMode(c),
+               isName ? QHeaderView::Stretch : QHeaderView::ResizeToContents);
+    }
   }
+  QVERIFY(named);
   QCOMPARE(diffed.count(), 0);  // one source: nothing to compare yet, and the tab says so
   QCOMPARE(window.diffHint(),
            QStringLiteral("Only one source so far (Trace a.json): a diff needs two. Switch the "
