@@ -1,9 +1,11 @@
-// parascope-cli simulate, plan calibrate and bench plan: the simulator's front ends
+// parascope-cli simulate, plan, plan calibrate and bench plan: the simulator's front ends
 // (core/plan). `simulate` reads a config and overrides as `train` does and predicts one step on
-// a described system (this machine's by default, calibrated on first use).
+// a described system (this machine's by default, calibrated on first use); `plan` searches the
+// strategies for a GPU count on one.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,8 +17,10 @@
 #include "core/common/error.h"
 #include "core/common/output_file.h"
 #include "core/config/config.h"
+#include "core/config/config_keys.h"
 #include "core/plan/memory_estimate.h"
 #include "core/plan/prediction_error.h"
+#include "core/plan/search.h"
 #include "core/plan/simulator.h"
 #include "profiler/io/chrome_export.h"
 #include "profiler/io/chrome_import.h"
@@ -35,6 +39,23 @@ struct SimulateOptions {
   int steps = 2;
   bool json = false;
 };
+
+constexpr const char* kThisMachine = "this-machine";
+
+// --system: a preset, a file, or this machine's calibrated description (the default).
+SystemDescription systemNamed(const std::string& name) {
+  if (name.empty() || name == kThisMachine) return bench::thisMachine();
+  const auto& presets = systemPresets();
+  std::error_code ec;
+  if (std::find(presets.begin(), presets.end(), name) == presets.end() &&
+      !std::filesystem::is_regular_file(name, ec)) {
+    std::string list;
+    for (const std::string& p : presets) list += p + ", ";
+    throw UserError("--system '" + name + "' is neither a preset nor a description file; valid: " +
+                    list + kThisMachine + ", or a JSON file in the schema of docs/planner.md");
+  }
+  return readSystemNamed(name);
+}
 
 // Predicted against measured per op and for the instructions the model misses most.
 void printComparison(const PredictionError& e, bool json) {
@@ -97,13 +118,26 @@ void runSimulate(const SimulateOptions& o) {
   if (!o.trace.empty()) checkOutputPath(o.trace, "--trace", {{"--config", o.config}});
   nlohmann::json doc = readJsonFile(o.config);
   for (const std::string& a : o.overrides) applyOverride(doc, a);
-  const TrainConfig config = parseTrainConfig(doc);
-  const SystemDescription system = o.system.empty() ? bench::thisMachine() : readSystem(o.system);
+  const SystemDescription system = systemNamed(o.system);
+  // A GPU system runs one process per device, so the world is what the degrees make of it, not
+  // bounded by what threads in this process can run.
+  int world = 0;
+  if (!system.device.sharesCores()) {
+    long ranks = 1;
+    for (const char* key :
+         {"tensor_model_parallel_size", "pipeline_model_parallel_size", "data_parallel_size"}) {
+      const nlohmann::json v = configValue(doc, key);
+      if (v.is_number_integer() && v.get<long>() >= 1) ranks *= v.get<long>();
+    }
+    world = static_cast<int>(std::min<long>(ranks, 1 << 20));
+  }
+  const TrainConfig config = parseTrainConfig(doc, world);
   const StrategyPlan plan = planStrategy(config);
   const CostModel costs(system, plan);
   const Simulation sim = simulateStep(plan, costs);
   const MemoryEstimate memory =
-      estimateMemory(config, dataBytesInMemory(config.data), config.parallel.worldSize());
+      estimateMemory(config, dataBytesInMemory(config.data), config.parallel.worldSize(),
+                     activationElementBytes(system.device, config.parallel.compute));
   if (o.json) {
     nlohmann::json idle = nlohmann::json::array();
     for (std::size_t q = 0; q < sim.ranks.size(); ++q)
@@ -155,6 +189,120 @@ void runSimulate(const SimulateOptions& o) {
       std::printf("predicted timeline (%d steps) written to %s\n", o.steps, o.trace.c_str());
     }
   }
+}
+
+struct PlanOptions {
+  std::string config = "resources/configs/default.json";
+  std::vector<std::string> overrides;
+  std::string system;
+  int gpus = 0;
+  int top = 10;
+  bool json = false;
+};
+
+// Memory categories under JSON names, with their total.
+nlohmann::ordered_json memoryJson(const MemoryEstimate& m) {
+  nlohmann::ordered_json j;
+  double total = 0;
+  for (const MemoryItem& item : m.items) {
+    if (item.name == "data") continue;
+    std::string key = item.name;
+    std::replace(key.begin(), key.end(), ' ', '_');
+    j[key] = item.bytes;
+    total += item.bytes;
+  }
+  j["total"] = total;
+  return j;
+}
+
+// "TP8 PP8 DP16 VP3 interleaved mb1 x96 SP selective ZeRO-1": the keys in Megatron's words.
+std::string strategyText(const TrainConfig& c) {
+  const ParallelStrategy& s = c.parallel;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "TP%d PP%d DP%d VP%d %-11s mb%d x%d %s %-9s ZeRO-%d", s.tensor,
+                s.pipeline, s.data, c.pipeline.chunks, c.pipeline.schedule.c_str(), c.microBatch,
+                c.gradientAccumulation, s.sequenceParallel ? "SP" : "  ",
+                std::string(recomputeName(c.pipeline.recompute)).c_str(), s.zeroStage);
+  return buf;
+}
+
+void runPlan(const PlanOptions& o) {
+  if (o.gpus < 1) throw UserError("plan: --gpus is required: the GPUs to plan for, 1 or more");
+  PlanSearchRequest request;
+  request.document = readJsonFile(o.config);
+  for (const std::string& a : o.overrides) {
+    applyOverride(request.document, a);
+    const std::string key = a.substr(0, a.find('='));
+    const auto& keys = configKeys();
+    const auto row =
+        std::find_if(keys.begin(), keys.end(), [&](const ConfigKey& k) { return k.path == key; });
+    if (row != keys.end() && row->strategy) request.fixed.insert(key);
+  }
+  request.system = systemNamed(o.system);
+  request.gpus = o.gpus;
+  request.top = o.top;
+  const PlanSearch search = searchPlans(request);
+  const SystemDescription& system = request.system;
+  if (o.json) {
+    for (std::size_t i = 0; i < search.best.size(); ++i) {
+      const PlanEstimate& p = search.best[i];
+      nlohmann::ordered_json j;
+      j["event"] = "candidate";
+      j["rank"] = i + 1;
+      j["strategy"] = planStrategyKeys(p.config);
+      j["step_time_s"] = p.stepSeconds;
+      j["tokens_per_s"] = p.tokensPerSecond;
+      j["model_tflops_per_gpu"] = p.modelFlopsPerGpu / 1e12;
+      j["hardware_tflops_per_gpu"] = p.hardwareFlopsPerGpu / 1e12;
+      j["mfu"] = p.mfu;
+      j["bubble_fraction"] = p.bubbleFraction;
+      j["memory_bytes_per_gpu"] = memoryJson(p.memory);
+      j["limit"] = planLimit(p, system);
+      std::printf("%s\n", j.dump().c_str());
+    }
+    std::printf("%s\n", nlohmann::ordered_json{{"event", "search"},
+                                               {"system", system.name},
+                                               {"gpus", o.gpus},
+                                               {"global_batch", search.globalBatch},
+                                               {"candidates", search.candidates},
+                                               {"invalid", search.invalid},
+                                               {"out_of_memory", search.outOfMemory},
+                                               {"simulated", search.simulated},
+                                               {"bounded", search.bounded},
+                                               {"seconds", search.seconds}}
+                            .dump()
+                            .c_str());
+    return;
+  }
+  std::printf(
+      "%d GPUs of '%s', global batch %lld: %lld candidates, %lld refused by the config's rules, "
+      "%lld out of memory, %lld simulated, %lld shown slower than the best without simulating "
+      "(%.2f s)\n",
+      o.gpus, system.name.c_str(), static_cast<long long>(search.globalBatch),
+      static_cast<long long>(search.candidates), static_cast<long long>(search.invalid),
+      static_cast<long long>(search.outOfMemory), static_cast<long long>(search.simulated),
+      static_cast<long long>(search.bounded), search.seconds);
+  if (search.best.empty()) {
+    std::printf("no strategy fits in %s per GPU\n", formatBytes(system.device.memoryBytes).c_str());
+    return;
+  }
+  std::printf("%3s %-63s %9s %10s %7s %7s %5s %6s  %s\n", "#", "strategy", "step", "tokens/s",
+              "model", "hw", "MFU", "bubble",
+              "memory per GPU: parameters, gradients, optimizer, activations, comm, workspace = "
+              "total");
+  std::printf("%3s %-63s %9s %10s %7s %7s\n", "", "", "", "", "TFLOP/s", "TFLOP/s");
+  for (std::size_t i = 0; i < search.best.size(); ++i) {
+    const PlanEstimate& p = search.best[i];
+    std::string memory;
+    for (const MemoryItem& item : p.memory.items)
+      if (item.name != "data") memory += (memory.empty() ? "" : ", ") + formatBytes(item.bytes);
+    std::printf("%3zu %-63s %8.3fs %10.0f %7.1f %7.1f %4.1f%% %5.1f%%  %s = %s\n", i + 1,
+                strategyText(p.config).c_str(), p.stepSeconds, p.tokensPerSecond,
+                p.modelFlopsPerGpu / 1e12, p.hardwareFlopsPerGpu / 1e12, 100 * p.mfu,
+                100 * p.bubbleFraction, memory.c_str(),
+                formatBytes(p.memory.perRankBytes()).c_str());
+  }
+  std::printf("best is limited by %s\n", planLimit(search.best.front(), system).c_str());
 }
 
 struct CalibrateOptions {
@@ -222,8 +370,25 @@ void registerPlanCommands(CLI::App& app, CLI::App& bench) {
   cmd->add_flag("--json", simulate->json, "One JSON object per line");
   cmd->callback([simulate] { runSimulate(*simulate); });
 
-  CLI::App* plan = app.add_subcommand("plan", "The planner's cost model");
-  plan->require_subcommand(1);
+  auto planOptions = std::make_shared<PlanOptions>();
+  CLI::App* plan = app.add_subcommand(
+      "plan",
+      "Search the strategies for a GPU count: every strategy key not given as key=value, ranked "
+      "by predicted step time");
+  plan->require_subcommand(0, 1);
+  plan->add_option("--config", planOptions->config,
+                   "Training config (JSON): the model, the "
+                   "global batch and the precision");
+  plan->add_option("overrides", planOptions->overrides,
+                   "Config settings as key.path=value; a strategy key given here is kept");
+  plan->add_option("--system", planOptions->system,
+                   "a100-80gb, h100-80gb, this-machine (calibrated once) or a description file");
+  plan->add_option("--gpus", planOptions->gpus, "GPUs (ranks) to plan for");
+  plan->add_option("--top", planOptions->top, "Candidates to list")->check(CLI::Range(1, 1000));
+  plan->add_flag("--json", planOptions->json, "One JSON object per candidate, best first");
+  plan->callback([plan, planOptions] {
+    if (plan->get_subcommands().empty()) runPlan(*planOptions);
+  });
   auto calibrate = std::make_shared<CalibrateOptions>();
   CLI::App* cal = plan->add_subcommand(
       "calibrate", "Measure this machine by short traced runs and fit its hardware description");

@@ -349,6 +349,12 @@ const ConfigKey& configKey(std::string_view path) {
   throw std::logic_error("config key '" + std::string(path) + "' is not in the key table");
 }
 
+bool isStrategyKey(std::string_view path) {
+  for (const ConfigKey& k : configKeys())
+    if (k.path == path) return k.strategy;
+  return false;
+}
+
 json configValue(const json& document, std::string_view path) {
   const ConfigKey& key = configKey(path);
   const json* at = &document;

@@ -59,6 +59,9 @@ const std::vector<ConfigKey>& configKeys();
 // no key is read, shown or printed without its row.
 const ConfigKey& configKey(std::string_view path);
 
+// Whether `path` is in the table and a strategy key.
+bool isStrategyKey(std::string_view path);
+
 // `path`'s value in `document`, else the key's default (null where it is derived).
 nlohmann::json configValue(const nlohmann::json& document, std::string_view path);
 

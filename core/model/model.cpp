@@ -16,6 +16,7 @@ Parameter& Model::addParameter(const std::string& name, const Shape& shape, Para
                                bool decay, const TensorSplit& split) {
   if (find(name) != nullptr) throw std::logic_error("duplicate parameter name " + name);
   Parameter& p = parameters_.emplace_back();
+  byName_.emplace(name, &p);
   p.name = name;
   p.fullShape = shape;
   p.split = split;
@@ -31,10 +32,8 @@ Parameter& Model::addParameter(const std::string& name, const Shape& shape, Para
 }
 
 Parameter* Model::find(const std::string& name) {
-  for (Parameter& p : parameters_) {
-    if (p.name == name) return &p;
-  }
-  return nullptr;
+  const auto it = byName_.find(name);
+  return it == byName_.end() ? nullptr : it->second;
 }
 
 std::int64_t Model::parameterCount() const {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/model/layer.h"
@@ -107,6 +108,8 @@ class Model {
  private:
   Allocator* allocator_;
   std::deque<Parameter> parameters_;  // deque: layers keep pointers into it
+  // find()'s index: a model of a thousand parameters is built in linear time, not quadratic.
+  std::unordered_map<std::string, Parameter*> byName_;
   std::vector<std::unique_ptr<Layer>> layers_;
   // Mixed precision: working copies of layer i's parameters, and after its pass their release
   // (backward: the f32 gradients added into the stored ones first).

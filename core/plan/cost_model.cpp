@@ -25,25 +25,30 @@ void addProduct(ComputeFeatures& f, const Gemm& g, bool backward) {
   f.flopsOverDimension += flops / std::max(1.0, std::min({g.m, g.n, g.k}));
 }
 
-void addForward(ComputeFeatures& f, const LayerWork& w, bool attentionCoreOnly) {
+// `scale`: the activation element's size over the 4 bytes LayerWork counts.
+void addForward(ComputeFeatures& f, const LayerWork& w, bool attentionCoreOnly, double scale) {
   for (const Gemm& g : w.gemms) {
     if (!attentionCoreOnly || !g.weight) addProduct(f, g, false);
   }
-  f.bytes += attentionCoreOnly ? w.recomputedBytes : w.elementwiseBytes;
+  f.bytes += scale * (attentionCoreOnly ? w.recomputedBytes : w.elementwiseBytes);
   if (attentionCoreOnly) return;
-  for (const LayerCollective& c : w.collectives) f.collectives.push_back({c.op, 4 * c.elements});
+  for (const LayerCollective& c : w.collectives)
+    f.collectives.push_back({c.op, 4 * scale * c.elements});
 }
 
 }  // namespace
 
 CostModel::CostModel(const SystemDescription& system, const StrategyPlan& plan)
-    : system_(system), plan_(plan) {}
+    : system_(system),
+      plan_(plan),
+      activationBytes_(activationElementBytes(system.device, plan.config.parallel.compute)) {}
 
 ComputeFeatures CostModel::features(const RankPlan& rank, const Instruction& in) const {
   ComputeFeatures f;
   const LayerRange range = rank.chunks.at(static_cast<std::size_t>(in.chunk));
   const Recompute recompute = plan_.config.pipeline.recompute;
   const bool sequenceParallel = plan_.config.parallel.sequenceParallel;
+  const double scale = activationBytes_ / 4;
   // The rank's own model holds its chunks' layers back to back.
   int local = 0;
   for (int c = 0; c < in.chunk; ++c) {
@@ -55,14 +60,14 @@ ComputeFeatures CostModel::features(const RankPlan& rank, const Instruction& in)
     const auto weights =
         static_cast<double>(rank.modelLayers.at(static_cast<std::size_t>(local)).parameterElements);
     if (in.op == Op::Forward) {
-      addForward(f, w, false);
+      addForward(f, w, false, scale);
       f.castElements += weights;
       continue;
     }
     const bool inputSide = in.op != Op::BackwardWeight;
     const bool weightSide = in.op != Op::BackwardInput;
     if (inputSide && recompute != Recompute::None) {
-      addForward(f, w, recompute == Recompute::Selective);
+      addForward(f, w, recompute == Recompute::Selective, scale);
       if (recompute == Recompute::Full) f.castElements += weights;
     }
     // Widened for the input gradient, rounded into the stored gradient by the weight gradient.
@@ -72,13 +77,13 @@ ComputeFeatures CostModel::features(const RankPlan& rank, const Instruction& in)
       // A weight's second product is its gradient; the attention core's is on the input side.
       if (g.weight ? weightSide : inputSide) addProduct(f, g, true);
     }
-    if (inputSide) f.bytes += 2 * w.elementwiseBytes;
+    if (inputSide) f.bytes += 2 * scale * w.elementwiseBytes;
     for (const LayerCollective& c : w.collectives) {
       // Input side: the adjoint of each forward collective. Weight side under sequence
       // parallelism: the gathered inputs of the column-parallel products again.
-      if (inputSide) f.collectives.push_back({adjointOf(c.op), 4 * c.elements});
+      if (inputSide) f.collectives.push_back({adjointOf(c.op), activationBytes_ * c.elements});
       if (weightSide && !inputSide && sequenceParallel && c.op == CommOp::AllGather)
-        f.collectives.push_back({c.op, 4 * c.elements});
+        f.collectives.push_back({c.op, activationBytes_ * c.elements});
     }
   }
   return f;
@@ -105,7 +110,8 @@ double CostModel::computeSeconds(const RankPlan& rank, const Instruction& in) co
 
 double CostModel::transferSeconds() const {
   const ParallelStrategy& s = plan_.config.parallel;
-  return collectiveSeconds(CommOp::Send, 4 * plan_.boundaryElements, 2, s.tensor * s.data);
+  return collectiveSeconds(CommOp::Send, activationBytes_ * plan_.boundaryElements, 2,
+                           s.tensor * s.data);
 }
 
 IssuedCollective CostModel::dataParallel(const RankPlan& rank, const Instruction& in) const {
@@ -149,25 +155,43 @@ double CostModel::optimizerSeconds(const RankPlan& rank) const {
   return seconds;
 }
 
-LinkClass CostModel::linkOf(int size, int stride) const {
-  if (plan_.config.parallel.backend == RankBackend::Threads && system_.device.sharesCores())
-    return LinkClass::InProcess;
+LinkClass linkClassOf(const SystemDescription& system, RankBackend backend, int size, int stride) {
+  if (backend == RankBackend::Threads && system.device.sharesCores()) return LinkClass::InProcess;
   const long span = static_cast<long>(stride) * (size - 1) + 1;
-  return span <= system_.devicesPerNode ? LinkClass::Node : LinkClass::Network;
+  return span <= system.devicesPerNode ? LinkClass::Node : LinkClass::Network;
 }
 
-double CostModel::collectiveSeconds(CommOp op, double bytes, int size, int stride) const {
+double linkSeconds(const SystemDescription& system, LinkClass linkClass, CommOp op, double bytes,
+                   int size, int stride) {
   if (size <= 1) return 0;
-  const LinkDescription& link = system_.link(linkOf(size, stride));
-  const double n = size;
+  LinkDescription link = system.link(linkClass);
   if (op == CommOp::Send || op == CommOp::Recv)
     return link.ring.latency + bytes / link.ring.bandwidth;
+  if (linkClass == LinkClass::Network) {
+    // The network figures are one device's (its own NIC). NCCL runs a ring or tree through each
+    // NIC of a node the group has a rank behind, so k ranks per node move k times the bytes, up to
+    // what the node's links carry.
+    const int perNode = std::clamp(system.devicesPerNode / std::max(1, stride), 1, size);
+    const LinkDescription& node = system.link(LinkClass::Node);
+    link.ring.bandwidth = std::min(node.ring.bandwidth, perNode * link.ring.bandwidth);
+    link.tree.bandwidth = std::min(node.tree.bandwidth, perNode * link.tree.bandwidth);
+  }
+  const double n = size;
   const double moved = bytes * commTraits(op).busFactor(size);
   const double ringSteps = op == CommOp::AllReduce ? 2 * (n - 1) : n - 1;
   const double ring = ringSteps * link.ring.latency + moved / link.ring.bandwidth;
   if (op != CommOp::AllReduce) return ring;
   const double tree = 2 * std::ceil(std::log2(n)) * link.tree.latency + moved / link.tree.bandwidth;
   return std::min(ring, tree);
+}
+
+double CostModel::collectiveSeconds(CommOp op, double bytes, int size, int stride) const {
+  return linkSeconds(system_, linkClassOf(system_, plan_.config.parallel.backend, size, stride), op,
+                     bytes, size, stride);
+}
+
+double activationElementBytes(const DeviceDescription& device, DType compute) {
+  return device.sharesCores() ? 4.0 : storageBytes(compute);
 }
 
 }  // namespace parascope

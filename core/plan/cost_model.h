@@ -67,10 +67,22 @@ class CostModel {
   const SystemDescription& system() const { return system_; }
 
  private:
-  LinkClass linkOf(int size, int stride) const;
-
   SystemDescription system_;
   const StrategyPlan& plan_;
+  double activationBytes_;  // activationElementBytes
 };
+
+// Bytes of an activation element, which element-wise kernels, tensor-parallel collectives and
+// stage boundaries move: 4 on a CPU (its engine keeps activations in f32 under mixed precision),
+// the compute type's on a GPU (kept in bf16 or fp16, as Megatron-LM does).
+double activationElementBytes(const DeviceDescription& device, DType compute);
+
+// The link a group of `size` ranks `stride` world ranks apart uses: in-process for the threads
+// backend on a CPU, else the node's while the group spans no more than a node, else the network.
+LinkClass linkClassOf(const SystemDescription& system, RankBackend backend, int size, int stride);
+
+// One collective of message size `bytes` over that group on `linkClass` (docs/planner.md).
+double linkSeconds(const SystemDescription& system, LinkClass linkClass, CommOp op, double bytes,
+                   int size, int stride);
 
 }  // namespace parascope

@@ -342,19 +342,20 @@ class StepReplay {
   std::optional<ReduceReplay> reduce_;
 };
 
-// One rank's activations over its step (StepExecutor, PipelineStage) in f32 elements: a chunk's
-// forward leaves each layer's kept state and output per micro-batch (full recompute only the
-// outputs, each layer's forward running again right before its backward), its backward frees
-// them last layer first. The executor holds a chunk's output gradient for the chunk's backward
-// and its output until sent. A receive posts buffers for the peer's messages to this rank in
-// the peer's order up to the one it needs, so earlier ones wait in theirs. A send holds its
-// tensor until it is found complete, which is only checked at the rank's next send: the replay
-// takes every earlier send to be complete by then (its peer has posted the receive) and the
+// One rank's activations over its step (StepExecutor, PipelineStage), in elements of the
+// activation type: a chunk's forward leaves each layer's kept state and output per micro-batch
+// (full recompute only the outputs, each layer's forward running again right before its backward),
+// its backward frees them last layer first. The executor holds a chunk's output gradient for the
+// chunk's backward and its output until sent. A receive posts buffers for the peer's messages to
+// this rank in the peer's order up to the one it needs, so earlier ones wait in theirs. A send
+// holds its tensor until it is found complete, which is only checked at the rank's next send: the
+// replay takes every earlier send to be complete by then (its peer has posted the receive) and the
 // last to be held until the optimizer step waits for it.
 class ActivationReplay {
  public:
-  ActivationReplay(const StrategyPlan& plan, const RankPlan& rank, Live& live)
+  ActivationReplay(const StrategyPlan& plan, const RankPlan& rank, Live& live, double elementBytes)
       : plan_(plan),
+        bytes_(elementBytes),
         rank_(rank),
         live_(live),
         layers_(plan.config.model.kind->layerActivations(plan.config)),
@@ -391,17 +392,15 @@ class ActivationReplay {
     double held = input(c.begin);
     for (int l = c.begin; l < c.end; ++l)
       held += (full_ ? 0 : at(l).kept) + (l + 1 < c.end ? at(l).output : 0);
-    return kBytes * held;
+    return bytes_ * held;
   }
 
  private:
   using Key = std::tuple<Op, int, int>;  // a send's (op, stage, micro-batch)
   static Key key(const Instruction& in) { return {in.op, in.stage, in.microBatch}; }
-  static constexpr double kBytes = 4;  // an element: activations are f32
-
-  void add(double elements) { live_.add(kBytes * elements); }
-  void remove(double elements) { live_.remove(kBytes * elements); }
-  void transient(double elements) { live_.transient(kBytes * elements); }
+  void add(double elements) { live_.add(bytes_ * elements); }
+  void remove(double elements) { live_.remove(bytes_ * elements); }
+  void transient(double elements) { live_.transient(bytes_ * elements); }
   const LayerActivations& at(int layer) const { return layers_[static_cast<std::size_t>(layer)]; }
   double input(int layer) const { return layer > 0 ? at(layer - 1).output : 0; }
   // The gradient a layer's backward starts from: the next layer's input gradient.
@@ -482,6 +481,7 @@ class ActivationReplay {
   }
 
   const StrategyPlan& plan_;
+  double bytes_;  // of an element
   const RankPlan& rank_;
   Live& live_;                            // bytes
   std::vector<LayerActivations> layers_;  // of the whole model
@@ -495,7 +495,8 @@ class ActivationReplay {
 // Peaks per category of one pipeline rank: what the trainer allocates once, then two steps (the
 // second begins with what the first left gathered). `microBatches`: the step's, which the plan
 // may replay fewer of (replayedConfig).
-Categories replayRank(const StrategyPlan& plan, const RankPlan& rank, int microBatches) {
+Categories replayRank(const StrategyPlan& plan, const RankPlan& rank, int microBatches,
+                      double activationBytes) {
   const ParallelStrategy& s = plan.config.parallel;
   const double stored = static_cast<double>(dtypeSize(s.compute));
   const auto model = static_cast<double>(rank.parameterElements);
@@ -520,7 +521,7 @@ Categories replayRank(const StrategyPlan& plan, const RankPlan& rank, int microB
   StepReplay replay(plan, rank, live);
   replay.step();
   replay.step();
-  ActivationReplay activations(plan, rank, at(MemoryCategory::Activation));
+  ActivationReplay activations(plan, rank, at(MemoryCategory::Activation), activationBytes);
   activations.step();
   // GPipe holds every micro-batch's forward at once, so those not replayed add theirs (it runs
   // one chunk per rank); the other schedules hold as many in a shorter step.
@@ -593,11 +594,11 @@ const MemoryItem& MemoryEstimate::largest() const {
 }
 
 std::vector<MemoryEstimate> estimateRankMemory(const TrainConfig& c, double dataBytes,
-                                               int ranksSharingMemory) {
+                                               int ranksSharingMemory, double activationBytes) {
   const StrategyPlan plan = planStrategy(replayedConfig(c));
   std::vector<MemoryEstimate> ranks;
   for (const RankPlan& rank : plan.ranks) {
-    const Categories live = replayRank(plan, rank, c.gradientAccumulation);
+    const Categories live = replayRank(plan, rank, c.gradientAccumulation, activationBytes);
     MemoryEstimate& e = ranks.emplace_back();
     for (std::size_t i = 0; i < kMemoryCategoryCount; ++i)
       e.items.push_back({kItemNames[i], live[i].peak});
@@ -607,8 +608,10 @@ std::vector<MemoryEstimate> estimateRankMemory(const TrainConfig& c, double data
   return ranks;
 }
 
-MemoryEstimate estimateMemory(const TrainConfig& c, double dataBytes, int ranksSharingMemory) {
-  std::vector<MemoryEstimate> ranks = estimateRankMemory(c, dataBytes, ranksSharingMemory);
+MemoryEstimate estimateMemory(const TrainConfig& c, double dataBytes, int ranksSharingMemory,
+                              double activationBytes) {
+  std::vector<MemoryEstimate> ranks =
+      estimateRankMemory(c, dataBytes, ranksSharingMemory, activationBytes);
   return std::move(*std::max_element(ranks.begin(), ranks.end(),
                                      [](const MemoryEstimate& a, const MemoryEstimate& b) {
                                        return a.perRankBytes() < b.perRankBytes();

@@ -39,11 +39,15 @@ struct MemoryEstimate {
 
 // `dataBytes`: what the data set holds in memory once loaded (dataBytesInMemory).
 // `ranksSharingMemory`: threads backend, the world size; under mpirun, the ranks on this node.
+// `activationBytes`: an activation element's size, 4 for this engine on a CPU (f32 activations
+// under mixed precision too), the compute type's on a GPU (cost_model.h's
+// activationElementBytes).
 // Per pipeline rank (its data- and tensor-parallel ranks hold the same), rank 0 first.
 std::vector<MemoryEstimate> estimateRankMemory(const TrainConfig& c, double dataBytes,
-                                               int ranksSharingMemory);
+                                               int ranksSharingMemory, double activationBytes = 4);
 // The busiest pipeline rank's: the largest per-rank total.
-MemoryEstimate estimateMemory(const TrainConfig& c, double dataBytes, int ranksSharingMemory);
+MemoryEstimate estimateMemory(const TrainConfig& c, double dataBytes, int ranksSharingMemory,
+                              double activationBytes = 4);
 
 // The data set's size in memory once loaded, from file sizes (text: the files under data.path;
 // IDX: the sizes the gzip trailers state). 0 when the path cannot be read (loading then fails

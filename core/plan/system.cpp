@@ -2,11 +2,14 @@
 // file reads like a data sheet; values are stored in SI units.
 #include "core/plan/system.h"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <set>
 
 #include "core/common/bounded_json.h"
 #include "core/common/error.h"
+#include "core/common/shipped_file.h"
 
 namespace parascope {
 
@@ -197,6 +200,25 @@ nlohmann::ordered_json systemToJson(const SystemDescription& s) {
   j["links"] = links;
   j["step_overhead_us"] = s.stepOverhead / kUs;
   return j;
+}
+
+const std::vector<std::string>& systemPresets() {
+  static const std::vector<std::string> names = {"a100-80gb", "h100-80gb"};
+  return names;
+}
+
+SystemDescription readSystemNamed(const std::string& name) {
+  const auto& presets = systemPresets();
+  if (std::find(presets.begin(), presets.end(), name) != presets.end())
+    return readSystem(shippedFile("resources/systems/" + name + ".json"));
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(name, ec)) {
+    std::string list;
+    for (const std::string& p : presets) list += (list.empty() ? "" : ", ") + p;
+    throw UserError("system '" + name + "' is neither a preset nor a description file; valid: " +
+                    list + ", or a JSON file in the schema of docs/planner.md");
+  }
+  return readSystem(name);
 }
 
 }  // namespace parascope

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -69,6 +70,13 @@ struct SystemDescription {
 // UserError "system <source>: <key>: ..." for a missing, unknown, mistyped or negative key.
 SystemDescription parseSystem(const nlohmann::json& document, const std::string& source);
 SystemDescription readSystem(const std::string& path);
+// The systems ParaScope ships (resources/systems/<name>.json), with their sources in
+// docs/planner.md: "a100-80gb", "h100-80gb".
+const std::vector<std::string>& systemPresets();
+// A preset by name, else a description file by path. UserError naming the presets when `name`
+// is neither.
+SystemDescription readSystemNamed(const std::string& name);
+
 // The JSON form, keys in the documented order and units.
 nlohmann::ordered_json systemToJson(const SystemDescription& system);
 

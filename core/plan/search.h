@@ -1,0 +1,80 @@
+// Choosing a strategy: every combination of the strategy keys a user left open (semi-auto: the
+// ones given are kept), each checked by the config's own rules, dropped when its busiest rank
+// does not fit the device's memory (memory_estimate.h) and ranked by the simulated step
+// (simulator.h) on a described system. The ranking is exact: a candidate is simulated unless a
+// lower bound on its step (its busiest rank's compute alone) already exceeds the slowest of the
+// best kept, so the best `top` equal those of simulating every one.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config/config.h"
+#include "core/plan/memory_estimate.h"
+#include "core/plan/system.h"
+
+namespace parascope {
+
+// A strategy's prediction on a system: what the planner ranks and reports. Per GPU means per
+// rank (one rank per device); the busiest rank is the pipeline rank with the most compute.
+struct PlanEstimate {
+  TrainConfig config;
+  double stepSeconds = 0;
+  double tokensPerSecond = 0;
+  double modelFlopsPerGpu = 0;     // per second: the model's FLOPs, recompute not counted
+  double hardwareFlopsPerGpu = 0;  // per second: what the devices compute, recompute counted
+  double mfu = 0;                  // model FLOPs over the devices' matmul peak
+  double bubbleFraction = 0;       // mean over pipeline ranks of their idle fraction
+  MemoryEstimate memory;           // the rank needing the most
+  // The busiest rank's step split: its kernels, the tensor-parallel collectives inside them,
+  // its idle time in the pipeline span, and the rest (optimizer step, data-parallel
+  // communication not hidden behind compute, the step's fixed overhead). They sum to the step.
+  double kernelSeconds = 0;
+  double tensorCommSeconds = 0;
+  double bubbleSeconds = 0;
+  double otherSeconds = 0;
+};
+
+// `config` validated for `system`'s world (parseTrainConfig with the GPU count).
+PlanEstimate estimatePlan(const TrainConfig& config, const SystemDescription& system);
+
+// What limits a plan, in one line: "compute: kernels 71% of the step; then bubble 12%, ...;
+// memory 61.2 GiB of 80 GiB".
+std::string planLimit(const PlanEstimate& plan, const SystemDescription& system);
+
+// The strategy keys a search may choose, in the order it reports them.
+const std::vector<std::string>& searchedKeys();
+
+struct PlanSearchRequest {
+  nlohmann::json document;      // the training config, key=value settings applied
+  std::set<std::string> fixed;  // strategy keys given as key=value: kept as the document has them
+  SystemDescription system;
+  int gpus = 1;
+  int top = 10;
+};
+
+struct PlanSearch {
+  std::vector<PlanEstimate> best;  // fastest first, at most `top`
+  std::int64_t globalBatch = 0;    // sequences per step, as every candidate keeps it
+  std::int64_t candidates = 0;     // combinations of the searched keys' values
+  std::int64_t invalid = 0;        // refused by the config's rules (degrees, schedules, ...)
+  std::int64_t outOfMemory = 0;    // valid, but the busiest rank needs more than the device has
+  std::int64_t simulated = 0;      // fit, and simulated
+  std::int64_t bounded = 0;        // fit, and shown slower than the best kept without simulating
+  double seconds = 0;              // the search's wall time
+};
+
+// UserError, before any work, for a GPU count out of 1..1048576, a fixed key that is not a
+// strategy key, `top` out of 1..1000, or a model that fits no strategy's rules.
+PlanSearch searchPlans(const PlanSearchRequest& request);
+
+// The strategy keys of a plan with their values, in searchedKeys' order (config key names).
+nlohmann::ordered_json planStrategyKeys(const TrainConfig& config);
+
+}  // namespace parascope
