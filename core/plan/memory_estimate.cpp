@@ -495,14 +495,20 @@ class ActivationReplay {
 // Peaks per category of one pipeline rank: what the trainer allocates once, then two steps (the
 // second begins with what the first left gathered). `microBatches`: the step's, which the plan
 // may replay fewer of (replayedConfig).
-Categories replayRank(const StrategyPlan& plan, const RankPlan& rank, int microBatches,
-                      double activationBytes) {
+struct Replayed {
+  Categories live;
+  double modelState = 0;  // MemoryEstimate::modelStateBytes
+};
+
+Replayed replayRank(const StrategyPlan& plan, const RankPlan& rank, int microBatches,
+                    double activationBytes) {
   const ParallelStrategy& s = plan.config.parallel;
   const double stored = static_cast<double>(dtypeSize(s.compute));
   const auto model = static_cast<double>(rank.parameterElements);
   const auto flat = static_cast<double>(rank.layout.total);
   const auto shard = static_cast<double>(rank.layout.shardSize());
-  Categories live;
+  Replayed replayed;
+  Categories& live = replayed.live;
   auto at = [&live](MemoryCategory c) -> Live& { return live[static_cast<std::size_t>(c)]; };
   // In the stored type: the model's own values (ZeRO 0), ZeRO-1/2's flat buffer or ZeRO-3's
   // shard; the model's own gradients, the flat buffer (data parallelism, ZeRO-1) or ZeRO-2/3's
@@ -514,6 +520,9 @@ Categories replayRank(const StrategyPlan& plan, const RankPlan& rank, int microB
   // AdamW's two f32 moments and under mixed precision the f32 master, sharded from ZeRO-1 on.
   at(MemoryCategory::OptimizerState)
       .add((s.zeroStage >= 1 ? shard : model) * (s.compute == DType::F32 ? 8 : 12));
+  for (MemoryCategory c :
+       {MemoryCategory::Parameter, MemoryCategory::Gradient, MemoryCategory::OptimizerState})
+    replayed.modelState += at(c).now;
   // ZeRO-3 initialises its shard one parameter at a time, through a copy of it.
   if (s.zeroStage >= 3)
     at(MemoryCategory::Workspace)
@@ -530,7 +539,7 @@ Categories replayRank(const StrategyPlan& plan, const RankPlan& rank, int microB
   const int unreplayed = schedule.promisedPeak(step, rank.pipelineRank).held -
                          schedule.promisedPeak(plan.shape, rank.pipelineRank).held;
   at(MemoryCategory::Activation).peak += unreplayed * activations.heldPerMicroBatch(0);
-  return live;
+  return replayed;
 }
 
 // Every rank's program returns to the same instructions each cycle of p v micro-batches once
@@ -598,10 +607,11 @@ std::vector<MemoryEstimate> estimateRankMemory(const TrainConfig& c, double data
   const StrategyPlan plan = planStrategy(replayedConfig(c));
   std::vector<MemoryEstimate> ranks;
   for (const RankPlan& rank : plan.ranks) {
-    const Categories live = replayRank(plan, rank, c.gradientAccumulation, activationBytes);
+    const Replayed replayed = replayRank(plan, rank, c.gradientAccumulation, activationBytes);
     MemoryEstimate& e = ranks.emplace_back();
     for (std::size_t i = 0; i < kMemoryCategoryCount; ++i)
-      e.items.push_back({kItemNames[i], live[i].peak});
+      e.items.push_back({kItemNames[i], replayed.live[i].peak});
+    e.modelStateBytes = replayed.modelState;
     e.items.push_back({"data", dataBytes});
     e.ranksSharingMemory = std::max(1, ranksSharingMemory);
   }

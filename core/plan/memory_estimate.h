@@ -32,6 +32,9 @@ struct MemoryEstimate {
   // Per rank: items[c] for each MemoryCategory c, in its order, then the data.
   std::vector<MemoryItem> items;
   int ranksSharingMemory = 1;  // ranks of this job in one machine's memory
+  // What the ZeRO paper calls model states: parameters, gradients and optimizer state as the
+  // trainer allocates them once, before the step's transient gradient buckets and gathers.
+  double modelStateBytes = 0;
   double perRankBytes() const;
   double totalBytes() const { return perRankBytes() * ranksSharingMemory; }
   const MemoryItem& largest() const;

@@ -568,6 +568,13 @@ PlanSearch searchPlans(const PlanSearchRequest& r) {
   const double deviceBytes =
       r.system.device.memoryBytes /
       (r.system.device.sharesCores() ? std::min(r.gpus, r.system.devicesPerNode) : 1);
+  // The candidate needing the least memory, for the message when none fits (at least `bytes`:
+  // the bound where it alone was refused).
+  struct Smallest {
+    double bytes = std::numeric_limits<double>::infinity();
+    std::size_t order = 0;
+    const TrainConfig* config = nullptr;
+  } smallest;
   auto cutoff = [&] {
     return static_cast<int>(best.size()) < r.top ? std::numeric_limits<double>::infinity()
                                                  : best.back().plan.stepSeconds;
@@ -575,26 +582,25 @@ PlanSearch searchPlans(const PlanSearchRequest& r) {
   parallel(valid.size(), [&](std::size_t i) {
     {
       const std::lock_guard guard(lock);
-      if (valid[i].bound > cutoff()) {
+      if (r.prune && valid[i].bound > cutoff()) {
         ++bounded;
         return;
       }
     }
     const TrainConfig& c = valid[i].config;
-    double least = modelStateLowerBound(c, parameters);
-    if (least <= deviceBytes) {
-      least += activationLowerBound(c, activationElementBytes(r.system.device, c.parallel.compute),
-                                    facts.get(c).heldForwards);
-    }
-    if (least > deviceBytes) {
+    const double least =
+        modelStateLowerBound(c, parameters) +
+        activationLowerBound(c, activationElementBytes(r.system.device, c.parallel.compute),
+                             facts.get(c).heldForwards);
+    auto tooLarge = [&](double bytes) {
       ++outOfMemory;
-      return;
-    }
+      const std::lock_guard guard(lock);
+      if (bytes < smallest.bytes || (bytes == smallest.bytes && valid[i].order < smallest.order))
+        smallest = {bytes, valid[i].order, &c};
+    };
+    if (least > deviceBytes) return tooLarge(least);
     MemoryEstimate memory = deviceMemory(valid[i].config, r.system);
-    if (memory.perRankBytes() > deviceBytes) {
-      ++outOfMemory;
-      return;
-    }
+    if (memory.perRankBytes() > deviceBytes) return tooLarge(memory.perRankBytes());
     PlanEstimate e = estimateStep(valid[i].config, r.system, std::move(memory));
     ++simulated;
     const std::lock_guard guard(lock);
@@ -605,6 +611,14 @@ PlanSearch searchPlans(const PlanSearchRequest& r) {
     });
     if (static_cast<int>(best.size()) > r.top) best.pop_back();
   });
+  if (best.empty()) {
+    throw UserError("plan: none of the " + std::to_string(valid.size()) + " strategies for " +
+                    std::to_string(r.gpus) + " GPUs fits in the " + formatBytes(deviceBytes) +
+                    " of a device; the least needs at least " + formatBytes(smallest.bytes) + " (" +
+                    planStrategyKeys(*smallest.config).dump() +
+                    "); valid: more GPUs, a smaller model or micro-batch, or a device with more "
+                    "memory");
+  }
   for (Ranked& ranked : best) out.best.push_back(std::move(ranked.plan));
   out.outOfMemory = outOfMemory;
   out.simulated = simulated;

@@ -57,6 +57,9 @@ struct PlanSearchRequest {
   SystemDescription system;
   int gpus = 1;
   int top = 10;
+  // Skip candidates whose bound shows them slower than the best kept; false simulates every one
+  // that fits (the same ranking, to check the bound against).
+  bool prune = true;
 };
 
 struct PlanSearch {
@@ -71,7 +74,8 @@ struct PlanSearch {
 };
 
 // UserError, before any work, for a GPU count out of 1..1048576, a fixed key that is not a
-// strategy key, `top` out of 1..1000, or a model that fits no strategy's rules.
+// strategy key, `top` out of 1..1000, a model the config refuses or degrees that cannot divide
+// the GPUs; after the search, when no strategy fits in a device's memory.
 PlanSearch searchPlans(const PlanSearchRequest& request);
 
 // The strategy keys of a plan with their values, in searchedKeys' order (config key names).

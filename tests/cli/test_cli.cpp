@@ -22,6 +22,7 @@ class TestCli : public QObject {
   void configErrorsExitTwoWithOneLine_data();
   void configErrorsExitTwoWithOneLine();
   void trainPrintsJsonLines();
+  void planRanksWhatSimulatePredicts();
   void gradReproducesPyTorch();
   void gradRejectsWrongTokenFile();
 
@@ -104,6 +105,51 @@ void TestCli::trainPrintsJsonLines() {
   QVERIFY(events[1].contains("targets_per_s"));
   QCOMPARE(events[3]["event"], "eval");
   QCOMPARE(events[3]["step"], 2);
+}
+
+// plan --json: a line per candidate, best first, its strategy under config keys and its
+// figures in named units, then the search's counts; each candidate's step is what simulate
+// predicts for its strategy given as settings.
+void TestCli::planRanksWhatSimulatePredicts() {
+  const Result r = run({"plan", "--json", "--system", "a100-80gb", "--gpus", "8", "--top", "3"});
+  QCOMPARE(r.code, 0);
+  const QStringList lines = r.out.split('\n', Qt::SkipEmptyParts);
+  QCOMPARE(lines.size(), 3 + 1);
+  std::vector<nlohmann::json> events;
+  for (const QString& l : lines) events.push_back(nlohmann::json::parse(l.toStdString()));
+  const nlohmann::json& search = events.back();
+  QCOMPARE(search["event"], "search");
+  QCOMPARE(search["gpus"], 8);
+  QCOMPARE(search["global_batch"], 8);  // the default config's micro-batch 8, one step, one rank
+  QCOMPARE(search["candidates"].get<long>(),
+           search["invalid"].get<long>() + search["out_of_memory"].get<long>() +
+               search["simulated"].get<long>() + search["bounded"].get<long>());
+  double previous = 0;
+  for (int i = 0; i < 3; ++i) {
+    const nlohmann::json& c = events[static_cast<std::size_t>(i)];
+    QCOMPARE(c["event"], "candidate");
+    QCOMPARE(c["rank"], i + 1);
+    QVERIFY(c["step_time_s"].get<double>() >= previous);
+    previous = c["step_time_s"].get<double>();
+    for (const char* key : {"tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
+                            "mfu", "bubble_fraction"})
+      QVERIFY2(c[key].is_number(), key);
+    const nlohmann::json& memory = c["memory_bytes_per_gpu"];
+    double sum = 0;
+    for (const char* key : {"parameters", "gradients", "optimizer_state", "activations",
+                            "communication_buffers", "workspace"})
+      sum += memory[key].get<double>();
+    QCOMPARE(memory["total"].get<double>(), sum);
+    QStringList args = {"simulate", "--json", "--system", "a100-80gb"};
+    for (const auto& [key, value] : c["strategy"].items())
+      args << QString::fromStdString(key + "=" +
+                                     (value.is_string() ? value.get<std::string>() : value.dump()));
+    const Result simulated = run(args);
+    QCOMPARE(simulated.code, 0);
+    const nlohmann::json prediction =
+        nlohmann::json::parse(simulated.out.split('\n').front().toStdString());
+    QCOMPARE(prediction["step_s"].get<double>(), c["step_time_s"].get<double>());
+  }
 }
 
 void TestCli::gradReproducesPyTorch() {

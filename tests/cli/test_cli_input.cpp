@@ -237,6 +237,32 @@ void TestCliInput::refusedWithOneLine_data() {
       << QStringList{"simulate", "--system", path("system-negative.json")}
       << "error: system " + path("system-negative.json") +
              ": links.network.tree.bandwidth_GBps: must be a non-negative number, not -3\n";
+  // The search: an unknown system, degrees that cannot divide the GPUs, a model that fits
+  // nowhere, a missing GPU count.
+  QTest::newRow("plan unknown system")
+      << QStringList{"plan", "--config", C, "--system", "a100", "--gpus", "8"}
+      << "error: --system 'a100' is neither a preset nor a description file; valid: "
+         "a100-80gb, h100-80gb, this-machine, or a JSON file in the schema of "
+         "docs/planner.md\n";
+  QTest::newRow("plan degrees that do not divide")
+      << QStringList{"plan",      "--config", C,   "--system",
+                     "a100-80gb", "--gpus",   "6", "tensor_model_parallel_size=4"}
+      << "error: plan: no strategy for 6 GPUs: tensor x pipeline size must divide the GPUs, and "
+         "the data-parallel size the global batch of 8 (fixed: tensor_model_parallel_size=4)\n";
+  QTest::newRow("plan model that fits nowhere") << QStringList{"plan",
+                                                               "--config",
+                                                               C,
+                                                               "--system",
+                                                               "a100-80gb",
+                                                               "--gpus",
+                                                               "1",
+                                                               "model.hidden_size=16384",
+                                                               "model.num_layers=64",
+                                                               "model.num_attention_heads=128"}
+                                                << "^error: plan: none of the ";
+  QTest::newRow("plan without --gpus")
+      << QStringList{"plan", "--config", C, "--system", "a100-80gb"}
+      << "error: plan: --gpus is required: the GPUs to plan for, 1 or more\n";
   // Probe 5: a model that cannot fit, refused with the estimate before allocating (grad).
   QTest::newRow("grad big model")
       << QStringList{"grad",
