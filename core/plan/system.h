@@ -49,7 +49,7 @@ struct DeviceDescription {
   // Threads' worth of compute the ranks' busy threads get together (cpu), in units of one thread
   // alone: the cores, or fewer where cores share execution units or memory bandwidth.
   double cores = 1;
-  double memoryBytes = 0;
+  double memoryBytes = 0;  // a cpu node's, shared by its ranks; a gpu device's own
   MatmulRate matmulF32, matmulBF16, matmulF16;
   double elementwiseBandwidth = 0;  // bytes/s
   double optimizerBandwidth = 0;    // bytes/s of the optimizer's update (AdamW: 28 bytes/element)
