@@ -4,9 +4,17 @@
 // exceptions for runtime failures (exit 1).
 #pragma once
 
+#include <string>
+
 #include <CLI/CLI.hpp>
 
+#include "core/plan/system.h"
+
 namespace parascope::cli {
+
+// --system: a preset's name, "this-machine" or empty (this machine's calibrated description,
+// calibrating on first use), or a description file. UserError naming the valid names.
+SystemDescription systemNamed(const std::string& name);
 
 void registerTrainCommand(CLI::App& app);
 void registerGradCommand(CLI::App& app);

@@ -25,14 +25,17 @@ struct ConfigKeysOptions {
 
 void run(const ConfigKeysOptions& o) {
   const std::vector<std::string> sections = configSections();
-  if (o.sectionGiven && std::find(sections.begin(), sections.end(), o.section) == sections.end()) {
+  // "top" names the top level (an empty value is refused, as for every option).
+  const std::string wanted = o.section == "top" ? "" : o.section;
+  if (o.sectionGiven && std::find(sections.begin(), sections.end(), wanted) == sections.end()) {
     std::string allowed;
-    for (const std::string& s : sections) allowed += (allowed.empty() ? "\"" : ", \"") + s + "\"";
+    for (const std::string& s : sections)
+      allowed += (allowed.empty() ? "\"" : ", \"") + (s.empty() ? "top" : s) + "\"";
     throw UserError("config keys: --section \"" + o.section +
                     "\" is not a section; allowed: " + allowed);
   }
   for (const std::string& section : sections) {
-    if (o.sectionGiven && section != o.section) continue;
+    if (o.sectionGiven && section != wanted) continue;
     if (o.markdown) {
       std::printf("%s%s\n", section.empty() ? "" : ("`" + section + "`\n\n").c_str(),
                   markdownTable(section).c_str());
@@ -65,7 +68,7 @@ void registerConfigCommand(CLI::App& app) {
   CLI::App* keys = config->add_subcommand(
       "keys", "Every config key with its type and range, default and meaning");
   keys->add_option("--section", o->section,
-                   "Only the keys directly under this block (\"\" for the top level)")
+                   "Only the keys directly under this block (\"top\" for the top level)")
       ->each([o](const std::string&) { o->sectionGiven = true; });
   keys->add_flag("--markdown", o->markdown, "Markdown tables, as docs/config.md shows them");
   keys->add_flag("--json", o->json, "One JSON object per key");

@@ -22,6 +22,7 @@
 #include "core/plan/prediction_error.h"
 #include "core/plan/search.h"
 #include "core/plan/simulator.h"
+#include "core/session/run_summary.h"
 #include "profiler/io/chrome_export.h"
 #include "profiler/io/chrome_import.h"
 #include "profiler/trace_data.h"
@@ -39,23 +40,6 @@ struct SimulateOptions {
   int steps = 2;
   bool json = false;
 };
-
-constexpr const char* kThisMachine = "this-machine";
-
-// --system: a preset, a file, or this machine's calibrated description (the default).
-SystemDescription systemNamed(const std::string& name) {
-  if (name.empty() || name == kThisMachine) return bench::thisMachine();
-  const auto& presets = systemPresets();
-  std::error_code ec;
-  if (std::find(presets.begin(), presets.end(), name) == presets.end() &&
-      !std::filesystem::is_regular_file(name, ec)) {
-    std::string list;
-    for (const std::string& p : presets) list += p + ", ";
-    throw UserError("--system '" + name + "' is neither a preset nor a description file; valid: " +
-                    list + kThisMachine + ", or a JSON file in the schema of docs/planner.md");
-  }
-  return readSystemNamed(name);
-}
 
 // Predicted against measured per op and for the instructions the model misses most.
 void printComparison(const PredictionError& e, bool json) {
@@ -215,17 +199,6 @@ nlohmann::ordered_json memoryJson(const MemoryEstimate& m) {
   return j;
 }
 
-// "TP8 PP8 DP16 VP3 interleaved mb1 x96 SP selective ZeRO-1": the keys in Megatron's words.
-std::string strategyText(const TrainConfig& c) {
-  const ParallelStrategy& s = c.parallel;
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "TP%d PP%d DP%d VP%d %-11s mb%d x%d %s %-9s ZeRO-%d", s.tensor,
-                s.pipeline, s.data, c.pipeline.chunks, c.pipeline.schedule.c_str(), c.microBatch,
-                c.gradientAccumulation, s.sequenceParallel ? "SP" : "  ",
-                std::string(recomputeName(c.pipeline.recompute)).c_str(), s.zeroStage);
-  return buf;
-}
-
 void runPlan(const PlanOptions& o) {
   if (o.gpus < 1) throw UserError("plan: --gpus is required: the GPUs to plan for, 1 or more");
   PlanSearchRequest request;
@@ -286,20 +259,20 @@ void runPlan(const PlanOptions& o) {
     std::printf("no strategy fits in %s per GPU\n", formatBytes(system.device.memoryBytes).c_str());
     return;
   }
-  std::printf("%3s %-63s %9s %10s %7s %7s %5s %6s  %s\n", "#", "strategy", "step", "tokens/s",
-              "model", "hw", "MFU", "bubble",
+  std::printf("%3s %-66s %3s %9s %10s %7s %7s %5s %6s  %s\n", "#", "strategy", "mb", "step",
+              "tokens/s", "model", "hw", "MFU", "bubble",
               "memory per GPU: parameters, gradients, optimizer, activations, comm, workspace = "
               "total");
-  std::printf("%3s %-63s %9s %10s %7s %7s\n", "", "", "", "", "TFLOP/s", "TFLOP/s");
+  std::printf("%3s %-66s %3s %9s %10s %7s %7s\n", "", "", "", "", "", "TFLOP/s", "TFLOP/s");
   for (std::size_t i = 0; i < search.best.size(); ++i) {
     const PlanEstimate& p = search.best[i];
     std::string memory;
     for (const MemoryItem& item : p.memory.items)
       if (item.name != "data") memory += (memory.empty() ? "" : ", ") + formatBytes(item.bytes);
-    std::printf("%3zu %-63s %8.3fs %10.0f %7.1f %7.1f %4.1f%% %5.1f%%  %s = %s\n", i + 1,
-                strategyText(p.config).c_str(), p.stepSeconds, p.tokensPerSecond,
-                p.modelFlopsPerGpu / 1e12, p.hardwareFlopsPerGpu / 1e12, 100 * p.mfu,
-                100 * p.bubbleFraction, memory.c_str(),
+    std::printf("%3zu %-66s %3d %8.3fs %10.0f %7.1f %7.1f %4.1f%% %5.1f%%  %s = %s\n", i + 1,
+                describeStrategy(p.config).c_str(), p.config.microBatch, p.stepSeconds,
+                p.tokensPerSecond, p.modelFlopsPerGpu / 1e12, p.hardwareFlopsPerGpu / 1e12,
+                100 * p.mfu, 100 * p.bubbleFraction, memory.c_str(),
                 formatBytes(p.memory.perRankBytes()).c_str());
   }
   std::printf("best is limited by %s\n", planLimit(search.best.front(), system).c_str());
@@ -350,6 +323,22 @@ void runCalibrate(const CalibrateOptions& o) {
 }
 
 }  // namespace
+
+constexpr const char* kThisMachine = "this-machine";
+
+SystemDescription systemNamed(const std::string& name) {
+  if (name.empty() || name == kThisMachine) return bench::thisMachine();
+  const auto& presets = systemPresets();
+  std::error_code ec;
+  if (std::find(presets.begin(), presets.end(), name) == presets.end() &&
+      !std::filesystem::is_regular_file(name, ec)) {
+    std::string list;
+    for (const std::string& p : presets) list += p + ", ";
+    throw UserError("--system '" + name + "' is neither a preset nor a description file; valid: " +
+                    list + kThisMachine + ", or a JSON file in the schema of docs/planner.md");
+  }
+  return readSystemNamed(name);
+}
 
 void registerPlanCommands(CLI::App& app, CLI::App& bench) {
   auto simulate = std::make_shared<SimulateOptions>();

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +22,8 @@
 #include "core/config/config_agreement.h"
 #include "core/config/config_keys.h"
 #include "core/plan/memory_estimate.h"
+#include "core/plan/search.h"
+#include "core/session/run_summary.h"
 #include "core/session/session.h"
 #include "core/session/switch_plan.h"
 #include "core/state/checkpoint.h"
@@ -34,6 +38,7 @@ struct TrainOptions {
   std::string config = "resources/configs/default.json";
   std::vector<std::string> overrides;
   std::string backend;  // empty: the config's "backend" key
+  std::string system;   // parallel.auto's hardware description; empty: this machine's
   bool json = false;
   std::string trace;                  // Chrome trace file; empty: no tracing
   std::vector<std::string> switches;  // STEP:key=value[,key=value...]
@@ -241,6 +246,41 @@ void Printer::onFinished(const FinishedReport& f) {
   std::fflush(stdout);
 }
 
+// parallel.auto's choice and why: what limits it, and how much slower the runner-up is.
+void printChoice(const AutoParallel& chosen, const SystemDescription& system, bool json) {
+  const PlanEstimate& best = chosen.search.best.front();
+  const PlanEstimate* next = chosen.search.best.size() > 1 ? &chosen.search.best[1] : nullptr;
+  if (json) {
+    nlohmann::ordered_json j;
+    j["event"] = "auto_parallel";
+    j["world_size"] = chosen.worldSize;
+    j["system"] = system.name;
+    j["strategy"] = planStrategyKeys(best.config);
+    j["predicted_step_s"] = best.stepSeconds;
+    j["limit"] = planLimit(best, system);
+    j["candidates"] = chosen.search.candidates;
+    j["seconds"] = chosen.search.seconds;
+    if (next != nullptr) {
+      j["runner_up"] = planStrategyKeys(next->config);
+      j["runner_up_step_s"] = next->stepSeconds;
+    }
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  auto words = [](const TrainConfig& c) {
+    return describeStrategy(c) + ", micro-batch " + std::to_string(c.microBatch);
+  };
+  std::printf(
+      "parallel.auto: %s for %d ranks on '%s', predicted %.3f s a step (best of %lld "
+      "candidates, %.2f s)\n",
+      words(best.config).c_str(), chosen.worldSize, system.name.c_str(), best.stepSeconds,
+      static_cast<long long>(chosen.search.candidates), chosen.search.seconds);
+  std::printf("  limited by %s\n", planLimit(best, system).c_str());
+  if (next != nullptr)
+    std::printf("  the runner-up, %s, is predicted %.1f%% slower\n", words(next->config).c_str(),
+                100 * (next->stepSeconds / best.stepSeconds - 1));
+}
+
 void runTrain(const TrainOptions& o) {
   nlohmann::json doc = readJsonFile(o.config);
   for (const auto& a : o.overrides) applyOverride(doc, a);
@@ -252,6 +292,20 @@ void runTrain(const TrainOptions& o) {
       throw UserError("--backend mpi: start the ranks with mpirun -np N parascope-cli train ...");
     }
     options.world = mpiWorld();
+  } else if (launchedByMpirun()) {
+    throw UserError(
+        "started by mpirun with the threads backend; pass --backend mpi (or set "
+        "\"backend\": \"mpi\") so that the processes train together");
+  }
+  // parallel.auto: the planner's choice replaces the document's strategy before anything reads
+  // it (under MPI every rank chooses alike; agreeing on the settings below checks it).
+  std::optional<AutoParallel> chosen;
+  if (wantsAutoParallel(doc)) {
+    chosen = autoParallel(doc, systemNamed(o.system), mpi ? options.world->size() : 0,
+                          static_cast<int>(std::thread::hardware_concurrency()));
+    doc = chosen->document;
+  }
+  if (mpi) {
     // This rank's own output first, then, before any collective that depends on them, every
     // rank's settings and outputs must agree (a rank that fails here tells its peers).
     if (!o.trace.empty()) {
@@ -269,10 +323,6 @@ void runTrain(const TrainOptions& o) {
     settings.emplace_back("--save-interval", std::to_string(o.saveInterval));
     settings.emplace_back("--keep", std::to_string(o.keep));
     agreeOnSettings(*options.world, settings);
-  } else if (launchedByMpirun()) {
-    throw UserError(
-        "started by mpirun with the threads backend; pass --backend mpi (or set "
-        "\"backend\": \"mpi\") so that the processes train together");
   } else if (!o.trace.empty()) {
     checkOutputPath(o.trace, "--trace", traceInputs(o));
   }
@@ -303,6 +353,7 @@ void runTrain(const TrainOptions& o) {
     throw UserError("--save-interval and --keep need --save DIR (or --resume DIR)");
   }
   const bool printing = !mpi || options.world->rank() == 0;
+  if (chosen && printing) printChoice(*chosen, systemNamed(o.system), o.json);
   Session session(config, std::move(options));
   for (const PlannedSwitch& p : plan) session.checkSwitch(p.config);
   Printer printer(config, o.json, !o.trace.empty());
@@ -331,6 +382,9 @@ void registerTrainCommand(CLI::App& app) {
                   "Ranks as in-process threads (default) or MPI processes (under mpirun)")
       ->check(CLI::IsMember({"threads", "mpi"}));
   cmd->add_flag("--json", o->json, "Print one JSON object per line");
+  cmd->add_option("--system", o->system,
+                  "With parallel.auto: the hardware description to plan on (a100-80gb, "
+                  "h100-80gb, this-machine or a file; default this machine's)");
   cmd->add_option("--trace", o->trace,
                   "Record the run as a Chrome trace (.json or .json.gz); under MPI one file per "
                   "rank, NAME.rank0.json, ...");

@@ -14,10 +14,6 @@ namespace parascope {
 
 namespace {
 
-// In-process ranks are threads of one process, each holding its own model: beyond this a run
-// exhausts the machine before it teaches anything (docs/limits.md).
-constexpr int kMaxThreadRanks = 256;
-
 void parseModel(JsonReader r, ModelSpec& m) {
   m.kind = modelKindNamed(r.choice("type"));
   m.kind->read(r, m);
@@ -110,6 +106,16 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
     throw UserError("config: model.type \"" + std::string(c.model.kind->name()) +
                     "\" needs data.type \"" + std::string(c.model.kind->dataType()) + "\"");
   }
+  // parallel.auto is resolved before the config is read (autoParallel, core/plan/search.h): a
+  // document still asking for it never reaches a run.
+  JsonReader automatic = r.object("parallel");
+  if (automatic.boolean("auto"))
+    throw UserError(
+        "config: parallel.auto = true is resolved by `parascope-cli train` before the run (it "
+        "searches the strategies, as `parascope-cli plan` does); elsewhere give the strategy "
+        "keys, or set parallel.auto to false");
+  automatic.integer("world_size", 0);
+  automatic.finish();
   c.parallel = parseStrategy(r, worldSize);
   if (worldSize == 0 && c.parallel.worldSize() > kMaxThreadRanks) {
     throw UserError(

@@ -67,6 +67,10 @@ struct TrainConfig {
   nlohmann::json document;
 };
 
+// In-process ranks are threads of one process, each holding its own model: beyond this a run
+// exhausts the machine before it teaches anything (docs/limits.md).
+inline constexpr int kMaxThreadRanks = 256;
+
 // Reads and validates; throws UserError naming the key. worldSize > 0: the number of ranks is
 // fixed from outside (mpirun) and the parallel degrees must fill it; 0: data_parallel_size
 // decides how many ranks run.

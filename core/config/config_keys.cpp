@@ -196,6 +196,7 @@ std::vector<ConfigKey> buildKeys() {
       choice("backend", "threads", {"threads", "mpi"},
              "ranks as in-process threads, or Open MPI processes started by `mpirun` (CLI: "
              "`--backend`)"),
+      object("parallel", "not automatic", "let the planner choose the strategy; see `parallel`"),
       object("zero_optimization", "stage 0", "DeepSpeed's ZeRO block; see `zero_optimization`"),
       object("fp16", "disabled", "DeepSpeed's fp16 block; see `fp16` and `bf16`"),
       object("bf16", "disabled", "DeepSpeed's bf16 block; see `fp16` and `bf16`"),
@@ -209,6 +210,16 @@ std::vector<ConfigKey> buildKeys() {
                              : c.parallel.gradComm == DType::BF16 ? "bf16"
                                                                   : "fp32");
                }),
+
+      boolean("parallel.auto", false,
+              "choose the strategy before the run: `parascope-cli plan`'s best for the world "
+              "size on this machine (`train --system` names another description). Strategy keys "
+              "the config sets are kept, but for the micro-batch size and accumulation steps, "
+              "which the search chooses for the config's global batch"),
+      derived(integer("parallel.world_size", nullptr, 1, kMaxDegree,
+                      "ranks `parallel.auto` plans for: the MPI world under mpirun, where it "
+                      "must equal it"),
+              "the MPI world under mpirun, else this machine's hardware threads"),
 
       strategy(integer("zero_optimization.stage", parallel.zeroStage, 0, 3,
                        "0: replicated optimizer; 1: AdamW moments sharded over the "

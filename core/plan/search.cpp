@@ -627,4 +627,47 @@ PlanSearch searchPlans(const PlanSearchRequest& r) {
   return out;
 }
 
+bool wantsAutoParallel(const nlohmann::json& document) {
+  const nlohmann::json::json_pointer at("/parallel/auto");
+  return document.is_object() && document.contains(at) && document.at(at) == true;
+}
+
+AutoParallel autoParallel(const nlohmann::json& document, const SystemDescription& system,
+                          int mpiWorld, int hardwareThreads) {
+  const nlohmann::json given = configValue(document, "parallel.world_size");
+  int world = mpiWorld > 0 ? mpiWorld : std::max(1, hardwareThreads);
+  if (!given.is_null()) {
+    const int limit = mpiWorld > 0 ? kMaxGpus : kMaxThreadRanks;
+    if (!given.is_number_integer() || given.get<std::int64_t>() < 1 ||
+        given.get<std::int64_t>() > limit)
+      throw UserError("config: parallel.world_size = " + given.dump() +
+                      " is out of range; valid: 1.." + std::to_string(limit) +
+                      (mpiWorld > 0 ? "" : " (in-process ranks)"));
+    if (mpiWorld > 0 && given.get<std::int64_t>() != mpiWorld)
+      throw UserError("config: parallel.world_size = " + given.dump() +
+                      " differs from the MPI world of " + std::to_string(mpiWorld) +
+                      " ranks; valid: " + std::to_string(mpiWorld) + " or unset");
+    world = static_cast<int>(given.get<std::int64_t>());
+  }
+  PlanSearchRequest request;
+  request.document = document;
+  request.document.erase("parallel");
+  request.system = system;
+  request.gpus = world;
+  request.top = 2;
+  for (const std::string& key : searchedKeys()) {
+    if (key == kMicro || key == kAccumulation) continue;
+    if (request.document.contains(pointerTo(key))) request.fixed.insert(key);
+  }
+  // The global batch the document describes, whatever split the search chooses for it.
+  request.document["train_batch_size"] = globalBatchOf(request.document);
+  AutoParallel chosen;
+  chosen.search = searchPlans(request);
+  chosen.worldSize = world;
+  chosen.document = request.document;
+  const nlohmann::ordered_json keys = planStrategyKeys(chosen.search.best.front().config);
+  for (const auto& [key, value] : keys.items()) setAt(chosen.document, key, value);
+  return chosen;
+}
+
 }  // namespace parascope

@@ -78,6 +78,23 @@ struct PlanSearch {
 // the GPUs; after the search, when no strategy fits in a device's memory.
 PlanSearch searchPlans(const PlanSearchRequest& request);
 
+// parallel.auto: whether `document` asks the planner for its strategy.
+bool wantsAutoParallel(const nlohmann::json& document);
+
+struct AutoParallel {
+  nlohmann::json document;  // the chosen strategy's keys set, the parallel block removed
+  int worldSize = 0;
+  PlanSearch search;  // best first: the chosen plan, then the runner-up if any
+};
+
+// Searches `document`'s strategies for its world on `system` and returns the document with the
+// best. Strategy keys the document sets are kept, but for the micro-batch size and accumulation
+// steps, which the search chooses for the document's global batch. The world is
+// parallel.world_size, else `mpiWorld` under mpirun (> 0; world_size must then equal it), else
+// `hardwareThreads`. UserError naming the key for a world out of range, or as searchPlans.
+AutoParallel autoParallel(const nlohmann::json& document, const SystemDescription& system,
+                          int mpiWorld, int hardwareThreads);
+
 // The strategy keys of a plan with their values, in searchedKeys' order (config key names).
 nlohmann::ordered_json planStrategyKeys(const TrainConfig& config);
 

@@ -23,6 +23,7 @@ class TestCli : public QObject {
   void configErrorsExitTwoWithOneLine();
   void trainPrintsJsonLines();
   void planRanksWhatSimulatePredicts();
+  void autoParallelRunsThePlansChoice();
   void gradReproducesPyTorch();
   void gradRejectsWrongTokenFile();
 
@@ -41,6 +42,27 @@ void TestCli::initTestCase() {
   std::ofstream(dir_ / "bad-key.json") << R"({"modle": {}})";
   std::ofstream(dir_ / "bad-json.json") << "{\"train_iters\": }";
   std::ofstream(dir_ / "empty.txt") << "";
+  // A CPU node of 4 cores and 8 GiB, every rate in round figures.
+  std::ofstream(dir_ / "node.json") << R"({"name": "four cores",
+    "device": {"kind": "cpu", "cores": 4, "memory_GiB": 8,
+      "matmul": {
+        "fp32": {"peak_TFLOPs": 0.05, "backward_peak_TFLOPs": 0.05,
+                 "half_efficiency_dimension": 32, "cast_ns_per_element": 0},
+        "bf16": {"peak_TFLOPs": 0.03, "backward_peak_TFLOPs": 0.03,
+                 "half_efficiency_dimension": 32, "cast_ns_per_element": 1},
+        "fp16": {"peak_TFLOPs": 0.03, "backward_peak_TFLOPs": 0.03,
+                 "half_efficiency_dimension": 32, "cast_ns_per_element": 1}},
+      "elementwise_bandwidth_GBps": 8, "optimizer_bandwidth_GBps": 6,
+      "instruction_overhead_us": 20},
+    "devices_per_node": 4,
+    "links": {
+      "in_process": {"ring": {"latency_us": 2, "bandwidth_GBps": 6},
+                     "tree": {"latency_us": 2, "bandwidth_GBps": 6}},
+      "node": {"ring": {"latency_us": 5, "bandwidth_GBps": 5},
+               "tree": {"latency_us": 5, "bandwidth_GBps": 5}},
+      "network": {"ring": {"latency_us": 20, "bandwidth_GBps": 10},
+                  "tree": {"latency_us": 20, "bandwidth_GBps": 10}}},
+    "step_overhead_us": 3000})";
 }
 
 void TestCli::cleanupTestCase() {
@@ -57,7 +79,7 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
       << "error: config: unknown key 'modle'; allowed here: backend, "
          "bf16, communication_data_type, data, data_parallel_size, "
          "eval_interval, eval_iters, fp16, gradient_accumulation_steps, "
-         "gradient_clipping, init_weights, log_interval, model, optimizer, "
+         "gradient_clipping, init_weights, log_interval, model, optimizer, parallel, "
          "pipeline_model_parallel_layout, pipeline_model_parallel_size, "
          "pipeline_schedule, recompute_granularity, save_weights, "
          "scheduler, seed, sequence_parallel, tensor_model_parallel_size, "
@@ -150,6 +172,42 @@ void TestCli::planRanksWhatSimulatePredicts() {
         nlohmann::json::parse(simulated.out.split('\n').front().toStdString());
     QCOMPARE(prediction["step_s"].get<double>(), c["step_time_s"].get<double>());
   }
+}
+
+// parallel.auto: train prints the plan's choice for the world, then runs exactly that strategy,
+// keeping the keys the config sets; a config still asking for it elsewhere is refused.
+void TestCli::autoParallelRunsThePlansChoice() {
+  const Result r = run({"train", "--json", "--system", path("node.json"), "parallel.auto=true",
+                        "parallel.world_size=4", "recompute_granularity=selective", "train_iters=1",
+                        "eval_interval=0"});
+  QCOMPARE(r.code, 0);
+  const QStringList lines = r.out.split('\n', Qt::SkipEmptyParts);
+  QVERIFY(lines.size() >= 2);
+  const nlohmann::json choice = nlohmann::json::parse(lines[0].toStdString());
+  const nlohmann::json start = nlohmann::json::parse(lines[1].toStdString());
+  QCOMPARE(choice["event"], "auto_parallel");
+  QCOMPARE(choice["world_size"], 4);
+  QCOMPARE(choice["system"], "four cores");
+  QVERIFY(choice["predicted_step_s"].get<double>() > 0);
+  QVERIFY(choice.contains("runner_up"));
+  QCOMPARE(start["event"], "start");
+  for (const auto& [key, value] : choice["strategy"].items()) QCOMPARE(start[key], value);
+  QCOMPARE(start["recompute_granularity"], "selective");  // given, so kept
+  QCOMPARE(start["train_batch_size"], 8);                 // the config's global batch
+  const long ranks = start["data_parallel_size"].get<long>() *
+                     start["tensor_model_parallel_size"].get<long>() *
+                     start["pipeline_model_parallel_size"].get<long>();
+  QCOMPARE(ranks, 4L);
+  const Result refused = run({"simulate", "parallel.auto=true"});
+  QCOMPARE(refused.code, 2);
+  QVERIFY(
+      refused.err.startsWith("error: config: parallel.auto = true is resolved by "
+                             "`parascope-cli train` before the run"));
+  const Result world = run(
+      {"train", "--system", path("node.json"), "parallel.auto=true", "parallel.world_size=300"});
+  QCOMPARE(world.code, 2);
+  QCOMPARE(world.err, QString("error: config: parallel.world_size = 300 is out of range; valid: "
+                              "1..256 (in-process ranks)\n"));
 }
 
 void TestCli::gradReproducesPyTorch() {

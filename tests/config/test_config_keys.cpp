@@ -178,7 +178,7 @@ void TestConfigKeys::docsShowTheTable() {
     QVERIFY2(shown == markdownTable(section), ("docs/config.md's table for " + name +
                                                " is not the key table's; print it with "
                                                "`parascope-cli config keys --markdown --section '" +
-                                               section + "'`")
+                                               name + "'`")
                                                   .c_str());
   }
 }
