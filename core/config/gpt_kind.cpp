@@ -24,6 +24,19 @@ class GptKind final : public ModelKind {
 
   std::vector<ConfigKey> keys() const override {
     const GptConfig g;
+    auto derived = [](ConfigKey k, const char* words) {
+      k.fallback = nullptr;
+      k.derived = words;
+      return k;
+    };
+    auto flag = [](const char* path, bool fallback, const char* help) {
+      ConfigKey k;
+      k.path = path;
+      k.type = KeyType::Boolean;
+      k.fallback = fallback;
+      k.help = help;
+      return k;
+    };
     auto row = [](const char* path, int fallback, std::int64_t min, std::int64_t max,
                   const char* help) {
       ConfigKey k;
@@ -41,7 +54,19 @@ class GptKind final : public ModelKind {
                 "(gpt) width; divisible by `num_attention_heads`"),
             row("model.num_attention_heads", g.numHeads, 1, 1024, "(gpt) attention heads"),
             row("model.num_layers", g.numLayers, 1, 1024, "(gpt) transformer blocks"),
-            row("model.mlp_ratio", g.mlpRatio, 1, 64, "(gpt) MLP width over hidden size")};
+            row("model.mlp_ratio", g.mlpRatio, 1, 64, "(gpt) MLP width over hidden size"),
+            derived(row("model.num_query_groups", 0, 1, 1024,
+                        "(gpt) key-value heads, each shared by a group of query heads "
+                        "(grouped-query attention); divides `num_attention_heads`. Planned "
+                        "(`plan`, `simulate`), not trained by this engine"),
+                    "the head count"),
+            derived(row("model.ffn_hidden_size", 0, 1, 1 << 20,
+                        "(gpt) MLP width, instead of `mlp_ratio` x `hidden_size`. Planned, not "
+                        "trained by this engine"),
+                    "`mlp_ratio` x `hidden_size`"),
+            flag("model.gated_linear_unit", g.gatedLinearUnit,
+                 "(gpt) SwiGLU: the MLP's first product gated, two matrices of its width. "
+                 "Planned, not trained by this engine")};
   }
 
   void read(JsonReader& r, ModelSpec& m) const override {
@@ -52,6 +77,9 @@ class GptKind final : public ModelKind {
     g.numHeads = static_cast<int>(r.integer("num_attention_heads"));
     g.numLayers = static_cast<int>(r.integer("num_layers"));
     g.mlpRatio = static_cast<int>(r.integer("mlp_ratio"));
+    g.numQueryGroups = static_cast<int>(r.integer("num_query_groups", 0));
+    g.ffnHiddenSize = static_cast<int>(r.integer("ffn_hidden_size", 0));
+    g.gatedLinearUnit = r.boolean("gated_linear_unit");
     validate(g);
   }
 
@@ -64,7 +92,9 @@ class GptKind final : public ModelKind {
   std::vector<LayerWork> layerWork(const TrainConfig& c) const override {
     const GptConfig& g = c.model.gpt;
     const double t = c.parallel.tensor, B = c.microBatch, T = g.contextLength;
-    const double C = g.hiddenSize, F = static_cast<double>(g.mlpRatio) * C, V = g.vocabSize;
+    const double C = g.hiddenSize, F = static_cast<double>(g.ffnWidth()), V = g.vocabSize;
+    // The fused QKV's and the MLP's first product's widths (grouped-query attention, SwiGLU).
+    const double Q = static_cast<double>(g.qkvRows()), R = static_cast<double>(g.fcRows());
     const double N = B * T, local = c.parallel.sequenceParallel ? N / t : N;
     const double heads = g.numHeads / t, hd = g.headSize();
     const CommOp enter = CommOp::AllGather;
@@ -82,15 +112,17 @@ class GptKind final : public ModelKind {
     work.push_back(embedding);
     LayerWork block;
     const double scores = B * heads * T * T;
-    block.gemms = {{N, 3 * C / t, C},
+    block.gemms = {{N, Q / t, C},
                    {T, T, hd, B * heads, false},
                    {T, hd, T, B * heads, false},
                    {N, C, C / t},
-                   {N, F / t, C},
+                   {N, R / t, C},
                    {N, C, F / t}};
     const double softmax = 4 * 3 * scores;
+    // Biases on the QKV, projection and first MLP outputs; the activation reads the first
+    // product's output (both halves under SwiGLU) and writes F wide.
     block.elementwiseBytes = 4 * (2 * 2 * local * C + 2 * 3 * local * C) +
-                             4 * (N * 3 * C / t + N * C / t + 3 * N * F / t) + softmax;
+                             4 * (N * Q / t + N * C / t + N * (2 * R + F) / t) + softmax;
     block.recomputedBytes = softmax;
     regionEntry(block);
     regionExit(block);
@@ -118,6 +150,26 @@ class GptKind final : public ModelKind {
            static_cast<std::int64_t>(g.contextLength) * g.hiddenSize;
   }
 
+  void checkTrainable(const ModelSpec& m) const override {
+    const GptConfig& g = m.gpt;
+    auto refuse = [](const std::string& setting, const std::string& what,
+                     const std::string& valid) {
+      throw UserError("config: " + setting + " (" + what +
+                      ") is modeled by the planner (parascope-cli plan and simulate) but not "
+                      "trained by this engine; valid for training: " +
+                      valid);
+    };
+    if (g.queryGroups() != g.numHeads)
+      refuse("model.num_query_groups = " + std::to_string(g.numQueryGroups),
+             "grouped-query attention", "unset, or " + std::to_string(g.numHeads) + " (the heads)");
+    if (g.gatedLinearUnit) refuse("model.gated_linear_unit = true", "SwiGLU", "false");
+    const std::int64_t ratioWidth = static_cast<std::int64_t>(g.mlpRatio) * g.hiddenSize;
+    if (g.ffnWidth() != ratioWidth)
+      refuse("model.ffn_hidden_size = " + std::to_string(g.ffnHiddenSize),
+             "an MLP width other than model.mlp_ratio x model.hidden_size",
+             "unset, or " + std::to_string(ratioWidth));
+  }
+
   std::string describe(const ModelSpec& m, double millions) const override {
     const GptConfig& g = m.gpt;
     char buf[256];
@@ -133,7 +185,9 @@ class GptKind final : public ModelKind {
   std::vector<LayerActivations> layerActivations(const TrainConfig& c) const override {
     const GptConfig& g = c.model.gpt;
     const double t = c.parallel.tensor, B = c.microBatch, T = g.contextLength;
-    const double C = g.hiddenSize, F = static_cast<double>(g.mlpRatio) * C, V = g.vocabSize;
+    const double C = g.hiddenSize, F = static_cast<double>(g.ffnWidth()), V = g.vocabSize;
+    const double qkvWidth = static_cast<double>(g.qkvRows());
+    const double fcWidth = static_cast<double>(g.fcRows());
     const bool sp = c.parallel.sequenceParallel && t > 1;
     const double N = B * T, R = sp ? N / t : N, NC = N * C, RC = R * C;
     const double gathered = sp ? NC : 0;  // one gathered copy, under sequence parallelism
@@ -155,8 +209,9 @@ class GptKind final : public ModelKind {
     // Sequence parallelism adds the row-parallel products' full outputs until the forward ends.
     LayerActivations block;
     const double heads = g.numHeads / t, probabilities = B * heads * T * T, core = N * C / t;
-    const double qkv = 3 * N * C / t, fc = N * F / t;
-    const double kept = 2 * layernorm + qkv + probabilities + core + RC + 2 * fc;
+    // fc: the first MLP product's output (both halves under SwiGLU); act: the activation's.
+    const double qkv = N * qkvWidth / t, fc = N * fcWidth / t, act = N * F / t;
+    const double kept = 2 * layernorm + qkv + probabilities + core + RC + fc + act;
     const bool selective = c.pipeline.recompute == Recompute::Selective;
     const double dropped = selective ? probabilities + core : 0;
     block.output = RC;
@@ -171,7 +226,7 @@ class GptKind final : public ModelKind {
     // It frees the probabilities, qkv, fc and its scratch; the weight half gets what its
     // products need: ln1, ln2, the attention output, x2, gelu, dfc, dqkv, dln2, dx2, dln1 (and
     // under sequence parallelism the gathered dy and dx2), and dy.
-    block.keptForWeight = 2 * layernorm + core + 2 * fc + qkv + 4 * RC + 2 * gathered;
+    block.keptForWeight = 2 * layernorm + core + fc + act + qkv + 4 * RC + 2 * gathered;
     block.keepsOutputGradient = true;
     block.weightHalfPeak = gathered;  // each layernorm output gathered again, one at a time
     block.backwardPeak =
@@ -200,7 +255,7 @@ class GptKind final : public ModelKind {
 
   std::vector<std::pair<std::string, Shape>> parameterShapes(const ModelSpec& m) const override {
     const GptConfig& g = m.gpt;
-    const std::int64_t C = g.hiddenSize, F = static_cast<std::int64_t>(g.mlpRatio) * C;
+    const std::int64_t C = g.hiddenSize, F = g.ffnWidth(), Q = g.qkvRows(), R = g.fcRows();
     std::vector<std::pair<std::string, Shape>> t;
     t.push_back({"wte.weight", {g.vocabSize, C}});
     t.push_back({"wpe.weight", {g.contextLength, C}});
@@ -208,14 +263,14 @@ class GptKind final : public ModelKind {
       const std::string p = "h." + std::to_string(i) + ".";
       t.push_back({p + "ln_1.weight", {C}});
       t.push_back({p + "ln_1.bias", {C}});
-      t.push_back({p + "attn.c_attn.weight", {3 * C, C}});
-      t.push_back({p + "attn.c_attn.bias", {3 * C}});
+      t.push_back({p + "attn.c_attn.weight", {Q, C}});
+      t.push_back({p + "attn.c_attn.bias", {Q}});
       t.push_back({p + "attn.c_proj.weight", {C, C}});
       t.push_back({p + "attn.c_proj.bias", {C}});
       t.push_back({p + "ln_2.weight", {C}});
       t.push_back({p + "ln_2.bias", {C}});
-      t.push_back({p + "mlp.c_fc.weight", {F, C}});
-      t.push_back({p + "mlp.c_fc.bias", {F}});
+      t.push_back({p + "mlp.c_fc.weight", {R, C}});
+      t.push_back({p + "mlp.c_fc.bias", {R}});
       t.push_back({p + "mlp.c_proj.weight", {C, F}});
       t.push_back({p + "mlp.c_proj.bias", {C}});
     }

@@ -69,6 +69,8 @@ class MlpKind final : public ModelKind {
     return rankModel.parameterCount();
   }
 
+  void checkTrainable(const ModelSpec&) const override {}  // every MLP it reads, it trains
+
   std::string describe(const ModelSpec&, double millions) const override {
     char buf[64];
     std::snprintf(buf, sizeof buf, "mlp, %.2fM parameters", millions);

@@ -108,6 +108,10 @@ class ModelKind {
   virtual double flopsPerTarget(const ModelSpec& spec) const = 0;
   // The whole logical model's parameters, given one rank's model.
   virtual std::int64_t parameters(const ModelSpec& spec, const Model& rankModel) const = 0;
+  // UserError naming the key for a shape the planner models but the engine does not train (a
+  // GPT's grouped-query attention, SwiGLU, an MLP width of its own): called before a run or a
+  // switch builds anything.
+  virtual void checkTrainable(const ModelSpec& spec) const = 0;
   // "gpt, 3.22M parameters (4 layers, ...)".
   virtual std::string describe(const ModelSpec& spec, double millionParameters) const = 0;
   // Per layer of layers(spec), for one micro-batch of config.microBatch rows on one tensor rank,

@@ -11,10 +11,9 @@
 namespace parascope {
 
 std::int64_t GptConfig::nonEmbeddingPositionParameters() const {
-  const std::int64_t C = hiddenSize;
-  const std::int64_t F = static_cast<std::int64_t>(mlpRatio) * C;
+  const std::int64_t C = hiddenSize, F = ffnWidth(), Q = qkvRows(), R = fcRows();
   const std::int64_t perBlock =
-      2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (F * C + F) + (C * F + C);
+      2 * C + (Q * C + Q) + (C * C + C) + 2 * C + (R * C + R) + (C * F + C);
   return static_cast<std::int64_t>(vocabSize) * C + numLayers * perBlock + 2 * C;
 }
 
@@ -30,6 +29,10 @@ void validate(const GptConfig& c) {
   need(c.numHeads > 0 && c.hiddenSize % c.numHeads == 0,
        "model.hidden_size (" + std::to_string(c.hiddenSize) +
            ") must be divisible by model.num_attention_heads (" + std::to_string(c.numHeads) + ")");
+  need(c.numQueryGroups == 0 ||
+           (c.numQueryGroups <= c.numHeads && c.numHeads % c.numQueryGroups == 0),
+       "model.num_query_groups (" + std::to_string(c.numQueryGroups) +
+           ") must divide model.num_attention_heads (" + std::to_string(c.numHeads) + ")");
 }
 
 void buildGpt(Model& m, const GptConfig& c) {
@@ -46,7 +49,7 @@ void addGptParameters(Model& m, const GptConfig& c, const std::vector<int>& laye
                       const GptSplits& split) {
   const int last = c.numLayers + 1;  // the head's index
   auto holds = [&](int layer) { return holdsLayer(layers, layer); };
-  const std::int64_t C = c.hiddenSize, F = static_cast<std::int64_t>(c.mlpRatio) * C;
+  const std::int64_t C = c.hiddenSize, F = c.ffnWidth(), Q = c.qkvRows(), R = c.fcRows();
   using K = ParameterInit::Kind;
   const ParameterInit normal{K::Normal, 0.02f};
   // GPT-2: residual projections scaled by 1/sqrt(2 L) so the residual stream's variance stays
@@ -61,14 +64,14 @@ void addGptParameters(Model& m, const GptConfig& c, const std::vector<int>& laye
     const std::string p = "h." + std::to_string(i) + ".";
     m.addParameter(p + "ln_1.weight", {C}, ones, false);
     m.addParameter(p + "ln_1.bias", {C}, zeros, false);
-    m.addParameter(p + "attn.c_attn.weight", {3 * C, C}, normal, true, split.qkv);
-    m.addParameter(p + "attn.c_attn.bias", {3 * C}, zeros, false, split.qkv);
+    m.addParameter(p + "attn.c_attn.weight", {Q, C}, normal, true, split.qkv);
+    m.addParameter(p + "attn.c_attn.bias", {Q}, zeros, false, split.qkv);
     m.addParameter(p + "attn.c_proj.weight", {C, C}, projection, true, split.rows);
     m.addParameter(p + "attn.c_proj.bias", {C}, zeros, false);
     m.addParameter(p + "ln_2.weight", {C}, ones, false);
     m.addParameter(p + "ln_2.bias", {C}, zeros, false);
-    m.addParameter(p + "mlp.c_fc.weight", {F, C}, normal, true, split.columns);
-    m.addParameter(p + "mlp.c_fc.bias", {F}, zeros, false, split.columns);
+    m.addParameter(p + "mlp.c_fc.weight", {R, C}, normal, true, split.columns);
+    m.addParameter(p + "mlp.c_fc.bias", {R}, zeros, false, split.columns);
     m.addParameter(p + "mlp.c_proj.weight", {C, F}, projection, true, split.rows);
     m.addParameter(p + "mlp.c_proj.bias", {C}, zeros, false);
   }

@@ -19,9 +19,31 @@ struct GptConfig {
   int hiddenSize = 256;
   int numHeads = 4;
   int numLayers = 4;
-  int mlpRatio = 4;  // MLP width = mlpRatio * hiddenSize
+  int mlpRatio = 4;  // MLP width = mlpRatio * hiddenSize, unless ffnHiddenSize says otherwise
+  // Shapes today's large models use, which the planner models and the engine does not train
+  // (checkTrainable refuses them): key-value heads shared by groups of query heads
+  // (grouped-query attention; 0: one per head), the MLP's width (0: mlpRatio * hiddenSize), and
+  // SwiGLU's gated first product (two matrices of that width).
+  int numQueryGroups = 0;
+  int ffnHiddenSize = 0;
+  bool gatedLinearUnit = false;
 
   int headSize() const { return hiddenSize / numHeads; }
+  int queryGroups() const { return numQueryGroups > 0 ? numQueryGroups : numHeads; }
+  std::int64_t ffnWidth() const {
+    return ffnHiddenSize > 0 ? ffnHiddenSize : static_cast<std::int64_t>(mlpRatio) * hiddenSize;
+  }
+  // Rows of the fused QKV weight: the queries' C and a key and a value per group.
+  std::int64_t qkvRows() const {
+    return hiddenSize + 2 * static_cast<std::int64_t>(queryGroups()) * headSize();
+  }
+  // Rows of the MLP's first weight: the width, twice under a gated linear unit.
+  std::int64_t fcRows() const { return (gatedLinearUnit ? 2 : 1) * ffnWidth(); }
+  // Whether the engine trains this shape (every model it builds is multi-head, GELU, mlp_ratio).
+  bool engineTrains() const {
+    return queryGroups() == numHeads && !gatedLinearUnit &&
+           ffnWidth() == static_cast<std::int64_t>(mlpRatio) * hiddenSize;
+  }
   // Parameters excluding the position embedding, as in the usual 6N FLOPs-per-token count.
   std::int64_t nonEmbeddingPositionParameters() const;
   // Model FLOPs per token for forward + backward: 6 N + 12 L T C (attention scores and mixing).

@@ -29,8 +29,11 @@ void validateTensorParallel(const GptConfig& c, int t, bool sequenceParallel) {
                       ")");
   };
   need(c.numHeads % t == 0, "model.num_attention_heads", c.numHeads);
-  need(c.mlpRatio * c.hiddenSize % t == 0, "the MLP width (model.mlp_ratio x model.hidden_size)",
-       c.mlpRatio * c.hiddenSize);
+  need(c.queryGroups() % t == 0, "model.num_query_groups", c.queryGroups());
+  need(c.ffnWidth() % t == 0,
+       c.ffnHiddenSize > 0 ? "model.ffn_hidden_size"
+                           : "the MLP width (model.mlp_ratio x model.hidden_size)",
+       static_cast<int>(c.ffnWidth()));
   need(c.vocabSize % t == 0, "model.vocab_size", c.vocabSize);
   if (sequenceParallel)
     need(c.contextLength % t == 0, "with sequence_parallel, model.context_length", c.contextLength);

@@ -263,6 +263,17 @@ void TestCliInput::refusedWithOneLine_data() {
   QTest::newRow("plan without --gpus")
       << QStringList{"plan", "--config", C, "--system", "a100-80gb"}
       << "error: plan: --gpus is required: the GPUs to plan for, 1 or more\n";
+  // Shapes the planner models and the engine does not train: refused by name before a run.
+  QTest::newRow("train SwiGLU")
+      << QStringList{"train", "--config", C, "model.gated_linear_unit=true"}
+      << "error: config: model.gated_linear_unit = true (SwiGLU) is modeled by the planner "
+         "(parascope-cli plan and simulate) but not trained by this engine; valid for training: "
+         "false\n";
+  QTest::newRow("train ffn_hidden_size")
+      << QStringList{"train", "--config", C, "model.ffn_hidden_size=700"}
+      << "error: config: model.ffn_hidden_size = 700 (an MLP width other than model.mlp_ratio x "
+         "model.hidden_size) is modeled by the planner (parascope-cli plan and simulate) but not "
+         "trained by this engine; valid for training: unset, or 1024\n";
   // Probe 5: a model that cannot fit, refused with the estimate before allocating (grad).
   QTest::newRow("grad big model")
       << QStringList{"grad",

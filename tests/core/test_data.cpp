@@ -204,8 +204,9 @@ void TestData::configErrorsNameTheKey_data() {
   QTest::addColumn<QString>("message");
   QTest::newRow("unknown key") << R"({"model": {"hiden_size": 3}})"
                                << "config: unknown key 'model.hiden_size'; allowed here: "
-                                  "context_length, hidden_size, mlp_ratio, num_attention_heads, "
-                                  "num_layers, type, vocab_size";
+                                  "context_length, ffn_hidden_size, gated_linear_unit, "
+                                  "hidden_size, mlp_ratio, num_attention_heads, num_layers, "
+                                  "num_query_groups, type, vocab_size";
   QTest::newRow("wrong type") << R"({"train_iters": "ten"})"
                               << "config: train_iters must be an integer in 1..1073741824, got "
                                  "a string (\"ten\")";

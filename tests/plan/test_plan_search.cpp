@@ -15,7 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
+#include "core/config/model_kind.h"
 #include "core/plan/search.h"
+#include "core/plan/strategy_plan.h"
 #include "tests/input_probes.h"
 
 using namespace parascope;
@@ -214,6 +216,41 @@ class TestPlanSearch : public QObject {
              std::string("system 'a100' is neither a preset nor a description file; valid: "
                          "a100-80gb, h100-80gb, or a JSON file in the schema of "
                          "docs/planner.md"));
+  }
+
+  // Grouped-query attention, an MLP width of its own and SwiGLU change the planned model's
+  // shapes exactly: the parameters a planned rank builds, the products its layers compute.
+  void modernShapesArePlannedExactly() {
+    nlohmann::json doc = paperGpt(32, 4096, 4, 8);
+    doc["model"]["num_query_groups"] = 8;
+    doc["model"]["ffn_hidden_size"] = 11008;
+    doc["model"]["gated_linear_unit"] = true;
+    doc["tensor_model_parallel_size"] = 2;
+    const TrainConfig c = onGpus(doc, 2);
+    const std::int64_t C = 4096, Q = C + 2 * 8 * 128, R = 2 * 11008, F = 11008, L = 4;
+    const std::int64_t block =
+        2 * C + (Q * C + Q) + (C * C + C) + 2 * C + (R * C + R) + (F * C + C);
+    const std::int64_t whole = 51200 * C + 2048 * C + L * block + 2 * C;
+    std::int64_t shapes = 0;
+    for (const auto& [name, shape] : c.model.kind->parameterShapes(c.model))
+      shapes += shapeNumel(shape);
+    QCOMPARE(shapes, whole);
+    // A tensor rank builds half of every split matrix and the whole of every replicated one.
+    const std::int64_t replicated = 2048 * C + L * (2 * C + C + 2 * C + C) + 2 * C;
+    const StrategyPlan plan = planStrategy(c);
+    QCOMPARE(plan.ranks.front().parameterElements, (whole - replicated) / 2 + replicated);
+    // The block's products on one tensor rank of a micro-batch of 8 x 2048 tokens.
+    const LayerWork& w = plan.layers[1];
+    const double N = 8.0 * 2048;
+    QCOMPARE(w.gemms[0].flops(), 2 * N * (Q / 2) * C);
+    QCOMPARE(w.gemms[4].flops(), 2 * N * (R / 2) * C);
+    QCOMPARE(w.gemms[5].flops(), 2 * N * C * (F / 2));
+    // Planned and simulated, never trained.
+    QVERIFY(estimatePlan(c, readSystemNamed("h100-80gb")).stepSeconds > 0);
+    QCOMPARE(userErrorOf([&] { c.model.kind->checkTrainable(c.model); }).toStdString(),
+             std::string("config: model.num_query_groups = 8 (grouped-query attention) is "
+                         "modeled by the planner (parascope-cli plan and simulate) but not "
+                         "trained by this engine; valid for training: unset, or 32 (the heads)"));
   }
 
   // ZeRO (Rajbhandari et al. 2020), figure 1: model states per device for 7.5B parameters on 64
