@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,8 @@
 namespace parascope::cli {
 
 namespace {
+
+constexpr const char* kThisMachine = "this-machine";
 
 struct SimulateOptions {
   std::string config = "resources/configs/default.json";
@@ -102,11 +105,14 @@ void runSimulate(const SimulateOptions& o) {
   if (!o.trace.empty()) checkOutputPath(o.trace, "--trace", {{"--config", o.config}});
   nlohmann::json doc = readJsonFile(o.config);
   for (const std::string& a : o.overrides) applyOverride(doc, a);
-  const SystemDescription system = systemNamed(o.system);
-  // A GPU system runs one process per device, so the world is what the degrees make of it, not
-  // bounded by what threads in this process can run.
+  // This machine's description is a CPU's, and calibrating it is work: the config is read
+  // first. A GPU system runs one process per device, so the world is what the degrees make of
+  // it, not bounded by what threads in this process can run.
+  const bool thisMachine = o.system.empty() || o.system == kThisMachine;
+  std::optional<SystemDescription> named;
+  if (!thisMachine) named = systemNamed(o.system);
   int world = 0;
-  if (!system.device.sharesCores()) {
+  if (named && !named->device.sharesCores()) {
     long ranks = 1;
     for (const char* key :
          {"tensor_model_parallel_size", "pipeline_model_parallel_size", "data_parallel_size"}) {
@@ -116,6 +122,7 @@ void runSimulate(const SimulateOptions& o) {
     world = static_cast<int>(std::min<long>(ranks, 1 << 20));
   }
   const TrainConfig config = parseTrainConfig(doc, world);
+  const SystemDescription system = named ? *named : systemNamed(o.system);
   const StrategyPlan plan = planStrategy(config);
   const CostModel costs(system, plan);
   const Simulation sim = simulateStep(plan, costs);
@@ -211,9 +218,10 @@ void runPlan(const PlanOptions& o) {
         std::find_if(keys.begin(), keys.end(), [&](const ConfigKey& k) { return k.path == key; });
     if (row != keys.end() && row->strategy) request.fixed.insert(key);
   }
-  request.system = systemNamed(o.system);
   request.gpus = o.gpus;
   request.top = o.top;
+  checkPlanRequest(request);  // before calibrating this machine
+  request.system = systemNamed(o.system);
   const PlanSearch search = searchPlans(request);
   const SystemDescription& system = request.system;
   if (o.json) {
@@ -323,8 +331,6 @@ void runCalibrate(const CalibrateOptions& o) {
 }
 
 }  // namespace
-
-constexpr const char* kThisMachine = "this-machine";
 
 SystemDescription systemNamed(const std::string& name) {
   if (name.empty() || name == kThisMachine) return bench::thisMachine();

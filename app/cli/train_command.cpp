@@ -247,19 +247,20 @@ void Printer::onFinished(const FinishedReport& f) {
 }
 
 // parallel.auto's choice and why: what limits it, and how much slower the runner-up is.
-void printChoice(const AutoParallel& chosen, const SystemDescription& system, bool json) {
-  const PlanEstimate& best = chosen.search.best.front();
-  const PlanEstimate* next = chosen.search.best.size() > 1 ? &chosen.search.best[1] : nullptr;
+void printChoice(const PlanSearch& search, const PlanSearchRequest& request, bool json) {
+  const SystemDescription& system = request.system;
+  const PlanEstimate& best = search.best.front();
+  const PlanEstimate* next = search.best.size() > 1 ? &search.best[1] : nullptr;
   if (json) {
     nlohmann::ordered_json j;
     j["event"] = "auto_parallel";
-    j["world_size"] = chosen.worldSize;
+    j["world_size"] = request.gpus;
     j["system"] = system.name;
     j["strategy"] = planStrategyKeys(best.config);
     j["predicted_step_s"] = best.stepSeconds;
     j["limit"] = planLimit(best, system);
-    j["candidates"] = chosen.search.candidates;
-    j["seconds"] = chosen.search.seconds;
+    j["candidates"] = search.candidates;
+    j["seconds"] = search.seconds;
     if (next != nullptr) {
       j["runner_up"] = planStrategyKeys(next->config);
       j["runner_up_step_s"] = next->stepSeconds;
@@ -273,8 +274,8 @@ void printChoice(const AutoParallel& chosen, const SystemDescription& system, bo
   std::printf(
       "parallel.auto: %s for %d ranks on '%s', predicted %.3f s a step (best of %lld "
       "candidates, %.2f s)\n",
-      words(best.config).c_str(), chosen.worldSize, system.name.c_str(), best.stepSeconds,
-      static_cast<long long>(chosen.search.candidates), chosen.search.seconds);
+      words(best.config).c_str(), request.gpus, system.name.c_str(), best.stepSeconds,
+      static_cast<long long>(search.candidates), search.seconds);
   std::printf("  limited by %s\n", planLimit(best, system).c_str());
   if (next != nullptr)
     std::printf("  the runner-up, %s, is predicted %.1f%% slower\n", words(next->config).c_str(),
@@ -299,11 +300,15 @@ void runTrain(const TrainOptions& o) {
   }
   // parallel.auto: the planner's choice replaces the document's strategy before anything reads
   // it (under MPI every rank chooses alike; agreeing on the settings below checks it).
-  std::optional<AutoParallel> chosen;
+  std::optional<PlanSearch> chosen;
+  std::optional<PlanSearchRequest> request;
   if (wantsAutoParallel(doc)) {
-    chosen = autoParallel(doc, systemNamed(o.system), mpi ? options.world->size() : 0,
-                          static_cast<int>(std::thread::hardware_concurrency()));
-    doc = chosen->document;
+    request = autoParallelRequest(doc, mpi ? options.world->size() : 0,
+                                  static_cast<int>(std::thread::hardware_concurrency()));
+    checkPlanRequest(*request);  // before calibrating this machine
+    request->system = systemNamed(o.system);
+    chosen = searchPlans(*request);
+    doc = documentWithPlan(*request, chosen->best.front());
   }
   if (mpi) {
     // This rank's own output first, then, before any collective that depends on them, every
@@ -353,7 +358,7 @@ void runTrain(const TrainOptions& o) {
     throw UserError("--save-interval and --keep need --save DIR (or --resume DIR)");
   }
   const bool printing = !mpi || options.world->rank() == 0;
-  if (chosen && printing) printChoice(*chosen, systemNamed(o.system), o.json);
+  if (chosen && printing) printChoice(*chosen, *request, o.json);
   Session session(config, std::move(options));
   for (const PlannedSwitch& p : plan) session.checkSwitch(p.config);
   Printer printer(config, o.json, !o.trace.empty());

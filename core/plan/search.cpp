@@ -197,18 +197,20 @@ double stepLowerBound(const TrainConfig& c, const SystemDescription& system, dou
          s += static_cast<std::size_t>(p))
       busy += sum(forwards, stages[s]) + sum(backwards, stages[s]);
     busy *= c.gradientAccumulation;
-    // On a CPU the ranks' threads share the cores: a rank runs no faster than its share while
-    // all are busy, and the cores do everyone's work in no less than all of it over their count.
     span = std::max(span, head + busy + (facts.splitsBackward ? 0 : tail));
     head += sum(forwards, stages[static_cast<std::size_t>(rank)]);
     tail += sum(inputSides, stages[static_cast<std::size_t>(rank)]);
   }
+  // On a CPU the ranks' threads share the cores, which do everyone's work (each pipeline rank's
+  // for its tensor and data ranks) in no less than all of it over their count.
   if (d.sharesCores()) {
     double work = 0;
     for (std::size_t l = 0; l < layers.size(); ++l) work += forwards[l] + backwards[l];
     work *= c.gradientAccumulation * c.parallel.tensor * c.parallel.data;
     span = std::max(span, work / d.cores);
   }
+  // Every optimizer step starts after the pipeline span; the rank holding the most parameters
+  // (at least the mean) then updates its share.
   const ParallelStrategy& st = c.parallel;
   const double updated =
       parameters / (static_cast<double>(t) * p) / (st.zeroStage >= 1 ? st.data : 1);
@@ -282,8 +284,7 @@ double modelStateLowerBound(const TrainConfig& c, double parameters) {
 // is sent, or is the losses).
 double activationLowerBound(const TrainConfig& c, double elementBytes, int held) {
   const std::vector<LayerActivations> layers = c.model.kind->layerActivations(c);
-  std::vector<LayerRange> stages = c.pipeline.stages;
-  if (stages.empty()) stages = {{0, static_cast<int>(layers.size())}};
+  const std::vector<LayerRange> stages = stagesOf(c, layers.size());
   const int p = c.parallel.pipeline;
   const std::vector<int> own = rankLayers(stages, p, 0);
   const bool full = c.pipeline.recompute == Recompute::Full;
@@ -373,8 +374,17 @@ std::string planLimit(const PlanEstimate& p, const SystemDescription& system) {
   return line;
 }
 
-PlanSearch searchPlans(const PlanSearchRequest& r) {
-  const auto started = std::chrono::steady_clock::now();
+namespace {
+
+// What every search starts from, once its input is known good: the document without the keys
+// it searches, the global batch and the whole model's parameters.
+struct Prepared {
+  nlohmann::json base;
+  std::int64_t globalBatch = 0;
+  double parameters = 0;
+};
+
+Prepared prepare(const PlanSearchRequest& r) {
   if (r.gpus < 1 || r.gpus > kMaxGpus)
     throw UserError("plan: --gpus " + std::to_string(r.gpus) + " is out of range; valid: 1.." +
                     std::to_string(kMaxGpus));
@@ -382,42 +392,49 @@ PlanSearch searchPlans(const PlanSearchRequest& r) {
     throw UserError("plan: --top " + std::to_string(r.top) + " is out of range; valid: 1.." +
                     std::to_string(kMaxTop));
   for (const std::string& key : r.fixed) {
-    const auto& keys = configKeys();
-    const auto row =
-        std::find_if(keys.begin(), keys.end(), [&](const ConfigKey& k) { return k.path == key; });
-    if (row == keys.end() || !row->strategy)
+    if (!isStrategyKey(key))
       throw UserError("plan: " + key +
                       " is not a strategy key; the search fixes strategy keys given as "
                       "key=value (see `parascope-cli config keys`)");
   }
-  auto isFixed = [&](const char* key) { return r.fixed.count(key) > 0; };
   for (const char* key : {kTensor, kPipeline}) {
     const nlohmann::json v = configValue(r.document, key);
-    if (isFixed(key) && (!v.is_number_integer() || v.get<std::int64_t>() < 1))
+    if (r.fixed.count(key) > 0 && (!v.is_number_integer() || v.get<std::int64_t>() < 1))
       throw UserError(std::string("plan: ") + key + " must be a whole number of at least 1, not " +
                       v.dump());
   }
-  PlanSearch out;
+  Prepared out;
   out.globalBatch = globalBatchOf(r.document);
-  if (out.globalBatch < 1)
-    throw UserError("plan: the global batch (train_batch_size) must be at least 1");
-
-  // The model's own rules first, once, with every strategy key at its default on one rank: a
-  // bad model is its own message, not a search that finds nothing.
-  nlohmann::json base = r.document;
+  out.base = r.document;
   for (const std::string& key : searchedKeys())
-    if (!isFixed(key.c_str())) eraseAt(base, key);
-  eraseAt(base, "train_batch_size");
-  double parameters = 0;  // the whole model's
-  {
-    nlohmann::json probe = base;
-    for (const std::string& key : searchedKeys()) eraseAt(probe, key);
-    probe["train_batch_size"] = 1;
-    probe[kMicro] = 1;
-    const TrainConfig model = parseTrainConfig(probe, 1);  // UserError for the model's own keys
-    for (const auto& [name, shape] : model.model.kind->parameterShapes(model.model))
-      parameters += static_cast<double>(shapeNumel(shape));
-  }
+    if (r.fixed.count(key) == 0) eraseAt(out.base, key);
+  eraseAt(out.base, "train_batch_size");
+  // The model's own rules, once, with every strategy key at its default on one rank: a bad
+  // model is its own message, not a search that finds nothing.
+  nlohmann::json probe = out.base;
+  for (const std::string& key : searchedKeys()) eraseAt(probe, key);
+  probe["train_batch_size"] = 1;
+  probe[kMicro] = 1;
+  const TrainConfig model = parseTrainConfig(probe, 1);
+  for (const auto& [name, shape] : model.model.kind->parameterShapes(model.model))
+    out.parameters += static_cast<double>(shapeNumel(shape));
+  return out;
+}
+
+}  // namespace
+
+void checkPlanRequest(const PlanSearchRequest& request) {
+  prepare(request);
+}
+
+PlanSearch searchPlans(const PlanSearchRequest& r) {
+  const auto started = std::chrono::steady_clock::now();
+  auto isFixed = [&](const char* key) { return r.fixed.count(key) > 0; };
+  const Prepared prepared = prepare(r);
+  const nlohmann::json& base = prepared.base;
+  const double parameters = prepared.parameters;
+  PlanSearch out;
+  out.globalBatch = prepared.globalBatch;
   ScheduleFactsCache facts;
 
   // Every combination of the open keys' values: bases of the keys that shape the programs, each
@@ -632,8 +649,8 @@ bool wantsAutoParallel(const nlohmann::json& document) {
   return document.is_object() && document.contains(at) && document.at(at) == true;
 }
 
-AutoParallel autoParallel(const nlohmann::json& document, const SystemDescription& system,
-                          int mpiWorld, int hardwareThreads) {
+PlanSearchRequest autoParallelRequest(const nlohmann::json& document, int mpiWorld,
+                                      int hardwareThreads) {
   const nlohmann::json given = configValue(document, "parallel.world_size");
   int world = mpiWorld > 0 ? mpiWorld : std::max(1, hardwareThreads);
   if (!given.is_null()) {
@@ -652,22 +669,22 @@ AutoParallel autoParallel(const nlohmann::json& document, const SystemDescriptio
   PlanSearchRequest request;
   request.document = document;
   request.document.erase("parallel");
-  request.system = system;
   request.gpus = world;
-  request.top = 2;
+  request.top = 2;  // the choice, and the runner-up to say by how much it won
   for (const std::string& key : searchedKeys()) {
     if (key == kMicro || key == kAccumulation) continue;
     if (request.document.contains(pointerTo(key))) request.fixed.insert(key);
   }
   // The global batch the document describes, whatever split the search chooses for it.
   request.document["train_batch_size"] = globalBatchOf(request.document);
-  AutoParallel chosen;
-  chosen.search = searchPlans(request);
-  chosen.worldSize = world;
-  chosen.document = request.document;
-  const nlohmann::ordered_json keys = planStrategyKeys(chosen.search.best.front().config);
-  for (const auto& [key, value] : keys.items()) setAt(chosen.document, key, value);
-  return chosen;
+  return request;
+}
+
+nlohmann::json documentWithPlan(const PlanSearchRequest& request, const PlanEstimate& best) {
+  nlohmann::json document = request.document;
+  const nlohmann::ordered_json keys = planStrategyKeys(best.config);
+  for (const auto& [key, value] : keys.items()) setAt(document, key, value);
+  return document;
 }
 
 }  // namespace parascope

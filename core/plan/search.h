@@ -74,26 +74,25 @@ struct PlanSearch {
 };
 
 // UserError, before any work, for a GPU count out of 1..1048576, a fixed key that is not a
-// strategy key, `top` out of 1..1000, a model the config refuses or degrees that cannot divide
-// the GPUs; after the search, when no strategy fits in a device's memory.
+// strategy key, `top` out of 1..1000, a bad global batch or a model the config refuses; then for
+// degrees that cannot divide the GPUs; after the search, when no strategy fits a device.
 PlanSearch searchPlans(const PlanSearchRequest& request);
+// The checks searchPlans makes before any work, without the system (a front end makes them
+// before calibrating this machine's).
+void checkPlanRequest(const PlanSearchRequest& request);
 
 // parallel.auto: whether `document` asks the planner for its strategy.
 bool wantsAutoParallel(const nlohmann::json& document);
 
-struct AutoParallel {
-  nlohmann::json document;  // the chosen strategy's keys set, the parallel block removed
-  int worldSize = 0;
-  PlanSearch search;  // best first: the chosen plan, then the runner-up if any
-};
-
-// Searches `document`'s strategies for its world on `system` and returns the document with the
-// best. Strategy keys the document sets are kept, but for the micro-batch size and accumulation
-// steps, which the search chooses for the document's global batch. The world is
-// parallel.world_size, else `mpiWorld` under mpirun (> 0; world_size must then equal it), else
-// `hardwareThreads`. UserError naming the key for a world out of range, or as searchPlans.
-AutoParallel autoParallel(const nlohmann::json& document, const SystemDescription& system,
-                          int mpiWorld, int hardwareThreads);
+// parallel.auto's search: `document`'s strategies for its world (parallel.world_size, else
+// `mpiWorld` under mpirun (> 0; world_size must then equal it), else `hardwareThreads`), keeping
+// the strategy keys the document sets but for the micro-batch size and accumulation steps, which
+// it chooses for the document's global batch. The system is the caller's to set. UserError
+// naming the key for a world out of range.
+PlanSearchRequest autoParallelRequest(const nlohmann::json& document, int mpiWorld,
+                                      int hardwareThreads);
+// The request's document with `best`'s strategy keys set: what the run reads.
+nlohmann::json documentWithPlan(const PlanSearchRequest& request, const PlanEstimate& best);
 
 // The strategy keys of a plan with their values, in searchedKeys' order (config key names).
 nlohmann::ordered_json planStrategyKeys(const TrainConfig& config);

@@ -198,11 +198,15 @@ void TestCli::autoParallelRunsThePlansChoice() {
                      start["tensor_model_parallel_size"].get<long>() *
                      start["pipeline_model_parallel_size"].get<long>();
   QCOMPARE(ranks, 4L);
-  const Result refused = run({"simulate", "parallel.auto=true"});
+  const Result refused = run({"simulate", "--system", path("node.json"), "parallel.auto=true"});
   QCOMPARE(refused.code, 2);
   QVERIFY(
       refused.err.startsWith("error: config: parallel.auto = true is resolved by "
                              "`parascope-cli train` before the run"));
+  // Without --system too: the config is refused before this machine is calibrated.
+  const Result first = run({"simulate", "parallel.auto=true"});
+  QCOMPARE(first.code, 2);
+  QCOMPARE(first.err, refused.err);
   const Result world = run(
       {"train", "--system", path("node.json"), "parallel.auto=true", "parallel.world_size=300"});
   QCOMPARE(world.code, 2);
