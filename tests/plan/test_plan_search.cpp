@@ -242,9 +242,10 @@ class TestPlanSearch : public QObject {
     // The block's products on one tensor rank of a micro-batch of 8 x 2048 tokens.
     const LayerWork& w = plan.layers[1];
     const double N = 8.0 * 2048;
-    QCOMPARE(w.gemms[0].flops(), 2 * N * (Q / 2) * C);
-    QCOMPARE(w.gemms[4].flops(), 2 * N * (R / 2) * C);
-    QCOMPARE(w.gemms[5].flops(), 2 * N * C * (F / 2));
+    const std::int64_t qkvHalf = Q / 2, fcHalf = R / 2, ffnHalf = F / 2;
+    QCOMPARE(w.gemms[0].flops(), 2 * N * static_cast<double>(qkvHalf) * C);
+    QCOMPARE(w.gemms[4].flops(), 2 * N * static_cast<double>(fcHalf) * C);
+    QCOMPARE(w.gemms[5].flops(), 2 * N * C * static_cast<double>(ffnHalf));
     // Planned and simulated, never trained.
     QVERIFY(estimatePlan(c, readSystemNamed("h100-80gb")).stepSeconds > 0);
     QCOMPARE(userErrorOf([&] { c.model.kind->checkTrainable(c.model); }).toStdString(),
