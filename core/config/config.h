@@ -85,6 +85,11 @@ nlohmann::json readJsonFile(const std::string& path);
 // the document.
 void applyOverride(nlohmann::json& j, const std::string& assignment);
 
+// Sets the dotted `path` ("zero_optimization.stage") of `document` to `value`, making the objects
+// on the way. UserError "<what> has an empty key" or "<what>: 'a.b' is not an object".
+void setConfigValue(nlohmann::json& document, const std::string& path, nlohmann::json value,
+                    const std::string& what);
+
 // Learning rate at a 0-based step.
 double learningRate(const TrainConfig& c, int step);
 

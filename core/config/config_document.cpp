@@ -51,15 +51,20 @@ void applyOverride(nlohmann::json& j, const std::string& assignment) {
       throw UserError("override '" + clipForMessage(path, 120) + "=...' is not valid UTF-8");
     }
   }
-  nlohmann::json value = parsed ? std::move(*parsed) : nlohmann::json(text);
-  nlohmann::json* node = &j;
+  setConfigValue(j, path, parsed ? std::move(*parsed) : nlohmann::json(text),
+                 "override '" + shown + "'");
+}
+
+void setConfigValue(nlohmann::json& document, const std::string& path, nlohmann::json value,
+                    const std::string& what) {
+  nlohmann::json* node = &document;
   std::size_t start = 0;
   while (true) {
     const auto dot = path.find('.', start);
     const std::string key = path.substr(start, dot - start);
-    if (key.empty()) throw UserError("override '" + shown + "' has an empty key");
+    if (key.empty()) throw UserError(what + " has an empty key");
     if (!node->is_object()) {
-      throw UserError("override '" + shown + "': '" + clipForMessage(path.substr(0, start - 1)) +
+      throw UserError(what + ": '" + clipForMessage(path.substr(0, start - 1)) +
                       "' is not an object");
     }
     if (dot == std::string::npos) {

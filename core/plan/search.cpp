@@ -65,7 +65,7 @@ nlohmann::json::json_pointer pointerTo(const std::string& path) {
 }
 
 void setAt(nlohmann::json& doc, const std::string& path, const nlohmann::json& value) {
-  doc[pointerTo(path)] = value;
+  setConfigValue(doc, path, value, "plan: " + path);
 }
 
 void eraseAt(nlohmann::json& doc, const std::string& path) {

@@ -65,13 +65,7 @@ PlanSearchRequest request(nlohmann::json doc, int gpus, int top = 8) {
 // `document` with `settings` applied and those keys fixed, as `plan key=value` does.
 PlanSearchRequest fixing(nlohmann::json doc, int gpus, const nlohmann::json& settings,
                          int top = 1) {
-  for (const auto& [key, value] : settings.items()) {
-    doc[nlohmann::json::json_pointer("/" + [&] {
-      std::string p = key;
-      std::replace(p.begin(), p.end(), '.', '/');
-      return p;
-    }())] = value;
-  }
+  for (const auto& [key, value] : settings.items()) setConfigValue(doc, key, value, key);
   PlanSearchRequest r = request(std::move(doc), gpus, top);
   for (const auto& [key, value] : settings.items()) r.fixed.insert(key);
   return r;
