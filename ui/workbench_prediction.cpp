@@ -6,6 +6,7 @@
 #include <QAction>
 
 #include "profiler/io/chrome_import.h"
+#include "ui/planner_view.h"
 #include "ui/prediction_view.h"
 #include "ui/strategy_panel.h"
 #include "ui/timeline_prediction.h"
@@ -17,6 +18,7 @@ namespace parascope::ui {
 void WorkbenchWindow::setSystem(std::optional<SystemDescription> system) {
   system_ = std::move(system);
   panel_->setSystem(system_);
+  planner_->setThisMachine(system_);
   // A run that ended before there was a description is predicted now.
   if (!endedRun_.predicted) predictEndedRun();
 }

@@ -45,6 +45,7 @@
 #include "ui/memory_view.h"
 #include "ui/name_columns.h"
 #include "ui/pipeline_view.h"
+#include "ui/planner_view.h"
 #include "ui/prediction_view.h"
 #include "ui/segment_model.h"
 #include "ui/strategy_panel.h"
@@ -232,6 +233,19 @@ void WorkbenchWindow::buildViews() {
   prediction_->setObjectName(QStringLiteral("predictionTab"));
   views_->addTab(prediction_, tr("Prediction"));
   showPredictionHint();
+  planner_ = new PlannerView;
+  planner_->setObjectName(QStringLiteral("plannerTab"));
+  planner_->setPanelDocument([this] { return panel_->document(); });
+  connect(planner_, &PlannerView::applyRequested, this, [this](const nlohmann::json& document) {
+    // Through the panel, so that it shows what runs and its rules (a switch's) decide.
+    panel_->setDocument(document);
+    if (!panel_->config()) {
+      setStatus(tr("Not applied: %1").arg(panel_->message()));
+      return;
+    }
+    panel_->applyButton()->click();
+  });
+  views_->addTab(planner_, tr("Planner"));
 }
 
 // Every analysis `parascope-cli analyze` prints, as its rows: stragglers and whatever the
@@ -948,6 +962,9 @@ void WorkbenchWindow::handle(const SessionReport& report) {
             charts_->addValidation(r.step, r.loss);
           },
           [this](const SwitchReport& r) {
+            // The panel shows what runs now, whoever asked for the switch (the panel, the
+            // Planner or a planned --switch).
+            panel_->setDocument(r.to.document);
             showRunningStrategy();
             world_ = r.worldAfter;
             segments_->begin(r.after, r.worldAfter, flopsPerToken_);

@@ -1,6 +1,6 @@
 // The workbench's main window: the strategy panel (dock), the controls (toolbar and menu, each
 // with a shortcut), the live charts above the timeline, and the views as tabs (Log to
-// Prediction). A session runs on its own threads; its reports cross to the GUI thread through a
+// Planner). A session runs on its own threads; its reports cross to the GUI thread through a
 // SessionBridge drained by a timer at frame rate; the charts and the timeline show what arrived
 // a few times a second, each in one update however much arrived. A failed session shows its
 // reason in the window and offers to resume from the last checkpoint. The window layout and the
@@ -45,6 +45,7 @@ class LiveCharts;
 class LiveTrace;
 class MemoryView;
 class PipelineView;
+class PlannerView;
 class PredictionView;
 class SegmentModel;
 class StrategyPanel;
@@ -79,6 +80,8 @@ class WorkbenchWindow : public QMainWindow {
   DiffModel* diffModel() const { return diff_; }
   // The Prediction tab: the last ended run's segments predicted against their measurement.
   PredictionView* predictionView() const { return prediction_; }
+  // The Planner tab: strategies searched for a model, a system and a GPU count.
+  PlannerView* plannerView() const { return planner_; }
   // What the Compare tab says about the diff's sources (empty when two different ones are set).
   QString diffHint() const;
   // What the Compare tab's diff can pick as A and B: each ended run's segments, then each trace
@@ -236,6 +239,7 @@ class WorkbenchWindow : public QMainWindow {
   QLabel* diffHint_ = nullptr;  // why the diff is empty, when it is
   BackgroundJob<std::vector<DiffRow>> diffJob_;
   PredictionView* prediction_ = nullptr;
+  PlannerView* planner_ = nullptr;
   QAction* beside_ = nullptr;  // View > Show prediction beside the run
   QWidget* errorBanner_ = nullptr;
   QLabel* errorLabel_ = nullptr;

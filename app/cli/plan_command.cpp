@@ -210,14 +210,7 @@ void runPlan(const PlanOptions& o) {
   if (o.gpus < 1) throw UserError("plan: --gpus is required: the GPUs to plan for, 1 or more");
   PlanSearchRequest request;
   request.document = readJsonFile(o.config);
-  for (const std::string& a : o.overrides) {
-    applyOverride(request.document, a);
-    const std::string key = a.substr(0, a.find('='));
-    const auto& keys = configKeys();
-    const auto row =
-        std::find_if(keys.begin(), keys.end(), [&](const ConfigKey& k) { return k.path == key; });
-    if (row != keys.end() && row->strategy) request.fixed.insert(key);
-  }
+  for (const std::string& a : o.overrides) applyPlanSetting(request, a);
   request.gpus = o.gpus;
   request.top = o.top;
   checkPlanRequest(request);  // before calibrating this machine

@@ -423,6 +423,12 @@ Prepared prepare(const PlanSearchRequest& r) {
 
 }  // namespace
 
+void applyPlanSetting(PlanSearchRequest& request, const std::string& assignment) {
+  applyOverride(request.document, assignment);
+  const std::string key = assignment.substr(0, assignment.find('='));
+  if (isStrategyKey(key)) request.fixed.insert(key);
+}
+
 void checkPlanRequest(const PlanSearchRequest& request) {
   prepare(request);
 }
@@ -517,6 +523,12 @@ PlanSearch searchPlans(const PlanSearchRequest& r) {
     for (unsigned i = 0; i < threads; ++i) {
       pool.emplace_back([&] {
         for (std::size_t k; (k = next++) < count;) {
+          if (r.cancel != nullptr && r.cancel->load()) {
+            const std::lock_guard lock(failed);
+            if (!failure) failure = std::make_exception_ptr(PlanSearchCancelled());
+            next = count;
+            break;
+          }
           try {
             body(k);
           } catch (...) {
@@ -621,6 +633,7 @@ PlanSearch searchPlans(const PlanSearchRequest& r) {
     PlanEstimate e = estimateStep(valid[i].config, r.system, std::move(memory));
     ++simulated;
     const std::lock_guard guard(lock);
+    if (r.onSimulated) r.onSimulated(e);
     best.push_back({std::move(e), valid[i].order});
     std::sort(best.begin(), best.end(), [](const Ranked& a, const Ranked& b) {
       return a.plan.stepSeconds != b.plan.stepSeconds ? a.plan.stepSeconds < b.plan.stepSeconds

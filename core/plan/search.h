@@ -6,9 +6,11 @@
 // best kept, so the best `top` equal those of simulating every one.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +62,16 @@ struct PlanSearchRequest {
   // Skip candidates whose bound shows them slower than the best kept; false simulates every one
   // that fits (the same ranking, to check the bound against).
   bool prune = true;
+  // Each candidate as it is simulated, in no set order, one call at a time (from the search's
+  // threads): what a view fills its table with while the search runs. Unset: nothing is called.
+  std::function<void(const PlanEstimate&)> onSimulated;
+  // Read between candidates: once true, the search stops and throws PlanSearchCancelled.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// What searchPlans throws when its request's `cancel` was set.
+struct PlanSearchCancelled : std::runtime_error {
+  PlanSearchCancelled() : std::runtime_error("plan: the search was cancelled") {}
 };
 
 struct PlanSearch {
@@ -77,6 +89,10 @@ struct PlanSearch {
 // strategy key, `top` out of 1..1000, a bad global batch or a model the config refuses; then for
 // degrees that cannot divide the GPUs; after the search, when no strategy fits a device.
 PlanSearch searchPlans(const PlanSearchRequest& request);
+// Applies a "key=value" setting to the request's document (applyOverride); a strategy key so set
+// is fixed for the search (semi-auto). UserError as applyOverride's.
+void applyPlanSetting(PlanSearchRequest& request, const std::string& assignment);
+
 // The checks searchPlans makes before any work, without the system (a front end makes them
 // before calibrating this machine's).
 void checkPlanRequest(const PlanSearchRequest& request);

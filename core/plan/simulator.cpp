@@ -398,9 +398,10 @@ Simulation simulateStep(const StrategyPlan& plan, const CostModel& costs) {
 }
 
 std::vector<trace::Event> predictedEvents(const StrategyPlan& plan, const Simulation& sim,
-                                          int steps) {
+                                          int steps, PredictedRanks ranks) {
   const ParallelStrategy& s = plan.config.parallel;
   const bool staged = plan.config.pipeline.enabled;
+  const bool all = ranks == PredictedRanks::All;
   std::vector<trace::Event> events;
   auto ns = [](double seconds) { return static_cast<std::int64_t>(std::llround(seconds * 1e9)); };
   for (int step = 0; step < steps; ++step) {
@@ -408,8 +409,8 @@ std::vector<trace::Event> predictedEvents(const StrategyPlan& plan, const Simula
     for (std::size_t q = 0; q < plan.ranks.size(); ++q) {
       const RankPlan& rp = plan.ranks[q];
       const SimulatedRank& sr = sim.ranks[q];
-      for (int d = 0; d < s.data; ++d) {
-        for (int t = 0; t < s.tensor; ++t) {
+      for (int d = 0; d < (all ? s.data : 1); ++d) {
+        for (int t = 0; t < (all ? s.tensor : 1); ++t) {
           const int rank = t + s.tensor * (d + s.data * static_cast<int>(q));
           trace::Event e;
           e.rank = rank;

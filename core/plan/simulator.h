@@ -58,7 +58,12 @@ Simulation simulateStep(const StrategyPlan& plan, const CostModel& costs);
 // The simulation as ParaScope's trace: per world rank the same lanes, names, categories, stage,
 // micro-batch and instruction ids the executor and the communicator record, `steps` steps back
 // to back (numbered from 1, as a run's), times in ns from 0. Names are static strings.
+// `ranks`: every world rank, or the first data- and tensor-parallel rank of each pipeline rank
+// (the others run the same program on equal shares), which keeps a plan for thousands of GPUs
+// to a few lanes.
+enum class PredictedRanks { All, OnePerPipelineRank };
 std::vector<trace::Event> predictedEvents(const StrategyPlan& plan, const Simulation& simulation,
-                                          int steps = 1);
+                                          int steps = 1,
+                                          PredictedRanks ranks = PredictedRanks::All);
 
 }  // namespace parascope

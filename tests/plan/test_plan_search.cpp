@@ -6,6 +6,7 @@
 // scaling (teraFLOP/s per GPU).
 #include <QtTest/QtTest>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -134,6 +135,27 @@ class TestPlanSearch : public QObject {
   }
 
   // The document's key order and the order settings are given in do not change the result.
+  // What a view fills its table with while the search runs: every strategy simulated, once each,
+  // the best among them; a set cancel flag stops the search with its own exception.
+  void progressReportsEverySimulatedCandidateAndCancelStops() {
+    PlanSearchRequest r = request(smallGpt(), 16);
+    std::vector<PlanEstimate> seen;
+    r.onSimulated = [&](const PlanEstimate& e) { seen.push_back(e); };
+    const PlanSearch search = searchPlans(r);
+    QCOMPARE(static_cast<std::int64_t>(seen.size()), search.simulated);
+    std::set<std::string> strategies;
+    for (const PlanEstimate& e : seen) strategies.insert(planStrategyKeys(e.config).dump());
+    QCOMPARE(strategies.size(), seen.size());
+    for (const PlanEstimate& best : search.best) {
+      QVERIFY(strategies.count(planStrategyKeys(best.config).dump()) == 1);
+    }
+    std::atomic<bool> cancel{true};
+    r.cancel = &cancel;
+    seen.clear();
+    QVERIFY_THROWS_EXCEPTION(PlanSearchCancelled, searchPlans(r));
+    QVERIFY(seen.empty());
+  }
+
   void resultIsStableUnderKeyOrder() {
     const nlohmann::json settings = {{"recompute_granularity", "selective"},
                                      {"tensor_model_parallel_size", 2}};

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -93,6 +94,7 @@ class TestSimulator : public QObject {
   void idleEqualsTheScheduleFormulas();
   void predictedTraceHasTheMeasuredInstructionsInOrder();
   void sharedCoresSlowEveryBusyThread();
+  void onePerPipelineRankIsTheFirstOfEach();
   void calibrationRecoversASyntheticMachine();
   void systemFilesAreReadStrictly();
   void cleanupTestCase() { pptest::removeFixtures(); }
@@ -185,6 +187,32 @@ void TestSimulator::sharedCoresSlowEveryBusyThread() {
   const double optimizer = fourCosts.optimizerSeconds(four.ranks.front());
   QVERIFY(closeTo(b.stepSeconds, 2 * (compute + optimizer), 1e-9));
   QVERIFY(closeTo(b.ranks.front().busy, 2 * compute, 1e-9));
+}
+
+// A plan's timeline for thousands of GPUs keeps one rank per pipeline rank: exactly the events
+// the whole trace has for the first data- and tensor-parallel rank of each.
+void TestSimulator::onePerPipelineRankIsTheFirstOfEach() {
+  const StrategyPlan plan =
+      planStrategy(config({"data_parallel_size=2", "tensor_model_parallel_size=2",
+                           "pipeline_model_parallel_size=2", "gradient_accumulation_steps=4"}));
+  const Simulation sim = simulateStep(plan, CostModel(syntheticMachine(), plan));
+  const std::vector<trace::Event> all = predictedEvents(plan, sim, 2);
+  const std::vector<trace::Event> few =
+      predictedEvents(plan, sim, 2, PredictedRanks::OnePerPipelineRank);
+  std::vector<trace::Event> expected;
+  for (const trace::Event& e : all)
+    if (e.rank % 4 == 0) expected.push_back(e);
+  QCOMPARE(few.size(), expected.size());
+  std::set<int> ranks;
+  for (std::size_t i = 0; i < few.size(); ++i) {
+    ranks.insert(few[i].rank);
+    QCOMPARE(few[i].rank, expected[i].rank);
+    QCOMPARE(std::string(few[i].name), std::string(expected[i].name));
+    QCOMPARE(few[i].startNs, expected[i].startNs);
+    QCOMPARE(few[i].endNs, expected[i].endNs);
+    QCOMPARE(few[i].peer, expected[i].peer);
+  }
+  QCOMPARE(ranks, (std::set<int>{0, 4}));
 }
 
 void TestSimulator::calibrationRecoversASyntheticMachine() {
