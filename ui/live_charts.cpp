@@ -126,6 +126,7 @@ void LiveCharts::addSwitch(int step, const QString& label) {
     auto* text = new QGraphicsSimpleTextItem(label, p.chart);
     text->setBrush(QColor(0xd3, 0x54, 0x00));
     text->setFont(p.x->labelsFont());
+    text->setToolTip(label);
     m.lines.push_back(line);
     m.labels.push_back(text);
   }
@@ -211,12 +212,17 @@ void LiveCharts::refresh() {
       m.lines[c]->replace(
           QList<QPointF>{{double(m.step), p.y->min()}, {double(m.step), p.y->max()}});
       const QPointF top = p.chart->mapToPosition(QPointF(m.step, p.y->max()), m.lines[c]);
+      const QRectF plot = p.chart->plotArea();
+      // A label wider than the plot is cut short with an ellipsis (its tooltip keeps it whole)
+      // rather than cut off at the chart's edge.
+      m.labels[c]->setText(
+          QFontMetricsF(m.labels[c]->font())
+              .elidedText(m.label, Qt::ElideRight, std::max(0.0, plot.width() - 4)));
       const QRectF box = m.labels[c]->boundingRect();
       // Right of the line when there is room, else left of it, and never outside the plot
       // (a long label in a narrow chart then covers the line rather than the axis).
-      const QRectF plot = p.chart->plotArea();
       double x = top.x() + 3 + box.width() < plot.right() ? top.x() + 3 : top.x() - 3 - box.width();
-      x = std::max(x, plot.left() + 2);
+      x = std::max(plot.left() + 2, std::min(x, plot.right() - box.width()));
       // Successive switches' labels on three rows in turn: two switches a few steps apart
       // wrote over each other.
       m.labels[c]->setPos(x, top.y() + 2 + static_cast<double>(k % 3) * box.height());

@@ -176,8 +176,11 @@ PlannerView::PlannerView(QWidget* parent) : QWidget(parent) {
   auto* split = new QSplitter(Qt::Vertical);
   split->addWidget(table_);
   split->addWidget(below);
-  split->setStretchFactor(0, 1);
-  split->setStretchFactor(1, 1);
+  // The table first: in the workbench's short tab it would otherwise get only its header.
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  split->setSizes({300, 200});
+  timeline_->setMinimumSize(200, 60);
 
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(inputs);

@@ -250,8 +250,20 @@ void StrategyPanel::setDocument(const json& document) {
   pipeline_->setValue(p);
   world_->setValue(d * t * p);
   setChoice(schedule_, stringAt(base_, "pipeline_schedule"));
-  microBatches_->setValue(intAt(base_, "gradient_accumulation_steps", 1));
-  microBatchSize_->setValue(intAt(base_, "train_micro_batch_size_per_gpu", 1));
+  // The batch identity derives the micro-batch size or the accumulation a document leaves out
+  // (a switch keeping the global batch, a model file giving train_batch_size): show what runs.
+  int micro = 0, accumulation = 0;
+  try {
+    const TrainConfig resolved = parseTrainConfig(base_);
+    micro = resolved.microBatch;
+    accumulation = resolved.gradientAccumulation;
+  } catch (const UserError&) {
+    // Refused: the fields show what the document names, and the refusal says why.
+    micro = intAt(base_, "train_micro_batch_size_per_gpu", 1);
+    accumulation = intAt(base_, "gradient_accumulation_steps", 1);
+  }
+  microBatches_->setValue(accumulation);
+  microBatchSize_->setValue(micro);
   virtualStages_->setValue(intAt(base_, "virtual_pipeline_model_parallel_size", 1));
   setChoice(zero_, std::to_string(intAt(base_, "zero_optimization.stage", 0)));
   bucket_->setValue(intAt(base_, "zero_optimization.reduce_bucket_size", 1));

@@ -276,21 +276,24 @@ class TestPlannerView : public QObject {
     nlohmann::json doc = defaultConfig();
     doc["train_iters"] = 4;
     doc["eval_interval"] = 0;
+    doc["train_micro_batch_size_per_gpu"] = 2;
+    doc["gradient_accumulation_steps"] = 4;
     window.setDocument(doc);
-    nlohmann::json next = doc;
-    next["data_parallel_size"] = 2;
-    next["train_micro_batch_size_per_gpu"] = 4;  // the global batch of 8 kept
-    window.setSwitchPlan({PlannedSwitch{1, parseTrainConfig(next),
-                                        "data_parallel_size=2,train_micro_batch_size_per_gpu=4"}});
+    // As --switch 1:data_parallel_size=2 plans it: the accumulation halves to keep the batch.
+    window.setSwitchPlan(planSwitches({"1:data_parallel_size=2"}, parseTrainConfig(doc), 0));
     QSignalSpy ended(&window, &ui::WorkbenchWindow::sessionEnded);
     window.start();
     QVERIFY2(ended.wait(120000), qPrintable(window.statusText()));
     QCOMPARE(window.charts()->switchCount(), 1);
-    QVERIFY(window.panel()->config().has_value());
+    QVERIFY2(window.panel()->config().has_value(), qPrintable(window.panel()->message()));
     QCOMPARE(window.panel()->config()->parallel.data, 2);
-    auto* data =
-        qobject_cast<QSpinBox*>(window.panel()->field(QStringLiteral("data_parallel_size")));
-    QCOMPARE(data->value(), 2);
+    QCOMPARE(window.panel()->config()->gradientAccumulation, 2);
+    auto field = [&](const char* key) {
+      return qobject_cast<QSpinBox*>(window.panel()->field(QString::fromLatin1(key)))->value();
+    };
+    QCOMPARE(field("data_parallel_size"), 2);
+    QCOMPARE(field("gradient_accumulation_steps"), 2);
+    QCOMPARE(field("train_micro_batch_size_per_gpu"), 2);
   }
 };
 

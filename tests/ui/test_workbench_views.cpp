@@ -125,6 +125,28 @@ void TestWorkbenchViews::chartsDrawOnRefresh() {
   const QList<QRectF> labels = charts.switchLabelBoxes(LiveCharts::Loss);
   QCOMPARE(labels.size(), 2);
   QVERIFY(!labels[0].intersects(labels[1]));
+  // A label wider than the plot is shortened to fit inside it, not cut off at the chart's edge.
+  const QString wide =
+      QStringLiteral("D2 T2 ZeRO-3 \u2192 ") + QString(QStringLiteral("D4 ")).repeated(200);
+  charts.addStep(4, 4.4, 1100, 0.3, 0.25, 1);
+  charts.addStep(5, 4.3, 1100, 0.3, 0.25, 1);
+  charts.addSwitch(5, wide);
+  charts.resize(900, 600);
+  charts.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&charts));
+  QCoreApplication::processEvents();  // the charts lay out their plots at the new size
+  charts.refresh();
+  const QChart* chart = charts.view(LiveCharts::Loss)->chart();
+  const QRectF plot = chart->mapRectToScene(chart->plotArea());
+  const QRectF box = charts.switchLabelBoxes(LiveCharts::Loss).at(2);
+  QVERIFY(plot.width() > 100);
+  QVERIFY2(
+      box.width() > plot.width() / 2 && box.left() >= plot.left() && box.right() <= plot.right(),
+      qPrintable(QStringLiteral("label %1..%2, plot %3..%4")
+                     .arg(box.left())
+                     .arg(box.right())
+                     .arg(plot.left())
+                     .arg(plot.right())));
   charts.clear();
   QVERIFY(!charts.stale());
   QCOMPARE(charts.pointCount(LiveCharts::Loss), 0);
