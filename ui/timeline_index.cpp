@@ -509,7 +509,10 @@ void TimelineIndex::add(const Event& e) {
     return;
   }
   SpanRef ref;
-  if (e.startNs < lane.lastStartNs) {
+  // Late: it starts before the latest span placed, or with it but ends after it (its parent,
+  // which a whole build places first).
+  if (e.startNs < lane.lastStartNs ||
+      (e.startNs == lane.lastStartNs && !lane.openEnds.empty() && e.endNs > lane.openEnds.back())) {
     ordered_ = false;
     ref = insertLate(laneNo, rec);
   } else {
@@ -527,6 +530,7 @@ void TimelineIndex::add(const Event& e) {
            static_cast<std::uint32_t>(lane.levels[depth].size() - 1)};
   }
   if (e.correlation != 0) {
+    lanes_[laneNo].flowEnds = true;
     const bool source = (e.flags & parascope::trace::flag::kFlowSource) != 0;
     if (deferFlows_) {
       flowEnds_.push_back({e.correlation, ref, source});
@@ -547,34 +551,123 @@ void TimelineIndex::insertByStart(std::vector<SpanRec>& v, const SpanRec& rec) {
 }
 
 // A span that starts before what its lane already holds (a recorder that emits parents after
-// their children, or a late batch): it goes into the first level where it overlaps nothing,
-// keeping every level sorted and non-overlapping, and references to later spans of that level
-// move up by one.
+// their children, or a late batch). Where it encloses what it overlaps, it is those spans'
+// parent: it takes their level and they move one level down with everything under them, so the
+// lane nests as a whole build would have nested it. Otherwise it goes into the first level where
+// it overlaps nothing. Levels stay sorted and disjoint, and references to moved spans follow.
 SpanRef TimelineIndex::insertLate(std::uint32_t laneNo, const SpanRec& rec) {
   Lane& lane = lanes_[laneNo];
-  for (std::uint32_t d = 0; d < lane.levels.size(); ++d) {
-    auto& level = lane.levels[d];
-    auto at = std::upper_bound(level.begin(), level.end(), rec.startNs,
-                               [](std::int64_t t, const SpanRec& s) { return t < s.startNs; });
-    const bool fits = (at == level.begin() || std::prev(at)->endNs <= rec.startNs) &&
-                      (at == level.end() || rec.endNs <= at->startNs);
-    if (!fits) continue;
-    const auto index = static_cast<std::uint32_t>(at - level.begin());
-    level.insert(at, rec);
-    updateBlocks(lane, d, index);
-    auto shift = [&](SpanRef& r) {
-      if (r.lane == laneNo && r.depth == d && r.index >= index) ++r.index;
-    };
+  auto firstAfter = [](const std::vector<SpanRec>& level, std::int64_t t) {
+    return static_cast<std::size_t>(
+        std::upper_bound(level.begin(), level.end(), t,
+                         [](std::int64_t x, const SpanRec& s) { return x < s.startNs; }) -
+        level.begin());
+  };
+  // The spans of a level overlapping rec: [from, to).
+  auto overlapping = [&](const std::vector<SpanRec>& level) {
+    std::size_t from = firstAfter(level, rec.startNs);
+    if (from > 0 && level[from - 1].endNs > rec.startNs) --from;
+    std::size_t to = from;
+    while (to < level.size() && level[to].startNs < rec.endNs) ++to;
+    return std::pair{from, to};
+  };
+  auto encloses = [&](const SpanRec& s) {
+    return rec.startNs <= s.startNs && s.endNs <= rec.endNs;
+  };
+  // Under every span that encloses it: the first level holding something it does not lie in.
+  std::uint32_t depth = 0;
+  while (depth < lane.levels.size()) {
+    const auto [from, to] = overlapping(lane.levels[depth]);
+    const std::vector<SpanRec>& level = lane.levels[depth];
+    if (to - from == 1 && level[from].startNs <= rec.startNs && rec.endNs <= level[from].endNs) {
+      ++depth;
+      continue;
+    }
+    break;
+  }
+  // Everything it overlaps from there down must lie inside it to become its children.
+  bool nests = depth < lane.levels.size();
+  for (std::uint32_t d = depth; nests && d < lane.levels.size(); ++d) {
+    const auto [from, to] = overlapping(lane.levels[d]);
+    for (std::size_t i = from; i < to; ++i) nests = nests && encloses(lane.levels[d][i]);
+  }
+  if (nests) {
+    const auto [from, to] = overlapping(lane.levels[depth]);
+    nests = from != to;  // with nothing to hold, it simply fits there
+  }
+  if (nests) {
+    // Deepest first, so that each level's range lands where the level below was emptied.
+    for (auto d = static_cast<std::uint32_t>(lane.levels.size()); d-- > depth;) {
+      const auto [from, to] = overlapping(lane.levels[d]);
+      if (from == to) continue;
+      if (d + 1 == lane.levels.size()) {
+        lane.levels.emplace_back();
+        lane.blocks.emplace_back();
+      }
+      std::vector<SpanRec>& source = lane.levels[d];
+      std::vector<SpanRec>& target = lane.levels[d + 1];
+      const std::size_t at = firstAfter(target, source[from].startNs);
+      const std::size_t moved = to - from;
+      target.insert(target.begin() + static_cast<std::ptrdiff_t>(at),
+                    source.begin() + static_cast<std::ptrdiff_t>(from),
+                    source.begin() + static_cast<std::ptrdiff_t>(to));
+      source.erase(source.begin() + static_cast<std::ptrdiff_t>(from),
+                   source.begin() + static_cast<std::ptrdiff_t>(to));
+      updateBlocks(lane, d, from);
+      updateBlocks(lane, d + 1, at);
+      auto remap = [&](SpanRef& r) {
+        if (r.lane != laneNo) return;
+        if (r.depth == d + 1 && r.index >= at) {
+          r.index += static_cast<std::uint32_t>(moved);
+        } else if (r.depth == d && r.index >= to) {
+          r.index -= static_cast<std::uint32_t>(moved);
+        } else if (r.depth == d && r.index >= from) {
+          r.depth = d + 1;
+          r.index = static_cast<std::uint32_t>(at + (r.index - from));
+        }
+      };
+      if (lane.flowEnds) {
+        for (Flow& f : flows_) {
+          remap(f.from);
+          remap(f.to);
+        }
+        flowMatcher_->forEachRef(remap);
+      }
+    }
+  } else {
+    // It overlaps part of something: the first level where it fits.
+    for (depth = 0; depth < lane.levels.size(); ++depth) {
+      const auto [from, to] = overlapping(lane.levels[depth]);
+      if (from == to) break;
+    }
+  }
+  if (depth == lane.levels.size()) {
+    lane.levels.emplace_back();
+    lane.blocks.emplace_back();
+  }
+  auto& level = lane.levels[depth];
+  const auto index = static_cast<std::uint32_t>(firstAfter(level, rec.startNs));
+  level.insert(level.begin() + index, rec);
+  updateBlocks(lane, depth, index);
+  auto shift = [&](SpanRef& r) {
+    if (r.lane == laneNo && r.depth == depth && r.index >= index) ++r.index;
+  };
+  if (lane.flowEnds) {
     for (Flow& f : flows_) {
       shift(f.from);
       shift(f.to);
     }
     flowMatcher_->forEachRef(shift);
-    return {laneNo, d, index};
   }
-  lane.levels.push_back({rec});
-  lane.blocks.emplace_back();
-  return {laneNo, static_cast<std::uint32_t>(lane.levels.size() - 1), 0};
+  // The nesting stack of the latest span placed: the spans holding its start, level by level
+  // (rec among them when it became a parent).
+  lane.openEnds.clear();
+  for (const auto& l : lane.levels) {
+    const std::size_t last = firstAfter(l, lane.lastStartNs);
+    if (last == 0 || l[last - 1].endNs <= lane.lastStartNs) break;
+    lane.openEnds.push_back(l[last - 1].endNs);
+  }
+  return {laneNo, depth, index};
 }
 
 // Summarises the blocks from the one holding span `from` onwards: a block that just filled, or

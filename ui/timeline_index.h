@@ -70,6 +70,7 @@ struct Lane {
   std::vector<std::int64_t> openEnds;    // end of the span open at each depth (building)
   std::int64_t endNs = 0;                // latest end seen
   std::int64_t lastStartNs = INT64_MIN;  // latest start placed by the nesting stack
+  bool flowEnds = false;  // holds a span with a correlation id: a moved span's flows follow it
 };
 
 struct CounterPoint {

@@ -333,6 +333,25 @@ void TestTimelineIndex::lateEventsArePlacedNotLost() {
   std::size_t expectedSpans = 0;
   for (const Event& e : trace.events) expectedSpans += e.kind == EventKind::Span;
   QCOMPARE(spans, expectedSpans);
+  // Parents arriving after their children still nest above them: every level holds exactly
+  // the spans of the whole build's (an instruction above its kernels, from step to step).
+  QCOMPARE(index.lanes().size(), whole.lanes().size());
+  for (const Lane& a : whole.lanes()) {
+    // Lanes come in the order their first events did.
+    const auto same = std::find_if(index.lanes().begin(), index.lanes().end(), [&](const Lane& l) {
+      return l.rank == a.rank && l.laneId == a.laneId;
+    });
+    QVERIFY(same != index.lanes().end());
+    const Lane& b = *same;
+    QCOMPARE(b.levels.size(), a.levels.size());
+    for (std::size_t d = 0; d < a.levels.size(); ++d) {
+      QCOMPARE(b.levels[d].size(), a.levels[d].size());
+      QVERIFY(b.blocks[d] == a.blocks[d]);
+      for (std::size_t i = 0; i < a.levels[d].size(); ++i)
+        QVERIFY(sameEvent(index.eventOf(b, b.levels[d][i], EventKind::Span),
+                          whole.eventOf(a, a.levels[d][i], EventKind::Span)));
+    }
+  }
 }
 
 void TestTimelineIndex::rebuildsEveryEvent() {
