@@ -269,6 +269,40 @@ class TestPlannerView : public QObject {
              qPrintable(window.statusText()));
   }
 
+  // While a session runs, Apply is a live switch of it: the run goes on under the candidate.
+  void applyDuringARunSwitchesLive() {
+    ui::WorkbenchWindow window;
+    nlohmann::json doc = defaultConfig();
+    doc["train_iters"] = 400;
+    doc["eval_interval"] = 0;
+    doc["train_micro_batch_size_per_gpu"] = 2;
+    doc["gradient_accumulation_steps"] = 4;
+    window.setDocument(doc);
+    PlannerView* view = window.plannerView();
+    view->modelChoice()->setCurrentIndex(view->modelChoice()->findData(QString()));
+    view->systemChoice()->setCurrentIndex(
+        view->systemChoice()->findData(QStringLiteral("a100-80gb")));
+    view->gpuCount()->setValue(2);
+    QVERIFY(!planAndWait(*view));
+    window.start();
+    QTRY_VERIFY_WITH_TIMEOUT(window.stepsSeen() >= 1, 60000);
+    view->table()->selectRow(0);
+    const PlanEstimate chosen = view->candidates()->plan(
+        view->filtered()->mapToSource(view->table()->currentIndex()).row());
+    QCOMPARE(chosen.config.parallel.worldSize(), 2);
+    QVERIFY(view->applyButton()->isEnabled());
+    QTest::mouseClick(view->applyButton(), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(window.charts()->switchCount(), 1, 60000);
+    QCOMPARE(window.worldSize(), 2);
+    QSignalSpy ended(&window, &ui::WorkbenchWindow::sessionEnded);
+    window.stop();
+    QVERIFY(ended.wait(60000));
+    QVERIFY2(window.errorText().isEmpty(), qPrintable(window.errorText()));
+    QVERIFY(window.panel()->config().has_value());
+    QCOMPARE(nlohmann::json(planStrategyKeys(*window.panel()->config())),
+             nlohmann::json(planStrategyKeys(chosen.config)));
+  }
+
   // A switch the panel did not ask for (a planned --switch, as the Planner's Apply is one the
   // panel asks for) leaves the panel showing what runs, not the strategy before it.
   void panelFollowsAPlannedSwitch() {
