@@ -356,15 +356,15 @@ void PlannerView::showSelected() {
   const TrainConfig& c = p.config;
   const SystemDescription& system = shown_.system;
   detail_->setText(tr("%1, micro-batch %2, %3 micro-batches per step\n"
-                      "Step %4 on the busiest rank: kernels %5, tensor-parallel communication %6, "
-                      "pipeline bubble %7, optimizer step and exposed data-parallel "
-                      "communication %8.\n"
-                      "Limited by %9.")
+                      "Step %4 on the busiest rank: kernels %5, %6 %7, pipeline bubble %8, "
+                      "optimizer step and exposed data-parallel communication %9.\n"
+                      "Limited by %10.")
                        .arg(QString::fromStdString(describeStrategy(c)))
                        .arg(c.microBatch)
                        .arg(c.gradientAccumulation)
                        .arg(seconds(p.stepSeconds), seconds(p.kernelSeconds),
-                            seconds(p.tensorCommSeconds), seconds(p.bubbleSeconds),
+                            QString::fromStdString(layerCommunicationName(c.parallel)),
+                            seconds(p.layerCommSeconds), seconds(p.bubbleSeconds),
                             seconds(p.otherSeconds), QString::fromStdString(planLimit(p, system))));
   memory_->setRowCount(0);
   auto addRow = [&](const QString& name, double bytes) {
@@ -432,9 +432,17 @@ void PlannerView::updateApply() {
     why = tr("Select a candidate");
   } else if (!shownPanelModel_) {
     why = tr("Only a plan of the strategy panel's model can run here");
-  } else if (candidates_->plan(filtered_->mapToSource(current).row()).config.parallel.worldSize() >
-             kMaxThreadRanks) {
-    why = tr("This machine runs at most %1 ranks").arg(kMaxThreadRanks);
+  } else {
+    const TrainConfig& c = candidates_->plan(filtered_->mapToSource(current).row()).config;
+    if (c.parallel.worldSize() > kMaxThreadRanks) {
+      why = tr("This machine runs at most %1 ranks").arg(kMaxThreadRanks);
+    } else {
+      try {
+        checkTrainable(c);
+      } catch (const UserError& e) {
+        why = QString::fromStdString(e.what());
+      }
+    }
   }
   apply_->setEnabled(why.isEmpty());
   apply_->setToolTip(why.isEmpty() ? tr("Set this strategy in the strategy panel and apply it: "

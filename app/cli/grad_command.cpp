@@ -69,7 +69,7 @@ void runGrad(const GradOptions& o) {
                     std::string(config.model.kind->name()) + "\"");
   }
   // One rank, no data set: the model, its gradients and one micro-batch's activations.
-  config.model.kind->checkTrainable(config.model);
+  checkTrainable(config);
   checkMemory(estimateMemory(config, 0, 1), availableMemoryBytes());
   kernels::setBlasThreads(1);
   const GptConfig& g = config.model.gpt;

@@ -114,8 +114,8 @@ void runSimulate(const SimulateOptions& o) {
   int world = 0;
   if (named && !named->device.sharesCores()) {
     long ranks = 1;
-    for (const char* key :
-         {"tensor_model_parallel_size", "pipeline_model_parallel_size", "data_parallel_size"}) {
+    for (const char* key : {"tensor_model_parallel_size", "context_parallel_size",
+                            "pipeline_model_parallel_size", "data_parallel_size"}) {
       const nlohmann::json v = configValue(doc, key);
       if (v.is_number_integer() && v.get<long>() >= 1) ranks *= v.get<long>();
     }

@@ -94,7 +94,37 @@ void resolveBatch(JsonReader& r, TrainConfig& c) {
   c.globalBatch = static_cast<int>(global);
 }
 
+// Context parallelism splits each sequence into 2 x cp chunks and gives a rank the i-th and the
+// (2 cp - 1 - i)-th, so that causal attention's work is the same on every rank (Megatron's load
+// balancing); under sequence parallelism a rank's tokens split again over the tensor group.
+void validateContextParallel(const TrainConfig& c) {
+  const int cp = c.parallel.context;
+  if (!c.model.kind->splitsLayers())
+    throw UserError("config: context_parallel_size (" + std::to_string(cp) +
+                    ") > 1 needs model.type " + layerSplittingKinds() + "; valid for \"" +
+                    std::string(c.model.kind->name()) + "\": 1");
+  const int T = c.model.gpt.contextLength;
+  if (T % (2 * cp) != 0)
+    throw UserError("config: model.context_length (" + std::to_string(T) +
+                    ") must be divisible by 2 x context_parallel_size (" + std::to_string(2 * cp) +
+                    "): each rank holds two chunks of every sequence, one from each end");
+  if (c.parallel.sequenceParallel && (T / cp) % c.parallel.tensor != 0)
+    throw UserError(
+        "config: with sequence_parallel, model.context_length / "
+        "context_parallel_size (" +
+        std::to_string(T / cp) + ") must be divisible by tensor_model_parallel_size (" +
+        std::to_string(c.parallel.tensor) + ")");
+}
+
 }  // namespace
+
+void checkTrainable(const TrainConfig& c) {
+  if (c.parallel.context > 1)
+    throw UserError("config: context_parallel_size = " + std::to_string(c.parallel.context) +
+                    " (context parallelism) is modeled by the planner (parascope-cli plan and "
+                    "simulate) but not trained by this engine; valid for training: unset, or 1");
+  c.model.kind->checkTrainable(c.model);
+}
 
 TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
   TrainConfig c;
@@ -118,13 +148,13 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
   automatic.finish();
   c.parallel = parseStrategy(r, worldSize);
   if (worldSize == 0 && c.parallel.worldSize() > kMaxThreadRanks) {
-    throw UserError(
-        "config: tensor_model_parallel_size x data_parallel_size x "
-        "pipeline_model_parallel_size = " +
-        std::to_string(c.parallel.worldSize()) + " ranks, more than the " +
-        std::to_string(kMaxThreadRanks) +
-        " in-process ranks the threads backend runs; valid: at most " +
-        std::to_string(kMaxThreadRanks) + ", or more processes under mpirun");
+    throw UserError(std::string("config: tensor_model_parallel_size x ") +
+                    (c.parallel.context > 1 ? "context_parallel_size x " : "") +
+                    "data_parallel_size x pipeline_model_parallel_size = " +
+                    std::to_string(c.parallel.worldSize()) + " ranks, more than the " +
+                    std::to_string(kMaxThreadRanks) +
+                    " in-process ranks the threads backend runs; valid: at most " +
+                    std::to_string(kMaxThreadRanks) + ", or more processes under mpirun");
   }
   if (c.parallel.tensor > 1) {
     if (!c.model.kind->splitsLayers())
@@ -133,6 +163,7 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
                       std::string(c.model.kind->name()) + "\": 1");
     validateTensorParallel(c.model.gpt, c.parallel.tensor, c.parallel.sequenceParallel);
   }
+  if (c.parallel.context > 1) validateContextParallel(c);
   resolveBatch(r, c);
   c.pipeline = parsePipelineSpec(r, j, c.parallel.pipeline);
   c.trainIters = static_cast<int>(r.integer("train_iters"));

@@ -76,6 +76,11 @@ inline constexpr int kMaxThreadRanks = 256;
 // decides how many ranks run.
 TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize = 0);
 
+// UserError naming the key for what the planner models but this engine does not train (context
+// parallelism, and the model kind's own: ModelKind::checkTrainable). Called before a run or a
+// switch builds anything.
+void checkTrainable(const TrainConfig& config);
+
 // Reads a config file under the JSON limits (core/common/bounded_json.h): a missing, oversized
 // or special file, a syntax error (with line and column), a duplicate key or a document that is
 // not an object is a UserError naming the file.

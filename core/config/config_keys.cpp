@@ -154,12 +154,17 @@ std::vector<ConfigKey> buildKeys() {
       strategy(derived(integer("data_parallel_size", nullptr, 1, kMaxDegree,
                                "data-parallel replicas (Megatron's name); the threads backend "
                                "runs at most 256 ranks in all"),
-                       "1 (threads); world / (tensor x pipeline) under mpirun"),
+                       "1 (threads); world / (tensor x context x pipeline) under mpirun"),
                [](const TrainConfig& c) { return json(c.parallel.data); }),
       strategy(integer("tensor_model_parallel_size", parallel.tensor, 1, kMaxDegree,
                        "tensor-parallel degree (GPT only): heads, MLP width and vocabulary split "
                        "Megatron-style, see `docs/tensor_parallel.md`"),
                [](const TrainConfig& c) { return json(c.parallel.tensor); }),
+      strategy(integer("context_parallel_size", parallel.context, 1, kMaxDegree,
+                       "context-parallel degree (GPT only): each sequence's tokens split over "
+                       "this many ranks, keys and values exchanged in attention (Megatron's "
+                       "`--context-parallel-size`). Planned, not trained by this engine"),
+               [](const TrainConfig& c) { return json(c.parallel.context); }),
       strategy(boolean("sequence_parallel", parallel.sequenceParallel,
                        "with `tensor_model_parallel_size` > 1: layernorms and residuals work on "
                        "1/t of the token rows (Megatron's `--sequence-parallel`)"),

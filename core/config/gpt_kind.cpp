@@ -91,7 +91,10 @@ class GptKind final : public ModelKind {
   // count each kernel's f32 reads and writes (layernorms, biases, softmax, gelu, residuals).
   std::vector<LayerWork> layerWork(const TrainConfig& c) const override {
     const GptConfig& g = c.model.gpt;
-    const double t = c.parallel.tensor, B = c.microBatch, T = g.contextLength;
+    // Under context parallelism a rank holds T of each sequence's `keys` tokens; its queries
+    // attend to every key.
+    const double t = c.parallel.tensor, B = c.microBatch, keys = g.contextLength;
+    const double T = keys / c.parallel.context;
     const double C = g.hiddenSize, F = static_cast<double>(g.ffnWidth()), V = g.vocabSize;
     // The fused QKV's and the MLP's first product's widths (grouped-query attention, SwiGLU).
     const double Q = static_cast<double>(g.qkvRows()), R = static_cast<double>(g.fcRows());
@@ -111,10 +114,10 @@ class GptKind final : public ModelKind {
     regionExit(embedding);
     work.push_back(embedding);
     LayerWork block;
-    const double scores = B * heads * T * T;
+    const double scores = B * heads * T * keys;
     block.gemms = {{N, Q / t, C},
-                   {T, T, hd, B * heads, false},
-                   {T, hd, T, B * heads, false},
+                   {T, keys, hd, B * heads, false},
+                   {T, hd, keys, B * heads, false},
                    {N, C, C / t},
                    {N, R / t, C},
                    {N, C, F / t}};
@@ -125,6 +128,9 @@ class GptKind final : public ModelKind {
                              4 * (N * Q / t + N * C / t + N * (2 * R + F) / t) + softmax;
     block.recomputedBytes = softmax;
     regionEntry(block);
+    // Ring attention: every rank's keys and values (Q - C wide: the fused product's part after
+    // the queries) pass each rank of the context group.
+    if (c.parallel.context > 1) block.collectives.push_back({enter, B * keys * (Q - C) / t, true});
     regionExit(block);
     regionEntry(block);
     regionExit(block);
@@ -184,7 +190,9 @@ class GptKind final : public ModelKind {
   // copies (N C) are transient and the stage boundary is R C.
   std::vector<LayerActivations> layerActivations(const TrainConfig& c) const override {
     const GptConfig& g = c.model.gpt;
-    const double t = c.parallel.tensor, B = c.microBatch, T = g.contextLength;
+    // A rank's T of each sequence's `keys` tokens, as in layerWork.
+    const double t = c.parallel.tensor, B = c.microBatch, keys = g.contextLength;
+    const double T = keys / c.parallel.context;
     const double C = g.hiddenSize, F = static_cast<double>(g.ffnWidth()), V = g.vocabSize;
     const double qkvWidth = static_cast<double>(g.qkvRows());
     const double fcWidth = static_cast<double>(g.fcRows());
@@ -208,7 +216,10 @@ class GptKind final : public ModelKind {
     // Kept: both layernorms, qkv, the attention probabilities and output, x2, fc and gelu.
     // Sequence parallelism adds the row-parallel products' full outputs until the forward ends.
     LayerActivations block;
-    const double heads = g.numHeads / t, probabilities = B * heads * T * T, core = N * C / t;
+    const double heads = g.numHeads / t, probabilities = B * heads * T * keys, core = N * C / t;
+    // Under context parallelism, every rank's keys and values, gathered for the attention core
+    // (transient), and in backward once more with their gradients.
+    const double ring = c.parallel.context > 1 ? B * keys * (qkvWidth - C) / t : 0;
     // fc: the first MLP product's output (both halves under SwiGLU); act: the activation's.
     const double qkv = N * qkvWidth / t, fc = N * fcWidth / t, act = N * F / t;
     const double kept = 2 * layernorm + qkv + probabilities + core + RC + fc + act;
@@ -216,13 +227,13 @@ class GptKind final : public ModelKind {
     const double dropped = selective ? probabilities + core : 0;
     block.output = RC;
     block.kept = kept - dropped;
-    block.forwardPeak = kept + RC + 2 * gathered;
+    block.forwardPeak = kept + RC + 2 * gathered + ring;
     block.inputGradient = RC;
     // The input half restores what selective recompute dropped, then allocates dfc, dln2 and
-    // dln1 in full rows, dx2 and dx, datty, dqkv and attention's T x T scratch; under sequence
+    // dln1 in full rows, dx2 and dx, datty, dqkv and attention's T x keys scratch; under sequence
     // parallelism also the gathered dy and dx2 and the scattered dln2 and dln1.
-    block.inputHalfPeak =
-        dropped + fc + 2 * NC + 2 * RC + core + qkv + T * T + (sp ? 2 * NC + 2 * RC : 0);
+    block.inputHalfPeak = dropped + fc + 2 * NC + 2 * RC + core + qkv + T * keys + 2 * ring +
+                          (sp ? 2 * NC + 2 * RC : 0);
     // It frees the probabilities, qkv, fc and its scratch; the weight half gets what its
     // products need: ln1, ln2, the attention output, x2, gelu, dfc, dqkv, dln2, dx2, dln1 (and
     // under sequence parallelism the gathered dy and dx2), and dy.

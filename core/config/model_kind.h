@@ -60,10 +60,13 @@ struct Gemm {
   double flops() const { return 2 * m * n * k * count; }
 };
 
-// A tensor-parallel collective a layer's forward issues (its backward issues the adjoint).
+// A collective a layer's forward issues: over the tensor group (its backward issues the
+// adjoint), or over the context group, the keys and values ring attention exchanges (its
+// backward exchanges them again and reduces their gradients: the op and its adjoint).
 struct LayerCollective {
   CommOp op = CommOp::AllReduce;
   double elements = 0;  // per rank, in the compute type's f32 (activations travel in f32)
+  bool context = false;
 };
 
 // What one layer does for one micro-batch on one tensor rank: the cost model's input

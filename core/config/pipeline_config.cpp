@@ -5,7 +5,6 @@
 #include <string>
 
 #include "core/common/error.h"
-#include "core/parallel/mesh.h"
 
 namespace parascope {
 
@@ -47,7 +46,8 @@ void resolvePipeline(TrainConfig& c) {
 
 std::vector<int> pipelineRankLayers(const TrainConfig& c, int worldRank) {
   const ParallelStrategy& s = c.parallel;
-  const int rank = meshCoordinates(worldRank, s.tensor, s.data).pipeline;
+  // The pipeline coordinate varies slowest (strategy.h), whatever the others.
+  const int rank = worldRank / s.ranksPerPipelineRank();
   if (c.pipeline.enabled) return rankLayers(c.pipeline.stages, s.pipeline, rank);
   std::vector<int> all(static_cast<std::size_t>(c.model.kind->layers(c.model).total()));
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);

@@ -21,20 +21,25 @@ std::string str(long v) {
 void parseDegrees(JsonReader& top, ParallelStrategy& s, int worldSize) {
   s.tensor = static_cast<int>(top.integer("tensor_model_parallel_size"));
   s.pipeline = static_cast<int>(top.integer("pipeline_model_parallel_size"));
+  s.context = static_cast<int>(top.integer("context_parallel_size"));
   const bool given = top.has("data_parallel_size");
-  const long model = static_cast<long>(s.tensor) * s.pipeline;
+  const long model = static_cast<long>(s.tensor) * s.context * s.pipeline;
+  // The context degree is named only where it is set: the messages of runs without it stay
+  // those of the three degrees the engine trains.
+  const std::string context =
+      s.context > 1 ? " x context_parallel_size (" + str(s.context) + ")" : "";
   if (worldSize > 0 && !given && worldSize % model != 0) {
-    throw UserError("config: tensor_model_parallel_size (" + str(s.tensor) +
-                    ") x pipeline_model_parallel_size (" + str(s.pipeline) +
+    throw UserError("config: tensor_model_parallel_size (" + str(s.tensor) + ")" + context +
+                    " x pipeline_model_parallel_size (" + str(s.pipeline) +
                     ") must divide the world of " + str(worldSize) + " ranks");
   }
   const long fallback = worldSize > 0 ? worldSize / model : 1;
   s.data = static_cast<int>(top.integer("data_parallel_size", fallback));
   if (worldSize > 0 && s.worldSize() != worldSize) {
-    throw UserError("config: tensor_model_parallel_size (" + str(s.tensor) +
-                    ") x data_parallel_size (" + str(s.data) +
-                    ") x pipeline_model_parallel_size (" + str(s.pipeline) +
-                    ") = " + str(s.worldSize()) + " must equal the world of " + str(worldSize) +
+    throw UserError("config: tensor_model_parallel_size (" + str(s.tensor) + ")" + context +
+                    " x data_parallel_size (" + str(s.data) + ") x pipeline_model_parallel_size (" +
+                    str(s.pipeline) + ") = " + str(s.worldSize()) + " must equal the world of " +
+                    str(worldSize) +
                     " ranks; valid: data_parallel_size = " + str(worldSize / model) + " or unset");
   }
   s.sequenceParallel = top.boolean("sequence_parallel");

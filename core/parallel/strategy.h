@@ -26,9 +26,12 @@ struct LossScaleSpec {     // DeepSpeed's fp16 block (core/train/loss_scaler.h)
 };
 
 struct ParallelStrategy {
-  int tensor = 1;                 // tensor_model_parallel_size
-  int pipeline = 1;               // pipeline_model_parallel_size
-  int data = 1;                   // data_parallel_size
+  int tensor = 1;    // tensor_model_parallel_size
+  int pipeline = 1;  // pipeline_model_parallel_size
+  int data = 1;      // data_parallel_size
+  // context_parallel_size: each sequence's tokens split over this many ranks, keys and values
+  // exchanged in the attention core (Megatron's ring attention). Planned, not trained.
+  int context = 1;
   bool sequenceParallel = false;  // sequence_parallel (Megatron's --sequence-parallel)
   int zeroStage = 0;
   // Gradient bucket capacity in elements (DeepSpeed's reduce_bucket_size counts elements);
@@ -40,7 +43,13 @@ struct ParallelStrategy {
   LossScaleSpec lossScale;
   RankBackend backend = RankBackend::Threads;
 
-  int worldSize() const { return tensor * pipeline * data; }
+  // World ranks are numbered tensor fastest, then context, data and pipeline (Megatron's order).
+  int worldSize() const { return tensor * context * data * pipeline; }
+  // The ranks that reduce one gradient and share ZeRO's shards: data x context, consecutive in
+  // steps of the tensor size (Megatron's data-parallel group with context parallelism).
+  int gradientGroup() const { return data * context; }
+  // The ranks of one pipeline stage: the stride between pipeline neighbours.
+  int ranksPerPipelineRank() const { return tensor * context * data; }
 };
 
 }  // namespace parascope

@@ -21,8 +21,12 @@ double storageBytes(DType compute) {
 
 void addProduct(ComputeFeatures& f, const Gemm& g, bool backward) {
   const double flops = g.flops();
+  const double perDimension = flops / std::max(1.0, std::min({g.m, g.n, g.k}));
   (backward ? f.backwardFlops : f.forwardFlops) += flops;
-  f.flopsOverDimension += flops / std::max(1.0, std::min({g.m, g.n, g.k}));
+  f.flopsOverDimension += perDimension;
+  if (g.weight) return;
+  (backward ? f.attentionBackwardFlops : f.attentionForwardFlops) += flops;
+  f.attentionFlopsOverDimension += perDimension;
 }
 
 // `scale`: the activation element's size over the 4 bytes LayerWork counts.
@@ -33,7 +37,7 @@ void addForward(ComputeFeatures& f, const LayerWork& w, bool attentionCoreOnly, 
   f.bytes += scale * (attentionCoreOnly ? w.recomputedBytes : w.elementwiseBytes);
   if (attentionCoreOnly) return;
   for (const LayerCollective& c : w.collectives)
-    f.collectives.push_back({c.op, 4 * scale * c.elements});
+    f.collectives.push_back({c.op, 4 * scale * c.elements, c.context});
 }
 
 }  // namespace
@@ -79,11 +83,16 @@ ComputeFeatures CostModel::features(const RankPlan& rank, const Instruction& in)
     }
     if (inputSide) f.bytes += 2 * scale * w.elementwiseBytes;
     for (const LayerCollective& c : w.collectives) {
-      // Input side: the adjoint of each forward collective. Weight side under sequence
-      // parallelism: the gathered inputs of the column-parallel products again.
-      if (inputSide) f.collectives.push_back({adjointOf(c.op), activationBytes_ * c.elements});
-      if (weightSide && !inputSide && sequenceParallel && c.op == CommOp::AllGather)
-        f.collectives.push_back({c.op, activationBytes_ * c.elements});
+      const double bytes = activationBytes_ * c.elements;
+      // Input side: the adjoint of each forward collective; ring attention's backward passes
+      // the keys and values round again besides reducing their gradients. Weight side under
+      // sequence parallelism: the gathered inputs of the column-parallel products again.
+      if (inputSide) {
+        if (c.context) f.collectives.push_back({c.op, bytes, true});
+        f.collectives.push_back({adjointOf(c.op), bytes, c.context});
+      }
+      if (weightSide && !inputSide && sequenceParallel && !c.context && c.op == CommOp::AllGather)
+        f.collectives.push_back({c.op, bytes});
     }
   }
   return f;
@@ -97,10 +106,23 @@ double kernelSeconds(const DeviceDescription& d, DType compute, const ComputeFea
 }
 
 double CostModel::computeSeconds(const ComputeFeatures& f) const {
-  double seconds = kernelSeconds(system_.device, plan_.config.parallel.compute, f);
-  // The tensor group is consecutive world ranks.
-  for (const ComputeFeatures::Collective& c : f.collectives)
-    seconds += collectiveSeconds(c.op, c.bytes, plan_.config.parallel.tensor, 1);
+  const ParallelStrategy& s = plan_.config.parallel;
+  double seconds = kernelSeconds(system_.device, s.compute, f);
+  // The tensor group is consecutive world ranks; the context group's are the tensor size apart.
+  double ring = 0;
+  for (const ComputeFeatures::Collective& c : f.collectives) {
+    if (c.context)
+      ring += collectiveSeconds(c.op, c.bytes, s.context, s.tensor);
+    else
+      seconds += collectiveSeconds(c.op, c.bytes, s.tensor, 1);
+  }
+  if (ring > 0) {
+    const MatmulRate& m = system_.device.matmul(s.compute);
+    const double core = f.attentionForwardFlops / m.peakFlops +
+                        f.attentionBackwardFlops / m.backwardPeakFlops +
+                        f.attentionFlopsOverDimension * m.halfDimension / m.peakFlops;
+    seconds += std::max(0.0, ring - core);
+  }
   return seconds;
 }
 
@@ -111,7 +133,7 @@ double CostModel::computeSeconds(const RankPlan& rank, const Instruction& in) co
 double CostModel::transferSeconds() const {
   const ParallelStrategy& s = plan_.config.parallel;
   return collectiveSeconds(CommOp::Send, activationBytes_ * plan_.boundaryElements, 2,
-                           s.tensor * s.data);
+                           s.ranksPerPipelineRank());
 }
 
 IssuedCollective CostModel::dataParallel(const RankPlan& rank, const Instruction& in) const {
@@ -128,30 +150,32 @@ IssuedCollective CostModel::dataParallel(const RankPlan& rank, const Instruction
     c.bytes = static_cast<double>(rank.bucketElements.at(static_cast<std::size_t>(in.bucket))) *
               static_cast<double>(dtypeSize(s.gradComm));
   }
-  c.seconds = collectiveSeconds(c.op, c.bytes, s.data, s.tensor);
+  c.seconds = collectiveSeconds(c.op, c.bytes, s.gradientGroup(), s.tensor);
   return c;
 }
 
 double CostModel::optimizerSeconds(const RankPlan& rank) const {
   const ParallelStrategy& s = plan_.config.parallel;
   const double stored = storageBytes(s.compute);
-  const double updated = s.zeroStage >= 1 ? static_cast<double>(rank.flatElements) / s.data
+  const int group = s.gradientGroup();
+  const double updated = s.zeroStage >= 1 ? static_cast<double>(rank.flatElements) / group
                                           : static_cast<double>(rank.parameterElements);
   // AdamW reads the parameter (or its f32 master), the gradient and both moments and writes
   // them back: 28 bytes per element, as the optimizer's bandwidth is measured.
   double seconds = updated * 28 / system_.device.optimizerBandwidth;
   if (s.zeroStage == 1 || s.zeroStage == 2)
     seconds += collectiveSeconds(CommOp::AllGather, static_cast<double>(rank.flatElements) * stored,
-                                 s.data, s.tensor);
+                                 group, s.tensor);
+  const int pipelineStride = s.ranksPerPipelineRank();
   if (rank.tiedEmbeddingElements > 0) {
     const double bytes = static_cast<double>(rank.tiedEmbeddingElements) * stored;
-    seconds += collectiveSeconds(CommOp::Send, bytes, 2, s.tensor * s.data);
-    if (s.zeroStage >= 2) seconds += collectiveSeconds(CommOp::AllReduce, bytes, s.data, s.tensor);
+    seconds += collectiveSeconds(CommOp::Send, bytes, 2, pipelineStride);
+    if (s.zeroStage >= 2) seconds += collectiveSeconds(CommOp::AllReduce, bytes, group, s.tensor);
   }
   // The gradient norm's and the overflow check's sums: one value each over the groups.
-  seconds += collectiveSeconds(CommOp::AllReduce, 8, s.data, s.tensor) +
+  seconds += collectiveSeconds(CommOp::AllReduce, 8, group, s.tensor) +
              collectiveSeconds(CommOp::AllReduce, 8, s.tensor, 1) +
-             collectiveSeconds(CommOp::AllReduce, 8, s.pipeline, s.tensor * s.data);
+             collectiveSeconds(CommOp::AllReduce, 8, s.pipeline, pipelineStride);
   return seconds;
 }
 

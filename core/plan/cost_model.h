@@ -24,10 +24,14 @@ struct ComputeFeatures {
   // Weight elements cast between the 16-bit stored values and f32 (widened for a pass, gradients
   // rounded back): mixed precision's per-pass cost; fp32 descriptions price it at 0.
   double castElements = 0;
+  // Of the products above, the attention core's: what the context group's exchange hides
+  // behind (ring attention overlaps each step's transfer with a block's products).
+  double attentionForwardFlops = 0, attentionBackwardFlops = 0, attentionFlopsOverDimension = 0;
   double flops() const { return forwardFlops + backwardFlops; }
   struct Collective {
     CommOp op;
-    double bytes;  // message size (nccl-tests), over the tensor group
+    double bytes;          // message size (nccl-tests)
+    bool context = false;  // over the context group, else the tensor group
   };
   std::vector<Collective> collectives;
 };
@@ -51,7 +55,8 @@ class CostModel {
   ComputeFeatures features(const RankPlan& rank, const Instruction& in) const;
   // The simulator asks through the four virtual members, which tests replace with the unit
   // durations of the schedules' papers.
-  // Seconds of a compute instruction alone on a core (or device), collectives included.
+  // Seconds of a compute instruction alone on a core (or device), collectives included: the
+  // tensor group's in full, the context group's where they outlast the attention core's products.
   virtual double computeSeconds(const RankPlan& rank, const Instruction& in) const;
   double computeSeconds(const ComputeFeatures& f) const;
   // From a send to its message being there (SendActivation / SendGrad: the stage boundary).

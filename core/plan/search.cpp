@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <thread>
 #include <tuple>
@@ -32,6 +34,7 @@ constexpr int kMaxTop = 1000;
 
 const char* const kData = "data_parallel_size";
 const char* const kTensor = "tensor_model_parallel_size";
+const char* const kContext = "context_parallel_size";
 const char* const kSequence = "sequence_parallel";
 const char* const kPipeline = "pipeline_model_parallel_size";
 const char* const kSchedule = "pipeline_schedule";
@@ -143,24 +146,25 @@ std::vector<LayerRange> stagesOf(const TrainConfig& c, std::size_t layers) {
   return {{0, static_cast<int>(layers)}};
 }
 
-// The seconds no strategy of this shape can beat, priced as the cost model prices each layer
-// (tensor-parallel collectives included; casts and per-instruction costs left out, they only
-// add). Rank r starts with its first stage's forward of the first micro-batch, after the
-// stages before it ran theirs, then computes every micro-batch of its stages; unless backward
-// passes split, its last backward then runs down the stages before it. Its slowest possible
-// span, then the optimizer's own update of its share and the step's overhead.
-double stepLowerBound(const TrainConfig& c, const SystemDescription& system, double parameters,
-                      const ScheduleFacts& facts) {
-  const std::vector<LayerWork> layers = c.model.kind->layerWork(c);
+// Per layer, the seconds no strategy can beat on its parts, priced as the cost model prices
+// each layer (tensor-parallel collectives included; casts and per-instruction costs left out,
+// they only add): the forward's products, the attention core's (what selective recompute runs
+// again), backward's input- and weight-side products, the element-wise kernels, the tensor
+// group's collectives and what selective recompute's element-wise kernels add. They depend on
+// the degrees and the micro-batch, not on the schedule, recompute or ZeRO stage, so variants
+// share them.
+struct LayerBounds {
+  std::vector<double> forward, attention, input, weight, bytes, collectives, recomputedBytes;
+};
+
+LayerBounds layerBounds(const TrainConfig& c, const SystemDescription& system) {
   const DeviceDescription& d = system.device;
   const MatmulRate& rate = d.matmul(c.parallel.compute);
   const double scale = activationElementBytes(d, c.parallel.compute) / 4;
-  const Recompute recompute = c.pipeline.recompute;
-  const int t = c.parallel.tensor, p = c.parallel.pipeline;
+  const int t = c.parallel.tensor;
   const LinkClass link = linkClassOf(system, c.parallel.backend, t, 1);
-  // Per layer: forward, and backward's input side (recompute included) and whole.
-  std::vector<double> forwards, inputSides, backwards;
-  for (const LayerWork& w : layers) {
+  LayerBounds out;
+  for (const LayerWork& w : c.model.kind->layerWork(c)) {
     double forward = 0, attention = 0, input = 0, weight = 0;
     for (const Gemm& g : w.gemms) {
       const double perDimension = g.flops() / std::max(1.0, std::min({g.m, g.n, g.k}));
@@ -172,22 +176,72 @@ double stepLowerBound(const TrainConfig& c, const SystemDescription& system, dou
       input += g.weight ? b : 2 * b;
       weight += g.weight ? b : 0;
     }
+    // The context group's exchange may hide entirely behind the attention core: no bound.
     double collectives = 0;
     for (const LayerCollective& col : w.collectives)
-      collectives += linkSeconds(system, link, col.op, 4 * scale * col.elements, t, 1);
-    const double bytes = scale * w.elementwiseBytes / d.elementwiseBandwidth;
-    input += 2 * bytes + collectives;
-    if (recompute == Recompute::Full) input += forward + bytes + collectives;
-    if (recompute == Recompute::Selective)
-      input += attention + scale * w.recomputedBytes / d.elementwiseBandwidth;
-    forwards.push_back(forward + bytes + collectives);
-    inputSides.push_back(input);
-    backwards.push_back(input + weight);
+      if (!col.context)
+        collectives += linkSeconds(system, link, col.op, 4 * scale * col.elements, t, 1);
+    out.forward.push_back(forward);
+    out.attention.push_back(attention);
+    out.input.push_back(input);
+    out.weight.push_back(weight);
+    out.bytes.push_back(scale * w.elementwiseBytes / d.elementwiseBandwidth);
+    out.collectives.push_back(collectives);
+    out.recomputedBytes.push_back(scale * w.recomputedBytes / d.elementwiseBandwidth);
   }
-  const std::vector<LayerRange> stages = stagesOf(c, layers.size());
+  return out;
+}
+
+// LayerBounds per (tensor, context, sequence parallelism, micro-batch): the search's other keys
+// (and the model, the precision and the backend, which it keeps) leave them as they are.
+class LayerBoundsCache {
+ public:
+  explicit LayerBoundsCache(const SystemDescription& system) : system_(system) {}
+
+  std::shared_ptr<const LayerBounds> get(const TrainConfig& c) {
+    const ParallelStrategy& s = c.parallel;
+    const auto key = std::make_tuple(s.tensor, s.context, s.sequenceParallel, c.microBatch);
+    {
+      const std::lock_guard guard(lock_);
+      if (const auto it = bounds_.find(key); it != bounds_.end()) return it->second;
+    }
+    auto bounds = std::make_shared<const LayerBounds>(layerBounds(c, system_));
+    const std::lock_guard guard(lock_);
+    return bounds_.emplace(key, std::move(bounds)).first->second;
+  }
+
+ private:
+  const SystemDescription& system_;
+  std::mutex lock_;
+  std::map<std::tuple<int, int, bool, int>, std::shared_ptr<const LayerBounds>> bounds_;
+};
+
+// The seconds no strategy of this shape can beat, from its layers' bounds. Rank r starts with
+// its first stage's forward of the first micro-batch, after the stages before it ran theirs,
+// then computes every micro-batch of its stages; unless backward passes split, its last
+// backward then runs down the stages before it. Its slowest possible span, then the optimizer's
+// own update of its share and the step's overhead.
+double stepLowerBound(const TrainConfig& c, const SystemDescription& system, double parameters,
+                      const ScheduleFacts& facts, const LayerBounds& l) {
+  const DeviceDescription& d = system.device;
+  const Recompute recompute = c.pipeline.recompute;
+  const int t = c.parallel.tensor, p = c.parallel.pipeline;
+  const std::size_t count = l.forward.size();
+  // Per layer: forward, and backward's input side (recompute included) and whole.
+  std::vector<double> forwards(count), inputSides(count), backwards(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const double forward = l.forward[i] + l.bytes[i] + l.collectives[i];
+    double input = l.input[i] + 2 * l.bytes[i] + l.collectives[i];
+    if (recompute == Recompute::Full) input += forward;
+    if (recompute == Recompute::Selective) input += l.attention[i] + l.recomputedBytes[i];
+    forwards[i] = forward;
+    inputSides[i] = input;
+    backwards[i] = input + l.weight[i];
+  }
+  const std::vector<LayerRange> stages = stagesOf(c, count);
   auto sum = [](const std::vector<double>& v, const LayerRange& s) {
     double x = 0;
-    for (int l = s.begin; l < s.end; ++l) x += v[static_cast<std::size_t>(l)];
+    for (int i = s.begin; i < s.end; ++i) x += v[static_cast<std::size_t>(i)];
     return x;
   };
   double span = 0, head = 0, tail = 0;
@@ -202,18 +256,18 @@ double stepLowerBound(const TrainConfig& c, const SystemDescription& system, dou
     tail += sum(inputSides, stages[static_cast<std::size_t>(rank)]);
   }
   // On a CPU the ranks' threads share the cores, which do everyone's work (each pipeline rank's
-  // for its tensor and data ranks) in no less than all of it over their count.
+  // for its tensor, context and data ranks) in no less than all of it over their count.
   if (d.sharesCores()) {
     double work = 0;
-    for (std::size_t l = 0; l < layers.size(); ++l) work += forwards[l] + backwards[l];
-    work *= c.gradientAccumulation * c.parallel.tensor * c.parallel.data;
+    for (std::size_t i = 0; i < count; ++i) work += forwards[i] + backwards[i];
+    work *= c.gradientAccumulation * c.parallel.ranksPerPipelineRank();
     span = std::max(span, work / d.cores);
   }
   // Every optimizer step starts after the pipeline span; the rank holding the most parameters
   // (at least the mean) then updates its share.
   const ParallelStrategy& st = c.parallel;
   const double updated =
-      parameters / (static_cast<double>(t) * p) / (st.zeroStage >= 1 ? st.data : 1);
+      parameters / (static_cast<double>(t) * p) / (st.zeroStage >= 1 ? st.gradientGroup() : 1);
   return span + updated * 28 / d.optimizerBandwidth + system.stepOverhead;
 }
 
@@ -251,14 +305,14 @@ PlanEstimate estimateStep(const TrainConfig& c, const SystemDescription& system,
     e.bubbleFraction +=
         sim.idleFraction(static_cast<int>(q)) / static_cast<double>(plan.ranks.size());
   }
-  // Each pipeline rank's program runs on its tensor x data ranks, a tensor rank's share each.
-  e.hardwareFlopsPerGpu = hardware * s.tensor * s.data / sim.stepSeconds / gpus;
+  // Each pipeline rank's program runs on its tensor x context x data ranks, a share each.
+  e.hardwareFlopsPerGpu = hardware * s.ranksPerPipelineRank() / sim.stepSeconds / gpus;
   e.mfu = e.modelFlopsPerGpu / system.device.matmul(s.compute).peakFlops;
   const double busy = sim.ranks[busiest].busy;
   // On a CPU, busy time is stretched by sharing the cores; split it as the unstretched parts.
   const double share = kernels + collectives > 0 ? busy / (kernels + collectives) : 0;
   e.kernelSeconds = kernels * share;
-  e.tensorCommSeconds = collectives * share;
+  e.layerCommSeconds = collectives * share;
   e.bubbleSeconds = sim.pipelineSeconds - busy;
   e.otherSeconds = sim.stepSeconds - sim.pipelineSeconds;
   return e;
@@ -272,7 +326,7 @@ double modelStateLowerBound(const TrainConfig& c, double parameters) {
   const ParallelStrategy& s = c.parallel;
   const double perRank = parameters / (static_cast<double>(s.tensor) * s.pipeline);
   const double stored = static_cast<double>(dtypeSize(s.compute));
-  const double d = s.data;
+  const double d = s.gradientGroup();
   const double values = s.zeroStage >= 3 ? stored / d : stored;
   const double gradients = s.zeroStage >= 2 ? stored / d : stored;
   const double optimizer = (s.compute == DType::F32 ? 8.0 : 12.0) / (s.zeroStage >= 1 ? d : 1);
@@ -321,9 +375,9 @@ std::string percent(double part, double whole) {
 }  // namespace
 
 const std::vector<std::string>& searchedKeys() {
-  static const std::vector<std::string> keys = {kData,      kTensor,  kSequence, kPipeline,
-                                                kSchedule,  kVirtual, kMicro,    kAccumulation,
-                                                kRecompute, kZero};
+  static const std::vector<std::string> keys = {kData,         kTensor,    kContext, kSequence,
+                                                kPipeline,     kSchedule,  kVirtual, kMicro,
+                                                kAccumulation, kRecompute, kZero};
   return keys;
 }
 
@@ -342,13 +396,18 @@ PlanEstimate estimatePlan(const TrainConfig& config, const SystemDescription& sy
   return estimateStep(config, system, deviceMemory(config, system));
 }
 
+std::string layerCommunicationName(const ParallelStrategy& s) {
+  return s.context > 1 ? "tensor- and context-parallel communication"
+                       : "tensor-parallel communication";
+}
+
 std::string planLimit(const PlanEstimate& p, const SystemDescription& system) {
   struct Part {
-    const char* name;
+    std::string name;
     double seconds;
   };
   std::vector<Part> losses = {{"pipeline bubble", p.bubbleSeconds},
-                              {"tensor-parallel communication", p.tensorCommSeconds},
+                              {layerCommunicationName(p.config.parallel), p.layerCommSeconds},
                               {"optimizer step, exposed data-parallel communication and step "
                                "overhead",
                                p.otherSeconds}};
@@ -359,13 +418,13 @@ std::string planLimit(const PlanEstimate& p, const SystemDescription& system) {
   if (p.kernelSeconds >= losses.front().seconds)
     line = "compute: kernels " + percent(p.kernelSeconds, step) + " of the step";
   else
-    line = losses.front().name + std::string(": ") + percent(losses.front().seconds, step) +
+    line = losses.front().name + ": " + percent(losses.front().seconds, step) +
            " of the step (kernels " + percent(p.kernelSeconds, step) + ")";
   std::string then;
   for (std::size_t i = p.kernelSeconds >= losses.front().seconds ? 0 : 1; i < losses.size(); ++i) {
     if (losses[i].seconds < 0.005 * step) continue;  // what rounds to 0% says nothing
-    then += (then.empty() ? "; then " : ", ") + std::string(losses[i].name) + " " +
-            percent(losses[i].seconds, step);
+    then +=
+        (then.empty() ? "; then " : ", ") + losses[i].name + " " + percent(losses[i].seconds, step);
   }
   line += then;
   const double device = system.device.memoryBytes;
@@ -382,6 +441,8 @@ struct Prepared {
   nlohmann::json base;
   std::int64_t globalBatch = 0;
   double parameters = 0;
+  // The tokens of a sequence context parallelism splits; 0 for a model that cannot split.
+  std::int64_t sequence = 0;
 };
 
 Prepared prepare(const PlanSearchRequest& r) {
@@ -397,7 +458,7 @@ Prepared prepare(const PlanSearchRequest& r) {
                       " is not a strategy key; the search fixes strategy keys given as "
                       "key=value (see `parascope-cli config keys`)");
   }
-  for (const char* key : {kTensor, kPipeline}) {
+  for (const char* key : {kTensor, kContext, kPipeline}) {
     const nlohmann::json v = configValue(r.document, key);
     if (r.fixed.count(key) > 0 && (!v.is_number_integer() || v.get<std::int64_t>() < 1))
       throw UserError(std::string("plan: ") + key + " must be a whole number of at least 1, not " +
@@ -418,6 +479,7 @@ Prepared prepare(const PlanSearchRequest& r) {
   const TrainConfig model = parseTrainConfig(probe, 1);
   for (const auto& [name, shape] : model.model.kind->parameterShapes(model.model))
     out.parameters += static_cast<double>(shapeNumel(shape));
+  if (model.model.kind->splitsLayers()) out.sequence = model.model.gpt.contextLength;
   return out;
 }
 
@@ -442,6 +504,7 @@ PlanSearch searchPlans(const PlanSearchRequest& r) {
   PlanSearch out;
   out.globalBatch = prepared.globalBatch;
   ScheduleFactsCache facts;
+  LayerBoundsCache layerBounds(r.system);
 
   // Every combination of the open keys' values: bases of the keys that shape the programs, each
   // with its variants of sequence parallelism, recompute and ZeRO stage. A base is first
@@ -461,32 +524,49 @@ PlanSearch searchPlans(const PlanSearchRequest& r) {
     bool tensorSplit = false;
   };
   std::vector<Base> bases;
+  // Context degrees: those that split a sequence into two chunks per rank (config.cpp).
+  std::vector<std::int64_t> contexts;
+  for (std::int64_t c : divisors(r.gpus))
+    if (c == 1 || (prepared.sequence > 0 && prepared.sequence % (2 * c) == 0))
+      contexts.push_back(c);
   for (const nlohmann::json& tensor : open(kTensor, ints(divisors(r.gpus)))) {
     const std::int64_t t = tensor.get<std::int64_t>();
     if (r.gpus % t != 0) continue;
-    for (const nlohmann::json& pipeline : open(kPipeline, ints(divisors(r.gpus / t)))) {
-      const std::int64_t p = pipeline.get<std::int64_t>();
-      if ((r.gpus / t) % p != 0) continue;
-      const std::int64_t d = r.gpus / t / p;
-      if (out.globalBatch % d != 0) continue;
-      std::vector<nlohmann::json> schedules = {"1f1b"};
-      if (p > 1) schedules = {"1f1b", "interleaved", "zb-h1", "gpipe"};
-      for (const nlohmann::json& micro : open(kMicro, ints(divisors(out.globalBatch / d))))
-        for (const nlohmann::json& schedule : open(kSchedule, schedules)) {
-          std::vector<nlohmann::json> virtuals = {1};
-          if (schedule == "interleaved")
-            virtuals = ints({std::begin(kVirtualSizes), std::end(kVirtualSizes)});
-          for (const nlohmann::json& v : open(kVirtual, virtuals)) {
-            Base b{base, t > 1};
-            setAt(b.doc, kTensor, tensor);
-            setAt(b.doc, kPipeline, pipeline);
-            b.doc["train_batch_size"] = out.globalBatch;
-            setAt(b.doc, kMicro, micro);
-            setAt(b.doc, kSchedule, schedule);
-            setAt(b.doc, kVirtual, v);
-            bases.push_back(std::move(b));
+    for (const nlohmann::json& context : open(kContext, ints(contexts))) {
+      const std::int64_t cp = context.get<std::int64_t>();
+      if ((r.gpus / t) % cp != 0) continue;
+      const bool dominated = cp > 1 && !isFixed(kContext) && !isFixed(kData) && !isFixed(kMicro);
+      for (const nlohmann::json& pipeline : open(kPipeline, ints(divisors(r.gpus / t / cp)))) {
+        const std::int64_t p = pipeline.get<std::int64_t>();
+        if ((r.gpus / t / cp) % p != 0) continue;
+        const std::int64_t d = r.gpus / t / cp / p;
+        if (out.globalBatch % d != 0) continue;
+        std::vector<nlohmann::json> schedules = {"1f1b"};
+        if (p > 1) schedules = {"1f1b", "interleaved", "zb-h1", "gpipe"};
+        for (const nlohmann::json& micro : open(kMicro, ints(divisors(out.globalBatch / d)))) {
+          // Context degree c with micro-batch b, g = gcd(b, c) > 1: the strategy with c / g, b / g
+          // and g times the data ranks does the same products on the same tokens per rank,
+          // exchanges fewer keys and values over a smaller group and holds less, so it is never
+          // slower nor larger. Where the three keys are open it is searched, and this one is not.
+          if (dominated && std::gcd(micro.get<std::int64_t>(), cp) > 1) continue;
+          for (const nlohmann::json& schedule : open(kSchedule, schedules)) {
+            std::vector<nlohmann::json> virtuals = {1};
+            if (schedule == "interleaved")
+              virtuals = ints({std::begin(kVirtualSizes), std::end(kVirtualSizes)});
+            for (const nlohmann::json& v : open(kVirtual, virtuals)) {
+              Base b{base, t > 1};
+              setAt(b.doc, kTensor, tensor);
+              setAt(b.doc, kContext, context);
+              setAt(b.doc, kPipeline, pipeline);
+              b.doc["train_batch_size"] = out.globalBatch;
+              setAt(b.doc, kMicro, micro);
+              setAt(b.doc, kSchedule, schedule);
+              setAt(b.doc, kVirtual, v);
+              bases.push_back(std::move(b));
+            }
           }
         }
+      }
     }
   }
   if (bases.empty()) {
@@ -494,8 +574,8 @@ PlanSearch searchPlans(const PlanSearchRequest& r) {
     for (const std::string& key : r.fixed)
       fixed += (fixed.empty() ? "" : ", ") + key + "=" + configValue(base, key).dump();
     throw UserError("plan: no strategy for " + std::to_string(r.gpus) +
-                    " GPUs: tensor x pipeline size must divide the GPUs, and the data-parallel "
-                    "size the global batch of " +
+                    " GPUs: tensor x context x pipeline size must divide the GPUs, and the "
+                    "data-parallel size the global batch of " +
                     std::to_string(out.globalBatch) +
                     (fixed.empty() ? std::string() : " (fixed: " + fixed + ")"));
   }
@@ -557,7 +637,8 @@ PlanSearch searchPlans(const PlanSearchRequest& r) {
       setAt(doc, kZero, variants[k].zero);
       try {
         TrainConfig c = parseTrainConfig(doc, r.gpus);
-        const double bound = stepLowerBound(c, r.system, parameters, facts.get(c));
+        const double bound =
+            stepLowerBound(c, r.system, parameters, facts.get(c), *layerBounds.get(c));
         checked[i].push_back(Valid{std::move(c), bound, i * kMaxVariants + k});
       } catch (const UserError& e) {
         if (refusals[i].empty()) refusals[i] = e.what();
@@ -687,6 +768,11 @@ PlanSearchRequest autoParallelRequest(const nlohmann::json& document, int mpiWor
   for (const std::string& key : searchedKeys()) {
     if (key == kMicro || key == kAccumulation) continue;
     if (request.document.contains(pointerTo(key))) request.fixed.insert(key);
+  }
+  // The engine does not train context parallelism (checkTrainable): its runs search without.
+  if (request.fixed.count(kContext) == 0) {
+    setAt(request.document, kContext, 1);
+    request.fixed.insert(kContext);
   }
   // The global batch the document describes, whatever split the search chooses for it.
   request.document["train_batch_size"] = globalBatchOf(request.document);

@@ -34,17 +34,22 @@ struct PlanEstimate {
   double mfu = 0;                  // model FLOPs over the devices' matmul peak
   double bubbleFraction = 0;       // mean over pipeline ranks of their idle fraction
   MemoryEstimate memory;           // the rank needing the most
-  // The busiest rank's step split: its kernels, the tensor-parallel collectives inside them,
+  // The busiest rank's step split: its kernels, the collectives inside them (the tensor
+  // group's, and what outlasts the attention core of the context group's key-value exchange),
   // its idle time in the pipeline span, and the rest (optimizer step, data-parallel
   // communication not hidden behind compute, the step's fixed overhead). They sum to the step.
   double kernelSeconds = 0;
-  double tensorCommSeconds = 0;
+  double layerCommSeconds = 0;
   double bubbleSeconds = 0;
   double otherSeconds = 0;
 };
 
 // `config` validated for `system`'s world (parseTrainConfig with the GPU count).
 PlanEstimate estimatePlan(const TrainConfig& config, const SystemDescription& system);
+
+// What layerCommSeconds is called: "tensor-parallel communication", or with context parallelism
+// "tensor- and context-parallel communication".
+std::string layerCommunicationName(const ParallelStrategy& strategy);
 
 // What limits a plan, in one line: "compute: kernels 71% of the step; then bubble 12%, ...;
 // memory 61.2 GiB of 80 GiB".

@@ -409,9 +409,11 @@ std::vector<trace::Event> predictedEvents(const StrategyPlan& plan, const Simula
     for (std::size_t q = 0; q < plan.ranks.size(); ++q) {
       const RankPlan& rp = plan.ranks[q];
       const SimulatedRank& sr = sim.ranks[q];
-      for (int d = 0; d < (all ? s.data : 1); ++d) {
+      // A pipeline rank's ranks: its tensor groups, one per data and context rank.
+      const int groups = s.gradientGroup();
+      for (int d = 0; d < (all ? groups : 1); ++d) {
         for (int t = 0; t < (all ? s.tensor : 1); ++t) {
-          const int rank = t + s.tensor * (d + s.data * static_cast<int>(q));
+          const int rank = t + s.tensor * (d + groups * static_cast<int>(q));
           trace::Event e;
           e.rank = rank;
           e.step = step + 1;
@@ -432,7 +434,7 @@ std::vector<trace::Event> predictedEvents(const StrategyPlan& plan, const Simula
             x.stage = staged ? in.stage : -1;
             x.microBatch = in.microBatch;
             x.instruction = static_cast<std::int32_t>(i);
-            x.peer = in.isPointToPoint() ? in.peer * s.tensor * s.data + d * s.tensor + t : -1;
+            x.peer = in.isPointToPoint() ? in.peer * s.tensor * groups + d * s.tensor + t : -1;
             x.startNs = ns(offset + sr.instructions[i].start);
             x.endNs = ns(offset + sr.instructions[i].end);
             events.push_back(x);
@@ -448,7 +450,7 @@ std::vector<trace::Event> predictedEvents(const StrategyPlan& plan, const Simula
             x.stage = staged ? in.stage : -1;
             x.microBatch = in.microBatch;
             x.instruction = c.instruction;
-            x.bytes = static_cast<std::int64_t>(c.bytes * commTraits(c.op).busFactor(s.data));
+            x.bytes = static_cast<std::int64_t>(c.bytes * commTraits(c.op).busFactor(groups));
             x.startNs = ns(offset + c.span.start);
             x.endNs = ns(offset + c.span.end);
             events.push_back(x);

@@ -51,12 +51,12 @@ StrategyPlan planStrategy(const TrainConfig& config) {
   const ModelKind& kind = *config.model.kind;
   plan.layers = kind.layerWork(config);
   if (plan.stages.empty()) plan.stages = {{0, static_cast<int>(plan.layers.size())}};
-  plan.flat = s.data > 1 || s.zeroStage >= 1;
+  plan.flat = s.gradientGroup() > 1 || s.zeroStage >= 1;
   plan.targetsPerStep =
       static_cast<double>(config.globalBatch) * kind.targetsPerSample(config.model);
   if (kind.splitsLayers()) {
     const GptConfig& g = config.model.gpt;
-    plan.boundaryElements = static_cast<double>(config.microBatch) * g.contextLength *
+    plan.boundaryElements = static_cast<double>(config.microBatch) * g.contextLength / s.context *
                             g.hiddenSize / (s.sequenceParallel ? s.tensor : 1);
   }
   const std::vector<Program> programs =
@@ -65,8 +65,8 @@ StrategyPlan planStrategy(const TrainConfig& config) {
   for (int q = 0; q < p; ++q) {
     RankPlan r;
     r.pipelineRank = q;
-    // World rank of (tensor 0, data 0, pipeline q): tensor + T * (data + D * pipeline).
-    const int worldRank = s.tensor * s.data * q;
+    // World rank of pipeline rank q's first (strategy.h: pipeline is the slowest coordinate).
+    const int worldRank = s.ranksPerPipelineRank() * q;
     const std::vector<int> layers = pipelineRankLayers(config, worldRank);
     Allocator allocator;
     Model model(allocator, s.compute, ModelStorage{.values = false, .gradients = false});
@@ -89,7 +89,7 @@ StrategyPlan planStrategy(const TrainConfig& config) {
     }
     DataParallelWork work;
     if (plan.flat) {
-      r.layout = makeFlatLayout(model, s.data, s.bucketElements);
+      r.layout = makeFlatLayout(model, s.gradientGroup(), s.bucketElements);
       const FlatLayout& layout = r.layout;
       r.flatElements = layout.total;
       for (const FlatBucket& b : layout.buckets) r.bucketElements.push_back(b.count);

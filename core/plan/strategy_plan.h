@@ -2,8 +2,9 @@
 // holds, its step program (the schedule with its data-parallel work, exactly as the step executor
 // builds it), its parameters and gradient buckets (the trainer's flat layout, from the rank's own
 // model built without storage) and the per-layer work of the model kind. What the cost model,
-// the simulator and the memory model read; every data- and tensor-parallel rank of a pipeline
-// rank runs the same program on equal shares, so one plan per pipeline rank describes them all.
+// the simulator and the memory model read; every data-, context- and tensor-parallel rank of a
+// pipeline rank runs the same program on equal shares, so one plan per pipeline rank describes
+// them all.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +55,7 @@ struct StrategyPlan {
   // the trainer shapes it (sequence parallelism: a tensor rank's share of the rows).
   double boundaryElements = 0;
   double targetsPerStep = 0;  // the global batch's targets (a GPT's tokens)
-  int ranksPerPipelineRank() const { return config.parallel.tensor * config.parallel.data; }
+  int ranksPerPipelineRank() const { return config.parallel.ranksPerPipelineRank(); }
 };
 
 // `config` validated (parseTrainConfig). Builds each pipeline rank's model without storage and

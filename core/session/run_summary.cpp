@@ -19,6 +19,7 @@ std::string describeStrategy(const TrainConfig& c) {
   const ParallelStrategy& s = c.parallel;
   std::string text = "D" + std::to_string(s.data) + " T" + std::to_string(s.tensor) + " P" +
                      std::to_string(s.pipeline);
+  if (s.context > 1) text += " CP" + std::to_string(s.context);
   if (c.pipeline.enabled && s.pipeline > 1) text += " " + c.pipeline.schedule;
   if (c.pipeline.chunks > 1) text += " v" + std::to_string(c.pipeline.chunks);
   if (c.gradientAccumulation > 1) text += " m" + std::to_string(c.gradientAccumulation);

@@ -140,7 +140,7 @@ TrainConfig Session::resolveSwitch(const nlohmann::json& requested, bool batchNa
 // What a switch may change is how the run is spread; what it trains on and how must stay.
 void Session::checkSwitch(const TrainConfig& next) const {
   try {
-    next.model.kind->checkTrainable(next.model);
+    checkTrainable(next);
     checkSwitchKeeps(config(), next);
   } catch (const UserError& e) {
     throw UserError(std::string("switch: ") + e.what());
@@ -465,7 +465,7 @@ MemoryEstimate Session::runEstimate(bool mpi) const {
 // core/plan/memory_estimate.h, times the ranks sharing the machine). Every rank checks the
 // same config, so under MPI all refuse together.
 void Session::checkBeforeStart(bool mpi) const {
-  config_.model.kind->checkTrainable(config_.model);
+  checkTrainable(config_);
   if (!config_.saveWeights.empty()) {
     checkOutputPath(config_.saveWeights, "save_weights",
                     {{"init_weights", config_.initWeights}, {"--load", options_.load}});

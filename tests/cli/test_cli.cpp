@@ -77,7 +77,7 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
   QTest::newRow("unknown key")
       << QStringList{"train", "--config", path("bad-key.json")}
       << "error: config: unknown key 'modle'; allowed here: backend, "
-         "bf16, communication_data_type, data, data_parallel_size, "
+         "bf16, communication_data_type, context_parallel_size, data, data_parallel_size, "
          "eval_interval, eval_iters, fp16, gradient_accumulation_steps, "
          "gradient_clipping, init_weights, log_interval, model, optimizer, parallel, "
          "pipeline_model_parallel_layout, pipeline_model_parallel_size, "

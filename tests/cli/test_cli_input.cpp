@@ -247,8 +247,9 @@ void TestCliInput::refusedWithOneLine_data() {
   QTest::newRow("plan degrees that do not divide")
       << QStringList{"plan",      "--config", C,   "--system",
                      "a100-80gb", "--gpus",   "6", "tensor_model_parallel_size=4"}
-      << "error: plan: no strategy for 6 GPUs: tensor x pipeline size must divide the GPUs, and "
-         "the data-parallel size the global batch of 8 (fixed: tensor_model_parallel_size=4)\n";
+      << "error: plan: no strategy for 6 GPUs: tensor x context x pipeline size must divide the "
+         "GPUs, and the data-parallel size the global batch of 8 (fixed: "
+         "tensor_model_parallel_size=4)\n";
   QTest::newRow("plan model that fits nowhere") << QStringList{"plan",
                                                                "--config",
                                                                C,
@@ -269,6 +270,11 @@ void TestCliInput::refusedWithOneLine_data() {
       << "error: config: model.gated_linear_unit = true (SwiGLU) is modeled by the planner "
          "(parascope-cli plan and simulate) but not trained by this engine; valid for training: "
          "false\n";
+  QTest::newRow("train context parallelism")
+      << QStringList{"train", "--config", C, "context_parallel_size=2"}
+      << "error: config: context_parallel_size = 2 (context parallelism) is modeled by the "
+         "planner (parascope-cli plan and simulate) but not trained by this engine; valid for "
+         "training: unset, or 1\n";
   QTest::newRow("train ffn_hidden_size")
       << QStringList{"train", "--config", C, "model.ffn_hidden_size=700"}
       << "error: config: model.ffn_hidden_size = 700 (an MLP width other than model.mlp_ratio x "

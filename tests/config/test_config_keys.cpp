@@ -151,6 +151,7 @@ void TestConfigKeys::strategySettingsOfAConfig() {
       {"gradient_accumulation_steps", 1},
       {"data_parallel_size", 2},
       {"tensor_model_parallel_size", 2},
+      {"context_parallel_size", 1},
       {"sequence_parallel", false},
       {"pipeline_model_parallel_size", 1},
       {"pipeline_schedule", "1f1b"},

@@ -6,6 +6,7 @@
 // scaling (teraFLOP/s per GPU).
 #include <QtTest/QtTest>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,7 @@
 
 #include "core/common/error.h"
 #include "core/config/model_kind.h"
+#include "core/plan/cost_model.h"
 #include "core/plan/search.h"
 #include "core/plan/strategy_plan.h"
 #include "tests/input_probes.h"
@@ -211,9 +213,9 @@ class TestPlanSearch : public QObject {
             std::string::npos);
     // Degrees that cannot divide the GPU count.
     QCOMPARE(refusal(fixing(smallGpt(), 12, {{"tensor_model_parallel_size", 8}})),
-             std::string("plan: no strategy for 12 GPUs: tensor x pipeline size must divide the "
-                         "GPUs, and the data-parallel size the global batch of 32 (fixed: "
-                         "tensor_model_parallel_size=8)"));
+             std::string("plan: no strategy for 12 GPUs: tensor x context x pipeline size must "
+                         "divide the GPUs, and the data-parallel size the global batch of 32 "
+                         "(fixed: tensor_model_parallel_size=8)"));
     // A model that fits nowhere: GPT-3 175B on 8 GPUs of 80 GiB.
     const std::string nowhere = refusal(request(paperGpt(96, 12288, 96, 8), 8));
     QVERIFY2(nowhere.rfind("plan: none of the ", 0) == 0 &&
@@ -268,6 +270,106 @@ class TestPlanSearch : public QObject {
              std::string("config: model.num_query_groups = 8 (grouped-query attention) is "
                          "modeled by the planner (parascope-cli plan and simulate) but not "
                          "trained by this engine; valid for training: unset, or 32 (the heads)"));
+  }
+
+  // Context parallelism (Megatron's ring attention), planned and never trained: a rank computes
+  // its share of each sequence's tokens against every key, gathers the keys and values of the
+  // context group (ranks the tensor size apart) and reduces gradients over data x context.
+  void contextParallelismIsPlanned() {
+    nlohmann::json doc = paperGpt(32, 4096, 4, 16);
+    doc["tensor_model_parallel_size"] = 2;
+    doc["context_parallel_size"] = 2;
+    doc["train_micro_batch_size_per_gpu"] = 1;
+    doc["zero_optimization"] = {{"stage", 1}};
+    const TrainConfig c = onGpus(doc, 16);
+    QCOMPARE(c.parallel.data, 4);
+    QCOMPARE(c.gradientAccumulation, 4);
+    const StrategyPlan plan = planStrategy(c);
+    QCOMPARE(plan.ranksPerPipelineRank(), 16);
+    // 1024 of each sequence's 2048 tokens on a rank, half the heads of a tensor rank.
+    const double N = 1024, keys = 2048, C = 4096, heads = 16, hd = 128;
+    const LayerWork& w = plan.layers[1];
+    QCOMPARE(w.gemms[0].flops(), 2 * N * (3 * C / 2) * C);
+    QCOMPARE(w.gemms[1].flops(), 2 * N * keys * hd * heads);
+    QCOMPARE(w.gemms[2].flops(), 2 * N * hd * keys * heads);
+    QCOMPARE(plan.boundaryElements, N * C);
+    // The block's one exchange over the context group: every rank's keys and values.
+    int exchanges = 0;
+    for (const LayerCollective& x : w.collectives) {
+      if (!x.context) continue;
+      ++exchanges;
+      QCOMPARE(x.op, CommOp::AllGather);
+      QCOMPARE(x.elements, keys * 2 * C / 2);
+    }
+    QCOMPARE(exchanges, 1);
+    // ZeRO shards and the gradient reductions span the 8 ranks of data x context, 2 apart.
+    const RankPlan& rank = plan.ranks.front();
+    QCOMPARE(rank.layout.shardSize() * 8, rank.layout.total);
+    const SystemDescription system = readSystemNamed("a100-80gb");
+    const CostModel costs(system, plan);
+    const auto reduce = std::find_if(rank.program.begin(), rank.program.end(),
+                                     [](const auto& in) { return in.op == Op::ReduceGradBucket; });
+    QVERIFY(reduce != rank.program.end());
+    const IssuedCollective issued = costs.dataParallel(rank, *reduce);
+    QCOMPARE(issued.seconds, costs.collectiveSeconds(CommOp::AllReduce, issued.bytes, 8, 2));
+
+    // What the search leaves out: context 2 with micro-batch 2 computes what context 1 with
+    // micro-batch 1 on twice the data ranks does, and exchanges keys and values besides; it is
+    // never faster nor smaller.
+    nlohmann::json paired = doc;
+    paired["train_micro_batch_size_per_gpu"] = 2;
+    nlohmann::json plain = doc;
+    plain["context_parallel_size"] = 1;
+    const PlanEstimate withContext = estimatePlan(onGpus(paired, 16), system);
+    const PlanEstimate without = estimatePlan(onGpus(plain, 16), system);
+    QCOMPARE(onGpus(plain, 16).parallel.data, 8);
+    QVERIFY(withContext.stepSeconds >= without.stepSeconds);
+    QVERIFY(withContext.memory.perRankBytes() >= without.memory.perRankBytes());
+    QCOMPARE(withContext.tokensPerSecond * without.stepSeconds,
+             without.tokensPerSecond * withContext.stepSeconds);
+
+    // Refused where it cannot run, and never trained.
+    nlohmann::json odd = paperGpt(32, 4096, 4, 3);
+    odd["context_parallel_size"] = 3;
+    QCOMPARE(userErrorOf([&] { onGpus(odd, 3); }).toStdString(),
+             std::string("config: model.context_length (2048) must be divisible by 2 x "
+                         "context_parallel_size (6): each rank holds two chunks of every "
+                         "sequence, one from each end"));
+    nlohmann::json wrong = doc;
+    wrong["data_parallel_size"] = 2;
+    QCOMPARE(userErrorOf([&] { onGpus(wrong, 16); }).toStdString(),
+             std::string("config: tensor_model_parallel_size (2) x context_parallel_size (2) x "
+                         "data_parallel_size (2) x pipeline_model_parallel_size (1) = 8 must "
+                         "equal the world of 16 ranks; valid: data_parallel_size = 4 or unset"));
+    const nlohmann::json mlp = {
+        {"model", {{"type", "mlp"}}}, {"data", {{"type", "idx"}}}, {"context_parallel_size", 2}};
+    QCOMPARE(userErrorOf([&] { parseTrainConfig(mlp); }).toStdString(),
+             std::string("config: context_parallel_size (2) > 1 needs model.type \"gpt\"; valid "
+                         "for \"mlp\": 1"));
+    QCOMPARE(userErrorOf([&] { checkTrainable(c); }).toStdString(),
+             std::string("config: context_parallel_size = 2 (context parallelism) is modeled by "
+                         "the planner (parascope-cli plan and simulate) but not trained by this "
+                         "engine; valid for training: unset, or 1"));
+  }
+
+  // A sequence of 32768 tokens: its attention scores fit a GPU only when its keys' work splits
+  // over context ranks or its heads over many tensor ranks. The search finds context
+  // parallelism faster than every strategy without it, which it also ranks when told to.
+  void longSequencesChooseContextParallelism() {
+    nlohmann::json doc = paperGpt(32, 4096, 8, 16);
+    doc["model"]["context_length"] = 32768;
+    doc["model"]["vocab_size"] = 32000;
+    const PlanSearch open = searchPlans(request(doc, 16, 4));
+    for (const PlanEstimate& e : open.best) QVERIFY(e.config.parallel.context > 1);
+    const PlanSearch without = searchPlans(fixing(doc, 16, {{"context_parallel_size", 1}}, 4));
+    for (const PlanEstimate& e : without.best) QCOMPARE(e.config.parallel.context, 1);
+    QVERIFY(open.best.front().stepSeconds < without.best.front().stepSeconds);
+    std::printf(
+        "32768-token sequences on 16 A100s: %s %.3f s; without context parallelism %s "
+        "%.3f s\n",
+        planStrategyKeys(open.best.front().config).dump().c_str(), open.best.front().stepSeconds,
+        planStrategyKeys(without.best.front().config).dump().c_str(),
+        without.best.front().stepSeconds);
   }
 
   // ZeRO (Rajbhandari et al. 2020), figure 1: model states per device for 7.5B parameters on 64

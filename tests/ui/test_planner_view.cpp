@@ -215,8 +215,8 @@ class TestPlannerView : public QObject {
     QTest::newRow("not a setting") << "a100-80gb" << 8 << "tensor"
                                    << "Not planned: 'tensor' is not a setting; give key=value";
     QTest::newRow("degrees") << "a100-80gb" << 7 << "tensor_model_parallel_size=2"
-                             << "Not planned: plan: no strategy for 7 GPUs: tensor x pipeline "
-                                "size must divide the GPUs";
+                             << "Not planned: plan: no strategy for 7 GPUs: tensor x context x "
+                                "pipeline size must divide the GPUs";
     QTest::newRow("no description")
         << "this-machine" << 8 << ""
         << "Not planned: this machine has no description yet: Session > Calibrate this machine "
