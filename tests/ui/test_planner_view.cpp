@@ -174,7 +174,7 @@ class TestPlannerView : public QObject {
     std::set<int> ranks;
     for (const auto& lane : view.timeline()->index().lanes()) ranks.insert(lane.rank);
     std::set<int> expectedRanks;
-    const int peers = best.config.parallel.data * best.config.parallel.tensor;
+    const int peers = best.config.parallel.ranksPerPipelineRank();
     for (int q = 0; q < best.config.parallel.pipeline; ++q) expectedRanks.insert(q * peers);
     QCOMPARE(ranks, expectedRanks);
     // A preset's plan cannot run here: Apply says why.
@@ -189,6 +189,20 @@ class TestPlannerView : public QObject {
     QVERIFY(!view.applyButton()->isEnabled());
     QCOMPARE(view.applyButton()->toolTip(),
              QStringLiteral("Only a plan of the strategy panel's model can run here"));
+    // The panel's model with context parallelism: planned, and Apply says the engine does not
+    // train it.
+    choosePanelModel(view, 8);
+    view.settings()->setText(QStringLiteral("context_parallel_size=2"));
+    QVERIFY(!planAndWait(view));
+    QVERIFY(view.candidates()->rowCount() > 0);
+    for (int row = 0; row < view.candidates()->rowCount(); ++row)
+      QCOMPARE(view.candidates()->plan(row).config.parallel.context, 2);
+    view.table()->selectRow(0);
+    QVERIFY(!view.applyButton()->isEnabled());
+    QCOMPARE(view.applyButton()->toolTip(),
+             QStringLiteral("config: context_parallel_size = 2 (context parallelism) is modeled "
+                            "by the planner (parascope-cli plan and simulate) but not trained by "
+                            "this engine; valid for training: unset, or 1"));
   }
 
   // A search started while one runs replaces it: the table ends with the second's best only.
