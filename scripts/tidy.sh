@@ -23,12 +23,15 @@ mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' |
 
 # The build's precompiled headers force Qt's and the JSON library's headers into every source
 # of a target; clang-tidy reads each source with only the headers it includes itself. GCC names
-# them with -include, Clang with -Xclang pairs.
+# them with -include, Clang with -Xclang pairs. The engine's folders and the suites keep the
+# ones Clang made for them alone (core/CMakeLists.txt, tests/CMakeLists.txt), which hold only
+# third-party and standard headers: clang-tidy 22 reads Clang 22's, in about half the time for a
+# suite, and GCC's optimised build compiles those sources without them.
 tidy_db=$(mktemp -d)
 trap 'rm -rf "$tidy_db"' EXIT
 sed -e 's| -Winvalid-pch||g' -e 's| -include [^ ]*/cmake_pch\.hxx||g' \
-  -e 's| -Xclang -include-pch -Xclang [^ ]*/cmake_pch\.hxx\.pch||g' \
-  -e 's| -Xclang -include -Xclang [^ ]*/cmake_pch\.hxx||g' "$db" >"$tidy_db/compile_commands.json"
+  -e '/parascope_\(core\|test\)_pch/!{s| -Xclang -include-pch -Xclang [^ ]*/cmake_pch\.hxx\.pch||g' \
+  -e 's| -Xclang -include -Xclang [^ ]*/cmake_pch\.hxx||g}' "$db" >"$tidy_db/compile_commands.json"
 
 start=$SECONDS
 if ! printf '%s\n' "${files[@]}" |
