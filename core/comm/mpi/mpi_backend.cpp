@@ -375,7 +375,7 @@ void MpiComm::post(const CommArgs& a, MpiRequest& req) {
         out = req.temp.data();
       }
       MPICHECK(MPI_Ireduce_scatter_block(a.send, out, n, t, mpiOp(a.dtype, a.reduce), comm_, r));
-      req.finish = [=, &req] {
+      req.finish = [=] {
         if (out != a.recv && bytes > 0) std::memcpy(a.recv, out, bytes);
         average(a.recv);
       };
