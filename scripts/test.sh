@@ -2,8 +2,8 @@
 # README command 2: install what is missing, check formatting, build and run every test through
 # CTest, and exit non-zero on any failure. Each suite runs once under AddressSanitizer and
 # UndefinedBehaviorSanitizer, and again under ThreadSanitizer where it runs threads; the
-# optimised build without sanitizers runs what they cannot (the MPI jobs, the workbench's window)
-# and the numeric suites, once with this CPU's OpenBLAS kernels and again with each other kernel
+# optimised build without sanitizers runs what they cannot or need not (the MPI jobs, the
+# workbench's window, the learning runs) and the numeric suites, once with this CPU's OpenBLAS kernels and again with each other kernel
 # family the CPU can execute; clang-tidy checks every project source.
 #   scripts/test.sh                 all of the above
 #   scripts/test.sh --no-sanitize   without the sanitizer builds: every suite in the optimised
@@ -24,10 +24,11 @@ phase() { echo "test.sh: $1 done after $SECONDS s"; }
 
 bash scripts/setup.sh
 bash scripts/check-format.sh
-# Under the sanitizers every suite runs anyway: the optimised build holds only the numeric ones
-# (and the tests that are not suites), which saves compiling the rest a third time.
+# Under the sanitizers every other suite runs anyway: the optimised build holds only the numeric
+# ones, those the sanitizers leave to it (the learning runs) and the tests that are not suites,
+# which saves compiling the rest a third time.
 suites=""
-((sanitize)) && suites="numeric"
+((sanitize)) && suites="numeric;no-sanitize"
 bash scripts/build.sh --tests --suites "$suites"
 phase build
 # Suites run as many at a time as there are cores (tests/CMakeLists.txt keeps MPI jobs alone).

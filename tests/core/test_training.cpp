@@ -53,14 +53,16 @@ void TestTraining::gptLearnsFortunes() {
   if (!std::filesystem::exists("/usr/share/games/fortunes")) {
     QSKIP("the fortunes package is not installed");
   }
-  // A narrower, shallower GPT than the default so the test takes seconds, not minutes.
+  // A narrower, shallower GPT than the default so the test takes seconds, not minutes. After 400
+  // steps it is at about 2.37 nats/byte (2.07 after 800): below 2.5 it has learned more than
+  // byte frequencies alone, which give about 3.
   Quiet q;
   int steps = 0;
   const EvalReport last =
       train(bundled("default.json",
                     {"model.num_layers=2", "model.hidden_size=128", "model.context_length=64",
-                     "train_micro_batch_size_per_gpu=16", "train_iters=800",
-                     "optimizer.params.lr=0.003", "eval_interval=400", "eval_iters=32"}),
+                     "train_micro_batch_size_per_gpu=16", "train_iters=400",
+                     "optimizer.params.lr=0.003", "eval_interval=200", "eval_iters=32"}),
             q, &steps);
   QCOMPARE(q.evals.size(), std::size_t{2});
   qInfo("validation loss %.4f nats/byte after %d steps (ln 256 = %.4f)", last.loss, steps,

@@ -179,8 +179,9 @@ class TestPlannerView : public QObject {
     QCOMPARE(ranks, expectedRanks);
     // A preset's plan cannot run here: Apply says why.
     QVERIFY(view.applyButton()->isEnabled());
-    view.modelChoice()->setCurrentIndex(view.modelChoice()->findData(QStringLiteral("gpt3-175b")));
-    view.gpuCount()->setValue(64);
+    view.modelChoice()->setCurrentIndex(
+        view.modelChoice()->findData(QStringLiteral("llama2-70b-shape")));
+    view.gpuCount()->setValue(16);
     view.settings()->setText(QStringLiteral("tensor_model_parallel_size=8"));
     QVERIFY(!planAndWait(view));
     QVERIFY(view.candidates()->rowCount() > 0);
