@@ -1,10 +1,13 @@
 // Painting of TimelineView: labels on the left, the ruler with search marks on top, then the
 // rows from a draw list built for this frame only (no caches that can go stale).
+#include <QFontMetrics>
 #include <QPainter>
 #include <algorithm>
+#include <cstdlib>
 #include <iterator>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 
 #include "core/common/checked_math.h"
@@ -101,6 +104,7 @@ void TimelineView::render(QPainter& p) const {
     p.setClipRect(QRect(0, kRulerHeight, width(), height() - kRulerHeight));
     paintRows(p);
     paintFlows(p);
+    paintBookmarkLines(p);
     p.restore();
     paintLabels(p);
     paintRuler(p);
@@ -302,10 +306,16 @@ void TimelineView::paintRuler(QPainter& p) const {
   p.fillRect(QRect(0, 0, width(), kRulerHeight), QColor(0xee, 0xef, 0xf1));
   p.setPen(QColor(0x44, 0x44, 0x44));
   const int w = timeAreaWidth();
+  // A bookmark's name takes the place of the tick labels it would cover.
+  const std::vector<QRect> flags = bookmarkLabels(p.fontMetrics());
   for (const Tick& t : rulerTicks(axis_, index_->beginNs(), w, 90)) {
     const int x = kLabelWidth + static_cast<int>(t.x);
     p.drawLine(x, kRulerHeight - 8, x, kRulerHeight);
-    p.drawText(x + 3, 12, QString::fromStdString(t.label));
+    const QString label = QString::fromStdString(t.label);
+    const QRect text(x + 3, 0, p.fontMetrics().horizontalAdvance(label), 14);
+    if (std::none_of(flags.begin(), flags.end(),
+                     [&](const QRect& f) { return f.intersects(text); }))
+      p.drawText(x + 3, 12, label);
   }
   // Every search hit marked: one mark per column that holds any.
   p.setPen(QColor(0xff, 0x8c, 0x00));
@@ -321,9 +331,101 @@ void TimelineView::paintRuler(QPainter& p) const {
   }
   p.setPen(QColor(0xaa, 0xaa, 0xaa));
   p.drawLine(0, kRulerHeight - 1, width(), kRulerHeight - 1);
+  paintBookmarkFlags(p);
+  // The label column covers a flag's name that runs left of the time area.
+  p.fillRect(QRect(0, 0, kLabelWidth, kRulerHeight - 1), QColor(0xee, 0xef, 0xf1));
   p.setPen(QColor(0x22, 0x22, 0x22));
   p.drawText(QRect(4, 0, kLabelWidth - 8, kRulerHeight), Qt::AlignVCenter,
              QString::fromStdString(formatDuration(saturatingFromDouble(axis_.nsPerPx * w))));
+}
+
+namespace {
+
+const QColor kBookmarkColor(0x8e, 0x44, 0xad);
+constexpr int kBookmarkNameWidth = 140;  // pixels of a flag's name before it is elided
+
+// The bookmarks in view, [first, last): their columns lie in the time area.
+std::pair<std::size_t, std::size_t> visibleBookmarks(const BookmarkList& list, const TimeAxis& axis,
+                                                     int w) {
+  const auto& all = list.all();
+  std::size_t first = 0;
+  while (first < all.size() && axis.column(all[first].ns) < 0) ++first;
+  std::size_t last = first;
+  while (last < all.size() && axis.column(all[last].ns) < w) ++last;
+  return {first, last};
+}
+
+}  // namespace
+
+void TimelineView::paintBookmarkLines(QPainter& p) const {
+  const auto [first, last] = visibleBookmarks(bookmarks_, axis_, timeAreaWidth());
+  p.setPen(QPen(kBookmarkColor, 1, Qt::DashLine));
+  for (std::size_t i = first; i < last; ++i) {
+    const int x = kLabelWidth + static_cast<int>(axis_.column(bookmarks_.all()[i].ns));
+    p.drawLine(x, kRulerHeight, x, height());
+  }
+}
+
+// A flag per bookmark on the ruler: a triangle at its time and its name beside it, over the
+// tick labels (a later flag's name covers an earlier one's).
+// The name boxes of the bookmarks in view, in time order: beside each flag, elided to
+// kBookmarkNameWidth.
+std::vector<QRect> TimelineView::bookmarkLabels(const QFontMetrics& metrics) const {
+  const auto [first, last] = visibleBookmarks(bookmarks_, axis_, timeAreaWidth());
+  std::vector<QRect> out;
+  for (std::size_t i = first; i < last; ++i) {
+    const Bookmark& b = bookmarks_.all()[i];
+    const int x = kLabelWidth + static_cast<int>(axis_.column(b.ns));
+    const QString name =
+        metrics.elidedText(QString::fromStdString(b.name), Qt::ElideRight, kBookmarkNameWidth);
+    out.emplace_back(x + 7, 1, metrics.horizontalAdvance(name) + 6, 15);
+  }
+  return out;
+}
+
+void TimelineView::paintBookmarkFlags(QPainter& p) const {
+  const auto [first, last] = visibleBookmarks(bookmarks_, axis_, timeAreaWidth());
+  const QFontMetrics metrics = p.fontMetrics();
+  const std::vector<QRect> labels = bookmarkLabels(metrics);
+  for (std::size_t i = first; i < last; ++i) {
+    const Bookmark& b = bookmarks_.all()[i];
+    const int x = kLabelWidth + static_cast<int>(axis_.column(b.ns));
+    const QString name =
+        metrics.elidedText(QString::fromStdString(b.name), Qt::ElideRight, kBookmarkNameWidth);
+    const QRect& label = labels[i - first];
+    p.fillRect(label, QColor(0xf4, 0xec, 0xf7));
+    p.setPen(kBookmarkColor);
+    p.drawText(label.adjusted(3, 0, 0, 0), Qt::AlignVCenter | Qt::AlignLeft, name);
+    p.setBrush(kBookmarkColor);
+    p.setPen(Qt::NoPen);
+    const QPoint flag[3] = {QPoint(x, 1), QPoint(x + 7, 5), QPoint(x, 9)};
+    p.drawPolygon(flag, 3);
+    p.setPen(kBookmarkColor);
+    p.drawLine(x, 1, x, kRulerHeight - 1);
+  }
+  p.setBrush(Qt::NoBrush);
+}
+
+QString TimelineView::bookmarkTooltip(QPoint pos) const {
+  if (pos.x() < kLabelWidth || index_->eventCount() == 0) return {};
+  const auto [first, last] = visibleBookmarks(bookmarks_, axis_, timeAreaWidth());
+  // The flag nearest the pointer within its triangle's width.
+  std::optional<std::size_t> best;
+  int bestDistance = 8;
+  for (std::size_t i = first; i < last; ++i) {
+    const int x = kLabelWidth + static_cast<int>(axis_.column(bookmarks_.all()[i].ns));
+    if (std::abs(pos.x() - x) <= bestDistance) {
+      bestDistance = std::abs(pos.x() - x);
+      best = i;
+    }
+  }
+  if (!best) return {};
+  const Bookmark& b = bookmarks_.all()[*best];
+  return QStringLiteral("%1\nat %2 (bookmark %3 of %4)")
+      .arg(QString::fromStdString(b.name),
+           QString::fromStdString(formatDuration(saturatingSub(b.ns, index_->beginNs()))))
+      .arg(*best + 1)
+      .arg(bookmarks_.size());
 }
 
 void TimelineView::paintLabels(QPainter& p) const {
@@ -374,6 +476,7 @@ void TimelineView::paintOverlay(QPainter& p) const {
         "W / S: zoom in / out    A / D: pan left / right\n"
         "Double-click: zoom to the span    F: fit the selection    Home: fit all\n"
         "[ / ]: follow the selected span's flow back / forward\n"
+        "B: bookmark the time under the cursor    , / .: previous / next bookmark\n"
         "Shift+wheel: scroll the rows    Click a rank header: fold it\n"
         "?: this list    Esc: close it");
   }

@@ -7,9 +7,11 @@
 #include <QPainter>
 #include <QToolTip>
 #include <QWheelEvent>
+#include <algorithm>
 #include <cmath>
 #include <new>
 
+#include "core/common/error.h"
 #include "core/plan/memory_estimate.h"
 #include "ui/timeline_prediction.h"
 
@@ -33,11 +35,54 @@ void TimelineView::setIndex(std::shared_ptr<TimelineIndex> index) {
   hits_.clear();
   selection_.reset();
   selected_ = {};
+  bookmarks_ = {};
   scrollY_ = 0;
   followLive_ = true;
   relayout();
   fitAll();
   emit indexReplaced();
+}
+
+void TimelineView::setBookmarks(BookmarkList bookmarks) {
+  bookmarks_ = std::move(bookmarks);
+  update();
+}
+
+std::size_t TimelineView::addBookmark(std::int64_t ns, const std::string& name) {
+  const std::size_t i = bookmarks_.add(ns, name);
+  update();
+  emit bookmarksChanged();
+  return i;
+}
+
+void TimelineView::renameBookmark(std::size_t i, const std::string& name) {
+  bookmarks_.rename(i, name);
+  update();
+  emit bookmarksChanged();
+}
+
+void TimelineView::removeBookmark(std::size_t i) {
+  bookmarks_.remove(i);
+  update();
+  emit bookmarksChanged();
+}
+
+void TimelineView::showBookmark(std::size_t i) {
+  const double half = axis_.nsPerPx * timeAreaWidth() / 2;
+  axis_.startNs = saturatingSub(bookmarks_.all().at(i).ns, clampedTime(half));
+  userMoved();
+}
+
+bool TimelineView::nextBookmark(int direction) {
+  // Past the centre by half a pixel: the bookmark just centred (to the nanosecond it rounds to)
+  // is not the next one.
+  const std::int64_t centre = axis_.time(timeAreaWidth() / 2.0);
+  const std::int64_t half = std::max<std::int64_t>(1, clampedTime(axis_.nsPerPx / 2));
+  const auto i = bookmarks_.next(
+      direction > 0 ? saturatingAdd(centre, half) : saturatingSub(centre, half), direction);
+  if (!i) return false;
+  showBookmark(*i);
+  return true;
 }
 
 void TimelineView::appendEvents(const std::vector<Event>& events) {
@@ -283,6 +328,7 @@ QString TimelineView::spanDescription(SpanRef ref) const {
 }
 
 QString TimelineView::tooltipText(QPoint pos) const {
+  if (pos.y() < kRulerHeight) return bookmarkTooltip(pos);
   if (const QString counter = counterTooltip(pos); !counter.isEmpty()) return counter;
   const Hit h = hitTest(pos);
   if (!h.ref.valid()) return {};
@@ -377,6 +423,7 @@ void TimelineView::mousePressEvent(QMouseEvent* e) {
 
 void TimelineView::mouseMoveEvent(QMouseEvent* e) {
   const QPoint pos = e->position().toPoint();
+  cursorX_ = pos.x();
   if (drag_ == Drag::None) return;
   dragMoved_ = dragMoved_ || (pos - dragStart_).manhattanLength() > 3;
   if (drag_ == Drag::Pan && dragMoved_) {
@@ -470,6 +517,19 @@ void TimelineView::keyPressEvent(QKeyEvent* e) {
       break;
     case Qt::Key_BracketLeft: followFlow(-1); return;
     case Qt::Key_BracketRight: followFlow(+1); return;
+    case Qt::Key_B: {
+      // At the pointer when it is over the time area, else at the view's centre.
+      const bool over = cursorX_ && *cursorX_ >= kLabelWidth && *cursorX_ < width();
+      const double x = over ? *cursorX_ - kLabelWidth : w / 2;
+      try {
+        addBookmark(axis_.time(x));
+      } catch (const UserError& error) {
+        emit refused(QString::fromUtf8(error.what()));
+      }
+      return;
+    }
+    case Qt::Key_Comma: nextBookmark(-1); return;
+    case Qt::Key_Period: nextBookmark(+1); return;
     case Qt::Key_Question: showHelp_ = !showHelp_; break;
     case Qt::Key_Escape: showHelp_ = false; break;
     default: QWidget::keyPressEvent(e); return;

@@ -2,7 +2,7 @@
 // from a draw list built for the visible rows (timeline_lod.h), so a frame costs pixels, not
 // events. Fed a whole index (files) or live events (appendEvents). Interaction as in Perfetto
 // and Tracy: wheel zooms at the cursor, drag pans, Shift+drag selects a box, W/A/S/D, F, Home,
-// [ and ] follow flows, ? lists the shortcuts.
+// [ and ] follow flows, B bookmarks the time under the cursor, ? lists the shortcuts.
 #pragma once
 
 #include <QWidget>
@@ -10,11 +10,13 @@
 #include <optional>
 #include <vector>
 
+#include "ui/timeline_bookmarks.h"
 #include "ui/timeline_index.h"
 #include "ui/timeline_layout.h"
 #include "ui/timeline_lod.h"
 #include "ui/timeline_search.h"
 
+class QFontMetrics;
 class QPainter;
 
 namespace parascope::ui {
@@ -75,6 +77,21 @@ class TimelineView : public QWidget {
   // in from the innermost out, and the spans its flows join it to. Empty with no selection.
   QString selectedDetails() const;
   bool shortcutsShown() const { return showHelp_; }
+
+  // Bookmarks: named times of this trace (B adds one at the cursor, "," and "." centre the
+  // previous and the next). setIndex clears them: they mark the old trace's times.
+  const BookmarkList& bookmarks() const { return bookmarks_; }
+  void setBookmarks(BookmarkList bookmarks);
+  // Adds one at `ns` (an empty name: "Bookmark N") and returns its place; UserError, changing
+  // nothing, as BookmarkList::add.
+  std::size_t addBookmark(std::int64_t ns, const std::string& name = {});
+  void renameBookmark(std::size_t i, const std::string& name);  // UserError as BookmarkList
+  void removeBookmark(std::size_t i);
+  // Centres the view on bookmark i, keeping the zoom.
+  void showBookmark(std::size_t i);
+  // Centres the nearest bookmark more than half a pixel before (direction < 0) or after the
+  // view's centre; false when there is none.
+  bool nextBookmark(int direction);
   int timeAreaLeft() const { return kLabelWidth; }
   int timeAreaWidth() const { return std::max(1, width() - kLabelWidth); }
   int contentTop() const { return kRulerHeight; }
@@ -87,6 +104,9 @@ class TimelineView : public QWidget {
   void spanSelected();
   // setIndex gave the view another trace (or none): what was found in the old one is stale.
   void indexReplaced();
+  void bookmarksChanged();
+  // A key's action was refused (a bookmark past the limit): why, in one line.
+  void refused(const QString& why);
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -111,6 +131,10 @@ class TimelineView : public QWidget {
   void paintBubbles(QPainter& p, const TimelineRow& row, int y,
                     const std::vector<DrawItem>& items) const;
   void paintFlows(QPainter& p) const;
+  void paintBookmarkLines(QPainter& p) const;
+  void paintBookmarkFlags(QPainter& p) const;
+  std::vector<QRect> bookmarkLabels(const QFontMetrics& metrics) const;
+  QString bookmarkTooltip(QPoint pos) const;
   void sortFlows() const;
   void paintRuler(QPainter& p) const;
   void paintLabels(QPainter& p) const;
@@ -136,6 +160,8 @@ class TimelineView : public QWidget {
   std::size_t currentHit_ = 0;
   std::optional<TimelineSelection> selection_;
   SpanRef selected_;
+  BookmarkList bookmarks_;
+  std::optional<int> cursorX_;  // widget x of the pointer's last move over the view
   bool followLive_ = true;
   bool liveStopped_ = false;  // appendEvents ran out of memory
   bool showHelp_ = false;

@@ -5,6 +5,7 @@
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
@@ -17,8 +18,11 @@
 #include <QVBoxLayout>
 #include <regex>
 
+#include "core/common/checked_math.h"
+#include "core/common/error.h"
 #include "ui/name_columns.h"
 #include "ui/timeline_export.h"
+#include "ui/workbench_settings.h"
 
 namespace parascope::ui {
 
@@ -83,6 +87,8 @@ TimelineWindow::TimelineWindow(QWidget* parent)
     cancel_->hide();
     view_->setMessage({});
     view_->setIndex(std::move(index));
+    bookmarked_ = loading_;
+    view_->setBookmarks(readBookmarks(bookmarked_));
     statusBar()->showMessage(tr("%1 events").arg(n));
   });
   connect(loader_, &TraceLoader::failed, this, [this](const QString& message) {
@@ -100,8 +106,14 @@ TimelineWindow::TimelineWindow(QWidget* parent)
     const QString details = view_->selectedDetails();
     details_->setText(details.isEmpty() ? tr("Click a span to see its details.") : details);
   });
+  connect(view_, &TimelineView::bookmarksChanged, this, [this] {
+    if (!bookmarked_.isEmpty()) writeBookmarks(bookmarked_, view_->bookmarks());
+  });
+  connect(view_, &TimelineView::refused, this,
+          [this](const QString& why) { statusBar()->showMessage(why, 10000); });
   // Another trace: the old selection's statistics go, and a search counts in the new one.
   connect(view_, &TimelineView::indexReplaced, this, [this] {
+    bookmarked_.clear();  // a live run's, until a loaded trace's files say otherwise
     stats_->setStats({});
     details_->setText(tr("Click a span to see its details."));
     if (search_->text().isEmpty()) {
@@ -180,6 +192,7 @@ void TimelineWindow::onProgress(const QString& stage, double fraction) {
 void TimelineWindow::openFiles(const QStringList& paths) {
   if (paths.isEmpty()) return;
   setWindowTitle(tr("ParaScope timeline — %1").arg(paths.join(", ")));
+  loading_ = paths;
   loader_->load(paths);
 }
 
@@ -230,6 +243,51 @@ void TimelineWindow::buildMenus() {
   QAction* byStage = viewMenu->addAction(tr("Order ranks by pipeline stage"));
   byStage->setCheckable(true);
   connect(byStage, &QAction::toggled, view_, &TimelineView::setOrderByStage);
+  QMenu* bookmarks = menuBar()->addMenu(tr("&Bookmarks"));
+  bookmarks->setObjectName(QStringLiteral("bookmarksMenu"));
+  connect(bookmarks, &QMenu::aboutToShow, this,
+          [this, bookmarks] { fillBookmarksMenu(bookmarks); });
+  fillBookmarksMenu(bookmarks);
+}
+
+// Rebuilt each time it opens: the actions, then one submenu per bookmark in time order.
+void TimelineWindow::fillBookmarksMenu(QMenu* menu) {
+  menu->clear();
+  const bool any = !view_->bookmarks().empty();
+  QAction* add = menu->addAction(tr("Add at the view's centre (B: at the cursor)"), this, [this] {
+    try {
+      const double centre = view_->timeAreaWidth() / 2.0;
+      view_->addBookmark(view_->axis().time(centre));
+    } catch (const UserError& e) {
+      statusBar()->showMessage(QString::fromUtf8(e.what()), 10000);
+    }
+  });
+  add->setEnabled(view_->index().eventCount() > 0);
+  menu->addAction(tr("Previous (,)"), this, [this] { view_->nextBookmark(-1); })->setEnabled(any);
+  menu->addAction(tr("Next (.)"), this, [this] { view_->nextBookmark(+1); })->setEnabled(any);
+  if (!any) return;
+  menu->addSeparator();
+  const TimelineIndex& index = view_->index();
+  for (std::size_t i = 0; i < view_->bookmarks().size(); ++i) {
+    const Bookmark& b = view_->bookmarks().all()[i];
+    QMenu* one = menu->addMenu(tr("%1 — %2").arg(
+        QString::fromStdString(b.name),
+        QString::fromStdString(formatDuration(saturatingSub(b.ns, index.beginNs())))));
+    one->addAction(tr("Go to"), this, [this, i] { view_->showBookmark(i); });
+    one->addAction(tr("Rename…"), this, [this, i] {
+      const QString now = QString::fromStdString(view_->bookmarks().all().at(i).name);
+      bool ok = false;
+      const QString name = QInputDialog::getText(this, tr("Rename bookmark"), tr("Name:"),
+                                                 QLineEdit::Normal, now, &ok);
+      if (!ok) return;
+      try {
+        view_->renameBookmark(i, name.toStdString());
+      } catch (const UserError& e) {
+        QMessageBox::warning(this, tr("Rename bookmark"), QString::fromUtf8(e.what()));
+      }
+    });
+    one->addAction(tr("Remove"), this, [this, i] { view_->removeBookmark(i); });
+  }
 }
 
 }  // namespace parascope::ui

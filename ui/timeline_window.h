@@ -1,6 +1,8 @@
 // The timeline as a window: the view, a search bar (substring or regex, next/previous, hit
-// count), the selection statistics table, load progress with cancel and the export actions.
-// The workbench embeds the same pieces; live events go to view()->appendEvents.
+// count), the selection statistics table, load progress with cancel, the export actions and the
+// Bookmarks menu; the bookmarks of traces opened from files are saved in the settings file and
+// come back when the same files are opened again. The workbench embeds the same pieces; live
+// events go to view()->appendEvents.
 #pragma once
 
 #include <QMainWindow>
@@ -12,6 +14,7 @@
 class QCheckBox;
 class QLabel;
 class QLineEdit;
+class QMenu;
 class QProgressBar;
 class QPushButton;
 
@@ -36,6 +39,7 @@ class TimelineWindow : public QMainWindow {
   void onProgress(const QString& stage, double fraction);
   void exportWith(const QString& title, const QString& filter,
                   const std::function<void(const std::string&)>& write);
+  void fillBookmarksMenu(QMenu* menu);
 
   TimelineView* view_;
   SelectionStatsModel* stats_;
@@ -46,6 +50,8 @@ class TimelineWindow : public QMainWindow {
   QLabel* details_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QPushButton* cancel_ = nullptr;
+  QStringList loading_;     // the files being loaded
+  QStringList bookmarked_;  // the files shown, whose bookmarks are saved; empty for a live run
 };
 
 }  // namespace parascope::ui

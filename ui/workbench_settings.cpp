@@ -3,11 +3,18 @@
 
 #include <sys/stat.h>
 #include <QCoreApplication>
+#include <QCryptographicHash>
+#include <QDateTime>
+#include <QFileInfo>
 #include <QStandardPaths>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "core/common/bounded_json.h"
 #include "core/common/error.h"
@@ -79,6 +86,90 @@ nlohmann::json readLastDocument() {
     settings->remove(kLastConfig);
     return nullptr;
   }
+}
+
+namespace {
+
+const QString kBookmarksGroup = QStringLiteral("bookmarks");
+
+// The traces as saved: absolute paths, in the order given.
+nlohmann::json tracePaths(const QStringList& traces) {
+  nlohmann::json paths = nlohmann::json::array();
+  for (const QString& t : traces) paths.push_back(QFileInfo(t).absoluteFilePath().toStdString());
+  return paths;
+}
+
+// One settings key per set of traces: a digest of their paths (a path may hold any character,
+// a key may not).
+QString bookmarksKey(const nlohmann::json& paths) {
+  const QByteArray digest =
+      QCryptographicHash::hash(QByteArray::fromStdString(paths.dump()), QCryptographicHash::Sha256);
+  return kBookmarksGroup + QLatin1Char('/') + QString::fromLatin1(digest.toHex());
+}
+
+// When an entry was written; -1 for one that cannot be read, which goes first.
+qint64 savedMs(const QString& entry) {
+  std::optional<nlohmann::json> e;
+  try {
+    e = parseBoundedJsonIfJson(entry.toStdString(), "bookmarks", kConfigJsonLimits);
+  } catch (const UserError&) {
+    return -1;  // past the JSON limits
+  }
+  if (e && e->is_object() && e->contains("saved_ms") && (*e)["saved_ms"].is_number_integer()) {
+    return (*e)["saved_ms"].get<qint64>();
+  }
+  return -1;
+}
+
+}  // namespace
+
+BookmarkList readBookmarks(const QStringList& traces) {
+  const std::unique_ptr<QSettings> settings = openSettings();
+  const nlohmann::json paths = tracePaths(traces);
+  const QString key = bookmarksKey(paths);
+  if (!settings || !settings->contains(key)) return {};
+  const std::string what =
+      "the bookmarks of " + paths.dump() + " in '" + settings->fileName().toStdString() + "'";
+  try {
+    const nlohmann::json entry =
+        parseBoundedJson(settings->value(key).toString().toStdString(), what, kConfigJsonLimits);
+    if (!entry.is_object() || !entry.contains("traces") || !entry.contains("bookmarks")) {
+      throw UserError(what + ": not an object of \"traces\", \"saved_ms\" and \"bookmarks\"");
+    }
+    // Another set of traces under the same digest is not these traces' bookmarks.
+    if (entry["traces"] != paths) return {};
+    return BookmarkList::fromJson(entry["bookmarks"], what);
+  } catch (const UserError& e) {
+    sayDropped(std::string(e.what()) + "; dropped");
+    settings->remove(key);
+    return {};
+  }
+}
+
+void writeBookmarks(const QStringList& traces, const BookmarkList& bookmarks) {
+  const std::unique_ptr<QSettings> settings = openSettings();
+  if (!settings) return;
+  const nlohmann::json paths = tracePaths(traces);
+  const QString key = bookmarksKey(paths);
+  if (bookmarks.empty()) {
+    settings->remove(key);
+    return;
+  }
+  const nlohmann::json entry = {{"traces", paths},
+                                {"saved_ms", QDateTime::currentMSecsSinceEpoch()},
+                                {"bookmarks", bookmarks.toJson()}};
+  settings->setValue(key, QString::fromStdString(entry.dump()));
+  // Past the bound, the sets written longest ago go (an entry that cannot be read goes first).
+  settings->beginGroup(kBookmarksGroup);
+  std::vector<std::pair<qint64, QString>> written;
+  for (const QString& k : settings->childKeys()) {
+    written.emplace_back(savedMs(settings->value(k).toString()), k);
+  }
+  std::sort(written.begin(), written.end());
+  for (std::size_t i = 0; i + kMaxBookmarkedTraces < written.size(); ++i) {
+    settings->remove(written[i].second);
+  }
+  settings->endGroup();
 }
 
 void writeLastDocument(const nlohmann::json& document) {

@@ -1,15 +1,18 @@
-// The workbench's settings file (QSettings: the window layout and the last session's config) is
-// read back as input like any other. Before Qt reads it, it must be a regular file (a FIFO there
-// made every start wait for a writer) of at most kSettingsMaxBytes; the last config is parsed
-// under the config JSON limits (core/common/bounded_json.h) and must be an object; a layout Qt
-// cannot restore is dropped. Whatever is refused is dropped with one line on stderr. The bounds
-// are listed in docs/limits.md.
+// The workbench's settings file (QSettings: the window layout, the last session's config and the
+// traces' bookmarks) is read back as input like any other. Before Qt reads it, it must be a
+// regular file (a FIFO there made every start wait for a writer) of at most kSettingsMaxBytes;
+// the last config is parsed under the config JSON limits (core/common/bounded_json.h) and must be
+// an object, as are the bookmarks; a layout Qt cannot restore is dropped. Whatever is refused is
+// dropped with one line on stderr. The bounds are listed in docs/limits.md.
 #pragma once
 
 #include <QSettings>
 #include <QString>
+#include <QStringList>
 #include <memory>
 #include <nlohmann/json.hpp>
+
+#include "ui/timeline_bookmarks.h"
 
 namespace parascope::ui {
 
@@ -27,6 +30,14 @@ std::unique_ptr<QSettings> openSettings();
 // removed from the file).
 nlohmann::json readLastDocument();
 void writeLastDocument(const nlohmann::json& document);
+
+// Bookmarks saved for a set of trace files (TimelineWindow), by their absolute paths: empty
+// when there are none, or when the entry is refused (said on stderr, and removed from the file).
+// Writing an empty list removes the entry; at most kMaxBookmarkedTraces sets are kept, the least
+// recently written dropped first.
+inline constexpr int kMaxBookmarkedTraces = 64;
+BookmarkList readBookmarks(const QStringList& traces);
+void writeBookmarks(const QStringList& traces, const BookmarkList& bookmarks);
 
 // Prints "parascope: <what>" on stderr, control characters escaped.
 void sayDropped(const std::string& what);
