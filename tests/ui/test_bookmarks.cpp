@@ -13,10 +13,12 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "core/common/error.h"
 #include "profiler/io/chrome_export.h"
 #include "profiler/synthetic_trace.h"
+#include "tests/input_probes.h"
 #include "ui/timeline_window.h"
 #include "ui/workbench_settings.h"
 
@@ -27,15 +29,10 @@ using parascope::profiler::syntheticTrainingTrace;
 
 namespace {
 
-// The message of the UserError `f` throws; empty when it throws none.
+// The UserError's message as the expected strings are written (tests/input_probes.h).
 template <class F>
 std::string refusal(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return {};
+  return parascope::test::userErrorOf(std::forward<F>(f)).toStdString();
 }
 
 std::vector<std::int64_t> timesOf(const BookmarkList& list) {
