@@ -17,6 +17,7 @@
 #include "core/parallel/schedule.h"
 #include "core/plan/memory_estimate.h"
 #include "core/plan/simulator.h"
+#include "core/tensor/allocator.h"
 
 namespace parascope::ui {
 
@@ -507,6 +508,27 @@ void StrategyPanel::showMemory(const TrainConfig& c) {
     text += QStringLiteral("<br>&nbsp;&nbsp;%1: %2")
                 .arg(QString::fromStdString(item.name),
                      QString::fromStdString(formatBytes(item.bytes)));
+  }
+  // What the sharded items hold through the step and what comes on top at the peak, so that
+  // ZeRO's numbers explain themselves (flat_layout.h, param_gatherer.h, grad_reducer.h).
+  const int group = c.parallel.gradientGroup();
+  if (c.parallel.zeroStage >= 2 && group > 1) {
+    auto item = [&m](MemoryCategory cat) -> const MemoryItem& {
+      return m.items[static_cast<std::size_t>(cat)];
+    };
+    auto bytes = [](double b) { return QString::fromStdString(formatBytes(b)); };
+    const MemoryItem& grads = item(MemoryCategory::Gradient);
+    text += tr("<br>ZeRO-%1 over %2 ranks, at the peak:").arg(c.parallel.zeroStage).arg(group);
+    text += tr("<br>&nbsp;&nbsp;gradients: a %1 shard + %2 of full-size buckets (each layer's, "
+               "reduce-scattered as its backward ends)")
+                .arg(bytes(grads.residentBytes), bytes(grads.bytes - grads.residentBytes));
+    if (c.parallel.zeroStage >= 3) {
+      const MemoryItem& params = item(MemoryCategory::Parameter);
+      text += tr("<br>&nbsp;&nbsp;parameters: a %1 shard + %2 gathered (the running layer's, "
+                 "and the next one's prefetched within stage3_prefetch_bucket_size and "
+                 "stage3_max_live_parameters)")
+                  .arg(bytes(params.residentBytes), bytes(params.bytes - params.residentBytes));
+    }
   }
   text += tr("<br>All %1 ranks: %2")
               .arg(m.ranksSharingMemory)

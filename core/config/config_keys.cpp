@@ -234,8 +234,21 @@ std::vector<ConfigKey> buildKeys() {
       strategy(integer("zero_optimization.reduce_bucket_size", parallel.bucketElements, 1,
                        std::int64_t{1} << 40,
                        "gradient bucket capacity in elements (DeepSpeed counts elements); the "
-                       "default is 25 MiB of f32, as PyTorch DDP's `bucket_cap_mb`"),
+                       "default is 25 MiB of f32, as PyTorch DDP's `bucket_cap_mb`. From stage "
+                       "2 on a bucket also ends with each layer's parameters"),
                [](const TrainConfig& c) { return json(c.parallel.bucketElements); }),
+      strategy(integer("zero_optimization.stage3_prefetch_bucket_size", parallel.prefetchElements,
+                       0, std::int64_t{1} << 40,
+                       "ZeRO-3: parameters in elements that may be gathered ahead of the layer "
+                       "needing them (the next layer's, while one runs); 0: none, each layer "
+                       "gathers its own when it starts"),
+               [](const TrainConfig& c) { return json(c.parallel.prefetchElements); }),
+      strategy(integer("zero_optimization.stage3_max_live_parameters", parallel.maxLiveElements, 1,
+                       std::int64_t{1} << 40,
+                       "ZeRO-3: gathered parameters in elements beyond which nothing is "
+                       "prefetched or kept gathered for later; a running layer's own are "
+                       "always gathered"),
+               [](const TrainConfig& c) { return json(c.parallel.maxLiveElements); }),
       strategy(boolean("zero_optimization.overlap_comm", parallel.overlapComm,
                        "start a bucket's reduction as soon as backward has filled it; false: "
                        "reduce all buckets after backward"),

@@ -58,6 +58,8 @@ void parseZero(JsonReader z, ParallelStrategy& s) {
                     " is not available in this build yet; valid: 0.." + str(kMaxZeroStage));
   }
   s.bucketElements = z.integer("reduce_bucket_size");
+  s.prefetchElements = z.integer("stage3_prefetch_bucket_size");
+  s.maxLiveElements = z.integer("stage3_max_live_parameters");
   s.overlapComm = z.boolean("overlap_comm");
   z.finish();
 }

@@ -38,6 +38,13 @@ struct ParallelStrategy {
   // default 25 MiB of f32, PyTorch DDP's bucket_cap_mb.
   std::int64_t bucketElements = 25 * 1024 * 1024 / 4;
   bool overlapComm = true;
+  // ZeRO-3's gathers, in elements (DeepSpeed's stage3_prefetch_bucket_size and
+  // stage3_max_live_parameters, with their defaults): while a layer runs, the next layer's
+  // parameters are prefetched only if they number at most prefetchElements and the gathered
+  // parameters then stay within maxLiveElements; the model's last layer stays gathered from its
+  // forward to its backward only within maxLiveElements.
+  std::int64_t prefetchElements = 50'000'000;
+  std::int64_t maxLiveElements = 1'000'000'000;
   DType compute = DType::F32;   // fp16.enabled -> F16, bf16.enabled -> BF16
   DType gradComm = DType::F32;  // communication_data_type
   LossScaleSpec lossScale;

@@ -61,16 +61,20 @@ double bucketBytes(const FlatLayout& layout, std::size_t b, double elementBytes)
 // and released it). Every free follows from the order of the passes alone.
 class GatherReplay {
  public:
-  GatherReplay(const FlatLayout& layout, double elementBytes, Live& parameters)
+  GatherReplay(const FlatLayout& layout, const ParallelStrategy& s, double elementBytes,
+               Live& parameters)
       : layout_(layout),
+        prefetchElements_(s.prefetchElements),
+        maxLiveElements_(s.maxLiveElements),
         elementBytes_(elementBytes),
         live_(parameters),
         buckets_(layout.buckets.size()) {}
 
-  // The forward hook: the model's last layer keeps its buckets for the backward that follows.
+  // The forward hook: the model's last layer keeps its buckets for the backward that follows,
+  // within the bound on gathered parameters.
   void forward(int layer, bool finished) {
     const int next = layer + 1, layers = static_cast<int>(layout_.layerBuckets.size());
-    if (finished && next == layers) {
+    if (finished && next == layers && liveElements_ <= maxLiveElements_) {
       kept_.insert(kept_.end(), of(layer).begin(), of(layer).end());
       return;
     }
@@ -92,7 +96,8 @@ class GatherReplay {
   const std::vector<int>& of(int layer) const {
     return layout_.layerBuckets[static_cast<std::size_t>(layer)];
   }
-  // Around a layer's pass: its buckets, then the next layer's prefetched while it runs.
+  // Around a layer's pass: its buckets, then the next layer's prefetched while it runs, within
+  // the bounds.
   void pass(int layer, bool finished, int next) {
     if (finished) {
       for (int b : of(layer)) release(static_cast<std::size_t>(b));
@@ -104,23 +109,34 @@ class GatherReplay {
     }
     releaseKept();
     if (next >= 0) {
-      for (int b : of(next)) start(static_cast<std::size_t>(b));
+      std::int64_t need = 0;
+      for (int b : of(next)) {
+        if (!buckets_[static_cast<std::size_t>(b)].gathered)
+          need += layout_.buckets[static_cast<std::size_t>(b)].count;
+      }
+      if (need <= prefetchElements_ && liveElements_ + need <= maxLiveElements_) {
+        for (int b : of(next)) start(static_cast<std::size_t>(b));
+      }
     }
     for (int b : of(layer)) buckets_[static_cast<std::size_t>(b)].unwaited = false;
   }
   void start(std::size_t b) {
     if (buckets_[b].gathered) return;
     buckets_[b].gathered = buckets_[b].unwaited = true;
+    liveElements_ += layout_.buckets[b].count;
     live_.add(bucketBytes(layout_, b, elementBytes_));
   }
   void release(std::size_t b) {
     Bucket& bucket = buckets_[b];
     if (--bucket.users > 0 || bucket.unwaited) return;
     bucket.gathered = false;
+    liveElements_ -= layout_.buckets[b].count;
     live_.remove(bucketBytes(layout_, b, elementBytes_));
   }
 
   const FlatLayout& layout_;
+  std::int64_t prefetchElements_, maxLiveElements_;
+  std::int64_t liveElements_ = 0;
   double elementBytes_;
   Live& live_;
   std::vector<Bucket> buckets_;
@@ -242,7 +258,8 @@ class StepReplay {
       reduce_.emplace(rank.layout, s.zeroStage >= 2, s.overlapComm, stored, staging,
                       category(MemoryCategory::Gradient), category(MemoryCategory::CommBuffer));
     }
-    if (s.zeroStage >= 3) gather_.emplace(rank.layout, stored, category(MemoryCategory::Parameter));
+    if (s.zeroStage >= 3)
+      gather_.emplace(rank.layout, s, stored, category(MemoryCategory::Parameter));
     // ZeRO-2/3 without a pipeline reduce every micro-batch (Trainer::dataParallelWork).
     const bool eachMicroBatch = s.zeroStage >= 2 && !plan.config.pipeline.enabled;
     passesPerRound_ = eachMicroBatch ? 1 : plan.shape.microBatches;
@@ -497,7 +514,8 @@ class ActivationReplay {
 // may replay fewer of (replayedConfig).
 struct Replayed {
   Categories live;
-  double modelState = 0;  // MemoryEstimate::modelStateBytes
+  double modelState = 0;                                // MemoryEstimate::modelStateBytes
+  std::array<double, kMemoryCategoryCount> resident{};  // MemoryItem::residentBytes
 };
 
 Replayed replayRank(const StrategyPlan& plan, const RankPlan& rank, int microBatches,
@@ -521,8 +539,10 @@ Replayed replayRank(const StrategyPlan& plan, const RankPlan& rank, int microBat
   at(MemoryCategory::OptimizerState)
       .add((s.zeroStage >= 1 ? shard : model) * (s.compute == DType::F32 ? 8 : 12));
   for (MemoryCategory c :
-       {MemoryCategory::Parameter, MemoryCategory::Gradient, MemoryCategory::OptimizerState})
+       {MemoryCategory::Parameter, MemoryCategory::Gradient, MemoryCategory::OptimizerState}) {
     replayed.modelState += at(c).now;
+    replayed.resident[static_cast<std::size_t>(c)] = at(c).now;
+  }
   // ZeRO-3 initialises its shard one parameter at a time, through a copy of it.
   if (s.zeroStage >= 3)
     at(MemoryCategory::Workspace)
@@ -610,9 +630,9 @@ std::vector<MemoryEstimate> estimateRankMemory(const TrainConfig& c, double data
     const Replayed replayed = replayRank(plan, rank, c.gradientAccumulation, activationBytes);
     MemoryEstimate& e = ranks.emplace_back();
     for (std::size_t i = 0; i < kMemoryCategoryCount; ++i)
-      e.items.push_back({kItemNames[i], replayed.live[i].peak});
+      e.items.push_back({kItemNames[i], replayed.live[i].peak, replayed.resident[i]});
     e.modelStateBytes = replayed.modelState;
-    e.items.push_back({"data", dataBytes});
+    e.items.push_back({"data", dataBytes, dataBytes});
     e.ranksSharingMemory = std::max(1, ranksSharingMemory);
   }
   return ranks;

@@ -25,7 +25,12 @@ struct MemoryItem {
   // "parameters", "gradients", "optimizer state", "activations", "communication buffers",
   // "workspace", "data"
   std::string name;
-  double bytes = 0;  // per rank; double, so that absurd settings never overflow
+  double bytes = 0;  // per rank at its peak; double, so that absurd settings never overflow
+  // Of `bytes`, what is held through the whole step (the model state the trainer allocates
+  // once: the parameters, gradients and moments it keeps, its ZeRO shards; the data); the rest
+  // comes and goes within the step (ZeRO-2/3's full-size gradient buckets, ZeRO-3's gathered
+  // layers, activations). 0 for the categories that hold nothing between steps.
+  double residentBytes = 0;
 };
 
 struct MemoryEstimate {

@@ -89,7 +89,7 @@ StrategyPlan planStrategy(const TrainConfig& config) {
     }
     DataParallelWork work;
     if (plan.flat) {
-      r.layout = makeFlatLayout(model, s.gradientGroup(), s.bucketElements);
+      r.layout = makeFlatLayout(model, s.gradientGroup(), s);
       const FlatLayout& layout = r.layout;
       r.flatElements = layout.total;
       for (const FlatBucket& b : layout.buckets) r.bucketElements.push_back(b.count);

@@ -14,13 +14,22 @@ FlatLayout::Part FlatLayout::partOf(int i, std::int64_t numel, int rank) const {
   return {lo - begin, b.shardOffset + (lo - mine), hi - lo};
 }
 
-FlatLayout makeFlatLayout(const Model& model, int shards, std::int64_t bucketElements) {
+FlatLayout makeFlatLayout(const Model& model, int shards, const ParallelStrategy& s) {
   FlatLayout l;
   l.shards = shards;
   const auto& params = model.parameters();
+  std::unordered_map<const Parameter*, int> index;
+  for (std::size_t i = 0; i < params.size(); ++i) index[&params[i]] = static_cast<int>(i);
+  std::vector<int> owner(params.size(), -1);  // the first layer reading each parameter
+  for (std::size_t layer = model.layers().size(); layer-- > 0;) {
+    for (const Parameter* p : model.layers()[layer]->parameters())
+      owner[static_cast<std::size_t>(index.at(p))] = static_cast<int>(layer);
+  }
+  const bool byLayer = s.zeroStage >= 2;
   l.offset.resize(params.size());
   l.bucketOf.resize(params.size());
   std::int64_t used = 0;  // of the open bucket
+  int openOwner = -1;     // the layer whose parameters the open bucket holds
   auto close = [&] {
     FlatBucket& b = l.buckets.back();
     b.count = (used + shards - 1) / shards * shards;
@@ -28,20 +37,20 @@ FlatLayout makeFlatLayout(const Model& model, int shards, std::int64_t bucketEle
     used = 0;
   };
   for (std::size_t i = params.size(); i-- > 0;) {
-    if (l.buckets.empty() || used >= bucketElements) {
+    const bool newLayer = byLayer && owner[i] != openOwner;
+    if (l.buckets.empty() || used >= s.bucketElements || newLayer) {
       if (!l.buckets.empty()) close();
       FlatBucket& b = l.buckets.emplace_back();
       b.begin = l.total;
       b.shardOffset = l.total / shards;
     }
+    openOwner = owner[i];
     l.offset[i] = l.buckets.back().begin + used;
     l.bucketOf[i] = static_cast<int>(l.buckets.size()) - 1;
     l.buckets.back().parameters.push_back(static_cast<int>(i));
     used += params[i].numel();
   }
   if (!l.buckets.empty()) close();
-  std::unordered_map<const Parameter*, int> index;
-  for (std::size_t i = 0; i < params.size(); ++i) index[&params[i]] = static_cast<int>(i);
   for (const auto& layer : model.layers()) {
     std::vector<int>& mine = l.layerParameters.emplace_back();
     std::vector<int>& buckets = l.layerBuckets.emplace_back();

@@ -1,8 +1,10 @@
 // One flat index space for all of a model's parameters (and gradients), laid out in reverse
 // parameter order, the order backward produces gradients in, and cut into buckets of about
-// bucketElements. Each bucket is padded to a multiple of the data-parallel size N and split into
-// N equal parts: rank d owns part d of every bucket (its ZeRO shard), so a bucket's
-// reduce-scatter or all-gather lands every part on its owner in place.
+// bucketElements; with ZeRO-2 and 3 also wherever one layer's parameters end and the next one's
+// begin, so a layer's full-size gradients or gathered parameters never hold another layer's (as
+// FSDP's one flat parameter per transformer block). Each bucket is padded to a multiple of the
+// data-parallel size N and split into N equal parts: rank d owns part d of every bucket (its ZeRO
+// shard), so a bucket's reduce-scatter or all-gather lands every part on its owner in place.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include "core/model/model.h"
 #include "core/parallel/pipeline_layout.h"
 #include "core/parallel/program_builder.h"
+#include "core/parallel/strategy.h"
 
 namespace parascope {
 
@@ -44,8 +47,10 @@ struct FlatLayout {
   Part partOf(int i, std::int64_t numel, int rank) const;
 };
 
-// A bucket closes once it holds bucketElements (a larger parameter gets one of its own).
-FlatLayout makeFlatLayout(const Model& model, int shards, std::int64_t bucketElements);
+// A bucket closes once it holds s.bucketElements (a larger parameter gets one of its own) and,
+// with s.zeroStage >= 2, at every layer boundary: a parameter belongs to the first layer that
+// reads it (the tied embedding to the embedding layer).
+FlatLayout makeFlatLayout(const Model& model, int shards, const ParallelStrategy& s);
 
 // Moves every parameter's stored value (keeping its contents) or gradient (zeroed) into one
 // buffer of layout.total elements of the storage type (f32, or the mixed-precision compute type)

@@ -10,10 +10,11 @@
 //  - ReduceScatter (ZeRO 2): a rank keeps only its shard of the gradients. A bucket's storage
 //    exists from the first backward pass that writes it until its reduce-scatter completes and
 //    its part is added to the shard; every micro-step communicates (as DeepSpeed's stage 2).
-//    Before a layer's backward, at most two started buckets may still be in flight (older ones
-//    are waited for), which bounds the full-size gradient memory whatever the scheduling; a
-//    bucket is freed only there or at the micro-step's end, never on finding it done sooner, so
-//    the peak is the same on every run.
+//    Before a layer's backward, at most one started bucket may still be in flight (older ones
+//    are waited for): one reducing while the next fills, as DeepSpeed's double-buffered
+//    gradient buckets; with a bucket per layer (flat_layout.h) that bounds the full-size
+//    gradients to two layers' whatever the scheduling. A bucket is freed only there or at the
+//    micro-step's end, never on finding it done sooner, so the peak is the same on every run.
 #pragma once
 
 #include <cstddef>
@@ -30,7 +31,7 @@ class GradientReducer {
  public:
   enum class Mode : std::uint8_t { AllReduce, ReduceScatter };
   // ZeRO-2 buckets whose reduce-scatter may still run when a layer's backward begins.
-  static constexpr std::size_t kMaxInFlight = 2;
+  static constexpr std::size_t kMaxInFlight = 1;
   // Installs a backward hook on the model and takes over its gradient storage.
   // commType: the type gradients travel in (F32, BF16 or F16; communication_data_type). A type
   // other than the storage type goes through a staging copy per bucket (CommBuffer memory);

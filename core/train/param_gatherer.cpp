@@ -7,8 +7,14 @@
 namespace parascope {
 
 ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Communicator& comm,
+                                     const ParallelStrategy& strategy,
                                      std::optional<std::uint64_t> seed)
-    : model_(model), layout_(layout), comm_(comm), buckets_(layout.buckets.size()) {
+    : model_(model),
+      layout_(layout),
+      comm_(comm),
+      buckets_(layout.buckets.size()),
+      prefetchElements_(strategy.prefetchElements),
+      maxLiveElements_(strategy.maxLiveElements) {
   shard_ = Tensor::zeros({layout.shardSize()}, model.computeType(), MemoryCategory::Parameter,
                          model.allocator());
   auto& params = model.parameters();
@@ -31,7 +37,7 @@ ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Com
   model.addForwardHook([this, layers](std::size_t layer, bool finished) {
     const int next = static_cast<int>(layer) + 1;
     // A backward starts where the forward ended: the last layer stays gathered for it.
-    if (finished && next == layers) {
+    if (finished && next == layers && liveElements_ <= maxLiveElements_) {
       const std::vector<int>& mine = layout_.layerBuckets[layer];
       kept_.insert(kept_.end(), mine.begin(), mine.end());
       return;
@@ -51,9 +57,12 @@ void ParameterGatherer::onLayer(std::size_t layer, bool finished, int next) {
   }
   for (int b : mine) acquire(b);
   releaseKept();
-  // Prefetch: the next layer's gathers run while this layer computes.
+  // Prefetch: the next layer's gathers run while this layer computes, within the bounds.
   if (next >= 0) {
-    for (int b : layout_.layerBuckets[static_cast<std::size_t>(next)]) startGather(b);
+    const std::int64_t need = missingElements(static_cast<std::size_t>(next));
+    if (need <= prefetchElements_ && liveElements_ + need <= maxLiveElements_) {
+      for (int b : layout_.layerBuckets[static_cast<std::size_t>(next)]) startGather(b);
+    }
   }
   const trace::Span span("parameter_gather_wait", trace::Category::Sync);
   const auto start = std::chrono::steady_clock::now();
@@ -65,6 +74,15 @@ void ParameterGatherer::onLayer(std::size_t layer, bool finished, int next) {
     }
   }
   waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::int64_t ParameterGatherer::missingElements(std::size_t layer) const {
+  std::int64_t n = 0;
+  for (int b : layout_.layerBuckets[layer]) {
+    if (!buckets_[static_cast<std::size_t>(b)].storage.defined())
+      n += layout_.buckets[static_cast<std::size_t>(b)].count;
+  }
+  return n;
 }
 
 void ParameterGatherer::releaseKept() {
@@ -86,6 +104,7 @@ void ParameterGatherer::startGather(int b) {
   // In the storage type: gathers move bf16 / fp16 parameters under mixed precision.
   bucket.storage =
       Tensor::empty({fb.count}, shard_.dtype(), MemoryCategory::Parameter, model_.allocator());
+  liveElements_ += fb.count;
   const Tensor mine = bucket.storage.slice(n * comm_.rank(), n);
   mine.copyFrom(shard_.slice(fb.shardOffset, n));
   bucket.handle = comm_.allGatherAsync(mine.raw(), bucket.storage.raw(),
@@ -110,6 +129,7 @@ void ParameterGatherer::release(int b) {
     model_.parameters()[static_cast<std::size_t>(i)].storedValue() = Tensor();
   }
   bucket.storage = Tensor();
+  liveElements_ -= layout_.buckets[static_cast<std::size_t>(b)].count;
 }
 
 void ParameterGatherer::gatherAll() {

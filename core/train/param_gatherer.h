@@ -2,10 +2,13 @@
 // flat_layout.h). Around each of a layer's forward and backward passes (every micro-batch's,
 // however a pipeline interleaves them) the buckets holding its parameters are all-gathered into
 // full-size storage (the parameters' stored values, f32 or the mixed-precision compute type, become
-// views into it) and freed when no running layer needs them; the next layer's buckets are
-// prefetched asynchronously while the current one computes, and the rank's last layer stays
-// gathered after its forward until the next layer pass begins (usually its own backward, which
-// then needs no second gather). Every rank runs the same layers in the same order, so every rank
+// views into it) and freed when no running layer needs them. With ZeRO-3 a bucket holds one
+// layer's parameters (flat_layout.h), so a layer's gather brings back that layer alone. The next
+// layer's buckets are prefetched asynchronously while the current one computes, and the rank's
+// last layer stays gathered after its forward until the next layer pass begins (usually its own
+// backward, which then needs no second gather), both within the strategy's bounds
+// (ParallelStrategy::prefetchElements, maxLiveElements); a layer's own gather is never refused.
+// Every rank runs the same layers in the same order and sees the same bounds, so every rank
 // issues the same gathers.
 #pragma once
 
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "core/comm/communicator.h"
+#include "core/parallel/strategy.h"
 #include "core/train/flat_layout.h"
 
 namespace parascope {
@@ -24,7 +28,7 @@ class ParameterGatherer {
   // its shard initialised from `seed`, one parameter at a time, or zero without one (a state is
   // loaded into it next): the whole model is never held.
   ParameterGatherer(Model& model, const FlatLayout& layout, Communicator& comm,
-                    std::optional<std::uint64_t> seed);
+                    const ParallelStrategy& strategy, std::optional<std::uint64_t> seed);
   ParameterGatherer(const ParameterGatherer&) = delete;
   ParameterGatherer& operator=(const ParameterGatherer&) = delete;
 
@@ -49,6 +53,8 @@ class ParameterGatherer {
     int users = 0;      // running layers (or gatherAll) that need it
   };
   void onLayer(std::size_t layer, bool finished, int next);
+  // Elements of `layer`'s buckets that are not gathered or on their way.
+  std::int64_t missingElements(std::size_t layer) const;
   void startGather(int b);
   void acquire(int b);
   void release(int b);
@@ -60,6 +66,8 @@ class ParameterGatherer {
   Tensor shard_;
   std::vector<Bucket> buckets_;
   std::vector<int> kept_;  // buckets of the last layer's forward, until the next pass begins
+  std::int64_t prefetchElements_, maxLiveElements_;
+  std::int64_t liveElements_ = 0;  // gathered or on their way
   bool pinned_ = false;
   double waited_ = 0;
 };

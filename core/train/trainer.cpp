@@ -89,13 +89,13 @@ void Trainer::setUpDataParallel(std::optional<std::uint64_t> seed) {
     optimizer_ = std::make_unique<AdamW>(*model_, config_.adamw);
     return;
   }
-  const FlatLayout layout = makeFlatLayout(*model_, dp.size(), s.bucketElements);
+  const FlatLayout layout = makeFlatLayout(*model_, dp.size(), s);
   const auto mode =
       s.zeroStage >= 2 ? GradientReducer::Mode::ReduceScatter : GradientReducer::Mode::AllReduce;
   reducer_ =
       std::make_unique<GradientReducer>(*model_, layout, dp, mode, s.overlapComm, s.gradComm);
   if (s.zeroStage >= 3) {
-    gatherer_ = std::make_unique<ParameterGatherer>(*model_, layout, dp, seed);
+    gatherer_ = std::make_unique<ParameterGatherer>(*model_, layout, dp, s, seed);
     sharded_ = std::make_unique<ShardedAdamW>(*model_, layout, dp, config_.adamw, seed,
                                               gatherer_->shard());
   } else if (s.zeroStage >= 1) {

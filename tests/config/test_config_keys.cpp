@@ -160,6 +160,8 @@ void TestConfigKeys::strategySettingsOfAConfig() {
       {"communication_data_type", "bf16"},
       {"zero_optimization.stage", 1},
       {"zero_optimization.reduce_bucket_size", 6553600},
+      {"zero_optimization.stage3_prefetch_bucket_size", 50000000},
+      {"zero_optimization.stage3_max_live_parameters", 1000000000},
       {"zero_optimization.overlap_comm", true},
       {"fp16.enabled", false},
       {"bf16.enabled", true}};

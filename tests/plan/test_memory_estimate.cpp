@@ -186,6 +186,7 @@ class TestMemoryEstimate : public QObject {
   void modelStateIsTheAllocatorsPeak();
   void modelStateRepeatsEachCycle_data();
   void modelStateRepeatsEachCycle();
+  void zeroSavesMemoryAtItsPeak();
 };
 
 void TestMemoryEstimate::activationsAreTheAllocatorsPeak_data() {
@@ -313,6 +314,21 @@ void TestMemoryEstimate::modelStateIsTheAllocatorsPeak_data() {
   QTest::newRow("d2 t2 fp16 zero3")
       << "data_parallel_size=2 tensor_model_parallel_size=2 fp16.enabled=true "
          "zero_optimization.stage=3";
+  // ZeRO-3's bounds: no prefetch; nothing gathered beyond the running layer; and the default
+  // bucket, which would hold the whole model but for the cut at every layer.
+  const char* six = "model.num_layers=6 data_parallel_size=2 zero_optimization.stage=3 ";
+  QTest::newRow("zero3 no prefetch")
+      << QString(six) + "zero_optimization.stage3_prefetch_bucket_size=0";
+  QTest::newRow("zero3 one live layer")
+      << QString(six) + "zero_optimization.stage3_max_live_parameters=1";
+  QTest::newRow("p2 zero3 one live layer")
+      << QString(six) +
+             "pipeline_model_parallel_size=2 zero_optimization.stage3_max_live_parameters=1";
+  QTest::newRow("zero3 default bucket")
+      << QString(six) + "zero_optimization.reduce_bucket_size=6553600";
+  QTest::newRow("zero2 default bucket")
+      << "model.num_layers=6 data_parallel_size=2 zero_optimization.stage=2 "
+         "zero_optimization.reduce_bucket_size=6553600";
 }
 
 // Every rank's peaks against its pipeline rank's estimate; estimateMemory is the busiest's.
@@ -399,4 +415,55 @@ void TestMemoryEstimate::modelStateRepeatsEachCycle() {
 }
 
 QTEST_MAIN(TestMemoryEstimate)
+// The shipped config at D4 (a 3.3M-parameter GPT, the default bucket larger than the model):
+// each ZeRO stage holds less at its peak than the one before, because gradients are reduced and
+// parameters gathered one layer at a time, not as the one bucket that would hold them all. With
+// the prefetch bound at 0 only the running layer is gathered, less again.
+void TestMemoryEstimate::zeroSavesMemoryAtItsPeak() {
+  nlohmann::json doc =
+      readJsonFile(std::string(PARASCOPE_SOURCE_DIR) + "/resources/configs/default.json");
+  applyOverride(doc, "data_parallel_size=4");
+  auto estimate = [&doc](const std::vector<std::string>& overrides) {
+    nlohmann::json d = doc;
+    for (const std::string& o : overrides) applyOverride(d, o);
+    return estimateMemory(parseTrainConfig(d), 0, 4);
+  };
+  auto at = [](const MemoryEstimate& m, MemoryCategory c) {
+    return m.items[static_cast<std::size_t>(c)];
+  };
+  auto modelState = [&at](const MemoryEstimate& m) {
+    return at(m, MemoryCategory::Parameter).bytes + at(m, MemoryCategory::Gradient).bytes +
+           at(m, MemoryCategory::OptimizerState).bytes;
+  };
+  std::vector<MemoryEstimate> stages;
+  for (int z = 0; z <= 3; ++z)
+    stages.push_back(estimate({"zero_optimization.stage=" + std::to_string(z)}));
+  for (std::size_t z = 1; z < stages.size(); ++z) {
+    QVERIFY2(modelState(stages[z]) < modelState(stages[z - 1]),
+             qPrintable(QString("ZeRO-%1 %2 bytes, ZeRO-%3 %4")
+                            .arg(z)
+                            .arg(modelState(stages[z]))
+                            .arg(z - 1)
+                            .arg(modelState(stages[z - 1]))));
+    QVERIFY(stages[z].perRankBytes() < stages[z - 1].perRankBytes());
+  }
+  // A block of width 256 holds 12 C^2 + 13 C parameters, the embeddings 256 + 128 rows of C
+  // (no padding: every bucket is a multiple of 4).
+  const double C = 256, block = 4 * (12 * C * C + 13 * C), embeddings = 4 * (256 + 128) * C;
+  const MemoryItem grads2 = at(stages[2], MemoryCategory::Gradient);
+  const MemoryItem params3 = at(stages[3], MemoryCategory::Parameter);
+  QCOMPARE(grads2.residentBytes, at(stages[1], MemoryCategory::Gradient).bytes / 4);
+  // Full-size buckets: the running layer's and one still reducing, and the embeddings' from the
+  // head's backward (it writes the tied wte's gradient) to the end.
+  QCOMPARE(grads2.bytes - grads2.residentBytes, 2 * block + embeddings);
+  // Gathered: the running layer's and the next one's.
+  QCOMPARE(params3.residentBytes, at(stages[1], MemoryCategory::Parameter).bytes / 4);
+  QCOMPARE(params3.bytes - params3.residentBytes, 2 * block);
+  const MemoryItem alone =
+      at(estimate({"zero_optimization.stage=3", "zero_optimization.stage3_prefetch_bucket_size=0"}),
+         MemoryCategory::Parameter);
+  QCOMPARE(alone.residentBytes, params3.residentBytes);
+  QCOMPARE(alone.bytes - alone.residentBytes, block);
+}
+
 #include "test_memory_estimate.moc"

@@ -86,7 +86,7 @@ Values reducedGradients(Trainer& t) {
   FlatLayout layout;
   if (reducer) {
     Communicator& dp = t.mesh().data();
-    layout = makeFlatLayout(model, dp.size(), t.config().parallel.bucketElements);
+    layout = makeFlatLayout(model, dp.size(), t.config().parallel);
     const Tensor& g = reducer->gradients();
     flat = widen(g.raw(), type, g.numel());
     if (reducer->sharded()) {

@@ -198,30 +198,37 @@ void TestDataParallel::matchesOneRank() {
 void TestDataParallel::zeroShardsModelState_data() {
   QTest::addColumn<int>("dp");
   QTest::addColumn<int>("stage");
-  QTest::newRow("dp2 stage0") << 2 << 0;
-  QTest::newRow("dp2 stage1") << 2 << 1;
-  QTest::newRow("dp4 stage1") << 4 << 1;
-  QTest::newRow("dp2 stage2") << 2 << 2;
-  QTest::newRow("dp4 stage2") << 4 << 2;
-  QTest::newRow("dp2 stage3") << 2 << 3;
-  QTest::newRow("dp4 stage3") << 4 << 3;
+  QTest::addColumn<int>("bucket");  // reduce_bucket_size
+  QTest::newRow("dp2 stage0") << 2 << 0 << 3000;
+  QTest::newRow("dp2 stage1") << 2 << 1 << 3000;
+  QTest::newRow("dp4 stage1") << 4 << 1 << 3000;
+  QTest::newRow("dp2 stage2") << 2 << 2 << 3000;
+  QTest::newRow("dp4 stage2") << 4 << 2 << 3000;
+  QTest::newRow("dp2 stage3") << 2 << 3 << 3000;
+  QTest::newRow("dp4 stage3") << 4 << 3 << 3000;
+  // The default bucket holds the whole model; ZeRO-2/3 still cut it at every layer.
+  QTest::newRow("dp4 stage2 default bucket") << 4 << 2 << 6553600;
+  QTest::newRow("dp4 stage3 default bucket") << 4 << 3 << 6553600;
 }
 
 // ZeRO paper, fp32, per rank: parameters 4 P, or 4 P / Nd from stage 3 (plus the gathered
 // layers' buckets while they run); gradients 4 P, or 4 P / Nd from stage 2; Adam
 // moments 8 P, or 8 P / Nd from stage 1 (16 P in all unsharded). Every bucket is padded to a
 // multiple of Nd, so the flat buffers hold up to (Nd - 1) extra elements per bucket. Stage 2's
-// full-size gradient buckets exist only while backward writes them and while (at most two at a
-// time) they are reduced: with 8 blocks the peak stays below shard + half the unsharded 4 P.
+// full-size gradient buckets exist only while backward writes them and while (at most one at a
+// time) they are reduced: with 8 blocks the peak stays below shard + half the unsharded 4 P, as
+// stage 3's gathered parameters do (the running layer's and the next one's), whatever the
+// bucket size, since from stage 2 on no bucket holds two layers' parameters.
 // Peaks count from the trainer's construction: the model is built straight into ZeRO's storage,
 // never held whole beside it.
 void TestDataParallel::zeroShardsModelState() {
   QFETCH(int, dp);
   QFETCH(int, stage);
-  const TrainConfig c =
-      tinyConfig({"data_parallel_size=" + std::to_string(dp),
-                  "zero_optimization.stage=" + std::to_string(stage),
-                  "zero_optimization.reduce_bucket_size=3000", "model.num_layers=8"});
+  QFETCH(int, bucket);
+  const TrainConfig c = tinyConfig(
+      {"data_parallel_size=" + std::to_string(dp),
+       "zero_optimization.stage=" + std::to_string(stage),
+       "zero_optimization.reduce_bucket_size=" + std::to_string(bucket), "model.num_layers=8"});
   const dptest::ModelState m = dptest::measureModelState(c);
   const std::int64_t P = m.parameters;
   const std::int64_t padded = P + m.tensors * (dp - 1);  // at most one bucket per tensor

@@ -10,6 +10,7 @@
 #include <QDir>
 #include <QFile>
 #include <QImage>
+#include <QLabel>
 #include <QLineSeries>
 #include <QPushButton>
 #include <QScrollBar>
@@ -33,6 +34,7 @@
 #include "core/plan/simulator.h"
 #include "core/session/session.h"
 #include "core/state/checkpoint.h"
+#include "core/tensor/allocator.h"
 #include "profiler/analysis/analysis_table.h"
 #include "profiler/analysis/comm_volume.h"
 #include "profiler/analysis/memory_timeline.h"
@@ -119,6 +121,7 @@ class TestWorkbenchWindow : public QObject {
   void invalidEditsKeepApplyDisabled_data();
   void invalidEditsKeepApplyDisabled();
   void panelRoundTripsTheDocument();
+  void panelExplainsZeroMemory();
   void panelRefusesWhatItCannotShow_data();
   void panelRefusesWhatItCannotShow();
   void lastConfigIsReadBackBounded();
@@ -237,6 +240,38 @@ void TestWorkbenchWindow::panelRoundTripsTheDocument() {
   QCOMPARE(back["optimizer"], doc["optimizer"]);
   QCOMPARE(back["recompute_granularity"].get<std::string>(), std::string("selective"));
   QVERIFY(panel.findChild<QObject*>(QStringLiteral("memory")) != nullptr);
+}
+
+// Under ZeRO-2/3 the memory prediction says what each sharded item holds through the step and
+// what comes on top at its peak: the estimate's own figures, not a second computation.
+void TestWorkbenchWindow::panelExplainsZeroMemory() {
+  StrategyPanel panel;
+  nlohmann::json doc = tinyDocument();
+  doc["data_parallel_size"] = 4;
+  auto* memory = panel.findChild<QLabel*>(QStringLiteral("memory"));
+  QVERIFY(memory != nullptr);
+  const auto bytes = [](double b) { return QString::fromStdString(parascope::formatBytes(b)); };
+  for (int stage = 1; stage <= 3; ++stage) {
+    doc["zero_optimization"] = {{"stage", stage}};
+    panel.setDocument(doc);
+    QVERIFY2(panel.config().has_value(), qPrintable(panel.message()));
+    const parascope::TrainConfig& c = *panel.config();
+    const parascope::MemoryEstimate m =
+        parascope::estimateMemory(c, parascope::dataBytesInMemory(c.data), c.parallel.worldSize());
+    const auto& grads = m.items[static_cast<std::size_t>(parascope::MemoryCategory::Gradient)];
+    const auto& params = m.items[static_cast<std::size_t>(parascope::MemoryCategory::Parameter)];
+    const QString text = memory->text();
+    const QString gradLine =
+        QString("gradients: a %1 shard + %2 of full-size buckets")
+            .arg(bytes(grads.residentBytes), bytes(grads.bytes - grads.residentBytes));
+    const QString paramLine =
+        QString("parameters: a %1 shard + %2 gathered")
+            .arg(bytes(params.residentBytes), bytes(params.bytes - params.residentBytes));
+    QCOMPARE(text.contains(QString("ZeRO-%1 over 4 ranks, at the peak:").arg(stage)), stage >= 2);
+    QCOMPARE(text.contains(gradLine), stage >= 2);
+    QCOMPARE(text.contains(paramLine), stage == 3);
+    QVERIFY2(stage < 2 || grads.bytes > grads.residentBytes, qPrintable(text));
+  }
 }
 
 // A document whose values the fields cannot hold (a spin box would clamp them) is refused with
