@@ -390,6 +390,7 @@ void StrategyPanel::validate() {
     message_->setText(QString::fromStdString(e.what()));
     message_->setStyleSheet(QStringLiteral("color: #c0392b;"));
     memory_->clear();
+    memory_->setToolTip({});
   }
   showPrediction();
   apply_->setEnabled(config_.has_value());
@@ -512,6 +513,7 @@ void StrategyPanel::showMemory(const TrainConfig& c) {
   // What the sharded items hold through the step and what comes on top at the peak, so that
   // ZeRO's numbers explain themselves (flat_layout.h, param_gatherer.h, grad_reducer.h).
   const int group = c.parallel.gradientGroup();
+  QString why;
   if (c.parallel.zeroStage >= 2 && group > 1) {
     auto item = [&m](MemoryCategory cat) -> const MemoryItem& {
       return m.items[static_cast<std::size_t>(cat)];
@@ -519,17 +521,23 @@ void StrategyPanel::showMemory(const TrainConfig& c) {
     auto bytes = [](double b) { return QString::fromStdString(formatBytes(b)); };
     const MemoryItem& grads = item(MemoryCategory::Gradient);
     text += tr("<br>ZeRO-%1 over %2 ranks, at the peak:").arg(c.parallel.zeroStage).arg(group);
-    text += tr("<br>&nbsp;&nbsp;gradients: a %1 shard + %2 of full-size buckets (each layer's, "
-               "reduce-scattered as its backward ends)")
+    text += tr("<br>&nbsp;&nbsp;gradients: a %1 shard + %2 of full-size buckets")
                 .arg(bytes(grads.residentBytes), bytes(grads.bytes - grads.residentBytes));
+    why =
+        tr("Gradients: each layer's full-size bucket is reduce-scattered as its backward ends, "
+           "one still reducing while the next fills.");
     if (c.parallel.zeroStage >= 3) {
       const MemoryItem& params = item(MemoryCategory::Parameter);
-      text += tr("<br>&nbsp;&nbsp;parameters: a %1 shard + %2 gathered (the running layer's, "
-                 "and the next one's prefetched within stage3_prefetch_bucket_size and "
-                 "stage3_max_live_parameters)")
+      text += tr("<br>&nbsp;&nbsp;parameters: a %1 shard + %2 gathered")
                   .arg(bytes(params.residentBytes), bytes(params.bytes - params.residentBytes));
+      why +=
+          tr("\nParameters: the running layer's are gathered, and the next one's prefetched "
+             "within zero_optimization.stage3_prefetch_bucket_size and "
+             "stage3_max_live_parameters.");
     }
   }
+  // The panel is narrow: the reasons are the label's tooltip, the figures its text.
+  memory_->setToolTip(why);
   text += tr("<br>All %1 ranks: %2")
               .arg(m.ranksSharingMemory)
               .arg(QString::fromStdString(formatBytes(m.totalBytes())));
