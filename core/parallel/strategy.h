@@ -45,6 +45,12 @@ struct ParallelStrategy {
   // forward to its backward only within maxLiveElements.
   std::int64_t prefetchElements = 50'000'000;
   std::int64_t maxLiveElements = 1'000'000'000;
+  // The two rules, for the gatherer and the memory estimate's replay of it: `need` elements not
+  // yet gathered for the next layer, `live` gathered now.
+  bool mayPrefetch(std::int64_t need, std::int64_t live) const {
+    return need <= prefetchElements && live + need <= maxLiveElements;
+  }
+  bool mayKeepGathered(std::int64_t live) const { return live <= maxLiveElements; }
   DType compute = DType::F32;   // fp16.enabled -> F16, bf16.enabled -> BF16
   DType gradComm = DType::F32;  // communication_data_type
   LossScaleSpec lossScale;

@@ -64,8 +64,7 @@ class GatherReplay {
   GatherReplay(const FlatLayout& layout, const ParallelStrategy& s, double elementBytes,
                Live& parameters)
       : layout_(layout),
-        prefetchElements_(s.prefetchElements),
-        maxLiveElements_(s.maxLiveElements),
+        strategy_(s),
         elementBytes_(elementBytes),
         live_(parameters),
         buckets_(layout.buckets.size()) {}
@@ -74,7 +73,7 @@ class GatherReplay {
   // within the bound on gathered parameters.
   void forward(int layer, bool finished) {
     const int next = layer + 1, layers = static_cast<int>(layout_.layerBuckets.size());
-    if (finished && next == layers && liveElements_ <= maxLiveElements_) {
+    if (finished && next == layers && strategy_.mayKeepGathered(liveElements_)) {
       kept_.insert(kept_.end(), of(layer).begin(), of(layer).end());
       return;
     }
@@ -114,7 +113,7 @@ class GatherReplay {
         if (!buckets_[static_cast<std::size_t>(b)].gathered)
           need += layout_.buckets[static_cast<std::size_t>(b)].count;
       }
-      if (need <= prefetchElements_ && liveElements_ + need <= maxLiveElements_) {
+      if (strategy_.mayPrefetch(need, liveElements_)) {
         for (int b : of(next)) start(static_cast<std::size_t>(b));
       }
     }
@@ -135,7 +134,7 @@ class GatherReplay {
   }
 
   const FlatLayout& layout_;
-  std::int64_t prefetchElements_, maxLiveElements_;
+  const ParallelStrategy& strategy_;
   std::int64_t liveElements_ = 0;
   double elementBytes_;
   Live& live_;

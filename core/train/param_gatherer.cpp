@@ -13,8 +13,7 @@ ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Com
       layout_(layout),
       comm_(comm),
       buckets_(layout.buckets.size()),
-      prefetchElements_(strategy.prefetchElements),
-      maxLiveElements_(strategy.maxLiveElements) {
+      strategy_(strategy) {
   shard_ = Tensor::zeros({layout.shardSize()}, model.computeType(), MemoryCategory::Parameter,
                          model.allocator());
   auto& params = model.parameters();
@@ -37,7 +36,7 @@ ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Com
   model.addForwardHook([this, layers](std::size_t layer, bool finished) {
     const int next = static_cast<int>(layer) + 1;
     // A backward starts where the forward ended: the last layer stays gathered for it.
-    if (finished && next == layers && liveElements_ <= maxLiveElements_) {
+    if (finished && next == layers && strategy_.mayKeepGathered(liveElements_)) {
       const std::vector<int>& mine = layout_.layerBuckets[layer];
       kept_.insert(kept_.end(), mine.begin(), mine.end());
       return;
@@ -60,7 +59,7 @@ void ParameterGatherer::onLayer(std::size_t layer, bool finished, int next) {
   // Prefetch: the next layer's gathers run while this layer computes, within the bounds.
   if (next >= 0) {
     const std::int64_t need = missingElements(static_cast<std::size_t>(next));
-    if (need <= prefetchElements_ && liveElements_ + need <= maxLiveElements_) {
+    if (strategy_.mayPrefetch(need, liveElements_)) {
       for (int b : layout_.layerBuckets[static_cast<std::size_t>(next)]) startGather(b);
     }
   }

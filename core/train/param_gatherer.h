@@ -65,8 +65,8 @@ class ParameterGatherer {
   Communicator& comm_;
   Tensor shard_;
   std::vector<Bucket> buckets_;
-  std::vector<int> kept_;  // buckets of the last layer's forward, until the next pass begins
-  std::int64_t prefetchElements_, maxLiveElements_;
+  std::vector<int> kept_;      // buckets of the last layer's forward, until the next pass begins
+  ParallelStrategy strategy_;  // its ZeRO-3 bounds
   std::int64_t liveElements_ = 0;  // gathered or on their way
   bool pinned_ = false;
   double waited_ = 0;
