@@ -20,6 +20,15 @@ ElementRange chunkOf(std::size_t count, int n, int i, DType t) {
   return {begin, std::min(per, count - begin)};
 }
 
+CommAlgorithm algorithmFor(const CommArgs& args, int size) {
+  constexpr std::size_t kDirectAllReduceBytes = 32 * 1024;
+  if (args.op == CommOp::Reduce) return CommAlgorithm::Chunked;
+  if (args.op == CommOp::AllReduce && size > 1 &&
+      args.count * dtypeSize(args.dtype) > kDirectAllReduceBytes)
+    return CommAlgorithm::Chunked;
+  return CommAlgorithm::Direct;
+}
+
 namespace {
 
 // S to or from each peer as the operation's row says; root is the peer of send/recv.

@@ -24,6 +24,11 @@ struct ElementRange {
 // lines, the last chunks shorter or empty.
 ElementRange chunkOf(std::size_t count, int n, int i, DType t);
 
+// The algorithm of an operation on a group of `size` ranks. Below 32 KiB an all-reduce reads
+// every peer's whole input; above it each rank reduces one chunk and writes it to everyone (1/n
+// of the reads per rank). A reduce is always chunked.
+CommAlgorithm algorithmFor(const CommArgs& args, int size);
+
 // The record of an operation this rank issues on a group of `size` ranks, including the bytes
 // sent to and received from every peer for the algorithm; startNs is now.
 CommRecord makeRecord(std::string_view backend, const std::string& group, int rank, int size,

@@ -10,6 +10,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/comm/adjoint.h"
 #include "core/comm/collective_traits.h"
@@ -328,6 +329,53 @@ void runCollectives(Communicator& comm, const SuiteSizes& sizes, BufferMemory* m
   for (const CollectiveTraits& op : kCollectiveTraits)
     for (auto [t, red] : few)
       for (std::size_t count : sizes.large) runOne(comm, op.op, t, red, count, memory);
+}
+
+void runRankOrder(Communicator& comm) {
+  const int n = comm.size(), r = comm.rank();
+  const auto N = static_cast<std::size_t>(n), ur = static_cast<std::size_t>(r);
+  auto value = [](int rank, std::size_t i) {
+    const auto magnitude = static_cast<double>((static_cast<std::size_t>(rank) + i) % 4);
+    return std::sin(static_cast<double>(i) * 0.7 + rank) * std::pow(10.0, magnitude);
+  };
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+    for (ReduceOp red : {ReduceOp::Sum, ReduceOp::Avg}) {
+      // Below and above the all-reduce's 32 KiB switch from direct to chunked.
+      for (std::size_t k : {std::size_t{61}, std::size_t{20011}}) {
+        // Element i of the whole input, folded in rank order in f32 and rounded once.
+        auto want = [&](std::size_t i) {
+          float acc = 0;
+          for (int p = 0; p < n; ++p) {
+            const auto x = static_cast<float>(asType(t, static_cast<float>(value(p, i))));
+            acc = p == 0 ? x : acc + x;
+          }
+          if (red == ReduceOp::Avg) acc /= static_cast<float>(n);
+          return asType(t, acc);
+        };
+        auto check = [&](const char* what, const std::vector<std::byte>& out, std::size_t first) {
+          for (std::size_t i = 0; i < k; ++i) {
+            const double got = load(t, out.data(), i), expected = want(first + i);
+            if (got == expected) continue;
+            throw std::runtime_error(std::string(what) + " " + std::string(dtypeName(t)) + " " +
+                                     std::string(reduceOpName(red)) + " count " +
+                                     std::to_string(k) + " on rank " + std::to_string(r) + " of " +
+                                     std::to_string(n) + ": element " + std::to_string(first + i) +
+                                     " is " + std::to_string(got) + ", in rank order " +
+                                     std::to_string(expected));
+          }
+        };
+        const std::size_t es = dtypeSize(t);
+        std::vector<std::byte> in(k * N * es), out(k * es);
+        for (std::size_t i = 0; i < k * N; ++i) store(t, in.data(), i, value(r, i));
+        comm.allReduce(in.data(), out.data(), k, t, red);
+        check("allReduce", out, 0);
+        comm.reduce(in.data(), out.data(), k, t, red, n - 1);
+        if (r == n - 1) check("reduce", out, 0);
+        comm.reduceScatter(in.data(), out.data(), k, t, red);
+        check("reduceScatter", out, ur * k);
+      }
+    }
+  }
 }
 
 void runSplitGroups(Communicator& comm, const SuiteSizes& sizes) {

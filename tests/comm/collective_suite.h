@@ -37,6 +37,10 @@ void runSplitGroups(Communicator& comm, const SuiteSizes& sizes);
 void runManyInFlight(Communicator& comm);
 // sum over ranks <op(x), y> == sum over ranks <x, adjoint(y)>, exactly (integer-valued data).
 void runAdjointness(Communicator& comm);
+// Floating sums and averages combine the ranks in rank order (bf16 and f16 in f32, rounded
+// once), on values of mixed magnitude whose sums round differently in other orders: bitwise the
+// same result from every backend that keeps that order (all but NCCL). Host memory.
+void runRankOrder(Communicator& comm);
 // Every record's sentTo agrees with the peers' receivedFrom, for every operation.
 void runByteConsistency(Communicator& comm);
 

@@ -36,6 +36,7 @@ int runSuite(Communicator& world) {
   commtest::runCollectives(world, sizes);
   commtest::runSplitGroups(world, commtest::smallSizes());
   commtest::runManyInFlight(world);
+  commtest::runRankOrder(world);
   commtest::runAdjointness(world);
   commtest::runByteConsistency(world);
   if (world.size() > 1) expectMismatchError(world);

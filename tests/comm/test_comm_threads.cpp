@@ -91,6 +91,7 @@ class TestCommThreads : public QObject {
   void collectives();
   void splitGroups();
   void manyInFlight();
+  void rankOrder();
   void reductionsPastTheCache();
   void adjointness();
   void byteConsistency();
@@ -128,6 +129,10 @@ void TestCommThreads::manyInFlight() {
 
 // Results of 16 MiB and more per rank bypass the cache with non-temporal stores; check them,
 // from unaligned buffers, for f32 (in place) and bf16 (widened, rounded once), every element.
+void TestCommThreads::rankOrder() {
+  for (int n : {1, 3, 4, 8}) onRanks(n, [](Communicator& c) { runRankOrder(c); });
+}
+
 void TestCommThreads::reductionsPastTheCache() {
   const std::size_t count = (std::size_t{33} << 20) / sizeof(float) + 3;  // 16.5 MiB per rank
   onRanks(2, [&](Communicator& c) {

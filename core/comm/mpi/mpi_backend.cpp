@@ -1,5 +1,9 @@
 // Open MPI backend: operations map onto MPI's non-blocking calls; in-place forms MPI cannot
-// express (reduceScatter, allToAll) go through a temporary. With checkMismatch every collective
+// express (reduceScatter, allToAll) go through a temporary. Floating sums and averages do not
+// use MPI's reductions, which combine ranks in whatever order the library's algorithm picks:
+// MPI only moves the data (a gather, or an all-to-all of chunks and an all-gather) and the
+// ranks' values are combined here in rank order, as the in-process backend does, so both give
+// bitwise the same results. With checkMismatch every collective
 // first exchanges a signature with each peer, which both catches mismatched arguments and lets
 // a timeout name the ranks that never arrived. A rank that fails sends a notice to every peer
 // on a communicator of its own; waits poll for it, so peers fail with the reason at once
@@ -16,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/comm/collective_traits.h"
@@ -43,10 +48,9 @@ std::string mpiMessage(int rc, const char* call, const char* file, int line) {
 }
 
 MPI_Datatype gBf16 = MPI_DATATYPE_NULL, gF16 = MPI_DATATYPE_NULL;
-MPI_Op gHalfOps[3] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};  // sum, max, min
+MPI_Op gHalfOps[2] = {MPI_OP_NULL, MPI_OP_NULL};  // max, min
 
-// inout = inout op in, widened to f32 per element (MPI combines pairwise, so half types round
-// after each combine; see docs/communication.md).
+// inout = inout op in for bf16 and f16 (max and min: exact in any order).
 template <ReduceOp Op>
 void halfCombine(void* in, void* inout, int* len, MPI_Datatype* type) {
   const DType t = *type == gBf16 ? DType::BF16 : DType::F16;
@@ -106,9 +110,8 @@ void initMpi() {
   MPI_Type_commit(&gBf16);
   MPI_Type_contiguous(1, MPI_UINT16_T, &gF16);
   MPI_Type_commit(&gF16);
-  MPI_Op_create(&halfCombine<ReduceOp::Sum>, 1, &gHalfOps[0]);
-  MPI_Op_create(&halfCombine<ReduceOp::Max>, 1, &gHalfOps[1]);
-  MPI_Op_create(&halfCombine<ReduceOp::Min>, 1, &gHalfOps[2]);
+  MPI_Op_create(&halfCombine<ReduceOp::Max>, 1, &gHalfOps[0]);
+  MPI_Op_create(&halfCombine<ReduceOp::Min>, 1, &gHalfOps[1]);
   std::atexit(finalizeAtExit);
 }
 
@@ -123,10 +126,28 @@ MPI_Datatype mpiType(DType t) {
   return MPI_DATATYPE_NULL;
 }
 
+// The MPI reduction for what MPI reduces itself: integer sums (avg: sum, then a division), and
+// max and min of every type.
 MPI_Op mpiOp(DType t, ReduceOp op) {
-  const int i = op == ReduceOp::Max ? 1 : op == ReduceOp::Min ? 2 : 0;  // avg: sum, then divide
-  if (t == DType::BF16 || t == DType::F16) return gHalfOps[i];
-  return i == 1 ? MPI_MAX : i == 2 ? MPI_MIN : MPI_SUM;
+  if (op == ReduceOp::Sum || op == ReduceOp::Avg) return MPI_SUM;
+  const bool max = op == ReduceOp::Max;
+  if (t == DType::BF16 || t == DType::F16) return gHalfOps[max ? 0 : 1];
+  return max ? MPI_MAX : MPI_MIN;
+}
+
+// Sums and averages of floating types, whose result depends on the order of the ranks.
+bool combinedInRankOrder(const CommArgs& a) {
+  return commTraits(a.op).reduces && isFloating(a.dtype) &&
+         (a.reduce == ReduceOp::Sum || a.reduce == ReduceOp::Avg);
+}
+
+// The group's blocks of `blockBytes` each that a gather or an all-to-all left in `staged`,
+// rank j's j-th.
+std::vector<const void*> blocksOf(const std::vector<std::byte>& staged, int ranks,
+                                  std::size_t blockBytes) {
+  std::vector<const void*> blocks(static_cast<std::size_t>(ranks));
+  for (std::size_t j = 0; j < blocks.size(); ++j) blocks[j] = staged.data() + j * blockBytes;
+  return blocks;
 }
 
 std::string rankList(const std::vector<int>& ranks) {
@@ -157,8 +178,11 @@ class MpiRequest final : public CommRequest {
 
   MPI_Request request = MPI_REQUEST_NULL;
   MPI_Status status{};
-  std::vector<std::byte> temp;   // staging for in-place forms MPI cannot express
-  std::function<void()> finish;  // runs once on completion (copy out, average, checks)
+  std::vector<std::byte> temp;  // staging for in-place forms MPI cannot express, and reductions
+  std::vector<int> layout;      // element counts and offsets of MPI's "v" calls
+  // Runs once when `request` completes (copy out, reduce, checks); it may post the next stage
+  // into `request` and set the next `finish`.
+  std::function<void()> finish;
 
  private:
   bool poll();
@@ -170,21 +194,25 @@ class MpiRequest final : public CommRequest {
 };
 
 bool MpiRequest::poll() {
-  if (done_) return true;
-  int flag = 0;
-  const int rc = MPI_Test(&request, &flag, &status);
-  if (rc != MPI_SUCCESS) {
-    error_ = std::make_exception_ptr(
-        CommError(prefix_ + " failed: " + mpiMessage(rc, "MPI_Test", __FILE__, __LINE__)));
-    done_ = true;
-    return true;
-  }
-  if (!flag) return false;
-  done_ = true;
-  try {
-    if (finish) finish();
-  } catch (...) {
-    error_ = std::current_exception();
+  while (!done_) {
+    int flag = 0;
+    const int rc = MPI_Test(&request, &flag, &status);
+    if (rc != MPI_SUCCESS) {
+      error_ = std::make_exception_ptr(
+          CommError(prefix_ + " failed: " + mpiMessage(rc, "MPI_Test", __FILE__, __LINE__)));
+      done_ = true;
+      break;
+    }
+    if (!flag) return false;
+    const std::function<void()> stage = std::exchange(finish, nullptr);
+    try {
+      if (stage) stage();
+    } catch (...) {
+      error_ = std::current_exception();
+      request = MPI_REQUEST_NULL;
+    }
+    // MPI_Test left the request null; a stage that posted another one is waited for next.
+    done_ = request == MPI_REQUEST_NULL;
   }
   return true;
 }
@@ -249,6 +277,7 @@ class MpiComm final : public CommBackend {
   }
   void checkSignature(const CommArgs& a);
   void post(const CommArgs& a, MpiRequest& req);
+  void postInRankOrder(const CommArgs& a, MpiRequest& req);
 
   MPI_Comm comm_;
   MPI_Comm control_;  // signature exchange, never mixed with the caller's messages
@@ -320,10 +349,7 @@ std::shared_ptr<CommRequest> MpiComm::start(const CommArgs& a, bool) {
                                   ? "unknown (the signature exchange completed)"
                                   : "unknown (set CommOptions::checkMismatch to name them)";
   auto req = std::make_shared<MpiRequest>(prefix(a.op), options().timeout, missing);
-  const bool chunked = a.op == CommOp::Reduce || (a.op == CommOp::AllReduce && size_ > 1 &&
-                                                  a.count * dtypeSize(a.dtype) > 32 * 1024);
-  req->record = makeRecord(kind(), name(), rank_, size_, a,
-                           chunked ? CommAlgorithm::Chunked : CommAlgorithm::Direct);
+  req->record = makeRecord(kind(), name(), rank_, size_, a, algorithmFor(a, size_));
   req->record.algorithm = "mpi/" + req->record.algorithm;
   if (options().checkMismatch && !p2p) checkSignature(a);
   post(a, *req);
@@ -341,6 +367,10 @@ void MpiComm::post(const CommArgs& a, MpiRequest& req) {
     if (a.reduce == ReduceOp::Avg) divideBuffer(buf, a.count, a.dtype, groupSize);
   };
   MPI_Request* r = &req.request;
+  if (combinedInRankOrder(a)) {
+    postInRankOrder(a, req);
+    return;
+  }
   switch (a.op) {
     case CommOp::Broadcast: MPICHECK(MPI_Ibcast(a.recv, n, t, a.root, comm_, r)); break;
     case CommOp::Reduce:
@@ -404,6 +434,73 @@ void MpiComm::post(const CommArgs& a, MpiRequest& req) {
       };
       break;
   }
+}
+
+// Each rank receives what the in-process backend's rank of the same number combines, and
+// combines it the same way (docs/communication.md): reduceScatter is an all-to-all of the
+// blocks; a direct allReduce gathers every input at every rank; the chunked algorithms are an
+// all-to-all of chunks, each rank combining its own, then an all-gather of the chunks
+// (allReduce) or a gather at the root (reduce).
+void MpiComm::postInRankOrder(const CommArgs& a, MpiRequest& req) {
+  const int n = static_cast<int>(a.count);
+  const MPI_Datatype t = mpiType(a.dtype);
+  const std::size_t es = dtypeSize(a.dtype);
+  const int ranks = size_;
+  const auto un = static_cast<std::size_t>(ranks);
+  if (algorithmFor(a, ranks) == CommAlgorithm::Direct) {
+    const std::size_t bytes = a.count * es;
+    req.temp.resize(bytes * un);
+    if (a.op == CommOp::ReduceScatter) {
+      MPICHECK(MPI_Ialltoall(a.send, n, t, req.temp.data(), n, t, comm_, &req.request));
+    } else {
+      MPICHECK(MPI_Iallgather(a.send, n, t, req.temp.data(), n, t, comm_, &req.request));
+    }
+    req.finish = [a, bytes, ranks, &req] {
+      reduceBuffers(a.recv, blocksOf(req.temp, ranks, bytes).data(), ranks, a.count, a.dtype,
+                    a.reduce, ranks);
+    };
+    return;
+  }
+  // layout: every rank's chunk (count, offset), then this rank's chunk from every rank.
+  req.layout.assign(4 * un, 0);
+  int* chunkCounts = req.layout.data();
+  int* chunkBegins = chunkCounts + un;
+  int* mineCounts = chunkBegins + un;
+  int* mineBegins = mineCounts + un;
+  const ElementRange mine = chunkOf(a.count, ranks, rank_, a.dtype);
+  for (int j = 0; j < ranks; ++j) {
+    const ElementRange c = chunkOf(a.count, ranks, j, a.dtype);
+    chunkCounts[j] = static_cast<int>(c.count);
+    chunkBegins[j] = static_cast<int>(c.begin);
+    mineCounts[j] = static_cast<int>(mine.count);
+    mineBegins[j] = static_cast<int>(mine.count) * j;
+  }
+  const std::size_t mineBytes = mine.count * es;
+  // The chunks received, and after them this rank's combined chunk where it has no place in
+  // the output (a reduce's ranks other than the root).
+  const bool inOutput = a.op == CommOp::AllReduce || rank_ == a.root;
+  req.temp.resize(mineBytes * (un + (inOutput ? 0 : 1)));
+  MPICHECK(MPI_Ialltoallv(a.send, chunkCounts, chunkBegins, t, req.temp.data(), mineCounts,
+                          mineBegins, t, comm_, &req.request));
+  req.finish = [a, t, mine, mineBytes, ranks, inOutput, comm = comm_, rank = rank_, &req] {
+    const int* counts = req.layout.data();
+    const int* begins = counts + ranks;
+    std::byte* combined = inOutput
+                              ? static_cast<std::byte*>(a.recv) + mine.begin * dtypeSize(a.dtype)
+                              : req.temp.data() + mineBytes * static_cast<std::size_t>(ranks);
+    reduceBuffers(combined, blocksOf(req.temp, ranks, mineBytes).data(), ranks, mine.count, a.dtype,
+                  a.reduce, ranks);
+    const int m = static_cast<int>(mine.count);
+    if (a.op == CommOp::AllReduce) {
+      MPICHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, t, a.recv, counts, begins, t, comm, &req.request));
+    } else if (rank == a.root) {
+      MPICHECK(
+          MPI_Igatherv(MPI_IN_PLACE, 0, t, a.recv, counts, begins, t, a.root, comm, &req.request));
+    } else {
+      MPICHECK(
+          MPI_Igatherv(combined, m, t, nullptr, nullptr, nullptr, t, a.root, comm, &req.request));
+    }
+  };
 }
 
 std::shared_ptr<CommBackend> MpiComm::split(int color, int key) {

@@ -9,10 +9,6 @@
 namespace parascope {
 namespace {
 
-// Below this an all-reduce reads every peer's whole input; above it each rank reduces one chunk
-// and writes it to everyone (1/n of the reads per rank). Both take two barriers.
-constexpr std::size_t kDirectAllReduceBytes = 32 * 1024;
-
 char* at(void* p, std::size_t bytes) {
   return static_cast<char*>(p) + bytes;
 }
@@ -25,14 +21,6 @@ void copyBytes(void* dst, const void* src, std::size_t bytes) {
 }
 
 }  // namespace
-
-CommAlgorithm ThreadComm::algorithmFor(const CommArgs& args, int size) {
-  if (args.op == CommOp::Reduce) return CommAlgorithm::Chunked;
-  if (args.op == CommOp::AllReduce && size > 1 &&
-      args.count * dtypeSize(args.dtype) > kDirectAllReduceBytes)
-    return CommAlgorithm::Chunked;
-  return CommAlgorithm::Direct;
-}
 
 void ThreadComm::execute(const CommArgs& a) {
   if (group_->broken.load()) {

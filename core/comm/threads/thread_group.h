@@ -100,8 +100,6 @@ class ThreadComm final : public CommBackend {
   std::shared_ptr<CommRequest> start(const CommArgs& args, bool blocking) override;
   std::shared_ptr<CommBackend> split(int color, int key) override;
 
-  static CommAlgorithm algorithmFor(const CommArgs& args, int size);
-
  private:
   // thread_collectives.cpp
   void execute(const CommArgs& a);
