@@ -14,6 +14,13 @@ const char* StringPool::intern(std::string_view s) {
   return stored.c_str();
 }
 
+std::uint32_t TraceData::addArgs(std::string_view members) {
+  if (members.empty()) return 0;
+  if (args.empty()) args.push_back("");
+  args.push_back(strings.intern(members));
+  return static_cast<std::uint32_t>(args.size() - 1);
+}
+
 void TraceData::adoptNames() {
   for (Event& e : events) e.name = strings.intern(e.name);
 }
@@ -22,6 +29,7 @@ void TraceData::merge(const TraceData& other) {
   events.reserve(events.size() + other.events.size());
   for (Event e : other.events) {
     e.name = strings.intern(e.name);
+    e.args = addArgs(other.argsOf(e));
     events.push_back(e);
   }
   worldSize = std::max(worldSize, other.worldSize);

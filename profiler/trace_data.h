@@ -47,11 +47,20 @@ struct TraceData {
   // for traces of other tools. What a prediction of the run is computed from.
   std::string runConfig;
   StringPool strings;
+  // Event::args indexes this: each entry the members of a JSON object, as they were written
+  // (`"External id":7,"Input Dims":[[2,3]]`), pooled in `strings`. Empty, or entry 0 is "".
+  std::vector<const char*> args;
 
   TraceData() = default;
   TraceData(TraceData&&) noexcept = default;
   TraceData& operator=(TraceData&&) noexcept = default;
 
+  // The args an event of this trace carries ("" for none).
+  std::string_view argsOf(const Event& e) const {
+    return e.args != 0 && e.args < args.size() ? args[e.args] : std::string_view();
+  }
+  // Pools `members` (a JSON object's, without the braces) and returns their Event::args index.
+  std::uint32_t addArgs(std::string_view members);
   // Re-points event names at this trace's pool (after events came from elsewhere).
   void adoptNames();
   // Appends `other`, re-interning its names here.

@@ -52,7 +52,7 @@ std::vector<std::size_t> rankSplits(const std::vector<Event>& events, unsigned p
 
 bool hasDetail(const Event& e) {
   return e.bytes != 0 || e.correlation != 0 || e.peer != -1 || e.group != -1 || e.step != -1 ||
-         e.microBatch != -1 || e.stage != -1 || e.instruction != -1 || e.flags != 0;
+         e.microBatch != -1 || e.stage != -1 || e.instruction != -1 || e.flags != 0 || e.args != 0;
 }
 
 }  // namespace
@@ -65,7 +65,7 @@ std::size_t TimelineIndex::DetailHash::operator()(const SpanDetail& d) const noe
                  static_cast<std::uint32_t>(d.microBatch));
   h = mix(h, (static_cast<std::uint64_t>(static_cast<std::uint32_t>(d.stage)) << 32) |
                  static_cast<std::uint32_t>(d.instruction));
-  return static_cast<std::size_t>(mix(h, d.flags));
+  return static_cast<std::size_t>(mix(h, static_cast<std::uint64_t>(d.args) << 8 | d.flags));
 }
 
 TimelineIndex::~TimelineIndex() = default;
@@ -74,6 +74,7 @@ TimelineIndex& TimelineIndex::operator=(TimelineIndex&&) noexcept = default;
 
 TimelineIndex::TimelineIndex() : flowMatcher_(std::make_unique<FlowMatcher>()) {
   details_.emplace_back();
+  args_.emplace_back();
 }
 
 // A build's part: its own ids for names and details, renumbered into the whole index's.
@@ -101,6 +102,7 @@ bool TimelineIndex::build(const TraceData& trace, const std::function<bool(doubl
                                               : std::vector<std::size_t>{0, n};
   setNames(trace);
   reserveFlows(trace);
+  sourceArgs_ = &trace.args;
   std::size_t done = 0;
   const bool complete = bounds.size() > 2
                             ? buildThreaded(trace, bounds, progress)
@@ -108,6 +110,7 @@ bool TimelineIndex::build(const TraceData& trace, const std::function<bool(doubl
                                 done += added;
                                 return progress(static_cast<double>(done) / static_cast<double>(n));
                               });
+  sourceArgs_ = nullptr;
   if (!complete) {
     *this = TimelineIndex();
     return false;
@@ -162,6 +165,7 @@ bool TimelineIndex::buildThreaded(const TraceData& trace, const std::vector<std:
     std::vector<std::jthread> workers;
     for (std::size_t p = 0; p < parts.size(); ++p) {
       parts[p].deferFlows_ = true;
+      parts[p].sourceArgs_ = &trace.args;
       workers.emplace_back([&, p] {
         try {
           parts[p].buildRange(events + bounds[p + 1], bounds[p + 2] - bounds[p + 1],
@@ -206,6 +210,7 @@ bool TimelineIndex::buildThreaded(const TraceData& trace, const std::vector<std:
     *this = TimelineIndex();
     setNames(trace);
     reserveFlows(trace);
+    sourceArgs_ = &trace.args;
     done = 0;
     return buildRange(events, n, [&](std::size_t added) {
       done += added;
@@ -252,8 +257,12 @@ TimelineIndex::IdMaps TimelineIndex::mergeIds(const TimelineIndex& part) {
   }
   m.details.resize(part.details_.size());
   for (std::size_t i = 1; i < part.details_.size(); ++i) {
-    const SpanDetail& d = part.details_[i];
-    if (d.correlation != 0) {
+    SpanDetail d = part.details_[i];
+    if (d.correlation != 0 || d.args != 0) {
+      if (d.args != 0) {
+        args_.push_back(part.args_[d.args]);
+        d.args = static_cast<std::uint32_t>(args_.size() - 1);
+      }
       details_.push_back(d);
       m.details[i] = static_cast<std::uint32_t>(details_.size() - 1);
     } else {
@@ -440,9 +449,10 @@ std::uint32_t TimelineIndex::nameId(const char* name) {
 std::uint32_t TimelineIndex::detailId(const Event& e) {
   if (!hasDetail(e)) return 0;
   const SpanDetail d{e.bytes,      e.correlation, e.peer,        e.group, e.step,
-                     e.microBatch, e.stage,       e.instruction, e.flags};
-  // A correlation id is (nearly) unique to its flow's ends: nothing to share.
-  if (d.correlation != 0) {
+                     e.microBatch, e.stage,       e.instruction, e.flags, argsId(e)};
+  // A correlation id is (nearly) unique to its flow's ends, and args to their event: nothing
+  // to share.
+  if (d.correlation != 0 || d.args != 0) {
     details_.push_back(d);
     return static_cast<std::uint32_t>(details_.size() - 1);
   }
@@ -459,6 +469,12 @@ std::uint32_t TimelineIndex::detailId(const Event& e) {
   slot = findOrAddDetail(d, h);
   lastDetail_ = slot;
   return slot;
+}
+
+std::uint32_t TimelineIndex::argsId(const Event& e) {
+  if (e.args == 0 || sourceArgs_ == nullptr || e.args >= sourceArgs_->size()) return 0;
+  args_.emplace_back((*sourceArgs_)[e.args]);
+  return static_cast<std::uint32_t>(args_.size() - 1);
 }
 
 std::uint32_t TimelineIndex::findOrAddDetail(const SpanDetail& d, std::size_t hash) {
@@ -732,6 +748,7 @@ std::size_t TimelineIndex::bytesHeld() const {
   for (const CounterTrack& c : counters_)
     b += sizeof(c) + c.points.capacity() * sizeof(CounterPoint);
   for (const std::string& s : names_) b += sizeof(std::string) + s.capacity() + 48;
+  for (const std::string& s : args_) b += sizeof(std::string) + s.capacity();
   return b;
 }
 
@@ -754,6 +771,7 @@ Event TimelineIndex::eventOf(const Lane& lane, const SpanRec& s, EventKind kind)
   e.stage = d.stage;
   e.instruction = d.instruction;
   e.flags = d.flags;
+  e.args = d.args;
   return e;
 }
 
@@ -772,8 +790,9 @@ std::optional<std::int64_t> counterValueAt(const std::vector<CounterPoint>& poin
 
 TraceData TimelineIndex::toTrace(std::int64_t fromNs, std::int64_t toNs) const {
   TraceData t;
-  auto keep = [&](const Event& e) {
+  auto keep = [&](Event e) {
     if (e.endNs < fromNs || e.startNs > toNs) return;
+    e.args = t.addArgs(args_[e.args]);
     t.events.push_back(e);
   };
   for (const Lane& l : lanes_) {

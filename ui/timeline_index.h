@@ -44,6 +44,7 @@ struct SpanDetail {
   std::uint64_t correlation = 0;
   std::int32_t peer = -1, group = -1, step = -1, microBatch = -1, stage = -1, instruction = -1;
   std::uint8_t flags = 0;
+  std::uint32_t args = 0;  // an imported event's other args: index into TimelineIndex's; 0 none
   bool operator==(const SpanDetail&) const = default;
 };
 
@@ -145,7 +146,11 @@ class TimelineIndex {
   std::size_t bytesHeld() const;
 
   const SpanRec& span(SpanRef r) const { return lanes_[r.lane].levels[r.depth][r.index]; }
-  Event event(SpanRef r) const;  // the span as the profiler event it came from
+  // The span as the profiler event it came from; its `args` indexes this index's (argsText).
+  Event event(SpanRef r) const;
+  // An imported span's args beyond its fields, as JSON object members (TraceData::args); "" for
+  // none.
+  std::string_view argsText(SpanRef r) const { return args_[details_[span(r).detail].args]; }
   Event eventOf(const Lane& lane, const SpanRec& s, EventKind kind) const;
   // Every event held (spans, instants, counters), sorted like TraceData::sortByTime.
   TraceData toTrace(std::int64_t fromNs, std::int64_t toNs) const;
@@ -173,6 +178,7 @@ class TimelineIndex {
   std::uint32_t laneFor(std::int32_t rank, std::int32_t laneId);
   std::uint32_t nameId(const char* name);
   std::uint32_t detailId(const Event& e);
+  std::uint32_t argsId(const Event& e);
   void addCounter(const Event& e);
   static void insertByStart(std::vector<SpanRec>& v, const SpanRec& rec);
   SpanRef insertLate(std::uint32_t lane, const SpanRec& rec);
@@ -186,6 +192,9 @@ class TimelineIndex {
   std::unordered_map<const char*, std::uint32_t> namesByPointer_;  // pooled names repeat
   std::unordered_map<std::string, std::uint32_t> namesByText_;
   std::vector<SpanDetail> details_;
+  std::vector<std::string> args_;  // [0] is ""
+  // The args table of the trace a whole build reads (appended events carry no args).
+  const std::vector<const char*>* sourceArgs_ = nullptr;
   struct DetailHash {
     std::size_t operator()(const SpanDetail& d) const noexcept;
   };

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <new>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/common/error.h"
 #include "core/plan/memory_estimate.h"
@@ -291,7 +293,34 @@ QString TimelineView::selectedDetails() const {
   return text;
 }
 
-QString TimelineView::spanDescription(SpanRef ref) const {
+namespace {
+
+// One "key: value" line per member of an imported event's args (strings without their quotes),
+// in the order the file wrote them; with a limit, the lines past it are counted, and each line
+// is cut at 160 characters.
+QString argLines(std::string_view members, int limit) {
+  if (members.empty()) return {};
+  const auto args = nlohmann::ordered_json::parse("{" + std::string(members) + "}", nullptr, false);
+  if (args.is_discarded()) return QStringLiteral("\n") + QString::fromUtf8(members);
+  QStringList lines;
+  for (const auto& item : args.items()) {
+    if (limit >= 0 && lines.size() == limit) {
+      lines << QStringLiteral("… %1 more args (click the span to see all)")
+                   .arg(static_cast<qsizetype>(args.size()) - limit);
+      break;
+    }
+    const nlohmann::ordered_json& v = item.value();
+    QString line = QString::fromStdString(item.key() + ": " +
+                                          (v.is_string() ? v.get<std::string>() : v.dump()));
+    if (limit >= 0 && line.size() > 160) line = line.left(159) + QChar(0x2026);
+    lines << line;
+  }
+  return QStringLiteral("\n") + lines.join(QLatin1Char('\n'));
+}
+
+}  // namespace
+
+QString TimelineView::spanDescription(SpanRef ref, int maxArgs) const {
   const Event e = index_->event(ref);
   QString s =
       QStringLiteral("%1\n%2 (%3)")
@@ -324,6 +353,7 @@ QString TimelineView::spanDescription(SpanRef ref) const {
   if (e.microBatch >= 0) s += QStringLiteral("\nmicro-batch %1").arg(e.microBatch);
   if (e.instruction >= 0) s += QStringLiteral("\ninstruction %1").arg(e.instruction);
   if (e.correlation) s += QStringLiteral("\ncorrelation %1").arg(e.correlation);
+  s += argLines(index_->argsText(ref), maxArgs);
   return s;
 }
 
@@ -332,7 +362,7 @@ QString TimelineView::tooltipText(QPoint pos) const {
   if (const QString counter = counterTooltip(pos); !counter.isEmpty()) return counter;
   const Hit h = hitTest(pos);
   if (!h.ref.valid()) return {};
-  QString s = spanDescription(h.ref);
+  QString s = spanDescription(h.ref, 12);
   if (h.count > 1) return QStringLiteral("%1 spans merged; the first:\n").arg(h.count) + s;
   // With a prediction beside the run: the same instruction on the other side, and how far the
   // prediction is from the measurement.

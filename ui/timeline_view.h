@@ -72,7 +72,8 @@ class TimelineView : public QWidget {
   const TimelineRow* rowUnder(QPoint pos, int& x) const;
   QString counterTooltip(QPoint pos) const;
   QString tooltipText(QPoint pos) const;
-  QString spanDescription(SpanRef ref) const;
+  // Its fields, and an imported span's other args: all of them, or the first `maxArgs` lines.
+  QString spanDescription(SpanRef ref, int maxArgs = -1) const;
   // The selected span as Perfetto's details panel gives it: its description, the spans it lies
   // in from the innermost out, and the spans its flows join it to. Empty with no selection.
   QString selectedDetails() const;

@@ -76,8 +76,13 @@ struct Event {
   Category category = Category::Host;
   EventKind kind = EventKind::Span;
   std::uint8_t flags = 0;
+  // Args of an imported event that none of the fields above holds (Kineto's "External id",
+  // "Input Dims", "grid", ...): an index into its trace's table of them, 0 for none. In the
+  // padding after the bytes above, so it costs no memory.
+  std::uint32_t args = 0;
 
   std::int64_t durationNs() const { return endNs - startNs; }
 };
+static_assert(sizeof(Event) == 80, "an event's size is the trace's memory per event");
 
 }  // namespace parascope::trace

@@ -44,23 +44,7 @@ class EventWriter {
                             static_cast<char>('0' + frac % 10)};
     b_.append(digits, 4);
   }
-  void string(std::string_view s) {
-    b_.push_back('"');
-    for (const char ch : s) {
-      const auto c = static_cast<unsigned char>(ch);
-      if (c == '"' || c == '\\') {
-        b_.push_back('\\');
-        b_.push_back(static_cast<char>(c));
-      } else if (c < 0x20) {
-        static const char hex[] = "0123456789abcdef";
-        const char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-        b_.append(esc, 6);
-      } else {
-        b_.push_back(static_cast<char>(c));
-      }
-    }
-    b_.push_back('"');
-  }
+  void string(std::string_view s) { appendJsonString(b_, s); }
   void raw(std::string_view s) { b_.append(s); }
   void field(std::string_view key, std::int64_t v, bool& first) {
     if (!first) b_.push_back(',');
@@ -103,7 +87,14 @@ class EventWriter {
     if (e.flags & trace::flag::kFlowSource) field("flow_source", 1, first);
     if (e.flags & trace::flag::kReceive) field("receive", 1, first);
   }
-  void event(const Event& e, bool& firstEvent) {
+  void otherArgs(std::string_view others, bool& first) {
+    if (others.empty()) return;
+    if (!first) b_.push_back(',');
+    first = false;
+    raw(others);
+  }
+  // `others`: the event's args beyond its fields (TraceData::argsOf), written after them.
+  void event(const Event& e, std::string_view others, bool& firstEvent) {
     bool first = true;
     switch (e.kind) {
       case EventKind::Span:
@@ -112,12 +103,14 @@ class EventWriter {
         micros(e.endNs - e.startNs);
         raw(",\"args\":{");
         tags(e, first);
+        otherArgs(others, first);
         raw("}}");
         break;
       case EventKind::Instant:
         header('i', e, firstEvent);
         raw(",\"s\":\"t\",\"args\":{");
         tags(e, first);
+        otherArgs(others, first);
         raw("}}");
         break;
       case EventKind::Counter:
@@ -233,7 +226,7 @@ std::size_t writeFile(const TraceData& trace, const std::vector<const Event*>& e
   w.raw(",\"traceEvents\":[");
   bool firstEvent = true;
   writeMetadata(w, trace, events, firstEvent);
-  for (const Event* e : events) w.event(*e, firstEvent);
+  for (const Event* e : events) w.event(*e, trace.argsOf(*e), firstEvent);
   writeFlows(w, events, firstEvent);
   w.raw("\n]}\n");
   out.commit();

@@ -226,7 +226,11 @@ class PaddedInput {
   std::size_t mapped_ = 0;  // bytes mapped, 0 when owned_ holds the data
 };
 
-// Args we understand; everything else is skipped.
+// The members of one event's args kept beyond its fields: enough for Kineto's shapes and
+// launch parameters; past it members are counted, not kept.
+constexpr std::size_t kMaxArgsBytes = 4096;
+
+// Args as read: what ParaScope models, and the rest as JSON text.
 struct Args {
   std::optional<std::int64_t> bytes, peer, group, step, microBatch, stage, instruction, stream;
   std::optional<std::uint64_t> correlation;
@@ -235,6 +239,9 @@ struct Args {
   std::optional<std::int64_t> totalAllocated, deviceType, deviceId;  // "[memory]" instants
   std::vector<std::pair<std::string_view, double>> numbers;          // for foreign "C" events
   KinetoCollective collective;                                       // record_param_comms
+  // The args none of an Event's fields holds, as JSON object members (TraceData::args).
+  std::string others;
+  std::size_t othersClipped = 0;  // members left out of `others` for its size bound
 };
 
 struct RawEvent {
@@ -243,6 +250,43 @@ struct RawEvent {
   std::optional<std::int64_t> ts, dur;
   Args args;
 };
+
+// A JSON number as the grammar has it: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+bool isJsonNumber(std::string_view t) {
+  std::size_t i = 0;
+  auto digits = [&] {
+    const std::size_t from = i;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+    return i > from;
+  };
+  if (i < t.size() && t[i] == '-') ++i;
+  if (i < t.size() && t[i] == '0') {
+    ++i;
+  } else if (!digits()) {
+    return false;
+  }
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == t.size();
+}
+
+void keepOther(std::string_view key, std::string_view value, Args& a) {
+  if (a.others.size() + key.size() + value.size() + 8 > kMaxArgsBytes) {
+    ++a.othersClipped;
+    return;
+  }
+  if (!a.others.empty()) a.others.push_back(',');
+  appendJsonString(a.others, key);
+  a.others.push_back(':');
+  a.others.append(value);
+}
 
 void parseStringArg(std::string_view k, std::string_view v, Args& a);
 
@@ -268,6 +312,8 @@ class Importer {
   void parseEvents(od::array events);
   void parseEvent(od::object obj);
   void parseArgs(od::object obj, Args& args, bool collectNumbers);
+  void parseForeignNumber(std::string_view k, od::value v, Args& a, bool collectNumbers);
+  bool appendValue(od::value v, std::string& out, int depth);
   std::int64_t integer(od::value v, const char* what);
   std::string_view fieldKey(od::field& field);
   std::uint32_t key(std::string_view raw);
@@ -469,6 +515,8 @@ void Importer::parseEvent(od::object obj) {
   addEvent(r);
 }
 
+// `collectNumbers`: the event's "args" (not our counters' "tags"), whose numbers a foreign
+// counter plots and whose members no Event field holds are kept (Args::others).
 void Importer::parseArgs(od::object obj, Args& a, bool collectNumbers) {
   for (auto f : obj) {
     od::field field = take(std::move(f), "malformed args member");
@@ -476,10 +524,21 @@ void Importer::parseArgs(od::object obj, Args& a, bool collectNumbers) {
     od::value v = field.value();
     const od::json_type t = take(v.type(), "bad value");
     if (t == od::json_type::string) {
-      parseStringArg(k, take(v.get_string(), "bad string"), a);
+      const std::string_view text = take(v.get_string(), "bad string");
+      parseStringArg(k, text, a);
+      if (collectNumbers) {
+        std::string member;
+        appendJsonString(member, text);
+        keepOther(k, member, a);
+      }
       continue;
     }
-    if (t != od::json_type::number) continue;
+    if (t != od::json_type::number) {
+      std::string member;
+      if (collectNumbers && appendValue(v, member, 0)) keepOther(k, member, a);
+      continue;
+    }
+    // The fields of ParaScope's own events; anything else is kept as well as read.
     if (k == "bytes")
       a.bytes = integer(v, "bytes");
     else if (k == "peer")
@@ -494,36 +553,92 @@ void Importer::parseArgs(od::object obj, Args& a, bool collectNumbers) {
       a.stage = integer(v, "stage");
     else if (k == "instruction")
       a.instruction = integer(v, "instruction");
-    else if (k == "stream")
-      a.stream = integer(v, "stream");
     else if (k == "correlation")
       a.correlation = take(v.get_uint64(), "\"correlation\" must be a non-negative integer");
     else if (k == "flow_source")
       a.flowSource = integer(v, "flow_source") != 0;
     else if (k == "receive")
       a.receive = integer(v, "receive") != 0;
-    else if (k == "Total Allocated")
-      a.totalAllocated = integer(v, "Total Allocated");
-    else if (k == "Device Type")
-      a.deviceType = integer(v, "Device Type");
-    else if (k == "Device Id")
-      a.deviceId = integer(v, "Device Id");
-    else if (k == "In msg nelems")
-      a.collective.inElements = integer(v, "In msg nelems");
-    else if (k == "Out msg nelems")
-      a.collective.outElements = integer(v, "Out msg nelems");
-    else if (k == "Group size")
-      a.collective.groupSize = integer(v, "Group size");
-    else if (k == "Global rank start")
-      a.collective.rankStart = integer(v, "Global rank start");
-    else if (k == "Global rank stride")
-      a.collective.rankStride = integer(v, "Global rank stride");
-    else if (k == "Process Group ID")
-      a.collective.groupId = integer(v, "Process Group ID");
-    else if (collectNumbers && a.numbers.size() < 64) {
-      a.numbers.emplace_back(k, take(v.get_double(), "bad number"));
-    }
+    else
+      parseForeignNumber(k, v, a, collectNumbers);
   }
+}
+
+// A number in a foreign event's args: what Kineto's keys mean to ParaScope, one series of a
+// foreign counter, and (for "args") kept as written.
+void Importer::parseForeignNumber(std::string_view k, od::value v, Args& a, bool collectNumbers) {
+  const std::string_view token = trim(v.raw_json_token());
+  if (k == "stream")
+    a.stream = integer(v, "stream");
+  else if (k == "Total Allocated")
+    a.totalAllocated = integer(v, "Total Allocated");
+  else if (k == "Device Type")
+    a.deviceType = integer(v, "Device Type");
+  else if (k == "Device Id")
+    a.deviceId = integer(v, "Device Id");
+  else if (k == "In msg nelems")
+    a.collective.inElements = integer(v, "In msg nelems");
+  else if (k == "Out msg nelems")
+    a.collective.outElements = integer(v, "Out msg nelems");
+  else if (k == "Group size")
+    a.collective.groupSize = integer(v, "Group size");
+  else if (k == "Global rank start")
+    a.collective.rankStart = integer(v, "Global rank start");
+  else if (k == "Global rank stride")
+    a.collective.rankStride = integer(v, "Global rank stride");
+  else if (k == "Process Group ID")
+    a.collective.groupId = integer(v, "Process Group ID");
+  else if (collectNumbers && a.numbers.size() < 64)
+    a.numbers.emplace_back(k, take(v.get_double(), "bad number"));
+  if (collectNumbers && isJsonNumber(token)) keepOther(k, token, a);
+}
+
+// Appends a JSON value rebuilt from the parse, so that the text is valid JSON whatever the
+// input's unread parts held; false for a value nested deeper than 8 or longer than the bound.
+bool Importer::appendValue(od::value v, std::string& out, int depth) {
+  if (depth > 8 || out.size() > kMaxArgsBytes) return false;
+  switch (take(v.type(), "bad value")) {
+    case od::json_type::array: {
+      out.push_back('[');
+      bool first = true;
+      for (auto element : take(v.get_array(), "bad array")) {
+        if (!first) out.push_back(',');
+        first = false;
+        if (!appendValue(take(std::move(element), "bad array element"), out, depth + 1))
+          return false;
+      }
+      out.push_back(']');
+      return true;
+    }
+    case od::json_type::object: {
+      out.push_back('{');
+      bool first = true;
+      for (auto f : take(v.get_object(), "bad object")) {
+        od::field field = take(std::move(f), "bad object member");
+        if (!first) out.push_back(',');
+        first = false;
+        appendJsonString(out, fieldKey(field));
+        out.push_back(':');
+        if (!appendValue(field.value(), out, depth + 1)) return false;
+      }
+      out.push_back('}');
+      return true;
+    }
+    case od::json_type::number: {
+      const std::string_view token = trim(v.raw_json_token());
+      if (!isJsonNumber(token)) return false;
+      out.append(token);
+      return true;
+    }
+    case od::json_type::string:
+      appendJsonString(out, take(v.get_string(), "bad string"));
+      return true;
+    case od::json_type::boolean:
+      out.append(take(v.get_bool(), "bad boolean") ? "true" : "false");
+      return true;
+    case od::json_type::null: out.append("null"); return true;
+  }
+  return false;
 }
 
 void parseStringArg(std::string_view k, std::string_view v, Args& a) {
@@ -599,6 +714,14 @@ void Importer::addEvent(RawEvent& r) {
     e.category = Category::Communication;
     if (a.collective.groupId >= 0) e.group = toInt32(a.collective.groupId, "Process Group ID");
     collectives_.emplace_back(out_.events.size(), a.collective);
+  }
+  if (a.othersClipped) {
+    std::string others = a.others;
+    if (!others.empty()) others.push_back(',');
+    others += "\"(args left out, over 4 KiB)\":" + std::to_string(a.othersClipped);
+    e.args = out_.addArgs(others);
+  } else {
+    e.args = out_.addArgs(a.others);
   }
   out_.events.push_back(e);
   eventKeys_.emplace_back(key(r.pid), key(r.tid));

@@ -9,6 +9,24 @@
 
 namespace parascope::profiler {
 
+void appendJsonString(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x20) {
+      static const char hex[] = "0123456789abcdef";
+      const char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+      out.append(esc, 6);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  out.push_back('"');
+}
+
 namespace {
 bool endsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;

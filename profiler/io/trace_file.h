@@ -12,6 +12,9 @@
 
 namespace parascope::profiler {
 
+// Appends `s` as a JSON string: quoted, with quotes, backslashes and control characters escaped.
+void appendJsonString(std::string& out, std::string_view s);
+
 class TraceFileWriter {
  public:
   explicit TraceFileWriter(std::string path);  // throws UserError if it cannot be created

@@ -97,6 +97,7 @@ class TestChromeIo : public QObject {
   void limits();
   void legacyArrayFormat();
   void unnamedThreadsAreLabelledReadably();
+  void foreignArgsAreKeptAndRoundTrip();
   void microsecondParsing();
 
  private:
@@ -361,6 +362,48 @@ void TestChromeIo::unnamedThreadsAreLabelledReadably() {
   QCOMPARE(t.laneName(0, lane::kFirstThread), std::string("Spans / PyTorch Profiler"));
   QCOMPARE(t.laneName(0, lane::kFirstThread + 1), std::string("python3 / thread 11"));
   QCOMPARE(t.laneName(0, lane::kFirstThread + 2), std::string("process 0 / thread -7"));
+}
+
+// Args no Event field holds (Kineto's shapes, ids, launch parameters) stay with their event as
+// JSON members in the file's order, rebuilt from the parse (strings re-escaped), through
+// export, import and merge; ParaScope's own fields are not repeated there.
+void TestChromeIo::foreignArgsAreKeptAndRoundTrip() {
+  const std::string big(5000, 'x');
+  const std::string kineto =
+      R"({"traceEvents":[)"
+      R"({"ph":"X","name":"aten::mm","pid":1,"tid":2,"ts":1,"dur":9,"args":{"External id":7,)"
+      R"("Input Dims":[[2, 3], []],"Input type":["float",""],"Sequence number":-1.5e2,)"
+      R"("correlation":11,"flow":{"id":3,"on":true,"x":null},"weird \"key\"":"line\nbreak"}},)"
+      R"({"ph":"X","name":"k","pid":1,"tid":2,"ts":2,"dur":1,"args":{"a":1,"long":")" +
+      big +
+      R"(","deep":[[[[[[[[[[1]]]]]]]]]],"b":2}},)"
+      R"({"ph":"i","name":"mark","pid":1,"tid":2,"ts":3,"s":"t","args":{"note":"here"}},)"
+      R"({"ph":"X","name":"plain","pid":1,"tid":2,"ts":4,"dur":1,"args":{}}]})";
+  const TraceData t = importChromeTraceFromMemory(kineto, "kineto");
+  QCOMPARE(t.events.size(), std::size_t{4});
+  const std::string mm = R"("External id":7,"Input Dims":[[2,3],[]],"Input type":["float",""],)"
+                         R"("Sequence number":-1.5e2,"flow":{"id":3,"on":true,"x":null},)"
+                         R"("weird \"key\"":"line\u000abreak")";
+  QCOMPARE(std::string(t.argsOf(t.events[0])), mm);
+  QCOMPARE(t.events[0].correlation, std::uint64_t{11});
+  // Past 4 KiB members are counted, not kept; nesting deeper than 8 is left out.
+  QCOMPARE(std::string(t.argsOf(t.events[1])),
+           std::string(R"j("a":1,"b":2,"(args left out, over 4 KiB)":1)j"));
+  QCOMPARE(std::string(t.argsOf(t.events[2])), std::string(R"("note":"here")"));
+  QCOMPARE(t.events[3].args, std::uint32_t{0});
+
+  const std::string p = path("args.json");
+  exportChromeTrace(t, p);
+  TraceData back = importChromeTraceFromMemory(readAll(p), "args.json");
+  QCOMPARE(back.events.size(), t.events.size());
+  for (std::size_t i = 0; i < t.events.size(); ++i)
+    QCOMPARE(std::string(back.argsOf(back.events[i])), std::string(t.argsOf(t.events[i])));
+  TraceData merged;
+  merged.merge(richTrace());
+  merged.merge(back);
+  QCOMPARE(std::string(merged.argsOf(merged.events.back())),
+           std::string(back.argsOf(back.events.back())));
+  QCOMPARE(std::string(merged.argsOf(merged.events[merged.events.size() - 4])), mm);
 }
 
 void TestChromeIo::microsecondParsing() {

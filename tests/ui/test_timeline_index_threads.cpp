@@ -57,6 +57,9 @@ TraceData randomRanks(std::uint64_t seed, int ranks) {
               static_cast<std::uint64_t>(rank + 1) << 48 | static_cast<std::uint64_t>(i / 2);
           e.flags = i % 2 == 0 ? flag::kFlowSource : 0;
         }
+        // Imported args on some spans, unique to each (as Kineto's "External id").
+        if (lane == 0 && uni(0, 30) == 0)
+          e.args = t.addArgs(R"("External id":)" + std::to_string(rank * 10000 + i));
         if (uni(0, 20) == 0) {
           e.kind = EventKind::Instant;
           e.endNs = e.startNs;
@@ -67,6 +70,7 @@ TraceData randomRanks(std::uint64_t seed, int ranks) {
           e.bytes = uni(0, 1000);
           e.correlation = 0;
           e.flags = 0;
+          e.args = 0;
           e.name = t.strings.intern(uni(0, 1) ? "memory" : "cache");
         }
         t.events.push_back(e);
@@ -101,6 +105,14 @@ void expectSame(const TimelineIndex& a, const TimelineIndex& b) {
   QVERIFY(a.flows() == b.flows());
   QCOMPARE(a.lanes().size(), b.lanes().size());
   for (std::size_t l = 0; l < a.lanes().size(); ++l) expectSameLane(a.lanes()[l], b.lanes()[l]);
+  // The args the equal details point at are the same text.
+  for (std::uint32_t l = 0; l < a.lanes().size(); ++l) {
+    const auto& levels = a.lanes()[l].levels;
+    for (std::uint32_t d = 0; d < levels.size(); ++d) {
+      for (std::uint32_t i = 0; i < levels[d].size(); ++i)
+        QCOMPARE(a.argsText({l, d, i}), b.argsText({l, d, i}));
+    }
+  }
   QCOMPARE(a.counters().size(), b.counters().size());
   for (std::size_t c = 0; c < a.counters().size(); ++c) {
     const CounterTrack &x = a.counters()[c], &y = b.counters()[c];
@@ -171,6 +183,7 @@ void TestTimelineIndexThreads::threadedEqualsOnePass() {
   QVERIFY(onePass.build(trace, always, 1));
   QVERIFY(threaded.build(trace, always, threads));
   QVERIFY(!onePass.flows().empty());
+  QVERIFY(trace.args.size() > 1);
   expectSame(threaded, onePass);
   if (QTest::currentTestFailed()) return;
   const std::vector<Event> more = laterEvents(trace);

@@ -73,6 +73,7 @@ class TestTimelineView : public QObject {
   void badFilesShowAMessage_data();
   void badFilesShowAMessage();
   void kinetoTracesLoad();
+  void argsInDetailsAndTooltips();
   void realKinetoTracesLoad();
   void exportsImages();
   void tracesBeyondTheInt64RangeDraw();
@@ -584,6 +585,55 @@ void TestTimelineView::kinetoTracesLoad() {
   QCOMPARE(gpuLanes, (std::map<std::int32_t, int>{{0, 2}, {1, 2}}));
   QCOMPARE(index.flows().size(), std::size_t{15 + 14});  // CPU launches -> GPU ops
   QVERIFY(window.view()->message().isEmpty());
+  // Kineto's args that no field holds: kept in the file's order, shown in the details.
+  SpanRef kernel;
+  for (std::uint32_t l = 0; l < index.lanes().size() && !kernel.valid(); ++l) {
+    const Lane& lane = index.lanes()[l];
+    for (std::uint32_t d = 0; d < lane.levels.size(); ++d) {
+      for (std::uint32_t i = 0; i < lane.levels[d].size(); ++i) {
+        if (lane.rank == 0 && index.name(lane.levels[d][i].nameCat) == "ampere_sgemm_128x64_nn")
+          kernel = {l, d, i};
+      }
+    }
+  }
+  QVERIFY(kernel.valid());
+  QCOMPARE(index.argsText(kernel),
+           std::string_view(R"("External id":1003,"device":0,"context":1,"stream":7)"));
+  window.view()->selectSpan(kernel);
+  const QString details = window.findChild<QLabel*>(QStringLiteral("spanDetails"))->text();
+  QVERIFY2(details.contains(QStringLiteral("\ncorrelation 1003\nExternal id: 1003\ndevice: 0\n"
+                                           "context: 1\nstream: 7")),
+           qPrintable(details));
+}
+
+// Every arg in the details panel; the tooltip shows the first twelve and counts the rest, and
+// cuts a long value; a string shows without its quotes.
+void TestTimelineView::argsInDetailsAndTooltips() {
+  std::string args = R"({"ph":"X","name":"op","pid":1,"tid":1,"ts":1,"dur":5,"args":{"shape":")" +
+                     std::string(300, 's') + "\"";
+  for (int i = 0; i < 15; ++i) args += ",\"a" + std::to_string(i) + "\":" + std::to_string(i);
+  args += "}}";
+  const TraceData trace =
+      parascope::profiler::importChromeTraceFromMemory("[" + args + "]", "args");
+  TimelineView view;
+  auto index = std::make_shared<TimelineIndex>();
+  index->build(trace);
+  view.setIndex(index);
+  const SpanRef ref{0, 0, 0};
+  QCOMPARE(index->name(index->span(ref).nameCat), std::string("op"));
+  const QString all = view.spanDescription(ref);
+  QVERIFY2(all.contains(QStringLiteral("\nshape: ") + QString(300, QLatin1Char('s')) +
+                        QStringLiteral("\na0: 0\na1: 1\n")),
+           qPrintable(all));
+  QVERIFY(all.endsWith(QStringLiteral("\na14: 14")));
+  const QString tip = view.spanDescription(ref, 12);
+  const QString shape = QStringLiteral("shape: ") + QString(300, QLatin1Char('s'));
+  QVERIFY2(tip.contains(QLatin1Char('\n') + shape.left(159) + QChar(0x2026) +
+                        QStringLiteral("\na0: 0\n")),
+           qPrintable(tip));
+  QVERIFY2(tip.endsWith(QStringLiteral("\na10: 10\n… 4 more args (click the span to see all)")),
+           qPrintable(tip));
+  QVERIFY(!tip.contains(QStringLiteral("a11")));
 }
 
 void TestTimelineView::realKinetoTracesLoad() {
