@@ -21,10 +21,8 @@ mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' |
   grep -F -x -f <(sed -n "s|^ *\"file\": \"$PWD/\(.*\)\",*$|\1|p" "$db" | sort -u))
 ((${#files[@]})) || { echo "tidy.sh: no sources found in $db" >&2; exit 2; }
 
-# Precompiled headers exist only under Clang (the sanitized trees) and hold only third-party and
-# standard headers, so clang-tidy 22 reads Clang 22's as they are, in about half the time for a
-# source that includes Qt; GCC's optimised build compiles every source without them, so a
-# missing include still fails there.
+# The precompiled headers hold only third-party and standard headers, so clang-tidy 22 reads
+# Clang 22's as the build made them, in about half the time for a source that includes Qt.
 start=$SECONDS
 if ! printf '%s\n' "${files[@]}" |
   xargs -P "$(nproc)" -n 2 "$tidy" -p "$dir" --quiet 2>/dev/null; then

@@ -33,8 +33,9 @@ void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH
       for (int t = 0; t < Tn; ++t) {
         T* row = p + static_cast<long>(t) * Tn;
         T maxv = row[0];
+        // fmax: Clang vectorises a maxnum reduction, not a compare-and-select one.
 #pragma omp simd reduction(max : maxv)
-        for (int j = 1; j <= t; ++j) maxv = row[j] > maxv ? row[j] : maxv;
+        for (int j = 1; j <= t; ++j) maxv = std::fmax(maxv, row[j]);
         T sum = 0;
 #pragma omp simd reduction(+ : sum)
         for (int j = 0; j <= t; ++j) {

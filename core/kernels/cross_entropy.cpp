@@ -15,8 +15,9 @@ void crossEntropyForward(T* losses, T* probs, const T* logits, const std::int32_
     const T* x = logits + static_cast<long>(n) * V;
     T* p = probs + static_cast<long>(n) * V;
     T maxv = x[0];
+    // fmax: Clang vectorises a maxnum reduction, not a compare-and-select one.
 #pragma omp simd reduction(max : maxv)
-    for (int v = 1; v < V; ++v) maxv = x[v] > maxv ? x[v] : maxv;
+    for (int v = 1; v < V; ++v) maxv = std::fmax(maxv, x[v]);
     const T target = x[targets[n]];
     T sum = 0;
 #pragma omp simd reduction(+ : sum)
