@@ -4,7 +4,7 @@
 # UndefinedBehaviorSanitizer, and again under ThreadSanitizer where it runs threads; the
 # optimised build without sanitizers runs what they cannot or need not (the MPI jobs, the
 # workbench's window, the learning runs) and the numeric suites, once with this CPU's OpenBLAS kernels and again with each other kernel
-# family the CPU can execute; clang-tidy checks every project source.
+# family the CPU can execute; clang-tidy checks every product source.
 #   scripts/test.sh                 all of the above
 #   scripts/test.sh --no-sanitize   without the sanitizer builds: every suite in the optimised
 #                                   build (the quick local loop)
@@ -31,7 +31,7 @@ suites=""
 ((sanitize)) && suites="numeric;no-sanitize"
 bash scripts/build.sh --tests --suites "$suites"
 phase build
-# Suites run as many at a time as there are cores (tests/CMakeLists.txt keeps MPI jobs alone).
+# Suites run as many at a time as there are cores, the longest first (tests/CMakeLists.txt).
 jobs=$(nproc)
 (cd build && ctest --output-on-failure --timeout 900 -j "$jobs")
 phase suite
@@ -80,19 +80,20 @@ done
 
 phase "numeric suites under each kernel family"
 
+# The optimised tree compiled every product source one at a time (clang-tidy reads its compile
+# commands and moc's output).
+bash scripts/tidy.sh build
+phase clang-tidy
+
 if ((sanitize)); then
   bash scripts/build.sh --tests --sanitize address,undefined
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+  # Allocation stacks of 5 frames instead of 30: ASan records one at every malloc and free, and
+  # the suites run in three quarters of the time; an error's own stack stays whole.
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:malloc_context_size=5 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --output-on-failure --timeout 1800 -j "$jobs" -LE no-sanitize)
   phase "AddressSanitizer and UndefinedBehaviorSanitizer"
-  # The tree that compiled every source (clang-tidy reads its compile commands and moc's output).
-  bash scripts/tidy.sh build-asan
-  phase clang-tidy
   bash scripts/build.sh --sanitize thread --label threads
   (cd build-tsan && ctest --output-on-failure --timeout 1800 -j "$jobs" -L threads)
   phase ThreadSanitizer
-else
-  bash scripts/tidy.sh build
-  phase clang-tidy
 fi

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs clang-tidy (the checks in .clang-tidy, warnings as errors) over every project source that
+# Runs clang-tidy (the checks in .clang-tidy, warnings as errors) over every product source that
 # the build compiles, in parallel; headers are checked through the sources that include them.
-# Needs a configured and built tree (compile_commands.json, and moc's generated files for the
-# Qt tests).
+# Needs a configured and built tree compiled one source at a time (compile_commands.json, and
+# moc's generated files for the GUI).
 #   scripts/tidy.sh [BUILD_DIR]     default: build
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,9 +15,11 @@ db="$dir/compile_commands.json"
 tidy=clang-tidy-22
 command -v "$tidy" >/dev/null || { echo "tidy.sh: $tidy is missing; run scripts/setup.sh" >&2; exit 2; }
 
-# Project sources only: the repository's .cpp files the build compiles (not moc's output, and
-# not the CUDA-only sources of a build without CUDA).
-mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' |
+# The product's sources: the repository's .cpp files the build compiles (not moc's output, not
+# the CUDA-only sources of a build without CUDA), but not the suites under tests/, which the
+# compilers' warnings and three sanitizers check (with them clang-tidy took 387 s of 2 cores
+# instead of 242 s).
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' | grep -v '^tests/' |
   grep -F -x -f <(sed -n "s|^ *\"file\": \"$PWD/\(.*\)\",*$|\1|p" "$db" | sort -u))
 ((${#files[@]})) || { echo "tidy.sh: no sources found in $db" >&2; exit 2; }
 
