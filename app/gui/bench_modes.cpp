@@ -10,8 +10,8 @@
 #include "core/common/printable.h"
 #include "core/config/config.h"
 #include "core/plan/memory_estimate.h"
-#include "ui/timeline_bench.h"
-#include "ui/workbench_bench.h"
+#include "ui/timeline/timeline_bench.h"
+#include "ui/workbench/workbench_bench.h"
 
 namespace parascope::gui {
 

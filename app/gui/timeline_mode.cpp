@@ -11,7 +11,7 @@
 #include "core/common/output_file.h"
 #include "core/common/printable.h"
 #include "ui/gui_output.h"
-#include "ui/timeline_window.h"
+#include "ui/timeline/timeline_window.h"
 
 namespace parascope::gui {
 

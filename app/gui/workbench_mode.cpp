@@ -22,8 +22,8 @@
 #include "core/common/stop_signal.h"
 #include "core/config/config.h"
 #include "core/session/switch_plan.h"
-#include "ui/strategy_panel.h"
-#include "ui/workbench_window.h"
+#include "ui/workbench/strategy_panel.h"
+#include "ui/workbench/workbench_window.h"
 
 namespace parascope::gui {
 

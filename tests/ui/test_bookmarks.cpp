@@ -19,9 +19,10 @@
 #include "profiler/io/chrome_export.h"
 #include "profiler/synthetic_trace.h"
 #include "tests/input_probes.h"
-#include "ui/timeline_window.h"
-#include "ui/workbench_settings.h"
+#include "ui/timeline/timeline_window.h"
+#include "ui/workbench/workbench_settings.h"
 
+namespace profiler = parascope::profiler;
 using namespace parascope::ui;
 using parascope::UserError;
 using parascope::profiler::SyntheticOptions;
@@ -35,23 +36,23 @@ std::string refusal(F&& f) {
   return parascope::test::userErrorOf(std::forward<F>(f)).toStdString();
 }
 
-std::vector<std::int64_t> timesOf(const BookmarkList& list) {
+std::vector<std::int64_t> timesOf(const profiler::BookmarkList& list) {
   std::vector<std::int64_t> out;
-  for (const Bookmark& b : list.all()) out.push_back(b.ns);
+  for (const profiler::Bookmark& b : list.all()) out.push_back(b.ns);
   return out;
 }
 
-std::vector<std::string> namesOf(const BookmarkList& list) {
+std::vector<std::string> namesOf(const profiler::BookmarkList& list) {
   std::vector<std::string> out;
-  for (const Bookmark& b : list.all()) out.push_back(b.name);
+  for (const profiler::Bookmark& b : list.all()) out.push_back(b.name);
   return out;
 }
 
-std::shared_ptr<TimelineIndex> syntheticIndex() {
+std::shared_ptr<profiler::TimelineIndex> syntheticIndex() {
   SyntheticOptions o;
   o.events = 5'000;
   o.ranks = 2;
-  auto index = std::make_shared<TimelineIndex>();
+  auto index = std::make_shared<profiler::TimelineIndex>();
   index->build(syntheticTrainingTrace(o));
   return index;
 }
@@ -79,7 +80,7 @@ class TestBookmarks : public QObject {
   // Time order (a bookmark at a time already marked goes after the earlier one), default names
   // counting every bookmark made, strict steps either way, rename and remove.
   void listKeepsTimeOrderAndSteps() {
-    BookmarkList list;
+    profiler::BookmarkList list;
     QCOMPARE(list.add(300, ""), std::size_t{0});
     QCOMPARE(list.add(100, "warm-up"), std::size_t{0});
     QCOMPARE(list.add(300, ""), std::size_t{2});
@@ -105,7 +106,7 @@ class TestBookmarks : public QObject {
 
   // Each refusal names what was wrong and what is allowed, and changes nothing.
   void listRefusesBadNamesAndTooMany() {
-    BookmarkList list;
+    profiler::BookmarkList list;
     list.add(1, "a");
     QCOMPARE(refusal([&] { list.add(2, std::string(101, 'x')); }),
              std::string("bookmark: a name of 101 bytes, more than the 100 a bookmark's name may "
@@ -119,27 +120,28 @@ class TestBookmarks : public QObject {
     QCOMPARE(namesOf(list), std::vector<std::string>{"a"});
     list.add(2, std::string(100, 'x'));  // the most a name may have
     list.add(3, "\xc3\xa9tape");         // UTF-8 is text
-    while (list.size() < kMaxBookmarks) list.add(4, "");
+    while (list.size() < profiler::kMaxBookmarks) list.add(4, "");
     QCOMPARE(refusal([&] { list.add(5, ""); }),
              std::string("bookmark: this trace has 200 bookmarks, the most it may have; remove "
                          "one first"));
-    QCOMPARE(list.size(), kMaxBookmarks);
+    QCOMPARE(list.size(), profiler::kMaxBookmarks);
   }
 
   // toJson reads back to the same list; anything else is refused naming the entry.
   void jsonReadsBackAndRefusesBadInput() {
-    BookmarkList list;
+    profiler::BookmarkList list;
     list.add(-7, "before");
     list.add(INT64_MAX, "end");
     list.add(42, "");
-    const BookmarkList back = BookmarkList::fromJson(list.toJson(), "file");
+    const profiler::BookmarkList back = profiler::BookmarkList::fromJson(list.toJson(), "file");
     QCOMPARE(timesOf(back), timesOf(list));
     QCOMPARE(namesOf(back), namesOf(list));
     QCOMPARE(list.toJson().dump(),
              std::string(R"([{"name":"before","time_ns":-7},{"name":"Bookmark 3","time_ns":42},)"
                          R"({"name":"end","time_ns":9223372036854775807}])"));
     const auto bad = [](const char* text) {
-      return refusal([&] { BookmarkList::fromJson(nlohmann::json::parse(text), "file"); });
+      return refusal(
+          [&] { profiler::BookmarkList::fromJson(nlohmann::json::parse(text), "file"); });
     };
     QCOMPARE(bad(R"({"time_ns": 1})"), std::string("file: not a JSON array of bookmarks"));
     QCOMPARE(bad(R"([3])"),
@@ -163,7 +165,7 @@ class TestBookmarks : public QObject {
              std::string("file: bookmark 0: a name with a control character (tab, newline, ...)"));
     nlohmann::json many = nlohmann::json::array();
     for (int i = 0; i < 201; ++i) many.push_back({{"time_ns", i}, {"name", "m"}});
-    QCOMPARE(refusal([&] { BookmarkList::fromJson(many, "file"); }),
+    QCOMPARE(refusal([&] { profiler::BookmarkList::fromJson(many, "file"); }),
              std::string("file: 201 bookmarks, more than the 200 a trace may have"));
   }
 
@@ -183,7 +185,7 @@ class TestBookmarks : public QObject {
     QTest::mouseMove(&view, QPoint(left + 700, view.contentTop() + 40));
     QTest::keyClick(&view, Qt::Key_B);
     QCOMPARE(changed.count(), 2);
-    const TimeAxis axis = view.axis();
+    const profiler::TimeAxis axis = view.axis();
     QCOMPARE(timesOf(view.bookmarks()),
              (std::vector<std::int64_t>{axis.time(100), axis.time(700)}));
     QCOMPARE(namesOf(view.bookmarks()), (std::vector<std::string>{"Bookmark 1", "Bookmark 2"}));
@@ -281,7 +283,7 @@ class TestBookmarks : public QObject {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     const QString trace = dir.filePath(QStringLiteral("t.json"));
-    BookmarkList one;
+    profiler::BookmarkList one;
     one.add(5, "kept");
     writeBookmarks({trace}, one);
     QCOMPARE(namesOf(readBookmarks({trace})), std::vector<std::string>{"kept"});
@@ -305,7 +307,7 @@ class TestBookmarks : public QObject {
   // written longest ago.
   void theOldestSetsGoPastTheBound() {
     QFile::remove(settingsPath());
-    BookmarkList one;
+    profiler::BookmarkList one;
     one.add(1, "m");
     for (int i = 0; i <= kMaxBookmarkedTraces; ++i) {
       writeBookmarks({QStringLiteral("/traces/%1.json").arg(i)}, one);

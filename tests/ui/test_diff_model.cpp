@@ -14,32 +14,33 @@
 #include <string>
 #include <vector>
 
+#include "profiler/analysis/trace_diff.h"
 #include "profiler/io/chrome_export.h"
-#include "ui/diff_model.h"
-#include "ui/trace_diff.h"
-#include "ui/workbench_window.h"
+#include "ui/views/diff_model.h"
+#include "ui/workbench/workbench_window.h"
 
+namespace profiler = parascope::profiler;
 using parascope::profiler::Category;
+using parascope::profiler::DiffRow;
+using parascope::profiler::diffTraces;
 using parascope::profiler::Event;
 using parascope::profiler::TraceData;
 using parascope::ui::DiffModel;
-using parascope::ui::DiffRow;
-using parascope::ui::diffTraces;
 
 namespace {
 
 constexpr std::int64_t kMs = 1'000'000;
 
-void span(TraceData& t, const char* name, Category category, std::int32_t rank, std::int32_t step,
-          std::int64_t fromMs, std::int64_t toMs) {
-  Event e;
+void span(profiler::TraceData& t, const char* name, profiler::Category category, std::int32_t rank,
+          std::int32_t step, std::int64_t fromMs, std::int64_t toMs) {
+  profiler::Event e;
   e.name = t.strings.intern(name);
   e.category = category;
   e.rank = rank;
   e.step = step;
-  e.lane = category == Category::Communication ? parascope::trace::lane::kCommunication
-           : category == Category::Step        ? parascope::trace::lane::kHost
-                                               : parascope::trace::lane::kCompute;
+  e.lane = category == profiler::Category::Communication ? parascope::trace::lane::kCommunication
+           : category == profiler::Category::Step        ? parascope::trace::lane::kHost
+                                                         : parascope::trace::lane::kCompute;
   e.startNs = fromMs * kMs;
   e.endNs = toMs * kMs;
   t.events.push_back(e);
@@ -47,22 +48,22 @@ void span(TraceData& t, const char* name, Category category, std::int32_t rank, 
 
 // Two ranks, two steps of 1000 ms each. Per rank and step: matmul 250 ms, allReduce 150 ms
 // (all of it in step 0: 300 ms per rank there), train_step 1000 ms.
-TraceData traceA() {
-  TraceData t;
+profiler::TraceData traceA() {
+  profiler::TraceData t;
   t.worldSize = 2;
   for (int rank = 0; rank < 2; ++rank) {
-    span(t, "train_step", Category::Step, rank, 0, 0, 1000);
-    span(t, "train_step", Category::Step, rank, 1, 1000, 2000);
+    span(t, "train_step", profiler::Category::Step, rank, 0, 0, 1000);
+    span(t, "train_step", profiler::Category::Step, rank, 1, 1000, 2000);
   }
-  span(t, "matmul", Category::Compute, 0, 0, 100, 400);
-  span(t, "matmul", Category::Compute, 1, 0, 100, 300);
-  span(t, "matmul", Category::Compute, 0, 1, 1100, 1300);
-  span(t, "matmul", Category::Compute, 1, 1, 1100, 1400);
-  span(t, "allReduce", Category::Communication, 0, 0, 500, 900);
-  span(t, "allReduce", Category::Communication, 1, 0, 500, 700);
-  Event memory;  // a counter is no time spent
+  span(t, "matmul", profiler::Category::Compute, 0, 0, 100, 400);
+  span(t, "matmul", profiler::Category::Compute, 1, 0, 100, 300);
+  span(t, "matmul", profiler::Category::Compute, 0, 1, 1100, 1300);
+  span(t, "matmul", profiler::Category::Compute, 1, 1, 1100, 1400);
+  span(t, "allReduce", profiler::Category::Communication, 0, 0, 500, 900);
+  span(t, "allReduce", profiler::Category::Communication, 1, 0, 500, 700);
+  profiler::Event memory;  // a counter is no time spent
   memory.name = t.strings.intern("params");
-  memory.category = Category::Memory;
+  memory.category = profiler::Category::Memory;
   memory.kind = parascope::profiler::EventKind::Counter;
   memory.bytes = 4096;
   t.events.push_back(memory);
@@ -71,12 +72,12 @@ TraceData traceA() {
 }
 
 // One rank, one step of 1500 ms: matmul 500, softmax 100, allGather 200; no allReduce.
-TraceData traceB() {
-  TraceData t;
-  span(t, "train_step", Category::Step, 0, 0, 0, 1500);
-  span(t, "matmul", Category::Compute, 0, 0, 0, 500);
-  span(t, "softmax", Category::Compute, 0, 0, 600, 700);
-  span(t, "allGather", Category::Communication, 0, 0, 800, 1000);
+profiler::TraceData traceB() {
+  profiler::TraceData t;
+  span(t, "train_step", profiler::Category::Step, 0, 0, 0, 1500);
+  span(t, "matmul", profiler::Category::Compute, 0, 0, 0, 500);
+  span(t, "softmax", profiler::Category::Compute, 0, 0, 600, 700);
+  span(t, "allGather", profiler::Category::Communication, 0, 0, 800, 1000);
   t.sortByTime();
   return t;
 }
@@ -87,7 +88,8 @@ struct Expected {
   double aMs, bMs;
 };
 
-void compareRows(const std::vector<DiffRow>& rows, const std::vector<Expected>& expected) {
+void compareRows(const std::vector<profiler::DiffRow>& rows,
+                 const std::vector<Expected>& expected) {
   QCOMPARE(rows.size(), expected.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     QCOMPARE(rows[i].communication, expected[i].communication);
@@ -129,8 +131,8 @@ void TestDiffModel::initTestCase() {
 }
 
 void TestDiffModel::twoTraces() {
-  const TraceData a = traceA(), b = traceB();
-  const std::vector<DiffRow> rows = diffTraces({&a}, {&b});
+  const profiler::TraceData a = traceA(), b = traceB();
+  const std::vector<profiler::DiffRow> rows = profiler::diffTraces({&a}, {&b});
   compareRows(rows, kAgainstB);
   QCOMPARE(rows[0].deltaNs(), 250.0 * kMs);
   QCOMPARE(rows[0].ratio(), 2.0);
@@ -146,17 +148,17 @@ void TestDiffModel::twoTraces() {
 
 // Steps of one trace as two segments: per rank and step of its own, so each step counts once.
 void TestDiffModel::twoSegments() {
-  const TraceData a = traceA();
-  compareRows(diffTraces({&a, 0, 0}, {&a, 1, 1}), {{false, "matmul", 250, 250},
-                                                   {false, "train_step", 1000, 1000},
-                                                   {true, "allReduce", 300, 0}});
+  const profiler::TraceData a = traceA();
+  compareRows(profiler::diffTraces({&a, 0, 0}, {&a, 1, 1}), {{false, "matmul", 250, 250},
+                                                             {false, "train_step", 1000, 1000},
+                                                             {true, "allReduce", 300, 0}});
 }
 
 void TestDiffModel::modelShowsAndSorts() {
   DiffModel model;
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-  const TraceData a = traceA(), b = traceB();
-  model.setRows(diffTraces({&a}, {&b}));
+  const profiler::TraceData a = traceA(), b = traceB();
+  model.setRows(profiler::diffTraces({&a}, {&b}));
   QCOMPARE(model.rowCount(), 5);
   QCOMPARE(model.columnCount(), int{DiffModel::Count});
   const auto text = [&](int row, int column) { return model.index(row, column).data().toString(); };
@@ -249,7 +251,7 @@ void TestDiffModel::windowDiffsOpenedTraces() {
   QCOMPARE(window.diffHint(),
            QStringLiteral("A and B are the same source: pick two different ones."));
   QTRY_COMPARE_WITH_TIMEOUT(diffed.count(), 3, 30000);
-  for (const DiffRow& row : window.diffModel()->rows()) QCOMPARE(row.aNs, row.bNs);
+  for (const profiler::DiffRow& row : window.diffModel()->rows()) QCOMPARE(row.aNs, row.bNs);
 }
 
 QTEST_MAIN(TestDiffModel)

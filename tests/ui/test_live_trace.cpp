@@ -12,10 +12,10 @@
 #include <new>
 #include <thread>
 
+#include "profiler/live_trace.h"
 #include "profiler/synthetic_trace.h"
 #include "tests/input_probes.h"
-#include "ui/live_trace.h"
-#include "ui/timeline_view.h"
+#include "ui/timeline/timeline_view.h"
 
 namespace {
 
@@ -122,7 +122,7 @@ void TestLiveTrace::allocationFailureEndsTheFeed() {
   mainThread = std::this_thread::get_id();
   QTemporaryDir dir;
   const std::string path = dir.filePath(QStringLiteral("run.json")).toStdString();
-  parascope::ui::LiveTrace live(path);
+  parascope::profiler::LiveTrace live(path);
   live.begin(nullptr, 1);
   QCOMPARE(QString::fromStdString(live.failure()), QString());
   failOffMainThread = true;
@@ -165,7 +165,7 @@ void TestLiveTrace::allocationFailureStopsTheLiveView() {
   QCOMPARE(view.index().eventCount(), std::size_t{0});
   view.grab();  // ...and the view paints its message
   // A new index (the run's file, another trace) is a fresh start.
-  view.setIndex(std::make_shared<parascope::ui::TimelineIndex>());
+  view.setIndex(std::make_shared<parascope::profiler::TimelineIndex>());
   QVERIFY(!view.liveStopped());
   view.appendEvents({trace.events.begin(), trace.events.begin() + tenth});
   QCOMPARE(view.index().eventCount(), tenth);

@@ -25,12 +25,12 @@
 #include "core/plan/system.h"
 #include "core/session/switch_plan.h"
 #include "tests/input_probes.h"
-#include "ui/live_charts.h"
-#include "ui/plan_candidate_model.h"
-#include "ui/planner_view.h"
-#include "ui/strategy_panel.h"
-#include "ui/timeline_view.h"
-#include "ui/workbench_window.h"
+#include "ui/timeline/timeline_view.h"
+#include "ui/views/plan_candidate_model.h"
+#include "ui/views/planner_view.h"
+#include "ui/workbench/live_charts.h"
+#include "ui/workbench/strategy_panel.h"
+#include "ui/workbench/workbench_window.h"
 
 using namespace parascope;
 using parascope::ui::PlanCandidateModel;

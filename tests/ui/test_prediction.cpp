@@ -22,15 +22,15 @@
 #include "core/plan/prediction_error.h"
 #include "core/plan/simulator.h"
 #include "profiler/io/chrome_import.h"
-#include "ui/live_charts.h"
-#include "ui/prediction_model.h"
-#include "ui/prediction_view.h"
-#include "ui/strategy_panel.h"
-#include "ui/timeline_layout.h"
-#include "ui/timeline_lod.h"
-#include "ui/timeline_prediction.h"
-#include "ui/timeline_window.h"
-#include "ui/workbench_window.h"
+#include "profiler/timeline/timeline_layout.h"
+#include "profiler/timeline/timeline_lod.h"
+#include "profiler/timeline/timeline_prediction.h"
+#include "ui/timeline/timeline_window.h"
+#include "ui/views/prediction_model.h"
+#include "ui/views/prediction_view.h"
+#include "ui/workbench/live_charts.h"
+#include "ui/workbench/strategy_panel.h"
+#include "ui/workbench/workbench_window.h"
 
 using namespace parascope;
 using namespace parascope::ui;
@@ -120,18 +120,19 @@ QVariant cell(const QAbstractItemModel& m, int row, int column, int role = Qt::D
 }
 
 // The row of `lane`'s first level.
-const TimelineRow* laneRow(const std::vector<TimelineRow>& rows, std::uint32_t lane) {
-  for (const TimelineRow& r : rows) {
-    if (r.kind == TimelineRow::Kind::Level && r.lane == lane && r.depth == 0) return &r;
+const profiler::TimelineRow* laneRow(const std::vector<profiler::TimelineRow>& rows,
+                                     std::uint32_t lane) {
+  for (const profiler::TimelineRow& r : rows) {
+    if (r.kind == profiler::TimelineRow::Kind::Level && r.lane == lane && r.depth == 0) return &r;
   }
   return nullptr;
 }
 
 // The first outermost span named `name` on (rank, lane id).
-SpanRef firstSpan(const TimelineIndex& index, std::int32_t rank, std::int32_t laneId,
-                  const std::string& name) {
+profiler::SpanRef firstSpan(const profiler::TimelineIndex& index, std::int32_t rank,
+                            std::int32_t laneId, const std::string& name) {
   for (std::uint32_t l = 0; l < index.lanes().size(); ++l) {
-    const Lane& lane = index.lanes()[l];
+    const profiler::Lane& lane = index.lanes()[l];
     if (lane.rank != rank || lane.laneId != laneId || lane.levels.empty()) continue;
     for (std::uint32_t i = 0; i < lane.levels[0].size(); ++i) {
       if (index.name(lane.levels[0][i].nameCat) == name) return {l, 0, i};
@@ -141,18 +142,18 @@ SpanRef firstSpan(const TimelineIndex& index, std::int32_t rank, std::int32_t la
 }
 
 // Where a span lies in the view: its middle, on its row.
-QPoint spanPoint(const TimelineView& view, SpanRef ref) {
-  const SpanRec& s = view.index().span(ref);
-  const TimelineRow* row = laneRow(view.rows(), ref.lane);
+QPoint spanPoint(const TimelineView& view, profiler::SpanRef ref) {
+  const profiler::SpanRec& s = view.index().span(ref);
+  const profiler::TimelineRow* row = laneRow(view.rows(), ref.lane);
   if (!row) return {};
   return {view.timeAreaLeft() + static_cast<int>(view.axis().x((s.startNs + s.endNs) / 2)),
           view.contentTop() + row->y + row->height / 2};
 }
 
-std::vector<std::int32_t> headerRanks(const std::vector<TimelineRow>& rows) {
+std::vector<std::int32_t> headerRanks(const std::vector<profiler::TimelineRow>& rows) {
   std::vector<std::int32_t> ranks;
-  for (const TimelineRow& r : rows) {
-    if (r.kind == TimelineRow::Kind::RankHeader) ranks.push_back(r.rank);
+  for (const profiler::TimelineRow& r : rows) {
+    if (r.kind == profiler::TimelineRow::Kind::RankHeader) ranks.push_back(r.rank);
   }
   return ranks;
 }
@@ -291,36 +292,40 @@ void TestPrediction::predictedRanksFollowTheirMeasuredRank() {
   const profiler::TraceData predicted = traceOf(predictedEvents(f.plan, f.predicted, 2));
   profiler::TraceData copy;
   copy.merge(measured);
-  const profiler::TraceData beside = withPredictionBeside(std::move(copy), {{&predicted, 2}});
+  const profiler::TraceData beside =
+      profiler::withPredictionBeside(std::move(copy), {{&predicted, 2}});
   QCOMPARE(beside.events.size(), measured.events.size() + predicted.events.size() / 2);
-  QCOMPARE(beside.rankNames.at(kPredictedRankBase + 1), std::string("rank 1 (predicted)"));
+  QCOMPARE(beside.rankNames.at(profiler::kPredictedRankBase + 1),
+           std::string("rank 1 (predicted)"));
   // Predicted step 1 now starts with measured step 2 and carries its tag.
   const std::int64_t stepTwo = std::llround(f.measured.stepSeconds * 1e9);
   for (const profiler::Event& e : beside.events) {
-    if (!isPredictedRank(e.rank)) continue;
+    if (!profiler::isPredictedRank(e.rank)) continue;
     QCOMPARE(e.step, 2);
     QVERIFY(e.startNs >= stepTwo);
     if (e.category == profiler::Category::Step) QCOMPARE(e.startNs, stepTwo);
   }
 
-  TimelineIndex index;
+  profiler::TimelineIndex index;
   index.build(beside);
-  const std::vector<std::int32_t> expected = {0, kPredictedRankBase, 1, kPredictedRankBase + 1};
-  QCOMPARE(headerRanks(layoutRows(index, {})), expected);
-  LayoutOptions byStage;
+  const std::vector<std::int32_t> expected = {0, profiler::kPredictedRankBase, 1,
+                                              profiler::kPredictedRankBase + 1};
+  QCOMPARE(headerRanks(profiler::layoutRows(index, {})), expected);
+  profiler::LayoutOptions byStage;
   byStage.byStage = true;
-  const std::vector<TimelineRow> staged = layoutRows(index, byStage);
+  const std::vector<profiler::TimelineRow> staged = profiler::layoutRows(index, byStage);
   QCOMPARE(headerRanks(staged), expected);
   QCOMPARE(staged[0].stage, 0);
-  for (const TimelineRow& r : staged) {
-    if (r.kind == TimelineRow::Kind::RankHeader) QCOMPARE(r.stage, measuredRankOf(r.rank));
+  for (const profiler::TimelineRow& r : staged) {
+    if (r.kind == profiler::TimelineRow::Kind::RankHeader)
+      QCOMPARE(r.stage, profiler::measuredRankOf(r.rank));
   }
   // A folded measured rank keeps its prediction right after its header.
-  LayoutOptions folded;
+  profiler::LayoutOptions folded;
   folded.collapsed = {0};
-  const std::vector<TimelineRow> rows = layoutRows(index, folded);
-  QCOMPARE(rows[1].kind, TimelineRow::Kind::RankHeader);
-  QCOMPARE(rows[1].rank, kPredictedRankBase);
+  const std::vector<profiler::TimelineRow> rows = profiler::layoutRows(index, folded);
+  QCOMPARE(rows[1].kind, profiler::TimelineRow::Kind::RankHeader);
+  QCOMPARE(rows[1].rank, profiler::kPredictedRankBase);
 }
 
 void TestPrediction::hoverShowsBothDurations() {
@@ -329,23 +334,26 @@ void TestPrediction::hoverShowsBothDurations() {
   const profiler::TraceData predicted = traceOf(predictedEvents(f.plan, f.predicted, 1));
   profiler::TraceData copy;
   copy.merge(measured);
-  auto index = std::make_shared<TimelineIndex>();
-  index->build(withPredictionBeside(std::move(copy), {{&predicted, 1}}));
+  auto index = std::make_shared<profiler::TimelineIndex>();
+  index->build(profiler::withPredictionBeside(std::move(copy), {{&predicted, 1}}));
   TimelineView view;
   view.resize(1600, 900);
   view.setIndex(index);
 
   // Rank 1's first backward, measured and predicted.
-  const SpanRef measuredB = firstSpan(*index, 1, trace::lane::kCompute, "B");
-  const SpanRef predictedB = firstSpan(*index, kPredictedRankBase + 1, trace::lane::kCompute, "B");
+  const profiler::SpanRef measuredB = firstSpan(*index, 1, trace::lane::kCompute, "B");
+  const profiler::SpanRef predictedB =
+      firstSpan(*index, profiler::kPredictedRankBase + 1, trace::lane::kCompute, "B");
   QVERIFY(measuredB.valid() && predictedB.valid());
-  QCOMPARE(counterpartSpan(*index, measuredB), predictedB);
-  QCOMPARE(counterpartSpan(*index, predictedB), measuredB);
-  const SpanRec& m = index->span(measuredB);
-  const SpanRec& p = index->span(predictedB);
+  QCOMPARE(profiler::counterpartSpan(*index, measuredB), predictedB);
+  QCOMPARE(profiler::counterpartSpan(*index, predictedB), measuredB);
+  const profiler::SpanRec& m = index->span(measuredB);
+  const profiler::SpanRec& p = index->span(predictedB);
   QCOMPARE(m.endNs - m.startNs, 2 * (p.endNs - p.startNs));
-  const QString measuredTime = QString::fromStdString(formatDuration(m.endNs - m.startNs));
-  const QString predictedTime = QString::fromStdString(formatDuration(p.endNs - p.startNs));
+  const QString measuredTime =
+      QString::fromStdString(profiler::formatDuration(m.endNs - m.startNs));
+  const QString predictedTime =
+      QString::fromStdString(profiler::formatDuration(p.endNs - p.startNs));
 
   const QString overMeasured = view.tooltipText(spanPoint(view, measuredB));
   QVERIFY2(overMeasured.startsWith(QStringLiteral("B\n") + measuredTime), qPrintable(overMeasured));
@@ -360,13 +368,14 @@ void TestPrediction::hoverShowsBothDurations() {
            qPrintable(overPredicted));
 
   // Spans that are no instruction, and traces without a prediction, get no counterpart.
-  const SpanRef step = firstSpan(*index, 1, trace::lane::kHost, "train_step");
+  const profiler::SpanRef step = firstSpan(*index, 1, trace::lane::kHost, "train_step");
   QVERIFY(step.valid());
-  QVERIFY(!counterpartSpan(*index, step).valid());
+  QVERIFY(!profiler::counterpartSpan(*index, step).valid());
   QVERIFY(!view.tooltipText(spanPoint(view, step)).contains(QStringLiteral("predicted ")));
-  TimelineIndex alone;
+  profiler::TimelineIndex alone;
   alone.build(measured);
-  QVERIFY(!counterpartSpan(alone, firstSpan(alone, 1, trace::lane::kCompute, "B")).valid());
+  QVERIFY(
+      !profiler::counterpartSpan(alone, firstSpan(alone, 1, trace::lane::kCompute, "B")).valid());
 }
 
 void TestPrediction::windowPredictsTheEndedRun() {
@@ -425,19 +434,20 @@ void TestPrediction::windowPredictsTheEndedRun() {
   QSignalSpy loaded(window.timeline()->loader(), &TraceLoader::loaded);
   beside->trigger();
   QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
-  const TimelineIndex& index = timeline->index();
-  QCOMPARE(index.rankNames().at(kPredictedRankBase), std::string("rank 0 (predicted)"));
-  const std::vector<std::int32_t> order = {0, kPredictedRankBase, 1, kPredictedRankBase + 1};
+  const profiler::TimelineIndex& index = timeline->index();
+  QCOMPARE(index.rankNames().at(profiler::kPredictedRankBase), std::string("rank 0 (predicted)"));
+  const std::vector<std::int32_t> order = {0, profiler::kPredictedRankBase, 1,
+                                           profiler::kPredictedRankBase + 1};
   QCOMPARE(headerRanks(timeline->rows()), order);
-  const SpanRef forward = firstSpan(index, 0, trace::lane::kCompute, "F");
+  const profiler::SpanRef forward = firstSpan(index, 0, trace::lane::kCompute, "F");
   QVERIFY(forward.valid());
-  const SpanRef other = counterpartSpan(index, forward);
+  const profiler::SpanRef other = profiler::counterpartSpan(index, forward);
   QVERIFY(other.valid());
-  const SpanRec& o = index.span(other);
+  const profiler::SpanRec& o = index.span(other);
   timeline->fitRange(index.span(forward).startNs, index.span(forward).endNs);  // zoomed to it
   const QString tip = timeline->tooltipText(spanPoint(*timeline, forward));
   QVERIFY2(tip.contains(QStringLiteral("\npredicted ") +
-                        QString::fromStdString(formatDuration(o.endNs - o.startNs))),
+                        QString::fromStdString(profiler::formatDuration(o.endNs - o.startNs))),
            qPrintable(tip));
   QVERIFY2(tip.contains(QStringLiteral("\nprediction error ")), qPrintable(tip));
 

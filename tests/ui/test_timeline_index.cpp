@@ -15,12 +15,13 @@
 #include "profiler/analysis/comm_volume.h"
 #include "profiler/io/chrome_import.h"
 #include "profiler/synthetic_trace.h"
-#include "ui/selection_stats.h"
-#include "ui/timeline_export.h"
-#include "ui/timeline_index.h"
-#include "ui/timeline_lod.h"
-#include "ui/timeline_search.h"
+#include "profiler/timeline/selection_stats.h"
+#include "profiler/timeline/timeline_index.h"
+#include "profiler/timeline/timeline_lod.h"
+#include "profiler/timeline/timeline_search.h"
+#include "ui/timeline/timeline_export.h"
 
+namespace profiler = parascope::profiler;
 using namespace parascope::ui;
 using parascope::profiler::SyntheticOptions;
 using parascope::profiler::syntheticTrainingTrace;
@@ -32,9 +33,9 @@ namespace {
 const char* const kNames[] = {"gemm", "gemm_bwd", "all_reduce", "send", "recv", "F", "B", "W"};
 
 // Random nested spans on a few ranks and lanes: sizes from 1 ns to 1 ms, partial overlaps too.
-TraceData randomTrace(std::uint64_t seed, int perLane) {
+profiler::TraceData randomTrace(std::uint64_t seed, int perLane) {
   std::mt19937_64 rng(seed);
-  TraceData t;
+  profiler::TraceData t;
   auto uni = [&](std::int64_t lo, std::int64_t hi) {
     return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
   };
@@ -42,11 +43,11 @@ TraceData randomTrace(std::uint64_t seed, int perLane) {
     for (int lane = 0; lane < 3; ++lane) {
       std::int64_t time = uni(0, 1000);
       for (int i = 0; i < perLane; ++i) {
-        Event e;
+        profiler::Event e;
         e.rank = rank;
         e.lane = lane;
         e.name = t.strings.intern(kNames[uni(0, 7)]);
-        e.category = lane == 1 ? Category::Communication : Category::Compute;
+        e.category = lane == 1 ? profiler::Category::Communication : profiler::Category::Compute;
         e.startNs = time;
         const int scale = static_cast<int>(uni(0, 6));
         e.endNs = time + uni(1, 10) * static_cast<std::int64_t>(std::pow(10, scale));
@@ -54,12 +55,12 @@ TraceData randomTrace(std::uint64_t seed, int perLane) {
         e.peer = lane == 1 ? static_cast<std::int32_t>(uni(0, 2)) : -1;
         e.step = static_cast<std::int32_t>(i / 50);
         if (uni(0, 20) == 0) {
-          e.kind = EventKind::Instant;
+          e.kind = profiler::EventKind::Instant;
           e.endNs = e.startNs;
         }
         if (uni(0, 30) == 0) {
-          e.kind = EventKind::Counter;
-          e.category = Category::Memory;
+          e.kind = profiler::EventKind::Counter;
+          e.category = profiler::Category::Memory;
           e.endNs = e.startNs;
           e.name = t.strings.intern("memory");
         }
@@ -73,7 +74,7 @@ TraceData randomTrace(std::uint64_t seed, int perLane) {
 }
 
 // The spans of a level a view shows, by brute force.
-std::pair<std::uint32_t, std::uint32_t> bruteVisible(const std::vector<SpanRec>& level,
+std::pair<std::uint32_t, std::uint32_t> bruteVisible(const std::vector<profiler::SpanRec>& level,
                                                      std::int64_t t0, std::int64_t t1) {
   std::uint32_t first = UINT32_MAX, last = 0;
   for (std::uint32_t i = 0; i < level.size(); ++i) {
@@ -86,32 +87,33 @@ std::pair<std::uint32_t, std::uint32_t> bruteVisible(const std::vector<SpanRec>&
                              : std::pair{first, last};
 }
 
-void checkLevel(const Lane& lane, std::size_t depth, const TimeAxis& axis, int width) {
-  const std::vector<SpanRec>& level = lane.levels[depth];
-  const std::vector<SpanBlock>& blocks = lane.blocks[depth];
-  QCOMPARE(blocks.size(), level.size() / kBlockSpans);
+void checkLevel(const profiler::Lane& lane, std::size_t depth, const profiler::TimeAxis& axis,
+                int width) {
+  const std::vector<profiler::SpanRec>& level = lane.levels[depth];
+  const std::vector<profiler::SpanBlock>& blocks = lane.blocks[depth];
+  QCOMPARE(blocks.size(), level.size() / profiler::kBlockSpans);
   for (std::size_t b = 0; b < blocks.size(); ++b) {
-    SpanBlock expected;
-    for (std::size_t i = b * kBlockSpans; i < (b + 1) * kBlockSpans; ++i) {
+    profiler::SpanBlock expected;
+    for (std::size_t i = b * profiler::kBlockSpans; i < (b + 1) * profiler::kBlockSpans; ++i) {
       expected.lastEnd = level[i].endNs;
       expected.maxDuration = std::max(expected.maxDuration, level[i].endNs - level[i].startNs);
       if (i > 0) expected.maxGap = std::max(expected.maxGap, level[i].startNs - level[i - 1].endNs);
     }
     QVERIFY(blocks[b] == expected);
   }
-  std::vector<DrawItem> items, viaBlocks;
-  buildLevelDrawList(level, axis, width, items);
+  std::vector<profiler::DrawItem> items, viaBlocks;
+  profiler::buildLevelDrawList(level, axis, width, items);
   // The block summaries only speed level of detail up: the same items, field for field.
-  buildLevelDrawList(level, blocks, axis, width, viaBlocks);
+  profiler::buildLevelDrawList(level, blocks, axis, width, viaBlocks);
   QCOMPARE(viaBlocks.size(), items.size());
   for (std::size_t k = 0; k < items.size(); ++k) {
-    const DrawItem &a = items[k], &b = viaBlocks[k];
+    const profiler::DrawItem &a = items[k], &b = viaBlocks[k];
     QVERIFY(a.x0 == b.x0 && a.x1 == b.x1 && a.first == b.first && a.count == b.count &&
             a.merged == b.merged);
   }
   const auto [first, last] = bruteVisible(level, axis.startNs, axis.endNs(width));
   std::uint32_t next = first;
-  for (const DrawItem& it : items) {
+  for (const profiler::DrawItem& it : items) {
     QCOMPARE(it.first, next);  // items partition the visible spans in order
     QVERIFY(it.count >= 1);
     QVERIFY(it.x0 >= 0 && it.x1 > it.x0 && it.x1 <= width);
@@ -125,7 +127,7 @@ void checkLevel(const Lane& lane, std::size_t depth, const TimeAxis& axis, int w
   QVERIFY(items.size() <= 2 * static_cast<std::size_t>(width) + 2);  // cost follows pixels
 }
 
-bool sameEvent(const Event& a, const Event& b) {
+bool sameEvent(const profiler::Event& a, const profiler::Event& b) {
   return std::string_view(a.name) == b.name && a.startNs == b.startNs && a.endNs == b.endNs &&
          a.rank == b.rank && a.lane == b.lane && a.kind == b.kind && a.category == b.category &&
          a.bytes == b.bytes && a.peer == b.peer && a.group == b.group && a.step == b.step &&
@@ -155,9 +157,9 @@ class TestTimelineIndex : public QObject {
 };
 
 void TestTimelineIndex::levelsNeverOverlap() {
-  TimelineIndex index;
+  profiler::TimelineIndex index;
   index.build(randomTrace(7, 3000));
-  for (const Lane& l : index.lanes()) {
+  for (const profiler::Lane& l : index.lanes()) {
     for (const auto& level : l.levels) {
       for (std::size_t i = 1; i < level.size(); ++i) {
         QVERIFY(level[i - 1].endNs <= level[i].startNs);
@@ -173,19 +175,19 @@ void TestTimelineIndex::levelOfDetailIsExact_data() {
 
 void TestTimelineIndex::levelOfDetailIsExact() {
   QFETCH(quint64, seed);
-  TimelineIndex index;
+  profiler::TimelineIndex index;
   index.build(randomTrace(seed, 4000));
   std::mt19937_64 rng(seed);
   const int width = 1000 + static_cast<int>(seed) * 37;
   const double span = static_cast<double>(index.endNs() - index.beginNs());
   for (double window = span * 1.2; window >= 50; window /= 4) {
     for (int probe = 0; probe < 4; ++probe) {
-      TimeAxis axis;
+      profiler::TimeAxis axis;
       axis.nsPerPx = window / width;
       axis.startNs =
           index.beginNs() - static_cast<std::int64_t>(window * 0.1) +
           static_cast<std::int64_t>(std::uniform_real_distribution<double>(0, span)(rng));
-      for (const Lane& l : index.lanes()) {
+      for (const profiler::Lane& l : index.lanes()) {
         for (std::size_t d = 0; d < l.levels.size(); ++d) checkLevel(l, d, axis, width);
       }
     }
@@ -193,21 +195,21 @@ void TestTimelineIndex::levelOfDetailIsExact() {
 }
 
 void TestTimelineIndex::lonelyNanosecondSpanStaysVisible() {
-  TraceData t;
+  profiler::TraceData t;
   const char* name = t.strings.intern("kernel");
   for (std::int64_t i = 0; i < 1'000'000; ++i) {
-    Event e;
+    profiler::Event e;
     e.name = name;
     e.startNs = i * 500;
     e.endNs = i * 500 + 300;
     t.events.push_back(e);
   }
-  Event lone;
+  profiler::Event lone;
   lone.name = t.strings.intern("lone");
   lone.startNs = 750'000'000;
   lone.endNs = lone.startNs + 1;
   t.events.push_back(lone);
-  TimelineIndex index;
+  profiler::TimelineIndex index;
   index.build(t);
   QCOMPARE(index.lanes().size(), std::size_t{1});
   const auto& level = index.lanes()[0].levels[0];
@@ -215,12 +217,12 @@ void TestTimelineIndex::lonelyNanosecondSpanStaysVisible() {
   QCOMPARE(index.name(level[loneAt].nameCat), std::string("lone"));
   const int width = 1920;
   for (double window = 2e9; window >= 10; window /= 3) {
-    TimeAxis axis;
+    profiler::TimeAxis axis;
     axis.nsPerPx = window / width;
     axis.startNs = lone.startNs - static_cast<std::int64_t>(window / 3);
-    std::vector<DrawItem> items;
-    buildLevelDrawList(level, index.lanes()[0].blocks[0], axis, width, items);
-    const auto holds = [&](const DrawItem& d) {
+    std::vector<profiler::DrawItem> items;
+    profiler::buildLevelDrawList(level, index.lanes()[0].blocks[0], axis, width, items);
+    const auto holds = [&](const profiler::DrawItem& d) {
       return d.first <= loneAt && loneAt < d.first + d.count;
     };
     auto it = std::find_if(items.begin(), items.end(), holds);
@@ -234,20 +236,20 @@ void TestTimelineIndex::lonelyNanosecondSpanStaysVisible() {
 // Kineto traces stamp events with the epoch in ns (~1.7e18): the deepest zoom (1e-3 ns per
 // pixel) and panning far away stay exact and finite.
 void TestTimelineIndex::deepZoomOnEpochTimes() {
-  TraceData t = randomTrace(4, 500);
-  for (Event& e : t.events) {
+  profiler::TraceData t = randomTrace(4, 500);
+  for (profiler::Event& e : t.events) {
     e.startNs += 1'712'195'495'520'871'000;
     e.endNs += 1'712'195'495'520'871'000;
   }
-  TimelineIndex index;
+  profiler::TimelineIndex index;
   index.build(t);
   for (double nsPerPx : {1e-3, 0.37, 1e3, 1e12}) {
     for (std::int64_t offset : {std::int64_t{0}, std::int64_t{-4'000'000'000'000'000'000},
                                 (index.endNs() - index.beginNs()) / 2}) {
-      TimeAxis axis;
+      profiler::TimeAxis axis;
       axis.nsPerPx = nsPerPx;
       axis.startNs = index.beginNs() + offset;
-      for (const Lane& l : index.lanes()) {
+      for (const profiler::Lane& l : index.lanes()) {
         for (std::size_t d = 0; d < l.levels.size(); ++d) checkLevel(l, d, axis, 1500);
       }
     }
@@ -257,15 +259,16 @@ void TestTimelineIndex::deepZoomOnEpochTimes() {
 void TestTimelineIndex::liveAppendEqualsWholeBuild() {
   SyntheticOptions o;
   o.events = 60'000;
-  const TraceData trace = syntheticTrainingTrace(o);
-  TimelineIndex whole, live;
+  const profiler::TraceData trace = syntheticTrainingTrace(o);
+  profiler::TimelineIndex whole, live;
   whole.build(trace);
   // Live data arrives per rank as the ranks record it, in chunks of any size.
   std::mt19937_64 rng(3);
   for (std::size_t i = 0; i < trace.events.size();) {
     const std::size_t n = std::min<std::size_t>(trace.events.size() - i, rng() % 700 + 1);
-    const std::vector<Event> chunk(trace.events.begin() + static_cast<std::ptrdiff_t>(i),
-                                   trace.events.begin() + static_cast<std::ptrdiff_t>(i + n));
+    const std::vector<profiler::Event> chunk(
+        trace.events.begin() + static_cast<std::ptrdiff_t>(i),
+        trace.events.begin() + static_cast<std::ptrdiff_t>(i + n));
     live.append(chunk.data(), chunk.size());
     i += n;
   }
@@ -273,16 +276,16 @@ void TestTimelineIndex::liveAppendEqualsWholeBuild() {
   QCOMPARE(live.eventCount(), whole.eventCount());
   QCOMPARE(live.lanes().size(), whole.lanes().size());
   for (std::size_t l = 0; l < whole.lanes().size(); ++l) {
-    const Lane& a = whole.lanes()[l];
-    const Lane& b = live.lanes()[l];
+    const profiler::Lane& a = whole.lanes()[l];
+    const profiler::Lane& b = live.lanes()[l];
     QCOMPARE(b.name, a.name);
     QCOMPARE(b.levels.size(), a.levels.size());
     for (std::size_t d = 0; d < a.levels.size(); ++d) {
       QCOMPARE(b.levels[d].size(), a.levels[d].size());
       QVERIFY(b.blocks[d] == a.blocks[d]);
       for (std::size_t i = 0; i < a.levels[d].size(); ++i) {
-        QVERIFY(sameEvent(live.eventOf(b, b.levels[d][i], EventKind::Span),
-                          whole.eventOf(a, a.levels[d][i], EventKind::Span)));
+        QVERIFY(sameEvent(live.eventOf(b, b.levels[d][i], profiler::EventKind::Span),
+                          whole.eventOf(a, a.levels[d][i], profiler::EventKind::Span)));
       }
     }
   }
@@ -301,26 +304,27 @@ void TestTimelineIndex::liveAppendEqualsWholeBuild() {
 void TestTimelineIndex::lateEventsArePlacedNotLost() {
   SyntheticOptions o;
   o.events = 30'000;
-  const TraceData trace = syntheticTrainingTrace(o);
-  std::vector<Event> byEnd = trace.events;
-  std::stable_sort(byEnd.begin(), byEnd.end(), [](const Event& a, const Event& b) {
-    return a.rank != b.rank ? a.rank < b.rank : a.endNs < b.endNs;
-  });
-  TimelineIndex index, whole;
+  const profiler::TraceData trace = syntheticTrainingTrace(o);
+  std::vector<profiler::Event> byEnd = trace.events;
+  std::stable_sort(byEnd.begin(), byEnd.end(),
+                   [](const profiler::Event& a, const profiler::Event& b) {
+                     return a.rank != b.rank ? a.rank < b.rank : a.endNs < b.endNs;
+                   });
+  profiler::TimelineIndex index, whole;
   for (std::size_t i = 0; i < byEnd.size(); i += 500) {
     index.append(byEnd.data() + i, std::min<std::size_t>(500, byEnd.size() - i));
   }
   whole.build(trace);
   QCOMPARE(index.eventCount(), trace.events.size());
   QCOMPARE(index.flows().size(), whole.flows().size());
-  for (const Flow& f : index.flows()) {
+  for (const profiler::Flow& f : index.flows()) {
     QCOMPARE(index.event(f.from).correlation, index.event(f.to).correlation);
     QVERIFY(index.event(f.from).flags & flag::kFlowSource);
   }
   std::size_t spans = 0;
-  TimeAxis axis;
+  profiler::TimeAxis axis;
   axis.fit(index.beginNs(), index.endNs(), 1700);
-  for (const Lane& l : index.lanes()) {
+  for (const profiler::Lane& l : index.lanes()) {
     for (std::size_t d = 0; d < l.levels.size(); ++d) {
       const auto& level = l.levels[d];
       spans += level.size();
@@ -331,69 +335,70 @@ void TestTimelineIndex::lateEventsArePlacedNotLost() {
   }
   QCOMPARE(index.toTrace(INT64_MIN, INT64_MAX).events.size(), trace.events.size());
   std::size_t expectedSpans = 0;
-  for (const Event& e : trace.events) expectedSpans += e.kind == EventKind::Span;
+  for (const profiler::Event& e : trace.events)
+    expectedSpans += e.kind == profiler::EventKind::Span;
   QCOMPARE(spans, expectedSpans);
   // Parents arriving after their children still nest above them: every level holds exactly
   // the spans of the whole build's (an instruction above its kernels, from step to step).
   QCOMPARE(index.lanes().size(), whole.lanes().size());
-  for (const Lane& a : whole.lanes()) {
+  for (const profiler::Lane& a : whole.lanes()) {
     // Lanes come in the order their first events did.
-    const auto same = std::find_if(index.lanes().begin(), index.lanes().end(), [&](const Lane& l) {
-      return l.rank == a.rank && l.laneId == a.laneId;
-    });
+    const auto same = std::find_if(
+        index.lanes().begin(), index.lanes().end(),
+        [&](const profiler::Lane& l) { return l.rank == a.rank && l.laneId == a.laneId; });
     QVERIFY(same != index.lanes().end());
-    const Lane& b = *same;
+    const profiler::Lane& b = *same;
     QCOMPARE(b.levels.size(), a.levels.size());
     for (std::size_t d = 0; d < a.levels.size(); ++d) {
       QCOMPARE(b.levels[d].size(), a.levels[d].size());
       QVERIFY(b.blocks[d] == a.blocks[d]);
       for (std::size_t i = 0; i < a.levels[d].size(); ++i)
-        QVERIFY(sameEvent(index.eventOf(b, b.levels[d][i], EventKind::Span),
-                          whole.eventOf(a, a.levels[d][i], EventKind::Span)));
+        QVERIFY(sameEvent(index.eventOf(b, b.levels[d][i], profiler::EventKind::Span),
+                          whole.eventOf(a, a.levels[d][i], profiler::EventKind::Span)));
     }
   }
 }
 
 void TestTimelineIndex::rebuildsEveryEvent() {
-  const TraceData trace = randomTrace(11, 2000);
-  TimelineIndex index;
+  const profiler::TraceData trace = randomTrace(11, 2000);
+  profiler::TimelineIndex index;
   index.build(trace);
-  const TraceData back = index.toTrace(INT64_MIN, INT64_MAX);
+  const profiler::TraceData back = index.toTrace(INT64_MIN, INT64_MAX);
   QCOMPARE(back.events.size(), trace.events.size());
   // Both sorted by (rank, start, longer first); ties keep no particular order, so compare sets.
-  auto key = [](const Event& e) {
+  auto key = [](const profiler::Event& e) {
     return std::tuple(e.rank, e.startNs, -e.endNs, e.lane, std::string(e.name), e.kind, e.bytes);
   };
-  std::vector<std::tuple<int, long, long, int, std::string, EventKind, long>> a, b;
-  for (const Event& e : trace.events) a.push_back(key(e));
-  for (const Event& e : back.events) b.push_back(key(e));
+  std::vector<std::tuple<int, long, long, int, std::string, profiler::EventKind, long>> a, b;
+  for (const profiler::Event& e : trace.events) a.push_back(key(e));
+  for (const profiler::Event& e : back.events) b.push_back(key(e));
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
   QVERIFY(a == b);
   // Compact: the synthetic training trace stays within the 48-byte goal.
   SyntheticOptions o;
   o.events = 200'000;
-  TimelineIndex big;
-  const TraceData synthetic = syntheticTrainingTrace(o);
+  profiler::TimelineIndex big;
+  const profiler::TraceData synthetic = syntheticTrainingTrace(o);
   big.build(synthetic);
   QVERIFY2(big.bytesHeld() <= 48 * synthetic.events.size(),
            qPrintable(QString::number(double(big.bytesHeld()) / synthetic.events.size())));
 }
 
 void TestTimelineIndex::searchFindsExactlyTheMatches() {
-  const TraceData trace = randomTrace(5, 1500);
-  TimelineIndex index;
+  const profiler::TraceData trace = randomTrace(5, 1500);
+  profiler::TimelineIndex index;
   index.build(trace);
   for (const auto& [pattern, regex] : std::vector<std::pair<std::string, bool>>{
            {"gemm", false}, {"_b", false}, {"^[FBW]$", true}, {"re(cv|duce)", true}}) {
     std::size_t expected = 0;
-    for (const Event& e : trace.events) {
-      if (e.kind != EventKind::Span) continue;
+    for (const profiler::Event& e : trace.events) {
+      if (e.kind != profiler::EventKind::Span) continue;
       const std::string name = e.name;
       expected += regex ? std::regex_search(name, std::regex(pattern))
                         : name.find(pattern) != std::string::npos;
     }
-    const auto hits = searchSpans(index, pattern, regex);
+    const auto hits = profiler::searchSpans(index, pattern, regex);
     QCOMPARE(hits.size(), expected);
     for (std::size_t i = 0; i < hits.size(); ++i) {
       const std::string& name = index.name(index.span(hits[i].ref).nameCat);
@@ -403,24 +408,24 @@ void TestTimelineIndex::searchFindsExactlyTheMatches() {
       if (i) QVERIFY(hits[i - 1].startNs <= hits[i].startNs);
     }
   }
-  QVERIFY(searchSpans(index, "", false).empty());
-  QVERIFY_THROWS_EXCEPTION(std::regex_error, searchSpans(index, "(", true));
+  QVERIFY(profiler::searchSpans(index, "", false).empty());
+  QVERIFY_THROWS_EXCEPTION(std::regex_error, profiler::searchSpans(index, "(", true));
 }
 
 void TestTimelineIndex::selectionStatsMatchAnalyze() {
   SyntheticOptions o;
   o.events = 40'000;
-  const TraceData trace = syntheticTrainingTrace(o);
-  TimelineIndex index;
+  const profiler::TraceData trace = syntheticTrainingTrace(o);
+  profiler::TimelineIndex index;
   index.build(trace);
   std::vector<std::uint32_t> all(index.lanes().size());
   std::iota(all.begin(), all.end(), 0u);
-  const auto stats = selectionStats(index, all, index.beginNs(), index.endNs());
+  const auto stats = profiler::selectionStats(index, all, index.beginNs(), index.endNs());
   const auto volume = parascope::profiler::computeCommVolume(trace);
   QVERIFY(!volume.ops.empty());
   for (const auto& op : volume.ops) {
     auto it = std::find_if(stats.begin(), stats.end(),
-                           [&](const NameStats& s) { return s.name == op.name; });
+                           [&](const profiler::NameStats& s) { return s.name == op.name; });
     QVERIFY(it != stats.end());
     QCOMPARE(it->count, op.count);
     QCOMPARE(it->totalNs, op.timeNs);
@@ -428,8 +433,8 @@ void TestTimelineIndex::selectionStatsMatchAnalyze() {
 }
 
 void TestTimelineIndex::selectionStatsOverARange() {
-  const TraceData trace = randomTrace(9, 2000);
-  TimelineIndex index;
+  const profiler::TraceData trace = randomTrace(9, 2000);
+  profiler::TimelineIndex index;
   index.build(trace);
   std::vector<std::uint32_t> lanes;
   for (std::uint32_t l = 0; l < index.lanes().size(); ++l) {
@@ -437,32 +442,33 @@ void TestTimelineIndex::selectionStatsOverARange() {
   }
   const std::int64_t from = index.beginNs() + (index.endNs() - index.beginNs()) / 3;
   const std::int64_t to = from + (index.endNs() - index.beginNs()) / 4;
-  std::map<std::string, NameStats> expected;
-  for (const Event& e : trace.events) {
-    if (e.kind != EventKind::Span || e.rank != 1 || e.endNs < from || e.startNs > to) continue;
+  std::map<std::string, profiler::NameStats> expected;
+  for (const profiler::Event& e : trace.events) {
+    if (e.kind != profiler::EventKind::Span || e.rank != 1 || e.endNs < from || e.startNs > to)
+      continue;
     const std::int64_t d = std::min(e.endNs, to) - std::max(e.startNs, from);
-    NameStats& s = expected[e.name];
+    profiler::NameStats& s = expected[e.name];
     s.minNs = s.count ? std::min(s.minNs, d) : d;
     s.maxNs = s.count ? std::max(s.maxNs, d) : d;
     ++s.count;
     s.totalNs += d;
   }
-  const auto stats = selectionStats(index, lanes, from, to);
+  const auto stats = profiler::selectionStats(index, lanes, from, to);
   QCOMPARE(stats.size(), expected.size());
   std::int64_t all = 0;
   for (const auto& [name, x] : expected) all += x.totalNs;
   double shares = 0;
-  for (const NameStats& s : stats) shares += s.share;
+  for (const profiler::NameStats& s : stats) shares += s.share;
   QVERIFY(std::abs(shares - 1) < 1e-12);
-  for (const NameStats& s : stats) {
-    const NameStats& x = expected.at(s.name);
+  for (const profiler::NameStats& s : stats) {
+    const profiler::NameStats& x = expected.at(s.name);
     QCOMPARE(s.count, x.count);
     QCOMPARE(s.totalNs, x.totalNs);
     QCOMPARE(s.minNs, x.minNs);
     QCOMPARE(s.maxNs, x.maxNs);
     QCOMPARE(s.share, double(x.totalNs) / double(all));
   }
-  const std::string csv = statsToCsv(stats);
+  const std::string csv = profiler::statsToCsv(stats);
   QVERIFY(csv.rfind("name,count,total_ns,mean_ns,min_ns,max_ns,share\n", 0) == 0);
   QCOMPARE(std::count(csv.begin(), csv.end(), '\n'), static_cast<long>(stats.size() + 1));
 }
@@ -470,8 +476,8 @@ void TestTimelineIndex::selectionStatsOverARange() {
 void TestTimelineIndex::exportedRangeReimports() {
   SyntheticOptions o;
   o.events = 20'000;
-  const TraceData trace = syntheticTrainingTrace(o);
-  TimelineIndex index;
+  const profiler::TraceData trace = syntheticTrainingTrace(o);
+  profiler::TimelineIndex index;
   index.build(trace);
   QTemporaryDir dir;
   const std::int64_t from = index.beginNs() + (index.endNs() - index.beginNs()) / 5;
@@ -479,23 +485,23 @@ void TestTimelineIndex::exportedRangeReimports() {
   for (const char* file : {"/range.json", "/range.json.gz"}) {
     const std::string path = dir.path().toStdString() + file;
     exportTraceRange(index, from, to, path);
-    TraceData back = parascope::profiler::importChromeTrace(path);
-    std::vector<Event> expected;
+    profiler::TraceData back = parascope::profiler::importChromeTrace(path);
+    std::vector<profiler::Event> expected;
     // Each counter sampled before the range starts it with the value then in force.
-    std::map<std::tuple<std::int32_t, std::int32_t, std::string>, const Event*> before;
-    for (const Event& e : trace.events) {
+    std::map<std::tuple<std::int32_t, std::int32_t, std::string>, const profiler::Event*> before;
+    for (const profiler::Event& e : trace.events) {
       if (e.endNs >= from && e.startNs <= to) expected.push_back(e);
-      if (e.kind == EventKind::Counter && e.startNs <= from)
+      if (e.kind == profiler::EventKind::Counter && e.startNs <= from)
         before[{e.rank, e.lane, std::string(e.name)}] = &e;
     }
     for (const auto& [track, last] : before) {
       if (last->startNs == from) continue;
-      Event start = *last;
+      profiler::Event start = *last;
       start.startNs = start.endNs = from;
       expected.push_back(start);
     }
     QVERIFY(!before.empty());
-    auto order = [](const Event& a, const Event& b) {
+    auto order = [](const profiler::Event& a, const profiler::Event& b) {
       return std::make_tuple(a.rank, a.startNs, -a.endNs, a.lane, std::string_view(a.name),
                              a.bytes) < std::make_tuple(b.rank, b.startNs, -b.endNs, b.lane,
                                                         std::string_view(b.name), b.bytes);
@@ -510,14 +516,14 @@ void TestTimelineIndex::exportedRangeReimports() {
 }
 
 void TestTimelineIndex::rulerUnits() {
-  QCOMPARE(formatDuration(750), std::string("750 ns"));
-  QCOMPARE(formatDuration(1500), std::string("1.5 us"));
-  QCOMPARE(formatDuration(2'000'000), std::string("2 ms"));
-  QCOMPARE(formatDuration(3'250'000'000), std::string("3.25 s"));
-  TimeAxis axis;
+  QCOMPARE(profiler::formatDuration(750), std::string("750 ns"));
+  QCOMPARE(profiler::formatDuration(1500), std::string("1.5 us"));
+  QCOMPARE(profiler::formatDuration(2'000'000), std::string("2 ms"));
+  QCOMPARE(profiler::formatDuration(3'250'000'000), std::string("3.25 s"));
+  profiler::TimeAxis axis;
   axis.startNs = 1'000'000;
   axis.nsPerPx = 1000;  // 1 us per pixel: ticks every 100 us at 90 px minimum spacing
-  const auto ticks = rulerTicks(axis, 1'000'000, 1000, 90);
+  const auto ticks = profiler::rulerTicks(axis, 1'000'000, 1000, 90);
   QCOMPARE(ticks.size(), std::size_t{10});
   QCOMPARE(ticks[0].label, std::string("0 ns"));
   QCOMPARE(ticks[1].label, std::string("100 us"));
@@ -525,7 +531,7 @@ void TestTimelineIndex::rulerUnits() {
 }
 
 void TestTimelineIndex::timeMapping() {
-  TimeAxis axis;
+  profiler::TimeAxis axis;
   axis.startNs = 5000;
   axis.nsPerPx = 10;
   QCOMPARE(axis.x(5100), 10.0);

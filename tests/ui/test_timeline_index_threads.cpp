@@ -8,9 +8,9 @@
 #include <random>
 
 #include "profiler/synthetic_trace.h"
-#include "ui/timeline_index.h"
+#include "profiler/timeline/timeline_index.h"
 
-using namespace parascope::ui;
+namespace profiler = parascope::profiler;
 using parascope::profiler::SyntheticOptions;
 using parascope::profiler::syntheticTrainingTrace;
 using parascope::profiler::TraceData;
@@ -23,24 +23,24 @@ const char* const kNames[] = {"gemm", "gemm_bwd", "all_reduce", "send", "recv", 
 // Random nested spans, instants and counters on `ranks` ranks of different sizes; names differ
 // from rank to rank (so that parts number them differently), details repeat across ranks, and
 // flows run within a rank and from each rank to the next, both ends in either order.
-TraceData randomRanks(std::uint64_t seed, int ranks) {
+profiler::TraceData randomRanks(std::uint64_t seed, int ranks) {
   std::mt19937_64 rng(seed);
   auto uni = [&](std::int64_t lo, std::int64_t hi) {
     return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
   };
-  TraceData t;
+  profiler::TraceData t;
   for (int rank = 0; rank < ranks; ++rank) {
     t.rankNames[rank] = "rank " + std::to_string(rank);
     const auto perLane = static_cast<int>(uni(50, 1500));
     for (int lane = 0; lane < 3; ++lane) {
       std::int64_t time = uni(0, 1000);
       for (int i = 0; i < perLane; ++i) {
-        Event e;
+        profiler::Event e;
         e.rank = rank;
         e.lane = lane;
         e.name = t.strings.intern(uni(0, 9) == 0 ? "only rank " + std::to_string(rank)
                                                  : std::string(kNames[uni(0, 7)]));
-        e.category = lane == 1 ? Category::Communication : Category::Compute;
+        e.category = lane == 1 ? profiler::Category::Communication : profiler::Category::Compute;
         e.startNs = time;
         e.endNs = time + uni(1, 10) * static_cast<std::int64_t>(std::pow(10, uni(0, 5)));
         e.step = static_cast<std::int32_t>(i / 40);
@@ -61,11 +61,11 @@ TraceData randomRanks(std::uint64_t seed, int ranks) {
         if (lane == 0 && uni(0, 30) == 0)
           e.args = t.addArgs(R"("External id":)" + std::to_string(rank * 10000 + i));
         if (uni(0, 20) == 0) {
-          e.kind = EventKind::Instant;
+          e.kind = profiler::EventKind::Instant;
           e.endNs = e.startNs;
         } else if (uni(0, 25) == 0) {
-          e.kind = EventKind::Counter;
-          e.category = Category::Memory;
+          e.kind = profiler::EventKind::Counter;
+          e.category = profiler::Category::Memory;
           e.endNs = e.startNs;
           e.bytes = uni(0, 1000);
           e.correlation = 0;
@@ -82,7 +82,7 @@ TraceData randomRanks(std::uint64_t seed, int ranks) {
   return t;
 }
 
-void expectSameLane(const Lane& a, const Lane& b) {
+void expectSameLane(const profiler::Lane& a, const profiler::Lane& b) {
   QCOMPARE(a.rank, b.rank);
   QCOMPARE(a.laneId, b.laneId);
   QCOMPARE(a.name, b.name);
@@ -94,7 +94,7 @@ void expectSameLane(const Lane& a, const Lane& b) {
   QCOMPARE(a.lastStartNs, b.lastStartNs);
 }
 
-void expectSame(const TimelineIndex& a, const TimelineIndex& b) {
+void expectSame(const profiler::TimelineIndex& a, const profiler::TimelineIndex& b) {
   QCOMPARE(a.eventCount(), b.eventCount());
   QCOMPARE(a.beginNs(), b.beginNs());
   QCOMPARE(a.endNs(), b.endNs());
@@ -115,7 +115,7 @@ void expectSame(const TimelineIndex& a, const TimelineIndex& b) {
   }
   QCOMPARE(a.counters().size(), b.counters().size());
   for (std::size_t c = 0; c < a.counters().size(); ++c) {
-    const CounterTrack &x = a.counters()[c], &y = b.counters()[c];
+    const profiler::CounterTrack &x = a.counters()[c], &y = b.counters()[c];
     QVERIFY(x.rank == y.rank && x.laneId == y.laneId && x.name == y.name &&
             x.category == y.category && x.minValue == y.minValue && x.maxValue == y.maxValue);
     QVERIFY(x.points == y.points);
@@ -124,12 +124,12 @@ void expectSame(const TimelineIndex& a, const TimelineIndex& b) {
 
 // More events on existing and new ranks, lanes, names and counters: both indexes must have kept
 // the same look-ups (lanes, names, details, counters) for appends after a build.
-std::vector<Event> laterEvents(TraceData& t) {
-  std::vector<Event> more;
+std::vector<profiler::Event> laterEvents(profiler::TraceData& t) {
+  std::vector<profiler::Event> more;
   const std::int64_t end = t.events.empty() ? 0 : t.events.back().endNs;
   for (std::int32_t rank : {0, 2, 9}) {
     for (int i = 0; i < 30; ++i) {
-      Event e;
+      profiler::Event e;
       e.rank = rank;
       e.lane = i % 4;
       e.name = t.strings.intern(i % 3 == 0 ? "later" : kNames[i % 8]);
@@ -137,7 +137,7 @@ std::vector<Event> laterEvents(TraceData& t) {
       e.endNs = e.startNs + 500;
       e.step = i % 2;
       if (i % 5 == 0) {
-        e.kind = EventKind::Counter;
+        e.kind = profiler::EventKind::Counter;
         e.name = t.strings.intern("memory");
         e.bytes = i;
         e.endNs = e.startNs;
@@ -177,16 +177,16 @@ void TestTimelineIndexThreads::threadedEqualsOnePass() {
   QFETCH(quint64, seed);
   QFETCH(int, ranks);
   QFETCH(unsigned, threads);
-  TraceData trace = randomRanks(seed, ranks);
+  profiler::TraceData trace = randomRanks(seed, ranks);
   auto always = [](double) { return true; };
-  TimelineIndex onePass, threaded;
+  profiler::TimelineIndex onePass, threaded;
   QVERIFY(onePass.build(trace, always, 1));
   QVERIFY(threaded.build(trace, always, threads));
   QVERIFY(!onePass.flows().empty());
   QVERIFY(trace.args.size() > 1);
   expectSame(threaded, onePass);
   if (QTest::currentTestFailed()) return;
-  const std::vector<Event> more = laterEvents(trace);
+  const std::vector<profiler::Event> more = laterEvents(trace);
   onePass.append(more.data(), more.size());
   threaded.append(more.data(), more.size());
   expectSame(threaded, onePass);
@@ -195,9 +195,9 @@ void TestTimelineIndexThreads::threadedEqualsOnePass() {
 void TestTimelineIndexThreads::syntheticTraceEqualsOnePass() {
   SyntheticOptions o;
   o.events = 120'000;
-  const TraceData trace = syntheticTrainingTrace(o);
+  const profiler::TraceData trace = syntheticTrainingTrace(o);
   auto always = [](double) { return true; };
-  TimelineIndex onePass, threaded, byDefault;
+  profiler::TimelineIndex onePass, threaded, byDefault;
   QVERIFY(onePass.build(trace, always, 1));
   QVERIFY(threaded.build(trace, always, 3));
   byDefault.build(trace);
@@ -206,30 +206,30 @@ void TestTimelineIndexThreads::syntheticTraceEqualsOnePass() {
   expectSame(byDefault, onePass);
   if (QTest::currentTestFailed()) return;
   // Every send meets the receive of the next rank: one flow each, across parts too.
-  const auto sends = std::count_if(trace.events.begin(), trace.events.end(), [](const Event& e) {
-    return std::string_view(e.name) == "send";
-  });
+  const auto sends =
+      std::count_if(trace.events.begin(), trace.events.end(),
+                    [](const profiler::Event& e) { return std::string_view(e.name) == "send"; });
   QCOMPARE(threaded.flows().size(), static_cast<std::size_t>(sends));
 }
 
 void TestTimelineIndexThreads::unsplittableInputFallsBackToOnePass() {
-  const TraceData byRank = randomRanks(5, 4);
+  const profiler::TraceData byRank = randomRanks(5, 4);
   // Ranks in reverse order: every rank still comes in one run, but not in rank order.
-  TraceData reversed;
+  profiler::TraceData reversed;
   for (std::int32_t r = 3; r >= 0; --r) {
-    for (const Event& e : byRank.events) {
+    for (const profiler::Event& e : byRank.events) {
       if (e.rank == r) reversed.events.push_back(e);
     }
   }
   // Spans of a rank out of start order: the one-pass build places them late.
-  TraceData late;
+  profiler::TraceData late;
   late.events = byRank.events;
   for (std::size_t i = 0; i + 1 < late.events.size(); i += 97) {
     std::swap(late.events[i], late.events[i + 1]);
   }
   auto always = [](double) { return true; };
-  for (const TraceData* trace : {&reversed, &late}) {
-    TimelineIndex onePass, threaded;
+  for (const profiler::TraceData* trace : {&reversed, &late}) {
+    profiler::TimelineIndex onePass, threaded;
     QVERIFY(onePass.build(*trace, always, 1));
     QVERIFY(threaded.build(*trace, always, 3));
     expectSame(threaded, onePass);
@@ -238,9 +238,9 @@ void TestTimelineIndexThreads::unsplittableInputFallsBackToOnePass() {
 }
 
 void TestTimelineIndexThreads::cancelLeavesAnEmptyIndex() {
-  const TraceData trace = randomRanks(3, 6);
+  const profiler::TraceData trace = randomRanks(3, 6);
   for (unsigned threads : {1U, 3U}) {
-    TimelineIndex index;
+    profiler::TimelineIndex index;
     std::vector<double> seen;
     const bool complete = index.build(
         trace,

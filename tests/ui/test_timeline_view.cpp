@@ -26,9 +26,10 @@
 #include "profiler/io/chrome_export.h"
 #include "profiler/io/chrome_import.h"
 #include "profiler/synthetic_trace.h"
-#include "ui/timeline_export.h"
-#include "ui/timeline_window.h"
+#include "ui/timeline/timeline_export.h"
+#include "ui/timeline/timeline_window.h"
 
+namespace profiler = parascope::profiler;
 using namespace parascope::ui;
 using parascope::profiler::SyntheticOptions;
 using parascope::profiler::syntheticTrainingTrace;
@@ -39,11 +40,11 @@ namespace {
 const std::string kKineto = std::string(PARASCOPE_SOURCE_DIR) + "/../shared/traces/kineto/";
 const std::string kKinetoFixtures = std::string(PARASCOPE_SOURCE_DIR) + "/tests/fixtures/kineto/";
 
-std::shared_ptr<TimelineIndex> syntheticIndex(std::size_t events) {
+std::shared_ptr<profiler::TimelineIndex> syntheticIndex(std::size_t events) {
   SyntheticOptions o;
   o.events = events;
   o.ranks = 4;
-  auto index = std::make_shared<TimelineIndex>();
+  auto index = std::make_shared<profiler::TimelineIndex>();
   index->build(syntheticTrainingTrace(o));
   return index;
 }
@@ -83,7 +84,7 @@ void TestTimelineView::wheelZoomsAtTheCursor() {
   TimelineView view;
   view.resize(1200, 600);
   view.setIndex(syntheticIndex(20'000));
-  const TimeAxis before = view.axis();
+  const profiler::TimeAxis before = view.axis();
   const QPoint at(view.timeAreaLeft() + 300, 100);
   const std::int64_t under = before.time(300);
   QWheelEvent wheel(at, view.mapToGlobal(at), {}, QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
@@ -98,14 +99,14 @@ void TestTimelineView::dragPansAndKeysMove() {
   view.resize(1200, 600);
   view.setIndex(syntheticIndex(20'000));
   view.show();
-  const TimeAxis start = view.axis();
+  const profiler::TimeAxis start = view.axis();
   const QPoint from(view.timeAreaLeft() + 500, 200);
   QTest::mousePress(&view, Qt::LeftButton, {}, from);
   QTest::mouseMove(&view, from + QPoint(-100, 0));
   QTest::mouseRelease(&view, Qt::LeftButton, {}, from + QPoint(-100, 0));
   // Dragging left by 100 px shows what was 100 px to the right.
   QCOMPARE(view.axis().startNs, start.startNs + std::llround(100 * start.nsPerPx));
-  const TimeAxis panned = view.axis();
+  const profiler::TimeAxis panned = view.axis();
   QTest::keyClick(&view, Qt::Key_D);
   QCOMPARE(view.axis().startNs,
            panned.startNs + static_cast<std::int64_t>(panned.nsPerPx * view.timeAreaWidth() / 10));
@@ -144,7 +145,7 @@ void TestTimelineView::boxSelectionFillsTheStatistics() {
   QCOMPARE(sel->fromNs, view->axis().time(200));
   QCOMPARE(sel->toNs, view->axis().time(700));
   QVERIFY(!sel->lanes.empty());
-  const auto expected = selectionStats(view->index(), sel->lanes, sel->fromNs, sel->toNs);
+  const auto expected = profiler::selectionStats(view->index(), sel->lanes, sel->fromNs, sel->toNs);
   QCOMPARE(window.statsModel()->rowCount(), static_cast<int>(expected.size()));
   QVERIFY(!expected.empty());
   QVERIFY(!hint->isVisible());
@@ -176,7 +177,7 @@ void TestTimelineView::hitTestingMatchesTheTooltip() {
         continue;
       }
       ++spans;
-      const SpanRec& s = view.index().span(hit.ref);
+      const profiler::SpanRec& s = view.index().span(hit.ref);
       const QString name = QString::fromStdString(view.index().name(s.nameCat));
       const QStringList lines = tip.split('\n');
       QCOMPARE(hit.count > 1 ? lines[1] : lines[0], name);
@@ -202,10 +203,10 @@ void TestTimelineView::shortcutListAndFolding() {
   QTest::keyClick(&view, Qt::Key_Escape);
   QVERIFY(!view.shortcutsShown());
   const std::size_t rows = view.rows().size();
-  QCOMPARE(view.rows()[0].kind, TimelineRow::Kind::RankHeader);
+  QCOMPARE(view.rows()[0].kind, profiler::TimelineRow::Kind::RankHeader);
   QTest::mouseClick(&view, Qt::LeftButton, {}, QPoint(20, view.contentTop() + 5));
   QVERIFY(view.rows().size() < rows);
-  QCOMPARE(view.rows()[1].kind, TimelineRow::Kind::RankHeader);
+  QCOMPARE(view.rows()[1].kind, profiler::TimelineRow::Kind::RankHeader);
   QTest::mouseClick(&view, Qt::LeftButton, {}, QPoint(20, view.contentTop() + 5));
   QCOMPARE(view.rows().size(), rows);
   view.setOrderByStage(true);  // ranks 0..3 run stages 0..3: the same order
@@ -216,7 +217,7 @@ void TestTimelineView::flowsSearchAndDoubleClick() {
   TimelineView view;
   view.resize(1200, 600);
   view.setIndex(syntheticIndex(10'000));
-  const Flow flow = view.index().flows().front();
+  const profiler::Flow flow = view.index().flows().front();
   view.selectSpan(flow.from);
   QTest::keyClick(&view, Qt::Key_BracketRight);  // to the receive
   QVERIFY(view.selectedSpan() == flow.to);
@@ -234,13 +235,13 @@ void TestTimelineView::flowsSearchAndDoubleClick() {
   QVERIFY(view.selectedSpan() == view.searchHits()[n - 1].ref);
   // Double-click on a drawn span zooms to it (with a 5% margin each side).
   view.fitAll();
-  const TimelineRow* host = nullptr;
-  for (const TimelineRow& r : view.rows()) {
-    if (r.kind == TimelineRow::Kind::Level && view.index().lanes()[r.lane].name == "host")
+  const profiler::TimelineRow* host = nullptr;
+  for (const profiler::TimelineRow& r : view.rows()) {
+    if (r.kind == profiler::TimelineRow::Kind::Level && view.index().lanes()[r.lane].name == "host")
       host = &r;
   }
   QVERIFY(host);
-  const SpanRec& step = view.index().lanes()[host->lane].levels[0][0];
+  const profiler::SpanRec& step = view.index().lanes()[host->lane].levels[0][0];
   const QPoint at(view.timeAreaLeft() + static_cast<int>(view.axis().x(step.startNs)) + 2,
                   view.contentTop() + host->y + 5);
   QTest::mouseDClick(&view, Qt::LeftButton, {}, at);
@@ -253,7 +254,7 @@ void TestTimelineView::cancelDropsTheLoad() {
   o.events = 200'000;
   QTemporaryDir dir;
   const std::string path = dir.path().toStdString() + "/big.json";
-  const TraceData trace = syntheticTrainingTrace(o);
+  const profiler::TraceData trace = syntheticTrainingTrace(o);
   parascope::profiler::exportChromeTrace(trace, path);
   TimelineWindow window;
   QSignalSpy loaded(window.loader(), &TraceLoader::loaded);
@@ -273,7 +274,7 @@ void TestTimelineView::cancelDropsTheLoad() {
 void TestTimelineView::liveAppendsFollowTheNewestTime() {
   SyntheticOptions o;
   o.events = 20'000;
-  const TraceData trace = syntheticTrainingTrace(o);
+  const profiler::TraceData trace = syntheticTrainingTrace(o);
   TimelineView view;
   view.resize(1200, 600);
   const std::size_t half = trace.events.size() / 2;
@@ -284,8 +285,8 @@ void TestTimelineView::liveAppendsFollowTheNewestTime() {
   QVERIFY(std::llabs(view.axis().time(view.timeAreaWidth()) - view.index().endNs()) <= 1);
   // Once the user pans away the view stays where it is.
   QTest::keyClick(&view, Qt::Key_A);
-  const TimeAxis kept = view.axis();
-  Event late;
+  const profiler::TimeAxis kept = view.axis();
+  profiler::Event late;
   late.name = "late";
   late.startNs = view.index().endNs() + 1000;
   late.endNs = late.startNs + 500;
@@ -297,15 +298,15 @@ void TestTimelineView::liveAppendsFollowTheNewestTime() {
 // 0), its row shows its scale, and hovering it gives the value at that time.
 void TestTimelineView::counterRowsShowTheirScaleAndValue() {
   constexpr std::int64_t kMs = 1'000'000;
-  std::vector<Event> events(3);
+  std::vector<profiler::Event> events(3);
   events[0].name = "train_step";
-  events[0].category = Category::Step;
+  events[0].category = profiler::Category::Step;
   events[0].startNs = 0;
   events[0].endNs = 10 * kMs;
   for (int i = 1; i < 3; ++i) {
     events[i].name = "parameter";
-    events[i].kind = EventKind::Counter;
-    events[i].category = Category::Memory;
+    events[i].kind = profiler::EventKind::Counter;
+    events[i].category = profiler::Category::Memory;
     events[i].startNs = events[i].endNs = i * kMs;
     events[i].bytes = i == 1 ? 6'710'886 : 1 << 20;  // 6.4 MiB, then 1.0 MiB
   }
@@ -313,9 +314,9 @@ void TestTimelineView::counterRowsShowTheirScaleAndValue() {
   view.resize(1200, 400);
   view.grab();  // the resize reaches the view
   view.appendEvents(events);
-  std::optional<TimelineRow> counter;  // a copy: painting may lay the rows out again
-  for (const TimelineRow& row : view.rows())
-    if (row.kind == TimelineRow::Kind::Counter) counter = row;
+  std::optional<profiler::TimelineRow> counter;  // a copy: painting may lay the rows out again
+  for (const profiler::TimelineRow& row : view.rows())
+    if (row.kind == profiler::TimelineRow::Kind::Counter) counter = row;
   QVERIFY(counter.has_value());
   const int y = view.contentTop() + counter->y + counter->height / 2;
   auto at = [&](std::int64_t ns) {
@@ -324,8 +325,8 @@ void TestTimelineView::counterRowsShowTheirScaleAndValue() {
   QCOMPARE(view.tooltipText(at(kMs / 2)), QString());  // before its first sample
   QCOMPARE(view.tooltipText(at(3 * kMs / 2)),
            QStringLiteral("parameter 6.4 MiB\nrank 0, at %1\nlargest 6.4 MiB")
-               .arg(QString::fromStdString(
-                   formatDuration(view.axis().time(at(3 * kMs / 2).x() - view.timeAreaLeft())))));
+               .arg(QString::fromStdString(profiler::formatDuration(
+                   view.axis().time(at(3 * kMs / 2).x() - view.timeAreaLeft())))));
   QVERIFY(view.tooltipText(at(9 * kMs)).startsWith(QStringLiteral("parameter 1.0 MiB\n")));
   // Painted to the trace's end: the row's floor at 9 ms is the track's colour, as at 3 ms.
   const QImage image = view.grab().toImage();
@@ -425,11 +426,11 @@ void TestTimelineView::anotherTraceReplacesStatisticsAndSearch() {
 // data loading) is not.
 void TestTimelineView::bubblesAreShadedWithinAStepOnly() {
   constexpr std::int64_t kMs = 1'000'000;
-  std::vector<Event> events;
+  std::vector<profiler::Event> events;
   auto instruction = [&](const char* name, int step, std::int64_t fromMs, std::int64_t toMs) {
-    Event e;
+    profiler::Event e;
     e.name = name;
-    e.category = Category::Instruction;
+    e.category = profiler::Category::Instruction;
     e.lane = parascope::trace::lane::kCompute;
     e.step = step;
     e.startNs = fromMs * kMs;
@@ -445,8 +446,9 @@ void TestTimelineView::bubblesAreShadedWithinAStepOnly() {
   view.appendEvents(events);
   const QImage image = view.grab().toImage();
   int y = -1;
-  for (const TimelineRow& r : view.rows())
-    if (r.kind == TimelineRow::Kind::Level && y < 0) y = view.contentTop() + r.y + r.height / 2;
+  for (const profiler::TimelineRow& r : view.rows())
+    if (r.kind == profiler::TimelineRow::Kind::Level && y < 0)
+      y = view.contentTop() + r.y + r.height / 2;
   QVERIFY(y >= 0);
   auto at = [&](std::int64_t ms) {
     return image.pixel(view.timeAreaLeft() + static_cast<int>(view.axis().x(ms * kMs)), y);
@@ -465,21 +467,21 @@ void TestTimelineView::detailsShowParentsAndFlows() {
   window.resize(1400, 800);
   window.view()->setIndex(syntheticIndex(20'000));
   TimelineView* view = window.view();
-  const TimelineIndex& index = view->index();
+  const profiler::TimelineIndex& index = view->index();
   auto* details = window.findChild<QLabel*>(QStringLiteral("spanDetails"));
   QVERIFY(details);
   QCOMPARE(details->text(), QStringLiteral("Click a span to see its details."));
   // A nested span: the one enclosing it on the level above is named.
-  SpanRef nested;
-  const SpanRec* parent = nullptr;
+  profiler::SpanRef nested;
+  const profiler::SpanRec* parent = nullptr;
   for (std::uint32_t l = 0; l < index.lanes().size() && !nested.valid(); ++l) {
-    const Lane& lane = index.lanes()[l];
+    const profiler::Lane& lane = index.lanes()[l];
     if (lane.levels.size() < 2) continue;
     for (std::uint32_t i = 0; i < lane.levels[1].size() && !nested.valid(); ++i) {
-      const SpanRec& child = lane.levels[1][i];
-      for (const SpanRec& r : lane.levels[0]) {
+      const profiler::SpanRec& child = lane.levels[1][i];
+      for (const profiler::SpanRec& r : lane.levels[0]) {
         if (r.startNs <= child.startNs && r.endNs >= child.endNs) {
-          nested = SpanRef{l, 1, i};
+          nested = profiler::SpanRef{l, 1, i};
           parent = &r;
           break;
         }
@@ -495,7 +497,7 @@ void TestTimelineView::detailsShowParentsAndFlows() {
       qPrintable(details->text()));
   // A flow's source names its target.
   QVERIFY(!index.flows().empty());
-  const Flow& flow = index.flows().front();
+  const profiler::Flow& flow = index.flows().front();
   view->selectSpan(flow.from);
   QVERIFY2(details->text().contains(
                QStringLiteral("flow to %1 (")
@@ -507,10 +509,11 @@ void TestTimelineView::detailsShowParentsAndFlows() {
     const auto& level = index.lanes()[l].levels;
     for (std::uint32_t d = 0; d < level.size() && !checked; ++d) {
       for (std::uint32_t i = 0; i < level[d].size() && !checked; ++i) {
-        const Event e = index.event(SpanRef{l, d, i});
-        if (e.category != Category::Communication || e.bytes <= 0 || e.durationNs() <= 0) continue;
+        const profiler::Event e = index.event(profiler::SpanRef{l, d, i});
+        if (e.category != profiler::Category::Communication || e.bytes <= 0 || e.durationNs() <= 0)
+          continue;
         const double gbps = static_cast<double>(e.bytes) / static_cast<double>(e.durationNs());
-        QVERIFY(view->spanDescription(SpanRef{l, d, i})
+        QVERIFY(view->spanDescription(profiler::SpanRef{l, d, i})
                     .contains(QStringLiteral("\nbus bandwidth %1 GiB/s (%2 GB/s)")
                                   .arg(gbps * 1e9 / (1 << 30), 0, 'f', 2)
                                   .arg(gbps, 0, 'f', 2)));
@@ -574,10 +577,10 @@ void TestTimelineView::kinetoTracesLoad() {
   window.openFiles({QString::fromStdString(kKinetoFixtures + "gpu-rank0.json.gz"),
                     QString::fromStdString(kKinetoFixtures + "gpu-rank1.json.gz")});
   QVERIFY(loaded.wait(60000));
-  const TimelineIndex& index = window.view()->index();
+  const profiler::TimelineIndex& index = window.view()->index();
   QCOMPARE(index.eventCount(), std::size_t{54 + 51});
   std::map<std::int32_t, int> lanes, gpuLanes;
-  for (const Lane& l : index.lanes()) {
+  for (const profiler::Lane& l : index.lanes()) {
     ++lanes[l.rank];
     if (parascope::trace::lane::isGpu(l.laneId)) ++gpuLanes[l.rank];
   }
@@ -586,9 +589,9 @@ void TestTimelineView::kinetoTracesLoad() {
   QCOMPARE(index.flows().size(), std::size_t{15 + 14});  // CPU launches -> GPU ops
   QVERIFY(window.view()->message().isEmpty());
   // Kineto's args that no field holds: kept in the file's order, shown in the details.
-  SpanRef kernel;
+  profiler::SpanRef kernel;
   for (std::uint32_t l = 0; l < index.lanes().size() && !kernel.valid(); ++l) {
-    const Lane& lane = index.lanes()[l];
+    const profiler::Lane& lane = index.lanes()[l];
     for (std::uint32_t d = 0; d < lane.levels.size(); ++d) {
       for (std::uint32_t i = 0; i < lane.levels[d].size(); ++i) {
         if (lane.rank == 0 && index.name(lane.levels[d][i].nameCat) == "ampere_sgemm_128x64_nn")
@@ -613,13 +616,13 @@ void TestTimelineView::argsInDetailsAndTooltips() {
                      std::string(300, 's') + "\"";
   for (int i = 0; i < 15; ++i) args += ",\"a" + std::to_string(i) + "\":" + std::to_string(i);
   args += "}}";
-  const TraceData trace =
+  const profiler::TraceData trace =
       parascope::profiler::importChromeTraceFromMemory("[" + args + "]", "args");
   TimelineView view;
-  auto index = std::make_shared<TimelineIndex>();
+  auto index = std::make_shared<profiler::TimelineIndex>();
   index->build(trace);
   view.setIndex(index);
-  const SpanRef ref{0, 0, 0};
+  const profiler::SpanRef ref{0, 0, 0};
   QCOMPARE(index->name(index->span(ref).nameCat), std::string("op"));
   const QString all = view.spanDescription(ref);
   QVERIFY2(all.contains(QStringLiteral("\nshape: ") + QString(300, QLatin1Char('s')) +
@@ -644,11 +647,11 @@ void TestTimelineView::realKinetoTracesLoad() {
   window.openFiles({QString::fromStdString(kKineto + "sampled-rank0.json.gz"),
                     QString::fromStdString(kKineto + "sampled-rank1.json.gz")});
   QVERIFY(loaded.wait(60000));
-  const TimelineIndex& index = window.view()->index();
+  const profiler::TimelineIndex& index = window.view()->index();
   QCOMPARE(index.eventCount(), std::size_t{4811 + 4676});  // every "X" row; the rest are "M"
   std::set<std::int32_t> ranks;
   bool gpu = false;
-  for (const Lane& l : index.lanes()) {
+  for (const profiler::Lane& l : index.lanes()) {
     ranks.insert(l.rank);
     gpu = gpu || parascope::trace::lane::isGpu(l.laneId);
   }
@@ -684,7 +687,7 @@ QTEST_MAIN(TestTimelineView)
 void TestTimelineView::tracesBeyondTheInt64RangeDraw() {
   constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-  TimeAxis axis;
+  profiler::TimeAxis axis;
   axis.fit(-5'000'000'000'000'000'000, 5'000'000'000'000'000'000, 1000);
   QCOMPARE(axis.nsPerPx, 1e16);
   QCOMPARE(axis.x(5'000'000'000'000'000'000), 1000.0);
@@ -693,12 +696,12 @@ void TestTimelineView::tracesBeyondTheInt64RangeDraw() {
   axis.fit(kMin, kMax, 1000);
   QCOMPARE(axis.x(kMax), 1000.0);
   QCOMPARE(axis.time(2000), kMax - 1023);  // past the range: clamped to it
-  QCOMPARE(counterHeight(kMin, kMin, kMax), 0.0);
-  QCOMPARE(counterHeight(kMax, kMin, kMax), 1.0);
-  QCOMPARE(counterHeight(-5, -5, 10), 0.0);
-  QCOMPARE(counterHeight(0, -5, 10), 1.0 / 3);
-  QCOMPARE(counterHeight(10, 0, 10), 1.0);
-  QCOMPARE(counterHeight(0, 0, 0), 0.0);
+  QCOMPARE(profiler::counterHeight(kMin, kMin, kMax), 0.0);
+  QCOMPARE(profiler::counterHeight(kMax, kMin, kMax), 1.0);
+  QCOMPARE(profiler::counterHeight(-5, -5, 10), 0.0);
+  QCOMPARE(profiler::counterHeight(0, -5, 10), 1.0 / 3);
+  QCOMPARE(profiler::counterHeight(10, 0, 10), 1.0);
+  QCOMPARE(profiler::counterHeight(0, 0, 0), 0.0);
 
   const std::string json =
       R"({"traceEvents":[)"
@@ -707,9 +710,9 @@ void TestTimelineView::tracesBeyondTheInt64RangeDraw() {
       R"({"ph":"C","name":"c","pid":0,"tid":1,"ts":-5000000000000000,"args":{"v":-9e18}},)"
       R"({"ph":"C","name":"c","pid":0,"tid":1,"ts":0,"args":{"v":9e18}},)"
       R"({"ph":"C","name":"c","pid":0,"tid":1,"ts":1,"args":{"v":-5}}]})";
-  TraceData trace = parascope::profiler::importChromeTraceFromMemory(json, "wide");
+  profiler::TraceData trace = parascope::profiler::importChromeTraceFromMemory(json, "wide");
   trace.sortByTime();
-  auto index = std::make_shared<TimelineIndex>();
+  auto index = std::make_shared<profiler::TimelineIndex>();
   index->build(trace);
   TimelineView view;
   view.resize(1200, 400);

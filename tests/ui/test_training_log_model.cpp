@@ -4,7 +4,7 @@
 #include <QAbstractItemModelTester>
 #include <QtTest>
 
-#include "ui/training_log_model.h"
+#include "ui/views/training_log_model.h"
 
 using parascope::EvalReport;
 using parascope::StepReport;

@@ -19,9 +19,9 @@
 #include "core/kernels/sgemm_peak.h"
 #include "core/session/run_metrics.h"
 #include "core/session/run_summary.h"
-#include "ui/live_charts.h"
-#include "ui/segment_model.h"
-#include "ui/workbench_window.h"
+#include "ui/views/segment_model.h"
+#include "ui/workbench/live_charts.h"
+#include "ui/workbench/workbench_window.h"
 
 using parascope::kernels::SgemmPeakCache;
 using parascope::ui::LiveCharts;

@@ -20,15 +20,16 @@
 #include "core/common/error.h"
 #include "core/session/session.h"
 #include "profiler/analysis/analysis_table.h"
-#include "ui/analysis_table_model.h"
-#include "ui/counter_colors.h"
-#include "ui/live_charts.h"
-#include "ui/memory_peak_model.h"
-#include "ui/memory_view.h"
-#include "ui/pipeline_view.h"
-#include "ui/strategy_panel.h"
-#include "ui/timeline_view.h"
+#include "ui/timeline/counter_colors.h"
+#include "ui/timeline/timeline_view.h"
+#include "ui/views/analysis_table_model.h"
+#include "ui/views/memory_peak_model.h"
+#include "ui/views/memory_view.h"
+#include "ui/views/pipeline_view.h"
+#include "ui/workbench/live_charts.h"
+#include "ui/workbench/strategy_panel.h"
 
+namespace profiler = parascope::profiler;
 using parascope::profiler::Category;
 using parascope::profiler::Event;
 using parascope::profiler::EventKind;
@@ -39,10 +40,10 @@ namespace {
 
 constexpr std::int64_t kMs = 1'000'000;
 
-Event counter(const char* name, std::int64_t atMs, std::int64_t bytes) {
-  Event e;
-  e.kind = EventKind::Counter;
-  e.category = Category::Memory;
+profiler::Event counter(const char* name, std::int64_t atMs, std::int64_t bytes) {
+  profiler::Event e;
+  e.kind = profiler::EventKind::Counter;
+  e.category = profiler::Category::Memory;
   e.name = name;
   e.startNs = e.endNs = atMs * kMs;
   e.bytes = bytes;
@@ -64,9 +65,9 @@ void addInstructions(parascope::profiler::TraceData& trace, int rank,
                      const std::vector<std::pair<const char*, std::int64_t>>& ops) {
   std::int64_t at = 0;
   for (const auto& [name, ms] : ops) {
-    Event e;
-    e.kind = EventKind::Span;
-    e.category = Category::Instruction;
+    profiler::Event e;
+    e.kind = profiler::EventKind::Span;
+    e.category = profiler::Category::Instruction;
     e.name = trace.strings.intern(name);
     e.rank = rank;
     e.stage = rank;
@@ -214,7 +215,7 @@ void TestWorkbenchViews::categoriesHaveFixedColors() {
 }
 
 void TestWorkbenchViews::memoryViewUsesTheCategoryColors() {
-  auto analysis = std::make_shared<parascope::ui::TraceAnalysis>();
+  auto analysis = std::make_shared<parascope::profiler::TraceAnalysis>();
   for (const char* name : {"activation", "gpu_util", "parameter"}) {
     parascope::profiler::MemorySeries s;
     s.rank = 0;
@@ -240,7 +241,7 @@ void TestWorkbenchViews::memoryViewUsesTheCategoryColors() {
 // one time axis, the peaks table's, for both; the thin communication buffer under the
 // activations; each rank's prediction its own stage's.
 void TestWorkbenchViews::memoryViewSharesOneTimeAxisAndPredictsEachRank() {
-  auto analysis = std::make_shared<parascope::ui::TraceAnalysis>();
+  auto analysis = std::make_shared<parascope::profiler::TraceAnalysis>();
   for (int rank = 0; rank < 2; ++rank) {
     for (const char* name : {"activation", "communication_buffer", "parameter"}) {
       parascope::profiler::MemorySeries s;
@@ -287,7 +288,7 @@ void TestWorkbenchViews::memoryViewSharesOneTimeAxisAndPredictsEachRank() {
 // A run switched live is predicted for the strategy it ended with: its peaks beside the
 // predictions are measured from that strategy's first step (the value in force then included).
 void TestWorkbenchViews::memoryPeaksOfTheLastLayout() {
-  auto analysis = std::make_shared<parascope::ui::TraceAnalysis>();
+  auto analysis = std::make_shared<parascope::profiler::TraceAnalysis>();
   parascope::profiler::MemorySeries s;
   s.name = "activation";
   s.points = {{0, 5 << 20}, {10 * kMs, 8 << 20}, {20 * kMs, 2 << 20}, {30 * kMs, 3 << 20}};
@@ -324,14 +325,14 @@ void TestWorkbenchViews::timelineUsesTheCategoryColors() {
   QFETCH(bool, activationFirst);
   // Each row is scaled to its own maximum: parameter fills its row, activation three quarters
   // of it, gradient about a fifth.
-  std::vector<Event> events = {counter("parameter", 0, 100),    counter("parameter", 100, 100),
-                               counter("activation", 0, 50),    counter("activation", 50, 100),
-                               counter("activation", 100, 100), counter("gradient", 0, 100),
-                               counter("gradient", 10, 10),     counter("gradient", 100, 10)};
+  std::vector<profiler::Event> events = {
+      counter("parameter", 0, 100),   counter("parameter", 100, 100),  counter("activation", 0, 50),
+      counter("activation", 50, 100), counter("activation", 100, 100), counter("gradient", 0, 100),
+      counter("gradient", 10, 10),    counter("gradient", 100, 10)};
   if (activationFirst) std::rotate(events.begin(), events.begin() + 2, events.end());
   parascope::ui::TimelineView view;
   view.resize(900, 400);
-  view.setIndex(std::make_shared<parascope::ui::TimelineIndex>());
+  view.setIndex(std::make_shared<parascope::profiler::TimelineIndex>());
   view.appendEvents(events);
   const int parameter = pixelsOf(view, counterColor("parameter", 0).lighter(115));
   const int activation = pixelsOf(view, counterColor("activation", 0).lighter(115));
@@ -360,7 +361,7 @@ void TestWorkbenchViews::pipelineViewIdealIsTheSchedules() {
   QFETCH(QString, schedule);
   QFETCH(int, chunks);
   QFETCH(double, ideal);
-  parascope::ui::TraceAnalysis analysis;
+  parascope::profiler::TraceAnalysis analysis;
   const bool split = schedule == QLatin1String("zb-h1");
   for (int rank = 0; rank < 4; ++rank) {
     if (split)
@@ -384,18 +385,18 @@ void TestWorkbenchViews::pipelineViewIdealIsTheSchedules() {
 // run ended with).
 void TestWorkbenchViews::pipelineViewShowsTheLastStepOnly() {
   for (const bool endsPipelined : {false, true}) {
-    parascope::ui::TraceAnalysis analysis;
+    parascope::profiler::TraceAnalysis analysis;
     for (int step = 1; step <= 2; ++step) {
-      Event s;
-      s.kind = EventKind::Span;
-      s.category = Category::Step;
+      profiler::Event s;
+      s.kind = profiler::EventKind::Span;
+      s.category = profiler::Category::Step;
       s.name = "train_step";
       s.step = step;
       s.startNs = (step - 1) * 10 * kMs;
       s.endNs = step * 10 * kMs;
       analysis.trace.events.push_back(s);
-      Event f = s;
-      f.category = Category::Instruction;
+      profiler::Event f = s;
+      f.category = profiler::Category::Instruction;
       f.name = "F";
       f.lane = parascope::trace::lane::kCompute;
       f.stage = 0;
@@ -471,9 +472,9 @@ void TestWorkbenchViews::analysisTableShowsAnalyzeRows() {
   parascope::profiler::TraceData trace;
   trace.worldSize = 2;
   for (int rank = 0; rank < 2; ++rank) {
-    Event e;
-    e.kind = EventKind::Span;
-    e.category = Category::Communication;
+    profiler::Event e;
+    e.kind = profiler::EventKind::Span;
+    e.category = profiler::Category::Communication;
     e.name = trace.strings.intern("allReduce");
     e.rank = rank;
     e.startNs = rank * 5 * kMs;

@@ -41,22 +41,22 @@
 #include "profiler/analysis/stragglers.h"
 #include "profiler/io/chrome_import.h"
 #include "tests/input_probes.h"
-#include "ui/analysis_table_model.h"
-#include "ui/breakdown_model.h"
-#include "ui/comm_matrix_model.h"
-#include "ui/comm_op_model.h"
-#include "ui/communication_view.h"
-#include "ui/diff_model.h"
-#include "ui/live_charts.h"
-#include "ui/memory_peak_model.h"
-#include "ui/memory_view.h"
-#include "ui/pipeline_view.h"
-#include "ui/segment_model.h"
-#include "ui/session_bridge.h"
-#include "ui/strategy_panel.h"
-#include "ui/timeline_window.h"
-#include "ui/training_log_model.h"
-#include "ui/workbench_window.h"
+#include "ui/timeline/timeline_window.h"
+#include "ui/views/analysis_table_model.h"
+#include "ui/views/breakdown_model.h"
+#include "ui/views/comm_matrix_model.h"
+#include "ui/views/comm_op_model.h"
+#include "ui/views/communication_view.h"
+#include "ui/views/diff_model.h"
+#include "ui/views/memory_peak_model.h"
+#include "ui/views/memory_view.h"
+#include "ui/views/pipeline_view.h"
+#include "ui/views/segment_model.h"
+#include "ui/views/training_log_model.h"
+#include "ui/workbench/live_charts.h"
+#include "ui/workbench/session_bridge.h"
+#include "ui/workbench/strategy_panel.h"
+#include "ui/workbench/workbench_window.h"
 
 using parascope::ui::LiveCharts;
 using parascope::ui::SessionBridge;
@@ -511,7 +511,7 @@ void TestWorkbenchWindow::runsASessionAndShowsIt() {
   }
   // Filtering by one operation keeps only its bytes.
   window.communicationView()->setOperation(QStringLiteral("allReduce"));
-  const auto allReduce = parascope::ui::commVolumeOf(trace, "allReduce");
+  const auto allReduce = parascope::profiler::commVolumeOf(trace, "allReduce");
   QCOMPARE(matrix->data(matrix->index(0, 1), Qt::UserRole).toLongLong(),
            allReduce.matrix.at(comm.matrix.ranks[0], comm.matrix.ranks[1]));
 
@@ -552,7 +552,7 @@ void TestWorkbenchWindow::timelineFillsWhileRunning() {
 
   using Key = std::tuple<std::int32_t, std::int32_t, std::int64_t, std::int64_t, std::string, int,
                          std::int64_t>;
-  const auto keys = [](const parascope::ui::TimelineIndex& index) {
+  const auto keys = [](const parascope::profiler::TimelineIndex& index) {
     const parascope::profiler::TraceData t = index.toTrace(index.beginNs(), index.endNs());
     std::vector<Key> out;
     for (const parascope::profiler::Event& e : t.events) {
@@ -564,7 +564,7 @@ void TestWorkbenchWindow::timelineFillsWhileRunning() {
   };
   const parascope::profiler::TraceData file =
       parascope::profiler::importChromeTraces({window.tracePath().toStdString()});
-  parascope::ui::TimelineIndex whole;
+  parascope::profiler::TimelineIndex whole;
   whole.build(file);
   QCOMPARE(view->index().eventCount(), file.events.size());
   QCOMPARE(view->index().eventCount(), whole.eventCount());
@@ -855,9 +855,9 @@ void TestWorkbenchWindow::switchesThroughThePanel() {
     const auto info = nlohmann::json::parse(file.readAll().toStdString())["distributedInfo"];
     QCOMPARE(info["world_size"].get<int>(), 4);
   }
-  const std::vector<parascope::ui::DiffRow> expected =
-      parascope::ui::diffTraces({&run, 1, switched}, {&run, switched + 1, lastStep});
-  const std::vector<parascope::ui::DiffRow>& rows = window.diffModel()->rows();
+  const std::vector<parascope::profiler::DiffRow> expected =
+      parascope::profiler::diffTraces({&run, 1, switched}, {&run, switched + 1, lastStep});
+  const std::vector<parascope::profiler::DiffRow>& rows = window.diffModel()->rows();
   QCOMPARE(rows.size(), expected.size());
   bool allReduceInBoth = false;
   for (std::size_t i = 0; i < rows.size(); ++i) {

@@ -1,0 +1,38 @@
+// The Communication view: the rank x rank byte matrix as a heat map, filtered by operation, and
+// the per-operation totals with the bandwidth they imply; both from the trace's analysis.
+#pragma once
+
+#include <QWidget>
+#include <memory>
+
+#include "profiler/analysis/trace_analysis.h"
+
+class QComboBox;
+class QTableView;
+
+namespace parascope::ui {
+
+class CommMatrixModel;
+class CommOpModel;
+
+class CommunicationView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit CommunicationView(QWidget* parent = nullptr);
+  void setAnalysis(std::shared_ptr<const profiler::TraceAnalysis> analysis);
+  // "" for all operations.
+  void setOperation(const QString& op);
+
+  CommMatrixModel* matrixModel() const { return matrix_; }
+  CommOpModel* opModel() const { return ops_; }
+  QComboBox* operationFilter() const { return filter_; }
+
+ private:
+  std::shared_ptr<const profiler::TraceAnalysis> analysis_;
+  QComboBox* filter_;
+  CommMatrixModel* matrix_;
+  CommOpModel* ops_;
+  QTableView* matrixView_;
+};
+
+}  // namespace parascope::ui

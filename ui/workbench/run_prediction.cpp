@@ -1,0 +1,46 @@
+// An ended run's segments predicted; see run_prediction.h.
+#include "ui/workbench/run_prediction.h"
+
+#include <exception>
+
+#include "core/plan/simulator.h"
+#include "profiler/io/chrome_export.h"
+#include "profiler/io/chrome_import.h"
+
+namespace parascope::ui {
+
+std::vector<PredictedSegment> predictRun(const SystemDescription& system,
+                                         const std::string& measuredTrace,
+                                         const std::vector<SegmentToPredict>& segments) {
+  const profiler::TraceData measured = profiler::importChromeTraces({measuredTrace});
+  std::vector<PredictedSegment> out;
+  for (const SegmentToPredict& segment : segments) {
+    PredictedSegment result{segment, {}, {}};
+    StrategyPlan plan;
+    Simulation simulation;
+    try {
+      plan = planStrategy(segment.config);
+      simulation = simulateStep(plan, CostModel(system, plan));
+    } catch (const std::exception& e) {
+      result.failure = e.what();
+      out.push_back(std::move(result));
+      continue;
+    }
+    profiler::TraceData predicted;
+    predicted.worldSize = segment.config.parallel.worldSize();
+    predicted.events = predictedEvents(plan, simulation, segment.lastStep - segment.firstStep + 1);
+    predicted.adoptNames();
+    profiler::exportChromeTrace(predicted, segment.predictedTrace);
+    // The segment's steps only: the trace holds every segment of the run, and instruction ids
+    // are those of each segment's own programs.
+    std::vector<trace::Event> steps;
+    for (const trace::Event& e : measured.events) {
+      if (e.step >= segment.firstStep && e.step <= segment.lastStep) steps.push_back(e);
+    }
+    result.comparison = comparePrediction(plan, simulation, steps);
+    out.push_back(std::move(result));
+  }
+  return out;
+}
+
+}  // namespace parascope::ui
