@@ -17,7 +17,7 @@ namespace parascope::profiler {
 namespace {
 // Half the timeline's feed period (5 a second): a feed finds the events at most 100 ms old.
 // Each wake costs CPU time the ranks could use; the tracer's buffers hold far more than that.
-constexpr std::chrono::milliseconds kDrainInterval{100};
+constexpr std::chrono::milliseconds kLiveDrainInterval{100};
 }  // namespace
 
 LiveTrace::~LiveTrace() {
@@ -37,7 +37,7 @@ void LiveTrace::begin(parascope::Communicator* mpiWorld, int worldSize) {
 void LiveTrace::drainLoop() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
-    wake_.wait_for(lock, kDrainInterval, [this] { return stopping_; });
+    wake_.wait_for(lock, kLiveDrainInterval, [this] { return stopping_; });
     if (stopping_) break;
     lock.unlock();
     try {
@@ -97,7 +97,15 @@ std::string LiveTrace::end(int rank) {
   const std::string path = rank < 0 ? path_ : profiler::perRankPath(path_, rank);
   whole_.runConfig = config_;
   profiler::exportChromeTrace(whole_, path);
+  auto ended = std::make_shared<const profiler::TraceData>(std::move(whole_));
+  std::lock_guard lock(mutex_);
+  ended_ = std::move(ended);
   return path;
+}
+
+std::shared_ptr<const profiler::TraceData> LiveTrace::trace() {
+  std::lock_guard lock(mutex_);
+  return ended_;
 }
 
 std::string LiveTrace::failure() {

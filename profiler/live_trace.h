@@ -30,6 +30,9 @@ class LiveTrace final : public parascope::RunRecorder {
   // GUI thread: the events recorded since the last take (each part sorted by rank and start),
   // named from the returned trace's own strings. Empty before begin and after the last take.
   profiler::TraceData take();
+  // The whole run as written to the file, once end() returned (null before): what the
+  // workbench analyses and diffs without reading the file back.
+  std::shared_ptr<const profiler::TraceData> trace();
   // Why the feed ended before the run did (an allocation failed on the drain thread); empty
   // while it runs. take() has nothing more to give then, and end() throws with the reason.
   std::string failure();
@@ -43,7 +46,8 @@ class LiveTrace final : public parascope::RunRecorder {
   std::string config_;  // the run's, written into the file
   std::unique_ptr<profiler::Tracer> tracer_;
   profiler::TraceData whole_;  // drain thread's until it is joined, then end()'s
-  std::mutex mutex_;           // guards pending_, stopping_ and failure_
+  std::mutex mutex_;           // guards pending_, stopping_, failure_ and ended_
+  std::shared_ptr<const profiler::TraceData> ended_;
   std::condition_variable wake_;
   profiler::TraceData pending_;
   bool stopping_ = false;

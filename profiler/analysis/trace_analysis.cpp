@@ -6,18 +6,25 @@
 
 namespace parascope::profiler {
 
-std::shared_ptr<const TraceAnalysis> analyzeTraces(const std::vector<std::string>& files) {
+std::shared_ptr<const TraceAnalysis> analyzeTrace(std::shared_ptr<const profiler::TraceData> trace,
+                                                  std::vector<std::string> files) {
   auto a = std::make_shared<TraceAnalysis>();
-  a->files = files;
-  a->trace = profiler::importChromeTraces(files);
-  a->breakdown = profiler::computeBreakdown(a->trace);
-  a->comm = profiler::computeCommVolume(a->trace);
-  a->memory = profiler::computeMemoryTimeline(a->trace);
-  a->bubbles = profiler::computeBubbles(a->trace);
+  a->files = std::move(files);
+  a->trace = std::move(trace);
+  const profiler::TraceData& t = *a->trace;
+  a->breakdown = profiler::computeBreakdown(t);
+  a->comm = profiler::computeCommVolume(t);
+  a->memory = profiler::computeMemoryTimeline(t);
+  a->bubbles = profiler::computeBubbles(t);
   for (const profiler::AnalysisTable& table : profiler::analysisTables()) {
-    a->tables.push_back(table.rows(a->trace));
+    a->tables.push_back(table.rows(t));
   }
   return a;
+}
+
+std::shared_ptr<const TraceAnalysis> analyzeTraces(const std::vector<std::string>& files) {
+  return analyzeTrace(
+      std::make_shared<const profiler::TraceData>(profiler::importChromeTraces(files)), files);
 }
 
 profiler::CommVolume commVolumeOf(const profiler::TraceData& trace, const std::string& op) {

@@ -19,8 +19,10 @@
 namespace parascope::profiler {
 
 struct TraceAnalysis {
-  std::vector<std::string> files;
-  profiler::TraceData trace;  // kept for filtering the communication matrix by operation
+  std::vector<std::string> files;  // where the trace came from; empty for a run in memory
+  // Kept for the views (filtering the communication matrix by operation, the pipeline's spans)
+  // and shared with the workbench's diffs, which then read no file.
+  std::shared_ptr<const profiler::TraceData> trace = std::make_shared<const profiler::TraceData>();
   std::vector<profiler::StepBreakdown> breakdown;
   profiler::CommVolume comm;
   std::vector<profiler::MemorySeries> memory;
@@ -29,6 +31,9 @@ struct TraceAnalysis {
   std::vector<std::vector<nlohmann::json>> tables;
 };
 
+// Runs every analysis of a trace already in memory (a run that just ended), read from `files`.
+std::shared_ptr<const TraceAnalysis> analyzeTrace(std::shared_ptr<const profiler::TraceData> trace,
+                                                  std::vector<std::string> files);
 // Reads the traces (one per rank or merged) and runs every analysis; throws what the importer
 // throws for a file it cannot read.
 std::shared_ptr<const TraceAnalysis> analyzeTraces(const std::vector<std::string>& files);

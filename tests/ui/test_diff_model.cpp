@@ -234,6 +234,10 @@ void TestDiffModel::windowDiffsOpenedTraces() {
            QStringList({QStringLiteral("Trace a.json"), QStringLiteral("Trace b.json")}));
   compareRows(window.diffModel()->rows(), kAgainstB);
   QVERIFY2(window.errorText().isEmpty(), qPrintable(window.errorText()));
+  // Opened traces are read once: analysed, they stay in memory and the diffs below read no file.
+  QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 2, 30000);
+  QVERIFY(QFile::remove(fileA));
+  QVERIFY(QFile::remove(fileB));
   // The other way round, picked by index: the labels follow at once, the previous pair's rows
   // go, and the tab says what it is comparing until the new rows come.
   window.compareSources(1, 0);

@@ -363,12 +363,14 @@ void TestWorkbenchViews::pipelineViewIdealIsTheSchedules() {
   QFETCH(double, ideal);
   parascope::profiler::TraceAnalysis analysis;
   const bool split = schedule == QLatin1String("zb-h1");
+  auto trace = std::make_shared<parascope::profiler::TraceData>();
   for (int rank = 0; rank < 4; ++rank) {
     if (split)
-      addInstructions(analysis.trace, rank, {{"F", 1}, {"Bi", 1}, {"W", 1}});
+      addInstructions(*trace, rank, {{"F", 1}, {"Bi", 1}, {"W", 1}});
     else
-      addInstructions(analysis.trace, rank, {{"F", 1}, {"B", 2}});
+      addInstructions(*trace, rank, {{"F", 1}, {"B", 2}});
   }
+  analysis.trace = trace;
   parascope::TrainConfig config;
   config.parallel.pipeline = 4;
   config.gradientAccumulation = 8;
@@ -386,6 +388,8 @@ void TestWorkbenchViews::pipelineViewIdealIsTheSchedules() {
 void TestWorkbenchViews::pipelineViewShowsTheLastStepOnly() {
   for (const bool endsPipelined : {false, true}) {
     parascope::profiler::TraceAnalysis analysis;
+    auto trace = std::make_shared<parascope::profiler::TraceData>();
+    analysis.trace = trace;
     for (int step = 1; step <= 2; ++step) {
       profiler::Event s;
       s.kind = profiler::EventKind::Span;
@@ -394,14 +398,14 @@ void TestWorkbenchViews::pipelineViewShowsTheLastStepOnly() {
       s.step = step;
       s.startNs = (step - 1) * 10 * kMs;
       s.endNs = step * 10 * kMs;
-      analysis.trace.events.push_back(s);
+      trace->events.push_back(s);
       profiler::Event f = s;
       f.category = profiler::Category::Instruction;
       f.name = "F";
       f.lane = parascope::trace::lane::kCompute;
       f.stage = 0;
       f.endNs = f.startNs + 6 * kMs;
-      analysis.trace.events.push_back(f);
+      trace->events.push_back(f);
     }
     parascope::profiler::StageBubble b;
     b.step = endsPipelined ? 2 : 1;

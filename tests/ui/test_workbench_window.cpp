@@ -12,6 +12,7 @@
 #include <QImage>
 #include <QLabel>
 #include <QLineSeries>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QScrollBar>
 #include <QSettings>
@@ -39,6 +40,7 @@
 #include "profiler/analysis/comm_volume.h"
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/analysis/stragglers.h"
+#include "profiler/analysis/trace_analysis.h"
 #include "profiler/io/chrome_import.h"
 #include "tests/input_probes.h"
 #include "ui/timeline/timeline_window.h"
@@ -680,9 +682,23 @@ void TestWorkbenchWindow::pipelineViewShowsTheSchedule() {
   QCOMPARE(view->rows()[1].stage, 1);
   QCOMPARE(view->step(), 3);  // the last step, numbered as the Log numbers it
 
-  // Another run: nothing of the first is shown while it runs, and an analysis still in flight
-  // for it would be dropped; its own schedule comes when it ends.
+  // The views of a run are the registered ones, in their order, between the Log and Compare.
+  QStringList tabs;
+  for (int i = 0; i < window.views()->count(); ++i) tabs << window.views()->tabText(i);
+  QCOMPARE(tabs, QStringList({"Log", "Memory", "Pipeline", "Communication", "Breakdown", "Analyses",
+                              "Compare", "Prediction", "Planner"}));
+  QCOMPARE(window.runViews().size(), parascope::ui::workbenchViews().size());
+  QVERIFY(window.breakdownModel()->rowCount() > 0);
+  QVERIFY(window.analysisTableModel()->rowCount() > 0);
+  QVERIFY(window.communicationView()->matrixModel()->rowCount() > 0);
+
+  // Another run: nothing of the first is shown while it runs (each view was told the session
+  // started), and an analysis still in flight for it would be dropped; its own schedule comes
+  // when it ends.
   QTest::keyClick(&window, Qt::Key_F5);
+  QCOMPARE(window.breakdownModel()->rowCount(), 0);
+  QCOMPARE(window.analysisTableModel()->rowCount(), 0);
+  QCOMPARE(window.communicationView()->matrixModel()->rowCount(), 0);
   QVERIFY(view->rows().empty());
   QCOMPARE(view->emptyText(),
            QStringLiteral("The pipeline schedule of this run is shown when it ends."));
@@ -869,6 +885,27 @@ void TestWorkbenchWindow::switchesThroughThePanel() {
       allReduceInBoth = rows[i].aNs > 0 && rows[i].bNs > 0;
   }
   QVERIFY(allReduceInBoth);
+  // The analyses and the diffs read the run from memory, not back from its file: they equal
+  // what the file gives, and a diff still works once the file is gone.
+  const auto fromFile = parascope::profiler::analyzeTraces({window.tracePath().toStdString()});
+  QVERIFY(window.shownAnalysis());
+  QCOMPARE(window.shownAnalysis()->tables, fromFile->tables);
+  QCOMPARE(window.shownAnalysis()->trace->events.size(), run.events.size());
+  QVERIFY(QFile::remove(window.tracePath()));
+  auto* busy = window.findChild<QProgressBar*>(QStringLiteral("busy"));
+  QVERIFY(busy);
+  window.compareSources(1, 0);
+  QVERIFY(!busy->isHidden());  // a busy sign while it compares
+  QCOMPARE(window.findChild<QLabel*>(QStringLiteral("busyLabel"))->text(),
+           QStringLiteral("comparing\u2026"));
+  QTRY_COMPARE_WITH_TIMEOUT(diffed.count(), 2, 60000);
+  QVERIFY(busy->isHidden());
+  QVERIFY2(window.errorText().isEmpty(), qPrintable(window.errorText()));
+  QCOMPARE(window.diffModel()->rows().size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    QCOMPARE(window.diffModel()->rows()[i].aNs, expected[i].bNs);
+    QCOMPARE(window.diffModel()->rows()[i].bNs, expected[i].aNs);
+  }
 
   // The same switch headless, at the same step: the losses agree bit for bit.
   const QList<QPointF> gui = window.charts()->points(LiveCharts::Loss);

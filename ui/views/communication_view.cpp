@@ -66,7 +66,15 @@ void CommunicationView::setOperation(const QString& op) {
   }
   matrix_->setMatrix(op.isEmpty()
                          ? analysis_->comm.matrix
-                         : profiler::commVolumeOf(analysis_->trace, op.toStdString()).matrix);
+                         : profiler::commVolumeOf(*analysis_->trace, op.toStdString()).matrix);
+}
+
+void CommunicationView::sessionStarted(const parascope::TrainConfig& /*config*/) {
+  setAnalysis(std::make_shared<const profiler::TraceAnalysis>());
+}
+
+void CommunicationView::traceReplaced(const ShownTrace& trace) {
+  setAnalysis(trace.analysis);
 }
 
 }  // namespace parascope::ui

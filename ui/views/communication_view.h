@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "profiler/analysis/trace_analysis.h"
+#include "ui/views/workbench_view.h"
 
 class QComboBox;
 class QTableView;
@@ -15,11 +16,15 @@ namespace parascope::ui {
 class CommMatrixModel;
 class CommOpModel;
 
-class CommunicationView : public QWidget {
+class CommunicationView : public QWidget, public WorkbenchView {
   Q_OBJECT
  public:
   explicit CommunicationView(QWidget* parent = nullptr);
   void setAnalysis(std::shared_ptr<const profiler::TraceAnalysis> analysis);
+
+  QWidget* tab() override { return this; }
+  void sessionStarted(const parascope::TrainConfig& config) override;
+  void traceReplaced(const ShownTrace& trace) override;
   // "" for all operations.
   void setOperation(const QString& op);
 

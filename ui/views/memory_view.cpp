@@ -183,4 +183,12 @@ void MemoryView::showRank(int rank) {
   y->setRange(0, std::max(top * 1.05, 1e-3));
 }
 
+void MemoryView::sessionStarted(const parascope::TrainConfig& /*config*/) {
+  setAnalysis(std::make_shared<const profiler::TraceAnalysis>(), {});
+}
+
+void MemoryView::traceReplaced(const ShownTrace& trace) {
+  setAnalysis(trace.analysis, trace.predictedMemory, trace.fromStep, trace.fromNs);
+}
+
 }  // namespace parascope::ui

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "profiler/analysis/trace_analysis.h"
+#include "ui/views/workbench_view.h"
 
 class QChart;
 class QComboBox;
@@ -18,7 +19,7 @@ namespace parascope::ui {
 
 class MemoryPeakModel;
 
-class MemoryView : public QWidget {
+class MemoryView : public QWidget, public WorkbenchView {
   Q_OBJECT
  public:
   explicit MemoryView(QWidget* parent = nullptr);
@@ -29,6 +30,10 @@ class MemoryView : public QWidget {
                    std::map<int, std::map<std::string, double>> predicted, int peaksFromStep = -1,
                    std::int64_t fromNs = INT64_MIN);
   QString scopeText() const;
+
+  QWidget* tab() override { return this; }
+  void sessionStarted(const parascope::TrainConfig& config) override;
+  void traceReplaced(const ShownTrace& trace) override;
   void showRank(int rank);
 
   MemoryPeakModel* peakModel() const { return peaks_; }

@@ -1,6 +1,7 @@
 #include "ui/views/pipeline_view.h"
 
 #include <QPainter>
+#include <QScrollArea>
 #include <algorithm>
 #include <map>
 
@@ -29,7 +30,7 @@ void PipelineView::setAnalysis(const profiler::TraceAnalysis& analysis,
   // run switched live from a pipeline to none has bubbles only in steps that are over: showing
   // them would put a bubble beside Compare's 0% for the strategy now running.
   int lastStep = -1, lastPipelined = -1;
-  for (const profiler::Event& e : analysis.trace.events) {
+  for (const profiler::Event& e : analysis.trace->events) {
     if (e.category == profiler::Category::Step && e.kind == profiler::EventKind::Span)
       lastStep = std::max(lastStep, e.step);
   }
@@ -49,7 +50,7 @@ void PipelineView::setAnalysis(const profiler::TraceAnalysis& analysis,
   if (step_ >= 0) {
     std::int64_t t0 = INT64_MAX, t1 = INT64_MIN;
     std::map<int, Row> byRank;
-    for (const profiler::Event& e : analysis.trace.events) {
+    for (const profiler::Event& e : analysis.trace->events) {
       if (e.category != profiler::Category::Instruction || e.step != step_ ||
           e.lane != trace::lane::kCompute || e.kind != profiler::EventKind::Span) {
         continue;
@@ -57,7 +58,7 @@ void PipelineView::setAnalysis(const profiler::TraceAnalysis& analysis,
       t0 = std::min(t0, e.startNs);
       t1 = std::max(t1, e.endNs);
     }
-    for (const profiler::Event& e : analysis.trace.events) {
+    for (const profiler::Event& e : analysis.trace->events) {
       if (e.category != profiler::Category::Instruction || e.step != step_ ||
           e.lane != trace::lane::kCompute || e.kind != profiler::EventKind::Span) {
         continue;
@@ -81,7 +82,7 @@ void PipelineView::setAnalysis(const profiler::TraceAnalysis& analysis,
   if (config && config->parallel.pipeline > 1) {
     const PipelineShape shape{config->parallel.pipeline, config->gradientAccumulation,
                               config->pipeline.chunks};
-    ideal_ = profiler::idealBubbleOf(analysis.trace, config->pipeline.schedule, shape);
+    ideal_ = profiler::idealBubbleOf(*analysis.trace, config->pipeline.schedule, shape);
   }
   setMinimumHeight(kTop + kRowHeight * static_cast<int>(std::max<std::size_t>(rows_.size(), 1)) +
                    30);
@@ -147,6 +148,23 @@ void PipelineView::paintEvent(QPaintEvent*) {
     painter.drawText(QRect(kLeft + static_cast<int>(width) + 10, y, kRight - 14, kRowHeight),
                      Qt::AlignLeft | Qt::AlignVCenter, figures);
   }
+}
+
+QWidget* PipelineView::tab() {
+  if (!scroll_) {
+    scroll_ = new QScrollArea;
+    scroll_->setWidget(this);
+    scroll_->setWidgetResizable(true);
+  }
+  return scroll_;
+}
+
+void PipelineView::sessionStarted(const parascope::TrainConfig& /*config*/) {
+  showPending(tr("The pipeline schedule of this run is shown when it ends."));
+}
+
+void PipelineView::traceReplaced(const ShownTrace& trace) {
+  setAnalysis(*trace.analysis, trace.config);
 }
 
 }  // namespace parascope::ui

@@ -14,10 +14,13 @@
 
 #include "core/config/config.h"
 #include "profiler/analysis/trace_analysis.h"
+#include "ui/views/workbench_view.h"
+
+class QScrollArea;
 
 namespace parascope::ui {
 
-class PipelineView : public QWidget {
+class PipelineView : public QWidget, public WorkbenchView {
   Q_OBJECT
  public:
   explicit PipelineView(QWidget* parent = nullptr);
@@ -39,6 +42,11 @@ class PipelineView : public QWidget {
   int step() const { return step_; }
   // Nothing drawn until the next analysis, and why.
   void showPending(const QString& why);
+
+  // A scroll area around the view: a schedule of many ranks is taller than the tab.
+  QWidget* tab() override;
+  void sessionStarted(const parascope::TrainConfig& config) override;
+  void traceReplaced(const ShownTrace& trace) override;
   // Why no schedule is drawn (no pipeline at all, or not in the run's last steps); empty when
   // one is.
   QString emptyText() const { return emptyText_; }
@@ -54,6 +62,7 @@ class PipelineView : public QWidget {
   double windowNs_ = 0;
   double ideal_ = -1;
   QString emptyText_;
+  QScrollArea* scroll_ = nullptr;  // owns this view once made
 };
 
 }  // namespace parascope::ui

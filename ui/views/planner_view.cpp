@@ -14,7 +14,6 @@
 #include <QSplitter>
 #include <QTableView>
 #include <QTableWidget>
-#include <QTimer>
 #include <QVBoxLayout>
 
 #include "core/common/error.h"
@@ -31,6 +30,10 @@
 namespace parascope::ui {
 
 namespace {
+
+// The Planner's jobs: the search, and the selected candidate's simulated step.
+const QString kSearch = QStringLiteral("search");
+const QString kDetail = QStringLiteral("detail");
 
 // The best this many are kept when the search ends (what the table then holds); while it runs,
 // the table shows every strategy simulated so far.
@@ -188,16 +191,12 @@ PlannerView::PlannerView(QWidget* parent) : QWidget(parent) {
   layout->addLayout(tableBar);
   layout->addWidget(split, 1);
 
-  poll_ = new QTimer(this);
-  poll_->setInterval(100);
-  connect(poll_, &QTimer::timeout, this, &PlannerView::poll);
+  connect(&jobs_, &JobTracker::progressed, this, [this](const QString& slot) {
+    if (slot == kSearch) takeSimulated();
+  });
   setSummary(tr("Pick a model, a system and a GPU count, then Plan: every strategy is checked by "
                 "the config's rules and the device's memory, and ranked by its simulated step"),
              false);
-}
-
-PlannerView::~PlannerView() {
-  if (progress_) progress_->cancel = true;  // the job is joined when search_ goes
 }
 
 void PlannerView::setPanelDocument(std::function<nlohmann::json()> document) {
@@ -249,7 +248,7 @@ PlanSearchRequest PlannerView::request() const {
 }
 
 void PlannerView::plan() {
-  if (progress_) progress_->cancel = true;
+  jobs_.cancel(kSearch);
   searching_ = false;
   candidates_->clear();
   apply_->setEnabled(false);
@@ -273,50 +272,52 @@ void PlannerView::plan() {
   shown_ = r;
   shownPanelModel_ = model_->currentData().toString().isEmpty();
   progress_ = std::make_shared<Progress>();
-  r.cancel = &progress_->cancel;
-  r.onSimulated = [progress = progress_](const PlanEstimate& e) {
-    const std::lock_guard lock(progress->mutex);
-    progress->simulated.push_back(e);
-  };
   searching_ = true;
   setSummary(tr("Searching the strategies for %1 GPUs of '%2'…")
                  .arg(r.gpus)
                  .arg(QString::fromStdString(r.system.name)),
              false);
-  // The request holds a pointer into the progress it is searched with; the lambda keeps it.
-  search_.start([r = std::move(r), progress = progress_] { return searchPlans(r); });
-  poll_->start();
+  jobs_.start(
+      kSearch,
+      [r = std::move(r), progress = progress_](const JobTracker::Job& job) mutable {
+        r.cancel = job.cancelFlag();
+        r.onSimulated = [&progress, &job](const PlanEstimate& e) {
+          {
+            const std::lock_guard lock(progress->mutex);
+            progress->simulated.push_back(e);
+          }
+          job.progress({}, -1);
+        };
+        return searchPlans(r);
+      },
+      [this](const PlanSearch& result) { showSearch(result); },
+      [this](const QString& error) {
+        searching_ = false;
+        candidates_->clear();
+        setSummary(tr("Not planned: %1").arg(error), true);
+        emit searchEnded(true);
+      });
 }
 
-void PlannerView::poll() {
-  collectDetail();
-  if (!searching_) {
-    if (!detailPending_) poll_->stop();
-    return;
-  }
+// The candidates simulated since the last look, into the table while the search runs.
+void PlannerView::takeSimulated() {
+  if (!searching_) return;
   std::vector<PlanEstimate> arrived;
   {
     const std::lock_guard lock(progress_->mutex);
     arrived.swap(progress_->simulated);
   }
   if (!arrived.empty()) candidates_->add(arrived);
-  PlanSearch result;
-  QString error;
-  if (!search_.take(result, error)) {
-    setSummary(tr("Searching the strategies for %1 GPUs of '%2'… %3 simulated so far")
-                   .arg(shown_.gpus)
-                   .arg(QString::fromStdString(shown_.system.name))
-                   .arg(candidates_->rowCount()),
-               false);
-    return;
-  }
+  setSummary(tr("Searching the strategies for %1 GPUs of '%2'… %3 simulated so far")
+                 .arg(shown_.gpus)
+                 .arg(QString::fromStdString(shown_.system.name))
+                 .arg(candidates_->rowCount()),
+             false);
+}
+
+void PlannerView::showSearch(const PlanSearch& result) {
   searching_ = false;
   candidates_->clear();
-  if (!error.isEmpty()) {
-    setSummary(tr("Not planned: %1").arg(error), true);
-    emit searchEnded(true);
-    return;
-  }
   // The kept best are exact (search.h); the others simulated on the way are not a ranking.
   candidates_->add(result.best);
   setSummary(
@@ -343,7 +344,7 @@ void PlannerView::showSelected() {
   const QModelIndex current = table_->currentIndex();
   if (!current.isValid()) {
     // Nothing selected (a new search, or the filter hid it): nothing is shown for it.
-    detailPending_ = false;
+    jobs_.cancel(kDetail);
     detail_->clear();
     memory_->setRowCount(0);
     timelineTitle_->clear();
@@ -392,36 +393,33 @@ void PlannerView::showSelected() {
                                .arg(peers)
                          : QString()));
   timeline_->setMessage(tr("Simulating the step…"));
-  detailPending_ = true;
-  detailJob_.start([c, system] {
-    const StrategyPlan plan = planStrategy(c);
-    const Simulation sim = simulateStep(plan, CostModel(system, plan));
-    profiler::TraceData trace;
-    trace.worldSize = c.parallel.worldSize();
-    trace.events = predictedEvents(plan, sim, 1, PredictedRanks::OnePerPipelineRank);
-    trace.adoptNames();
-    trace.sortByTime();
-    Detail d;
-    d.index = std::make_shared<profiler::TimelineIndex>();
-    d.index->build(trace);
-    d.pipelineRanks = c.parallel.pipeline;
-    return d;
-  });
-  poll_->start();
+  jobs_.start(
+      kDetail,
+      [c, system](const JobTracker::Job&) {
+        const StrategyPlan plan = planStrategy(c);
+        const Simulation sim = simulateStep(plan, CostModel(system, plan));
+        profiler::TraceData trace;
+        trace.worldSize = c.parallel.worldSize();
+        trace.events = predictedEvents(plan, sim, 1, PredictedRanks::OnePerPipelineRank);
+        trace.adoptNames();
+        trace.sortByTime();
+        Detail d;
+        d.index = std::make_shared<profiler::TimelineIndex>();
+        d.index->build(trace);
+        d.pipelineRanks = c.parallel.pipeline;
+        return d;
+      },
+      [this](Detail d) { showDetail(std::move(d)); },
+      [this](const QString& error) {
+        timeline_->setMessage(tr("Could not simulate the step: %1").arg(error));
+        emit candidateShown();
+      });
 }
 
-void PlannerView::collectDetail() {
-  Detail d;
-  QString error;
-  if (!detailPending_ || !detailJob_.take(d, error)) return;
-  detailPending_ = false;
-  if (!error.isEmpty()) {
-    timeline_->setMessage(tr("Could not simulate the step: %1").arg(error));
-  } else {
-    timeline_->setMessage({});
-    timeline_->setIndex(std::move(d.index));
-    timeline_->fitAll();
-  }
+void PlannerView::showDetail(Detail d) {
+  timeline_->setMessage({});
+  timeline_->setIndex(std::move(d.index));
+  timeline_->fitAll();
   emit candidateShown();
 }
 

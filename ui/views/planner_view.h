@@ -11,7 +11,6 @@
 #pragma once
 
 #include <QWidget>
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -21,7 +20,7 @@
 
 #include "core/plan/search.h"
 #include "core/plan/system.h"
-#include "ui/background_job.h"
+#include "ui/job_tracker.h"
 
 class QComboBox;
 class QLabel;
@@ -30,7 +29,6 @@ class QPushButton;
 class QSpinBox;
 class QTableView;
 class QTableWidget;
-class QTimer;
 
 namespace parascope::profiler {
 class TimelineIndex;
@@ -46,7 +44,6 @@ class PlannerView : public QWidget {
   Q_OBJECT
  public:
   explicit PlannerView(QWidget* parent = nullptr);
-  ~PlannerView() override;
 
   // The model choice "The strategy panel's": its document, read when a search starts.
   void setPanelDocument(std::function<nlohmann::json()> document);
@@ -90,15 +87,15 @@ class PlannerView : public QWidget {
   struct Progress {
     std::mutex mutex;
     std::vector<parascope::PlanEstimate> simulated;
-    std::atomic<bool> cancel{false};
   };
   struct Detail {
     std::shared_ptr<profiler::TimelineIndex> index;
     int pipelineRanks = 0;
   };
-  void poll();
+  void takeSimulated();
+  void showSearch(const parascope::PlanSearch& result);
   void showSelected();
-  void collectDetail();
+  void showDetail(Detail d);
   void updateApply();
   void setSummary(const QString& text, bool error);
   parascope::PlanSearchRequest request() const;
@@ -119,7 +116,6 @@ class PlannerView : public QWidget {
   QTableView* table_ = nullptr;
   QTableWidget* memory_ = nullptr;
   TimelineView* timeline_ = nullptr;
-  QTimer* poll_ = nullptr;
 
   std::function<nlohmann::json()> panelDocument_;
   std::optional<parascope::SystemDescription> thisMachine_;
@@ -127,10 +123,9 @@ class PlannerView : public QWidget {
   parascope::PlanSearchRequest shown_;
   bool shownPanelModel_ = false;
   std::shared_ptr<Progress> progress_;
-  BackgroundJob<parascope::PlanSearch> search_;
   bool searching_ = false;
-  BackgroundJob<Detail> detailJob_;
-  bool detailPending_ = false;
+  // Last: its jobs end before what they report into goes.
+  JobTracker jobs_;
 };
 
 }  // namespace parascope::ui

@@ -5,14 +5,12 @@
 
 #include "core/plan/simulator.h"
 #include "profiler/io/chrome_export.h"
-#include "profiler/io/chrome_import.h"
 
 namespace parascope::ui {
 
 std::vector<PredictedSegment> predictRun(const SystemDescription& system,
-                                         const std::string& measuredTrace,
+                                         const profiler::TraceData& measured,
                                          const std::vector<SegmentToPredict>& segments) {
-  const profiler::TraceData measured = profiler::importChromeTraces({measuredTrace});
   std::vector<PredictedSegment> out;
   for (const SegmentToPredict& segment : segments) {
     PredictedSegment result{segment, {}, {}};

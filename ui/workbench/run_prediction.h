@@ -13,6 +13,7 @@
 #include "core/config/config.h"
 #include "core/plan/prediction_error.h"
 #include "core/plan/system.h"
+#include "profiler/trace_data.h"
 
 namespace parascope::ui {
 
@@ -30,10 +31,10 @@ struct PredictedSegment {
   PredictionError comparison;
 };
 
-// `measuredTrace`: the run's trace file. A segment that cannot be planned or simulated gets its
-// failure; an unreadable trace or an unwritable predicted trace throws.
+// `measured`: the run's trace. A segment that cannot be planned or simulated gets its failure;
+// an unwritable predicted trace throws.
 std::vector<PredictedSegment> predictRun(const SystemDescription& system,
-                                         const std::string& measuredTrace,
+                                         const profiler::TraceData& measured,
                                          const std::vector<SegmentToPredict>& segments);
 
 }  // namespace parascope::ui

@@ -33,21 +33,22 @@ void WorkbenchWindow::calibrate() {
   if (!calibrator_ || calibrating_ || running()) return;
   calibrating_ = true;
   setStatus(tr("Calibrating this machine: short training runs, about a minute..."));
-  calibrationJob_.start([calibrator = calibrator_] { return calibrator(); });
-  updateActions();
-}
-
-void WorkbenchWindow::collectCalibration() {
-  SystemDescription system;
-  QString error;
-  if (!calibrationJob_.take(system, error)) return;
-  calibrating_ = false;
-  if (error.isEmpty()) {
-    setSystem(system);
-    setStatus(tr("Calibrated: the strategy panel predicts on this machine's description"));
-  } else {
-    showError(tr("Cannot calibrate this machine: %1").arg(error), false);
-  }
+  jobs_.start(
+      kCalibrationJob, [calibrator = calibrator_](const JobTracker::Job&) { return calibrator(); },
+      [this](const SystemDescription& system) {
+        calibrating_ = false;
+        updateBusy();
+        setSystem(system);
+        setStatus(tr("Calibrated: the strategy panel predicts on this machine's description"));
+        updateActions();
+      },
+      [this](const QString& error) {
+        calibrating_ = false;
+        updateBusy();
+        showError(tr("Cannot calibrate this machine: %1").arg(error), false);
+        updateActions();
+      });
+  updateBusy();
   updateActions();
 }
 
@@ -100,20 +101,25 @@ bool WorkbenchWindow::predictEndedRun() {
     s.predictedTrace =
         runDir_.filePath(QStringLiteral("predicted-%1.json").arg(++predicted_)).toStdString();
   }
-  predictionJob_.start(
-      [system = *system_, trace = endedRun_.tracePath, segments = endedRun_.segments] {
-        return predictRun(system, trace, segments);
-      });
+  jobs_.start(
+      kPredictionJob,
+      [system = *system_, trace = endedRun_.trace, path = endedRun_.tracePath,
+       segments = endedRun_.segments](const JobTracker::Job&) {
+        // The run's trace in memory; the file only when the feed had failed to keep it.
+        if (trace) return predictRun(system, *trace, segments);
+        return predictRun(system, profiler::importChromeTraces({path}), segments);
+      },
+      [this](std::vector<PredictedSegment> segments) { showPrediction(std::move(segments), {}); },
+      [this](const QString& error) { showPrediction({}, error); });
+  updateBusy();
   showPredictionHint();
   return true;
 }
 
-// On the frame timer: shows a finished prediction and adds each segment's predicted trace to
-// Compare, whose diff then shows the last segment against its prediction.
-void WorkbenchWindow::collectPrediction() {
-  std::vector<PredictedSegment> segments;
-  QString error;
-  if (!predictionJob_.take(segments, error)) return;
+// Shows a finished prediction and adds each segment's predicted trace to Compare, whose diff
+// then shows the last segment against its prediction.
+void WorkbenchWindow::showPrediction(std::vector<PredictedSegment> segments, const QString& error) {
+  updateBusy();
   predictions_ = std::move(segments);
   prediction_->setSegments(predictions_);
   if (!error.isEmpty()) {
@@ -146,17 +152,24 @@ void WorkbenchWindow::showPredictionBeside(bool beside) {
     timeline_->openFiles({QString::fromStdString(tracePath_)});
     return;
   }
+  const std::shared_ptr<const profiler::TraceData> run = endedRun_.trace;
   std::vector<std::pair<std::string, int>> parts;  // (predicted trace, its first measured step)
   for (const PredictedSegment& p : predictions_) {
     if (p.failure.empty()) parts.emplace_back(p.segment.predictedTrace, p.segment.firstStep);
   }
-  timeline_->loader()->load(tr("the run and its prediction"), [measured = tracePath_, parts] {
+  timeline_->loader()->load(tr("the run and its prediction"), [run, path = tracePath_, parts] {
     std::vector<profiler::TraceData> predicted;
     for (const auto& part : parts) predicted.push_back(profiler::importChromeTraces({part.first}));
     std::vector<profiler::PredictedPart> beside;
     for (std::size_t i = 0; i < parts.size(); ++i)
       beside.push_back({&predicted[i], parts[i].second});
-    return profiler::withPredictionBeside(profiler::importChromeTraces({measured}), beside);
+    profiler::TraceData measured;
+    if (run) {
+      measured.merge(*run);
+    } else {
+      measured = profiler::importChromeTraces({path});
+    }
+    return profiler::withPredictionBeside(std::move(measured), beside);
   });
 }
 

@@ -39,8 +39,10 @@
 #include "ui/gui_output.h"
 #include "ui/name_columns.h"
 #include "ui/timeline/timeline_window.h"
+#include "ui/views/analyses_view.h"
 #include "ui/views/analysis_table_model.h"
 #include "ui/views/breakdown_model.h"
+#include "ui/views/breakdown_view.h"
 #include "ui/views/communication_view.h"
 #include "ui/views/diff_model.h"
 #include "ui/views/memory_view.h"
@@ -56,6 +58,10 @@
 namespace parascope::ui {
 
 namespace {
+
+// Ended runs and opened traces whose events stay in memory for Compare's diffs (each as large
+// as its trace's events); older ones are read from their files when picked.
+constexpr std::size_t kTracesInMemory = 4;
 
 // Reports are drained every 16 ms frame (a rank waiting on a full queue waits one frame at
 // most), but what they change is drawn less often: each redraw of the charts or the timeline
@@ -136,6 +142,17 @@ WorkbenchWindow::WorkbenchWindow(QWidget* parent) : QMainWindow(parent) {
 
   status_ = new QLabel(tr("Ready: set a strategy and press Start (F5)"));
   statusBar()->addWidget(status_, 1);
+  busyLabel_ = new QLabel;
+  busyLabel_->setObjectName(QStringLiteral("busyLabel"));
+  busy_ = new QProgressBar;
+  busy_->setObjectName(QStringLiteral("busy"));
+  busy_->setRange(0, 0);  // how long an analysis takes is not known: a busy sign
+  busy_->setMaximumWidth(120);
+  busy_->setTextVisible(false);
+  statusBar()->addPermanentWidget(busyLabel_);
+  statusBar()->addPermanentWidget(busy_);
+  busyLabel_->hide();
+  busy_->hide();
   buildActions();
 
   // MFU's peak: this machine's cached one, else measured once off the GUI thread, before the
@@ -143,7 +160,10 @@ WorkbenchWindow::WorkbenchWindow(QWidget* parent) : QMainWindow(parent) {
   if (const std::optional<double> peak = kernels::SgemmPeakCache::thisMachine().read()) {
     setPeakFlops(*peak);
   } else {
-    peakJob_.start([] { return kernels::sgemmPeak(); });
+    // A failed probe leaves the peak unknown (no MFU).
+    jobs_.start(
+        kPeakJob, [](const JobTracker::Job&) { return kernels::sgemmPeak(); },
+        [this](double peak) { setPeakFlops(peak); });
   }
 
   frame_ = new QTimer(this);
@@ -181,26 +201,6 @@ void WorkbenchWindow::buildViews() {
     logView_->resizeColumnsToContents();
     if (logFollows_) logView_->scrollToBottom();
   });
-  memory_ = new MemoryView;
-  memory_->setObjectName(QStringLiteral("memoryView"));
-  pipeline_ = new PipelineView;
-  pipeline_->setObjectName(QStringLiteral("pipelineView"));
-  auto* pipelineScroll = new QScrollArea;
-  pipelineScroll->setWidget(pipeline_);
-  pipelineScroll->setWidgetResizable(true);
-  communication_ = new CommunicationView;
-  communication_->setObjectName(QStringLiteral("communicationView"));
-  breakdown_ = new BreakdownModel(this);
-  auto* proxy = new QSortFilterProxyModel(this);
-  proxy->setSourceModel(breakdown_);
-  proxy->setSortRole(Qt::UserRole);
-  auto* breakdownView = new QTableView;
-  breakdownView->setObjectName(QStringLiteral("breakdownView"));
-  breakdownView->setModel(proxy);
-  breakdownView->setSortingEnabled(true);
-  breakdownView->sortByColumn(BreakdownModel::Rank, Qt::AscendingOrder);
-  breakdownView->verticalHeader()->hide();
-  breakdownView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   segments_ = new SegmentModel(this);
   auto* compare = new QWidget;
   auto* compareView = new QTableView;
@@ -216,11 +216,11 @@ void WorkbenchWindow::buildViews() {
   compareLayout->addWidget(exportCompare, 0, Qt::AlignRight);
   compareLayout->addWidget(buildDiff(), 1);
   views_->addTab(logView_, tr("Log"));
-  views_->addTab(memory_, tr("Memory"));
-  views_->addTab(pipelineScroll, tr("Pipeline"));
-  views_->addTab(communication_, tr("Communication"));
-  views_->addTab(breakdownView, tr("Breakdown"));
-  views_->addTab(buildAnalyses(), tr("Analyses"));
+  for (const ViewRegistration& registration : workbenchViews()) {
+    WorkbenchView* view = registration.make();
+    runViews_.push_back(view);
+    views_->addTab(view->tab(), QCoreApplication::translate("WorkbenchView", registration.title));
+  }
   views_->addTab(compare, tr("Compare"));
   beside_ = new QAction(tr("Show prediction &beside the run"), this);
   beside_->setObjectName(QStringLiteral("showPredictionBeside"));
@@ -248,42 +248,28 @@ void WorkbenchWindow::buildViews() {
   views_->addTab(planner_, tr("Planner"));
 }
 
-// Every analysis `parascope-cli analyze` prints, as its rows: stragglers and whatever the
-// profiler's table gains, without a view of its own.
-QWidget* WorkbenchWindow::buildAnalyses() {
-  analysisChoice_ = new QComboBox;
-  analysisChoice_->setObjectName(QStringLiteral("analysisChoice"));
-  for (const profiler::AnalysisTable& table : profiler::analysisTables()) {
-    analysisChoice_->addItem(QString::fromUtf8(table.title.data(), table.title.size()));
-  }
-  analysisTable_ = new AnalysisTableModel(this);
-  auto* proxy = new QSortFilterProxyModel(this);
-  proxy->setSourceModel(analysisTable_);
-  proxy->setSortRole(Qt::UserRole);
-  auto* view = new QTableView;
-  view->setObjectName(QStringLiteral("analysisView"));
-  view->setModel(proxy);
-  view->setSortingEnabled(true);
-  view->sortByColumn(0, Qt::AscendingOrder);  // what a row is about comes first
-  view->verticalHeader()->hide();
-  fitNamesBesideNumbers(view, QStringLiteral("name"));
-  connect(analysisChoice_, &QComboBox::currentIndexChanged, this,
-          &WorkbenchWindow::showAnalysisTable);
-  auto* page = new QWidget;
-  auto* layout = new QVBoxLayout(page);
-  auto* row = new QHBoxLayout;
-  row->addWidget(new QLabel(tr("Analysis (as parascope-cli analyze --json prints it):")));
-  row->addWidget(analysisChoice_, 1);
-  layout->addLayout(row);
-  layout->addWidget(view, 1);
-  return page;
+MemoryView* WorkbenchWindow::memoryView() const {
+  return runView<MemoryView>();
 }
 
-void WorkbenchWindow::showAnalysisTable() {
-  const auto index = static_cast<std::size_t>(analysisChoice_->currentIndex());
-  analysisTable_->setRows(shownAnalysis_ && index < shownAnalysis_->tables.size()
-                              ? shownAnalysis_->tables[index]
-                              : std::vector<nlohmann::json>{});
+PipelineView* WorkbenchWindow::pipelineView() const {
+  return runView<PipelineView>();
+}
+
+CommunicationView* WorkbenchWindow::communicationView() const {
+  return runView<CommunicationView>();
+}
+
+BreakdownModel* WorkbenchWindow::breakdownModel() const {
+  return runView<BreakdownView>()->model();
+}
+
+QComboBox* WorkbenchWindow::analysisChoice() const {
+  return runView<AnalysesView>()->choice();
+}
+
+AnalysisTableModel* WorkbenchWindow::analysisTableModel() const {
+  return runView<AnalysesView>()->model();
 }
 
 QWidget* WorkbenchWindow::buildDiff() {
@@ -365,7 +351,7 @@ void WorkbenchWindow::addDiffSource(const QString& label, const QStringList& fil
 
 void WorkbenchWindow::appendDiffSource(const QString& label, const QStringList& files,
                                        int firstStep, int lastStep) {
-  DiffSource source{label, {}, firstStep, lastStep};
+  DiffSource source{label, {}, nullptr, firstStep, lastStep};
   for (const QString& f : files) source.files.push_back(f.toStdString());
   diffSources_.push_back(std::move(source));
   const QSignalBlocker blockA(diffA_), blockB(diffB_);
@@ -400,38 +386,66 @@ void WorkbenchWindow::compareSources(int a, int b) {
 void WorkbenchWindow::startDiff(int a, int b) {
   const int n = static_cast<int>(diffSources_.size());
   updateDiffHint();
-  if (a < 0 || b < 0 || a >= n || b >= n) return;
+  if (a < 0 || b < 0 || a >= n || b >= n) {
+    jobs_.cancel(kDiffJob);
+    updateBusy();
+    return;
+  }
   const DiffSource sa = diffSources_[static_cast<std::size_t>(a)];
   const DiffSource sb = diffSources_[static_cast<std::size_t>(b)];
-  // The previous pair's rows go at once; the tab says what it is comparing meanwhile.
+  // The previous pair's rows go at once (and a diff of it still running is dropped); the tab
+  // says what it is comparing meanwhile.
   diff_->setRows({});
   if (diffHint_->isHidden()) {
     diffHint_->setText(tr("Comparing %1 (A) with %2 (B)\u2026").arg(sa.label, sb.label));
     diffHint_->show();
   }
-  diffJob_.start([sa, sb] {
-    const profiler::TraceData ta = profiler::importChromeTraces(sa.files);
-    // Two segments of one run share its file: read it once.
-    const profiler::TraceData tb =
-        sa.files == sb.files ? profiler::TraceData() : profiler::importChromeTraces(sb.files);
-    const profiler::TraceData& other = sa.files == sb.files ? ta : tb;
-    return profiler::diffTraces({&ta, sa.firstStep, sa.lastStep},
-                                {&other, sb.firstStep, sb.lastStep});
-  });
+  jobs_.start(
+      kDiffJob,
+      [sa, sb](const JobTracker::Job&) {
+        // A source in memory is read from nowhere; two segments of one run read its file once.
+        std::shared_ptr<const profiler::TraceData> ta = sa.trace, tb = sb.trace;
+        if (!ta)
+          ta = std::make_shared<const profiler::TraceData>(profiler::importChromeTraces(sa.files));
+        if (!tb)
+          tb = sa.files == sb.files ? ta
+                                    : std::make_shared<const profiler::TraceData>(
+                                          profiler::importChromeTraces(sb.files));
+        return profiler::diffTraces({ta.get(), sa.firstStep, sa.lastStep},
+                                    {tb.get(), sb.firstStep, sb.lastStep});
+      },
+      [this](std::vector<profiler::DiffRow> rows) { showDiff(std::move(rows), {}); },
+      [this](const QString& error) { showDiff({}, error); });
+  updateBusy();
 }
 
-// On the frame timer: shows a finished diff.
-void WorkbenchWindow::collectDiff() {
-  std::vector<profiler::DiffRow> rows;
-  QString error;
-  if (!diffJob_.take(rows, error)) return;
+void WorkbenchWindow::showDiff(std::vector<profiler::DiffRow> rows, const QString& error) {
   updateDiffHint();  // no longer comparing
+  updateBusy();
   if (error.isEmpty()) {
     diff_->setRows(std::move(rows));
   } else {
     showError(tr("Cannot compare: %1").arg(error), false);
   }
   emit diffShown();
+}
+
+void WorkbenchWindow::releaseOldTraces() {
+  std::vector<const profiler::TraceData*> kept;
+  for (auto s = diffSources_.rbegin(); s != diffSources_.rend(); ++s) {
+    if (!s->trace) continue;
+    if (std::find(kept.begin(), kept.end(), s->trace.get()) != kept.end()) continue;
+    if (kept.size() < kTracesInMemory) {
+      kept.push_back(s->trace.get());
+    } else {
+      s->trace.reset();
+    }
+  }
+  // Segments of one run share its trace: a later segment kept it, so all of them do.
+  for (DiffSource& s : diffSources_) {
+    if (s.trace && std::find(kept.begin(), kept.end(), s.trace.get()) == kept.end())
+      s.trace.reset();
+  }
 }
 
 void WorkbenchWindow::showTraces(const QStringList& files) {
@@ -448,11 +462,47 @@ void WorkbenchWindow::showTraces(const QStringList& files) {
   analyse(files);
 }
 
-void WorkbenchWindow::analyse(const QStringList& files) {
-  analysisRun_ = runsStarted_;
+void WorkbenchWindow::analyse(const QStringList& files,
+                              std::shared_ptr<const profiler::TraceData> trace) {
   std::vector<std::string> paths;
   for (const QString& f : files) paths.push_back(f.toStdString());
-  analysis_.start([paths] { return profiler::analyzeTraces(paths); });
+  jobs_.start(
+      kAnalysisJob,
+      [paths, trace](const JobTracker::Job&) {
+        return trace ? profiler::analyzeTrace(trace, paths) : profiler::analyzeTraces(paths);
+      },
+      [this](const std::shared_ptr<const profiler::TraceAnalysis>& analysis) {
+        analysed(analysis);
+      },
+      [this](const QString& error) {
+        updateBusy();
+        showError(tr("Cannot analyse the trace: %1").arg(error), false);
+        shownOne();
+      });
+  updateBusy();
+}
+
+void WorkbenchWindow::analysed(const std::shared_ptr<const profiler::TraceAnalysis>& analysis) {
+  updateBusy();
+  // Opened traces: the diff reads them from memory from now on.
+  for (DiffSource& s : diffSources_) {
+    if (!s.trace && !analysis->files.empty() && s.files == analysis->files)
+      s.trace = analysis->trace;
+  }
+  releaseOldTraces();
+  showAnalysis(analysis);
+  shownOne();
+}
+
+void WorkbenchWindow::updateBusy() {
+  QStringList what;
+  if (jobs_.running(kAnalysisJob)) what << tr("analysing the trace");
+  if (jobs_.running(kDiffJob)) what << tr("comparing");
+  if (jobs_.running(kPredictionJob)) what << tr("predicting the run");
+  if (jobs_.running(kCalibrationJob)) what << tr("calibrating");
+  busyLabel_->setText(what.join(QStringLiteral(", ")) + QStringLiteral("\u2026"));
+  busyLabel_->setVisible(!what.isEmpty());
+  busy_->setVisible(!what.isEmpty());
 }
 
 // On the frame timer, a few times a second: what the ranks recorded since the last feed goes
@@ -475,20 +525,6 @@ void WorkbenchWindow::feedTimeline(bool all) {
   if (!part.events.empty() && view->followsLive()) view->fitAll();
 }
 
-// On the frame timer: shows a finished analysis.
-void WorkbenchWindow::collectAnalysis() {
-  std::shared_ptr<const profiler::TraceAnalysis> result;
-  QString error;
-  if (!analysis_.take(result, error)) return;
-  if (analysisRun_ != runsStarted_) return;  // begun before the run now shown: stale
-  if (result) {
-    showAnalysis(result);
-  } else {
-    showError(tr("Cannot analyse the trace: %1").arg(error), false);
-  }
-  shownOne();
-}
-
 void WorkbenchWindow::shownOne() {
   if (pendingShows_ == 0) return;
   --pendingShows_;
@@ -496,39 +532,33 @@ void WorkbenchWindow::shownOne() {
 }
 
 void WorkbenchWindow::showAnalysis(const std::shared_ptr<const profiler::TraceAnalysis>& analysis) {
+  ShownTrace shown;
+  shown.analysis = analysis;
   // The strategy the trace ran last: the session's, else the panel's. Each rank is predicted
   // by its pipeline stage's estimate (stages hold different layers).
-  std::map<int, std::map<std::string, double>> predicted;
-  std::optional<TrainConfig> config =
-      session_ ? std::optional(session_->config()) : panel_->config();
-  if (config) {
-    const int ranks = config->parallel.worldSize();
+  shown.config = session_ ? std::optional(session_->config()) : panel_->config();
+  if (shown.config) {
+    const int ranks = shown.config->parallel.worldSize();
     const std::vector<MemoryEstimate> stages =
-        estimateRankMemory(*config, dataBytesInMemory(config->data), ranks);
+        estimateRankMemory(*shown.config, dataBytesInMemory(shown.config->data), ranks);
     const int perStage = ranks / static_cast<int>(stages.size());
     for (int r = 0; r < ranks; ++r) {
       for (const MemoryItem& item : stages[static_cast<std::size_t>(r / perStage)].items)
-        predicted[r][item.name] = item.bytes;
+        shown.predictedMemory[r][item.name] = item.bytes;
     }
   }
   // The ended run switched live: the prediction is the last layout's, so are the peaks beside it.
-  int fromStep = -1;
-  std::int64_t fromNs = INT64_MIN;
   if (endedRun_.segments.size() > 1 && analysis->files.size() == 1 &&
       analysis->files.front() == endedRun_.tracePath) {
-    fromStep = endedRun_.segments.back().firstStep;
-    for (const profiler::Event& e : analysis->trace.events) {
+    shown.fromStep = endedRun_.segments.back().firstStep;
+    for (const profiler::Event& e : analysis->trace->events) {
       if (e.category == profiler::Category::Step && e.kind == profiler::EventKind::Span &&
-          e.step == fromStep)
-        fromNs = fromNs == INT64_MIN ? e.startNs : std::min(fromNs, e.startNs);
+          e.step == shown.fromStep)
+        shown.fromNs = shown.fromNs == INT64_MIN ? e.startNs : std::min(shown.fromNs, e.startNs);
     }
   }
-  breakdown_->setRows(analysis->breakdown);
   shownAnalysis_ = analysis;
-  showAnalysisTable();
-  communication_->setAnalysis(analysis);
-  memory_->setAnalysis(analysis, std::move(predicted), fromStep, fromNs);
-  pipeline_->setAnalysis(*analysis, config);
+  for (WorkbenchView* view : runViews_) view->traceReplaced(shown);
 }
 
 void WorkbenchWindow::buildActions() {
@@ -709,11 +739,14 @@ void WorkbenchWindow::startSession(const TrainConfig& config, const std::string&
   beside_->setChecked(false);
   timeline_->view()->setMessage({});
   timeline_->view()->setIndex(std::make_shared<profiler::TimelineIndex>());
-  // The views of analyses show nothing of the previous run or trace while this one runs.
-  ++runsStarted_;
+  // The views of analyses show nothing of the previous run or trace while this one runs, and
+  // an analysis or a prediction of them still running is dropped.
+  jobs_.cancel(kAnalysisJob);
+  jobs_.cancel(kPredictionJob);
+  updateBusy();
   pendingShows_ = 0;
-  showAnalysis(std::make_shared<const profiler::TraceAnalysis>());
-  pipeline_->showPending(tr("The pipeline schedule of this run is shown when it ends."));
+  shownAnalysis_.reset();
+  for (WorkbenchView* view : runViews_) view->sessionStarted(config);
   options.load = load;
   bridge_ = std::make_unique<SessionBridge>();
   try {
@@ -881,18 +914,7 @@ void WorkbenchWindow::setPeakFlops(double peakFlops) {
   segments_->setPeakFlops(peakFlops);
 }
 
-void WorkbenchWindow::collectPeak() {
-  double peak = 0;  // stays 0 (no MFU) if the probe failed
-  QString error;
-  if (peakJob_.take(peak, error)) setPeakFlops(peak);
-}
-
 void WorkbenchWindow::drain() {
-  collectPeak();
-  collectCalibration();
-  collectAnalysis();
-  collectDiff();
-  collectPrediction();
   const std::vector<SessionReport> reports =
       bridge_ ? bridge_->drain() : std::vector<SessionReport>{};
   const bool finished = std::any_of(reports.begin(), reports.end(), [](const SessionReport& r) {
@@ -971,6 +993,7 @@ void WorkbenchWindow::handle(const SessionReport& report) {
             segments_->begin(r.after, r.worldAfter, flopsPerToken_);
             runSegments_.push_back({segments_->rowCount(), r.after, r.to});
             charts_->addSwitch(r.step, QString::fromStdString(r.before + " \u2192 " + r.after));
+            for (WorkbenchView* view : runViews_) view->strategySwitched(r.to, r.step);
             setStatus(tr("Switched at step %1: %2 \u2192 %3 (%4 ranks, %5 ms)")
                           .arg(r.step)
                           .arg(QString::fromStdString(r.before), QString::fromStdString(r.after))
@@ -991,6 +1014,7 @@ void WorkbenchWindow::handle(const SessionReport& report) {
                       !lastCheckpoint_.empty());
           },
           [this](const FinishedReport& r) {
+            for (WorkbenchView* view : runViews_) view->sessionStopped(r.failed);
             showRunningStrategy();
             if (refusalShown_) errorBanner_->hide();  // it refused a switch of the ended run
             refusalShown_ = false;
@@ -1005,9 +1029,11 @@ void WorkbenchWindow::handle(const SessionReport& report) {
             if (!r.tracePath.empty()) {
               // The timeline already holds the whole run; only the views need the file.
               tracePath_ = r.tracePath;
+              std::shared_ptr<const profiler::TraceData> trace =
+                  liveTrace_ ? liveTrace_->trace() : nullptr;
               liveTrace_.reset();
               runShown_ = true;
-              endedRun_ = {r.tracePath, {}, {}, false};
+              endedRun_ = {r.tracePath, trace, {}, {}, false};
               for (const RunSegment& segment : runSegments_) {
                 if (segment.firstStep < 0) continue;  // switched again before a step
                 addDiffSource(tr("Segment %1: %2, steps %3\u2013%4")
@@ -1017,6 +1043,7 @@ void WorkbenchWindow::handle(const SessionReport& report) {
                                   .arg(segment.lastStep),
                               {QString::fromStdString(r.tracePath)}, segment.firstStep,
                               segment.lastStep);
+                diffSources_.back().trace = trace;
                 endedRun_.segments.push_back({segment.row,
                                               segment.strategy,
                                               segment.config,
@@ -1025,7 +1052,8 @@ void WorkbenchWindow::handle(const SessionReport& report) {
                                               {}});
                 endedRun_.diffSources.push_back(static_cast<int>(diffSources_.size()) - 1);
               }
-              analyse({QString::fromStdString(r.tracePath)});
+              releaseOldTraces();
+              analyse({QString::fromStdString(r.tracePath)}, trace);
               predictionCounted_ = predictEndedRun();
               pendingShows_ = predictionCounted_ ? 2 : 1;
             }

@@ -23,13 +23,15 @@
 #include "core/session/switch_plan.h"
 #include "profiler/analysis/trace_analysis.h"
 #include "profiler/analysis/trace_diff.h"
-#include "ui/background_job.h"
+#include "ui/job_tracker.h"
+#include "ui/views/workbench_view.h"
 #include "ui/workbench/run_prediction.h"
 #include "ui/workbench/session_bridge.h"
 
 class QAction;
 class QComboBox;
 class QLabel;
+class QProgressBar;
 class QPushButton;
 class QTabWidget;
 class QTableView;
@@ -72,14 +74,25 @@ class WorkbenchWindow : public QMainWindow {
   TimelineWindow* timeline() const { return timeline_; }
   TrainingLogModel* logModel() const { return log_; }
   QTabWidget* views() const { return views_; }
-  MemoryView* memoryView() const { return memory_; }
-  PipelineView* pipelineView() const { return pipeline_; }
-  CommunicationView* communicationView() const { return communication_; }
-  BreakdownModel* breakdownModel() const { return breakdown_; }
+  // The views of a run (workbenchViews(), each told of sessions and traces: workbench_view.h).
+  const std::vector<WorkbenchView*>& runViews() const { return runViews_; }
+  template <typename View>
+  View* runView() const {
+    for (WorkbenchView* v : runViews_) {
+      if (auto* view = dynamic_cast<View*>(v)) return view;
+    }
+    return nullptr;
+  }
+  MemoryView* memoryView() const;
+  PipelineView* pipelineView() const;
+  CommunicationView* communicationView() const;
+  BreakdownModel* breakdownModel() const;
   // The Analyses tab: every table of profiler::analysisTables() (the choice) for the trace shown.
-  QComboBox* analysisChoice() const { return analysisChoice_; }
-  AnalysisTableModel* analysisTableModel() const { return analysisTable_; }
+  QComboBox* analysisChoice() const;
+  AnalysisTableModel* analysisTableModel() const;
   SegmentModel* segmentModel() const { return segments_; }
+  // What the views show: the analysis of the ended run (from memory) or of the opened traces.
+  std::shared_ptr<const profiler::TraceAnalysis> shownAnalysis() const { return shownAnalysis_; }
   DiffModel* diffModel() const { return diff_; }
   // The Prediction tab: the last ended run's segments predicted against their measurement.
   PredictionView* predictionView() const { return prediction_; }
@@ -175,15 +188,19 @@ class WorkbenchWindow : public QMainWindow {
   void showRunningStrategy();
   void shownOne();
   void showAnalysis(const std::shared_ptr<const profiler::TraceAnalysis>& analysis);
-  void analyse(const QStringList& files);
+  // Analyses the traces in `files` off the GUI thread, or the run's `trace` in memory when
+  // given (then `files` only names it).
+  void analyse(const QStringList& files, std::shared_ptr<const profiler::TraceData> trace = {});
+  void analysed(const std::shared_ptr<const profiler::TraceAnalysis>& analysis);
+  // The busy sign in the status bar: shown, saying what runs, while an analysis, a diff or a
+  // prediction is being computed.
+  void updateBusy();
   void feedTimeline(bool all);
   void setStatus(const QString& text);
   QString checkpointDialogStart() const;
   void setPeakFlops(double peakFlops);
-  void collectPeak();
-  void collectCalibration();
   bool predictEndedRun();
-  void collectPrediction();
+  void showPrediction(std::vector<PredictedSegment> segments, const QString& error);
   void showPredictionHint();
   // Loads the shown run into the timeline with (or without) its prediction beside it.
   void showPredictionBeside(bool beside);
@@ -197,34 +214,25 @@ class WorkbenchWindow : public QMainWindow {
   bool logFollows_ = true;
   bool refusalShown_ = false;  // the banner shows a refused switch, which the next one clears  //
                                // the Log was at its newest row when the next one came
-  MemoryView* memory_ = nullptr;
-  PipelineView* pipeline_ = nullptr;
-  CommunicationView* communication_ = nullptr;
-  BreakdownModel* breakdown_ = nullptr;
-  QComboBox* analysisChoice_ = nullptr;
-  AnalysisTableModel* analysisTable_ = nullptr;
-  std::shared_ptr<const profiler::TraceAnalysis> shownAnalysis_;  // what the Analyses tab reads
+  std::vector<WorkbenchView*> runViews_;  // owned by their tabs
+  std::shared_ptr<const profiler::TraceAnalysis> shownAnalysis_;
   SegmentModel* segments_ = nullptr;
   int pendingShows_ = 0;  // of the timeline and the analysis, for traceShown
-  BackgroundJob<std::shared_ptr<const profiler::TraceAnalysis>> analysis_;
-  // Runs started so far, and the one the analysis in flight was begun under: an analysis of an
-  // earlier run or trace that ends after a new run started is not shown over it.
-  int runsStarted_ = 0;
-  int analysisRun_ = 0;
-  void collectAnalysis();
   QWidget* buildDiff();
-  QWidget* buildAnalyses();
-  void showAnalysisTable();
   void addDiffSource(const QString& label, const QStringList& files, int firstStep, int lastStep);
   void appendDiffSource(const QString& label, const QStringList& files, int firstStep,
                         int lastStep);
   void pickDiff(int a, int b);
-  void collectDiff();
+  void showDiff(std::vector<profiler::DiffRow> rows, const QString& error);
+  // Keeps the traces of the newest few sources in memory (diffs of them read no file); older
+  // ones are read from their files again when picked.
+  void releaseOldTraces();
   void updateDiffHint();
   void startDiff(int a, int b);
   struct DiffSource {
     QString label;
     std::vector<std::string> files;
+    std::shared_ptr<const profiler::TraceData> trace;  // null: read from `files`
     int firstStep = -1, lastStep = -1;  // event step tags (from 1); -1: the whole trace
   };
   std::vector<DiffSource> diffSources_;
@@ -240,7 +248,6 @@ class WorkbenchWindow : public QMainWindow {
   QComboBox* diffA_ = nullptr;
   QComboBox* diffB_ = nullptr;
   QLabel* diffHint_ = nullptr;  // why the diff is empty, when it is
-  BackgroundJob<std::vector<profiler::DiffRow>> diffJob_;
   PredictionView* prediction_ = nullptr;
   PlannerView* planner_ = nullptr;
   QAction* beside_ = nullptr;  // View > Show prediction beside the run
@@ -248,6 +255,8 @@ class WorkbenchWindow : public QMainWindow {
   QLabel* errorLabel_ = nullptr;
   QPushButton* resume_ = nullptr;
   QLabel* status_ = nullptr;
+  QProgressBar* busy_ = nullptr;
+  QLabel* busyLabel_ = nullptr;
   QTimer* frame_ = nullptr;
   // Since the charts were redrawn and the timeline fed; invalid before the first time.
   QElapsedTimer chartsClock_, timelineClock_;
@@ -263,13 +272,12 @@ class WorkbenchWindow : public QMainWindow {
   // segment's index in diffSources_.
   struct EndedRun {
     std::string tracePath;
+    std::shared_ptr<const profiler::TraceData> trace;  // the file's content, kept in memory
     std::vector<SegmentToPredict> segments;
     std::vector<int> diffSources;
     bool predicted = false;  // a prediction was started (there was a description)
   };
   EndedRun endedRun_;
-  // Declared after runDir_, which it writes predicted traces into: destroyed (joined) first.
-  BackgroundJob<std::vector<PredictedSegment>> predictionJob_;
   std::vector<PredictedSegment> predictions_;  // the ended run's, once predicted
   bool predictionCounted_ = false;             // the prediction is one of pendingShows_
   bool runShown_ = false;                      // the timeline shows the ended run
@@ -281,16 +289,22 @@ class WorkbenchWindow : public QMainWindow {
   std::unique_ptr<parascope::Switcher> switcher_;
   bool paused_ = false;
   double flopsPerToken_ = 0;
-  double peakFlops_ = 0;           // one rank's sgemm peak, FLOP/s, for MFU; 0 until known
-  BackgroundJob<double> peakJob_;  // measures it when this machine has none cached
+  double peakFlops_ = 0;  // one rank's sgemm peak, FLOP/s, for MFU; 0 until known
   std::optional<parascope::SystemDescription> system_;
   Calibrator calibrator_;
-  BackgroundJob<parascope::SystemDescription> calibrationJob_;
   bool calibrating_ = false;
   int predicted_ = 0;                  // predicted traces written to runDir_
   parascope::RunMetrics stepMetrics_;  // the rank reports of the step being reported
   std::string lastCheckpoint_;
   std::string tracePath_;
+  // The window's background jobs (JobTracker slots).
+  static inline const QString kPeakJob = QStringLiteral("peak");
+  static inline const QString kCalibrationJob = QStringLiteral("calibration");
+  static inline const QString kAnalysisJob = QStringLiteral("analysis");
+  static inline const QString kDiffJob = QStringLiteral("diff");
+  static inline const QString kPredictionJob = QStringLiteral("prediction");
+  // Last: its jobs (which write predicted traces into runDir_) end before anything they use.
+  JobTracker jobs_;
 };
 
 }  // namespace parascope::ui
