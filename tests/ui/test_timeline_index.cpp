@@ -15,6 +15,7 @@
 #include "profiler/analysis/comm_volume.h"
 #include "profiler/io/chrome_import.h"
 #include "profiler/synthetic_trace.h"
+#include "profiler/timeline/flame_graph.h"
 #include "profiler/timeline/selection_stats.h"
 #include "profiler/timeline/timeline_index.h"
 #include "profiler/timeline/timeline_lod.h"
@@ -151,6 +152,8 @@ class TestTimelineIndex : public QObject {
   void searchFindsExactlyTheMatches();
   void selectionStatsMatchAnalyze();
   void selectionStatsOverARange();
+  void flameGraphMergesPaths();
+  void flameGraphAgreesWithSelectionStats();
   void exportedRangeReimports();
   void rulerUnits();
   void timeMapping();
@@ -471,6 +474,117 @@ void TestTimelineIndex::selectionStatsOverARange() {
   const std::string csv = profiler::statsToCsv(stats);
   QVERIFY(csv.rfind("name,count,total_ns,mean_ns,min_ns,max_ns,share\n", 0) == 0);
   QCOMPARE(std::count(csv.begin(), csv.end(), '\n'), static_cast<long>(stats.size() + 1));
+}
+
+// Two ranks, each a step holding F (with a gemm) then B (a gemm and a gelu): the graph merges
+// both ranks by path, gemm under F apart from gemm under B; a range clips the times.
+void TestTimelineIndex::flameGraphMergesPaths() {
+  profiler::TraceData trace;
+  auto span = [&](int rank, const char* name, std::int64_t from, std::int64_t to) {
+    profiler::Event e;
+    e.rank = rank;
+    e.lane = parascope::trace::lane::kCompute;
+    e.category = profiler::Category::Compute;
+    e.name = trace.strings.intern(name);
+    e.startNs = from;
+    e.endNs = to;
+    trace.events.push_back(e);
+  };
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::int64_t o = rank * 5;  // rank 1 a little later
+    span(rank, "step", o, o + 100);
+    span(rank, "F", o + 10, o + 40);
+    span(rank, "gemm", o + 15, o + 30);
+    span(rank, "B", o + 50, o + 90);
+    span(rank, "gemm", o + 55, o + 70);
+    span(rank, "gelu", o + 72, o + 80);
+  }
+  trace.sortByTime();
+  profiler::TimelineIndex index;
+  index.build(trace);
+  std::vector<std::uint32_t> lanes;
+  for (std::uint32_t l = 0; l < index.lanes().size(); ++l) lanes.push_back(l);
+  const auto find = [](const profiler::FlameGraph& g, const std::vector<std::string>& path) {
+    int node = -1;
+    for (const std::string& name : path) {
+      const std::vector<int>& among =
+          node < 0 ? g.roots : g.nodes[static_cast<std::size_t>(node)].children;
+      const auto it = std::find_if(among.begin(), among.end(), [&](int n) {
+        return g.nodes[static_cast<std::size_t>(n)].name == name;
+      });
+      if (it == among.end()) return static_cast<const profiler::FlameNode*>(nullptr);
+      node = *it;
+    }
+    return &g.nodes[static_cast<std::size_t>(node)];
+  };
+  const profiler::FlameGraph whole = profiler::flameGraph(index, lanes, 0, 200);
+  QCOMPARE(whole.nodes.size(), std::size_t{6});  // step, F, F/gemm, B, B/gemm, B/gelu
+  QCOMPARE(whole.roots.size(), std::size_t{1});
+  QCOMPARE(whole.totalNs, std::int64_t{200});
+  QCOMPARE(whole.depth, 3);
+  const profiler::FlameNode* step = find(whole, {"step"});
+  QVERIFY(step);
+  QCOMPARE(step->count, std::int64_t{2});
+  QCOMPARE(step->totalNs, std::int64_t{200});
+  QCOMPARE(step->selfNs, std::int64_t{200 - 60 - 80});
+  // Children heaviest first: B (80) before F (60).
+  QCOMPARE(whole.nodes[static_cast<std::size_t>(step->children[0])].name, std::string("B"));
+  QCOMPARE(find(whole, {"step", "F", "gemm"})->totalNs, std::int64_t{30});
+  QCOMPARE(find(whole, {"step", "F"})->selfNs, std::int64_t{30});
+  QCOMPARE(find(whole, {"step", "B", "gemm"})->totalNs, std::int64_t{30});
+  QCOMPARE(find(whole, {"step", "B", "gelu"})->count, std::int64_t{2});
+  QCOMPARE(find(whole, {"step", "B"})->selfNs, std::int64_t{80 - 30 - 16});
+  QCOMPARE(find(whole, {"step", "B", "gelu"})->depth, 2);
+
+  // [20, 60]: rank 0's F gemm 20..30, F 20..40, B 50..60, B gemm 55..60; rank 1's F gemm
+  // 20..35, F 20..45, B 55..60, none of its B gemm (60..75 starts at 60: touches, 0 ns).
+  const profiler::FlameGraph part = profiler::flameGraph(index, lanes, 20, 60);
+  QCOMPARE(find(part, {"step"})->totalNs, std::int64_t{80});
+  QCOMPARE(find(part, {"step", "F"})->totalNs, std::int64_t{20 + 25});
+  QCOMPARE(find(part, {"step", "F", "gemm"})->totalNs, std::int64_t{10 + 15});
+  QCOMPARE(find(part, {"step", "B"})->totalNs, std::int64_t{10 + 5});
+  QCOMPARE(find(part, {"step", "B", "gemm"})->totalNs, std::int64_t{5});
+  QCOMPARE(find(part, {"step", "B", "gemm"})->count, std::int64_t{2});
+  QVERIFY(!find(part, {"step", "B", "gelu"}));
+
+  // Only rank 1's lanes.
+  std::vector<std::uint32_t> rank1;
+  for (std::uint32_t l = 0; l < index.lanes().size(); ++l) {
+    if (index.lanes()[l].rank == 1) rank1.push_back(l);
+  }
+  QCOMPARE(profiler::flameGraph(index, rank1, 0, 200).totalNs, std::int64_t{100});
+  QVERIFY(profiler::flameGraph(index, lanes, 300, 400).nodes.empty());
+}
+
+// On random nesting and partial overlaps: every span in the range is merged into exactly one
+// node, each name's total equals the selection statistics' (the two side panels agree), and no
+// node's children take more than it does.
+void TestTimelineIndex::flameGraphAgreesWithSelectionStats() {
+  const profiler::TraceData trace = randomTrace(11, 2000);
+  profiler::TimelineIndex index;
+  index.build(trace);
+  std::vector<std::uint32_t> lanes;
+  for (std::uint32_t l = 0; l < index.lanes().size(); ++l) lanes.push_back(l);
+  const std::int64_t from = index.beginNs() + (index.endNs() - index.beginNs()) / 5;
+  const std::int64_t to = from + (index.endNs() - index.beginNs()) / 3;
+  const profiler::FlameGraph g = profiler::flameGraph(index, lanes, from, to);
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> byName;  // count, total
+  for (const profiler::FlameNode& n : g.nodes) {
+    byName[n.name].first += n.count;
+    byName[n.name].second += n.totalNs;
+    QVERIFY2(n.selfNs >= 0, n.name.c_str());
+    for (int c : n.children)
+      QCOMPARE(g.nodes[static_cast<std::size_t>(c)].parent, static_cast<int>(&n - g.nodes.data()));
+  }
+  const auto stats = profiler::selectionStats(index, lanes, from, to);
+  QCOMPARE(byName.size(), stats.size());
+  std::int64_t all = 0;
+  for (const profiler::NameStats& s : stats) {
+    QCOMPARE(byName.at(s.name).first, s.count);
+    QCOMPARE(byName.at(s.name).second, s.totalNs);
+  }
+  for (int r : g.roots) all += g.nodes[static_cast<std::size_t>(r)].totalNs;
+  QCOMPARE(g.totalNs, all);
 }
 
 void TestTimelineIndex::exportedRangeReimports() {

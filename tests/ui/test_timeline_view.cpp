@@ -26,6 +26,8 @@
 #include "profiler/io/chrome_export.h"
 #include "profiler/io/chrome_import.h"
 #include "profiler/synthetic_trace.h"
+#include "profiler/timeline/flame_graph.h"
+#include "ui/timeline/flame_view.h"
 #include "ui/timeline/timeline_export.h"
 #include "ui/timeline/timeline_window.h"
 
@@ -61,6 +63,7 @@ class TestTimelineView : public QObject {
   void wheelZoomsAtTheCursor();
   void dragPansAndKeysMove();
   void boxSelectionFillsTheStatistics();
+  void flameViewZoomsAndDescribes();
   void hitTestingMatchesTheTooltip();
   void shortcutListAndFolding();
   void flowsSearchAndDoubleClick();
@@ -120,6 +123,68 @@ void TestTimelineView::dragPansAndKeysMove() {
   QCOMPARE(view.axis().startNs, view.index().beginNs());
 }
 
+// Two ranks of step > F > gemm and step > B > (gemm, gelu): the icicle's boxes sit where their
+// times put them, a click zooms in and out, and hovering names the path and its times.
+void TestTimelineView::flameViewZoomsAndDescribes() {
+  profiler::TraceData trace;
+  auto span = [&](int rank, const char* name, std::int64_t from, std::int64_t to) {
+    profiler::Event e;
+    e.rank = rank;
+    e.lane = parascope::trace::lane::kCompute;
+    e.category = profiler::Category::Compute;
+    e.name = trace.strings.intern(name);
+    e.startNs = from;
+    e.endNs = to;
+    trace.events.push_back(e);
+  };
+  for (int rank = 0; rank < 2; ++rank) {
+    span(rank, "step", 0, 100);
+    span(rank, "F", 10, 40);
+    span(rank, "gemm", 15, 30);
+    span(rank, "B", 50, 90);
+    span(rank, "gemm", 55, 70);
+    span(rank, "gelu", 72, 80);
+  }
+  trace.sortByTime();
+  profiler::TimelineIndex index;
+  index.build(trace);
+  std::vector<std::uint32_t> lanes;
+  for (std::uint32_t l = 0; l < index.lanes().size(); ++l) lanes.push_back(l);
+  parascope::ui::FlameView flame;
+  flame.resize(400, 200);
+  flame.setGraph(profiler::flameGraph(index, lanes, 0, 100));
+  flame.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&flame));
+  const auto row = [](int depth) {
+    return parascope::ui::FlameView::kTop + depth * parascope::ui::FlameView::kRowHeight + 5;
+  };
+  const auto name = [&](int node) {
+    return node < 0 ? std::string() : flame.graph().nodes[static_cast<std::size_t>(node)].name;
+  };
+  // 200 ns over 400 px: B (80 ns) from 0 to 160, F (60 ns) from 160 to 280, nothing after.
+  QCOMPARE(name(flame.nodeAt(QPointF(399, row(0)))), std::string("step"));
+  QCOMPARE(name(flame.nodeAt(QPointF(150, row(1)))), std::string("B"));
+  QCOMPARE(name(flame.nodeAt(QPointF(170, row(1)))), std::string("F"));
+  QCOMPARE(flame.nodeAt(QPointF(300, row(1))), -1);
+  const int gelu = flame.nodeAt(QPointF(70, row(2)));  // B's gemm 0..60, gelu 60..92
+  QCOMPARE(name(gelu), std::string("gelu"));
+  QCOMPARE(flame.describe(gelu),
+           QStringLiteral("step \u203a B \u203a gelu\ntotal 16 ns (8.0% of the selection), "
+                          "self 16 ns, 2 span(s)"));
+  // Clicking B zooms in: B fills the width (80 ns at 5 px/ns), its gemm from 0 to 150, its gelu
+  // from 150 to 230.
+  QTest::mouseClick(&flame, Qt::LeftButton, {}, QPoint(10, row(1)));
+  QCOMPARE(name(flame.zoomed()), std::string("B"));
+  QCOMPARE(name(flame.nodeAt(QPointF(390, row(1)))), std::string("B"));
+  QCOMPARE(name(flame.nodeAt(QPointF(200, row(2)))), std::string("gelu"));
+  QCOMPARE(flame.nodeAt(QPointF(300, row(2))), -1);
+  // The ancestor above zooms out to it; empty space to the whole selection.
+  QTest::mouseClick(&flame, Qt::LeftButton, {}, QPoint(10, row(0)));
+  QCOMPARE(name(flame.zoomed()), std::string("step"));
+  QTest::mouseClick(&flame, Qt::LeftButton, {}, QPoint(10, row(5)));
+  QCOMPARE(flame.zoomed(), -1);
+}
+
 void TestTimelineView::boxSelectionFillsTheStatistics() {
   TimelineWindow window;
   window.resize(1400, 800);
@@ -153,6 +218,12 @@ void TestTimelineView::boxSelectionFillsTheStatistics() {
   QCOMPARE(count.data().toLongLong(), expected[0].count);
   QCOMPARE(window.statsModel()->index(0, SelectionStatsModel::Name).data().toString(),
            QString::fromStdString(expected[0].name));
+  // The same selection as a flame graph, in the tab beside the statistics.
+  const profiler::FlameGraph flame =
+      profiler::flameGraph(view->index(), sel->lanes, sel->fromNs, sel->toNs);
+  QVERIFY(!flame.nodes.empty());
+  QCOMPARE(window.flame()->graph().nodes.size(), flame.nodes.size());
+  QCOMPARE(window.flame()->graph().totalNs, flame.totalNs);
   // F fits the selection (with a 5% margin each side).
   QTest::keyClick(view, Qt::Key_F);
   const std::int64_t len = sel->toNs - sel->fromNs;

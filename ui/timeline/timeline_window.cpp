@@ -12,14 +12,17 @@
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
 #include <regex>
 
 #include "core/common/checked_math.h"
 #include "core/common/error.h"
+#include "profiler/timeline/flame_graph.h"
 #include "ui/name_columns.h"
 #include "ui/timeline/timeline_export.h"
 #include "ui/workbench/workbench_settings.h"
@@ -30,6 +33,7 @@ TimelineWindow::TimelineWindow(QWidget* parent)
     : QMainWindow(parent),
       view_(new TimelineView),
       stats_(new SelectionStatsModel(this)),
+      flame_(new FlameView),
       loader_(new TraceLoader(this)) {
   setWindowTitle(tr("ParaScope timeline"));
   auto* table = new QTableView;
@@ -57,11 +61,23 @@ TimelineWindow::TimelineWindow(QWidget* parent)
   details_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   details_->setTextFormat(Qt::PlainText);
   details_->setText(tr("Click a span to see its details."));
+  // The selection as per-name statistics or as a flame graph, one tab each.
+  auto* statsPage = new QWidget;
+  auto* statsLayout = new QVBoxLayout(statsPage);
+  statsLayout->setContentsMargins(0, 0, 0, 0);
+  statsLayout->addWidget(hint);
+  statsLayout->addWidget(table, 1);
+  auto* flameScroll = new QScrollArea;
+  flameScroll->setWidget(flame_);
+  flameScroll->setWidgetResizable(true);
+  auto* selectionTabs = new QTabWidget;
+  selectionTabs->setObjectName(QStringLiteral("selectionTabs"));
+  selectionTabs->addTab(statsPage, tr("Statistics"));
+  selectionTabs->addTab(flameScroll, tr("Flame graph"));
   auto* side = new QWidget;
   auto* sideLayout = new QVBoxLayout(side);
   sideLayout->setContentsMargins(0, 0, 0, 0);
-  sideLayout->addWidget(hint);
-  sideLayout->addWidget(table, 1);
+  sideLayout->addWidget(selectionTabs, 1);
   sideLayout->addWidget(details_);
   auto* splitter = new QSplitter(Qt::Horizontal);
   splitter->addWidget(view_);
@@ -115,6 +131,7 @@ TimelineWindow::TimelineWindow(QWidget* parent)
   connect(view_, &TimelineView::indexReplaced, this, [this] {
     bookmarked_.clear();  // a live run's, until a loaded trace's files say otherwise
     stats_->setStats({});
+    flame_->setGraph({});
     details_->setText(tr("Click a span to see its details."));
     if (search_->text().isEmpty()) {
       hitCount_->clear();
@@ -174,6 +191,7 @@ void TimelineWindow::updateStats() {
   const auto sel = view_->selection();
   if (!sel) return;
   stats_->setStats(profiler::selectionStats(view_->index(), sel->lanes, sel->fromNs, sel->toNs));
+  flame_->setGraph(profiler::flameGraph(view_->index(), sel->lanes, sel->fromNs, sel->toNs));
 }
 
 void TimelineWindow::onProgress(const QString& stage, double fraction) {

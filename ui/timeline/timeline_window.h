@@ -7,6 +7,7 @@
 
 #include <QMainWindow>
 
+#include "ui/timeline/flame_view.h"
 #include "ui/timeline/selection_stats_model.h"
 #include "ui/timeline/timeline_view.h"
 #include "ui/timeline/trace_loader.h"
@@ -27,6 +28,8 @@ class TimelineWindow : public QMainWindow {
 
   TimelineView* view() const { return view_; }
   SelectionStatsModel* statsModel() const { return stats_; }
+  // The selection's flame graph, in the tab beside its statistics.
+  FlameView* flame() const { return flame_; }
   TraceLoader* loader() const { return loader_; }
   void openFiles(const QStringList& paths);
 
@@ -43,6 +46,7 @@ class TimelineWindow : public QMainWindow {
 
   TimelineView* view_;
   SelectionStatsModel* stats_;
+  FlameView* flame_;
   TraceLoader* loader_;
   QLineEdit* search_ = nullptr;
   QCheckBox* regex_ = nullptr;
