@@ -59,7 +59,9 @@ void watchForScreenshots(ui::WorkbenchWindow& window, const QString& dir, int st
     *failed = f;
     if (f) shoot();
   });
-  QObject::connect(&window, &WorkbenchWindow::traceShown, &window, shoot);
+  QObject::connect(&window, &WorkbenchWindow::traceShown, &window, [shoot](bool run) {
+    if (run) shoot();  // traces opened with --open show in tabs of their own beside the run
+  });
 }
 
 // The screenshots' files, judged before the run rather than after it: a symbolic link, FIFO or
@@ -110,16 +112,6 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
     return 2;
   }
   const bool screenshots = parser.isSet(o.screenshotDir);
-  // A run's own trace replaces the timeline's: traces opened with --run (or --screenshot-dir,
-  // which runs) were cancelled unseen, a load failure among them dropped without a word.
-  if (!traces.isEmpty() && (parser.isSet(o.run) || screenshots)) {
-    std::fprintf(stderr,
-                 "parascope: --open shows traces in the timeline, which %s replaces with the "
-                 "run's own; give one of them (a trace's picture: --open FILE --screenshot "
-                 "PNG)\n",
-                 screenshots ? "--screenshot-dir" : "--run");
-    return 2;
-  }
   std::vector<std::string> switchSpecs;
   for (const QString& s : parser.values(o.switches)) switchSpecs.push_back(s.toStdString());
   if (!switchSpecs.empty() && !parser.isSet(o.run) && !screenshots) {

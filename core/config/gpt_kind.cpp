@@ -148,6 +148,10 @@ class GptKind final : public ModelKind {
   }
 
   int targetsPerSample(const ModelSpec& m) const override { return m.gpt.contextLength; }
+  // Token ids in, next token ids out: int32 each (text_dataset.cpp).
+  double batchBytes(const TrainConfig& config) const override {
+    return static_cast<double>(config.microBatch) * config.model.gpt.contextLength * (4 + 4);
+  }
   double flopsPerTarget(const ModelSpec& m) const override { return m.gpt.flopsPerToken(); }
 
   std::int64_t parameters(const ModelSpec& m, const Model&) const override {

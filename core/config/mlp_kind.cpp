@@ -63,6 +63,11 @@ class MlpKind final : public ModelKind {
   }
 
   int targetsPerSample(const ModelSpec&) const override { return 1; }
+  // f32 features in, an int32 label out (idx_dataset.cpp).
+  double batchBytes(const TrainConfig& config) const override {
+    return static_cast<double>(config.microBatch) *
+           (4.0 * static_cast<double>(config.model.mlp.inputSize) + 4);
+  }
   double flopsPerTarget(const ModelSpec&) const override { return 0.0; }
 
   std::int64_t parameters(const ModelSpec&, const Model& rankModel) const override {

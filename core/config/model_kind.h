@@ -107,6 +107,10 @@ class ModelKind {
   // The targets one sample holds (a sequence's tokens, an image's label): a step's throughput
   // unit is the global batch's targets.
   virtual int targetsPerSample(const ModelSpec& spec) const = 0;
+  // One micro-batch of config.microBatch rows as its dataset hands it to a step: the inputs and
+  // the targets, in bytes (workspace memory, which a rank keeps for each of its step's
+  // micro-batches until the step ends).
+  virtual double batchBytes(const TrainConfig& config) const = 0;
   // Model FLOPs per target, forward and backward (0 where not defined).
   virtual double flopsPerTarget(const ModelSpec& spec) const = 0;
   // The whole logical model's parameters, given one rank's model.

@@ -36,6 +36,15 @@ void layernormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* in
     const T* d = dout + static_cast<long>(n) * C;
     const T m = mean[n];
     const T s = rstd[n];
+    if (dinp == nullptr) {
+      // The weight half alone (zero-bubble's W): the same element-wise sums, nothing else.
+      for (int i = 0; i < C; ++i) {
+        const T xhat = (x[i] - m) * s;
+        dbias[i] += d[i];
+        dweight[i] += d[i] * xhat;
+      }
+      continue;
+    }
     // dnorm = dout * weight; dx = s * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat))
     T dnormMean = 0;
     T dnormXhatMean = 0;

@@ -73,8 +73,9 @@ class SharedGrad {
   Tensor scratch_;
 };
 
-// LayerNorm backward split into its halves through the fused kernel: the unwanted half writes to
-// scratch. The elementwise work runs twice; the GEMMs, which dominate, are not repeated.
+// LayerNorm backward split into its halves: the input half through the fused kernel, its weight
+// and bias sums (unwanted there) into a scratch row pair; the weight half computes those sums
+// alone, to the bit the fused kernel's.
 Tensor layernormInputGrad(Allocator& a, const Tensor& dout, const Tensor& inp, const Tensor& mean,
                           const Tensor& rstd, const Parameter& weight, int C) {
   const int rows = static_cast<int>(inp.numel() / C);
@@ -90,9 +91,8 @@ void layernormWeightGrad(TensorParallelRegion& region, Allocator& a, const Tenso
                          Parameter* weight, Parameter* bias, int C) {
   const int rows = static_cast<int>(inp.numel() / C);
   SharedGrad dw(region, weight, a), db(region, bias, a);
-  Tensor unused = Tensor::empty({rows, C}, DType::F32, MemoryCategory::Workspace, a);
-  layernormBackward(f(unused), dw.target(), db.target(), f(dout), f(inp), f(weight->value), f(mean),
-                    f(rstd), rows, C);
+  layernormBackward<float>(nullptr, dw.target(), db.target(), f(dout), f(inp), f(weight->value),
+                           f(mean), f(rstd), rows, C);
   dw.finish();
   db.finish();
 }

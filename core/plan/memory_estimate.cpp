@@ -546,6 +546,8 @@ Replayed replayRank(const StrategyPlan& plan, const RankPlan& rank, int microBat
   if (s.zeroStage >= 3)
     at(MemoryCategory::Workspace)
         .transient(static_cast<double>(rank.largestParameterElements) * stored);
+  // The step's batches, each kept from its first use to the step's end (StepExecutor's cache).
+  at(MemoryCategory::Workspace).add(microBatches * plan.config.model.kind->batchBytes(plan.config));
   StepReplay replay(plan, rank, live);
   replay.step();
   replay.step();

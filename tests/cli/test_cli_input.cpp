@@ -293,7 +293,7 @@ void TestCliInput::refusedWithOneLine_data() {
                      path("outdir/g.safetensors")}
       << "^error: memory: the run needs about 800.7 GiB (one rank: parameters 192.0 GiB, "
          "gradients 192.0 GiB, optimizer state 384.1 GiB, activations 32.5 GiB, communication "
-         "buffers 0 bytes, workspace 0 bytes, data 0 bytes; largest: optimizer state), more "
+         "buffers 0 bytes, workspace 8.0 KiB, data 0 bytes; largest: optimizer state), more "
          "than the ";
   QTest::newRow("train big model")
       << QStringList{"train", "--config", C, "model.hidden_size=8192", "model.num_layers=64"}

@@ -148,7 +148,7 @@ void TestConfigInput::memoryEstimateRefusesWhatCannotFit() {
   QCOMPARE(userErrorOf([&] { checkMemory(e, 16.0 * (1 << 30)); }),
            QString("memory: the run needs about 800.7 GiB (one rank: parameters 192.0 GiB, "
                    "gradients 192.0 GiB, optimizer state 384.1 GiB, activations 32.5 GiB, "
-                   "communication buffers 0 bytes, workspace 0 bytes, data 0 bytes; largest: "
+                   "communication buffers 0 bytes, workspace 8.0 KiB, data 0 bytes; largest: "
                    "optimizer state), more than the 16.0 GiB available; use a smaller model or "
                    "micro-batch, more ranks, a higher ZeRO stage or recompute"));
   // ZeRO-3 over 8 ranks shards the optimizer state (every bucket a multiple of 8: no padding);

@@ -41,7 +41,9 @@
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/analysis/stragglers.h"
 #include "profiler/analysis/trace_analysis.h"
+#include "profiler/io/chrome_export.h"
 #include "profiler/io/chrome_import.h"
+#include "profiler/synthetic_trace.h"
 #include "tests/input_probes.h"
 #include "ui/timeline/timeline_window.h"
 #include "ui/views/analysis_table_model.h"
@@ -131,6 +133,7 @@ class TestWorkbenchWindow : public QObject {
   void bridgeNeverDropsReports();
   void runsASessionAndShowsIt();
   void timelineFillsWhileRunning();
+  void traceTabsBesideTheRun();
   void savesAndLoadsCheckpoints();
   void corruptTraceChangesNothing();
   void pipelineViewShowsTheSchedule();
@@ -578,6 +581,64 @@ void TestWorkbenchWindow::timelineFillsWhileRunning() {
 // Save checkpoint writes under the directory given (what the dialog returns) at the next step
 // boundary; the core's reader opens it. Load starts a new session from it under the panel's
 // strategy; a corrupt one is refused with the reader's reason and the running session goes on.
+// A trace opened while a session runs gets a tab of its own: the run goes on in its tab (its
+// timeline still fed), the views show the current tab's trace, and closing the tab leaves the
+// run's.
+void TestWorkbenchWindow::traceTabsBesideTheRun() {
+  QTemporaryDir dir;
+  const QString file = dir.filePath(QStringLiteral("synthetic.json"));
+  parascope::profiler::SyntheticOptions options;
+  options.events = 5000;
+  options.ranks = 2;
+  options.stages = 2;
+  const parascope::profiler::TraceData synthetic =
+      parascope::profiler::syntheticTrainingTrace(options);
+  parascope::profiler::exportChromeTrace(synthetic, file.toStdString());
+  WorkbenchWindow window;
+  window.setDocument(tinyDocument());
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QSignalSpy ended(&window, &WorkbenchWindow::sessionEnded);
+  QSignalSpy shown(&window, &WorkbenchWindow::traceShown);
+  QTest::keyClick(&window, Qt::Key_F10);  // one step, then paused
+  QTRY_COMPARE_WITH_TIMEOUT(window.stepsSeen(), 1, 60000);
+  const parascope::ui::TimelineView* run = window.timeline()->view();
+  QTRY_VERIFY_WITH_TIMEOUT(run->index().eventCount() > 0, 10000);
+  const std::size_t afterOneStep = run->index().eventCount();
+
+  window.showTraces({file});
+  QTabWidget* tabs = window.traceTabs();
+  QCOMPARE(tabs->count(), 2);
+  QCOMPARE(tabs->currentIndex(), 1);
+  QCOMPARE(tabs->tabText(0), QStringLiteral("Run"));
+  QCOMPARE(tabs->tabText(1), QStringLiteral("synthetic.json"));
+  QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+  QCOMPARE(window.traceTimeline(1)->view()->index().eventCount(),
+           parascope::profiler::importChromeTraces({file.toStdString()}).events.size());
+  QVERIFY(window.shownAnalysis());
+  QCOMPARE(window.shownAnalysis()->files, std::vector<std::string>{file.toStdString()});
+  QVERIFY(window.running());
+
+  QTest::keyClick(&window, Qt::Key_F6);  // resume: the run ends in its own tab
+  QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 120000);
+  QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 2, 60000);
+  QVERIFY(run->index().eventCount() > afterOneStep);
+  QCOMPARE(window.timeline()->view(), run);
+  // The run's analysis came while the trace's tab was current: the views stayed on the trace.
+  QCOMPARE(window.shownAnalysis()->files, std::vector<std::string>{file.toStdString()});
+  tabs->setCurrentIndex(0);
+  QCOMPARE(window.shownAnalysis()->files,
+           std::vector<std::string>{window.tracePath().toStdString()});
+  tabs->setCurrentIndex(1);
+  QCOMPARE(window.shownAnalysis()->files, std::vector<std::string>{file.toStdString()});
+  emit tabs->tabCloseRequested(1);
+  QCOMPARE(tabs->count(), 1);
+  QCOMPARE(window.shownAnalysis()->files,
+           std::vector<std::string>{window.tracePath().toStdString()});
+  emit tabs->tabCloseRequested(0);  // the run's tab does not close
+  QCOMPARE(tabs->count(), 1);
+}
+
 void TestWorkbenchWindow::savesAndLoadsCheckpoints() {
   WorkbenchWindow window;
   nlohmann::json doc = tinyDocument();

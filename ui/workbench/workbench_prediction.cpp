@@ -142,7 +142,7 @@ void WorkbenchWindow::showPrediction(std::vector<PredictedSegment> segments, con
   updateActions();
   if (predictionCounted_) {
     predictionCounted_ = false;
-    shownOne();
+    shownOne(kAnalysisJob);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QMenuBar>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -19,6 +20,7 @@
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
@@ -99,11 +101,16 @@ WorkbenchWindow::WorkbenchWindow(QWidget* parent) : QMainWindow(parent) {
   charts_ = new LiveCharts;
   timeline_ = new TimelineWindow;
   timeline_->setWindowFlags(Qt::Widget);
-  connect(timeline_->loader(), &TraceLoader::loaded, this, &WorkbenchWindow::shownOne);
-  connect(timeline_->loader(), &TraceLoader::failed, this, [this](const QString& why) {
-    setStatus(tr("Trace not shown: %1").arg(why));
-    shownOne();
-  });
+  traceTabs_ = new QTabWidget;
+  traceTabs_->setObjectName(QStringLiteral("traceTabs"));
+  traceTabs_->setTabsClosable(true);
+  traceTabs_->setDocumentMode(true);
+  traceTabs_->addTab(timeline_, tr("Run"));
+  traceTabs_->tabBar()->setTabButton(0, QTabBar::RightSide, nullptr);  // the run's stays
+  connect(traceTabs_, &QTabWidget::tabCloseRequested, this, &WorkbenchWindow::closeTraceTab);
+  connect(traceTabs_, &QTabWidget::currentChanged, this, &WorkbenchWindow::showTabAnalysis);
+  connect(timeline_->loader(), &TraceLoader::failed, this,
+          [this](const QString& why) { setStatus(tr("Trace not shown: %1").arg(why)); });
   log_ = new TrainingLogModel(this);
   buildViews();
 
@@ -127,7 +134,7 @@ WorkbenchWindow::WorkbenchWindow(QWidget* parent) : QMainWindow(parent) {
   auto* splitter = new QSplitter(Qt::Vertical);
   splitter->setObjectName(QStringLiteral("centralSplitter"));
   splitter->addWidget(charts_);
-  splitter->addWidget(timeline_);
+  splitter->addWidget(traceTabs_);
   splitter->addWidget(views_);
   splitter->setStretchFactor(0, 2);
   splitter->setStretchFactor(1, 5);
@@ -453,36 +460,82 @@ void WorkbenchWindow::showTraces(const QStringList& files) {
   QStringList names;
   for (const QString& f : files) names << QFileInfo(f).fileName();
   addDiffSource(tr("Trace %1").arg(names.join(QStringLiteral(", "))), files, -1, -1);
-  liveTrace_.reset();  // the files replace the run in the timeline
-  runShown_ = false;
-  beside_->setChecked(false);  // runShown_ is false first: unchecking loads nothing
-  predictionCounted_ = false;  // the files are shown without the run's prediction
-  pendingShows_ = 2;
-  timeline_->openFiles(files);
-  analyse(files);
+  TraceTab tab;
+  tab.timeline = new TimelineWindow;
+  tab.timeline->setWindowFlags(Qt::Widget);
+  if (auto* quit = tab.timeline->findChild<QAction*>(QStringLiteral("quit")))
+    quit->setShortcut({});  // the window's Ctrl+Q, as for the run's timeline
+  for (const QString& f : files) tab.files.push_back(f.toStdString());
+  tab.slot = QStringLiteral("analysis:trace-%1").arg(++traceTabsOpened_);
+  pendingShows_[tab.slot] = 2;  // the tab's timeline and the analysis
+  connect(tab.timeline->loader(), &TraceLoader::loaded, this,
+          [this, slot = tab.slot] { shownOne(slot); });
+  connect(tab.timeline->loader(), &TraceLoader::failed, this,
+          [this, slot = tab.slot](const QString& why) {
+            setStatus(tr("Trace not shown: %1").arg(why));
+            shownOne(slot);
+          });
+  traceTabList_.push_back(tab);
+  const int index = traceTabs_->addTab(tab.timeline, names.join(QStringLiteral(", ")));
+  traceTabs_->setTabToolTip(index, files.join(QLatin1Char('\n')));
+  traceTabs_->setCurrentIndex(index);
+  tab.timeline->openFiles(files);
+  analyse(tab.slot, files);
 }
 
-void WorkbenchWindow::analyse(const QStringList& files,
+TimelineWindow* WorkbenchWindow::traceTimeline(int tab) const {
+  if (tab == 0) return timeline_;
+  if (tab < 1 || tab > static_cast<int>(traceTabList_.size())) return nullptr;
+  return traceTabList_[static_cast<std::size_t>(tab - 1)].timeline;
+}
+
+void WorkbenchWindow::closeTraceTab(int tab) {
+  if (tab < 1 || tab > static_cast<int>(traceTabList_.size())) return;
+  const TraceTab closed = traceTabList_[static_cast<std::size_t>(tab - 1)];
+  jobs_.cancel(closed.slot);
+  traceTabList_.erase(traceTabList_.begin() + tab - 1);
+  pendingShows_.erase(closed.slot);
+  traceTabs_->removeTab(tab);  // the current tab's views follow (currentChanged)
+  closed.timeline->deleteLater();
+  updateBusy();
+}
+
+void WorkbenchWindow::showTabAnalysis(int tab) {
+  if (tab == 0 && running()) {
+    shownAnalysis_.reset();
+    for (WorkbenchView* view : runViews_) view->sessionStarted(session_->config());
+    return;
+  }
+  std::shared_ptr<const profiler::TraceAnalysis> analysis =
+      tab == 0 ? runAnalysis_
+               : (tab <= static_cast<int>(traceTabList_.size())
+                      ? traceTabList_[static_cast<std::size_t>(tab - 1)].analysis
+                      : nullptr);
+  showAnalysis(analysis ? analysis : std::make_shared<const profiler::TraceAnalysis>());
+}
+
+void WorkbenchWindow::analyse(const QString& slot, const QStringList& files,
                               std::shared_ptr<const profiler::TraceData> trace) {
   std::vector<std::string> paths;
   for (const QString& f : files) paths.push_back(f.toStdString());
   jobs_.start(
-      kAnalysisJob,
+      slot,
       [paths, trace](const JobTracker::Job&) {
         return trace ? profiler::analyzeTrace(trace, paths) : profiler::analyzeTraces(paths);
       },
-      [this](const std::shared_ptr<const profiler::TraceAnalysis>& analysis) {
-        analysed(analysis);
+      [this, slot](const std::shared_ptr<const profiler::TraceAnalysis>& analysis) {
+        analysed(slot, analysis);
       },
-      [this](const QString& error) {
+      [this, slot](const QString& error) {
         updateBusy();
         showError(tr("Cannot analyse the trace: %1").arg(error), false);
-        shownOne();
+        shownOne(slot);
       });
   updateBusy();
 }
 
-void WorkbenchWindow::analysed(const std::shared_ptr<const profiler::TraceAnalysis>& analysis) {
+void WorkbenchWindow::analysed(const QString& slot,
+                               const std::shared_ptr<const profiler::TraceAnalysis>& analysis) {
   updateBusy();
   // Opened traces: the diff reads them from memory from now on.
   for (DiffSource& s : diffSources_) {
@@ -490,13 +543,27 @@ void WorkbenchWindow::analysed(const std::shared_ptr<const profiler::TraceAnalys
       s.trace = analysis->trace;
   }
   releaseOldTraces();
-  showAnalysis(analysis);
-  shownOne();
+  int tab = 0;
+  if (slot == kAnalysisJob) {
+    runAnalysis_ = analysis;
+  } else {
+    for (std::size_t i = 0; i < traceTabList_.size(); ++i) {
+      if (traceTabList_[i].slot != slot) continue;
+      traceTabList_[i].analysis = analysis;
+      tab = static_cast<int>(i) + 1;
+    }
+  }
+  if (traceTabs_->currentIndex() == tab) showAnalysis(analysis);
+  shownOne(slot);
 }
 
 void WorkbenchWindow::updateBusy() {
   QStringList what;
-  if (jobs_.running(kAnalysisJob)) what << tr("analysing the trace");
+  const bool analysing =
+      jobs_.running(kAnalysisJob) ||
+      std::any_of(traceTabList_.begin(), traceTabList_.end(),
+                  [this](const TraceTab& tab) { return jobs_.running(tab.slot); });
+  if (analysing) what << tr("analysing the trace");
   if (jobs_.running(kDiffJob)) what << tr("comparing");
   if (jobs_.running(kPredictionJob)) what << tr("predicting the run");
   if (jobs_.running(kCalibrationJob)) what << tr("calibrating");
@@ -525,10 +592,12 @@ void WorkbenchWindow::feedTimeline(bool all) {
   if (!part.events.empty() && view->followsLive()) view->fitAll();
 }
 
-void WorkbenchWindow::shownOne() {
-  if (pendingShows_ == 0) return;
-  --pendingShows_;
-  if (pendingShows_ == 0) emit traceShown();
+void WorkbenchWindow::shownOne(const QString& slot) {
+  const auto it = pendingShows_.find(slot);
+  if (it == pendingShows_.end()) return;
+  if (--it->second > 0) return;
+  pendingShows_.erase(it);
+  emit traceShown(slot == kAnalysisJob);
 }
 
 void WorkbenchWindow::showAnalysis(const std::shared_ptr<const profiler::TraceAnalysis>& analysis) {
@@ -744,8 +813,10 @@ void WorkbenchWindow::startSession(const TrainConfig& config, const std::string&
   jobs_.cancel(kAnalysisJob);
   jobs_.cancel(kPredictionJob);
   updateBusy();
-  pendingShows_ = 0;
+  pendingShows_.erase(kAnalysisJob);
+  runAnalysis_.reset();
   shownAnalysis_.reset();
+  traceTabs_->setCurrentIndex(0);  // the run is what a user starting one wants to see
   for (WorkbenchView* view : runViews_) view->sessionStarted(config);
   options.load = load;
   bridge_ = std::make_unique<SessionBridge>();
@@ -1053,9 +1124,9 @@ void WorkbenchWindow::handle(const SessionReport& report) {
                 endedRun_.diffSources.push_back(static_cast<int>(diffSources_.size()) - 1);
               }
               releaseOldTraces();
-              analyse({QString::fromStdString(r.tracePath)}, trace);
+              analyse(kAnalysisJob, {QString::fromStdString(r.tracePath)}, trace);
               predictionCounted_ = predictEndedRun();
-              pendingShows_ = predictionCounted_ ? 2 : 1;
+              pendingShows_[kAnalysisJob] = predictionCounted_ ? 2 : 1;
             }
             runSegments_.clear();
             emit sessionEnded(r.failed);

@@ -11,6 +11,7 @@
 #include <QMainWindow>
 #include <QTemporaryDir>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -71,7 +72,12 @@ class WorkbenchWindow : public QMainWindow {
 
   StrategyPanel* panel() const { return panel_; }
   LiveCharts* charts() const { return charts_; }
+  // The run's timeline: the first of the trace tabs.
   TimelineWindow* timeline() const { return timeline_; }
+  // The run's timeline, then one tab per opened trace (closable), each with its own timeline;
+  // the views show the analysis of the current tab's trace.
+  QTabWidget* traceTabs() const { return traceTabs_; }
+  TimelineWindow* traceTimeline(int tab) const;
   TrainingLogModel* logModel() const { return log_; }
   QTabWidget* views() const { return views_; }
   // The views of a run (workbenchViews(), each told of sessions and traces: workbench_view.h).
@@ -107,8 +113,9 @@ class WorkbenchWindow : public QMainWindow {
   // either way. Until then the table is empty and the tab says what is being compared: a
   // result is never shown under labels it does not belong to.
   void compareSources(int a, int b);
-  // Shows traces in the timeline and the views (analysed off the GUI thread); traceShown
-  // follows once both are done, either way.
+  // Opens traces in a tab of their own beside the run's and shows them in the views (analysed
+  // off the GUI thread); traceShown follows once both are done, either way. A running session
+  // goes on in its own tab.
   void showTraces(const QStringList& files);
   QAction* action(const QString& name) const;
   QString statusText() const;
@@ -169,9 +176,10 @@ class WorkbenchWindow : public QMainWindow {
  signals:
   void stepReported(int step);
   void sessionEnded(bool failed);
-  // The run's trace is in the timeline and the views, its prediction in the Prediction tab (or
-  // they could not be read).
-  void traceShown();
+  // The run's trace is in the timeline and the views, its prediction in the Prediction tab
+  // (run true), or an opened trace is in its tab's timeline and was analysed (run false); or
+  // they could not be read.
+  void traceShown(bool run);
   void diffShown();
 
  protected:
@@ -186,12 +194,19 @@ class WorkbenchWindow : public QMainWindow {
   void showError(const QString& text, bool offerResume);
   void updateActions();
   void showRunningStrategy();
-  void shownOne();
+  // One of what `slot`'s traceShown waits for is shown (or failed).
+  void shownOne(const QString& slot);
   void showAnalysis(const std::shared_ptr<const profiler::TraceAnalysis>& analysis);
   // Analyses the traces in `files` off the GUI thread, or the run's `trace` in memory when
   // given (then `files` only names it).
-  void analyse(const QStringList& files, std::shared_ptr<const profiler::TraceData> trace = {});
-  void analysed(const std::shared_ptr<const profiler::TraceAnalysis>& analysis);
+  void analyse(const QString& slot, const QStringList& files,
+               std::shared_ptr<const profiler::TraceData> trace = {});
+  void analysed(const QString& slot,
+                const std::shared_ptr<const profiler::TraceAnalysis>& analysis);
+  // The views follow the current trace tab: its analysis, or nothing while it is computed (the
+  // run's tab while its session runs: what a started session shows).
+  void showTabAnalysis(int tab);
+  void closeTraceTab(int tab);
   // The busy sign in the status bar: shown, saying what runs, while an analysis, a diff or a
   // prediction is being computed.
   void updateBusy();
@@ -208,6 +223,17 @@ class WorkbenchWindow : public QMainWindow {
   StrategyPanel* panel_ = nullptr;
   LiveCharts* charts_ = nullptr;
   TimelineWindow* timeline_ = nullptr;
+  QTabWidget* traceTabs_ = nullptr;
+  // The opened traces' tabs (tab i + 1): their timeline, files, analysis job and analysis.
+  struct TraceTab {
+    TimelineWindow* timeline = nullptr;
+    std::vector<std::string> files;
+    QString slot;
+    std::shared_ptr<const profiler::TraceAnalysis> analysis;
+  };
+  std::vector<TraceTab> traceTabList_;
+  int traceTabsOpened_ = 0;
+  std::shared_ptr<const profiler::TraceAnalysis> runAnalysis_;  // the ended run's
   TrainingLogModel* log_ = nullptr;
   QTabWidget* views_ = nullptr;
   QTableView* logView_ = nullptr;
@@ -217,7 +243,9 @@ class WorkbenchWindow : public QMainWindow {
   std::vector<WorkbenchView*> runViews_;  // owned by their tabs
   std::shared_ptr<const profiler::TraceAnalysis> shownAnalysis_;
   SegmentModel* segments_ = nullptr;
-  int pendingShows_ = 0;  // of the timeline and the analysis, for traceShown
+  // What each source's traceShown still waits for: the run's analysis (and prediction), an
+  // opened trace's timeline and analysis.
+  std::map<QString, int> pendingShows_;
   QWidget* buildDiff();
   void addDiffSource(const QString& label, const QStringList& files, int firstStep, int lastStep);
   void appendDiffSource(const QString& label, const QStringList& files, int firstStep,
@@ -300,7 +328,7 @@ class WorkbenchWindow : public QMainWindow {
   // The window's background jobs (JobTracker slots).
   static inline const QString kPeakJob = QStringLiteral("peak");
   static inline const QString kCalibrationJob = QStringLiteral("calibration");
-  static inline const QString kAnalysisJob = QStringLiteral("analysis");
+  static inline const QString kAnalysisJob = QStringLiteral("analysis:run");
   static inline const QString kDiffJob = QStringLiteral("diff");
   static inline const QString kPredictionJob = QStringLiteral("prediction");
   // Last: its jobs (which write predicted traces into runDir_) end before anything they use.
