@@ -515,6 +515,7 @@ struct Replayed {
   Categories live;
   double modelState = 0;                                // MemoryEstimate::modelStateBytes
   std::array<double, kMemoryCategoryCount> resident{};  // MemoryItem::residentBytes
+  std::array<double, kMemoryCategoryCount> stepPeak{};  // MemoryItem::stepBytes
 };
 
 Replayed replayRank(const StrategyPlan& plan, const RankPlan& rank, int microBatches,
@@ -546,6 +547,12 @@ Replayed replayRank(const StrategyPlan& plan, const RankPlan& rank, int microBat
   if (s.zeroStage >= 3)
     at(MemoryCategory::Workspace)
         .transient(static_cast<double>(rank.largestParameterElements) * stored);
+  // The steps' peaks apart from the construction's.
+  std::array<double, kMemoryCategoryCount> constructed{};
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+    constructed[c] = live[c].peak;
+    live[c].peak = live[c].now;
+  }
   // The step's batches, each kept from its first use to the step's end (StepExecutor's cache).
   at(MemoryCategory::Workspace).add(microBatches * plan.config.model.kind->batchBytes(plan.config));
   StepReplay replay(plan, rank, live);
@@ -560,6 +567,10 @@ Replayed replayRank(const StrategyPlan& plan, const RankPlan& rank, int microBat
   const int unreplayed = schedule.promisedPeak(step, rank.pipelineRank).held -
                          schedule.promisedPeak(plan.shape, rank.pipelineRank).held;
   at(MemoryCategory::Activation).peak += unreplayed * activations.heldPerMicroBatch(0);
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+    replayed.stepPeak[c] = live[c].peak;
+    live[c].peak = std::max(live[c].peak, constructed[c]);
+  }
   return replayed;
 }
 
@@ -631,9 +642,10 @@ std::vector<MemoryEstimate> estimateRankMemory(const TrainConfig& c, double data
     const Replayed replayed = replayRank(plan, rank, c.gradientAccumulation, activationBytes);
     MemoryEstimate& e = ranks.emplace_back();
     for (std::size_t i = 0; i < kMemoryCategoryCount; ++i)
-      e.items.push_back({kItemNames[i], replayed.live[i].peak, replayed.resident[i]});
+      e.items.push_back(
+          {kItemNames[i], replayed.live[i].peak, replayed.resident[i], replayed.stepPeak[i]});
     e.modelStateBytes = replayed.modelState;
-    e.items.push_back({"data", dataBytes, dataBytes});
+    e.items.push_back({"data", dataBytes, dataBytes, dataBytes});
     e.ranksSharingMemory = std::max(1, ranksSharingMemory);
   }
   return ranks;

@@ -31,6 +31,10 @@ struct MemoryItem {
   // comes and goes within the step (ZeRO-2/3's full-size gradient buckets, ZeRO-3's gathered
   // layers, activations). 0 for the categories that hold nothing between steps.
   double residentBytes = 0;
+  // The peak over the steps alone, without what the trainer's construction holds for a moment
+  // (ZeRO-3's first copy of each parameter): what a session switched live to this strategy
+  // reaches from its next step on.
+  double stepBytes = 0;
 };
 
 struct MemoryEstimate {

@@ -10,6 +10,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QSplitter>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTableView>
@@ -316,6 +317,27 @@ class TestPlannerView : public QObject {
     QVERIFY(window.panel()->config().has_value());
     QCOMPARE(nlohmann::json(planStrategyKeys(*window.panel()->config())),
              nlohmann::json(planStrategyKeys(chosen.config)));
+  }
+
+  // In a short, wide tab (the workbench's) the details go beside the table, which keeps the
+  // tab's height for its rows (stacked, it got little more than its header); in a tall one they
+  // go below it.
+  void tableKeepsItsRowsInAShortTab() {
+    ui::PlannerView view;
+    view.resize(1400, 260);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QTRY_COMPARE(view.split()->orientation(), Qt::Horizontal);
+    const int row = view.table()->verticalHeader()->defaultSectionSize();
+    const int header = view.table()->horizontalHeader()->sizeHint().height();
+    QVERIFY2(view.table()->height() >= header + 4 * row,
+             qPrintable(QString("table %1 px, header %2, row %3")
+                            .arg(view.table()->height())
+                            .arg(header)
+                            .arg(row)));
+    view.resize(1000, 800);
+    QTRY_COMPARE(view.split()->orientation(), Qt::Vertical);
+    QVERIFY(view.table()->height() >= header + 10 * row);
   }
 
   // A switch the panel did not ask for (a planned --switch, as the Planner's Apply is one the

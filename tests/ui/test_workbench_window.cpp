@@ -911,6 +911,27 @@ void TestWorkbenchWindow::switchesThroughThePanel() {
            QStringLiteral("Peaks from step %1 on: the strategy the run ended with, which the "
                           "predictions are for")
                .arg(switched + 1));
+  // ... and equal them, every rank's model state, buffers and workspace (the steps' peaks: the
+  // switch's rebuilding is before them).
+  int compared = 0;
+  {
+    const parascope::ui::MemoryPeakModel* peaks = window.memoryView()->peakModel();
+    for (int row = 0; row < peaks->rowCount(); ++row) {
+      using M = parascope::ui::MemoryPeakModel;
+      const QString category = peaks->index(row, M::Category).data(Qt::UserRole).toString();
+      if (category == QStringLiteral("activation")) continue;
+      const double peak =
+          static_cast<double>(peaks->index(row, M::PeakBytes).data(Qt::UserRole).toLongLong());
+      const double predicted = peaks->index(row, M::Predicted).data(Qt::UserRole).toDouble();
+      QVERIFY2(peak == predicted, qPrintable(QStringLiteral("rank %1 %2: peak %3, predicted %4")
+                                                 .arg(peaks->index(row, M::Rank).data().toInt())
+                                                 .arg(category)
+                                                 .arg(peak, 0, 'f', 0)
+                                                 .arg(predicted, 0, 'f', 0)));
+      ++compared;
+    }
+  }
+  QCOMPARE(compared, 4 * 4);  // parameters, gradients, optimizer state, workspace per rank
   const auto strategy = [&](int row) {
     return window.segmentModel()
         ->index(row, parascope::ui::SegmentModel::Strategy)

@@ -10,6 +10,7 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QResizeEvent>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
@@ -170,26 +171,26 @@ PlannerView::PlannerView(QWidget* parent) : QWidget(parent) {
   predictedLayout->setContentsMargins(0, 0, 0, 0);
   predictedLayout->addWidget(timelineTitle_);
   predictedLayout->addWidget(timeline_, 1);
-  auto* below = new QSplitter(Qt::Horizontal);
-  below->addWidget(facts);
-  below->addWidget(predicted);
-  below->setStretchFactor(0, 2);
-  below->setStretchFactor(1, 3);
-  below->setSizes({400, 600});
-  auto* split = new QSplitter(Qt::Vertical);
-  split->addWidget(table_);
-  split->addWidget(below);
-  // The table first: in the workbench's short tab it would otherwise get only its header.
-  split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 2);
-  split->setSizes({300, 200});
+  below_ = new QSplitter(Qt::Horizontal);
+  below_->addWidget(facts);
+  below_->addWidget(predicted);
+  below_->setStretchFactor(0, 2);
+  below_->setStretchFactor(1, 3);
+  below_->setSizes({400, 600});
+  split_ = new QSplitter(Qt::Vertical);
+  split_->setObjectName(QStringLiteral("plannerSplit"));
+  split_->addWidget(table_);
+  split_->addWidget(below_);
+  split_->setChildrenCollapsible(false);
+  split_->setStretchFactor(0, 3);
+  split_->setStretchFactor(1, 2);
   timeline_->setMinimumSize(200, 60);
 
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(inputs);
   layout->addWidget(summary_);
   layout->addLayout(tableBar);
-  layout->addWidget(split, 1);
+  layout->addWidget(split_, 1);
 
   connect(&jobs_, &JobTracker::progressed, this, [this](const QString& slot) {
     if (slot == kSearch) takeSimulated();
@@ -197,6 +198,19 @@ PlannerView::PlannerView(QWidget* parent) : QWidget(parent) {
   setSummary(tr("Pick a model, a system and a GPU count, then Plan: every strategy is checked by "
                 "the config's rules and the device's memory, and ranked by its simulated step"),
              false);
+}
+
+// In the workbench's short, wide tab the details go beside the table, which then keeps the
+// tab's height (stacked, it got little more than its header); in a tall one, below it.
+void PlannerView::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  const Qt::Orientation want = height() < kStackedMinHeight ? Qt::Horizontal : Qt::Vertical;
+  if (split_->orientation() == want) return;
+  split_->setOrientation(want);
+  // The details' two parts the other way: side by side under the table, stacked beside it.
+  below_->setOrientation(want == Qt::Horizontal ? Qt::Vertical : Qt::Horizontal);
+  const int along = want == Qt::Horizontal ? split_->width() : split_->height();
+  split_->setSizes({along * 3 / 5, along - along * 3 / 5});
 }
 
 void PlannerView::setPanelDocument(std::function<nlohmann::json()> document) {

@@ -27,6 +27,7 @@ class QLabel;
 class QLineEdit;
 class QPushButton;
 class QSpinBox;
+class QSplitter;
 class QTableView;
 class QTableWidget;
 
@@ -68,12 +69,18 @@ class PlannerView : public QWidget {
   // The selected candidate's step split and limit.
   QString detail() const;
   bool searching() const { return searching_; }
+  // Below this height the details sit beside the table rather than under it.
+  static constexpr int kStackedMinHeight = 420;
+  QSplitter* split() const { return split_; }
 
  public slots:
   // Searches the chosen model, system and GPUs (a search in flight is cancelled).
   void plan();
   // The selected candidate into the strategy panel (applyRequested).
   void apply();
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
 
  signals:
   void searchEnded(bool failed);
@@ -116,6 +123,8 @@ class PlannerView : public QWidget {
   QTableView* table_ = nullptr;
   QTableWidget* memory_ = nullptr;
   TimelineView* timeline_ = nullptr;
+  QSplitter* split_ = nullptr;
+  QSplitter* below_ = nullptr;
 
   std::function<nlohmann::json()> panelDocument_;
   std::optional<parascope::SystemDescription> thisMachine_;

@@ -603,19 +603,6 @@ void WorkbenchWindow::shownOne(const QString& slot) {
 void WorkbenchWindow::showAnalysis(const std::shared_ptr<const profiler::TraceAnalysis>& analysis) {
   ShownTrace shown;
   shown.analysis = analysis;
-  // The strategy the trace ran last: the session's, else the panel's. Each rank is predicted
-  // by its pipeline stage's estimate (stages hold different layers).
-  shown.config = session_ ? std::optional(session_->config()) : panel_->config();
-  if (shown.config) {
-    const int ranks = shown.config->parallel.worldSize();
-    const std::vector<MemoryEstimate> stages =
-        estimateRankMemory(*shown.config, dataBytesInMemory(shown.config->data), ranks);
-    const int perStage = ranks / static_cast<int>(stages.size());
-    for (int r = 0; r < ranks; ++r) {
-      for (const MemoryItem& item : stages[static_cast<std::size_t>(r / perStage)].items)
-        shown.predictedMemory[r][item.name] = item.bytes;
-    }
-  }
   // The ended run switched live: the prediction is the last layout's, so are the peaks beside it.
   if (endedRun_.segments.size() > 1 && analysis->files.size() == 1 &&
       analysis->files.front() == endedRun_.tracePath) {
@@ -624,6 +611,20 @@ void WorkbenchWindow::showAnalysis(const std::shared_ptr<const profiler::TraceAn
       if (e.category == profiler::Category::Step && e.kind == profiler::EventKind::Span &&
           e.step == shown.fromStep)
         shown.fromNs = shown.fromNs == INT64_MIN ? e.startNs : std::min(shown.fromNs, e.startNs);
+    }
+  }
+  // The strategy the trace ran last: the session's, else the panel's. Each rank is predicted
+  // by its pipeline stage's estimate (stages hold different layers); the peaks from a switch
+  // on by the steps' alone (the switch's rebuilding is before them).
+  shown.config = session_ ? std::optional(session_->config()) : panel_->config();
+  if (shown.config) {
+    const int ranks = shown.config->parallel.worldSize();
+    const std::vector<MemoryEstimate> stages =
+        estimateRankMemory(*shown.config, dataBytesInMemory(shown.config->data), ranks);
+    const int perStage = ranks / static_cast<int>(stages.size());
+    for (int r = 0; r < ranks; ++r) {
+      for (const MemoryItem& item : stages[static_cast<std::size_t>(r / perStage)].items)
+        shown.predictedMemory[r][item.name] = shown.fromStep >= 0 ? item.stepBytes : item.bytes;
     }
   }
   shownAnalysis_ = analysis;
