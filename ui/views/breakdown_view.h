@@ -14,7 +14,7 @@ class BreakdownView : public QTableView, public WorkbenchView {
   Q_OBJECT
  public:
   explicit BreakdownView(QWidget* parent = nullptr);
-  BreakdownModel* model() const { return model_; }
+  BreakdownModel* breakdown() const { return model_; }
 
   QWidget* tab() override { return this; }
   void sessionStarted(const parascope::TrainConfig& config) override;

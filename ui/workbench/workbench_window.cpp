@@ -268,7 +268,7 @@ CommunicationView* WorkbenchWindow::communicationView() const {
 }
 
 BreakdownModel* WorkbenchWindow::breakdownModel() const {
-  return runView<BreakdownView>()->model();
+  return runView<BreakdownView>()->breakdown();
 }
 
 QComboBox* WorkbenchWindow::analysisChoice() const {
@@ -515,7 +515,7 @@ void WorkbenchWindow::showTabAnalysis(int tab) {
 }
 
 void WorkbenchWindow::analyse(const QString& slot, const QStringList& files,
-                              std::shared_ptr<const profiler::TraceData> trace) {
+                              const std::shared_ptr<const profiler::TraceData>& trace) {
   std::vector<std::string> paths;
   for (const QString& f : files) paths.push_back(f.toStdString());
   jobs_.start(

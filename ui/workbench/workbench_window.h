@@ -200,7 +200,7 @@ class WorkbenchWindow : public QMainWindow {
   // Analyses the traces in `files` off the GUI thread, or the run's `trace` in memory when
   // given (then `files` only names it).
   void analyse(const QString& slot, const QStringList& files,
-               std::shared_ptr<const profiler::TraceData> trace = {});
+               const std::shared_ptr<const profiler::TraceData>& trace = {});
   void analysed(const QString& slot,
                 const std::shared_ptr<const profiler::TraceAnalysis>& analysis);
   // The views follow the current trace tab: its analysis, or nothing while it is computed (the
