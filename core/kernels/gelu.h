@@ -7,7 +7,7 @@ namespace parascope::kernels {
 template <typename T>
 void geluForward(T* out, const T* inp, long N);
 
-// dinp is overwritten.
+// dinp is overwritten; it may be dout itself (in place), not any other overlap of the two.
 template <typename T>
 void geluBackward(T* dinp, const T* inp, const T* dout, long N);
 

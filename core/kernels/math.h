@@ -1,4 +1,4 @@
-// Branch-free exp and tanh that GCC vectorises inside plain loops (std::exp/std::tanh are
+// Branch-free exp and tanh that compilers vectorise inside plain loops (std::exp/std::tanh are
 // scalar library calls and would dominate the elementwise kernels). Accurate to a few ulp in
 // float; the double overloads defer to the standard library (used only by the gradient checks).
 #pragma once
@@ -13,7 +13,12 @@ namespace parascope::kernels {
 // polynomial (Cephes expf). Inputs below -87.3 flush to 0, above 88.7 saturate to FLT_MAX-ish.
 inline float fastExp(float x) {
   x = x < -87.33654f ? -87.33654f : (x > 88.72283f ? 88.72283f : x);
-  const float n = std::nearbyint(x * 1.44269504088896341f);
+  // n = nearbyint(x log2 e), rounded by adding and taking away 1.5 * 2^23, where a float's ulp
+  // is 1 (exact for |v| < 2^22; here |v| <= 128): std::nearbyint is a library call on CPUs
+  // without SSE4.1's roundps, the baseline x86-64 of a portable build, and a call in the loop
+  // keeps every element-wise kernel using this from vectorising there.
+  const float v = x * 1.44269504088896341f;
+  const float n = (v + 12582912.0f) - 12582912.0f;
   float r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
