@@ -473,6 +473,9 @@ std::uint32_t Importer::key(std::string_view raw) {
 
 void Importer::parseEvents(od::array events) {
   for (auto element : events) {
+    if ((eventIndex_ & 0xFFFF) == 0 && options_.cancel &&
+        options_.cancel->load(std::memory_order_relaxed))
+      throw ImportCancelled();
     od::value v = take(std::move(element), "malformed event");
     parseEvent(take(v.get_object(), "each trace event must be a JSON object"));
     ++eventIndex_;
@@ -964,6 +967,7 @@ TraceData importChromeTrace(const std::string& path, const ImportOptions& option
 TraceData importChromeTraces(const std::vector<std::string>& paths, const ImportOptions& options) {
   TraceData all;
   for (std::size_t i = 0; i < paths.size(); ++i) {
+    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) throw ImportCancelled();
     ImportOptions o = options;
     if (paths.size() > 1) o.defaultRank = static_cast<std::int32_t>(i);
     all.merge(importChromeTrace(paths[i], o));

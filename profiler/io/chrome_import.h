@@ -5,8 +5,10 @@
 // Bad input of any kind becomes a UserError naming the source and the line/column/byte.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +21,13 @@ struct ImportOptions {
   std::size_t maxBytes = std::size_t{4} << 30;  // input size after gunzip
   std::size_t maxEvents = 50'000'000;
   std::int32_t defaultRank = 0;  // for traces that do not say which rank wrote them
+  // Looked at between files and every 65536 events; once set, the import throws ImportCancelled
+  // (a view closed while its trace loads does not wait for the rest of the file).
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+struct ImportCancelled : std::runtime_error {
+  ImportCancelled() : std::runtime_error("the import was cancelled") {}
 };
 
 // Names (of events, counters, ranks and threads) longer than this are clipped as they are

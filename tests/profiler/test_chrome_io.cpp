@@ -2,6 +2,7 @@
 // file per rank and merged, gzip, and the errors bad input gets, each naming its position.
 #include <QTemporaryDir>
 #include <QtTest>
+#include <atomic>
 
 #include <fstream>
 
@@ -86,6 +87,7 @@ class TestChromeIo : public QObject {
   Q_OBJECT
  private slots:
   void roundTripMergedIsExact();
+  void importStopsWhenCancelled();
   void roundTripGzip();
   void runConfigRoundTrips();
   void perRankFilesMergeBack();
@@ -104,6 +106,23 @@ class TestChromeIo : public QObject {
   QTemporaryDir dir_;
   std::string path(const char* name) { return (dir_.path() + "/" + name).toStdString(); }
 };
+
+// A set cancel flag stops an import before its next file and within its events; unset, the
+// same import reads everything.
+void TestChromeIo::importStopsWhenCancelled() {
+  const TraceData t = richTrace();
+  const std::string a = path("cancel-a.json"), b = path("cancel-b.json");
+  exportChromeTrace(t, a);
+  exportChromeTrace(t, b);
+  std::atomic<bool> cancel{false};
+  ImportOptions options;
+  options.cancel = &cancel;
+  QCOMPARE(importChromeTraces({a, b}, options).events.size(), 2 * t.events.size());
+  cancel = true;
+  QVERIFY_THROWS_EXCEPTION(parascope::profiler::ImportCancelled,
+                           importChromeTraces({a, b}, options));
+  QVERIFY_THROWS_EXCEPTION(parascope::profiler::ImportCancelled, importChromeTrace(a, options));
+}
 
 void TestChromeIo::roundTripMergedIsExact() {
   const TraceData t = richTrace();

@@ -20,6 +20,7 @@
 #include "core/common/error.h"
 #include "core/session/session.h"
 #include "profiler/analysis/analysis_table.h"
+#include "ui/adaptive_splitter.h"
 #include "ui/timeline/counter_colors.h"
 #include "ui/timeline/timeline_view.h"
 #include "ui/views/analysis_table_model.h"
@@ -85,6 +86,7 @@ void addInstructions(parascope::profiler::TraceData& trace, int rank,
 class TestWorkbenchViews : public QObject {
   Q_OBJECT
  private slots:
+  void adaptiveSplitterTurnsWithItsHeight();
   void chartsDrawOnRefresh();
   void categoriesHaveFixedColors();
   void memoryViewUsesTheCategoryColors();
@@ -99,6 +101,29 @@ class TestWorkbenchViews : public QObject {
   void analysisTableShowsAnalyzeRows();
   void chartAxesTickAtRoundValues();
 };
+
+// Short: side by side, the first part its share of the width; tall: stacked, its share of the
+// height; each turn told once.
+void TestWorkbenchViews::adaptiveSplitterTurnsWithItsHeight() {
+  parascope::ui::AdaptiveSplitter split(300, 0.6);
+  split.addWidget(new QWidget);
+  split.addWidget(new QWidget);
+  std::vector<Qt::Orientation> turns;
+  split.setOnTurn([&](Qt::Orientation o) { turns.push_back(o); });
+  split.resize(1000, 200);
+  split.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&split));
+  QTRY_COMPARE(split.orientation(), Qt::Horizontal);
+  QCOMPARE(turns, std::vector<Qt::Orientation>{Qt::Horizontal});
+  QVERIFY(std::abs(split.sizes()[0] - 600) <= split.handleWidth());
+  split.resize(1000, 299);
+  QTest::qWait(20);
+  QCOMPARE(turns.size(), std::size_t{1});  // still short: no turn
+  split.resize(1000, 800);
+  QTRY_COMPARE(split.orientation(), Qt::Vertical);
+  QCOMPARE(turns, (std::vector<Qt::Orientation>{Qt::Horizontal, Qt::Vertical}));
+  QVERIFY(std::abs(split.sizes()[0] - 480) <= split.handleWidth());
+}
 
 void TestWorkbenchViews::chartsDrawOnRefresh() {
   LiveCharts charts;

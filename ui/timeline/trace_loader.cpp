@@ -25,14 +25,18 @@ void TraceLoader::load(const QStringList& paths) {
   std::vector<std::string> files;
   for (const QString& p : paths) files.push_back(p.toStdString());
   start(tr("Reading %1 file(s)").arg(paths.size()), paths.join(", "),
-        [files] { return profiler::importChromeTraces(files); });
+        [files](const JobTracker::Job& job) {
+          profiler::ImportOptions options;
+          options.cancel = job.cancelFlag();  // a closed view waits for no file
+          return profiler::importChromeTraces(files, options);
+        });
 }
 
-void TraceLoader::load(const QString& what, Reader read) {
-  start(tr("Reading %1").arg(what), what, std::move(read));
+void TraceLoader::load(const QString& what, const Reader& read) {
+  start(tr("Reading %1").arg(what), what, [read](const JobTracker::Job&) { return read(); });
 }
 
-void TraceLoader::start(const QString& reading, const QString& what, Reader read) {
+void TraceLoader::start(const QString& reading, const QString& what, JobReader read) {
   // Said here rather than by the job: a report the job makes before its import changes nothing
   // the user sees, and the import is most of the load.
   emit progress(reading, -1);
@@ -41,7 +45,7 @@ void TraceLoader::start(const QString& reading, const QString& what, Reader read
   jobs_.start(
       kSlot,
       [read = std::move(read), building, empty](const JobTracker::Job& job) {
-        const profiler::TraceData trace = read();
+        const profiler::TraceData trace = read(job);
         if (trace.events.empty()) throw std::runtime_error(empty);
         Loaded out;
         auto index = std::make_shared<profiler::TimelineIndex>();

@@ -24,7 +24,7 @@ class TraceLoader : public QObject {
   // A trace `read` on the worker thread (composed from several, say); `what` names it in
   // messages, and an exception `read` throws fails the load with its message.
   using Reader = std::function<profiler::TraceData()>;
-  void load(const QString& what, Reader read);
+  void load(const QString& what, const Reader& read);
   void cancel();
   bool running() const { return jobs_.running(kSlot); }
 
@@ -36,7 +36,8 @@ class TraceLoader : public QObject {
 
  private:
   static inline const QString kSlot = QStringLiteral("load");
-  void start(const QString& reading, const QString& what, Reader read);
+  using JobReader = std::function<profiler::TraceData(const JobTracker::Job&)>;
+  void start(const QString& reading, const QString& what, JobReader read);
 
   JobTracker jobs_;
 };

@@ -10,7 +10,6 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QRegularExpression>
-#include <QResizeEvent>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
@@ -177,13 +176,17 @@ PlannerView::PlannerView(QWidget* parent) : QWidget(parent) {
   below_->setStretchFactor(0, 2);
   below_->setStretchFactor(1, 3);
   below_->setSizes({400, 600});
-  split_ = new QSplitter(Qt::Vertical);
+  // In the workbench's short, wide tab the details go beside the table, which then keeps the
+  // tab's height; in a tall one below it, their two parts then side by side.
+  split_ = new AdaptiveSplitter(kStackedFrom);
   split_->setObjectName(QStringLiteral("plannerSplit"));
   split_->addWidget(table_);
   split_->addWidget(below_);
-  split_->setChildrenCollapsible(false);
   split_->setStretchFactor(0, 3);
   split_->setStretchFactor(1, 2);
+  split_->setOnTurn([this](Qt::Orientation o) {
+    below_->setOrientation(o == Qt::Horizontal ? Qt::Vertical : Qt::Horizontal);
+  });
   timeline_->setMinimumSize(200, 60);
 
   auto* layout = new QVBoxLayout(this);
@@ -198,19 +201,6 @@ PlannerView::PlannerView(QWidget* parent) : QWidget(parent) {
   setSummary(tr("Pick a model, a system and a GPU count, then Plan: every strategy is checked by "
                 "the config's rules and the device's memory, and ranked by its simulated step"),
              false);
-}
-
-// In the workbench's short, wide tab the details go beside the table, which then keeps the
-// tab's height (stacked, it got little more than its header); in a tall one, below it.
-void PlannerView::resizeEvent(QResizeEvent* event) {
-  QWidget::resizeEvent(event);
-  const Qt::Orientation want = height() < kStackedMinHeight ? Qt::Horizontal : Qt::Vertical;
-  if (split_->orientation() == want) return;
-  split_->setOrientation(want);
-  // The details' two parts the other way: side by side under the table, stacked beside it.
-  below_->setOrientation(want == Qt::Horizontal ? Qt::Vertical : Qt::Horizontal);
-  const int along = want == Qt::Horizontal ? split_->width() : split_->height();
-  split_->setSizes({along * 3 / 5, along - along * 3 / 5});
 }
 
 void PlannerView::setPanelDocument(std::function<nlohmann::json()> document) {

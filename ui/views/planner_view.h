@@ -20,6 +20,7 @@
 
 #include "core/plan/search.h"
 #include "core/plan/system.h"
+#include "ui/adaptive_splitter.h"
 #include "ui/job_tracker.h"
 
 class QComboBox;
@@ -27,7 +28,6 @@ class QLabel;
 class QLineEdit;
 class QPushButton;
 class QSpinBox;
-class QSplitter;
 class QTableView;
 class QTableWidget;
 
@@ -69,18 +69,16 @@ class PlannerView : public QWidget {
   // The selected candidate's step split and limit.
   QString detail() const;
   bool searching() const { return searching_; }
-  // Below this height the details sit beside the table rather than under it.
-  static constexpr int kStackedMinHeight = 420;
-  QSplitter* split() const { return split_; }
+  // From this height of the table's and the details' splitter on, the details go under the
+  // table; below it, beside it.
+  static constexpr int kStackedFrom = 300;
+  AdaptiveSplitter* split() const { return split_; }
 
  public slots:
   // Searches the chosen model, system and GPUs (a search in flight is cancelled).
   void plan();
   // The selected candidate into the strategy panel (applyRequested).
   void apply();
-
- protected:
-  void resizeEvent(QResizeEvent* event) override;
 
  signals:
   void searchEnded(bool failed);
@@ -123,7 +121,7 @@ class PlannerView : public QWidget {
   QTableView* table_ = nullptr;
   QTableWidget* memory_ = nullptr;
   TimelineView* timeline_ = nullptr;
-  QSplitter* split_ = nullptr;
+  AdaptiveSplitter* split_ = nullptr;
   QSplitter* below_ = nullptr;
 
   std::function<nlohmann::json()> panelDocument_;

@@ -38,6 +38,7 @@
 #include "profiler/analysis/analysis_table.h"
 #include "profiler/io/chrome_import.h"
 #include "profiler/live_trace.h"
+#include "ui/adaptive_splitter.h"
 #include "ui/gui_output.h"
 #include "ui/name_columns.h"
 #include "ui/timeline/timeline_window.h"
@@ -64,6 +65,8 @@ namespace {
 // Ended runs and opened traces whose events stay in memory for Compare's diffs (each as large
 // as its trace's events); older ones are read from their files when picked.
 constexpr std::size_t kTracesInMemory = 4;
+// From this height on Compare stacks its segments over the diff; below it, side by side.
+constexpr int kCompareStackedFrom = 360;
 
 // Reports are drained every 16 ms frame (a rank waiting on a full queue waits one frame at
 // most), but what they change is drawn less often: each redraw of the charts or the timeline
@@ -209,19 +212,25 @@ void WorkbenchWindow::buildViews() {
     if (logFollows_) logView_->scrollToBottom();
   });
   segments_ = new SegmentModel(this);
-  auto* compare = new QWidget;
+  auto* segmentsPage = new QWidget;
   auto* compareView = new QTableView;
   compareView->setObjectName(QStringLiteral("compareView"));
   compareView->setModel(segments_);
   compareView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   auto* exportCompare = new QPushButton(tr("Export as CSV or JSON..."));
   connect(exportCompare, &QPushButton::clicked, this, &WorkbenchWindow::exportComparison);
-  auto* compareLayout = new QVBoxLayout(compare);
+  auto* compareLayout = new QVBoxLayout(segmentsPage);
+  compareLayout->setContentsMargins(0, 0, 0, 0);
   compareLayout->addWidget(new QLabel(
       tr("Each run and each live switch starts a segment; ★ marks the best of a column.")));
   compareLayout->addWidget(compareView, 1);
   compareLayout->addWidget(exportCompare, 0, Qt::AlignRight);
-  compareLayout->addWidget(buildDiff(), 1);
+  // The segments beside the diff in a short tab (each keeps the tab's height for its rows),
+  // above it in a tall one.
+  auto* compare = new AdaptiveSplitter(kCompareStackedFrom, 0.5);
+  compare->setObjectName(QStringLiteral("compareSplit"));
+  compare->addWidget(segmentsPage);
+  compare->addWidget(buildDiff());
   views_->addTab(logView_, tr("Log"));
   for (const ViewRegistration& registration : workbenchViews()) {
     WorkbenchView* view = registration.make();
