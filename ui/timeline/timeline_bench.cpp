@@ -111,8 +111,8 @@ std::pair<Timing, Timing> importThenIndex(const std::string& path) {
   return {importTime, indexTime};
 }
 
-// Opens the file as the workbench does: the loader's worker thread, its queued hand-over. Wall
-// time until the index arrives; CPU time until the worker has ended.
+// Opens the file as the workbench does: the loader's job, its hand-over to this thread at the
+// job tracker's next poll. Wall time until the index arrives; CPU time until the job has ended.
 Timing open(const std::string& path) {
   std::shared_ptr<profiler::TimelineIndex> opened;  // freed after the clock stops
   QString error;
