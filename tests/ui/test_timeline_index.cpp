@@ -20,6 +20,7 @@
 #include "profiler/timeline/timeline_index.h"
 #include "profiler/timeline/timeline_lod.h"
 #include "profiler/timeline/timeline_search.h"
+#include "tests/ui/nested_steps.h"
 #include "ui/timeline/timeline_export.h"
 
 namespace profiler = parascope::profiler;
@@ -479,27 +480,7 @@ void TestTimelineIndex::selectionStatsOverARange() {
 // Two ranks, each a step holding F (with a gemm) then B (a gemm and a gelu): the graph merges
 // both ranks by path, gemm under F apart from gemm under B; a range clips the times.
 void TestTimelineIndex::flameGraphMergesPaths() {
-  profiler::TraceData trace;
-  auto span = [&](int rank, const char* name, std::int64_t from, std::int64_t to) {
-    profiler::Event e;
-    e.rank = rank;
-    e.lane = parascope::trace::lane::kCompute;
-    e.category = profiler::Category::Compute;
-    e.name = trace.strings.intern(name);
-    e.startNs = from;
-    e.endNs = to;
-    trace.events.push_back(e);
-  };
-  for (int rank = 0; rank < 2; ++rank) {
-    const std::int64_t o = rank * 5;  // rank 1 a little later
-    span(rank, "step", o, o + 100);
-    span(rank, "F", o + 10, o + 40);
-    span(rank, "gemm", o + 15, o + 30);
-    span(rank, "B", o + 50, o + 90);
-    span(rank, "gemm", o + 55, o + 70);
-    span(rank, "gelu", o + 72, o + 80);
-  }
-  trace.sortByTime();
+  const profiler::TraceData trace = nestedSteps(5);  // rank 1 a little later
   profiler::TimelineIndex index;
   index.build(trace);
   std::vector<std::uint32_t> lanes;

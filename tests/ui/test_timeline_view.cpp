@@ -27,6 +27,7 @@
 #include "profiler/io/chrome_import.h"
 #include "profiler/synthetic_trace.h"
 #include "profiler/timeline/flame_graph.h"
+#include "tests/ui/nested_steps.h"
 #include "ui/timeline/flame_view.h"
 #include "ui/timeline/timeline_export.h"
 #include "ui/timeline/timeline_window.h"
@@ -126,26 +127,7 @@ void TestTimelineView::dragPansAndKeysMove() {
 // Two ranks of step > F > gemm and step > B > (gemm, gelu): the icicle's boxes sit where their
 // times put them, a click zooms in and out, and hovering names the path and its times.
 void TestTimelineView::flameViewZoomsAndDescribes() {
-  profiler::TraceData trace;
-  auto span = [&](int rank, const char* name, std::int64_t from, std::int64_t to) {
-    profiler::Event e;
-    e.rank = rank;
-    e.lane = parascope::trace::lane::kCompute;
-    e.category = profiler::Category::Compute;
-    e.name = trace.strings.intern(name);
-    e.startNs = from;
-    e.endNs = to;
-    trace.events.push_back(e);
-  };
-  for (int rank = 0; rank < 2; ++rank) {
-    span(rank, "step", 0, 100);
-    span(rank, "F", 10, 40);
-    span(rank, "gemm", 15, 30);
-    span(rank, "B", 50, 90);
-    span(rank, "gemm", 55, 70);
-    span(rank, "gelu", 72, 80);
-  }
-  trace.sortByTime();
+  const profiler::TraceData trace = nestedSteps(0);
   profiler::TimelineIndex index;
   index.build(trace);
   std::vector<std::uint32_t> lanes;
