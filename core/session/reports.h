@@ -29,6 +29,9 @@ struct SwitchReport {
   int worldBefore = 1, worldAfter = 1;
   double milliseconds = 0;      // from the step boundary until the new layout could run
   std::int64_t bytesMoved = 0;  // state bytes copied into the new layout, all ranks together
+  // Of the new layout's memory, bytes on pages the old layout (or an earlier one) gave back,
+  // already touched, rather than faulted in fresh; all ranks together.
+  std::int64_t bytesReused = 0;
 };
 
 // A checkpoint written (Session::saveCheckpoint, save_interval, the end of a run) or loaded.

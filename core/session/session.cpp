@@ -282,10 +282,12 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
     slot.trainer = std::make_unique<Trainer>(config, *slot.allocator, world, false);
     if (options_.world) {
       // The same processes, other slices: point-to-point transfers of what each rank lacks.
-      std::int64_t bytes = reshardOver(world, retiring_.front().trainer->state(),
-                                       slot.trainer->state(), *slot.allocator);
-      world.allReduce(&bytes, &bytes, 1, DType::I64, ReduceOp::Sum);
-      switchBytes_ = bytes;
+      std::int64_t bytes[2] = {reshardOver(world, retiring_.front().trainer->state(),
+                                           slot.trainer->state(), *slot.allocator),
+                               pages().reusedBytes() - switchReusedFrom_};
+      world.allReduce(bytes, bytes, 2, DType::I64, ReduceOp::Sum);
+      switchBytes_ = bytes[0];
+      switchReused_ = bytes[1];
     } else {
       switchBytes_ += copyState(*switchIndex_, slot.trainer->state());
     }
@@ -302,6 +304,7 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
       r.worldAfter = world.size();
       r.milliseconds = millisecondsSince(switchStart_);
       r.bytesMoved = switchBytes_.load();
+      r.bytesReused = options_.world ? switchReused_ : pages().reusedBytes() - switchReusedFrom_;
       // The new layout could run from here; freeing the old one is not part of the switch.
       retiring_.clear();
       switchIndex_.reset();
@@ -496,6 +499,10 @@ std::shared_ptr<RankMemoryTrack> Session::memoryTrack(int rank) {
   return memoryTracks_[r];
 }
 
+PagePool& Session::pages() const {
+  return options_.world && options_.allocator ? options_.allocator->pages() : *pages_;
+}
+
 // One layout's ranks, from its first step boundary to the end of the run or a switch.
 void Session::runLayout(int ranks) {
   slots_.clear();
@@ -505,7 +512,7 @@ void Session::runLayout(int ranks) {
     if (options_.world && options_.allocator) {
       slot.allocator = options_.allocator;
     } else {
-      slot.own = std::make_unique<Allocator>();
+      slot.own = std::make_unique<Allocator>(Device::cpu(), pages_);
       slot.own->setTrack(
           memoryTrack(options_.world ? options_.world->rank() : static_cast<int>(i)));
       slot.allocator = slot.own.get();
@@ -566,9 +573,24 @@ FinishedReport Session::run() {
       states.reserve(slots_.size());
       for (RankSlot& slot : slots_) states.push_back(slot.trainer->state());
       for (const RankState& s : states) views.push_back(&s);
-      if (!mpi) switchIndex_ = std::make_unique<StateIndex>(views);
       switchCounters_ = states.front().counters;
+      if (!mpi) {
+        switchIndex_ = std::make_unique<StateIndex>(views);
+        // A rank that owns nothing the copies read (a data-parallel replica without ZeRO) goes
+        // now, before the new layout allocates: its pages are for the new layout's tensors.
+        for (std::size_t i = 0; i < slots_.size(); ++i) {
+          const auto& slices = states[i].slices;
+          if (std::none_of(slices.begin(), slices.end(),
+                           [](const StateSlice& s) { return s.owned; }))
+            slots_[i].trainer.reset();
+        }
+      }
       switchBytes_ = 0;
+      // What the old layout's allocators hold unused (a step's activations and buffers, the
+      // replicas just freed) is for the new layout's tensors from the start; the rest of the
+      // old state follows once copied.
+      for (RankSlot& slot : slots_) slot.allocator->releaseCached();
+      switchReusedFrom_ = pages().reusedBytes();
       switching_ = true;
       retiring_ = std::move(slots_);
       std::lock_guard lock(mutex_);

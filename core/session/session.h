@@ -118,6 +118,7 @@ class Session {
   void checkBeforeStart(bool mpi) const;
   std::string outOfMemoryReason(bool mpi) const;
   std::shared_ptr<RankMemoryTrack> memoryTrack(int rank);
+  PagePool& pages() const;
   void runLayout(int ranks);
   void runRank(Communicator& world, RankSlot& slot);
   Ending trainRank(Communicator& world, RankSlot& slot);
@@ -152,6 +153,12 @@ class Session {
   TrainConfig switchFrom_;
   std::chrono::steady_clock::time_point switchStart_;
   std::atomic<std::int64_t> switchBytes_{0};
+  std::int64_t switchReusedFrom_ = 0;  // pages().reusedBytes() when the switch began
+  std::int64_t switchReused_ = 0;      // under MPI: the processes' reused bytes, summed
+  // Every layout's large blocks, kept when a layout ends so that the next one (other sizes) takes
+  // their pages touched rather than faulting fresh ones: with the session or SessionOptions'
+  // allocator.
+  std::shared_ptr<PagePool> pages_ = std::make_shared<PagePool>();
   std::atomic<std::int64_t> loadBytes_{0};  // read by the ranks loading a checkpoint
   // --load's checkpoint, opened once for the process before any rank starts; every rank reads
   // from it. Released when the first layout is built.

@@ -1,7 +1,5 @@
 #include "core/tensor/allocator.h"
 
-#include <sys/mman.h>
-
 #include <cstdlib>
 #include <new>
 
@@ -36,21 +34,14 @@ namespace {
 constexpr const char* kCounterNames[kMemoryCategoryCount] = {
     "parameter", "gradient", "optimizer_state", "activation", "communication_buffer", "workspace"};
 
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
+constexpr std::size_t kHugePage = PagePool::kGranule;
 
-// Blocks of a huge page or more are huge-page aligned and sized, so the kernel can back them
-// with transparent huge pages: BLAS packing walks these matrices and 4 KiB pages cost it TLB
-// misses.
+// Blocks of a huge page or more are huge-page aligned and sized (the page pool's), so the kernel
+// can back them with transparent huge pages: BLAS packing walks these matrices and 4 KiB pages
+// cost it TLB misses.
 std::size_t roundedSize(std::size_t bytes) {
   if (bytes >= kHugePage) return ((bytes + kHugePage - 1) / kHugePage) * kHugePage;
   return bytes == 0 ? kAlignment : ((bytes + kAlignment - 1) / kAlignment) * kAlignment;
-}
-
-void* allocateBlock(std::size_t rounded) {
-  if (rounded < kHugePage) return std::aligned_alloc(kAlignment, rounded);
-  void* p = std::aligned_alloc(kHugePage, rounded);
-  if (p != nullptr) madvise(p, rounded, MADV_HUGEPAGE);  // advice only: failure is harmless
-  return p;
 }
 }  // namespace
 
@@ -70,8 +61,10 @@ void* Allocator::allocate(std::size_t bytes, MemoryCategory category) {
       cached_ -= static_cast<std::int64_t>(rounded);
     }
   }
-  if (p == nullptr) p = allocateBlock(rounded);
-  if (p == nullptr) throw std::bad_alloc();
+  if (p == nullptr) {
+    p = rounded < kHugePage ? std::aligned_alloc(kAlignment, rounded) : pages_->take(rounded);
+    if (p == nullptr) throw std::bad_alloc();
+  }
   account(p, static_cast<std::int64_t>(bytes), category);
   return p;
 }
@@ -85,7 +78,11 @@ void Allocator::deallocate(void* p, std::size_t bytes, MemoryCategory category) 
     cache_[rounded].push_back(p);
     cached_ += static_cast<std::int64_t>(rounded);
   } catch (...) {  // no memory for the cache's bookkeeping: give the block back instead
-    std::free(p);
+    if (rounded < kHugePage) {
+      std::free(p);
+    } else {
+      pages_->give(p, rounded);
+    }
   }
 }
 
@@ -97,7 +94,13 @@ std::int64_t Allocator::cachedBytes() const {
 void Allocator::releaseCached() {
   std::lock_guard<std::mutex> lock(cacheMutex_);
   for (auto& [size, blocks] : cache_) {
-    for (void* p : blocks) std::free(p);
+    for (void* p : blocks) {
+      if (size < kHugePage) {
+        std::free(p);
+      } else {
+        pages_->give(p, size);
+      }
+    }
   }
   cache_.clear();
   cached_ = 0;

@@ -4,7 +4,8 @@
 // category). One Allocator per rank.
 // Released blocks are kept for reuse by size (a training step allocates the same shapes every
 // time; returning them to the OS would cost page faults each step). Cached blocks are not live:
-// they are reported apart, as cachedBytes().
+// they are reported apart, as cachedBytes(). Blocks of 2 MiB or more come from a PagePool, its
+// own or one shared with the allocators of other layouts, and go back to it when released.
 #pragma once
 
 #include <array>
@@ -17,6 +18,8 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "core/tensor/page_pool.h"
 
 namespace parascope {
 
@@ -65,7 +68,9 @@ class RankMemoryTrack {
 
 class Allocator {
  public:
-  explicit Allocator(Device device = Device::cpu()) : device_(device) {}
+  explicit Allocator(Device device = Device::cpu(),
+                     std::shared_ptr<PagePool> pages = std::make_shared<PagePool>())
+      : device_(device), pages_(std::move(pages)) {}
   ~Allocator();
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
@@ -82,7 +87,7 @@ class Allocator {
   void resetPeaks();
   // Bytes held for reuse, not in any tensor.
   std::int64_t cachedBytes() const;
-  // Returns every cached block to the system.
+  // Returns every cached block: the small ones to the system, the others to the page pool.
   void releaseCached();
 
   // Set before the allocator is shared between threads; called on the allocating thread.
@@ -91,11 +96,13 @@ class Allocator {
   // (without one, each change is a counter sample of the allocating thread's rank).
   void setTrack(std::shared_ptr<RankMemoryTrack> track) { track_ = std::move(track); }
   Device device() const { return device_; }
+  PagePool& pages() const { return *pages_; }
 
  private:
   void account(const void* p, std::int64_t delta, MemoryCategory c);
 
   Device device_;
+  std::shared_ptr<PagePool> pages_;
   std::array<std::atomic<std::int64_t>, kMemoryCategoryCount> live_{};
   std::array<std::atomic<std::int64_t>, kMemoryCategoryCount> peak_{};
   std::atomic<std::int64_t> liveTotal_{0};

@@ -2,7 +2,10 @@
 #include <QtTest>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <memory>
+#include <new>
 #include <vector>
 
 #include "core/common/error.h"
@@ -19,6 +22,9 @@ class TestTensor : public QObject {
   void allocatorTracksLiveAndPeakPerCategory();
   void allocatorHookSeesEveryEvent();
   void allocatorReusesReleasedBlocks();
+  void pagePoolMovesPagesIntoOtherSizes();
+  void pagePoolRefusesPartialGranules();
+  void allocatorsSharingAPoolReuseEachOthersPages();
   void viewsShareStorage();
   void dtypeNamesParseAndRejectUnknown();
 };
@@ -123,6 +129,69 @@ void TestTensor::allocatorReusesReleasedBlocks() {
   QVERIFY(other.raw() != first);
   a.releaseCached();
   QCOMPARE(a.cachedBytes(), 0);
+}
+
+// Pages given back come back with their bytes: moved, not copied and not fresh (which would read
+// as zeros).
+void TestTensor::pagePoolMovesPagesIntoOtherSizes() {
+  constexpr std::size_t g = PagePool::kGranule;
+  PagePool pool;
+  auto* block = static_cast<unsigned char*>(pool.take(2 * g));
+  std::memset(block, 0xA1, g);
+  std::memset(block + g, 0xB2, g);
+  pool.give(block, 2 * g);
+  QCOMPARE(pool.heldBytes(), std::int64_t{2 * g});
+  QCOMPARE(pool.reusedBytes(), 0);
+
+  // One granule: the block's last one, moved.
+  auto* one = static_cast<unsigned char*>(pool.take(g));
+  QCOMPARE(one[0], 0xB2);
+  QCOMPARE(one[g - 1], 0xB2);
+  QCOMPARE(pool.heldBytes(), std::int64_t{g});
+  QCOMPARE(pool.reusedBytes(), std::int64_t{g});
+
+  // Three granules: the block's first granule at the end, then fresh memory.
+  auto* three = static_cast<unsigned char*>(pool.take(3 * g));
+  QCOMPARE(three[0], 0xA1);
+  QCOMPARE(three[g - 1], 0xA1);
+  QCOMPARE(three[g], 0);
+  QCOMPARE(three[3 * g - 1], 0);
+  QCOMPARE(pool.heldBytes(), 0);
+  QCOMPARE(pool.reusedBytes(), std::int64_t{2 * g});
+  three[2 * g] = 1;  // every granule is mapped and writable
+
+  // A block of the size asked for is handed out whole, where it was.
+  pool.give(one, g);
+  QCOMPARE(pool.take(g), static_cast<void*>(one));
+  pool.give(one, g);
+  pool.give(three, 3 * g);
+  pool.release();
+  QCOMPARE(pool.heldBytes(), 0);
+}
+
+void TestTensor::pagePoolRefusesPartialGranules() {
+  PagePool pool;
+  QVERIFY_THROWS_EXCEPTION(std::bad_alloc, pool.take(0));
+  QVERIFY_THROWS_EXCEPTION(std::bad_alloc, pool.take(PagePool::kGranule + 4096));
+  QCOMPARE(pool.heldBytes(), 0);
+}
+
+// A layout's allocator gone, the next one's tensors of other sizes land on its pages.
+void TestTensor::allocatorsSharingAPoolReuseEachOthersPages() {
+  auto pool = std::make_shared<PagePool>();
+  constexpr std::int64_t kFloats = 3 * (1 << 20);  // 12 MiB: six granules
+  {
+    Allocator old(Device::cpu(), pool);
+    Tensor t = Tensor::empty({kFloats}, DType::F32, MemoryCategory::OptimizerState, old);
+    Tensor small = Tensor::empty({10}, DType::F32, MemoryCategory::Activation, old);
+  }
+  QCOMPARE(pool->heldBytes(), std::int64_t{12} << 20);  // the small block went to the system
+  Allocator next(Device::cpu(), pool);
+  Tensor a = Tensor::zeros({kFloats / 3}, DType::F32, MemoryCategory::Parameter, next);
+  QCOMPARE(pool->reusedBytes(), std::int64_t{4} << 20);
+  QCOMPARE(next.liveBytes(MemoryCategory::Parameter), kFloats / 3 * 4);
+  QCOMPARE(next.cachedBytes(), 0);
+  QCOMPARE(a.data<float>()[kFloats / 3 - 1], 0.0f);
 }
 
 void TestTensor::viewsShareStorage() {
