@@ -1,6 +1,7 @@
 // parascope-cli bench step: training-step throughput of the reference GPT-mini on one rank or
 // on --tp x --dp in-process ranks (--zero stage), with model FLOPs utilisation against
-// this machine's single-thread sgemm peak times the ranks, measured in the same run, and per
+// this machine's single-thread sgemm peak times the ranks and, beside it, against the CPU's own
+// multiply-add peak (what the BLAS kernels in use cost), both measured in the same run, and per
 // rank the exposed (not overlapped) communication and peak memory by category. A benchmark
 // prints figures; it never passes or fails.
 #include "bench/step.h"
@@ -20,6 +21,7 @@
 #include "core/common/shipped_file.h"
 #include "core/common/subprocess.h"
 #include "core/config/config_keys.h"
+#include "core/kernels/fma_peak.h"
 #include "core/kernels/matmul.h"
 #include "core/kernels/sgemm_peak.h"
 #include "core/parallel/schedule.h"
@@ -90,7 +92,8 @@ std::vector<KernelTime> kernelBreakdown(const profiler::TraceData& data, int ste
   return out;
 }
 
-void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, double peak) {
+void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, double peak,
+                          const kernels::FmaPeak& fma) {
   const int ranks = config.parallel.worldSize();
   const BenchRun run = runBenchSession(config, o.warmup, o.steps, 0, nullptr);
   const std::vector<RankFigures>& figures = run.ranks;
@@ -108,7 +111,10 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
                            {"step_time_median_s", median},
                            {"tokens_per_s", tokensPerSecond},
                            {"sgemm_peak_gflops_per_rank", peak / 1e9},
-                           {"mfu", mfu}};
+                           {"fma_peak_gflops_per_rank", fma.flopsPerSecond / 1e9},
+                           {"fma_isa", fma.isa},
+                           {"mfu", mfu},
+                           {"mfu_of_fma_peak", mfu * peak / fma.flopsPerSecond}};
     for (const auto& [key, value] : strategySettings(config)) line[key] = value;
     std::printf("%s\n", line.dump().c_str());
   } else {
@@ -125,6 +131,9 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
     std::printf("throughput           %.0f tokens/s\n", tokensPerSecond);
     std::printf("MFU                  %.1f%% of %d x single-thread sgemm peak (%.2f GFLOP/s)\n",
                 100.0 * mfu, ranks, peak / 1e9);
+    std::printf("                     %.1f%% of %d x single-thread FMA peak (%.2f GFLOP/s, %s)\n",
+                100.0 * mfu * peak / fma.flopsPerSecond, ranks, fma.flopsPerSecond / 1e9,
+                fma.isa.c_str());
     std::printf(
         "\n  rank  exposed comm/step  share   peak MiB: param grad optim activ comm work\n");
   }
@@ -179,6 +188,8 @@ void runBenchStep(const BenchStepOptions& o) {
   kernels::setBlasThreads(1);
   // Measured in this run (the workbench's cached peak is not used): a benchmark stands alone.
   const double peak = kernels::measureSgemmPeak();
+  const kernels::FmaPeak fma = kernels::measureFmaPeak();
+  const std::string blasCore = kernels::blasCoreName();
   nlohmann::json doc = {{"model", {{"type", "gpt"}}},
                         {"train_micro_batch_size_per_gpu", 8},
                         {"train_iters", o.warmup + o.steps},
@@ -204,7 +215,7 @@ void runBenchStep(const BenchStepOptions& o) {
     return;
   }
   if (config.parallel.worldSize() > 1) {
-    runBenchStepParallel(o, config, peak);
+    runBenchStepParallel(o, config, peak, fma);
     return;
   }
   const int tracedSteps = std::max(3, o.steps / 4);
@@ -236,7 +247,11 @@ void runBenchStep(const BenchStepOptions& o) {
                                        {"model_flops_per_token", flopsPerToken},
                                        {"achieved_gflops", achieved / 1e9},
                                        {"sgemm_peak_gflops", peak / 1e9},
-                                       {"mfu", mfu}}
+                                       {"blas_core", blasCore},
+                                       {"fma_peak_gflops", fma.flopsPerSecond / 1e9},
+                                       {"fma_isa", fma.isa},
+                                       {"mfu", mfu},
+                                       {"mfu_of_fma_peak", achieved / fma.flopsPerSecond}}
                             .dump()
                             .c_str());
     if (o.pytorch) {
@@ -245,6 +260,9 @@ void runBenchStep(const BenchStepOptions& o) {
                                          {"tokens_per_s", torchTokensPerSecond},
                                          {"step_time_median_s", torch["step_time_median_s"]},
                                          {"mfu", torchMfu},
+                                         {"mfu_of_fma_peak",
+                                          modelFlopsPerSecond(torchTokensPerSecond, flopsPerToken) /
+                                              fma.flopsPerSecond},
                                          {"speedup", tokensPerSecond / torchTokensPerSecond}}
                               .dump()
                               .c_str());
@@ -270,14 +288,21 @@ void runBenchStep(const BenchStepOptions& o) {
   std::printf("throughput           %.0f tokens/s\n", tokensPerSecond);
   std::printf("model FLOPs/token    %.4g (6 N + 12 L T C)\n", flopsPerToken);
   std::printf("achieved             %.2f GFLOP/s\n", achieved / 1e9);
-  std::printf("sgemm peak (1 thr)   %.2f GFLOP/s\n", peak / 1e9);
-  std::printf("MFU                  %.1f%% of single-thread sgemm peak\n", 100.0 * mfu);
+  std::printf("sgemm peak (1 thr)   %.2f GFLOP/s (OpenBLAS kernels: %s)\n", peak / 1e9,
+              blasCore.c_str());
+  std::printf("FMA peak (1 thr)     %.2f GFLOP/s (%s); the sgemm kernels reach %.1f%% of it\n",
+              fma.flopsPerSecond / 1e9, fma.isa.c_str(), 100.0 * peak / fma.flopsPerSecond);
+  std::printf("MFU                  %.1f%% of single-thread sgemm peak, %.1f%% of the FMA peak\n",
+              100.0 * mfu, 100.0 * achieved / fma.flopsPerSecond);
   if (o.pytorch) {
     std::printf("\nPyTorch %s, same model, 1 thread:\n",
                 torch["version"].get<std::string>().c_str());
     std::printf("throughput           %.0f tokens/s (%.2f ms/step)\n", torchTokensPerSecond,
                 torch["step_time_median_s"].get<double>() * 1e3);
-    std::printf("MFU                  %.1f%%\n", 100.0 * torchMfu);
+    std::printf(
+        "MFU                  %.1f%% of single-thread sgemm peak, %.1f%% of the FMA peak\n",
+        100.0 * torchMfu,
+        100.0 * modelFlopsPerSecond(torchTokensPerSecond, flopsPerToken) / fma.flopsPerSecond);
     std::printf("ParaScope / PyTorch  %.2fx\n", tokensPerSecond / torchTokensPerSecond);
   }
   std::printf("\nwhere a step goes (traced steps, %.2f ms each):\n", tracedStepMs);

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/kernels/fma_peak.h"
 #include "core/kernels/sgemm_peak.h"
 
 using namespace parascope::kernels;
@@ -83,6 +84,7 @@ class TestSgemmPeak : public QObject {
   void ignoresAndReplacesAForeignOrCorruptFile();
   void unwritableCacheIsNotFatal();
   void sgemmPeakMeasuresOnlyWithoutACache();
+  void fmaPeakTimesTheWidestUnitsThisCpuHas();
 
  private:
   QTemporaryDir cacheHome_;
@@ -223,4 +225,22 @@ void TestSgemmPeak::sgemmPeakMeasuresOnlyWithoutACache() {
 }
 
 QTEST_GUILESS_MAIN(TestSgemmPeak)
+// The FMA probe picks the widest instructions the CPU reports (asked here of the compiler's own
+// CPU check) and keeps its fastest sample, in FLOPs of 2 per lane and multiply-add.
+void TestSgemmPeak::fmaPeakTimesTheWidestUnitsThisCpuHas() {
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const std::string isa = avx512 ? "avx512f" : avx2 ? "avx2+fma" : "sse2";
+  const int lanes = avx512 ? 16 : avx2 ? 8 : 4;
+  FakeClock clock{{kSlow, kFast, kSlow}};
+  const FmaPeak peak = measureFmaPeak(std::ref(clock));
+  QCOMPARE(peak.isa, isa);
+  QCOMPARE(peak.lanes, lanes);
+  const double flops = 2.0 * lanes * kFmaPeakChains * static_cast<double>(kFmaPeakIterations);
+  QVERIFY(peak.flopsPerSecond == flops / kFast);
+  QVERIFY(clock.now >= kFmaPeakBudgetSeconds);
+  QCOMPARE(clock.reads, 1 + 2 * clock.samples);
+}
+
 #include "test_sgemm_peak.moc"
