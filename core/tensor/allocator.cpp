@@ -1,5 +1,7 @@
 #include "core/tensor/allocator.h"
 
+#include <sanitizer/asan_interface.h>
+
 #include <cstdlib>
 #include <new>
 
@@ -43,6 +45,25 @@ std::size_t roundedSize(std::size_t bytes) {
   if (bytes >= kHugePage) return ((bytes + kHugePage - 1) / kHugePage) * kHugePage;
   return bytes == 0 ? kAlignment : ((bytes + kAlignment - 1) / kAlignment) * kAlignment;
 }
+
+// Under AddressSanitizer (no-ops otherwise) a block is poisoned while it waits in a cache and past
+// the bytes a tensor asked for, so a use after release and a read past a tensor's end are
+// reported as they would be for the system's heap, which the caches otherwise hide.
+void lend(void* p, std::size_t bytes, std::size_t rounded) {
+  ASAN_UNPOISON_MEMORY_REGION(p, bytes);
+  const std::size_t end = (bytes + 7) / 8 * 8;  // the shadow's granule
+  if (rounded > end) ASAN_POISON_MEMORY_REGION(static_cast<char*>(p) + end, rounded - end);
+}
+
+// Out of the caches for good: to the system or the page pool, whose next owner may be anyone.
+void giveBack(PagePool& pages, void* p, std::size_t rounded) {
+  ASAN_UNPOISON_MEMORY_REGION(p, rounded);
+  if (rounded < kHugePage) {
+    std::free(p);
+  } else {
+    pages.give(p, rounded);
+  }
+}
 }  // namespace
 
 Allocator::~Allocator() {
@@ -65,6 +86,7 @@ void* Allocator::allocate(std::size_t bytes, MemoryCategory category) {
     p = rounded < kHugePage ? std::aligned_alloc(kAlignment, rounded) : pages_->take(rounded);
     if (p == nullptr) throw std::bad_alloc();
   }
+  lend(p, bytes, rounded);
   account(p, static_cast<std::int64_t>(bytes), category);
   return p;
 }
@@ -73,16 +95,13 @@ void Allocator::deallocate(void* p, std::size_t bytes, MemoryCategory category) 
   if (p == nullptr) return;
   account(p, -static_cast<std::int64_t>(bytes), category);
   const std::size_t rounded = roundedSize(bytes);
+  ASAN_POISON_MEMORY_REGION(p, rounded);
   try {
     std::lock_guard<std::mutex> lock(cacheMutex_);
     cache_[rounded].push_back(p);
     cached_ += static_cast<std::int64_t>(rounded);
   } catch (...) {  // no memory for the cache's bookkeeping: give the block back instead
-    if (rounded < kHugePage) {
-      std::free(p);
-    } else {
-      pages_->give(p, rounded);
-    }
+    giveBack(*pages_, p, rounded);
   }
 }
 
@@ -94,13 +113,7 @@ std::int64_t Allocator::cachedBytes() const {
 void Allocator::releaseCached() {
   std::lock_guard<std::mutex> lock(cacheMutex_);
   for (auto& [size, blocks] : cache_) {
-    for (void* p : blocks) {
-      if (size < kHugePage) {
-        std::free(p);
-      } else {
-        pages_->give(p, size);
-      }
-    }
+    for (void* p : blocks) giveBack(*pages_, p, size);
   }
   cache_.clear();
   cached_ = 0;
