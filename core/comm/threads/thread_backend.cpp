@@ -50,7 +50,7 @@ ThreadGroup::ThreadGroup(std::shared_ptr<ThreadWorld> w, std::string n, std::vec
 void ThreadRequest::complete(std::exception_ptr error) {
   error_ = std::move(error);
   state_.store(error_ ? 2 : 1, std::memory_order_release);
-  world_->notify();
+  world_->notify(owner_);
 }
 
 bool ThreadRequest::peerGone() const {
@@ -72,10 +72,10 @@ void ThreadRequest::wait() {
   if (!channel) {
     // A collective: the thread running it fails it itself when a peer is gone.
     world_->waitFor(
-        done, [] { return false; }, {}, false);
+        owner_, done, [] { return false; }, {}, false);
   } else {
     const auto r = world_->waitFor(
-        done, [&] { return peerGone(); }, world_->deadline());
+        owner_, done, [&] { return peerGone(); }, world_->deadline());
     if (r == ThreadWorld::WaitResult::TimedOut)
       withdraw("timed out after " + std::to_string(world_->options().timeout.count()) + " ms");
     else if (r == ThreadWorld::WaitResult::Stopped)
@@ -132,7 +132,7 @@ std::string ThreadComm::prefix(CommOp op) const {
 
 std::shared_ptr<CommRequest> ThreadComm::start(const CommArgs& args, bool blocking) {
   if (isPointToPoint(args.op)) return startPointToPoint(args);
-  auto request = std::make_shared<ThreadRequest>(group_->world, group_, -1);
+  auto request = std::make_shared<ThreadRequest>(group_->world, group_, -1, worldRank());
   request->record = makeRecord(kind(), name(), rank_, size(), args, algorithmFor(args, size()));
   if (blocking && pending_.load(std::memory_order_acquire) == 0) {
     run(args, *request);
@@ -181,13 +181,14 @@ void ThreadComm::workerLoop() {
     }
     run(task.first, *task.second);
     pending_.fetch_sub(1, std::memory_order_release);
-    group_->world->notify();
+    group_->world->notify(worldRank());
   }
 }
 
 void ThreadComm::drain() {
-  group_->world->waitFor([&] { return pending_.load(std::memory_order_acquire) == 0; },
-                         [] { return false; });
+  group_->world->waitFor(
+      worldRank(), [&] { return pending_.load(std::memory_order_acquire) == 0; },
+      [] { return false; });
 }
 
 // ---- barriers and failure -------------------------------------------------------------------
@@ -205,7 +206,6 @@ void ThreadComm::barrier(CommOp op, bool afterData) {
   ThreadGroup& g = *group_;
   const std::uint64_t target = ++step_;
   slot(rank_).progress.store(target);
-  g.world->notify();
   const int n = size();
   auto done = [&] {
     for (int p = 0; p < n; ++p)
@@ -220,8 +220,16 @@ void ThreadComm::barrier(CommOp op, bool afterData) {
         return true;
     return false;
   };
-  if (done()) return;
-  const auto r = g.world->waitFor(done, stop, g.world->deadline());
+  // Only the arrival that completes the barrier wakes the group; after a rank gave up, every
+  // arrival does (bail waits for each). The fence makes this Dekker's pattern: of two ranks
+  // arriving last at once, at least one sees the other's progress.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (done()) {
+    g.world->notify(g.worldRanks);
+    return;
+  }
+  if (g.broken.load()) g.world->notify(g.worldRanks);
+  const auto r = g.world->waitFor(worldRank(), done, stop, g.world->deadline());
   if (r != ThreadWorld::WaitResult::Done) bail(op, r, target, afterData);
 }
 
@@ -258,11 +266,12 @@ void ThreadComm::bail(CommOp op, ThreadWorld::WaitResult why, std::uint64_t targ
     }
   }
   slot(rank_).bailedAt.store(target);
-  g.world->notify();
+  g.world->notify(g.worldRanks);
   if (afterData) {
     // Peers that passed the previous barrier may still be copying from or into this rank's
     // buffers; they arrive here or give up within the copy's time. Bounded so we never hang.
     g.world->waitFor(
+        worldRank(),
         [&] {
           for (int p = 0; p < n; ++p) {
             const std::uint64_t at = slot(p).progress.load(std::memory_order_acquire);
@@ -298,7 +307,7 @@ void ThreadComm::checkAgreement(const CommArgs& a, bool isSplit) {
 std::shared_ptr<CommRequest> ThreadComm::startPointToPoint(const CommArgs& a) {
   const bool isSend = a.op == CommOp::Send;
   const int n = size();
-  auto request = std::make_shared<ThreadRequest>(group_->world, group_, a.root);
+  auto request = std::make_shared<ThreadRequest>(group_->world, group_, a.root, worldRank());
   request->record = makeRecord(kind(), name(), rank_, n, a, CommAlgorithm::Direct);
   request->isSend = isSend;
   const int source = isSend ? rank_ : a.root;

@@ -71,9 +71,10 @@ struct ThreadGroup {
 // operation. For point-to-point, the waiter itself detects a dead peer and withdraws its post.
 class ThreadRequest final : public CommRequest {
  public:
+  // owner: the world rank that waits for it.
   ThreadRequest(std::shared_ptr<ThreadWorld> world, std::shared_ptr<ThreadGroup> p2pGroup,
-                int p2pPeer)
-      : world_(std::move(world)), group_(std::move(p2pGroup)), peer_(p2pPeer) {}
+                int p2pPeer, int owner)
+      : world_(std::move(world)), group_(std::move(p2pGroup)), peer_(p2pPeer), owner_(owner) {}
   bool test() override;
   void wait() override;
   void complete(std::exception_ptr error);
@@ -88,6 +89,7 @@ class ThreadRequest final : public CommRequest {
   std::shared_ptr<ThreadWorld> world_;
   std::shared_ptr<ThreadGroup> group_;
   int peer_;
+  int owner_;
 };
 
 class ThreadComm final : public CommBackend {
@@ -125,6 +127,7 @@ class ThreadComm final : public CommBackend {
   void workerLoop();
   void drain();
   ThreadSlot& slot(int p) const { return group_->slots[p]; }
+  int worldRank() const { return group_->worldRanks[static_cast<std::size_t>(rank_)]; }
 
   std::shared_ptr<ThreadGroup> group_;
   int rank_;

@@ -36,7 +36,10 @@ constexpr std::chrono::milliseconds kSleepSlice{20};
 }  // namespace
 
 ThreadWorld::ThreadWorld(int size, CommOptions options)
-    : size_(size), options_(options), departed_(new std::atomic<bool>[size]) {
+    : size_(size),
+      options_(options),
+      wakers_(new Waker[size]),
+      departed_(new std::atomic<bool>[size]) {
   for (int i = 0; i < size; ++i) departed_[i].store(false);
   // Spin only a few microseconds: long spins measured worse on a shared machine, where the
   // spinning thread keeps the very core its peer is waiting for. Oversubscribed: shorter still.
@@ -51,7 +54,7 @@ void ThreadWorld::fail(int worldRank, const std::string& reason) {
     failure_ = "rank " + std::to_string(worldRank) + " failed: " + reason;
     failed_.store(true, std::memory_order_release);
   }
-  notify();
+  notifyAll();
 }
 
 std::string ThreadWorld::failure() const {
@@ -61,19 +64,36 @@ std::string ThreadWorld::failure() const {
 
 void ThreadWorld::depart(int worldRank) {
   departed_[worldRank].store(true, std::memory_order_release);
-  notify();
+  notifyAll();
 }
 
 bool ThreadWorld::departed(int worldRank) const {
   return departed_[worldRank].load(std::memory_order_acquire);
 }
 
-void ThreadWorld::notify() {
-  // Pairs with the sleepers_ increment in waitFor (both seq_cst): either the waiter sees the new
-  // state before sleeping, or we see the sleeper and change the word it sleeps on.
-  if (sleepers_.load() == 0) return;
-  wakeWord_.fetch_add(1);
-  futexWakeAll(&wakeWord_);
+void ThreadWorld::wake(Waker& w) {
+  if (w.sleepers.load() == 0) return;
+  w.word.fetch_add(1);
+  futexWakeAll(&w.word);
+}
+
+// The fence pairs with the sleepers increment in waitFor: either the waiter sees the new state
+// before sleeping, or we see the sleeper and change the word it sleeps on. Without it the
+// caller's release store of that state could still be in this core's store buffer when
+// sleepers reads 0, and the waiter would sleep through a whole slice.
+void ThreadWorld::notify(int worldRank) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  wake(wakers_[worldRank]);
+}
+
+void ThreadWorld::notify(const std::vector<int>& worldRanks) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (int r : worldRanks) wake(wakers_[r]);
+}
+
+void ThreadWorld::notifyAll() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (int r = 0; r < size_; ++r) wake(wakers_[r]);
 }
 
 std::chrono::steady_clock::time_point ThreadWorld::deadline() const {
@@ -81,7 +101,7 @@ std::chrono::steady_clock::time_point ThreadWorld::deadline() const {
   return std::chrono::steady_clock::now() + options_.timeout;
 }
 
-ThreadWorld::WaitResult ThreadWorld::waitFor(const std::function<bool()>& done,
+ThreadWorld::WaitResult ThreadWorld::waitFor(int worldRank, const std::function<bool()>& done,
                                              const std::function<bool()>& stop,
                                              std::chrono::steady_clock::time_point deadline,
                                              bool spin) {
@@ -93,9 +113,10 @@ ThreadWorld::WaitResult ThreadWorld::waitFor(const std::function<bool()>& done,
     if (done()) return WaitResult::Done;
     sched_yield();
   }
+  Waker& w = wakers_[worldRank];
   for (;;) {
-    sleepers_.fetch_add(1);
-    const std::uint32_t word = wakeWord_.load();
+    w.sleepers.fetch_add(1);
+    const std::uint32_t word = w.word.load();
     WaitResult result = WaitResult::Done;
     const bool over = deadline != std::chrono::steady_clock::time_point{} &&
                       std::chrono::steady_clock::now() >= deadline;
@@ -105,9 +126,9 @@ ThreadWorld::WaitResult ThreadWorld::waitFor(const std::function<bool()>& done,
       else if (over)
         result = WaitResult::TimedOut;
       else
-        futexWait(&wakeWord_, word, kSleepSlice);
+        futexWait(&w.word, word, kSleepSlice);
     }
-    sleepers_.fetch_sub(1);
+    w.sleepers.fetch_sub(1);
     if (result != WaitResult::Done || done()) return result;
   }
 }
