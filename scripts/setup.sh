@@ -9,7 +9,7 @@ packages=(
   qt6-svg-dev
   xvfb xauth
   libopenblas-dev libopenmpi-dev openmpi-bin
-  nlohmann-json3-dev zlib1g-dev libisal-dev libcli11-dev libsimdjson-dev
+  nlohmann-json3-dev zlib1g-dev libisal-dev libcli11-dev libsimdjson-dev libaio-dev
   clang-22 libclang-rt-22-dev lld-22 clang-tidy-22
   fortunes dataset-fashion-mnist
 )

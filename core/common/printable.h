@@ -1,5 +1,6 @@
-// Text from files and users made safe for a terminal: messages quote names read from manifests,
-// traces and configs, and a name holding an escape sequence must not reach the terminal as one.
+// Text for people: sizes as they read them, and text from files and users made safe for a
+// terminal: messages quote names read from manifests, traces and configs, and a name holding an
+// escape sequence must not reach the terminal as one.
 #pragma once
 
 #include <cstddef>
@@ -21,5 +22,8 @@ std::string printableText(std::string_view text, std::size_t maxBytes = kMaxPrin
 // Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past
 // U+10FFFF): what JSON output can carry.
 bool isValidUtf8(std::string_view text);
+
+// "1.5 GiB", "640 KiB": sizes in messages and views.
+std::string formatBytes(double bytes);
 
 }  // namespace parascope

@@ -203,6 +203,8 @@ std::vector<ConfigKey> buildKeys() {
              "`--backend`)"),
       object("parallel", "not automatic", "let the planner choose the strategy; see `parallel`"),
       object("zero_optimization", "stage 0", "DeepSpeed's ZeRO block; see `zero_optimization`"),
+      object("aio", "as below",
+             "DeepSpeed's aio block: how swapped state reaches the disk; see `aio`"),
       object("fp16", "disabled", "DeepSpeed's fp16 block; see `fp16` and `bf16`"),
       object("bf16", "disabled", "DeepSpeed's bf16 block; see `fp16` and `bf16`"),
       strategy(derived(choice("communication_data_type", nullptr, {"fp32", "fp16", "bf16"},
@@ -253,6 +255,58 @@ std::vector<ConfigKey> buildKeys() {
                        "start a bucket's reduction as soon as backward has filled it; false: "
                        "reduce all buckets after backward"),
                [](const TrainConfig& c) { return json(c.parallel.overlapComm); }),
+      object("zero_optimization.offload_optimizer", "device none",
+             "ZeRO-Offload and ZeRO-Infinity of the optimizer state (`docs/offload.md`)"),
+      choice("zero_optimization.offload_optimizer.device",
+             std::string(offloadDeviceName(parallel.offloadOptimizer.device)),
+             {"none", "cpu", "nvme"},
+             "where this rank's ZeRO shard of AdamW's moments and (mixed precision) f32 master "
+             "lives: none; cpu, host memory, where this engine's ranks already keep it; nvme, "
+             "files under `nvme_path`, streamed through memory in sub-groups at each step. "
+             "Needs `stage` 1 or more"),
+      derived(string("zero_optimization.offload_optimizer.nvme_path", nullptr,
+                     "(nvme) an existing, writable directory on a filesystem with direct I/O "
+                     "(O_DIRECT), ideally a local NVMe disk; each rank's swap file is created "
+                     "there and removed when the run ends, or by the system if it dies"),
+              "none; needed with device nvme"),
+      integer("zero_optimization.offload_optimizer.buffer_count",
+              parallel.offloadOptimizer.bufferCount, 1, 1024,
+              "(nvme) sub-groups in memory at once: one is updated while the others are read "
+              "ahead or written back; 1: no overlap"),
+      boolean("zero_optimization.offload_optimizer.pin_memory", parallel.offloadOptimizer.pinMemory,
+              "(nvme) lock the I/O buffers in memory (mlock; `ulimit -l` bounds it)"),
+      object("zero_optimization.offload_param", "device none",
+             "ZeRO-Infinity's parameter offload (ZeRO-3)"),
+      choice("zero_optimization.offload_param.device",
+             std::string(offloadDeviceName(parallel.offloadParam.device)), {"none", "cpu", "nvme"},
+             "where ZeRO-3's parameter shard lives: none; cpu, host memory, where this "
+             "engine's ranks already keep it; nvme is not trained by this engine yet"),
+      derived(string("zero_optimization.offload_param.nvme_path", nullptr,
+                     "(nvme) the directory of the parameter swap files"),
+              "none"),
+      integer("zero_optimization.offload_param.buffer_count", 5, 1, 1024,
+              "(nvme) parameter buffers in memory at once"),
+      integer("zero_optimization.offload_param.buffer_size", 100'000'000, 1, std::int64_t{1} << 40,
+              "(nvme) elements per parameter buffer"),
+      integer("zero_optimization.offload_param.max_in_cpu", 1'000'000'000, 0, std::int64_t{1} << 40,
+              "(nvme) parameter elements kept in memory"),
+      boolean("zero_optimization.offload_param.pin_memory", false,
+              "(nvme) lock the parameter buffers in memory"),
+      integer("zero_optimization.sub_group_size", parallel.subGroupElements, 1,
+              std::int64_t{1} << 40,
+              "elements of the optimizer shard updated as one sub-group: with offload to nvme, "
+              "the unit read, updated and written back (`buffer_count` of them in memory)"),
+      integer("aio.block_size", parallel.aio.blockSize, 4096, std::int64_t{1} << 30,
+              "bytes per request handed to the kernel, a multiple of 4096"),
+      integer("aio.queue_depth", parallel.aio.queueDepth, 1, 1024,
+              "requests a rank keeps in flight at most"),
+      integer("aio.thread_count", parallel.aio.threadCount, 1, 1024,
+              "submitting threads per rank; this engine submits from the rank's own thread: 1"),
+      boolean("aio.single_submit", parallel.aio.singleSubmit,
+              "submit each request on its own rather than a batch per call"),
+      boolean("aio.overlap_events", parallel.aio.overlapEvents,
+              "submit new requests as completions free queue slots; false: a batch of "
+              "`queue_depth` at a time, each waited for whole"),
 
       strategy(boolean("fp16.enabled", false,
                        "fp16 mixed precision: fp16 parameters, activations and gradients, fp32 "

@@ -51,6 +51,33 @@ void parseDegrees(JsonReader& top, ParallelStrategy& s, int worldSize) {
   }
 }
 
+OffloadSpec parseOffload(JsonReader o, bool parameters) {
+  OffloadSpec spec;
+  const std::string device = o.choice("device");
+  spec.device = device == "nvme"  ? OffloadDevice::Nvme
+                : device == "cpu" ? OffloadDevice::Cpu
+                                  : OffloadDevice::None;
+  spec.nvmePath = o.string("nvme_path", "");
+  spec.bufferCount = static_cast<int>(o.integer("buffer_count"));
+  spec.pinMemory = o.boolean("pin_memory");
+  if (parameters) {  // read so that they are checked; they matter only with device nvme
+    (void)o.integer("buffer_size");
+    (void)o.integer("max_in_cpu");
+  }
+  o.finish();
+  if (spec.device == OffloadDevice::Nvme && parameters) {
+    throw UserError(
+        "config: zero_optimization.offload_param.device = nvme is not trained by this engine "
+        "yet (the optimizer's state is: offload_optimizer.device = nvme); valid: none or cpu");
+  }
+  if (spec.device == OffloadDevice::Nvme && spec.nvmePath.empty()) {
+    throw UserError("config: " + o.keyPath("nvme_path") +
+                    " is not set; device nvme swaps to files in that directory; valid: an "
+                    "existing, writable directory on a local disk");
+  }
+  return spec;
+}
+
 void parseZero(JsonReader z, ParallelStrategy& s) {
   s.zeroStage = static_cast<int>(z.integer("stage"));
   if (s.zeroStage > kMaxZeroStage) {
@@ -61,7 +88,42 @@ void parseZero(JsonReader z, ParallelStrategy& s) {
   s.prefetchElements = z.integer("stage3_prefetch_bucket_size");
   s.maxLiveElements = z.integer("stage3_max_live_parameters");
   s.overlapComm = z.boolean("overlap_comm");
+  s.subGroupElements = z.integer("sub_group_size");
+  s.offloadOptimizer = parseOffload(z.object("offload_optimizer"), false);
+  s.offloadParam = parseOffload(z.object("offload_param"), true);
   z.finish();
+  const OffloadDevice optimizer = s.offloadOptimizer.device;
+  if (optimizer != OffloadDevice::None && s.zeroStage == 0) {
+    throw UserError("config: zero_optimization.offload_optimizer.device = " +
+                    std::string(offloadDeviceName(optimizer)) +
+                    " offloads ZeRO's optimizer shard, and stage 0 has none; valid: stage 1, 2 "
+                    "or 3, or device none");
+  }
+  const OffloadDevice param = s.offloadParam.device;
+  if (param != OffloadDevice::None && s.zeroStage != 3) {
+    throw UserError("config: zero_optimization.offload_param.device = " +
+                    std::string(offloadDeviceName(param)) +
+                    " offloads ZeRO-3's parameter shard; valid: stage 3, or device none");
+  }
+}
+
+void parseAio(JsonReader aio, AioSpec& a) {
+  a.blockSize = aio.integer("block_size");
+  a.queueDepth = static_cast<int>(aio.integer("queue_depth"));
+  a.threadCount = static_cast<int>(aio.integer("thread_count"));
+  a.singleSubmit = aio.boolean("single_submit");
+  a.overlapEvents = aio.boolean("overlap_events");
+  aio.finish();
+  if (a.blockSize % 4096 != 0) {
+    throw UserError("config: aio.block_size = " + str(static_cast<long>(a.blockSize)) +
+                    " is not a multiple of 4096, the alignment direct I/O needs; valid: 4096, "
+                    "8192, ... (default 1048576)");
+  }
+  if (a.threadCount != 1) {
+    throw UserError("config: aio.thread_count = " + str(a.threadCount) +
+                    ": this engine submits a rank's swap I/O from the rank's own thread, with "
+                    "aio.queue_depth requests in flight; valid: 1");
+  }
 }
 
 void parseLossScale(JsonReader& fp16, LossScaleSpec& l) {
@@ -109,6 +171,7 @@ ParallelStrategy parseStrategy(JsonReader& top, int worldSize) {
   s.backend = parseRankBackend(top.choice("backend"));
   parseDegrees(top, s, worldSize);
   parseZero(top.object("zero_optimization"), s);
+  parseAio(top.object("aio"), s.aio);
   parsePrecision(top, s);
   return s;
 }

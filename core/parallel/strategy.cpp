@@ -1,4 +1,5 @@
-// Rank backend names; the strategy's keys are read in core/config/strategy_config.cpp.
+// Rank backend and offload device names; the strategy's keys are read in
+// core/config/strategy_config.cpp.
 #include "core/parallel/strategy.h"
 
 #include <string>
@@ -9,6 +10,10 @@ namespace parascope {
 
 std::string_view rankBackendName(RankBackend b) {
   return b == RankBackend::Threads ? "threads" : "mpi";
+}
+
+std::string_view offloadDeviceName(OffloadDevice d) {
+  return d == OffloadDevice::None ? "none" : d == OffloadDevice::Cpu ? "cpu" : "nvme";
 }
 
 RankBackend parseRankBackend(const std::string& name) {

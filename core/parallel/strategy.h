@@ -25,6 +25,30 @@ struct LossScaleSpec {     // DeepSpeed's fp16 block (core/train/loss_scaler.h)
   double minLossScale = 1.0;
 };
 
+// Where ZeRO keeps a state it offloads (DeepSpeed's offload_optimizer / offload_param `device`):
+// none, host memory (cpu; this engine's ranks compute in host memory, so the state stays where
+// it is), or files on a local disk (nvme), read and written around each use.
+enum class OffloadDevice : std::uint8_t { None, Cpu, Nvme };
+std::string_view offloadDeviceName(OffloadDevice d);
+
+struct OffloadSpec {  // zero_optimization.offload_optimizer / offload_param
+  OffloadDevice device = OffloadDevice::None;
+  std::string nvmePath;    // the directory of the swap files (device nvme)
+  int bufferCount = 4;     // sub-groups in memory at once: one updated, the rest read or written
+  bool pinMemory = false;  // lock the I/O buffers in memory (mlock)
+  bool operator==(const OffloadSpec&) const = default;
+};
+
+// DeepSpeed's `aio` block: how a rank's swap reads and writes reach the disk (core/offload).
+struct AioSpec {
+  std::int64_t blockSize = 1 << 20;  // bytes per request the kernel is given
+  int queueDepth = 8;                // requests in flight at most
+  int threadCount = 1;               // submitting threads per rank
+  bool singleSubmit = false;         // one io_submit per request rather than per batch
+  bool overlapEvents = true;         // submit as completions free slots, not batch by batch
+  bool operator==(const AioSpec&) const = default;
+};
+
 struct ParallelStrategy {
   int tensor = 1;    // tensor_model_parallel_size
   int pipeline = 1;  // pipeline_model_parallel_size
@@ -51,6 +75,13 @@ struct ParallelStrategy {
     return need <= prefetchElements && live + need <= maxLiveElements;
   }
   bool mayKeepGathered(std::int64_t live) const { return live <= maxLiveElements; }
+  // ZeRO-Offload / ZeRO-Infinity: the optimizer's shard (AdamW's moments and the f32 master)
+  // swapped to nvmePath in sub-groups of subGroupElements (DeepSpeed's sub_group_size).
+  OffloadSpec offloadOptimizer;
+  OffloadSpec offloadParam;
+  std::int64_t subGroupElements = 1'000'000'000;
+  AioSpec aio;
+  bool swapsOptimizer() const { return offloadOptimizer.device == OffloadDevice::Nvme; }
   DType compute = DType::F32;   // fp16.enabled -> F16, bf16.enabled -> BF16
   DType gradComm = DType::F32;  // communication_data_type
   LossScaleSpec lossScale;

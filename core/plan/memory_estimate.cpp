@@ -25,6 +25,7 @@
 #include <tuple>
 
 #include "core/common/error.h"
+#include "core/offload/optimizer_swap.h"
 #include "core/parallel/schedule.h"
 #include "core/plan/strategy_plan.h"
 #include "core/tensor/allocator.h"
@@ -535,9 +536,17 @@ Replayed replayRank(const StrategyPlan& plan, const RankPlan& rank, int microBat
   const double gradients = !plan.flat ? model : s.zeroStage < 2 ? flat : shard;
   at(MemoryCategory::Parameter).add(values * stored);
   at(MemoryCategory::Gradient).add(gradients * stored);
-  // AdamW's two f32 moments and under mixed precision the f32 master, sharded from ZeRO-1 on.
-  at(MemoryCategory::OptimizerState)
-      .add((s.zeroStage >= 1 ? shard : model) * (s.compute == DType::F32 ? 8 : 12));
+  // AdamW's two f32 moments and under mixed precision the f32 master, sharded from ZeRO-1 on;
+  // swapped to a disk, only the sub-group buffers (core/offload/optimizer_swap.h).
+  if (s.swapsOptimizer()) {
+    at(MemoryCategory::OptimizerState)
+        .add(static_cast<double>(
+            optimizerSwapLayout(rank.layout.shardSize(), s.compute != DType::F32, s)
+                .memoryBytes()));
+  } else {
+    at(MemoryCategory::OptimizerState)
+        .add((s.zeroStage >= 1 ? shard : model) * (s.compute == DType::F32 ? 8 : 12));
+  }
   for (MemoryCategory c :
        {MemoryCategory::Parameter, MemoryCategory::Gradient, MemoryCategory::OptimizerState}) {
     replayed.modelState += at(c).now;
@@ -645,6 +654,11 @@ std::vector<MemoryEstimate> estimateRankMemory(const TrainConfig& c, double data
       e.items.push_back(
           {kItemNames[i], replayed.live[i].peak, replayed.resident[i], replayed.stepPeak[i]});
     e.modelStateBytes = replayed.modelState;
+    if (c.parallel.swapsOptimizer()) {
+      e.swapBytes = static_cast<double>(
+          optimizerSwapLayout(rank.layout.shardSize(), c.parallel.compute != DType::F32, c.parallel)
+              .fileBytes());
+    }
     e.items.push_back({"data", dataBytes, dataBytes, dataBytes});
     e.ranksSharingMemory = std::max(1, ranksSharingMemory);
   }
@@ -695,18 +709,6 @@ double availableMemoryBytes() {
   if (meminfo < 0) return cgroup;
   if (cgroup < 0) return meminfo;
   return std::min(meminfo, cgroup);
-}
-
-std::string formatBytes(double bytes) {
-  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 6) {
-    bytes /= 1024;
-    ++u;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-  return buf;
 }
 
 double availableAddressSpaceBytes() {

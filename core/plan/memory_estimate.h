@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/common/printable.h"  // formatBytes, which the estimate's users print with
 #include "core/config/config.h"
 
 namespace parascope {
@@ -44,6 +45,8 @@ struct MemoryEstimate {
   // What the ZeRO paper calls model states: parameters, gradients and optimizer state as the
   // trainer allocates them once, before the step's transient gradient buckets and gathers.
   double modelStateBytes = 0;
+  // On the disk, not in memory: the rank's swap file (offload_optimizer device nvme).
+  double swapBytes = 0;
   double perRankBytes() const;
   double totalBytes() const { return perRankBytes() * ranksSharingMemory; }
   const MemoryItem& largest() const;
@@ -99,8 +102,5 @@ double availableDiskBytes(const std::string& path);
 // negative), before any work.
 void checkCountFits(const std::string& option, double count, double bytesPerItem, double fixedBytes,
                     const std::string& resource, double availableBytes);
-
-// "1.5 GiB", "640 KiB", for messages and the strategy panel.
-std::string formatBytes(double bytes);
 
 }  // namespace parascope

@@ -11,6 +11,7 @@
 #include "core/common/error.h"
 #include "core/common/output_file.h"
 #include "core/common/stop_signal.h"
+#include "core/offload/aio_file.h"
 #include "core/plan/memory_estimate.h"
 #include "core/session/rank_hooks.h"
 #include "core/session/run_summary.h"
@@ -26,6 +27,15 @@ using Clock = std::chrono::steady_clock;
 
 double millisecondsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// A swapped optimizer's directory, probed before any rank starts (aio_file.h): every rank of
+// this machine's swap file must fit there.
+void checkSwap(const TrainConfig& c, const MemoryEstimate& e) {
+  if (!c.parallel.swapsOptimizer()) return;
+  checkSwapDirectory(c.parallel.offloadOptimizer.nvmePath,
+                     "zero_optimization.offload_optimizer.nvme_path",
+                     e.swapBytes * e.ranksSharingMemory, c.parallel.aio);
 }
 
 void barrier(Communicator& world) {
@@ -156,6 +166,7 @@ void Session::checkSwitch(const TrainConfig& next) const {
     const MemoryEstimate estimate =
         estimateMemory(next, dataBytesInMemory(next.data), next.parallel.worldSize());
     checkMemory(estimate, availableMemoryBytes());
+    checkSwap(next, estimate);
     if (!options_.world) {
       checkAddressSpace(estimate, next.parallel.worldSize(), availableAddressSpaceBytes());
     }
@@ -475,6 +486,7 @@ void Session::checkBeforeStart(bool mpi) const {
   }
   const MemoryEstimate estimate = runEstimate(mpi);
   checkMemory(estimate, availableMemoryBytes());
+  checkSwap(config_, estimate);
   // The address-space limit is this process's: its own ranks' threads (one under MPI).
   MemoryEstimate own = estimate;
   own.ranksSharingMemory = mpi ? 1 : estimate.ranksSharingMemory;

@@ -5,10 +5,16 @@
 // model. Optimizer state per rank: 8 bytes x padded parameters / N, against 8 per parameter.
 // Mixed precision adds the f32 master copy of the shard (12 bytes in all): the update reads the
 // bf16 / fp16 gradients, updates the master and stores it rounded into the 16-bit parameters.
+// With zero_optimization.offload_optimizer.device nvme that state lives in the rank's swap file
+// instead (core/offload/optimizer_swap.h) and each step streams it through a few sub-group
+// buffers; AdamW is element-wise, so the updates are the same to the bit.
 #pragma once
+
+#include <memory>
 
 #include "core/comm/communicator.h"
 #include "core/kernels/adamw.h"
+#include "core/offload/optimizer_swap.h"
 #include "core/train/flat_layout.h"
 
 namespace parascope {
@@ -18,9 +24,11 @@ class ShardedAdamW {
   // Flattens the model's values into the layout (Parameter memory; flattenValues, with `seed`),
   // or with ZeRO-3 updates `valueShard` (this rank's parameter shard, param_gatherer.h) and
   // gathers nothing.
+  // The strategy says whether the state is swapped (ParallelStrategy::swapsOptimizer).
   ShardedAdamW(Model& model, const FlatLayout& layout, Communicator& comm,
-               const kernels::AdamWHyper& hyper, std::optional<std::uint64_t> seed,
-               const Tensor& valueShard = Tensor());
+               const kernels::AdamWHyper& hyper, const ParallelStrategy& strategy,
+               std::optional<std::uint64_t> seed, const Tensor& valueShard = Tensor());
+  ~ShardedAdamW();
 
   // grads (storage type): the whole flat space, or (gradsAreShard) this rank's shard. Returns the
   // seconds spent waiting for the parameter all-gathers.
@@ -35,7 +43,10 @@ class ShardedAdamW {
   };
   // For resharding and checkpoints: this rank's segments; its moments and (mixed precision) f32
   // master, indexed by Segment::shardBegin; the parameters in the storage type, the whole flat
-  // space (indexed by flatBegin) or with ZeRO-3 the shard (valuesSharded).
+  // space (indexed by flatBegin) or with ZeRO-3 the shard (valuesSharded). A swapped state is
+  // read into memory first (stageIn), and what a load wrote there goes back to the swap file
+  // at the next step, after which the memory is given back.
+  void stageIn();
   const std::vector<Segment>& segments() const { return segments_; }
   const FlatLayout& layout() const { return layout_; }
   const Tensor& expAvg() const { return m_; }
@@ -48,14 +59,22 @@ class ShardedAdamW {
   FlatLayout layout_;
   Communicator& comm_;
   kernels::AdamWHyper hyper_;
-  void update(const Segment& s, const kernels::AdamWHyper& h, double gradScale, const Tensor& grads,
+  void update(const Segment& s, std::int64_t from, std::int64_t count, float* master, float* m,
+              float* v, const kernels::AdamWHyper& h, double gradScale, const Tensor& grads,
               bool gradsAreShard);
+  kernels::AdamWHyper hyperFor(const Segment& s, double lr) const;
+  void widenMaster(std::int64_t begin, std::int64_t count, float* out) const;
 
   Tensor values_;  // flat, or this rank's shard; storage type
   bool valuesSharded_ = false;
   Tensor master_;  // mixed precision: f32 copy of this rank's shard
   Tensor m_, v_;   // shard-sized
   std::vector<Segment> segments_;
+  // Swapped: m_, v_ and master_ exist only while staged in.
+  std::unique_ptr<OptimizerSwap> swap_;
+  Allocator* allocator_;
+  void allocateState();
+  void stageOut();
   int steps_ = 0;
 };
 

@@ -96,10 +96,10 @@ void Trainer::setUpDataParallel(std::optional<std::uint64_t> seed) {
       std::make_unique<GradientReducer>(*model_, layout, dp, mode, s.overlapComm, s.gradComm);
   if (s.zeroStage >= 3) {
     gatherer_ = std::make_unique<ParameterGatherer>(*model_, layout, dp, s, seed);
-    sharded_ = std::make_unique<ShardedAdamW>(*model_, layout, dp, config_.adamw, seed,
+    sharded_ = std::make_unique<ShardedAdamW>(*model_, layout, dp, config_.adamw, s, seed,
                                               gatherer_->shard());
   } else if (s.zeroStage >= 1) {
-    sharded_ = std::make_unique<ShardedAdamW>(*model_, layout, dp, config_.adamw, seed);
+    sharded_ = std::make_unique<ShardedAdamW>(*model_, layout, dp, config_.adamw, s, seed);
   } else {
     optimizer_ = std::make_unique<AdamW>(*model_, config_.adamw);
   }
@@ -457,6 +457,7 @@ RankState Trainer::state() {
   }
   // ZeRO: this rank's segments of the flat space hold its moments (and master); the stored
   // parameters are the whole flat space, or with ZeRO-3 the same segments of the shard.
+  sharded_->stageIn();  // a swapped state into memory until the next step (sharded_optimizer.h)
   const ShardedAdamW& z = *sharded_;
   auto f32 = [](const Tensor& t, std::int64_t at) { return t.data<float>() + at; };
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> ownedRanges(params.size());

@@ -76,7 +76,7 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
                                 << "error: " + path("nope.json") + ": cannot open config file\n";
   QTest::newRow("unknown key")
       << QStringList{"train", "--config", path("bad-key.json")}
-      << "error: config: unknown key 'modle'; allowed here: backend, "
+      << "error: config: unknown key 'modle'; allowed here: aio, backend, "
          "bf16, communication_data_type, context_parallel_size, data, data_parallel_size, "
          "eval_interval, eval_iters, fp16, gradient_accumulation_steps, "
          "gradient_clipping, init_weights, log_interval, model, optimizer, parallel, "

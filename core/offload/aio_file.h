@@ -1,0 +1,114 @@
+// One rank's swap file, read and written with Linux asynchronous direct I/O (libaio, as
+// DeepSpeed's aio handle): requests are cut into blocks of AioSpec::blockSize, at most
+// queueDepth of them in flight, and complete while the rank computes; a ticket waits for one
+// request. O_DIRECT keeps the state out of the page cache, so a step pays the disk's own
+// bandwidth and the memory the run is allowed stays its own. Buffers, offsets and lengths are
+// multiples of kAlignment.
+//
+// The file is created in the directory and unlinked at once: it exists while the run holds it
+// open, and a run that dies, however it dies, leaves nothing on the disk that a restart could
+// take for state. Its whole size is reserved up front (fallocate), so a disk too small is found
+// before the first step rather than in the middle of one.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/parallel/strategy.h"
+#include "core/tensor/allocator.h"
+
+struct io_context;
+
+namespace parascope {
+
+class AioFile {
+ public:
+  static constexpr std::int64_t kAlignment = 4096;
+  using Ticket = std::uint64_t;
+
+  // what: the config key naming the directory, for messages. Throws UserError naming it and
+  // what to change when the directory is missing or not writable, its filesystem has no direct
+  // I/O, or `bytes` do not fit on it.
+  AioFile(const std::string& directory, const std::string& what, std::int64_t bytes,
+          const AioSpec& aio);
+  ~AioFile();  // waits for every request still in flight
+  AioFile(const AioFile&) = delete;
+  AioFile& operator=(const AioFile&) = delete;
+
+  Ticket read(void* buffer, std::int64_t bytes, std::int64_t offset);
+  Ticket write(const void* buffer, std::int64_t bytes, std::int64_t offset);
+  // Blocks until the request is complete; throws std::runtime_error naming the directory and
+  // the system's reason if any of its blocks failed. A ticket already waited for returns at once.
+  void wait(Ticket ticket);
+  void waitAll();
+  // Submits what the queue has room for and takes completions without blocking: called between
+  // pieces of computation, it keeps the disk busy.
+  void progress();
+
+  std::int64_t size() const { return bytes_; }
+  std::int64_t bytesRead() const { return bytesRead_; }
+  std::int64_t bytesWritten() const { return bytesWritten_; }
+
+ private:
+  struct Block {
+    Ticket ticket;
+    bool isWrite;
+    char* buffer;
+    std::int64_t bytes, offset;
+  };
+  struct Slot;  // a submitted block's control block (libaio's iocb), reused
+  struct Request {
+    int blocksLeft = 0;
+    std::int64_t bytes = 0;
+    bool isWrite = false;
+    std::string error;
+  };
+  Ticket enqueue(bool isWrite, char* buffer, std::int64_t bytes, std::int64_t offset);
+  void submit();
+  void reap(int atLeast);
+
+  std::string directory_;
+  std::string what_;
+  AioSpec aio_;
+  int fd_ = -1;
+  io_context* context_ = nullptr;
+  std::int64_t bytes_ = 0;
+  std::deque<Block> queued_;                      // not yet submitted
+  std::vector<Slot> slots_;                       // queueDepth of them
+  std::vector<int> free_;                         // slots not in flight
+  std::unordered_map<Ticket, Request> requests_;  // not yet waited for
+  Ticket next_ = 1;
+  std::int64_t bytesRead_ = 0, bytesWritten_ = 0;
+};
+
+// Before any rank starts: the directory exists, this user can create files there, its
+// filesystem has direct I/O, and `bytes` (every swap file of the run on this machine) fit in
+// its free space. Throws UserError naming `what` (the config key) and what to change.
+void checkSwapDirectory(const std::string& directory, const std::string& what, double bytes,
+                        const AioSpec& aio);
+
+// Page-aligned memory for direct I/O, from the rank's allocator (so its peaks count it),
+// optionally locked (pin_memory). Throws UserError if locking is refused.
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  AlignedBuffer(std::int64_t bytes, bool pin, Allocator& allocator, MemoryCategory category);
+  ~AlignedBuffer();
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  char* data() const { return aligned_; }
+  std::int64_t size() const { return bytes_; }
+
+ private:
+  Allocator* allocator_ = nullptr;
+  MemoryCategory category_ = MemoryCategory::OptimizerState;
+  void* raw_ = nullptr;
+  char* aligned_ = nullptr;
+  std::int64_t bytes_ = 0;
+  bool pinned_ = false;
+};
+
+}  // namespace parascope

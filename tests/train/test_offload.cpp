@@ -1,0 +1,312 @@
+// ZeRO-Infinity's optimizer offload (zero_optimization.offload_optimizer.device nvme): training
+// with the optimizer's shard swapped to a directory equals training with it in memory bit for
+// bit (losses, reduced gradients, final parameters) under ZeRO 1-3, data, tensor and pipeline
+// parallelism and mixed precision, with one buffer or several and sub-groups that cut
+// parameters apart; the optimizer state in memory is the swap buffers, as the memory estimate
+// says to the byte; switching offload on and off mid-run changes nothing; the swap files are
+// gone when the run ends; each bad setting or directory is one message naming the key.
+#include <QtTest>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/comm/launch.h"
+#include "core/common/error.h"
+#include "core/plan/memory_estimate.h"
+#include "core/session/session.h"
+#include "dp_harness.h"
+
+using namespace parascope;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path swapDirectory() {
+  return fs::temp_directory_path() / ("parascope-offload-" + std::to_string(getpid()));
+}
+
+std::vector<std::string> split(const QString& list) {
+  std::vector<std::string> out;
+  for (const QString& s : list.split(' ', Qt::SkipEmptyParts)) out.push_back(s.toStdString());
+  return out;
+}
+
+std::vector<std::string> offloadTo(const fs::path& dir, const QString& settings) {
+  std::vector<std::string> o = {"zero_optimization.offload_optimizer.device=nvme",
+                                "zero_optimization.offload_optimizer.nvme_path=" + dir.string()};
+  for (const std::string& s : split(settings)) o.push_back(s);
+  return o;
+}
+
+// Rank 0's record of `steps` steps of `config` on its world of in-process ranks (a pipeline's
+// last stage holds the loss: every rank's parameters are merged).
+dptest::RunRecord trainAll(const TrainConfig& config, int steps) {
+  std::mutex mutex;
+  dptest::RunRecord all;
+  runInProcess(config.parallel.worldSize(), [&](Communicator& world) {
+    const dptest::RunRecord r = dptest::train(config, steps, world);
+    std::lock_guard lock(mutex);
+    if (world.rank() == 0) {
+      all.losses = r.losses;
+      all.gradients = r.gradients;
+    }
+    for (const auto& [name, values] : r.parameters) all.parameters[name] = values;
+  });
+  return all;
+}
+
+std::string userError(const std::vector<std::string>& overrides) {
+  try {
+    (void)dptest::tinyConfig(overrides);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+class TestOffload : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() { fs::create_directories(swapDirectory()); }
+  void cleanupTestCase() {
+    fs::remove_all(swapDirectory());
+    fs::remove(dptest::textFixture());
+  }
+
+  void offloadEqualsMemory_data() {
+    QTest::addColumn<QString>("strategy");
+    QTest::addColumn<QString>("offload");
+    // sub_group_size 1000 cuts the tiny GPT's shards (about 17,000 elements over two data
+    // ranks) into 18 sub-groups, most of them across parameter boundaries.
+    const QString small = "zero_optimization.sub_group_size=1000";
+    QTest::newRow("D1 zero1") << "zero_optimization.stage=1" << small;
+    QTest::newRow("D2 zero1, one buffer")
+        << "data_parallel_size=2 zero_optimization.stage=1"
+        << small + " zero_optimization.offload_optimizer.buffer_count=1";
+    QTest::newRow("D2 zero2, two buffers")
+        << "data_parallel_size=2 zero_optimization.stage=2"
+        << small + " zero_optimization.offload_optimizer.buffer_count=2";
+    QTest::newRow("D2 zero3") << "data_parallel_size=2 zero_optimization.stage=3" << small;
+    QTest::newRow("D2 zero2, one sub-group")
+        << "data_parallel_size=2 zero_optimization.stage=2" << QString();
+    QTest::newRow("T2 D2 zero2")
+        << "tensor_model_parallel_size=2 data_parallel_size=2 zero_optimization.stage=2"
+        << small + " aio.block_size=4096 aio.queue_depth=2";
+    QTest::newRow("P2 D2 zero1 1f1b")
+        << "pipeline_model_parallel_size=2 data_parallel_size=2 zero_optimization.stage=1 "
+           "gradient_accumulation_steps=4"
+        << small + " aio.single_submit=true aio.overlap_events=false";
+    QTest::newRow("D2 zero2 bf16")
+        << "data_parallel_size=2 zero_optimization.stage=2 bf16.enabled=true" << small;
+    QTest::newRow("D2 zero3 fp16 pinned")
+        << "data_parallel_size=2 zero_optimization.stage=3 fp16.enabled=true"
+        << small + " zero_optimization.offload_optimizer.pin_memory=true";
+  }
+
+  void offloadEqualsMemory() {
+    QFETCH(QString, strategy);
+    QFETCH(QString, offload);
+    const TrainConfig memory = dptest::tinyConfig(split(strategy));
+    std::vector<std::string> o = split(strategy);
+    for (const std::string& s : offloadTo(swapDirectory(), offload)) o.push_back(s);
+    const TrainConfig swapped = dptest::tinyConfig(o);
+    QVERIFY(swapped.parallel.swapsOptimizer());
+    const dptest::RunRecord want = trainAll(memory, 3);
+    const dptest::RunRecord got = trainAll(swapped, 3);
+    const std::string diff = dptest::compare(want, got, 0.0, 0.0);
+    QVERIFY2(diff.empty(), diff.c_str());
+    // Every rank's swap file was unlinked when it was opened: nothing is left.
+    QVERIFY(fs::is_empty(swapDirectory()));
+  }
+
+  // The optimizer state in memory is the swap buffers, which the estimate counts exactly: two
+  // sub-groups' buffers of 3 arrays (bf16: master and moments), each 1000 floats padded to
+  // 4 KiB, and the page that aligns them.
+  void optimizerStateIsTheBuffers() {
+    std::vector<std::string> o = {"data_parallel_size=2", "zero_optimization.stage=2",
+                                  "bf16.enabled=true"};
+    for (const std::string& s : offloadTo(swapDirectory(),
+                                          "zero_optimization.sub_group_size=1000 "
+                                          "zero_optimization.offload_optimizer.buffer_count=2"))
+      o.push_back(s);
+    const TrainConfig config = dptest::tinyConfig(o);
+    const dptest::ModelState measured = dptest::measureModelState(config);
+    const std::int64_t buffers = 2 * 3 * 4096 + 4096;
+    const std::vector<MemoryEstimate> estimate =
+        estimateRankMemory(config, 0, config.parallel.worldSize());
+    QCOMPARE(estimate.front()
+                 .items[static_cast<std::size_t>(MemoryCategory::OptimizerState)]
+                 .residentBytes,
+             static_cast<double>(buffers));
+    for (const dptest::StateBytes& rank : measured.ranks) QCOMPARE(rank.optim, buffers);
+    // On the disk: every sub-group's record (18 of 3 x 4 KiB for a shard of 17,088 elements).
+    QCOMPARE(estimate.front().swapBytes, 18.0 * 3 * 4096);
+  }
+
+  // Offload switched on after step 2 and off after step 4 of a run: the same losses and
+  // weights, bit for bit, as the run that never swapped.
+  void switchingOffloadChangesNothing() {
+    const std::vector<std::string> base = {"data_parallel_size=2", "zero_optimization.stage=2",
+                                           "train_iters=6", "eval_interval=0"};
+    const TrainConfig plain = dptest::tinyConfig(base);
+    std::vector<std::string> o = base;
+    for (const std::string& s : offloadTo(swapDirectory(), "zero_optimization.sub_group_size=999"))
+      o.push_back(s);
+    const TrainConfig swapped = dptest::tinyConfig(o);
+
+    struct Losses : SessionObserver {
+      Session* session = nullptr;
+      std::vector<std::pair<int, TrainConfig>> switches;
+      std::vector<double> losses;
+      std::mutex mutex;
+      void onStep(const StepReport& r) override {
+        std::lock_guard lock(mutex);
+        losses.push_back(r.loss);
+        if (!switches.empty() && switches.front().first == r.step) {
+          session->switchStrategy(switches.front().second);
+          switches.erase(switches.begin());
+        }
+      }
+    };
+    auto run = [](const TrainConfig& first, std::vector<std::pair<int, TrainConfig>> switches) {
+      Session session(first, {});
+      Losses observer;
+      observer.session = &session;
+      observer.switches = std::move(switches);
+      session.addObserver(observer);
+      session.run();
+      if (session.error()) throw std::runtime_error(session.error()->reason);
+      return observer.losses;
+    };
+    const std::vector<double> want = run(plain, {});
+    const std::vector<double> got = run(plain, {{2, swapped}, {4, plain}});
+    QCOMPARE(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i)
+      QVERIFY2(std::memcmp(&want[i], &got[i], sizeof(double)) == 0,
+               qPrintable(QString("step %1: %2 vs %3").arg(i + 1).arg(want[i]).arg(got[i])));
+    QVERIFY(fs::is_empty(swapDirectory()));
+  }
+
+  void badSettingsNameTheKey_data() {
+    QTest::addColumn<QStringList>("overrides");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("stage 0") << QStringList{"zero_optimization.offload_optimizer.device=cpu"}
+                             << "config: zero_optimization.offload_optimizer.device = cpu "
+                                "offloads ZeRO's optimizer shard, and stage 0 has none; valid: "
+                                "stage 1, 2 or 3, or device none";
+    QTest::newRow("no path") << QStringList{"zero_optimization.stage=1",
+                                            "zero_optimization.offload_optimizer.device=nvme"}
+                             << "config: zero_optimization.offload_optimizer.nvme_path is not "
+                                "set; device nvme swaps to files in that directory; valid: an "
+                                "existing, writable directory on a local disk";
+    QTest::newRow("param offload below stage 3")
+        << QStringList{"zero_optimization.stage=2", "zero_optimization.offload_param.device=cpu"}
+        << "config: zero_optimization.offload_param.device = cpu offloads ZeRO-3's parameter "
+           "shard; valid: stage 3, or device none";
+    QTest::newRow("param offload to nvme")
+        << QStringList{"zero_optimization.stage=3", "zero_optimization.offload_param.device=nvme"}
+        << "config: zero_optimization.offload_param.device = nvme is not trained by this engine "
+           "yet (the optimizer's state is: offload_optimizer.device = nvme); valid: none or cpu";
+    QTest::newRow("block size") << QStringList{"aio.block_size=5000"}
+                                << "config: aio.block_size = 5000 is not a multiple of 4096, the "
+                                   "alignment direct I/O needs; valid: 4096, 8192, ... (default "
+                                   "1048576)";
+    QTest::newRow("threads") << QStringList{"aio.thread_count=4"}
+                             << "config: aio.thread_count = 4: this engine submits a rank's "
+                                "swap I/O from the rank's own thread, with aio.queue_depth "
+                                "requests in flight; valid: 1";
+    QTest::newRow("unknown device")
+        << QStringList{"zero_optimization.offload_optimizer.device=disk"}
+        << "config: zero_optimization.offload_optimizer.device = \"disk\" is not supported; "
+           "allowed: none, cpu, nvme";
+  }
+
+  void badSettingsNameTheKey() {
+    QFETCH(QStringList, overrides);
+    QFETCH(QString, message);
+    std::vector<std::string> o;
+    for (const QString& s : overrides) o.push_back(s.toStdString());
+    QCOMPARE(QString::fromStdString(userError(o)), message);
+  }
+
+  // A directory that cannot hold the swap: refused before any rank starts, one message each,
+  // nothing written.
+  void badDirectoryIsRefusedUpFront_data() {
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<QString>("message");
+    const QString missing = QString::fromStdString((swapDirectory() / "missing").string());
+    QTest::newRow("missing") << missing
+                             << "zero_optimization.offload_optimizer.nvme_path '" + missing +
+                                    "' does not exist; valid: an existing, writable directory "
+                                    "on a local disk";
+    const QString file = QString::fromStdString(dptest::textFixture());
+    QTest::newRow("a file") << file
+                            << "zero_optimization.offload_optimizer.nvme_path '" + file +
+                                   "' is not a directory; valid: an existing, writable "
+                                   "directory on a local disk";
+    // No one creates files in /proc, root included.
+    QTest::newRow("not writable")
+        << "/proc"
+        << "zero_optimization.offload_optimizer.nvme_path '/proc' is not writable (No such file "
+           "or directory); valid: a directory this user may create files in";
+  }
+
+  void badDirectoryIsRefusedUpFront() {
+    QFETCH(QString, path);
+    QFETCH(QString, message);
+    const TrainConfig config = dptest::tinyConfig(
+        {"zero_optimization.stage=1", "zero_optimization.offload_optimizer.device=nvme",
+         "zero_optimization.offload_optimizer.nvme_path=" + path.toStdString()});
+    Session session(config, {});
+    QString got;
+    try {
+      session.run();
+      if (session.error()) got = QString::fromStdString(session.error()->reason);
+    } catch (const UserError& e) {
+      got = e.what();
+    }
+    QCOMPARE(got, message);
+  }
+
+  // A file-size limit too small for the swap file (as a full disk): the rank's reservation
+  // fails before its first step, with what it needed, and the limit is the reason given. The
+  // tiny GPT's 34,176 elements on one rank, full precision, one sub-group: two arrays of
+  // 136,704 bytes, each padded to 139,264.
+  void swapThatDoesNotFitFailsBeforeTheFirstStep() {
+    const TrainConfig config =
+        dptest::tinyConfig(offloadTo(swapDirectory(), "zero_optimization.stage=1"));
+    rlimit old{};
+    QVERIFY(getrlimit(RLIMIT_FSIZE, &old) == 0);
+    auto previous = std::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG
+    rlimit small = old;
+    small.rlim_cur = 64 * 1024;
+    QVERIFY(setrlimit(RLIMIT_FSIZE, &small) == 0);
+    Session session(config, {});
+    QString got;
+    try {
+      session.run();
+      if (session.error()) got = QString::fromStdString(session.error()->reason);
+    } catch (const UserError& e) {
+      got = e.what();
+    }
+    setrlimit(RLIMIT_FSIZE, &old);
+    std::signal(SIGXFSZ, previous);
+    QVERIFY2(got.contains("zero_optimization.offload_optimizer.nvme_path '" +
+                          QString::fromStdString(swapDirectory().string()) +
+                          "': cannot reserve 272.0 KiB for this rank's swap file (File too large); "
+                          "free space there or choose a directory on a larger disk"),
+             qPrintable(got));
+    QVERIFY(fs::is_empty(swapDirectory()));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestOffload)
+#include "test_offload.moc"
