@@ -25,6 +25,7 @@ void registerCheckpointCommand(CLI::App& app);
 void registerConfigCommand(CLI::App& app);
 void registerBenchTraceCommand(CLI::App& bench);
 void registerBenchCommCommand(CLI::App& bench);
+void registerBenchOffloadCommand(CLI::App& bench);
 void registerBenchSwitchCommand(CLI::App& bench);
 void registerBenchGpuCommand(CLI::App& bench);
 // simulate, plan calibrate (on app) and bench plan (on bench).

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   parascope::cli::registerBenchStepCommand(*bench);
   parascope::cli::registerBenchTraceCommand(*bench);
   parascope::cli::registerBenchCommCommand(*bench);
+  parascope::cli::registerBenchOffloadCommand(*bench);
   parascope::cli::registerBenchSwitchCommand(*bench);
   parascope::cli::registerBenchGpuCommand(*bench);
   parascope::cli::registerPlanCommands(app, *bench);

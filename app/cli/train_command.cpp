@@ -81,6 +81,8 @@ class Printer final : public SessionObserver {
                                          {"lr", r.lr},
                                          {"grad_norm", r.gradNorm},
                                          {"step_time_s", r.seconds},
+                                         {"optimizer_time_s", r.optimizerSeconds},
+                                         {"swap_bytes", r.swapBytes},
                                          {"targets_per_s", rate},
                                          {"loss_scale", r.lossScale},
                                          {"skipped", r.skipped}}

@@ -174,6 +174,7 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
   c.evalIters = static_cast<int>(r.integer("eval_iters"));
   c.logInterval = static_cast<int>(r.integer("log_interval"));
   c.seed = static_cast<std::uint64_t>(r.integer("seed"));
+  c.memoryLimitBytes = r.integer("memory_limit_bytes");
   c.saveWeights = r.string("save_weights");
   c.initWeights = r.string("init_weights");
   r.finish();

@@ -60,7 +60,8 @@ struct TrainConfig {
   int evalIters = 8;  // validation batches per evaluation; 0 = the whole split (images)
   int logInterval = 10;
   std::uint64_t seed = 1234;
-  std::string saveWeights;  // safetensors path written after training; empty = none
+  std::int64_t memoryLimitBytes = 0;  // memory_limit_bytes: per rank, tracked memory; 0 = none
+  std::string saveWeights;            // safetensors path written after training; empty = none
   std::string initWeights;  // safetensors of the full weights a fresh run starts from; empty = none
   // The validated document this config was read from (overrides applied): what a checkpoint
   // records and a strategy switch edits.

@@ -144,6 +144,11 @@ std::vector<ConfigKey> buildKeys() {
       integer("seed", train.seed, 0, INT64_MAX,
               "parameters are initialised from (seed, parameter name); batches from (seed, "
               "sample number)"),
+      integer("memory_limit_bytes", train.memoryLimitBytes, 0, std::int64_t{1} << 50,
+              "per rank: the most bytes its tracked memory (parameters, gradients, optimizer "
+              "state, activations, buffers, workspace; not the data set) may hold. A run whose "
+              "estimate exceeds it is refused before it starts, naming the offload that would "
+              "fit (`docs/offload.md`); an allocation past it fails the run. 0: no limit"),
       string("save_weights", train.saveWeights,
              "write the trained weights to this safetensors file"),
       string("init_weights", train.initWeights,

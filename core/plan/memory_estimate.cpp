@@ -637,6 +637,13 @@ double MemoryEstimate::perRankBytes() const {
   return sum;
 }
 
+double MemoryEstimate::trackedBytes() const {
+  double sum = 0;
+  for (const MemoryItem& i : items)
+    if (i.name != "data") sum += i.bytes;
+  return sum;
+}
+
 const MemoryItem& MemoryEstimate::largest() const {
   return *std::max_element(
       items.begin(), items.end(),

@@ -48,6 +48,8 @@ struct MemoryEstimate {
   // On the disk, not in memory: the rank's swap file (offload_optimizer device nvme).
   double swapBytes = 0;
   double perRankBytes() const;
+  // What a rank's allocator holds at its peak: every item but the data set (memory_limit_bytes).
+  double trackedBytes() const;
   double totalBytes() const { return perRankBytes() * ranksSharingMemory; }
   const MemoryItem& largest() const;
 };

@@ -38,6 +38,51 @@ void checkSwap(const TrainConfig& c, const MemoryEstimate& e) {
                      e.swapBytes * e.ranksSharingMemory, c.parallel.aio);
 }
 
+// memory_limit_bytes against the estimate of a rank's tracked memory. Over it, the message says
+// whether swapping the optimizer's state to a disk (with ZeRO-1 where the run has no ZeRO) would
+// fit, with the config's sub-group size or the largest power of ten below it that fits (the
+// buffers shrink with the sub-groups), and what it would then need.
+void checkMemoryLimit(const TrainConfig& c, const MemoryEstimate& e) {
+  const auto limit = static_cast<double>(c.memoryLimitBytes);
+  if (limit <= 0 || e.trackedBytes() <= limit) return;
+  std::string fix;
+  bool fits = false;
+  if (!c.parallel.swapsOptimizer()) {
+    TrainConfig swapped = c;
+    ParallelStrategy& s = swapped.parallel;
+    const bool stage = s.zeroStage == 0;
+    if (stage) s.zeroStage = 1;
+    s.offloadOptimizer.device = OffloadDevice::Nvme;
+    const std::int64_t own = s.subGroupElements;
+    double need = 0;
+    for (std::int64_t size = own; size >= 1000;) {
+      s.subGroupElements = size;
+      need = estimateMemory(swapped, 0, 1).trackedBytes();
+      if (need <= limit) {
+        fits = true;
+        break;
+      }
+      std::int64_t next = 1;
+      while (next * 10 < size) next *= 10;
+      size = next;
+    }
+    const std::string keys =
+        std::string(stage ? "zero_optimization.stage=1, " : "") +
+        "zero_optimization.offload_optimizer.device=nvme (with its nvme_path)" +
+        (s.subGroupElements != own
+             ? " and zero_optimization.sub_group_size=" + std::to_string(s.subGroupElements)
+             : "");
+    fix = fits ? "; with " + keys + " it needs " + formatBytes(need) + ", which fits"
+               : "; with " + keys + " it would still need " + formatBytes(need);
+  }
+  throw UserError("memory_limit_bytes: a rank of this run needs about " +
+                  formatBytes(e.trackedBytes()) + " (largest: " + e.largest().name +
+                  "), over its limit of " + formatBytes(limit) + fix +
+                  (fits ? ""
+                        : "; raise the limit, or use more ranks, a higher ZeRO stage, a smaller "
+                          "micro-batch or recompute"));
+}
+
 void barrier(Communicator& world) {
   int token = 0;
   if (world.size() > 1) world.allReduce(&token, &token, 1, DType::I32, ReduceOp::Sum);
@@ -167,6 +212,7 @@ void Session::checkSwitch(const TrainConfig& next) const {
         estimateMemory(next, dataBytesInMemory(next.data), next.parallel.worldSize());
     checkMemory(estimate, availableMemoryBytes());
     checkSwap(next, estimate);
+    checkMemoryLimit(next, estimate);
     if (!options_.world) {
       checkAddressSpace(estimate, next.parallel.worldSize(), availableAddressSpaceBytes());
     }
@@ -208,6 +254,12 @@ std::string Session::outOfMemoryReason(bool mpi) const {
   const std::string change =
       "; free memory, or use a smaller model or micro-batch, more ranks, a higher ZeRO stage or "
       "recompute";
+  if (config_.memoryLimitBytes > 0) {
+    return "out of memory: an allocation would have passed memory_limit_bytes (" +
+           formatBytes(static_cast<double>(config_.memoryLimitBytes)) +
+           ") on a rank; raise the limit, or swap the optimizer's state to a disk, use more "
+           "ranks, a higher ZeRO stage, a smaller micro-batch or recompute";
+  }
   try {
     const MemoryEstimate e = runEstimate(mpi);
     const double available = availableMemoryBytes();
@@ -487,6 +539,7 @@ void Session::checkBeforeStart(bool mpi) const {
   const MemoryEstimate estimate = runEstimate(mpi);
   checkMemory(estimate, availableMemoryBytes());
   checkSwap(config_, estimate);
+  checkMemoryLimit(config_, estimate);
   // The address-space limit is this process's: its own ranks' threads (one under MPI).
   MemoryEstimate own = estimate;
   own.ranksSharingMemory = mpi ? 1 : estimate.ranksSharingMemory;
@@ -525,6 +578,7 @@ void Session::runLayout(int ranks) {
       slot.allocator = options_.allocator;
     } else {
       slot.own = std::make_unique<Allocator>(Device::cpu(), pages_);
+      slot.own->setLimit(config_.memoryLimitBytes);
       slot.own->setTrack(
           memoryTrack(options_.world ? options_.world->rank() : static_cast<int>(i)));
       slot.allocator = slot.own.get();

@@ -71,6 +71,7 @@ Allocator::~Allocator() {
 }
 
 void* Allocator::allocate(std::size_t bytes, MemoryCategory category) {
+  if (limit_ > 0 && liveTotal() + static_cast<std::int64_t>(bytes) > limit_) throw std::bad_alloc();
   const std::size_t rounded = roundedSize(bytes);
   void* p = nullptr;
   {

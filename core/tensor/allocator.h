@@ -95,6 +95,10 @@ class Allocator {
   // Set before the allocator is shared between threads: its counters go to the rank's track
   // (without one, each change is a counter sample of the allocating thread's rank).
   void setTrack(std::shared_ptr<RankMemoryTrack> track) { track_ = std::move(track); }
+  // Set before the allocator is shared between threads: the most bytes it may have live at once
+  // (memory_limit_bytes); an allocation past it throws std::bad_alloc. 0: no limit.
+  void setLimit(std::int64_t bytes) { limit_ = bytes; }
+  std::int64_t limit() const { return limit_; }
   Device device() const { return device_; }
   PagePool& pages() const { return *pages_; }
 
@@ -109,6 +113,7 @@ class Allocator {
   std::atomic<std::int64_t> peakTotal_{0};
   AllocationHook hook_;
   std::shared_ptr<RankMemoryTrack> track_;
+  std::int64_t limit_ = 0;
   mutable std::mutex cacheMutex_;
   std::unordered_map<std::size_t, std::vector<void*>> cache_;  // rounded size -> free blocks
   std::int64_t cached_ = 0;

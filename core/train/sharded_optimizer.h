@@ -34,6 +34,10 @@ class ShardedAdamW {
   // seconds spent waiting for the parameter all-gathers.
   double step(double lr, double gradScale, const Tensor& grads, bool gradsAreShard);
   int steps() const { return steps_; }
+  // Bytes read from and written to the swap file so far (0 without one).
+  std::int64_t swapBytes() const {
+    return swap_ ? swap_->file().bytesRead() + swap_->file().bytesWritten() : 0;
+  }
   void setSteps(int steps) { steps_ = steps; }  // a restored run's updates so far (bias correction)
 
   struct Segment {  // one parameter's part of this rank's shard

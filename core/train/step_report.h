@@ -32,6 +32,11 @@ struct StepReport {
   // unchanged, the scale lowered as fp16.hysteresis says).
   double lossScale = 1;
   bool skipped = false;
+  // The optimizer's update of this rank's parameters or ZeRO shard (0 when skipped), and with
+  // its state swapped to a disk (zero_optimization.offload_optimizer nvme) the bytes the update
+  // read and wrote there.
+  double optimizerSeconds = 0;
+  std::int64_t swapBytes = 0;
   // Filled by the session (core/session/session.h): the reporting rank, its pipeline rank, and
   // its peak bytes by MemoryCategory during this step.
   int rank = 0;

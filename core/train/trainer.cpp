@@ -147,12 +147,18 @@ void Trainer::update(StepReport& r, double gradNorm) {
   }
   // Gradients are read unscaled: loss scales are powers of two, so dividing is exact.
   const double factor = kernels::clipFactor(r.gradNorm, config_.gradientClipping) / scale;
+  const auto start = std::chrono::steady_clock::now();
+  double gatherWait = 0;
   if (sharded_) {
-    r.exposedCommSeconds +=
-        sharded_->step(r.lr, factor, reducer_->gradients(), reducer_->sharded());
+    const std::int64_t swapped = sharded_->swapBytes();
+    gatherWait = sharded_->step(r.lr, factor, reducer_->gradients(), reducer_->sharded());
+    r.exposedCommSeconds += gatherWait;
+    r.swapBytes = sharded_->swapBytes() - swapped;
   } else {
     optimizer_->step(r.lr, factor);
   }
+  r.optimizerSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - gatherWait;
 }
 
 StepReport Trainer::step() {

@@ -151,6 +151,60 @@ class TestOffload : public QObject {
     QCOMPARE(estimate.front().swapBytes, 18.0 * 3 * 4096);
   }
 
+  // memory_limit_bytes between what a rank needs with its optimizer state in memory and what it
+  // needs with the state swapped in sub-groups of 1000: the run in memory is refused before it
+  // starts, naming the offload and sub-group size that fit (10,000 would not: 4 buffers of a
+  // quarter of the shard each hold more than the shard); the swapped run trains under the limit,
+  // which every rank's allocator enforces; a limit below even that is refused, saying so.
+  void memoryLimitHoldsWithOffload() {
+    const std::vector<std::string> base = {"zero_optimization.stage=1", "train_iters=3",
+                                           "eval_interval=0"};
+    std::vector<std::string> o = base;
+    for (const std::string& s : offloadTo(swapDirectory(), "zero_optimization.sub_group_size=1000"))
+      o.push_back(s);
+    const double inMemory = estimateMemory(dptest::tinyConfig(base), 0, 1).trackedBytes();
+    const double swapped = estimateMemory(dptest::tinyConfig(o), 0, 1).trackedBytes();
+    QVERIFY(swapped < inMemory);
+    const auto limit = static_cast<std::int64_t>((inMemory + swapped) / 2);
+    auto withLimit = [](std::vector<std::string> keys, std::int64_t bytes) {
+      keys.push_back("memory_limit_bytes=" + std::to_string(bytes));
+      return dptest::tinyConfig(keys);
+    };
+    auto outcome = [](const TrainConfig& config) {
+      Session session(config, {});
+      try {
+        const FinishedReport f = session.run();
+        if (session.error()) return QString::fromStdString(session.error()->reason);
+        return QString("trained %1 steps").arg(f.steps);
+      } catch (const UserError& e) {
+        return QString(e.what());
+      }
+    };
+    const QString refused = outcome(withLimit(base, limit));
+    QVERIFY2(refused.startsWith("memory_limit_bytes: a rank of this run needs about " +
+                                QString::fromStdString(formatBytes(inMemory))),
+             qPrintable(refused));
+    QVERIFY2(refused.endsWith("over its limit of " +
+                              QString::fromStdString(formatBytes(static_cast<double>(limit))) +
+                              "; with zero_optimization.offload_optimizer.device=nvme (with its "
+                              "nvme_path) and zero_optimization.sub_group_size=1000 it needs " +
+                              QString::fromStdString(formatBytes(swapped)) + ", which fits"),
+             qPrintable(refused));
+    QCOMPARE(outcome(withLimit(o, limit)), QString("trained 3 steps"));
+    const QString tooSmall = outcome(withLimit(o, static_cast<std::int64_t>(swapped / 2)));
+    QVERIFY2(tooSmall.endsWith("; raise the limit, or use more ranks, a higher ZeRO stage, a "
+                               "smaller micro-batch or recompute"),
+             qPrintable(tooSmall));
+    // The limit is the allocator's: live bytes never pass it.
+    Allocator a;
+    a.setLimit(1000);
+    void* p = a.allocate(600, MemoryCategory::Workspace);
+    QVERIFY_THROWS_EXCEPTION(std::bad_alloc, a.allocate(600, MemoryCategory::Workspace));
+    a.deallocate(p, 600, MemoryCategory::Workspace);
+    a.deallocate(a.allocate(1000, MemoryCategory::Workspace), 1000, MemoryCategory::Workspace);
+    QVERIFY(fs::is_empty(swapDirectory()));
+  }
+
   // Offload switched on after step 2 and off after step 4 of a run: the same losses and
   // weights, bit for bit, as the run that never swapped.
   void switchingOffloadChangesNothing() {

@@ -1,0 +1,255 @@
+// parascope-cli bench offload: ZeRO-Infinity's optimizer offload against the disk it swaps to.
+// In one run: the disk's sequential direct-I/O bandwidth (the swap's own AioFile, block size and
+// queue depth, writing, reading, then reading and writing back as many bytes as the swap holds),
+// then a GPT of about 100M parameters under ZeRO-1 on one rank, its AdamW state in memory and
+// then swapped to the same directory (`sub_group_size` 4M elements, 4 buffers). The offloaded
+// update's time is set beside the I/O bound (the bytes it read and wrote over the disk's
+// read-and-write-back bandwidth), and the optimizer state the rank holds in memory beside the
+// state's size.
+#include "bench/offload.h"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/common/error.h"
+#include "core/common/scratch_directory.h"
+#include "core/config/config.h"
+#include "core/offload/aio_file.h"
+#include "core/plan/memory_estimate.h"
+#include "core/session/session.h"
+
+namespace parascope::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double elapsedSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The block device under `dir` as the kernel names it (vda, nvme0n1), with its model where the
+// driver gives one.
+std::string diskOf(const std::string& dir) {
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0) return "unknown";
+  const std::string sys =
+      "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
+  std::string name =
+      "device " + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
+  std::ifstream uevent(sys + "/uevent");
+  for (std::string line; std::getline(uevent, line);)
+    if (line.rfind("DEVNAME=", 0) == 0) name = line.substr(8);
+  for (const char* model : {"/device/model", "/../device/model"}) {
+    std::ifstream f(sys + model);
+    std::string m;
+    if (std::getline(f, m) && !m.empty()) {
+      m.erase(m.find_last_not_of(' ') + 1);
+      return name + " (" + m + ")";
+    }
+  }
+  return name;
+}
+
+struct Disk {
+  double writeBytesPerSecond = 0, readBytesPerSecond = 0;
+  // Reading each chunk while the one before is written back, as the swapped update does: bytes
+  // read and written together per second.
+  double swapBytesPerSecond = 0;
+};
+
+// Sequential direct I/O over a file of `bytes` in `dir`: written whole, read whole, then read
+// and written back chunk by chunk, in 64 MiB requests that the file cuts into the aio blocks.
+Disk measureDisk(const std::string& dir, std::int64_t bytes, const AioSpec& aio) {
+  constexpr std::int64_t kChunk = std::int64_t{64} << 20;
+  bytes = std::max(kChunk, bytes / kChunk * kChunk);
+  Allocator allocator;
+  AioFile file(dir, "bench offload --dir", bytes, aio);
+  AlignedBuffer buffer(2 * kChunk, false, allocator, MemoryCategory::Workspace);
+  std::fill(buffer.data(), buffer.data() + buffer.size(), static_cast<char>(0x5a));
+  auto pass = [&](bool write) {
+    const auto start = Clock::now();
+    std::vector<AioFile::Ticket> tickets(2, 0);
+    for (std::int64_t at = 0, i = 0; at < bytes; at += kChunk, ++i) {
+      AioFile::Ticket& t = tickets[static_cast<std::size_t>(i % 2)];
+      if (t != 0) file.wait(t);
+      char* b = buffer.data() + kChunk * (i % 2);
+      t = write ? file.write(b, kChunk, at) : file.read(b, kChunk, at);
+    }
+    file.waitAll();
+    return static_cast<double>(bytes) / elapsedSince(start);
+  };
+  Disk d;
+  d.writeBytesPerSecond = pass(true);
+  d.readBytesPerSecond = pass(false);
+  const auto start = Clock::now();
+  AioFile::Ticket written = 0;
+  for (std::int64_t at = 0, i = 0; at < bytes; at += kChunk, ++i) {
+    char* b = buffer.data() + kChunk * (i % 2);
+    const AioFile::Ticket read = file.read(b, kChunk, at);
+    if (written != 0) file.wait(written);
+    file.wait(read);
+    written = file.write(b, kChunk, at);
+  }
+  file.waitAll();
+  d.swapBytesPerSecond = 2 * static_cast<double>(bytes) / elapsedSince(start);
+  return d;
+}
+
+struct Run {
+  double stepSeconds = 0, optimizerSeconds = 0;  // medians over the measured steps
+  std::int64_t swapBytes = 0;                    // per measured step
+  std::int64_t optimizerStateBytes = 0;          // the rank's peak in memory
+};
+
+class Steps final : public SessionObserver {
+ public:
+  void onStep(const StepReport& r) override {
+    std::lock_guard lock(mutex_);
+    reports.push_back(r);
+  }
+  void onError(const ErrorReport& e) override {
+    std::lock_guard lock(mutex_);
+    error = e.reason;
+  }
+  std::vector<StepReport> reports;
+  std::string error;
+
+ private:
+  std::mutex mutex_;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+Run train(const TrainConfig& config, int steps) {
+  SessionOptions options;
+  options.evaluate = false;
+  Session session(config, options);
+  Steps observer;
+  session.addObserver(observer);
+  session.run();
+  if (!observer.error.empty()) throw std::runtime_error(observer.error);
+  Run r;
+  std::vector<double> step, optimizer;
+  for (const StepReport& s : observer.reports) {
+    r.optimizerStateBytes =
+        std::max(r.optimizerStateBytes,
+                 s.peakBytes[static_cast<std::size_t>(MemoryCategory::OptimizerState)]);
+    if (s.step == 1) continue;  // the first step pays for first touches
+    step.push_back(s.seconds);
+    optimizer.push_back(s.optimizerSeconds);
+    r.swapBytes = s.swapBytes;
+  }
+  if (static_cast<int>(step.size()) != steps) throw std::runtime_error("a step was not reported");
+  r.stepSeconds = median(step);
+  r.optimizerSeconds = median(optimizer);
+  return r;
+}
+
+void printRow(bool json, const nlohmann::json& row, const std::string& text) {
+  std::printf("%s\n", json ? row.dump().c_str() : text.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void runBenchOffload(const BenchOffloadOptions& o) {
+  // Made before any work, so a bad --dir is refused at once; removed with what is in it.
+  const ScratchDirectory scratch(o.dir, "parascope-bench-offload", "bench offload --dir");
+  nlohmann::json base = readJsonFile(o.config);
+  // About 100M parameters (12 layers of width 768), one rank, ZeRO-1: its optimizer shard is
+  // the whole model's state, 8 bytes per parameter. One 64-token sample per step keeps the
+  // forward and backward short beside the update.
+  for (const std::string& a : std::vector<std::string>{
+           "model.num_layers=12", "model.hidden_size=768", "model.num_attention_heads=12",
+           "model.context_length=64", "train_batch_size=1", "train_micro_batch_size_per_gpu=1",
+           "eval_interval=0", "zero_optimization.stage=1",
+           "zero_optimization.sub_group_size=4000000",
+           "train_iters=" + std::to_string(o.steps + 1)}) {
+    applyOverride(base, a);
+  }
+  base.erase("gradient_accumulation_steps");
+  for (const std::string& a : o.overrides) applyOverride(base, a);
+  const TrainConfig memory = parseTrainConfig(base);
+  nlohmann::json swappedDoc = base;
+  applyOverride(swappedDoc, "zero_optimization.offload_optimizer.device=nvme");
+  applyOverride(swappedDoc, "zero_optimization.offload_optimizer.nvme_path=" + scratch.path());
+  const TrainConfig swapped = parseTrainConfig(swappedDoc);
+  const MemoryEstimate estimate = estimateMemory(swapped, 0, 1);
+
+  const std::string disk = diskOf(scratch.path());
+  const Disk d = measureDisk(scratch.path(), static_cast<std::int64_t>(estimate.swapBytes),
+                             swapped.parallel.aio);
+  const AioSpec& aio = swapped.parallel.aio;
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "disk %s under %s: direct I/O, %s blocks, queue depth %d: write %.2f GB/s, read "
+                "%.2f GB/s, read and write back %.2f GB/s",
+                disk.c_str(), scratch.path().c_str(),
+                formatBytes(static_cast<double>(aio.blockSize)).c_str(), aio.queueDepth,
+                d.writeBytesPerSecond / 1e9, d.readBytesPerSecond / 1e9,
+                d.swapBytesPerSecond / 1e9);
+  printRow(o.json,
+           {{"event", "disk"},
+            {"device", disk},
+            {"directory", scratch.path()},
+            {"block_bytes", aio.blockSize},
+            {"queue_depth", aio.queueDepth},
+            {"write_gb_per_s", d.writeBytesPerSecond / 1e9},
+            {"read_gb_per_s", d.readBytesPerSecond / 1e9},
+            {"read_write_gb_per_s", d.swapBytesPerSecond / 1e9}},
+           text);
+
+  const Run inMemory = train(memory, o.steps);
+  const Run offloaded = train(swapped, o.steps);
+  for (const auto& [name, r] : {std::pair{"in memory", inMemory}, {"swapped to disk", offloaded}}) {
+    std::snprintf(text, sizeof text,
+                  "%-16s step %7.3f s  optimizer %7.3f s  swap %9s/step  optimizer state in "
+                  "memory %s",
+                  name, r.stepSeconds, r.optimizerSeconds,
+                  formatBytes(static_cast<double>(r.swapBytes)).c_str(),
+                  formatBytes(static_cast<double>(r.optimizerStateBytes)).c_str());
+    printRow(o.json,
+             {{"event", "run"},
+              {"optimizer_state", name},
+              {"step_s", r.stepSeconds},
+              {"optimizer_s", r.optimizerSeconds},
+              {"swap_bytes_per_step", r.swapBytes},
+              {"optimizer_state_bytes_in_memory", r.optimizerStateBytes}},
+             text);
+  }
+  // The update reads every sub-group once and writes it once, as the disk's third pass did.
+  const double bound = static_cast<double>(offloaded.swapBytes) / d.swapBytesPerSecond;
+  const double stateBytes = static_cast<double>(inMemory.optimizerStateBytes);
+  std::snprintf(
+      text, sizeof text,
+      "I/O bound of the swapped update %.3f s: it ran at %.0f%% of the disk's bandwidth; state "
+      "%s = %.1f x what the rank holds of it in memory; step %.2f x the step in memory",
+      bound, 100 * bound / offloaded.optimizerSeconds, formatBytes(stateBytes).c_str(),
+      stateBytes / static_cast<double>(offloaded.optimizerStateBytes),
+      offloaded.stepSeconds / inMemory.stepSeconds);
+  printRow(
+      o.json,
+      {{"event", "summary"},
+       {"io_bound_s", bound},
+       {"disk_bandwidth_fraction", bound / offloaded.optimizerSeconds},
+       {"optimizer_state_bytes", stateBytes},
+       {"state_to_memory_ratio", stateBytes / static_cast<double>(offloaded.optimizerStateBytes)},
+       {"step_ratio", offloaded.stepSeconds / inMemory.stepSeconds}},
+      text);
+}
+
+}  // namespace parascope::bench
