@@ -35,8 +35,8 @@ std::string reason(int error) {
 
 AioFile::AioFile(const std::string& directory, const std::string& what, std::int64_t bytes,
                  const AioSpec& aio)
-    : directory_(directory), what_(what), aio_(aio), bytes_(bytes) {
-  const std::string where = what + " '" + directory + "'";
+    : directory_(printableText(directory)), what_(what), aio_(aio), bytes_(bytes) {
+  const std::string where = what + " '" + directory_ + "'";
   std::error_code ec;
   if (!std::filesystem::is_directory(directory, ec)) {
     throw UserError(
@@ -91,7 +91,8 @@ AioFile::AioFile(const std::string& directory, const std::string& what, std::int
 }
 
 AioFile::~AioFile() {
-  while (free_.size() < slots_.size()) reap(1);
+  // io_destroy cancels what it can and blocks until the rest completes: no buffer is read or
+  // written after this, even when an error left requests in flight.
   if (context_ != nullptr) io_destroy(context_);
   if (fd_ >= 0) close(fd_);
 }
@@ -230,8 +231,8 @@ void checkSwapDirectory(const std::string& directory, const std::string& what, d
     return;  // the probe could write there; fallocate judges
   const double free = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
   if (bytes > free) {
-    throw UserError(what + " '" + directory + "': the run's swap files need " + formatBytes(bytes) +
-                    " and the filesystem has " + formatBytes(free) +
+    throw UserError(what + " '" + printableText(directory) + "': the run's swap files need " +
+                    formatBytes(bytes) + " and the filesystem has " + formatBytes(free) +
                     " free; free space there or choose a directory on a larger disk");
   }
 }

@@ -34,7 +34,7 @@ class AioFile {
   // I/O, or `bytes` do not fit on it.
   AioFile(const std::string& directory, const std::string& what, std::int64_t bytes,
           const AioSpec& aio);
-  ~AioFile();  // waits for every request still in flight
+  ~AioFile();  // waits for every request still in flight (cancelling what it can)
   AioFile(const AioFile&) = delete;
   AioFile& operator=(const AioFile&) = delete;
 
@@ -70,7 +70,7 @@ class AioFile {
   void submit();
   void reap(int atLeast);
 
-  std::string directory_;
+  std::string directory_;  // as messages quote it (printableText)
   std::string what_;
   AioSpec aio_;
   int fd_ = -1;

@@ -64,8 +64,10 @@ class OptimizerSwap {
 
  private:
   SwapLayout layout_;
-  AioFile file_;
+  // Declared before the file, so destroyed after it: the file waits for every request in flight
+  // before the buffers those requests read and write go back.
   std::unique_ptr<AlignedBuffer> buffers_;  // none for an empty shard
+  AioFile file_;
 };
 
 }  // namespace parascope
