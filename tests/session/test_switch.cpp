@@ -314,6 +314,13 @@ void TestSwitch::roundTripUnderOneLayout_data() {
       << "data_parallel_size=2 zero_optimization.stage=3 bf16.enabled=true";
   QTest::newRow("T2 P2") << "tensor_model_parallel_size=2 pipeline_model_parallel_size=2 "
                             "gradient_accumulation_steps=2";
+  // The checkpoint is written from the swapped state staged into memory, and the loaded state
+  // goes back to the swap file at the first step (docs/offload.md).
+  QTest::newRow("D2 ZeRO-2 bf16, optimizer state swapped")
+      << "data_parallel_size=2 zero_optimization.stage=2 bf16.enabled=true "
+         "zero_optimization.sub_group_size=1000 zero_optimization.offload_optimizer.device=nvme "
+         "zero_optimization.offload_optimizer.nvme_path=" +
+             QString::fromStdString(scratch().string());
 }
 
 // Save after 3 steps, load under the same layout: the next steps are the uninterrupted run's.
