@@ -49,8 +49,11 @@ fi
 if [[ -n "$sanitize" ]]; then
   build_type=RelWithDebInfo
 fi
+# The suites' selection means something only to a tree with tests (CMake warns of it otherwise).
+selection=()
+[[ "$tests" == ON ]] && selection=(-DPARASCOPE_TEST_SUITES="$suites")
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" "${toolchain[@]}" -DCMAKE_UNITY_BUILD=ON \
-  -DPARASCOPE_BUILD_TESTS="$tests" -DPARASCOPE_SANITIZE="$sanitize" -DPARASCOPE_TEST_SUITES="$suites"
+  -DPARASCOPE_BUILD_TESTS="$tests" -DPARASCOPE_SANITIZE="$sanitize" "${selection[@]}"
 targets=()
 if [[ -n "$label" ]]; then
   # Test names are their executables' target names, or NAME:function (tests/CMakeLists.txt:
