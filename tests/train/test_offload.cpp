@@ -21,6 +21,7 @@
 #include "core/plan/memory_estimate.h"
 #include "core/session/session.h"
 #include "dp_harness.h"
+#include "tests/input_probes.h"
 
 using namespace parascope;
 namespace fs = std::filesystem;
@@ -61,13 +62,16 @@ dptest::RunRecord trainAll(const TrainConfig& config, int steps) {
   return all;
 }
 
-std::string userError(const std::vector<std::string>& overrides) {
+// How a session of `config` ends: "trained N steps", or the reason it failed.
+QString outcomeOf(const TrainConfig& config) {
+  Session session(config, {});
   try {
-    (void)dptest::tinyConfig(overrides);
+    const FinishedReport f = session.run();
+    if (session.error()) return QString::fromStdString(session.error()->reason);
+    return QString("trained %1 steps").arg(f.steps);
   } catch (const UserError& e) {
     return e.what();
   }
-  return "(accepted)";
 }
 
 }  // namespace
@@ -170,17 +174,7 @@ class TestOffload : public QObject {
       keys.push_back("memory_limit_bytes=" + std::to_string(bytes));
       return dptest::tinyConfig(keys);
     };
-    auto outcome = [](const TrainConfig& config) {
-      Session session(config, {});
-      try {
-        const FinishedReport f = session.run();
-        if (session.error()) return QString::fromStdString(session.error()->reason);
-        return QString("trained %1 steps").arg(f.steps);
-      } catch (const UserError& e) {
-        return QString(e.what());
-      }
-    };
-    const QString refused = outcome(withLimit(base, limit));
+    const QString refused = outcomeOf(withLimit(base, limit));
     QVERIFY2(refused.startsWith("memory_limit_bytes: a rank of this run needs about " +
                                 QString::fromStdString(formatBytes(inMemory))),
              qPrintable(refused));
@@ -190,8 +184,8 @@ class TestOffload : public QObject {
                               "nvme_path) and zero_optimization.sub_group_size=1000 it needs " +
                               QString::fromStdString(formatBytes(swapped)) + ", which fits"),
              qPrintable(refused));
-    QCOMPARE(outcome(withLimit(o, limit)), QString("trained 3 steps"));
-    const QString tooSmall = outcome(withLimit(o, static_cast<std::int64_t>(swapped / 2)));
+    QCOMPARE(outcomeOf(withLimit(o, limit)), QString("trained 3 steps"));
+    const QString tooSmall = outcomeOf(withLimit(o, static_cast<std::int64_t>(swapped / 2)));
     QVERIFY2(tooSmall.endsWith("; raise the limit, or use more ranks, a higher ZeRO stage, a "
                                "smaller micro-batch or recompute"),
              qPrintable(tooSmall));
@@ -288,7 +282,7 @@ class TestOffload : public QObject {
     QFETCH(QString, message);
     std::vector<std::string> o;
     for (const QString& s : overrides) o.push_back(s.toStdString());
-    QCOMPARE(QString::fromStdString(userError(o)), message);
+    QCOMPARE(test::userErrorOf([&] { (void)dptest::tinyConfig(o); }), message);
   }
 
   // A directory that cannot hold the swap: refused before any rank starts, one message each,
@@ -319,15 +313,7 @@ class TestOffload : public QObject {
     const TrainConfig config = dptest::tinyConfig(
         {"zero_optimization.stage=1", "zero_optimization.offload_optimizer.device=nvme",
          "zero_optimization.offload_optimizer.nvme_path=" + path.toStdString()});
-    Session session(config, {});
-    QString got;
-    try {
-      session.run();
-      if (session.error()) got = QString::fromStdString(session.error()->reason);
-    } catch (const UserError& e) {
-      got = e.what();
-    }
-    QCOMPARE(got, message);
+    QCOMPARE(outcomeOf(config), message);
   }
 
   // A file-size limit too small for the swap file (as a full disk): the rank's reservation
@@ -343,14 +329,7 @@ class TestOffload : public QObject {
     rlimit small = old;
     small.rlim_cur = 64 * 1024;
     QVERIFY(setrlimit(RLIMIT_FSIZE, &small) == 0);
-    Session session(config, {});
-    QString got;
-    try {
-      session.run();
-      if (session.error()) got = QString::fromStdString(session.error()->reason);
-    } catch (const UserError& e) {
-      got = e.what();
-    }
+    const QString got = outcomeOf(config);
     setrlimit(RLIMIT_FSIZE, &old);
     std::signal(SIGXFSZ, previous);
     QVERIFY2(got.contains("zero_optimization.offload_optimizer.nvme_path '" +
