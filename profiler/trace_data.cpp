@@ -65,6 +65,7 @@ std::string TraceData::laneName(std::int32_t rank, std::int32_t laneId) const {
     case trace::lane::kCommunication: return "communication";
     case trace::lane::kHost: return "host";
     case trace::lane::kData: return "data";
+    case trace::lane::kIo: return "I/O";
     default: break;
   }
   if (trace::lane::isGpu(laneId)) {

@@ -16,6 +16,7 @@
 
 #include "core/common/error.h"
 #include "core/common/printable.h"
+#include "core/trace/trace.h"
 
 namespace parascope {
 
@@ -107,6 +108,7 @@ AioFile::Ticket AioFile::enqueue(bool isWrite, char* buffer, std::int64_t bytes,
   Request& r = requests_[ticket];
   r.isWrite = isWrite;
   r.bytes = bytes;
+  if (trace::recorder() != nullptr) r.askedAt = trace::ticks();
   for (std::int64_t at = 0; at < bytes; at += aio_.blockSize) {
     queued_.push_back(
         {ticket, isWrite, buffer + at, std::min(aio_.blockSize, bytes - at), offset + at});
@@ -136,6 +138,8 @@ void AioFile::submit() {
     free_.pop_back();
     Slot& slot = slots_[static_cast<std::size_t>(index)];
     slot.ticket = b.ticket;
+    if (Request& r = requests_[b.ticket]; r.askedAt != 0 && r.submittedAt == 0)
+      r.submittedAt = trace::ticks();
     slot.bytes = b.bytes;
     if (b.isWrite) {
       io_prep_pwrite(&slot.control, fd_, b.buffer, static_cast<std::size_t>(b.bytes), b.offset);
@@ -189,6 +193,12 @@ void AioFile::reap(int atLeast) {
     }
     --r.blocksLeft;
     free_.push_back(static_cast<int>(slot - slots_.data()));
+    if (r.blocksLeft == 0 && r.askedAt != 0) {
+      const std::int64_t now = trace::ticks();
+      trace::span(r.isWrite ? "swap write" : "swap read", trace::Category::Io, trace::lane::kIo,
+                  r.askedAt, now, r.bytes);
+      trace::span("queued", trace::Category::Io, trace::lane::kIo, r.askedAt, r.submittedAt, 0);
+    }
   }
 }
 
@@ -200,9 +210,12 @@ void AioFile::progress() {
 void AioFile::wait(Ticket ticket) {
   auto it = requests_.find(ticket);
   if (it == requests_.end()) return;
-  while (it->second.blocksLeft > 0) {
-    submit();
-    reap(1);
+  if (it->second.blocksLeft > 0) {
+    const trace::Span waiting("swap wait", trace::Category::Sync);
+    while (it->second.blocksLeft > 0) {
+      submit();
+      reap(1);
+    }
   }
   submit();
   const Request r = it->second;

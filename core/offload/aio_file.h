@@ -5,6 +5,11 @@
 // bandwidth and the memory the run is allowed stays its own. Buffers, offsets and lengths are
 // multiples of kAlignment.
 //
+// While tracing, each request is a span on the rank's I/O lane (trace::lane::kIo) from the moment
+// it was asked for to the moment the rank found it complete, with its bytes; a child span covers
+// the time it waited in the queue for the kernel to take its first block. A rank that blocks on
+// an unfinished request records the wait on its compute lane.
+//
 // The file is created in the directory and unlinked at once: it exists while the run holds it
 // open, and a run that dies, however it dies, leaves nothing on the disk that a restart could
 // take for state. Its whole size is reserved up front (fallocate), so a disk too small is found
@@ -65,6 +70,7 @@ class AioFile {
     std::int64_t bytes = 0;
     bool isWrite = false;
     std::string error;
+    std::int64_t askedAt = 0, submittedAt = 0;  // trace ticks; 0: not yet
   };
   Ticket enqueue(bool isWrite, char* buffer, std::int64_t bytes, std::int64_t offset);
   void submit();

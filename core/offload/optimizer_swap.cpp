@@ -54,7 +54,8 @@ OptimizerSwap::OptimizerSwap(const SwapLayout& layout, const ParallelStrategy& s
                              Allocator& allocator)
     : layout_(layout),
       file_(s.offloadOptimizer.nvmePath, "zero_optimization.offload_optimizer.nvme_path",
-            layout.fileBytes(), s.aio) {
+            layout.fileBytes(), s.aio),
+      allocator_(allocator) {
   if (layout.groups() > 0) {
     // One block for every buffer: AlignedBuffer adds the page that aligns it, as memoryBytes
     // counts.
@@ -62,6 +63,11 @@ OptimizerSwap::OptimizerSwap(const SwapLayout& layout, const ParallelStrategy& s
                                                s.offloadOptimizer.pinMemory, allocator,
                                                MemoryCategory::OptimizerState);
   }
+  allocator_.addDiskBytes(file_.size());
+}
+
+OptimizerSwap::~OptimizerSwap() {
+  allocator_.addDiskBytes(-file_.size());
 }
 
 void OptimizerSwap::forEach(Mode mode, const std::function<void(const Group&)>& fn) {

@@ -40,7 +40,11 @@ class OptimizerSwap {
  public:
   // Creates the rank's swap file (AioFile: messages name offload_optimizer.nvme_path) and its
   // buffers. The file's contents are undefined until written (forEach with Mode::Write).
+  // The file's bytes count as the allocator's disk bytes while it exists.
   OptimizerSwap(const SwapLayout& layout, const ParallelStrategy& s, Allocator& allocator);
+  ~OptimizerSwap();
+  OptimizerSwap(const OptimizerSwap&) = delete;
+  OptimizerSwap& operator=(const OptimizerSwap&) = delete;
 
   struct Group {
     int index = 0;
@@ -68,6 +72,7 @@ class OptimizerSwap {
   // before the buffers those requests read and write go back.
   std::unique_ptr<AlignedBuffer> buffers_;  // none for an empty shard
   AioFile file_;
+  Allocator& allocator_;
 };
 
 }  // namespace parascope

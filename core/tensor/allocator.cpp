@@ -143,6 +143,20 @@ void RankMemoryTrack::add(MemoryCategory c, std::int64_t delta) noexcept {
   trace::rankCounter(kCounterNames[i], trace::Category::Memory, live, rank_);
 }
 
+void RankMemoryTrack::addDisk(std::int64_t delta) noexcept {
+  const std::int64_t live = disk_.fetch_add(delta, std::memory_order_relaxed) + delta;
+  trace::rankCounter(kDiskCounterName, trace::Category::Memory, live, rank_);
+}
+
+void Allocator::addDiskBytes(std::int64_t delta) noexcept {
+  const std::int64_t live = disk_.fetch_add(delta, std::memory_order_relaxed) + delta;
+  if (track_) {
+    track_->addDisk(delta);
+  } else {
+    trace::counter(kDiskCounterName, trace::Category::Memory, live);
+  }
+}
+
 std::int64_t RankMemoryTrack::liveBytes(MemoryCategory c) const {
   return live_[static_cast<std::size_t>(c)].load(std::memory_order_relaxed);
 }

@@ -60,11 +60,17 @@ class RankMemoryTrack {
   explicit RankMemoryTrack(int rank) : rank_(rank) {}
   void add(MemoryCategory c, std::int64_t delta) noexcept;
   std::int64_t liveBytes(MemoryCategory c) const;
+  void addDisk(std::int64_t delta) noexcept;
+  std::int64_t diskBytes() const { return disk_.load(std::memory_order_relaxed); }
 
  private:
   int rank_;
   std::array<std::atomic<std::int64_t>, kMemoryCategoryCount> live_{};
+  std::atomic<std::int64_t> disk_{0};
 };
+
+// The name of the trace's counter of the bytes a rank keeps on a disk (its swap files).
+inline constexpr const char* kDiskCounterName = "nvme";
 
 class Allocator {
  public:
@@ -81,6 +87,10 @@ class Allocator {
 
   std::int64_t liveBytes(MemoryCategory c) const;
   std::int64_t peakBytes(MemoryCategory c) const;
+  // The rank's bytes on a disk (ZeRO-Infinity's swap files), counted apart from memory: neither
+  // liveTotal nor the limit includes them. While tracing, the kDiskCounterName counter.
+  void addDiskBytes(std::int64_t delta) noexcept;
+  std::int64_t diskBytes() const { return disk_.load(std::memory_order_relaxed); }
   std::int64_t liveTotal() const { return liveTotal_.load(std::memory_order_relaxed); }
   std::int64_t peakTotal() const { return peakTotal_.load(std::memory_order_relaxed); }
   // Peaks restart from the current live bytes (e.g. at a step boundary).
@@ -111,6 +121,7 @@ class Allocator {
   std::array<std::atomic<std::int64_t>, kMemoryCategoryCount> peak_{};
   std::atomic<std::int64_t> liveTotal_{0};
   std::atomic<std::int64_t> peakTotal_{0};
+  std::atomic<std::int64_t> disk_{0};
   AllocationHook hook_;
   std::shared_ptr<RankMemoryTrack> track_;
   std::int64_t limit_ = 0;

@@ -23,8 +23,9 @@ enum class Category : std::uint8_t {
   Memory,       // counters: live bytes of one memory category
   Host,         // anything else on the host
   Overhead,     // the profiler's own cost (CUPTI buffer flushes)
+  Io,           // reads and writes of a file (the optimizer state's swap on a disk)
 };
-inline constexpr int kCategoryCount = 13;
+inline constexpr int kCategoryCount = 14;
 std::string_view categoryName(Category c) noexcept;
 // Inverse of categoryName; false when the name is not one of ours.
 bool categoryFromName(std::string_view name, Category* out) noexcept;
@@ -39,6 +40,7 @@ inline constexpr std::int32_t kCommunication = 1;
 inline constexpr std::int32_t kHost = 2;
 inline constexpr std::int32_t kData = 3;
 inline constexpr std::int32_t kRuntime = 4;               // CUDA runtime/driver calls seen by CUPTI
+inline constexpr std::int32_t kIo = 5;                    // asynchronous file I/O, as it completes
 inline constexpr std::int32_t kFirstThread = 16;          // imported host threads
 inline constexpr std::int32_t kFirstGpuStream = 1 << 20;  // + CUDA stream id
 inline constexpr std::int32_t gpuStream(std::uint32_t stream) {

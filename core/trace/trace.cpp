@@ -20,8 +20,8 @@ std::uint64_t newCorrelationId() noexcept {
 
 namespace {
 constexpr std::array<std::string_view, kCategoryCount> kCategoryNames = {
-    "compute",   "communication", "memcpy", "memset", "runtime", "sync",    "data_load",
-    "optimizer", "instruction",   "step",   "memory", "host",    "overhead"};
+    "compute",   "communication", "memcpy", "memset", "runtime", "sync",     "data_load",
+    "optimizer", "instruction",   "step",   "memory", "host",    "overhead", "io"};
 }
 
 std::string_view categoryName(Category c) noexcept {

@@ -210,6 +210,23 @@ inline void rankCounter(const char* name, Category category, std::int64_t value,
   }
 }
 
+// A span whose times were taken before (raw ticks, ticks()): work the thread did not do itself
+// inside a scope, such as an asynchronous read it submitted and later found complete.
+inline void span(const char* name, Category category, std::int32_t laneId, std::int64_t startTicks,
+                 std::int64_t endTicks, std::int64_t bytes) noexcept {
+  if (Recorder* r = recorder()) [[unlikely]] {
+    Event e;
+    stampContext(e);
+    e.name = name;
+    e.category = category;
+    e.lane = laneId;
+    e.bytes = bytes;
+    e.startNs = startTicks;
+    e.endNs = endTicks;
+    r->record(e);
+  }
+}
+
 // A point in time worth marking (a checkpoint written, a strategy switched).
 inline void instant(const char* name, Category category,
                     std::int32_t laneId = lane::kHost) noexcept {

@@ -21,7 +21,8 @@ Busy classify(Category c) {
     case Category::Communication: return Busy::Communication;
     case Category::Memcpy:
     case Category::Memset:
-    case Category::DataLoad: return Busy::Other;
+    case Category::DataLoad:
+    case Category::Io: return Busy::Other;
     default: return Busy::None;
   }
 }

@@ -1,5 +1,5 @@
 // Where each rank's time went in each step: compute, communication, communication not hidden
-// behind compute, other device work (copies, data loading) and idle, plus the overlap ratio.
+// behind compute, other work (copies, data loading, file I/O) and idle, plus the overlap ratio.
 // On a rank with GPU lanes only GPU work counts (the device is what is busy or idle).
 #pragma once
 
@@ -19,9 +19,9 @@ struct StepBreakdown {
   std::int64_t computeNs = 0;
   std::int64_t communicationNs = 0;
   std::int64_t exposedCommunicationNs = 0;  // communication while no compute ran
-  std::int64_t otherNs = 0;                 // copies, memsets, data loading, outside the above
-  std::int64_t idleNs = 0;                  // window minus the union of all three
-  double overlapRatio = 0;                  // hidden communication / communication, 0 if none
+  std::int64_t otherNs = 0;  // copies, memsets, data loading, file I/O, outside the above
+  std::int64_t idleNs = 0;   // window minus the union of all three
+  double overlapRatio = 0;   // hidden communication / communication, 0 if none
   bool gpu = false;
 
   std::int64_t windowNs() const { return saturatingSub(windowEndNs, windowStartNs); }

@@ -1,8 +1,10 @@
 // What the engine records, checked against the truth: the communication matrix of real
 // collectives on in-process ranks equals the communication layer's own per-peer counts and the
 // bytes worked out by hand for each algorithm; memory peaks from a traced training run equal
-// the Allocator's; tracing changes no loss bit; clock alignment recovers injected skews; a
-// TraceRecording writes a file that reads back. Runs under TSan (label threads).
+// the Allocator's; every read and write of a swapped optimizer state is a span on the I/O lane
+// and the swap file's bytes the rank's nvme counter; tracing changes no loss bit; clock alignment
+// recovers injected skews; a TraceRecording writes a file that reads back. Runs under TSan (label
+// threads).
 #include <QtTest>
 
 #include <unistd.h>
@@ -15,6 +17,7 @@
 
 #include "core/comm/launch.h"
 #include "core/common/error.h"
+#include "core/plan/memory_estimate.h"
 #include "core/session/session.h"
 #include "core/trace/trace.h"
 #include "profiler/analysis/comm_volume.h"
@@ -115,6 +118,7 @@ class TestEngineTrace : public QObject {
   void asyncSpanCoversIssueToCompletion();
   void subGroupPeersAreWorldRanks();
   void memoryPeaksEqualAllocatorPeaks();
+  void swapIoAndTheDiskAreTraced();
   void tracingLeavesLossesBitIdentical();
   void clockOffsetRecoversInjectedSkew();
   void recordingWritesFileOnlyWhenFinished();
@@ -254,6 +258,65 @@ void TestEngineTrace::memoryPeaksEqualAllocatorPeaks() {
       QCOMPARE(counterPeak(series, rank, name), peaks[static_cast<std::size_t>(rank)][c]);
     }
     QVERIFY(peaks[static_cast<std::size_t>(rank)][0] > 0);  // parameters were allocated
+  }
+}
+
+// ZeRO-2 over two ranks with the optimizer state swapped in sub-groups of 1000 elements: each
+// rank's shard of 17,088 elements is 18 records of two f32 moments, each padded to 4 KiB. The
+// optimizer writes them all once when it is built, then each of 3 steps reads and writes every
+// record: 54 reads and 72 writes per rank, one span each on the I/O lane with the record's bytes
+// and a "queued" child from the same start. The nvme counter holds the file's bytes, the memory
+// estimate's swapBytes, while the file exists, and 0 after.
+void TestEngineTrace::swapIoAndTheDiskAreTraced() {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("parascope-test-swap-trace-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const TrainConfig config =
+      dptest::tinyConfig({"data_parallel_size=2", "zero_optimization.stage=2",
+                          "zero_optimization.offload_optimizer.device=nvme",
+                          "zero_optimization.offload_optimizer.nvme_path=" + dir.string(),
+                          "zero_optimization.sub_group_size=1000"});
+  constexpr std::int64_t kRecord = 2 * 4096;
+  QCOMPARE(estimateRankMemory(config, 0, 2).front().swapBytes, 18.0 * kRecord);
+  Tracer tracer;
+  tracer.install();
+  runInProcess(2, [&](Communicator& world) {
+    const trace::ScopedContext ctx({.rank = world.rank()});
+    Allocator allocator;
+    dptest::train(config, 3, world, &allocator);
+  });
+  tracer.uninstall();
+  const TraceData trace = tracer.collect();
+  std::filesystem::remove_all(dir);
+  QCOMPARE(trace.laneName(0, trace::lane::kIo), std::string("I/O"));
+  for (std::int32_t rank : {0, 1}) {
+    std::map<std::string, int> spans;
+    std::vector<const Event*> requests, queued;
+    for (const Event& e : trace.events) {
+      if (e.rank != rank || e.lane != trace::lane::kIo) continue;
+      QCOMPARE(e.category, Category::Io);
+      QCOMPARE(e.kind, EventKind::Span);
+      ++spans[e.name];
+      (std::string_view(e.name) == "queued" ? queued : requests).push_back(&e);
+    }
+    QCOMPARE(spans,
+             (std::map<std::string, int>{{"queued", 126}, {"swap read", 54}, {"swap write", 72}}));
+    for (const Event* e : requests) QCOMPARE(e->bytes, kRecord);
+    // Events are sorted by start, the longer first: each request's queue time follows it.
+    for (const Event* q : queued) {
+      const auto parent = std::find_if(requests.begin(), requests.end(), [q](const Event* r) {
+        return r->startNs == q->startNs && r->endNs >= q->endNs;
+      });
+      QVERIFY(parent != requests.end());
+    }
+    const std::vector<MemorySeries> series = computeMemoryTimeline(trace);
+    const auto disk = std::find_if(series.begin(), series.end(), [rank](const MemorySeries& s) {
+      return s.rank == rank && s.name == kDiskCounterName;
+    });
+    QVERIFY(disk != series.end());
+    QCOMPARE(disk->peakBytes, 18 * kRecord);
+    QCOMPARE(disk->points.size(), std::size_t{2});
+    QCOMPARE(disk->points.back().bytes, std::int64_t{0});
   }
 }
 

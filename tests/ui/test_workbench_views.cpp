@@ -92,6 +92,7 @@ class TestWorkbenchViews : public QObject {
   void memoryViewUsesTheCategoryColors();
   void memoryViewSharesOneTimeAxisAndPredictsEachRank();
   void memoryPeaksOfTheLastLayout();
+  void memoryViewDrawsTheDiskBesideMemory();
   void timelineUsesTheCategoryColors_data();
   void timelineUsesTheCategoryColors();
   void pipelineViewIdealIsTheSchedules_data();
@@ -226,8 +227,8 @@ void TestWorkbenchViews::categoriesHaveFixedColors() {
   QCOMPARE(counterColor("parameter", 5), QColor(0x4e, 0x79, 0xa7));
   QCOMPARE(counterColor("activation", 3), QColor(0xff, 0x9d, 0xa7));
   const char* categories[] = {
-      "parameter", "gradient", "optimizer_state", "activation", "communication_buffer",
-      "workspace", "data"};
+      "parameter", "gradient", "optimizer_state", "activation", "communication_buffer", "workspace",
+      "data",      "nvme"};
   for (const char* a : categories) {
     for (const char* b : categories) {
       if (a != b) QVERIFY(counterColor(a, 0) != counterColor(b, 0));
@@ -336,6 +337,38 @@ void TestWorkbenchViews::memoryPeaksOfTheLastLayout() {
   view.setAnalysis(analysis, {}, 3, 15 * kMs);
   QCOMPARE(peak(), 8LL << 20);  // still live when the last strategy began
   QCOMPARE(at(), 15 * kMs);
+}
+
+// The swap files' bytes are on a disk, not in memory: a dashed line in the disk's colour over
+// the same axes, never stacked on the memory, and compared with the estimate's swap files.
+void TestWorkbenchViews::memoryViewDrawsTheDiskBesideMemory() {
+  auto analysis = std::make_shared<parascope::profiler::TraceAnalysis>();
+  for (const auto& [name, mib] : {std::pair("nvme", 3), std::pair("optimizer_state", 1)}) {
+    parascope::profiler::MemorySeries s;
+    s.name = name;
+    s.points = {{0, mib << 20}, {10 * kMs, 0}};
+    s.peakBytes = mib << 20;
+    analysis->memory.push_back(s);
+  }
+  parascope::ui::MemoryView view;
+  view.setAnalysis(analysis, {{0, {{"swap files", 3.0 * (1 << 20)}}}});
+  const QList<QAbstractSeries*> series = view.chart()->series();
+  QCOMPARE(series.size(), 2);
+  auto* area = qobject_cast<QAreaSeries*>(series.at(0));
+  QVERIFY(area);
+  QCOMPARE(area->name(), QStringLiteral("optimizer_state"));
+  QCOMPARE(area->upperSeries()->at(0).y(), 1.0);  // the memory alone
+  auto* disk = qobject_cast<QLineSeries*>(series.at(1));
+  QVERIFY(disk);
+  QCOMPARE(disk->name(), QStringLiteral("nvme (on disk)"));
+  QCOMPARE(disk->pen().style(), Qt::DashLine);
+  QCOMPARE(disk->pen().color(), parascope::ui::diskColor());
+  QCOMPARE(disk->points(), (QList<QPointF>{{0, 3}, {10, 3}, {10, 0}}));
+  QVERIFY(qobject_cast<QValueAxis*>(view.chart()->axes(Qt::Vertical).at(0))->max() >= 3.0);
+  using Peaks = parascope::ui::MemoryPeakModel;
+  const QAbstractItemModel* peaks = view.peakModel();
+  QCOMPARE(peaks->index(0, Peaks::Category).data().toString(), QStringLiteral("nvme"));
+  QCOMPARE(peaks->index(0, Peaks::Predicted).data(Qt::UserRole).toDouble(), 3.0 * (1 << 20));
 }
 
 void TestWorkbenchViews::timelineUsesTheCategoryColors_data() {

@@ -248,7 +248,8 @@ void TestWorkbenchWindow::panelRoundTripsTheDocument() {
 }
 
 // Under ZeRO-2/3 the memory prediction says what each sharded item holds through the step and
-// what comes on top at its peak: the estimate's own figures, not a second computation.
+// what comes on top at its peak, and with the optimizer state offloaded what is on the disk: the
+// estimate's own figures, not a second computation.
 void TestWorkbenchWindow::panelExplainsZeroMemory() {
   StrategyPanel panel;
   nlohmann::json doc = tinyDocument();
@@ -276,7 +277,21 @@ void TestWorkbenchWindow::panelExplainsZeroMemory() {
     QCOMPARE(text.contains(gradLine), stage >= 2);
     QCOMPARE(text.contains(paramLine), stage == 3);
     QVERIFY2(stage < 2 || grads.bytes > grads.residentBytes, qPrintable(text));
+    QVERIFY(!text.contains("On disk"));
   }
+  // The optimizer state swapped to a disk: the swap file beside the memory, not in it.
+  doc["zero_optimization"] = {{"stage", 2},
+                              {"offload_optimizer", {{"device", "nvme"}, {"nvme_path", "/tmp"}}}};
+  panel.setDocument(doc);
+  QVERIFY2(panel.config().has_value(), qPrintable(panel.message()));
+  const parascope::TrainConfig& c = *panel.config();
+  const parascope::MemoryEstimate m =
+      parascope::estimateMemory(c, parascope::dataBytesInMemory(c.data), c.parallel.worldSize());
+  QVERIFY(m.swapBytes > 0);
+  QVERIFY2(
+      memory->text().contains(QString("On disk (offload_optimizer nvme): %1 of optimizer state")
+                                  .arg(bytes(m.swapBytes))),
+      qPrintable(memory->text()));
 }
 
 // A document whose values the fields cannot hold (a spin box would clamp them) is refused with

@@ -8,7 +8,7 @@ namespace parascope::ui {
 
 QColor counterColor(std::string_view name, std::size_t slot) {
   // Model state in cool colours (it barely moves), the per-step swings in warm ones.
-  static const std::array<std::pair<std::string_view, QColor>, 7> kCategories = {{
+  static const std::array<std::pair<std::string_view, QColor>, 8> kCategories = {{
       {"parameter", QColor(0x4e, 0x79, 0xa7)},
       {"gradient", QColor(0x76, 0xb7, 0xb2)},
       {"optimizer_state", QColor(0x59, 0xa1, 0x4f)},
@@ -16,6 +16,7 @@ QColor counterColor(std::string_view name, std::size_t slot) {
       {"communication_buffer", QColor(0xe1, 0x57, 0x59)},
       {"workspace", QColor(0xf2, 0x8e, 0x2b)},
       {"data", QColor(0xed, 0xc9, 0x48)},
+      {"nvme", diskColor()},
   }};
   for (const auto& [category, color] : kCategories) {
     if (category == name) return color;

@@ -35,6 +35,7 @@ QColor categoryColor(profiler::Category c, const std::string& name) {
       if (!name.empty() && name[0] == 'W') return QColor(0xf2, 0x8e, 0x2b);
       return QColor(0xaf, 0x7a, 0xd6);
     case profiler::Category::Memory: return QColor(0xff, 0x9d, 0xa7);
+    case profiler::Category::Io: return diskColor();
     case profiler::Category::Host:
     case profiler::Category::Overhead: break;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/plan/memory_estimate.h"
+#include "core/tensor/allocator.h"
 
 namespace parascope::ui {
 
@@ -14,7 +15,8 @@ std::string MemoryPeakModel::estimateItem(const std::string& category) {
       {"activation", "activations"},
       {"communication_buffer", "communication buffers"},
       {"workspace", "workspace"},
-      {"data", "data"}};
+      {"data", "data"},
+      {kDiskCounterName, kSwapItemName}};
   const auto it = items.find(category);
   return it == items.end() ? std::string() : it->second;
 }

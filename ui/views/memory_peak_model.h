@@ -37,9 +37,12 @@ class MemoryPeakModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation,
                       int role = Qt::DisplayRole) const override;
 
-  // The estimate's item for a trace's memory category ("optimizer_state" -> "optimizer state");
-  // empty when the estimate has none (a counter imported from another profiler).
+  // The estimate's item for a trace's memory category ("optimizer_state" -> "optimizer state",
+  // the swap files' "nvme" -> kSwapItemName); empty when the estimate has none (a counter
+  // imported from another profiler).
   static std::string estimateItem(const std::string& category);
+  // The prediction of the bytes on a disk (MemoryEstimate::swapBytes) among Predictions' items.
+  static constexpr const char* kSwapItemName = "swap files";
 
  private:
   struct Row {

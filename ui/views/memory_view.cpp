@@ -8,6 +8,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineSeries>
+#include <QPen>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTableView>
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/tensor/allocator.h"
 #include "ui/timeline/counter_colors.h"
 #include "ui/views/memory_peak_model.h"
 
@@ -104,10 +106,15 @@ void MemoryView::showRank(int rank) {
   }
   if (!analysis_) return;
   std::vector<const profiler::MemorySeries*> series;
+  const profiler::MemorySeries* disk = nullptr;  // on a disk: a line beside the memory, not in it
   std::set<std::int64_t> timeSet;
   for (const profiler::MemorySeries& s : analysis_->memory) {
     if (s.rank != rank) continue;
-    series.push_back(&s);
+    if (s.name == kDiskCounterName) {
+      disk = &s;
+    } else {
+      series.push_back(&s);
+    }
     for (const profiler::MemoryPoint& p : s.points) timeSet.insert(p.timeNs);
   }
   if (series.empty() || timeSet.empty()) return;
@@ -178,6 +185,21 @@ void MemoryView::showRank(int rank) {
     chart_->addSeries(area);
     area->attachAxis(x);
     area->attachAxis(y);
+  }
+  if (disk != nullptr) {
+    auto* line = new QLineSeries;
+    for (std::size_t i = 0; i < times.size(); ++i) {
+      const double mib = static_cast<double>(liveAt(disk->points, times[i])) / (1 << 20);
+      const double ms = static_cast<double>(times[i] - t0) / 1e6;
+      if (i > 0) line->append(ms, line->at(line->count() - 1).y());
+      line->append(ms, mib);
+      top = std::max(top, mib);
+    }
+    line->setName(tr("%1 (on disk)").arg(QString::fromLatin1(kDiskCounterName)));
+    line->setPen(QPen(counterColor(kDiskCounterName, 0), 2, Qt::DashLine));
+    chart_->addSeries(line);
+    line->attachAxis(x);
+    line->attachAxis(y);
   }
   x->setRange(0, static_cast<double>(times.back() - t0) / 1e6);
   y->setRange(0, std::max(top * 1.05, 1e-3));

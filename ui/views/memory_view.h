@@ -1,6 +1,8 @@
 // The Memory view: one rank's live bytes by category over time as stacked areas (step functions
-// of the trace's memory counters), and every rank's peaks next to the strategy's predicted bytes
-// (the memory estimate of core/plan/memory_estimate.h, the one the Strategy panel shows).
+// of the trace's memory counters), its swap files' bytes on a disk (the "nvme" counter) as a
+// dashed line beside them, not stacked in, and every rank's peaks next to the strategy's
+// predicted bytes (the memory estimate of core/plan/memory_estimate.h, the one the Strategy
+// panel shows).
 #pragma once
 
 #include <QWidget>

@@ -510,6 +510,12 @@ void StrategyPanel::showMemory(const TrainConfig& c) {
                 .arg(QString::fromStdString(item.name),
                      QString::fromStdString(formatBytes(item.bytes)));
   }
+  // Not memory: the optimizer state's swap file, of which only the sub-group buffers above are
+  // in memory (optimizer_swap.h).
+  if (m.swapBytes > 0) {
+    text += tr("<br>On disk (offload_optimizer nvme): %1 of optimizer state")
+                .arg(QString::fromStdString(formatBytes(m.swapBytes)));
+  }
   // What the sharded items hold through the step and what comes on top at the peak, so that
   // ZeRO's numbers explain themselves (flat_layout.h, param_gatherer.h, grad_reducer.h).
   const int group = c.parallel.gradientGroup();

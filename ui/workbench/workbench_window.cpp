@@ -48,6 +48,7 @@
 #include "ui/views/breakdown_view.h"
 #include "ui/views/communication_view.h"
 #include "ui/views/diff_model.h"
+#include "ui/views/memory_peak_model.h"
 #include "ui/views/memory_view.h"
 #include "ui/views/pipeline_view.h"
 #include "ui/views/planner_view.h"
@@ -632,8 +633,11 @@ void WorkbenchWindow::showAnalysis(const std::shared_ptr<const profiler::TraceAn
         estimateRankMemory(*shown.config, dataBytesInMemory(shown.config->data), ranks);
     const int perStage = ranks / static_cast<int>(stages.size());
     for (int r = 0; r < ranks; ++r) {
-      for (const MemoryItem& item : stages[static_cast<std::size_t>(r / perStage)].items)
+      const MemoryEstimate& stage = stages[static_cast<std::size_t>(r / perStage)];
+      for (const MemoryItem& item : stage.items)
         shown.predictedMemory[r][item.name] = shown.fromStep >= 0 ? item.stepBytes : item.bytes;
+      if (stage.swapBytes > 0)
+        shown.predictedMemory[r][MemoryPeakModel::kSwapItemName] = stage.swapBytes;
     }
   }
   shownAnalysis_ = analysis;
