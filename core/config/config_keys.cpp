@@ -285,18 +285,23 @@ std::vector<ConfigKey> buildKeys() {
       choice("zero_optimization.offload_param.device",
              std::string(offloadDeviceName(parallel.offloadParam.device)), {"none", "cpu", "nvme"},
              "where ZeRO-3's parameter shard lives: none; cpu, host memory, where this "
-             "engine's ranks already keep it; nvme is not trained by this engine yet"),
+             "engine's ranks already keep it; nvme, files under `nvme_path`, each layer's part "
+             "read before its gather and the whole shard swept through memory at the update"),
       derived(string("zero_optimization.offload_param.nvme_path", nullptr,
-                     "(nvme) the directory of the parameter swap files"),
-              "none"),
+                     "(nvme) the directory of the parameter swap files, as "
+                     "offload_optimizer.nvme_path (it may be the same)"),
+              "none; needed with device nvme"),
       integer("zero_optimization.offload_param.buffer_count", 5, 1, 1024,
-              "(nvme) parameter buffers in memory at once"),
+              "(nvme) bucket parts in memory at once: those being read ahead of their gathers, "
+              "and at the update one updated while the next are read and the last written"),
       integer("zero_optimization.offload_param.buffer_size", 100'000'000, 1, std::int64_t{1} << 40,
-              "(nvme) elements per parameter buffer"),
+              "(nvme) elements per parameter buffer: at least a rank's part of ZeRO-3's largest "
+              "bucket (a layer's parameters over the data-parallel ranks)"),
       integer("zero_optimization.offload_param.max_in_cpu", 1'000'000'000, 0, std::int64_t{1} << 40,
-              "(nvme) parameter elements kept in memory"),
+              "(nvme) read for DeepSpeed's configs; this engine keeps only the `buffer_count` "
+              "buffers in memory"),
       boolean("zero_optimization.offload_param.pin_memory", false,
-              "(nvme) lock the parameter buffers in memory"),
+              "(nvme) lock the parameter buffers in memory (mlock)"),
       integer("zero_optimization.sub_group_size", parallel.subGroupElements, 1,
               std::int64_t{1} << 40,
               "elements of the optimizer shard updated as one sub-group: with offload to nvme, "

@@ -51,7 +51,8 @@ void parseDegrees(JsonReader& top, ParallelStrategy& s, int worldSize) {
   }
 }
 
-OffloadSpec parseOffload(JsonReader o, bool parameters) {
+// `bufferElements`: offload_param's buffer_size, read where given.
+OffloadSpec parseOffload(JsonReader o, std::int64_t* bufferElements) {
   OffloadSpec spec;
   const std::string device = o.choice("device");
   spec.device = device == "nvme"  ? OffloadDevice::Nvme
@@ -60,16 +61,13 @@ OffloadSpec parseOffload(JsonReader o, bool parameters) {
   spec.nvmePath = o.string("nvme_path", "");
   spec.bufferCount = static_cast<int>(o.integer("buffer_count"));
   spec.pinMemory = o.boolean("pin_memory");
-  if (parameters) {  // read so that they are checked; they matter only with device nvme
-    (void)o.integer("buffer_size");
+  if (bufferElements != nullptr) {
+    *bufferElements = o.integer("buffer_size");
+    // Read so that it is checked: DeepSpeed's configs carry it; this engine keeps no more than
+    // the buffers in memory.
     (void)o.integer("max_in_cpu");
   }
   o.finish();
-  if (spec.device == OffloadDevice::Nvme && parameters) {
-    throw UserError(
-        "config: zero_optimization.offload_param.device = nvme is not trained by this engine "
-        "yet (the optimizer's state is: offload_optimizer.device = nvme); valid: none or cpu");
-  }
   if (spec.device == OffloadDevice::Nvme && spec.nvmePath.empty()) {
     throw UserError("config: " + o.keyPath("nvme_path") +
                     " is not set; device nvme swaps to files in that directory; valid: an "
@@ -89,8 +87,8 @@ void parseZero(JsonReader z, ParallelStrategy& s) {
   s.maxLiveElements = z.integer("stage3_max_live_parameters");
   s.overlapComm = z.boolean("overlap_comm");
   s.subGroupElements = z.integer("sub_group_size");
-  s.offloadOptimizer = parseOffload(z.object("offload_optimizer"), false);
-  s.offloadParam = parseOffload(z.object("offload_param"), true);
+  s.offloadOptimizer = parseOffload(z.object("offload_optimizer"), nullptr);
+  s.offloadParam = parseOffload(z.object("offload_param"), &s.paramBufferElements);
   z.finish();
   const OffloadDevice optimizer = s.offloadOptimizer.device;
   if (optimizer != OffloadDevice::None && s.zeroStage == 0) {

@@ -35,8 +35,8 @@ std::string reason(int error) {
 }  // namespace
 
 AioFile::AioFile(const std::string& directory, const std::string& what, std::int64_t bytes,
-                 const AioSpec& aio)
-    : directory_(printableText(directory)), what_(what), aio_(aio), bytes_(bytes) {
+                 const AioSpec& aio, AioTraceNames names)
+    : directory_(printableText(directory)), what_(what), aio_(aio), names_(names), bytes_(bytes) {
   const std::string where = what + " '" + directory_ + "'";
   std::error_code ec;
   if (!std::filesystem::is_directory(directory, ec)) {
@@ -195,7 +195,7 @@ void AioFile::reap(int atLeast) {
     free_.push_back(static_cast<int>(slot - slots_.data()));
     if (r.blocksLeft == 0 && r.askedAt != 0) {
       const std::int64_t now = trace::ticks();
-      trace::span(r.isWrite ? "swap write" : "swap read", trace::Category::Io, trace::lane::kIo,
+      trace::span(r.isWrite ? names_.write : names_.read, trace::Category::Io, trace::lane::kIo,
                   r.askedAt, now, r.bytes);
       trace::span("queued", trace::Category::Io, trace::lane::kIo, r.askedAt, r.submittedAt, 0);
     }

@@ -29,16 +29,25 @@ struct io_context;
 
 namespace parascope {
 
+// The names of a file's requests in the trace, which say which file it was (static strings).
+struct AioTraceNames {
+  const char* read = "swap read";
+  const char* write = "swap write";
+};
+
 class AioFile {
  public:
   static constexpr std::int64_t kAlignment = 4096;
   using Ticket = std::uint64_t;
+  static constexpr std::int64_t aligned(std::int64_t bytes) {  // rounded up to kAlignment
+    return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  }
 
   // what: the config key naming the directory, for messages. Throws UserError naming it and
   // what to change when the directory is missing or not writable, its filesystem has no direct
   // I/O, or `bytes` do not fit on it.
   AioFile(const std::string& directory, const std::string& what, std::int64_t bytes,
-          const AioSpec& aio);
+          const AioSpec& aio, AioTraceNames names = {});
   ~AioFile();  // waits for every request still in flight (cancelling what it can)
   AioFile(const AioFile&) = delete;
   AioFile& operator=(const AioFile&) = delete;
@@ -49,6 +58,7 @@ class AioFile {
   // the system's reason if any of its blocks failed. A ticket already waited for returns at once.
   void wait(Ticket ticket);
   void waitAll();
+
   // Submits what the queue has room for and takes completions without blocking: called between
   // pieces of computation, it keeps the disk busy.
   void progress();
@@ -79,6 +89,7 @@ class AioFile {
   std::string directory_;  // as messages quote it (printableText)
   std::string what_;
   AioSpec aio_;
+  AioTraceNames names_;
   int fd_ = -1;
   io_context* context_ = nullptr;
   std::int64_t bytes_ = 0;

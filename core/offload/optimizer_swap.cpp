@@ -5,14 +5,6 @@
 
 namespace parascope {
 
-namespace {
-
-std::int64_t roundUp(std::int64_t bytes) {
-  return (bytes + AioFile::kAlignment - 1) / AioFile::kAlignment * AioFile::kAlignment;
-}
-
-}  // namespace
-
 int SwapLayout::groups() const {
   return elements == 0 ? 0 : static_cast<int>((elements + groupElements - 1) / groupElements);
 }
@@ -22,7 +14,7 @@ std::int64_t SwapLayout::groupCount(int g) const {
 }
 
 std::int64_t SwapLayout::arrayBytes() const {
-  return roundUp(groupElements * static_cast<std::int64_t>(sizeof(float)));
+  return AioFile::aligned(groupElements * static_cast<std::int64_t>(sizeof(float)));
 }
 
 std::int64_t SwapLayout::recordBytes() const {
@@ -54,7 +46,7 @@ OptimizerSwap::OptimizerSwap(const SwapLayout& layout, const ParallelStrategy& s
                              Allocator& allocator)
     : layout_(layout),
       file_(s.offloadOptimizer.nvmePath, "zero_optimization.offload_optimizer.nvme_path",
-            layout.fileBytes(), s.aio),
+            layout.fileBytes(), s.aio, {"optimizer swap read", "optimizer swap write"}),
       allocator_(allocator) {
   if (layout.groups() > 0) {
     // One block for every buffer: AlignedBuffer adds the page that aligns it, as memoryBytes

@@ -76,12 +76,16 @@ struct ParallelStrategy {
   }
   bool mayKeepGathered(std::int64_t live) const { return live <= maxLiveElements; }
   // ZeRO-Offload / ZeRO-Infinity: the optimizer's shard (AdamW's moments and the f32 master)
-  // swapped to nvmePath in sub-groups of subGroupElements (DeepSpeed's sub_group_size).
+  // swapped to nvmePath in sub-groups of subGroupElements (DeepSpeed's sub_group_size); ZeRO-3's
+  // parameter shard swapped a bucket's part at a time, each part at most
+  // paramBufferElements (offload_param.buffer_size).
   OffloadSpec offloadOptimizer;
   OffloadSpec offloadParam;
+  std::int64_t paramBufferElements = 100'000'000;
   std::int64_t subGroupElements = 1'000'000'000;
   AioSpec aio;
   bool swapsOptimizer() const { return offloadOptimizer.device == OffloadDevice::Nvme; }
+  bool swapsParameters() const { return offloadParam.device == OffloadDevice::Nvme; }
   DType compute = DType::F32;   // fp16.enabled -> F16, bf16.enabled -> BF16
   DType gradComm = DType::F32;  // communication_data_type
   LossScaleSpec lossScale;

@@ -30,6 +30,7 @@
 #include "core/plan/strategy_plan.h"
 #include "core/tensor/allocator.h"
 #include "core/train/grad_reducer.h"
+#include "core/train/param_gatherer.h"
 
 namespace parascope {
 
@@ -532,9 +533,13 @@ Replayed replayRank(const StrategyPlan& plan, const RankPlan& rank, int microBat
   // In the stored type: the model's own values (ZeRO 0), ZeRO-1/2's flat buffer or ZeRO-3's
   // shard; the model's own gradients, the flat buffer (data parallelism, ZeRO-1) or ZeRO-2/3's
   // shard.
+  // ZeRO-3's shard swapped to a disk: only the swap's buffers (core/offload/parameter_swap.h).
   const double values = s.zeroStage == 0 ? model : s.zeroStage < 3 ? flat : shard;
   const double gradients = !plan.flat ? model : s.zeroStage < 2 ? flat : shard;
-  at(MemoryCategory::Parameter).add(values * stored);
+  at(MemoryCategory::Parameter)
+      .add(s.swapsParameters()
+               ? static_cast<double>(parameterSwapLayout(rank.layout, s.compute, s).memoryBytes())
+               : values * stored);
   at(MemoryCategory::Gradient).add(gradients * stored);
   // AdamW's two f32 moments and under mixed precision the f32 master, sharded from ZeRO-1 on;
   // swapped to a disk, only the sub-group buffers (core/offload/optimizer_swap.h).
@@ -661,10 +666,19 @@ std::vector<MemoryEstimate> estimateRankMemory(const TrainConfig& c, double data
       e.items.push_back(
           {kItemNames[i], replayed.live[i].peak, replayed.resident[i], replayed.stepPeak[i]});
     e.modelStateBytes = replayed.modelState;
+    if (c.parallel.swapsParameters()) {
+      e.parameterSwapBytes = static_cast<double>(
+          parameterSwapLayout(rank.layout, c.parallel.compute, c.parallel).fileBytes());
+    }
+    e.swapBytes = e.parameterSwapBytes;
     if (c.parallel.swapsOptimizer()) {
-      e.swapBytes = static_cast<double>(
+      e.swapBytes += static_cast<double>(
           optimizerSwapLayout(rank.layout.shardSize(), c.parallel.compute != DType::F32, c.parallel)
               .fileBytes());
+    }
+    if (c.parallel.zeroStage >= 3) {
+      for (const FlatBucket& b : rank.layout.buckets)
+        e.largestParameterPart = std::max(e.largestParameterPart, rank.layout.partSize(b));
     }
     e.items.push_back({"data", dataBytes, dataBytes, dataBytes});
     e.ranksSharingMemory = std::max(1, ranksSharingMemory);

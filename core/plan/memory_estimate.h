@@ -45,8 +45,13 @@ struct MemoryEstimate {
   // What the ZeRO paper calls model states: parameters, gradients and optimizer state as the
   // trainer allocates them once, before the step's transient gradient buckets and gathers.
   double modelStateBytes = 0;
-  // On the disk, not in memory: the rank's swap file (offload_optimizer device nvme).
+  // On the disk, not in memory: the rank's swap files (offload_optimizer and offload_param
+  // device nvme), and of them the parameters'.
   double swapBytes = 0;
+  double parameterSwapBytes = 0;
+  // ZeRO-3: the rank's part of its largest bucket, elements (what offload_param.buffer_size must
+  // hold).
+  std::int64_t largestParameterPart = 0;
   double perRankBytes() const;
   // What a rank's allocator holds at its peak: every item but the data set (memory_limit_bytes).
   double trackedBytes() const;

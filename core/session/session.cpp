@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <filesystem>
 #include <new>
 
 #include "core/comm/launch.h"
@@ -29,13 +30,35 @@ double millisecondsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// A swapped optimizer's directory, probed before any rank starts (aio_file.h): every rank of
-// this machine's swap file must fit there.
+// The swap directories, probed before any rank starts (aio_file.h): every swap file of this
+// machine's ranks must fit in its directory (both tiers' together where they share one), and a
+// parameter buffer must hold a rank's part of the largest bucket.
 void checkSwap(const TrainConfig& c, const MemoryEstimate& e) {
-  if (!c.parallel.swapsOptimizer()) return;
-  checkSwapDirectory(c.parallel.offloadOptimizer.nvmePath,
-                     "zero_optimization.offload_optimizer.nvme_path",
-                     e.swapBytes * e.ranksSharingMemory, c.parallel.aio);
+  const ParallelStrategy& s = c.parallel;
+  if (s.swapsParameters() && e.largestParameterPart > s.paramBufferElements) {
+    throw UserError(
+        "zero_optimization.offload_param.buffer_size = " + std::to_string(s.paramBufferElements) +
+        " elements cannot hold a rank's part of ZeRO-3's largest bucket, " +
+        std::to_string(e.largestParameterPart) +
+        " elements (a layer's parameters over the data-parallel ranks); valid: " +
+        std::to_string(e.largestParameterPart) + " or more");
+  }
+  const double ranks = e.ranksSharingMemory;
+  const double parameters = e.parameterSwapBytes * ranks;
+  const double optimizer = (e.swapBytes - e.parameterSwapBytes) * ranks;
+  std::error_code ec;
+  const bool shared =
+      s.swapsOptimizer() && s.swapsParameters() &&
+      (s.offloadOptimizer.nvmePath == s.offloadParam.nvmePath ||
+       std::filesystem::equivalent(s.offloadOptimizer.nvmePath, s.offloadParam.nvmePath, ec));
+  if (s.swapsOptimizer()) {
+    checkSwapDirectory(s.offloadOptimizer.nvmePath, "zero_optimization.offload_optimizer.nvme_path",
+                       shared ? optimizer + parameters : optimizer, s.aio);
+  }
+  if (s.swapsParameters() && !shared) {
+    checkSwapDirectory(s.offloadParam.nvmePath, "zero_optimization.offload_param.nvme_path",
+                       parameters, s.aio);
+  }
 }
 
 // memory_limit_bytes against the estimate of a rank's tracked memory. Over it, the message says

@@ -1,10 +1,20 @@
 #include "core/train/param_gatherer.h"
 
 #include <chrono>
+#include <cstring>
 
 #include "core/trace/trace.h"
 
 namespace parascope {
+
+ParameterSwapLayout parameterSwapLayout(const FlatLayout& layout, DType stored,
+                                        const ParallelStrategy& s) {
+  ParameterSwapLayout l;
+  for (const FlatBucket& b : layout.buckets) l.partElements.push_back(layout.partSize(b));
+  l.elementBytes = static_cast<std::int64_t>(dtypeSize(stored));
+  l.bufferCount = s.offloadParam.bufferCount;
+  return l;
+}
 
 ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Communicator& comm,
                                      const ParallelStrategy& strategy,
@@ -14,23 +24,8 @@ ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Com
       comm_(comm),
       buckets_(layout.buckets.size()),
       strategy_(strategy) {
-  shard_ = Tensor::zeros({layout.shardSize()}, model.computeType(), MemoryCategory::Parameter,
-                         model.allocator());
+  writeShard(seed);
   auto& params = model.parameters();
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const Parameter& p = params[i];
-    const FlatLayout::Part part = layout.partOf(static_cast<int>(i), p.numel(), comm.rank());
-    if (part.count == 0) continue;
-    Tensor value = p.storedValue();
-    if (!value.defined()) {
-      if (!seed) continue;
-      value =
-          Tensor::empty(p.shape, model.computeType(), MemoryCategory::Workspace, model.allocator());
-      p.initialValues(*seed, value);
-    }
-    shard_.slice(part.shard, part.count)
-        .copyFrom(value.view({p.numel()}).slice(part.local, part.count));
-  }
   for (Parameter& p : params) p.storedValue() = Tensor();
   const int layers = static_cast<int>(model.layers().size());
   model.addForwardHook([this, layers](std::size_t layer, bool finished) {
@@ -48,6 +43,57 @@ ParameterGatherer::ParameterGatherer(Model& model, const FlatLayout& layout, Com
   });
 }
 
+// The rank's shard from the model's values: into memory, or swapped, a bucket's part at a time
+// through the swap's buffers (the whole shard is never held).
+void ParameterGatherer::writeShard(std::optional<std::uint64_t> seed) {
+  const DType type = model_.computeType();
+  const std::int64_t size = static_cast<std::int64_t>(dtypeSize(type));
+  if (strategy_.swapsParameters()) {
+    swap_ = std::make_unique<ParameterSwap>(parameterSwapLayout(layout_, type, strategy_),
+                                            strategy_, model_.allocator());
+    for (int i = swap_->layout().buffers() - 1; i >= 0; --i) freeBuffers_.push_back(i);
+    // The optimizer's sweep and a checkpoint's staging use every buffer.
+    swap_->setQuiesce([this] { dropReadAhead(); });
+  } else {
+    shard_ =
+        Tensor::zeros({layout_.shardSize()}, type, MemoryCategory::Parameter, model_.allocator());
+  }
+  const int buffers = swap_ ? swap_->layout().buffers() : 0;
+  std::vector<AioFile::Ticket> pending(static_cast<std::size_t>(buffers), 0);
+  auto& params = model_.parameters();
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
+    const FlatBucket& fb = layout_.buckets[b];
+    char* part = nullptr;
+    if (swap_) {
+      AioFile::Ticket& t = pending[b % static_cast<std::size_t>(buffers)];
+      if (t != 0) swap_->file().wait(t);
+      part = swap_->buffer(static_cast<int>(b) % buffers);
+      std::memset(part, 0,
+                  static_cast<std::size_t>(swap_->layout().recordBytes(static_cast<int>(b))));
+    } else {
+      part = static_cast<char*>(shard_.slice(fb.shardOffset, layout_.partSize(fb)).raw());
+    }
+    for (int i : fb.parameters) {
+      const Parameter& p = params[static_cast<std::size_t>(i)];
+      const FlatLayout::Part mine = layout_.partOf(i, p.numel(), comm_.rank());
+      if (mine.count == 0) continue;
+      Tensor value = p.storedValue();
+      if (!value.defined()) {
+        if (!seed) continue;
+        value = Tensor::empty(p.shape, type, MemoryCategory::Workspace, model_.allocator());
+        p.initialValues(*seed, value);
+      }
+      std::memcpy(part + (mine.shard - fb.shardOffset) * size,
+                  value.view({p.numel()}).slice(mine.local, mine.count).raw(),
+                  static_cast<std::size_t>(mine.count * size));
+    }
+    if (swap_) {
+      pending[b % static_cast<std::size_t>(buffers)] = swap_->write(static_cast<int>(b), part);
+    }
+  }
+  if (swap_) swap_->file().waitAll();
+}
+
 void ParameterGatherer::onLayer(std::size_t layer, bool finished, int next) {
   const std::vector<int>& mine = layout_.layerBuckets[layer];
   if (finished) {
@@ -62,6 +108,7 @@ void ParameterGatherer::onLayer(std::size_t layer, bool finished, int next) {
     if (strategy_.mayPrefetch(need, liveElements_)) {
       for (int b : layout_.layerBuckets[static_cast<std::size_t>(next)]) startGather(b);
     }
+    if (swap_) readAhead(next, next - static_cast<int>(layer));
   }
   const trace::Span span("parameter_gather_wait", trace::Category::Sync);
   const auto start = std::chrono::steady_clock::now();
@@ -101,19 +148,73 @@ void ParameterGatherer::startGather(int b) {
   const FlatBucket& fb = layout_.buckets[static_cast<std::size_t>(b)];
   const std::int64_t n = layout_.partSize(fb);
   // In the storage type: gathers move bf16 / fp16 parameters under mixed precision.
-  bucket.storage =
-      Tensor::empty({fb.count}, shard_.dtype(), MemoryCategory::Parameter, model_.allocator());
+  bucket.storage = Tensor::empty({fb.count}, model_.computeType(), MemoryCategory::Parameter,
+                                 model_.allocator());
   liveElements_ += fb.count;
-  const Tensor mine = bucket.storage.slice(n * comm_.rank(), n);
-  mine.copyFrom(shard_.slice(fb.shardOffset, n));
-  bucket.handle = comm_.allGatherAsync(mine.raw(), bucket.storage.raw(),
-                                       static_cast<std::size_t>(n), shard_.dtype());
   for (int i : fb.parameters) {
     Parameter& p = model_.parameters()[static_cast<std::size_t>(i)];
     p.storedValue() =
         bucket.storage.slice(layout_.offset[static_cast<std::size_t>(i)] - fb.begin, p.numel())
             .view(p.shape);
   }
+  const Tensor& resident = swap_ ? swap_->staged() : shard_;
+  if (resident.defined()) {
+    bucket.storage.slice(n * comm_.rank(), n).copyFrom(resident.slice(fb.shardOffset, n));
+    allGather(b);
+    return;
+  }
+  // Swapped: the part from its swap buffer, read ahead or read now.
+  if (bucket.buffer < 0) readPart(b);
+  {
+    const trace::Span span("parameter_read_wait", trace::Category::Sync);
+    const auto start = std::chrono::steady_clock::now();
+    swap_->file().wait(bucket.read);
+    waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  const Tensor mine = bucket.storage.slice(n * comm_.rank(), n);
+  std::memcpy(mine.raw(), swap_->buffer(bucket.buffer), mine.nbytes());
+  freeBuffers_.push_back(bucket.buffer);
+  bucket.buffer = -1;
+  bucket.read = 0;
+  allGather(b);
+}
+
+void ParameterGatherer::readPart(int b) {
+  Bucket& bucket = buckets_[static_cast<std::size_t>(b)];
+  bucket.buffer = freeBuffers_.back();
+  freeBuffers_.pop_back();
+  bucket.read = swap_->read(b, swap_->buffer(bucket.buffer));
+}
+
+void ParameterGatherer::readAhead(int layer, int direction) {
+  if (swap_->staged().defined()) return;  // gathers copy from memory then
+  const int layers = static_cast<int>(layout_.layerBuckets.size());
+  for (; direction != 0 && layer >= 0 && layer < layers; layer += direction) {
+    for (int b : layout_.layerBuckets[static_cast<std::size_t>(layer)]) {
+      const Bucket& bucket = buckets_[static_cast<std::size_t>(b)];
+      if (bucket.storage.defined() || bucket.buffer >= 0) continue;
+      if (freeBuffers_.size() <= 1) return;
+      readPart(b);
+    }
+  }
+}
+
+void ParameterGatherer::dropReadAhead() {
+  for (Bucket& bucket : buckets_) {
+    if (bucket.buffer < 0) continue;
+    swap_->file().wait(bucket.read);
+    freeBuffers_.push_back(bucket.buffer);
+    bucket.buffer = -1;
+    bucket.read = 0;
+  }
+}
+
+void ParameterGatherer::allGather(int b) {
+  Bucket& bucket = buckets_[static_cast<std::size_t>(b)];
+  const std::int64_t n = layout_.partSize(layout_.buckets[static_cast<std::size_t>(b)]);
+  const Tensor mine = bucket.storage.slice(n * comm_.rank(), n);
+  bucket.handle = comm_.allGatherAsync(mine.raw(), bucket.storage.raw(),
+                                       static_cast<std::size_t>(n), bucket.storage.dtype());
 }
 
 void ParameterGatherer::acquire(int b) {
@@ -142,6 +243,7 @@ void ParameterGatherer::gatherAll() {
 }
 
 void ParameterGatherer::releaseAll() {
+  if (swap_) dropReadAhead();
   releaseKept();
   if (!pinned_) return;
   pinned_ = false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "core/kernels/precision.h"
 #include "core/trace/trace.h"
@@ -11,64 +12,85 @@ namespace parascope {
 
 ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator& comm,
                            const kernels::AdamWHyper& hyper, const ParallelStrategy& strategy,
-                           std::optional<std::uint64_t> seed, const Tensor& valueShard)
+                           std::optional<std::uint64_t> seed, const Tensor& valueShard,
+                           ParameterSwap* valueSwap)
     : layout_(layout), comm_(comm), hyper_(hyper), allocator_(&model.allocator()) {
-  valuesSharded_ = valueShard.defined();
-  values_ = valuesSharded_ ? valueShard : flattenValues(model, layout, seed);
-  for (const FlatBucket& b : layout.buckets) {
-    for (int i : b.parameters) {
+  valueSwap_ = valueSwap;
+  valuesSharded_ = valueShard.defined() || valueSwap != nullptr;
+  stored_ = model.computeType();
+  if (valueSwap == nullptr)
+    values_ = valuesSharded_ ? valueShard : flattenValues(model, layout, seed);
+  for (std::size_t b = 0; b < layout.buckets.size(); ++b) {
+    for (int i : layout.buckets[b].parameters) {
       const Parameter& p = model.parameters()[static_cast<std::size_t>(i)];
       const FlatLayout::Part part = layout.partOf(i, p.numel(), comm.rank());
       if (part.count > 0) {
         segments_.push_back({layout.offset[static_cast<std::size_t>(i)] + part.local, part.count,
-                             part.shard, p.decay, i});
+                             part.shard, p.decay, i, static_cast<int>(b)});
       }
     }
   }
-  const bool mixed = values_.dtype() != DType::F32;
+  const bool mixed = stored_ != DType::F32;
+  // A swapped parameter shard is read a bucket's part at a time for the masters.
+  std::optional<ParameterSwap::Sweep> sweep;
+  if (mixed && valueSwap_ != nullptr) sweep.emplace(*valueSwap_, false);
+  ParameterSwap::Sweep* parts = sweep ? &*sweep : nullptr;
   if (!strategy.swapsOptimizer()) {
     allocateState();
-    if (mixed) widenMaster(0, layout.shardSize(), master_.data<float>());
-    return;
+    if (mixed) widenMaster(0, layout.shardSize(), master_.data<float>(), parts);
+  } else {
+    swap_ = std::make_unique<OptimizerSwap>(
+        optimizerSwapLayout(layout.shardSize(), mixed, strategy), strategy, model.allocator());
+    // The first state, a sub-group at a time: zero moments and the master from the stored
+    // values.
+    swap_->forEach(OptimizerSwap::Mode::Write, [&](const OptimizerSwap::Group& g) {
+      std::fill(g.m, g.m + g.count, 0.0f);
+      std::fill(g.v, g.v + g.count, 0.0f);
+      if (mixed) widenMaster(g.begin, g.count, g.master, parts);
+    });
   }
-  swap_ = std::make_unique<OptimizerSwap>(optimizerSwapLayout(layout.shardSize(), mixed, strategy),
-                                          strategy, model.allocator());
-  // The first state, a sub-group at a time: zero moments and the master from the stored values.
-  swap_->forEach(OptimizerSwap::Mode::Write, [&](const OptimizerSwap::Group& g) {
-    std::fill(g.m, g.m + g.count, 0.0f);
-    std::fill(g.v, g.v + g.count, 0.0f);
-    if (mixed) widenMaster(g.begin, g.count, g.master);
-  });
+  if (sweep) sweep->finish();
 }
 
 ShardedAdamW::~ShardedAdamW() = default;
 
 void ShardedAdamW::allocateState() {
   const std::int64_t n = layout_.shardSize();
-  if (values_.dtype() != DType::F32) {
+  if (stored_ != DType::F32) {
     master_ = Tensor::empty({n}, DType::F32, MemoryCategory::OptimizerState, *allocator_);
   }
   m_ = Tensor::zeros({n}, DType::F32, MemoryCategory::OptimizerState, *allocator_);
   v_ = Tensor::zeros({n}, DType::F32, MemoryCategory::OptimizerState, *allocator_);
 }
 
+char* ShardedAdamW::valuesPart(int b, ParameterSwap::Sweep* sweep) const {
+  if (sweep != nullptr) return sweep->record(b);
+  const FlatBucket& fb = layout_.buckets[static_cast<std::size_t>(b)];
+  const std::int64_t n = layout_.partSize(fb);
+  return static_cast<char*>(
+      values_.slice(valuesSharded_ ? fb.shardOffset : fb.begin + n * comm_.rank(), n).raw());
+}
+
 // The master starts as the stored (rounded) parameters: shard elements [begin, begin + count),
 // which each bucket's part holds at its shardOffset.
-void ShardedAdamW::widenMaster(std::int64_t begin, std::int64_t count, float* out) const {
-  const DType type = values_.dtype();
-  for (const FlatBucket& b : layout_.buckets) {
-    const std::int64_t n = layout_.partSize(b);
-    const std::int64_t lo = std::max(begin, b.shardOffset);
-    const std::int64_t hi = std::min(begin + count, b.shardOffset + n);
+void ShardedAdamW::widenMaster(std::int64_t begin, std::int64_t count, float* out,
+                               ParameterSwap::Sweep* sweep) const {
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
+    const FlatBucket& fb = layout_.buckets[b];
+    const std::int64_t lo = std::max(begin, fb.shardOffset);
+    const std::int64_t hi = std::min(begin + count, fb.shardOffset + layout_.partSize(fb));
     if (lo >= hi) continue;
-    const std::int64_t from =
-        (valuesSharded_ ? b.shardOffset : b.begin + n * comm_.rank()) + (lo - b.shardOffset);
-    kernels::widen(values_.slice(from, hi - lo).data<std::uint16_t>(), out + (lo - begin), hi - lo,
-                   type);
+    const auto* part =
+        reinterpret_cast<const std::uint16_t*>(valuesPart(static_cast<int>(b), sweep));
+    kernels::widen(part + (lo - fb.shardOffset), out + (lo - begin), hi - lo, stored_);
   }
 }
 
 void ShardedAdamW::stageIn() {
+  if (valueSwap_ != nullptr && !values_.defined()) {
+    valueSwap_->stageIn(stored_);
+    values_ = valueSwap_->staged();
+  }
   if (!swap_ || m_.defined()) return;
   allocateState();
   swap_->forEach(OptimizerSwap::Mode::Read, [&](const OptimizerSwap::Group& g) {
@@ -80,6 +102,10 @@ void ShardedAdamW::stageIn() {
 }
 
 void ShardedAdamW::stageOut() {
+  if (valueSwap_ != nullptr && values_.defined()) {
+    values_ = Tensor();
+    valueSwap_->stageOut();
+  }
   if (!swap_ || !m_.defined()) return;
   swap_->forEach(OptimizerSwap::Mode::Write, [&](const OptimizerSwap::Group& g) {
     const std::size_t bytes = static_cast<std::size_t>(g.count) * sizeof(float);
@@ -96,17 +122,20 @@ void ShardedAdamW::stageOut() {
 // full precision).
 void ShardedAdamW::update(const Segment& s, std::int64_t from, std::int64_t count, float* master,
                           float* m, float* v, const kernels::AdamWHyper& h, double gradScale,
-                          const Tensor& grads, bool gradsAreShard) {
+                          const Tensor& grads, bool gradsAreShard, ParameterSwap::Sweep* sweep) {
   const std::int64_t g = (gradsAreShard ? s.shardBegin : s.flatBegin) + from;
-  const std::int64_t p = (valuesSharded_ ? s.shardBegin : s.flatBegin) + from;
+  // Within the segment's bucket part (which holds the whole segment).
+  const std::int64_t p =
+      s.shardBegin - layout_.buckets[static_cast<std::size_t>(s.bucket)].shardOffset + from;
+  char* part = valuesPart(s.bucket, sweep);
   if (master == nullptr) {
-    kernels::adamwUpdate(values_.data<float>() + p, grads.data<float>() + g, m, v, count, h, steps_,
-                         static_cast<float>(gradScale));
+    kernels::adamwUpdate(reinterpret_cast<float*>(part) + p, grads.data<float>() + g, m, v, count,
+                         h, steps_, static_cast<float>(gradScale));
     return;
   }
-  kernels::adamwUpdateMixed(master, values_.data<std::uint16_t>() + p,
+  kernels::adamwUpdateMixed(master, reinterpret_cast<std::uint16_t*>(part) + p,
                             grads.data<std::uint16_t>() + g, m, v, count, h, steps_,
-                            static_cast<float>(gradScale), values_.dtype());
+                            static_cast<float>(gradScale), stored_);
 }
 
 kernels::AdamWHyper ShardedAdamW::hyperFor(const Segment& s, double lr) const {
@@ -120,6 +149,9 @@ double ShardedAdamW::step(double lr, double gradScale, const Tensor& grads, bool
   const trace::Span span("optimizer_step", trace::Category::Optimizer);
   ++steps_;
   stageOut();  // what a load wrote into the staged state goes back to the swap file first
+  std::optional<ParameterSwap::Sweep> sweep;
+  if (valueSwap_ != nullptr) sweep.emplace(*valueSwap_, true);
+  ParameterSwap::Sweep* parts = sweep ? &*sweep : nullptr;
   if (swap_) {
     // Each sub-group's share of every segment, as the sub-group passes through memory.
     swap_->forEach(OptimizerSwap::Mode::Update, [&](const OptimizerSwap::Group& g) {
@@ -129,7 +161,7 @@ double ShardedAdamW::step(double lr, double gradScale, const Tensor& grads, bool
         if (lo >= hi) continue;
         const std::int64_t at = lo - g.begin;
         update(s, lo - s.shardBegin, hi - lo, g.master != nullptr ? g.master + at : nullptr,
-               g.m + at, g.v + at, hyperFor(s, lr), gradScale, grads, gradsAreShard);
+               g.m + at, g.v + at, hyperFor(s, lr), gradScale, grads, gradsAreShard, parts);
         swap_->progress();
       }
     });
@@ -137,9 +169,10 @@ double ShardedAdamW::step(double lr, double gradScale, const Tensor& grads, bool
     for (const Segment& s : segments_) {
       update(s, 0, s.count, master_.defined() ? master_.data<float>() + s.shardBegin : nullptr,
              m_.data<float>() + s.shardBegin, v_.data<float>() + s.shardBegin, hyperFor(s, lr),
-             gradScale, grads, gradsAreShard);
+             gradScale, grads, gradsAreShard, parts);
     }
   }
+  if (sweep) sweep->finish();
   if (valuesSharded_) return 0.0;  // ZeRO-3 gathers before each layer instead
   std::vector<CommHandle> gathers;
   for (const FlatBucket& b : layout_.buckets) {

@@ -7,7 +7,9 @@
 // bf16 / fp16 gradients, updates the master and stores it rounded into the 16-bit parameters.
 // With zero_optimization.offload_optimizer.device nvme that state lives in the rank's swap file
 // instead (core/offload/optimizer_swap.h) and each step streams it through a few sub-group
-// buffers; AdamW is element-wise, so the updates are the same to the bit.
+// buffers; AdamW is element-wise, so the updates are the same to the bit. With ZeRO-3's
+// parameter shard swapped too (offload_param nvme, core/offload/parameter_swap.h) the update
+// sweeps its records in order alongside, each read ahead, updated in a buffer and written back.
 #pragma once
 
 #include <memory>
@@ -15,6 +17,7 @@
 #include "core/comm/communicator.h"
 #include "core/kernels/adamw.h"
 #include "core/offload/optimizer_swap.h"
+#include "core/offload/parameter_swap.h"
 #include "core/train/flat_layout.h"
 
 namespace parascope {
@@ -22,19 +25,20 @@ namespace parascope {
 class ShardedAdamW {
  public:
   // Flattens the model's values into the layout (Parameter memory; flattenValues, with `seed`),
-  // or with ZeRO-3 updates `valueShard` (this rank's parameter shard, param_gatherer.h) and
-  // gathers nothing.
+  // or with ZeRO-3 updates `valueShard` (this rank's parameter shard, param_gatherer.h), or the
+  // shard in `valueSwap` when it is swapped, and gathers nothing.
   // The strategy says whether the state is swapped (ParallelStrategy::swapsOptimizer).
   ShardedAdamW(Model& model, const FlatLayout& layout, Communicator& comm,
                const kernels::AdamWHyper& hyper, const ParallelStrategy& strategy,
-               std::optional<std::uint64_t> seed, const Tensor& valueShard = Tensor());
+               std::optional<std::uint64_t> seed, const Tensor& valueShard = Tensor(),
+               ParameterSwap* valueSwap = nullptr);
   ~ShardedAdamW();
 
   // grads (storage type): the whole flat space, or (gradsAreShard) this rank's shard. Returns the
   // seconds spent waiting for the parameter all-gathers.
   double step(double lr, double gradScale, const Tensor& grads, bool gradsAreShard);
   int steps() const { return steps_; }
-  // Bytes read from and written to the swap file so far (0 without one).
+  // Bytes read from and written to the optimizer's swap file so far (0 without one).
   std::int64_t swapBytes() const {
     return swap_ ? swap_->file().bytesRead() + swap_->file().bytesWritten() : 0;
   }
@@ -44,12 +48,13 @@ class ShardedAdamW {
     std::int64_t flatBegin = 0, count = 0, shardBegin = 0;
     bool decay = true;
     int parameter = 0;  // index into Model::parameters()
+    int bucket = 0;     // the flat bucket holding it
   };
   // For resharding and checkpoints: this rank's segments; its moments and (mixed precision) f32
   // master, indexed by Segment::shardBegin; the parameters in the storage type, the whole flat
-  // space (indexed by flatBegin) or with ZeRO-3 the shard (valuesSharded). A swapped state is
-  // read into memory first (stageIn), and what a load wrote there goes back to the swap file
-  // at the next step, after which the memory is given back.
+  // space (indexed by flatBegin) or with ZeRO-3 the shard (valuesSharded). A swapped state (and
+  // parameter shard) is read into memory first (stageIn), and what a load wrote there goes back
+  // to the swap file at the next step, after which the memory is given back.
   void stageIn();
   const std::vector<Segment>& segments() const { return segments_; }
   const FlatLayout& layout() const { return layout_; }
@@ -65,14 +70,19 @@ class ShardedAdamW {
   kernels::AdamWHyper hyper_;
   void update(const Segment& s, std::int64_t from, std::int64_t count, float* master, float* m,
               float* v, const kernels::AdamWHyper& h, double gradScale, const Tensor& grads,
-              bool gradsAreShard);
+              bool gradsAreShard, ParameterSwap::Sweep* sweep);
   kernels::AdamWHyper hyperFor(const Segment& s, double lr) const;
-  void widenMaster(std::int64_t begin, std::int64_t count, float* out) const;
+  // Bucket b's part of the stored values: in memory, or in the sweep's buffer.
+  char* valuesPart(int b, ParameterSwap::Sweep* sweep) const;
+  void widenMaster(std::int64_t begin, std::int64_t count, float* out,
+                   ParameterSwap::Sweep* sweep) const;
 
-  Tensor values_;  // flat, or this rank's shard; storage type
+  Tensor values_;  // flat, or this rank's shard; storage type; empty while swapped
+  DType stored_ = DType::F32;
   bool valuesSharded_ = false;
-  Tensor master_;  // mixed precision: f32 copy of this rank's shard
-  Tensor m_, v_;   // shard-sized
+  ParameterSwap* valueSwap_ = nullptr;  // the gatherer's
+  Tensor master_;                       // mixed precision: f32 copy of this rank's shard
+  Tensor m_, v_;                        // shard-sized
   std::vector<Segment> segments_;
   // Swapped: m_, v_ and master_ exist only while staged in.
   std::unique_ptr<OptimizerSwap> swap_;

@@ -32,9 +32,9 @@ struct StepReport {
   // unchanged, the scale lowered as fp16.hysteresis says).
   double lossScale = 1;
   bool skipped = false;
-  // The optimizer's update of this rank's parameters or ZeRO shard (0 when skipped), and with
-  // its state swapped to a disk (zero_optimization.offload_optimizer nvme) the bytes the update
-  // read and wrote there.
+  // The optimizer's update of this rank's parameters or ZeRO shard (0 when skipped), and the
+  // bytes the step read from and wrote to the rank's swap files (offload_optimizer and
+  // offload_param nvme: the update's, and ZeRO-3's parameter reads before each layer pass).
   double optimizerSeconds = 0;
   std::int64_t swapBytes = 0;
   // Filled by the session (core/session/session.h): the reporting rank, its pipeline rank, and

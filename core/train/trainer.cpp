@@ -97,12 +97,19 @@ void Trainer::setUpDataParallel(std::optional<std::uint64_t> seed) {
   if (s.zeroStage >= 3) {
     gatherer_ = std::make_unique<ParameterGatherer>(*model_, layout, dp, s, seed);
     sharded_ = std::make_unique<ShardedAdamW>(*model_, layout, dp, config_.adamw, s, seed,
-                                              gatherer_->shard());
+                                              gatherer_->shard(), gatherer_->swap());
   } else if (s.zeroStage >= 1) {
     sharded_ = std::make_unique<ShardedAdamW>(*model_, layout, dp, config_.adamw, s, seed);
   } else {
     optimizer_ = std::make_unique<AdamW>(*model_, config_.adamw);
   }
+}
+
+std::int64_t Trainer::swapBytes() const {
+  std::int64_t bytes = sharded_ ? sharded_->swapBytes() : 0;
+  if (const ParameterSwap* swap = gatherer_ ? gatherer_->swap() : nullptr)
+    bytes += swap->file().bytesRead() + swap->file().bytesWritten();
+  return bytes;
 }
 
 double Trainer::reduceOverData(double value) {
@@ -150,10 +157,8 @@ void Trainer::update(StepReport& r, double gradNorm) {
   const auto start = std::chrono::steady_clock::now();
   double gatherWait = 0;
   if (sharded_) {
-    const std::int64_t swapped = sharded_->swapBytes();
     gatherWait = sharded_->step(r.lr, factor, reducer_->gradients(), reducer_->sharded());
     r.exposedCommSeconds += gatherWait;
-    r.swapBytes = sharded_->swapBytes() - swapped;
   } else {
     optimizer_->step(r.lr, factor);
   }
@@ -174,6 +179,7 @@ StepReport Trainer::step() {
     gatherer_->takeWaitSeconds();  // evaluation's waits are not this step's
   }
   if (region_) region_->takeCommSeconds();  // nor its tensor-parallel communication
+  const std::int64_t swappedBefore = swapBytes();
   const TrainConfig& c = config_;
   const std::int64_t targetsPerStep =
       static_cast<std::int64_t>(c.globalBatch) * dataset_->targetsPerSample();
@@ -211,6 +217,7 @@ StepReport Trainer::step() {
   r.exposedCommSeconds += stats.reduceWaitSeconds;
   const double lossSum = reduceOverData(stats.lossSum);
   if (gatherer_) r.exposedCommSeconds += gatherer_->takeWaitSeconds();
+  r.swapBytes = swapBytes() - swappedBefore;
   if (region_) r.exposedCommSeconds += region_->takeCommSeconds();
   ++steps_;
   r.step = steps_;

@@ -90,6 +90,8 @@ class Trainer {
   int tiedEmbedding() const;  // index of wte.weight in the model's parameters, or -1
   double sumTiedEmbedding();  // the seconds it took (0 where there is nothing to sum)
   double reduceOverData(double value);
+  // Bytes read from and written to this rank's swap files so far (optimizer and parameters).
+  std::int64_t swapBytes() const;
   bool overflowed(double gradNorm);
   void update(StepReport& r, double gradNorm);
 

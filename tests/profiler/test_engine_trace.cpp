@@ -119,6 +119,7 @@ class TestEngineTrace : public QObject {
   void subGroupPeersAreWorldRanks();
   void memoryPeaksEqualAllocatorPeaks();
   void swapIoAndTheDiskAreTraced();
+  void parameterSwapIsTraced();
   void tracingLeavesLossesBitIdentical();
   void clockOffsetRecoversInjectedSkew();
   void recordingWritesFileOnlyWhenFinished();
@@ -264,9 +265,10 @@ void TestEngineTrace::memoryPeaksEqualAllocatorPeaks() {
 // ZeRO-2 over two ranks with the optimizer state swapped in sub-groups of 1000 elements: each
 // rank's shard of 17,088 elements is 18 records of two f32 moments, each padded to 4 KiB. The
 // optimizer writes them all once when it is built, then each of 3 steps reads and writes every
-// record: 54 reads and 72 writes per rank, one span each on the I/O lane with the record's bytes
-// and a "queued" child from the same start. The nvme counter holds the file's bytes, the memory
-// estimate's swapBytes, while the file exists, and 0 after.
+// record: 54 reads and 72 writes per rank, one span each on the I/O lane named for the
+// optimizer's file, with the record's bytes and a "queued" child from the same start. The nvme
+// counter holds the file's bytes, the memory estimate's swapBytes, while the file exists, and 0
+// after.
 void TestEngineTrace::swapIoAndTheDiskAreTraced() {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("parascope-test-swap-trace-" + std::to_string(::getpid()));
@@ -300,7 +302,8 @@ void TestEngineTrace::swapIoAndTheDiskAreTraced() {
       (std::string_view(e.name) == "queued" ? queued : requests).push_back(&e);
     }
     QCOMPARE(spans,
-             (std::map<std::string, int>{{"queued", 126}, {"swap read", 54}, {"swap write", 72}}));
+             (std::map<std::string, int>{
+                 {"optimizer swap read", 54}, {"optimizer swap write", 72}, {"queued", 126}}));
     for (const Event* e : requests) QCOMPARE(e->bytes, kRecord);
     // Events are sorted by start, the longer first: each request's queue time follows it.
     for (const Event* q : queued) {
@@ -317,6 +320,49 @@ void TestEngineTrace::swapIoAndTheDiskAreTraced() {
     QCOMPARE(disk->peakBytes, 18 * kRecord);
     QCOMPARE(disk->points.size(), std::size_t{2});
     QCOMPARE(disk->points.back().bytes, std::int64_t{0});
+  }
+}
+
+// ZeRO-3 over two ranks with the parameter shard swapped, one step: every record is written
+// when the shard is built and again by the update's sweep, which reads each first; the forward
+// reads each before its gather (the backward reads some again). The nvme counter is the
+// parameter file's bytes.
+void TestEngineTrace::parameterSwapIsTraced() {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("parascope-test-param-trace-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const TrainConfig config =
+      dptest::tinyConfig({"data_parallel_size=2", "zero_optimization.stage=3",
+                          "zero_optimization.offload_param.device=nvme",
+                          "zero_optimization.offload_param.nvme_path=" + dir.string()});
+  const MemoryEstimate e = estimateRankMemory(config, 0, 2).front();
+  const auto file = static_cast<std::int64_t>(e.parameterSwapBytes);
+  QVERIFY(file > 0);
+  QCOMPARE(e.swapBytes, e.parameterSwapBytes);
+  Tracer tracer;
+  tracer.install();
+  runInProcess(2, [&](Communicator& world) {
+    const trace::ScopedContext ctx({.rank = world.rank()});
+    Allocator allocator;
+    dptest::train(config, 1, world, &allocator);
+  });
+  tracer.uninstall();
+  const TraceData trace = tracer.collect();
+  std::filesystem::remove_all(dir);
+  const std::vector<MemorySeries> series = computeMemoryTimeline(trace);
+  for (std::int32_t rank : {0, 1}) {
+    std::int64_t read = 0, written = 0;
+    for (const Event& e : trace.events) {
+      if (e.rank != rank || e.lane != trace::lane::kIo) continue;
+      const std::string_view name = e.name;
+      if (name == "parameter swap read") read += e.bytes;
+      if (name == "parameter swap write") written += e.bytes;
+      QVERIFY2(name == "parameter swap read" || name == "parameter swap write" || name == "queued",
+               e.name);
+    }
+    QCOMPARE(written, 2 * file);
+    QVERIFY2(read >= 2 * file, qPrintable(QString("%1 of %2").arg(read).arg(file)));
+    QCOMPARE(counterPeak(series, rank, kDiskCounterName), file);
   }
 }
 

@@ -1,11 +1,12 @@
-// ZeRO-Infinity's optimizer offload (zero_optimization.offload_optimizer.device nvme): training
-// with the optimizer's shard swapped to a directory equals training with it in memory bit for
-// bit (losses, reduced gradients, final parameters) under ZeRO 1-3, data, tensor and pipeline
-// parallelism and mixed precision, with one buffer or several and sub-groups that cut
-// parameters apart; the optimizer state in memory is the swap buffers, as the memory estimate
-// says to the byte; switching offload on and off mid-run changes nothing; a run killed in a step
-// resumes from its checkpoint as if never killed; the swap files are gone when the run ends,
-// however it ends; each bad setting or directory is one message naming the key.
+// ZeRO-Infinity's offload to a disk (zero_optimization.offload_optimizer / offload_param device
+// nvme): training with the optimizer's shard, ZeRO-3's parameter shard or both swapped to a
+// directory equals training with them in memory bit for bit (losses, reduced gradients, final
+// parameters) under ZeRO 1-3, data, tensor and pipeline parallelism and mixed precision, with one
+// buffer or several and sub-groups that cut parameters apart; the optimizer state and the
+// parameters in memory are the swap buffers, as the memory estimate says to the byte; switching
+// offload on and off mid-run changes nothing; a run killed in a step resumes from its checkpoint as
+// if never killed; the swap files are gone when the run ends, however it ends; each bad setting or
+// directory is one message naming the key.
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -23,6 +24,7 @@
 
 #include "core/comm/launch.h"
 #include "core/common/error.h"
+#include "core/offload/aio_file.h"
 #include "core/plan/memory_estimate.h"
 #include "core/session/session.h"
 #include "dp_harness.h"
@@ -44,10 +46,19 @@ std::vector<std::string> split(const QString& list) {
   return out;
 }
 
+// The optimizer's state swapped to `dir`, then `settings` (later keys win; PARAMS: ZeRO-3's
+// parameters swapped there too).
 std::vector<std::string> offloadTo(const fs::path& dir, const QString& settings) {
   std::vector<std::string> o = {"zero_optimization.offload_optimizer.device=nvme",
                                 "zero_optimization.offload_optimizer.nvme_path=" + dir.string()};
-  for (const std::string& s : split(settings)) o.push_back(s);
+  for (const std::string& s : split(settings)) {
+    if (s == "PARAMS") {
+      o.push_back("zero_optimization.offload_param.device=nvme");
+      o.push_back("zero_optimization.offload_param.nvme_path=" + dir.string());
+    } else {
+      o.push_back(s);
+    }
+  }
   return o;
 }
 
@@ -119,6 +130,29 @@ class TestOffload : public QObject {
     QTest::newRow("D2 zero3 fp16 pinned")
         << "data_parallel_size=2 zero_optimization.stage=3 fp16.enabled=true"
         << small + " zero_optimization.offload_optimizer.pin_memory=true";
+    // ZeRO-3's parameters swapped too (PARAMS), or alone: read a layer's parts before its
+    // gathers, swept at the update; with one buffer nothing overlaps, with two the prefetch of
+    // the next layer waits for a free one.
+    QTest::newRow("D2 zero3, parameters too")
+        << "data_parallel_size=2 zero_optimization.stage=3" << small + " PARAMS";
+    QTest::newRow("D2 zero3, parameters alone, one buffer")
+        << "data_parallel_size=2 zero_optimization.stage=3"
+        << "PARAMS zero_optimization.offload_optimizer.device=none "
+           "zero_optimization.offload_param.buffer_count=1";
+    QTest::newRow("D2 zero3 bf16, parameters, two buffers")
+        << "data_parallel_size=2 zero_optimization.stage=3 bf16.enabled=true"
+        << small + " PARAMS zero_optimization.offload_param.buffer_count=2";
+    QTest::newRow("D2 zero3 fp16, parameters alone, no prefetch")
+        << "data_parallel_size=2 zero_optimization.stage=3 fp16.enabled=true "
+           "zero_optimization.stage3_prefetch_bucket_size=0"
+        << "PARAMS zero_optimization.offload_optimizer.device=none";
+    QTest::newRow("T2 D2 zero3, parameters")
+        << "tensor_model_parallel_size=2 data_parallel_size=2 zero_optimization.stage=3"
+        << small + " PARAMS aio.block_size=4096 aio.queue_depth=2";
+    QTest::newRow("P2 D2 zero3 1f1b, parameters")
+        << "pipeline_model_parallel_size=2 data_parallel_size=2 zero_optimization.stage=3 "
+           "gradient_accumulation_steps=4"
+        << small + " PARAMS";
   }
 
   void offloadEqualsMemory() {
@@ -128,7 +162,7 @@ class TestOffload : public QObject {
     std::vector<std::string> o = split(strategy);
     for (const std::string& s : offloadTo(swapDirectory(), offload)) o.push_back(s);
     const TrainConfig swapped = dptest::tinyConfig(o);
-    QVERIFY(swapped.parallel.swapsOptimizer());
+    QVERIFY(swapped.parallel.swapsOptimizer() || swapped.parallel.swapsParameters());
     const dptest::RunRecord want = trainAll(memory, 3);
     const dptest::RunRecord got = trainAll(swapped, 3);
     const std::string diff = dptest::compare(want, got, 0.0, 0.0);
@@ -159,6 +193,33 @@ class TestOffload : public QObject {
     for (const dptest::StateBytes& rank : measured.ranks) QCOMPARE(rank.optim, buffers);
     // On the disk: every sub-group's record (18 of 3 x 4 KiB for a shard of 17,088 elements).
     QCOMPARE(estimate.front().swapBytes, 18.0 * 3 * 4096);
+  }
+
+  // With ZeRO-3's parameters swapped the rank's parameter memory between steps is the swap's
+  // buffers, which the estimate counts exactly: two of the largest record (a rank's bf16 part of
+  // one layer's bucket, padded to 4 KiB) and the page that aligns them; on the disk, every
+  // bucket's record beside the optimizer's sub-groups, the nvme counter's bytes.
+  void parametersAreTheBuffers() {
+    std::vector<std::string> o = {"data_parallel_size=2", "zero_optimization.stage=3",
+                                  "bf16.enabled=true"};
+    for (const std::string& s : offloadTo(swapDirectory(),
+                                          "PARAMS zero_optimization.offload_param.buffer_count=2 "
+                                          "zero_optimization.offload_optimizer.device=none"))
+      o.push_back(s);
+    const TrainConfig config = dptest::tinyConfig(o);
+    const dptest::ModelState measured = dptest::measureModelState(config);
+    const std::vector<MemoryEstimate> estimate =
+        estimateRankMemory(config, 0, config.parallel.worldSize());
+    const MemoryEstimate& e = estimate.front();
+    QVERIFY(e.largestParameterPart > 0);
+    const std::int64_t record = AioFile::aligned(e.largestParameterPart * 2);
+    const std::int64_t buffers = 2 * record + 4096;
+    QCOMPARE(e.items[static_cast<std::size_t>(MemoryCategory::Parameter)].residentBytes,
+             static_cast<double>(buffers));
+    for (const dptest::StateBytes& rank : measured.ranks) QCOMPARE(rank.param, buffers);
+    QVERIFY(e.parameterSwapBytes >= static_cast<double>(record));
+    QCOMPARE(e.swapBytes, e.parameterSwapBytes);
+    QVERIFY(fs::is_empty(swapDirectory()));
   }
 
   // memory_limit_bytes between what a rank needs with its optimizer state in memory and what it
@@ -207,13 +268,25 @@ class TestOffload : public QObject {
 
   // Offload switched on after step 2 and off after step 4 of a run: the same losses and
   // weights, bit for bit, as the run that never swapped.
+  void switchingOffloadChangesNothing_data() {
+    QTest::addColumn<QString>("strategy");
+    QTest::addColumn<QString>("offload");
+    QTest::newRow("optimizer, zero2") << "data_parallel_size=2 zero_optimization.stage=2"
+                                      << "zero_optimization.sub_group_size=999";
+    QTest::newRow("optimizer and parameters, zero3")
+        << "data_parallel_size=2 zero_optimization.stage=3"
+        << "zero_optimization.sub_group_size=999 PARAMS";
+  }
+
   void switchingOffloadChangesNothing() {
-    const std::vector<std::string> base = {"data_parallel_size=2", "zero_optimization.stage=2",
-                                           "train_iters=6", "eval_interval=0"};
+    QFETCH(QString, strategy);
+    QFETCH(QString, offload);
+    std::vector<std::string> base = split(strategy);
+    base.emplace_back("train_iters=6");
+    base.emplace_back("eval_interval=0");
     const TrainConfig plain = dptest::tinyConfig(base);
     std::vector<std::string> o = base;
-    for (const std::string& s : offloadTo(swapDirectory(), "zero_optimization.sub_group_size=999"))
-      o.push_back(s);
+    for (const std::string& s : offloadTo(swapDirectory(), offload)) o.push_back(s);
     const TrainConfig swapped = dptest::tinyConfig(o);
 
     struct Losses : SessionObserver {
@@ -265,10 +338,10 @@ class TestOffload : public QObject {
         << QStringList{"zero_optimization.stage=2", "zero_optimization.offload_param.device=cpu"}
         << "config: zero_optimization.offload_param.device = cpu offloads ZeRO-3's parameter "
            "shard; valid: stage 3, or device none";
-    QTest::newRow("param offload to nvme")
+    QTest::newRow("param offload without a path")
         << QStringList{"zero_optimization.stage=3", "zero_optimization.offload_param.device=nvme"}
-        << "config: zero_optimization.offload_param.device = nvme is not trained by this engine "
-           "yet (the optimizer's state is: offload_optimizer.device = nvme); valid: none or cpu";
+        << "config: zero_optimization.offload_param.nvme_path is not set; device nvme swaps to "
+           "files in that directory; valid: an existing, writable directory on a local disk";
     QTest::newRow("block size") << QStringList{"aio.block_size=5000"}
                                 << "config: aio.block_size = 5000 is not a multiple of 4096, the "
                                    "alignment direct I/O needs; valid: 4096, 8192, ... (default "
@@ -392,6 +465,36 @@ class TestOffload : public QObject {
         {"zero_optimization.stage=1", "zero_optimization.offload_optimizer.device=nvme",
          "zero_optimization.offload_optimizer.nvme_path=" + path.toStdString()});
     QCOMPARE(outcomeOf(config), message);
+  }
+
+  // A parameter buffer smaller than a rank's part of a layer's bucket is refused before any
+  // rank starts, with the size that would do; so is a parameter directory that cannot hold the
+  // swap, named by its own key.
+  void parameterBuffersAndDirectoryAreCheckedUpFront() {
+    std::vector<std::string> o = {"data_parallel_size=2", "zero_optimization.stage=3"};
+    for (const std::string& s : offloadTo(swapDirectory(), "PARAMS")) o.push_back(s);
+    const MemoryEstimate e = estimateMemory(dptest::tinyConfig(o), 0, 2);
+    const std::string part = std::to_string(e.largestParameterPart);
+    o.push_back("zero_optimization.offload_param.buffer_size=1000");
+    QCOMPARE(outcomeOf(dptest::tinyConfig(o)),
+             QString::fromStdString("zero_optimization.offload_param.buffer_size = 1000 elements "
+                                    "cannot hold a rank's part of ZeRO-3's largest bucket, " +
+                                    part +
+                                    " elements (a layer's parameters over the data-parallel "
+                                    "ranks); valid: " +
+                                    part + " or more"));
+    o.back() = "zero_optimization.offload_param.buffer_size=" + part;
+    const std::string missing = (swapDirectory() / "missing").string();
+    o.push_back("zero_optimization.offload_param.nvme_path=" + missing);
+    QCOMPARE(outcomeOf(dptest::tinyConfig(o)),
+             QString::fromStdString("zero_optimization.offload_param.nvme_path '" + missing +
+                                    "' does not exist; valid: an existing, writable directory "
+                                    "on a local disk"));
+    o.pop_back();
+    o.emplace_back("train_iters=2");
+    o.emplace_back("eval_interval=0");
+    QCOMPARE(outcomeOf(dptest::tinyConfig(o)), QString("trained 2 steps"));
+    QVERIFY(fs::is_empty(swapDirectory()));
   }
 
   // A file-size limit too small for the swap file (as a full disk): the rank's reservation
