@@ -63,40 +63,54 @@ void checkSwap(const TrainConfig& c, const MemoryEstimate& e) {
 
 // memory_limit_bytes against the estimate of a rank's tracked memory. Over it, the message says
 // whether swapping the optimizer's state to a disk (with ZeRO-1 where the run has no ZeRO) would
-// fit, with the config's sub-group size or the largest power of ten below it that fits (the
-// buffers shrink with the sub-groups), and what it would then need.
+// fit, and under ZeRO-3 where that is not enough whether swapping the parameters too would, with
+// the config's sub-group size or the largest power of ten below it that fits (the buffers shrink
+// with the sub-groups), and what it would then need.
 void checkMemoryLimit(const TrainConfig& c, const MemoryEstimate& e) {
   const auto limit = static_cast<double>(c.memoryLimitBytes);
   if (limit <= 0 || e.trackedBytes() <= limit) return;
-  std::string fix;
+  TrainConfig swapped = c;
+  ParallelStrategy& s = swapped.parallel;
+  std::vector<std::string> keys;
+  if (s.zeroStage == 0) {
+    s.zeroStage = 1;
+    keys.emplace_back("zero_optimization.stage=1");
+  }
+  const std::int64_t own = s.subGroupElements;
+  double need = e.trackedBytes();
   bool fits = false;
-  if (!c.parallel.swapsOptimizer()) {
-    TrainConfig swapped = c;
-    ParallelStrategy& s = swapped.parallel;
-    const bool stage = s.zeroStage == 0;
-    if (stage) s.zeroStage = 1;
-    s.offloadOptimizer.device = OffloadDevice::Nvme;
-    const std::int64_t own = s.subGroupElements;
-    double need = 0;
+  // The largest sub-group size (the config's, then powers of ten down to 1000) that fits.
+  const auto search = [&] {
     for (std::int64_t size = own; size >= 1000;) {
       s.subGroupElements = size;
       need = estimateMemory(swapped, 0, 1).trackedBytes();
-      if (need <= limit) {
-        fits = true;
-        break;
-      }
+      if (need <= limit) return true;
       std::int64_t next = 1;
       while (next * 10 < size) next *= 10;
       size = next;
     }
-    const std::string keys =
-        std::string(stage ? "zero_optimization.stage=1, " : "") +
-        "zero_optimization.offload_optimizer.device=nvme (with its nvme_path)" +
-        (s.subGroupElements != own
-             ? " and zero_optimization.sub_group_size=" + std::to_string(s.subGroupElements)
-             : "");
-    fix = fits ? "; with " + keys + " it needs " + formatBytes(need) + ", which fits"
-               : "; with " + keys + " it would still need " + formatBytes(need);
+    return false;
+  };
+  if (!s.swapsOptimizer()) {
+    s.offloadOptimizer.device = OffloadDevice::Nvme;
+    keys.emplace_back("zero_optimization.offload_optimizer.device=nvme (with its nvme_path)");
+    fits = search();
+  }
+  if (!fits && s.zeroStage == 3 && !s.swapsParameters()) {
+    s.offloadParam.device = OffloadDevice::Nvme;
+    keys.emplace_back("zero_optimization.offload_param.device=nvme (with its nvme_path)");
+    fits = search();
+  }
+  std::string fix;
+  if (!keys.empty() && (s.swapsOptimizer() != c.parallel.swapsOptimizer() ||
+                        s.swapsParameters() != c.parallel.swapsParameters())) {
+    if (s.subGroupElements != own)
+      keys.push_back("zero_optimization.sub_group_size=" + std::to_string(s.subGroupElements));
+    std::string list;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      list += (i == 0 ? "" : i + 1 == keys.size() ? " and " : ", ") + keys[i];
+    fix = fits ? "; with " + list + " it needs " + formatBytes(need) + ", which fits"
+               : "; with " + list + " it would still need " + formatBytes(need);
   }
   throw UserError("memory_limit_bytes: a rank of this run needs about " +
                   formatBytes(e.trackedBytes()) + " (largest: " + e.largest().name +

@@ -266,6 +266,40 @@ class TestOffload : public QObject {
     QVERIFY(fs::is_empty(swapDirectory()));
   }
 
+  // Under ZeRO-3, a limit that swapping the optimizer's state alone cannot meet at any sub-group
+  // size, and swapping the parameters too meets at sub-groups of 1000: the refusal names both
+  // offloads and the size, and with them the run trains under the limit (one parameter buffer,
+  // so that the parameters in memory are less than the shard).
+  void memoryLimitNamesParameterOffloadUnderZero3() {
+    const std::vector<std::string> base = {"data_parallel_size=2", "zero_optimization.stage=3",
+                                           "train_iters=3", "eval_interval=0",
+                                           "zero_optimization.offload_param.buffer_count=1"};
+    auto with = [&](const QString& offload) {
+      std::vector<std::string> o = base;
+      for (const std::string& s : offloadTo(swapDirectory(), offload)) o.push_back(s);
+      return o;
+    };
+    const auto need = [](const std::vector<std::string>& keys) {
+      return estimateMemory(dptest::tinyConfig(keys), 0, 2).trackedBytes();
+    };
+    const double both = need(with("PARAMS zero_optimization.sub_group_size=1000"));
+    QVERIFY(need(with("zero_optimization.sub_group_size=1000")) > both);
+    QVERIFY(need(with("PARAMS zero_optimization.sub_group_size=10000")) > both);
+    const auto limit = static_cast<std::int64_t>(both);
+    std::vector<std::string> refused = base;
+    refused.push_back("memory_limit_bytes=" + std::to_string(limit));
+    const QString got = outcomeOf(dptest::tinyConfig(refused));
+    QVERIFY2(got.endsWith("; with zero_optimization.offload_optimizer.device=nvme (with its "
+                          "nvme_path), zero_optimization.offload_param.device=nvme (with its "
+                          "nvme_path) and zero_optimization.sub_group_size=1000 it needs " +
+                          QString::fromStdString(formatBytes(both)) + ", which fits"),
+             qPrintable(got));
+    std::vector<std::string> fitted = with("PARAMS zero_optimization.sub_group_size=1000");
+    fitted.push_back("memory_limit_bytes=" + std::to_string(limit));
+    QCOMPARE(outcomeOf(dptest::tinyConfig(fitted)), QString("trained 3 steps"));
+    QVERIFY(fs::is_empty(swapDirectory()));
+  }
+
   // Offload switched on after step 2 and off after step 4 of a run: the same losses and
   // weights, bit for bit, as the run that never swapped.
   void switchingOffloadChangesNothing_data() {
