@@ -5,7 +5,7 @@
 // then swapped to the same directory (`sub_group_size` 4M elements, 4 buffers). The offloaded
 // update's time is set beside the I/O bound (the bytes it read and wrote over the disk's
 // read-and-write-back bandwidth), and the optimizer state the rank holds in memory beside the
-// state's size.
+// state's size. Then a whole rank under a memory budget (runBudget).
 #include "bench/offload.h"
 
 #include <sys/stat.h>
@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
@@ -110,6 +111,7 @@ struct Run {
   double stepSeconds = 0, optimizerSeconds = 0;  // medians over the measured steps
   std::int64_t swapBytes = 0;                    // per measured step
   std::int64_t optimizerStateBytes = 0;          // the rank's peak in memory
+  std::int64_t peakBytes = 0;  // the largest step's category peaks together: at least its peak
 };
 
 class Steps final : public SessionObserver {
@@ -148,6 +150,9 @@ Run train(const TrainConfig& config, int steps) {
     r.optimizerStateBytes =
         std::max(r.optimizerStateBytes,
                  s.peakBytes[static_cast<std::size_t>(MemoryCategory::OptimizerState)]);
+    std::int64_t peaks = 0;
+    for (const std::int64_t p : s.peakBytes) peaks += p;
+    r.peakBytes = std::max(r.peakBytes, peaks);
     if (s.step == 1) continue;  // the first step pays for first touches
     step.push_back(s.seconds);
     optimizer.push_back(s.optimizerSeconds);
@@ -162,6 +167,66 @@ Run train(const TrainConfig& config, int steps) {
 void printRow(bool json, const nlohmann::json& row, const std::string& text) {
   std::printf("%s\n", json ? row.dump().c_str() : text.c_str());
   std::fflush(stdout);
+}
+
+// A whole rank under a memory budget a quarter of its f32 optimizer state or less: a GPT of 24
+// layers of width 768 (170M parameters) under ZeRO-3 on one rank in bf16, its 12 bytes per
+// parameter of AdamW state and its parameter shard swapped to the disk, full recompute and no
+// prefetch, memory_limit_bytes set to the estimate of what that rank holds (the allocator refuses
+// anything past it), beside the same run in memory without a budget and beside the I/O bound of
+// everything it swaps per step.
+void runBudget(const BenchOffloadOptions& o, nlohmann::json doc, const std::string& dir,
+               const Disk& d) {
+  for (const std::string& a : std::vector<std::string>{
+           "model.num_layers=24", "zero_optimization.stage=3", "bf16.enabled=true",
+           "recompute_granularity=full", "zero_optimization.stage3_prefetch_bucket_size=0",
+           "zero_optimization.sub_group_size=1000000"}) {
+    applyOverride(doc, a);
+  }
+  for (const std::string& a : o.overrides) applyOverride(doc, a);
+  const TrainConfig memory = parseTrainConfig(doc);
+  for (const std::string& a :
+       std::vector<std::string>{"zero_optimization.offload_optimizer.device=nvme",
+                                "zero_optimization.offload_optimizer.nvme_path=" + dir,
+                                "zero_optimization.offload_optimizer.buffer_count=2",
+                                "zero_optimization.offload_param.device=nvme",
+                                "zero_optimization.offload_param.nvme_path=" + dir,
+                                "zero_optimization.offload_param.buffer_count=2"}) {
+    applyOverride(doc, a);
+  }
+  for (const std::string& a : o.overrides) applyOverride(doc, a);
+  TrainConfig budgeted = parseTrainConfig(doc);
+  budgeted.memoryLimitBytes =
+      static_cast<std::int64_t>(std::ceil(estimateMemory(budgeted, 0, 1).trackedBytes()));
+  const auto budget = static_cast<double>(budgeted.memoryLimitBytes);
+
+  const Run inMemory = train(memory, o.steps);
+  const Run held = train(budgeted, o.steps);
+  const auto state = static_cast<double>(inMemory.optimizerStateBytes);
+  const double bound = static_cast<double>(held.swapBytes) / d.swapBytesPerSecond;
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "budget %s for a rank whose f32 optimizer state is %s (%.1f x the budget); peaks "
+                "together %s; step %.3f s in memory without a budget, %.3f s under it (%.2f x); "
+                "swap %s/step, its I/O bound %.3f s (the step at %.0f%% of the disk's bandwidth)",
+                formatBytes(budget).c_str(), formatBytes(state).c_str(), state / budget,
+                formatBytes(static_cast<double>(held.peakBytes)).c_str(), inMemory.stepSeconds,
+                held.stepSeconds, held.stepSeconds / inMemory.stepSeconds,
+                formatBytes(static_cast<double>(held.swapBytes)).c_str(), bound,
+                100 * bound / held.stepSeconds);
+  printRow(o.json,
+           {{"event", "budget"},
+            {"memory_limit_bytes", budgeted.memoryLimitBytes},
+            {"optimizer_state_bytes", state},
+            {"state_to_budget_ratio", state / budget},
+            {"peak_bytes_upper_bound", held.peakBytes},
+            {"step_in_memory_s", inMemory.stepSeconds},
+            {"step_under_budget_s", held.stepSeconds},
+            {"step_ratio", held.stepSeconds / inMemory.stepSeconds},
+            {"swap_bytes_per_step", held.swapBytes},
+            {"io_bound_s", bound},
+            {"disk_bandwidth_fraction", bound / held.stepSeconds}},
+           text);
 }
 
 }  // namespace
@@ -250,6 +315,7 @@ void runBenchOffload(const BenchOffloadOptions& o) {
        {"state_to_memory_ratio", stateBytes / static_cast<double>(offloaded.optimizerStateBytes)},
        {"step_ratio", offloaded.stepSeconds / inMemory.stepSeconds}},
       text);
+  runBudget(o, base, scratch.path(), d);
 }
 
 }  // namespace parascope::bench

@@ -80,8 +80,8 @@ done
 
 phase "numeric suites under each kernel family"
 
-# The optimised tree compiled every product source one at a time (clang-tidy reads its compile
-# commands and moc's output).
+# clang-tidy over the sources the optimised tree compiled: its unity sources and the few compiled
+# alone (scripts/tidy.sh), with their compile commands and moc's output.
 bash scripts/tidy.sh build
 phase clang-tidy
 

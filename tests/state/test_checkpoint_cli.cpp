@@ -1,15 +1,19 @@
 // parascope-cli checkpoint inspect / verify / export as a user runs them: JSON lines with the
 // step and sizes, "OK" or exit 2 with the one-line reason, and an exported weights file holding
-// every tensor's parameters whole, with their names and shapes.
+// every tensor's parameters whole, with their names and shapes; and train's checkpoints as a user
+// relies on them, a run with its optimizer state on a disk SIGKILLed in a step and resumed
+// included.
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <unistd.h>
 
+#include <bit>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 
 #include "checkpoint_fixture.h"
 #include "core/io/safetensors.h"
@@ -193,6 +197,80 @@ class TestCheckpointCli : public QObject {
                                << "2:fp16.enabled=true,fp16.initial_scale_power=8");
     QCOMPARE(r.code, 0);
     QCOMPARE(scales(r), (std::vector<double>{1, 1, 256}));
+  }
+
+  // A run with its optimizer state swapped, saving every 2 steps, is SIGKILLed in the step after
+  // its first checkpoint: nothing is left in the swap directory (each file was unlinked when it
+  // was opened), and `--resume` continues from the last checkpoint with the losses of the run
+  // that was never killed, bit for bit, to the same final weights.
+  void offloadedRunKilledInAStepResumes() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const fs::path swap = tmp.filePath("swap").toStdString();
+    fs::create_directories(swap);
+    const QStringList base = {
+        "train",
+        "--config",
+        PARASCOPE_SOURCE_DIR "/resources/configs/default.json",
+        "model.num_layers=1",
+        "eval_interval=0",
+        "train_iters=8",
+        "data_parallel_size=2",
+        "zero_optimization.stage=2",
+        "zero_optimization.offload_optimizer.device=nvme",
+        "zero_optimization.offload_optimizer.nvme_path=" + QString::fromStdString(swap.string()),
+        "zero_optimization.sub_group_size=10000",
+        "--json"};
+    // Step number -> loss, from the JSON lines.
+    const auto losses = [](const QString& out) {
+      std::map<int, double> byStep;
+      for (const QString& line : out.split('\n', Qt::SkipEmptyParts)) {
+        const auto j = nlohmann::json::parse(line.toStdString());
+        if (j.value("event", "") == "step") byStep[j["step"].get<int>()] = j["loss_nats"];
+      }
+      return byStep;
+    };
+    const QString reference = tmp.filePath("reference"), killed = tmp.filePath("killed");
+    const CliResult whole = runCli(QStringList(base) << "--save" << reference, 120000);
+    QVERIFY2(whole.code == 0, qPrintable(whole.err));
+    const std::map<int, double> want = losses(whole.out);
+    QCOMPARE(want.size(), std::size_t{8});
+
+    QProcess run;
+    run.start(PARASCOPE_CLI, QStringList(base) << "--save" << killed << "--save-interval"
+                                               << "2");
+    QString seen;
+    while (!losses(seen).contains(3)) {
+      QVERIFY2(run.waitForReadyRead(60000), "no step 3 within a minute");
+      while (run.canReadLine()) seen += QString::fromUtf8(run.readLine());
+    }
+    run.kill();  // SIGKILL, in step 4
+    QVERIFY(run.waitForFinished(60000));
+    QCOMPARE(run.exitStatus(), QProcess::CrashExit);
+    QVERIFY(fs::is_empty(swap));
+
+    const CliResult resumed = runCli(QStringList(base) << "--resume" << killed, 120000);
+    QVERIFY2(resumed.code == 0, qPrintable(resumed.err));
+    const std::map<int, double> got = losses(resumed.out);
+    QVERIFY2(!got.empty() && got.begin()->first >= 3 && got.rbegin()->first == 8,
+             qPrintable(resumed.out));
+    for (const auto& [step, loss] : got) {
+      QVERIFY2(std::bit_cast<std::uint64_t>(loss) == std::bit_cast<std::uint64_t>(want.at(step)),
+               qPrintable(QString("step %1: %2 resumed, %3 uninterrupted")
+                              .arg(step)
+                              .arg(loss, 0, 'g', 17)
+                              .arg(want.at(step), 0, 'g', 17)));
+    }
+    const auto weights = [&](const QString& dir) {
+      const QString out = dir + ".safetensors";
+      const CliResult r = runCli({"checkpoint", "export", dir, "--out", out}, 60000);
+      QFile file(out);
+      return r.code == 0 && file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+    };
+    const QByteArray final = weights(reference);
+    QVERIFY(!final.isEmpty());
+    QVERIFY(final == weights(killed));
+    QVERIFY(fs::is_empty(swap));
   }
 
   // A --switch is read and checked whole before the run: a comma inside a value's brackets is the

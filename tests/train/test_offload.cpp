@@ -7,17 +7,13 @@
 // offload on and off mid-run changes nothing; a run killed in a step resumes from its checkpoint as
 // if never killed; the swap files are gone when the run ends, however it ends; each bad setting or
 // directory is one message naming the key.
-#include <QProcess>
-#include <QTemporaryDir>
 #include <QtTest>
 
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <bit>
 #include <csignal>
 #include <filesystem>
-#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -28,7 +24,6 @@
 #include "core/plan/memory_estimate.h"
 #include "core/session/session.h"
 #include "dp_harness.h"
-#include "tests/cli_run.h"
 #include "tests/input_probes.h"
 
 using namespace parascope;
@@ -396,78 +391,6 @@ class TestOffload : public QObject {
     std::vector<std::string> o;
     for (const QString& s : overrides) o.push_back(s.toStdString());
     QCOMPARE(test::userErrorOf([&] { (void)dptest::tinyConfig(o); }), message);
-  }
-
-  // A run with its optimizer state swapped, saving every 2 steps, is SIGKILLed in the step after
-  // its first checkpoint: nothing is left in the swap directory (each file was unlinked when it
-  // was opened), and `--resume` continues from the last checkpoint with the losses of the run
-  // that was never killed, bit for bit, to the same final weights.
-  void killedRunResumesAsIfUninterrupted() {
-    QTemporaryDir tmp;
-    QVERIFY(tmp.isValid());
-    const QStringList base = {"train",
-                              "--config",
-                              PARASCOPE_SOURCE_DIR "/resources/configs/default.json",
-                              "model.num_layers=1",
-                              "eval_interval=0",
-                              "train_iters=8",
-                              "data_parallel_size=2",
-                              "zero_optimization.stage=2",
-                              "zero_optimization.offload_optimizer.device=nvme",
-                              "zero_optimization.offload_optimizer.nvme_path=" +
-                                  QString::fromStdString(swapDirectory().string()),
-                              "zero_optimization.sub_group_size=10000",
-                              "--json"};
-    // Step number -> loss, from the JSON lines.
-    const auto losses = [](const QString& out) {
-      std::map<int, double> byStep;
-      for (const QString& line : out.split('\n', Qt::SkipEmptyParts)) {
-        const auto j = nlohmann::json::parse(line.toStdString());
-        if (j.value("event", "") == "step") byStep[j["step"].get<int>()] = j["loss_nats"];
-      }
-      return byStep;
-    };
-    const QString reference = tmp.filePath("reference"), killed = tmp.filePath("killed");
-    const test::CliResult whole = test::runCli(QStringList(base) << "--save" << reference, 120000);
-    QVERIFY2(whole.code == 0, qPrintable(whole.err));
-    const std::map<int, double> want = losses(whole.out);
-    QCOMPARE(want.size(), std::size_t{8});
-
-    QProcess run;
-    run.start(PARASCOPE_CLI, QStringList(base) << "--save" << killed << "--save-interval"
-                                               << "2");
-    QString seen;
-    while (!losses(seen).contains(3)) {
-      QVERIFY2(run.waitForReadyRead(60000), "no step 3 within a minute");
-      while (run.canReadLine()) seen += QString::fromUtf8(run.readLine());
-    }
-    run.kill();  // SIGKILL, in step 4
-    QVERIFY(run.waitForFinished(60000));
-    QCOMPARE(run.exitStatus(), QProcess::CrashExit);
-    QVERIFY(fs::is_empty(swapDirectory()));
-
-    const test::CliResult resumed = test::runCli(QStringList(base) << "--resume" << killed, 120000);
-    QVERIFY2(resumed.code == 0, qPrintable(resumed.err));
-    const std::map<int, double> got = losses(resumed.out);
-    QVERIFY2(!got.empty() && got.begin()->first >= 3 && got.rbegin()->first == 8,
-             qPrintable(resumed.out));
-    for (const auto& [step, loss] : got) {
-      QVERIFY2(std::bit_cast<std::uint64_t>(loss) == std::bit_cast<std::uint64_t>(want.at(step)),
-               qPrintable(QString("step %1: %2 resumed, %3 uninterrupted")
-                              .arg(step)
-                              .arg(loss, 0, 'g', 17)
-                              .arg(want.at(step), 0, 'g', 17)));
-    }
-    const auto weights = [&](const QString& dir) {
-      const QString out = dir + ".safetensors";
-      const test::CliResult r = test::runCli({"checkpoint", "export", dir, "--out", out}, 60000);
-      QFile file(out);
-      return r.code == 0 && file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
-    };
-    const QByteArray final = weights(reference);
-    QVERIFY(!final.isEmpty());
-    QVERIFY(final == weights(killed));
-    QVERIFY(fs::is_empty(swapDirectory()));
   }
 
   // A directory that cannot hold the swap: refused before any rank starts, one message each,
