@@ -10,8 +10,9 @@ void registerBenchOffloadCommand(CLI::App& bench) {
   auto o = std::make_shared<bench::BenchOffloadOptions>();
   CLI::App* cmd = bench.add_subcommand(
       "offload",
-      "ZeRO-Infinity's optimizer offload of a 100M GPT vs the disk's direct-I/O bandwidth");
-  cmd->add_option("--config", o->config, "Base config (the model is set to 12 x 768)")
+      "ZeRO-Infinity's offload vs the disk's direct-I/O bandwidth, and a rank under a budget");
+  cmd->add_option("--config", o->config,
+                  "Base config (the model is set to 12 x 768, then 24 x 768 for the budget)")
       ->capture_default_str();
   cmd->add_option("overrides", o->overrides, "Config overrides as key.path=value");
   cmd->add_option("--steps", o->steps, "Measured steps of each run, after one unmeasured")
