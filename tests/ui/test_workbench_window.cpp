@@ -279,19 +279,32 @@ void TestWorkbenchWindow::panelExplainsZeroMemory() {
     QVERIFY2(stage < 2 || grads.bytes > grads.residentBytes, qPrintable(text));
     QVERIFY(!text.contains("On disk"));
   }
-  // The optimizer state swapped to a disk: the swap file beside the memory, not in it.
-  doc["zero_optimization"] = {{"stage", 2},
+  // The optimizer state and then the parameters swapped to a disk: each file beside the memory,
+  // not in it, and the parameters held are the swap's buffers.
+  doc["zero_optimization"] = {{"stage", 3},
                               {"offload_optimizer", {{"device", "nvme"}, {"nvme_path", "/tmp"}}}};
-  panel.setDocument(doc);
-  QVERIFY2(panel.config().has_value(), qPrintable(panel.message()));
-  const parascope::TrainConfig& c = *panel.config();
-  const parascope::MemoryEstimate m =
-      parascope::estimateMemory(c, parascope::dataBytesInMemory(c.data), c.parallel.worldSize());
-  QVERIFY(m.swapBytes > 0);
-  QVERIFY2(
-      memory->text().contains(QString("On disk (offload_optimizer nvme): %1 of optimizer state")
-                                  .arg(bytes(m.swapBytes))),
-      qPrintable(memory->text()));
+  for (const bool parameters : {false, true}) {
+    if (parameters)
+      doc["zero_optimization"]["offload_param"] = {{"device", "nvme"}, {"nvme_path", "/tmp"}};
+    panel.setDocument(doc);
+    QVERIFY2(panel.config().has_value(), qPrintable(panel.message()));
+    const parascope::TrainConfig& c = *panel.config();
+    const parascope::MemoryEstimate m =
+        parascope::estimateMemory(c, parascope::dataBytesInMemory(c.data), c.parallel.worldSize());
+    const auto& params = m.items[static_cast<std::size_t>(parascope::MemoryCategory::Parameter)];
+    QCOMPARE(m.parameterSwapBytes > 0, parameters);
+    const QString text = memory->text();
+    QVERIFY2(text.contains(QString("On disk (offload_optimizer nvme): %1 of optimizer state")
+                               .arg(bytes(m.swapBytes - m.parameterSwapBytes))),
+             qPrintable(text));
+    QCOMPARE(text.contains(QString("On disk (offload_param nvme): %1 of parameters")
+                               .arg(bytes(m.parameterSwapBytes))),
+             parameters);
+    QCOMPARE(text.contains(
+                 QString("parameters: %1 of swap buffers + %2 gathered")
+                     .arg(bytes(params.residentBytes), bytes(params.bytes - params.residentBytes))),
+             parameters);
+  }
 }
 
 // A document whose values the fields cannot hold (a spin box would clamp them) is refused with

@@ -510,11 +510,16 @@ void StrategyPanel::showMemory(const TrainConfig& c) {
                 .arg(QString::fromStdString(item.name),
                      QString::fromStdString(formatBytes(item.bytes)));
   }
-  // Not memory: the optimizer state's swap file, of which only the sub-group buffers above are
-  // in memory (optimizer_swap.h).
-  if (m.swapBytes > 0) {
+  // Not memory: the swap files, of which only the buffers above are in memory
+  // (optimizer_swap.h, parameter_swap.h).
+  const auto bytesText = [](double b) { return QString::fromStdString(formatBytes(b)); };
+  if (m.swapBytes > m.parameterSwapBytes) {
     text += tr("<br>On disk (offload_optimizer nvme): %1 of optimizer state")
-                .arg(QString::fromStdString(formatBytes(m.swapBytes)));
+                .arg(bytesText(m.swapBytes - m.parameterSwapBytes));
+  }
+  if (m.parameterSwapBytes > 0) {
+    text += tr("<br>On disk (offload_param nvme): %1 of parameters")
+                .arg(bytesText(m.parameterSwapBytes));
   }
   // What the sharded items hold through the step and what comes on top at the peak, so that
   // ZeRO's numbers explain themselves (flat_layout.h, param_gatherer.h, grad_reducer.h).
@@ -534,7 +539,9 @@ void StrategyPanel::showMemory(const TrainConfig& c) {
            "one still reducing while the next fills.");
     if (c.parallel.zeroStage >= 3) {
       const MemoryItem& params = item(MemoryCategory::Parameter);
-      text += tr("<br>&nbsp;&nbsp;parameters: a %1 shard + %2 gathered")
+      text += (c.parallel.swapsParameters()
+                   ? tr("<br>&nbsp;&nbsp;parameters: %1 of swap buffers + %2 gathered")
+                   : tr("<br>&nbsp;&nbsp;parameters: a %1 shard + %2 gathered"))
                   .arg(bytes(params.residentBytes), bytes(params.bytes - params.residentBytes));
       why +=
           tr("\nParameters: the running layer's are gathered, and the next one's prefetched "
