@@ -62,13 +62,27 @@ OptimizerSwap::~OptimizerSwap() {
   allocator_.addDiskBytes(-file_.size());
 }
 
+int OptimizerSwap::ahead() const {
+  // With three buffers or more one is left for the write of the sub-group before the one being
+  // updated, which then has a whole update to finish.
+  const int buffers = layout_.buffers();
+  return buffers >= 3 ? buffers - 2 : buffers - 1;
+}
+
+void OptimizerSwap::prefetch() {
+  if (!prefetched_.empty()) return;
+  const int first = std::min(ahead(), layout_.groups() - 1);
+  const std::int64_t record = layout_.recordBytes();
+  for (int g = 0; g <= first; ++g)
+    prefetched_.push_back(file_.read(buffers_->data() + record * g, record, record * g));
+}
+
 void OptimizerSwap::forEach(Mode mode, const std::function<void(const Group&)>& fn) {
   const int groups = layout_.groups();
   const int buffers = layout_.buffers();
   if (groups == 0) return;
-  // Reads run `ahead` sub-groups in front of the one being updated; with three buffers or more
-  // one is left for the write of the sub-group before, which then has a whole update to finish.
-  const int ahead = buffers >= 3 ? buffers - 2 : buffers - 1;
+  // Reads run `ahead` sub-groups in front of the one being updated.
+  const int ahead = this->ahead();
   const std::int64_t record = layout_.recordBytes();
   auto buffer = [&](int g) { return buffers_->data() + record * (g % buffers); };
   std::vector<AioFile::Ticket> pending(static_cast<std::size_t>(buffers), 0);  // per buffer
@@ -78,6 +92,14 @@ void OptimizerSwap::forEach(Mode mode, const std::function<void(const Group&)>& 
     t = 0;
   };
   int issued = 0;  // sub-groups whose read has been started
+  // A prefetch's reads are this pass's first; a pass that reads nothing only lets them finish.
+  for (std::size_t g = 0; g < prefetched_.size(); ++g) pending[g] = prefetched_[g];
+  if (mode == Mode::Write) {
+    for (int g = 0; g < static_cast<int>(prefetched_.size()); ++g) settle(g);
+  } else {
+    issued = static_cast<int>(prefetched_.size());
+  }
+  prefetched_.clear();
   auto readUpTo = [&](int last) {
     for (; issued <= std::min(last, groups - 1); ++issued) {
       settle(issued);

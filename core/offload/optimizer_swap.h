@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "core/offload/aio_file.h"
 
@@ -59,7 +60,12 @@ class OptimizerSwap {
     Write,   // fn fills each sub-group (its buffer's contents are undefined), written out
   };
   // Every sub-group in order, through the buffers; returns when all reads and writes are done.
+  // Reads prefetch() started are the first ones it would issue.
   void forEach(Mode mode, const std::function<void(const Group&)>& fn);
+  // Starts reading the sub-groups the next forEach reads first, into their buffers, so that the
+  // disk works through the forward and backward passes before the update. The file must hold
+  // the state (nothing staged in memory newer than it) until that forEach.
+  void prefetch();
   // Lets queued I/O proceed; call between pieces of a long fn.
   void progress() { file_.progress(); }
 
@@ -72,6 +78,9 @@ class OptimizerSwap {
   // before the buffers those requests read and write go back.
   std::unique_ptr<AlignedBuffer> buffers_;  // none for an empty shard
   AioFile file_;
+  // Reads prefetch() started: sub-groups [0, prefetched_.size()), sub-group g in buffer g.
+  std::vector<AioFile::Ticket> prefetched_;
+  int ahead() const;  // sub-groups read in front of the one being updated
   Allocator& allocator_;
 };
 

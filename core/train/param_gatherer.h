@@ -63,6 +63,10 @@ class ParameterGatherer {
   // Starts gathering bucket b ahead of the layer that needs it (a ZeroGather instruction); the
   // layer's own gather then finds it on its way.
   void prefetch(int b) { startGather(b); }
+  // Swapped: reads ahead the first layers' parts, for a step's forward.
+  void readAheadForward() {
+    if (swap_) readAhead(0, 1);
+  }
   // Seconds spent waiting for gathers since the last call.
   double takeWaitSeconds();
 

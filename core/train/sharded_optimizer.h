@@ -38,6 +38,11 @@ class ShardedAdamW {
   // seconds spent waiting for the parameter all-gathers.
   double step(double lr, double gradScale, const Tensor& grads, bool gradsAreShard);
   int steps() const { return steps_; }
+  // A swapped state: starts reading what the next update reads first, so the disk works during
+  // the step's passes (nothing, while a checkpoint's load has the state staged in memory).
+  void prefetchState() {
+    if (swap_ && !m_.defined()) swap_->prefetch();
+  }
   // Bytes read from and written to the optimizer's swap file so far (0 without one).
   std::int64_t swapBytes() const {
     return swap_ ? swap_->file().bytesRead() + swap_->file().bytesWritten() : 0;

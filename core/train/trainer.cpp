@@ -180,6 +180,10 @@ StepReport Trainer::step() {
   }
   if (region_) region_->takeCommSeconds();  // nor its tensor-parallel communication
   const std::int64_t swappedBefore = swapBytes();
+  // The disk starts on what this step reads first: the first layers' parameters and the first
+  // sub-groups of the optimizer's state.
+  if (gatherer_) gatherer_->readAheadForward();
+  if (sharded_) sharded_->prefetchState();
   const TrainConfig& c = config_;
   const std::int64_t targetsPerStep =
       static_cast<std::int64_t>(c.globalBatch) * dataset_->targetsPerSample();

@@ -266,9 +266,9 @@ void TestEngineTrace::memoryPeaksEqualAllocatorPeaks() {
 // rank's shard of 17,088 elements is 18 records of two f32 moments, each padded to 4 KiB. The
 // optimizer writes them all once when it is built, then each of 3 steps reads and writes every
 // record: 54 reads and 72 writes per rank, one span each on the I/O lane named for the
-// optimizer's file, with the record's bytes and a "queued" child from the same start. The nvme
-// counter holds the file's bytes, the memory estimate's swapBytes, while the file exists, and 0
-// after.
+// optimizer's file, with the record's bytes and a "queued" child from the same start; each step
+// asks for its update's first sub-groups as it begins. The nvme counter holds the file's bytes,
+// the memory estimate's swapBytes, while the file exists, and 0 after.
 void TestEngineTrace::swapIoAndTheDiskAreTraced() {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("parascope-test-swap-trace-" + std::to_string(::getpid()));
@@ -320,6 +320,22 @@ void TestEngineTrace::swapIoAndTheDiskAreTraced() {
     QCOMPARE(disk->peakBytes, 18 * kRecord);
     QCOMPARE(disk->points.size(), std::size_t{2});
     QCOMPARE(disk->points.back().bytes, std::int64_t{0});
+    // Each step asks for the update's first three sub-groups (4 buffers: 2 read ahead of the
+    // one updated) when it begins, so the disk reads them during the passes.
+    std::vector<std::pair<std::int64_t, std::int64_t>> passes;  // step start, update start
+    for (const Event& e : trace.events) {
+      if (e.rank != rank || e.kind != EventKind::Span) continue;
+      if (std::string_view(e.name) == "train_step") passes.emplace_back(e.startNs, 0);
+      if (std::string_view(e.name) == "optimizer_step") passes.back().second = e.startNs;
+    }
+    QCOMPARE(passes.size(), std::size_t{3});
+    for (const auto& [begin, update] : passes) {
+      const auto early = std::count_if(requests.begin(), requests.end(), [&](const Event* e) {
+        return std::string_view(e->name) == "optimizer swap read" && e->startNs >= begin &&
+               e->startNs < update;
+      });
+      QCOMPARE(early, std::ptrdiff_t{3});
+    }
   }
 }
 
