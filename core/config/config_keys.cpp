@@ -309,9 +309,12 @@ std::vector<ConfigKey> buildKeys() {
       integer("aio.block_size", parallel.aio.blockSize, 4096, std::int64_t{1} << 30,
               "bytes per request handed to the kernel, a multiple of 4096"),
       integer("aio.queue_depth", parallel.aio.queueDepth, 1, 1024,
-              "requests a rank keeps in flight at most"),
-      integer("aio.thread_count", parallel.aio.threadCount, 1, 1024,
-              "submitting threads per rank; this engine submits from the rank's own thread: 1"),
+              "requests in flight at most per submission queue"),
+      integer("aio.thread_count", parallel.aio.threadCount, 1, 64,
+              "submission queues per rank (kernel AIO contexts), each of `queue_depth` requests; "
+              "a request's blocks are spread over them, DeepSpeed's intra-request parallelism "
+              "(its I/O threads; here the rank's thread submits to all, which direct I/O never "
+              "blocks)"),
       boolean("aio.single_submit", parallel.aio.singleSubmit,
               "submit each request on its own rather than a batch per call"),
       boolean("aio.overlap_events", parallel.aio.overlapEvents,

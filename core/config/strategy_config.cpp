@@ -117,11 +117,6 @@ void parseAio(JsonReader aio, AioSpec& a) {
                     " is not a multiple of 4096, the alignment direct I/O needs; valid: 4096, "
                     "8192, ... (default 1048576)");
   }
-  if (a.threadCount != 1) {
-    throw UserError("config: aio.thread_count = " + str(a.threadCount) +
-                    ": this engine submits a rank's swap I/O from the rank's own thread, with "
-                    "aio.queue_depth requests in flight; valid: 1");
-  }
 }
 
 void parseLossScale(JsonReader& fp16, LossScaleSpec& l) {

@@ -81,20 +81,40 @@ AioFile::AioFile(const std::string& directory, const std::string& what, std::int
                       "); free space there or choose a directory on a larger disk");
     }
   }
-  if (const int e = io_setup(aio.queueDepth, &context_); e < 0) {
-    close(fd_);
-    throw UserError(where + ": the kernel refused an asynchronous I/O context of " +
-                    std::to_string(aio.queueDepth) + " requests (" + reason(-e) +
-                    "); lower aio.queue_depth, or raise /proc/sys/fs/aio-max-nr");
+  // One kernel context per aio.thread_count, each with queue_depth slots: slot i belongs to
+  // context i / queue_depth.
+  contexts_.assign(static_cast<std::size_t>(aio.threadCount), nullptr);
+  for (io_context*& context : contexts_) {
+    if (const int e = io_setup(aio.queueDepth, &context); e < 0) {
+      context = nullptr;
+      destroyContexts();
+      close(fd_);
+      throw UserError(where + ": the kernel refused " + std::to_string(aio.threadCount) +
+                      " asynchronous I/O context(s) of " + std::to_string(aio.queueDepth) +
+                      " requests (" + reason(-e) +
+                      "); lower aio.queue_depth or aio.thread_count, or raise "
+                      "/proc/sys/fs/aio-max-nr");
+    }
   }
-  slots_.resize(static_cast<std::size_t>(aio.queueDepth));
-  for (int i = aio.queueDepth - 1; i >= 0; --i) free_.push_back(i);
+  inFlight_.assign(contexts_.size(), 0);
+  slots_.resize(static_cast<std::size_t>(aio.queueDepth) * contexts_.size());
+  // Taken from the back: consecutive blocks go to the contexts in turn.
+  for (int i = aio.queueDepth - 1; i >= 0; --i) {
+    for (int c = aio.threadCount - 1; c >= 0; --c) free_.push_back(c * aio.queueDepth + i);
+  }
+}
+
+void AioFile::destroyContexts() noexcept {
+  // io_destroy cancels what it can and blocks until the rest completes: no buffer is read or
+  // written after this, even when an error left requests in flight.
+  for (io_context* context : contexts_) {
+    if (context != nullptr) io_destroy(context);
+  }
+  contexts_.clear();
 }
 
 AioFile::~AioFile() {
-  // io_destroy cancels what it can and blocks until the rest completes: no buffer is read or
-  // written after this, even when an error left requests in flight.
-  if (context_ != nullptr) io_destroy(context_);
+  destroyContexts();
   if (fd_ >= 0) close(fd_);
 }
 
@@ -130,12 +150,18 @@ AioFile::Ticket AioFile::write(const void* buffer, std::int64_t bytes, std::int6
 void AioFile::submit() {
   // Without overlap_events a new batch starts only when the last one has completed whole.
   if (!aio_.overlapEvents && free_.size() < slots_.size()) return;
-  std::vector<iocb*> batch;
+  std::vector<std::vector<iocb*>> batches(contexts_.size());  // per context
+  const auto failed = [this](int e) {
+    return std::runtime_error(what_ + " '" + directory_ + "': submitting I/O failed (" +
+                              reason(e < 0 ? -e : EAGAIN) + ")");
+  };
   while (!queued_.empty() && !free_.empty()) {
     const Block b = queued_.front();
     queued_.pop_front();
     const int index = free_.back();
     free_.pop_back();
+    const auto context = static_cast<std::size_t>(index / aio_.queueDepth);
+    ++inFlight_[context];
     Slot& slot = slots_[static_cast<std::size_t>(index)];
     slot.ticket = b.ticket;
     if (Request& r = requests_[b.ticket]; r.askedAt != 0 && r.submittedAt == 0)
@@ -147,41 +173,55 @@ void AioFile::submit() {
       io_prep_pread(&slot.control, fd_, b.buffer, static_cast<std::size_t>(b.bytes), b.offset);
     }
     slot.control.data = &slot;
-    batch.push_back(&slot.control);
     if (aio_.singleSubmit) {
       iocb* one = &slot.control;
-      if (const int e = io_submit(context_, 1, &one); e != 1) {
-        throw std::runtime_error(what_ + " '" + directory_ + "': submitting I/O failed (" +
-                                 reason(e < 0 ? -e : EAGAIN) + ")");
-      }
-      batch.clear();
+      if (const int e = io_submit(contexts_[context], 1, &one); e != 1) throw failed(e);
+    } else {
+      batches[context].push_back(&slot.control);
     }
   }
-  std::size_t done = 0;
-  while (done < batch.size()) {
-    const int e = io_submit(context_, static_cast<long>(batch.size() - done), batch.data() + done);
-    if (e <= 0) {
-      throw std::runtime_error(what_ + " '" + directory_ + "': submitting I/O failed (" +
-                               reason(e < 0 ? -e : EAGAIN) + ")");
+  for (std::size_t c = 0; c < contexts_.size(); ++c) {
+    std::vector<iocb*>& batch = batches[c];
+    std::size_t done = 0;
+    while (done < batch.size()) {
+      const int e =
+          io_submit(contexts_[c], static_cast<long>(batch.size() - done), batch.data() + done);
+      if (e <= 0) throw failed(e);
+      done += static_cast<std::size_t>(e);
     }
-    done += static_cast<std::size_t>(e);
   }
 }
 
 void AioFile::reap(int atLeast) {
-  const long inFlight = static_cast<long>(slots_.size() - free_.size());
-  if (inFlight == 0) return;
+  // Every context's completions without blocking; then, if `atLeast` is not met, a wait on the
+  // first context with requests in flight.
+  int taken = 0;
+  for (std::size_t c = 0; c < contexts_.size(); ++c) {
+    if (inFlight_[c] > 0) taken += reapContext(c, 0);
+  }
+  if (taken >= atLeast) return;
+  for (std::size_t c = 0; c < contexts_.size(); ++c) {
+    if (inFlight_[c] > 0) {
+      reapContext(c, 1);
+      return;
+    }
+  }
+}
+
+int AioFile::reapContext(std::size_t c, int atLeast) {
+  const long inFlight = inFlight_[c];
   std::vector<io_event> events(static_cast<std::size_t>(inFlight));
   timespec zero{};
   int n = 0;
   do {
-    n = io_getevents(context_, std::min<long>(atLeast, inFlight), inFlight, events.data(),
+    n = io_getevents(contexts_[c], std::min<long>(atLeast, inFlight), inFlight, events.data(),
                      atLeast > 0 ? nullptr : &zero);
   } while (n == -EINTR);
   if (n < 0) {
     throw std::runtime_error(what_ + " '" + directory_ + "': waiting for I/O failed (" +
                              reason(-n) + ")");
   }
+  inFlight_[c] -= n;
   for (int i = 0; i < n; ++i) {
     auto* slot = static_cast<Slot*>(events[static_cast<std::size_t>(i)].data);
     const auto result = static_cast<long>(events[static_cast<std::size_t>(i)].res);
@@ -200,6 +240,7 @@ void AioFile::reap(int atLeast) {
       trace::span("queued", trace::Category::Io, trace::lane::kIo, r.askedAt, r.submittedAt, 0);
     }
   }
+  return n;
 }
 
 void AioFile::progress() {

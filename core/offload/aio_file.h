@@ -1,9 +1,10 @@
 // One rank's swap file, read and written with Linux asynchronous direct I/O (libaio, as
-// DeepSpeed's aio handle): requests are cut into blocks of AioSpec::blockSize, at most
-// queueDepth of them in flight, and complete while the rank computes; a ticket waits for one
-// request. O_DIRECT keeps the state out of the page cache, so a step pays the disk's own
-// bandwidth and the memory the run is allowed stays its own. Buffers, offsets and lengths are
-// multiples of kAlignment.
+// DeepSpeed's aio handle): requests are cut into blocks of AioSpec::blockSize, spread over
+// AioSpec::threadCount kernel contexts of queueDepth blocks in flight each (DeepSpeed's
+// intra-request parallelism; the rank's own thread submits to all of them, which never blocks
+// with direct I/O), and complete while the rank computes; a ticket waits for one request. O_DIRECT
+// keeps the state out of the page cache, so a step pays the disk's own bandwidth and the memory the
+// run is allowed stays its own. Buffers, offsets and lengths are multiples of kAlignment.
 //
 // While tracing, each request is a span on the rank's I/O lane (trace::lane::kIo) from the moment
 // it was asked for to the moment the rank found it complete, with its bytes; a child span covers
@@ -85,16 +86,19 @@ class AioFile {
   Ticket enqueue(bool isWrite, char* buffer, std::int64_t bytes, std::int64_t offset);
   void submit();
   void reap(int atLeast);
+  int reapContext(std::size_t c, int atLeast);  // returns the completions taken
+  void destroyContexts() noexcept;
 
   std::string directory_;  // as messages quote it (printableText)
   std::string what_;
   AioSpec aio_;
   AioTraceNames names_;
   int fd_ = -1;
-  io_context* context_ = nullptr;
+  std::vector<io_context*> contexts_;  // aio.thread_count of them
+  std::vector<int> inFlight_;          // per context
   std::int64_t bytes_ = 0;
   std::deque<Block> queued_;                      // not yet submitted
-  std::vector<Slot> slots_;                       // queueDepth of them
+  std::vector<Slot> slots_;                       // queueDepth per context
   std::vector<int> free_;                         // slots not in flight
   std::unordered_map<Ticket, Request> requests_;  // not yet waited for
   Ticket next_ = 1;

@@ -43,7 +43,7 @@ struct OffloadSpec {  // zero_optimization.offload_optimizer / offload_param
 struct AioSpec {
   std::int64_t blockSize = 1 << 20;  // bytes per request the kernel is given
   int queueDepth = 8;                // requests in flight at most
-  int threadCount = 1;               // submitting threads per rank
+  int threadCount = 1;               // submission queues (kernel AIO contexts) per rank
   bool singleSubmit = false;         // one io_submit per request rather than per batch
   bool overlapEvents = true;         // submit as completions free slots, not batch by batch
   bool operator==(const AioSpec&) const = default;

@@ -116,6 +116,9 @@ class TestOffload : public QObject {
     QTest::newRow("T2 D2 zero2")
         << "tensor_model_parallel_size=2 data_parallel_size=2 zero_optimization.stage=2"
         << small + " aio.block_size=4096 aio.queue_depth=2";
+    QTest::newRow("D2 zero2, three submission queues of depth 2")
+        << "data_parallel_size=2 zero_optimization.stage=2"
+        << small + " aio.thread_count=3 aio.queue_depth=2 aio.block_size=4096";
     QTest::newRow("P2 D2 zero1 1f1b")
         << "pipeline_model_parallel_size=2 data_parallel_size=2 zero_optimization.stage=1 "
            "gradient_accumulation_steps=4"
@@ -375,10 +378,8 @@ class TestOffload : public QObject {
                                 << "config: aio.block_size = 5000 is not a multiple of 4096, the "
                                    "alignment direct I/O needs; valid: 4096, 8192, ... (default "
                                    "1048576)";
-    QTest::newRow("threads") << QStringList{"aio.thread_count=4"}
-                             << "config: aio.thread_count = 4: this engine submits a rank's "
-                                "swap I/O from the rank's own thread, with aio.queue_depth "
-                                "requests in flight; valid: 1";
+    QTest::newRow("threads") << QStringList{"aio.thread_count=100"}
+                             << "config: aio.thread_count = 100 is out of range; allowed 1..64";
     QTest::newRow("unknown device")
         << QStringList{"zero_optimization.offload_optimizer.device=disk"}
         << "config: zero_optimization.offload_optimizer.device = \"disk\" is not supported; "
