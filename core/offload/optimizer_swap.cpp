@@ -62,16 +62,9 @@ OptimizerSwap::~OptimizerSwap() {
   allocator_.addDiskBytes(-file_.size());
 }
 
-int OptimizerSwap::ahead() const {
-  // With three buffers or more one is left for the write of the sub-group before the one being
-  // updated, which then has a whole update to finish.
-  const int buffers = layout_.buffers();
-  return buffers >= 3 ? buffers - 2 : buffers - 1;
-}
-
 void OptimizerSwap::prefetch() {
   if (!prefetched_.empty()) return;
-  const int first = std::min(ahead(), layout_.groups() - 1);
+  const int first = std::min(layout_.ahead(), layout_.groups() - 1);
   const std::int64_t record = layout_.recordBytes();
   for (int g = 0; g <= first; ++g)
     prefetched_.push_back(file_.read(buffers_->data() + record * g, record, record * g));
@@ -81,8 +74,7 @@ void OptimizerSwap::forEach(Mode mode, const std::function<void(const Group&)>& 
   const int groups = layout_.groups();
   const int buffers = layout_.buffers();
   if (groups == 0) return;
-  // Reads run `ahead` sub-groups in front of the one being updated.
-  const int ahead = this->ahead();
+  const int ahead = layout_.ahead();
   const std::int64_t record = layout_.recordBytes();
   auto buffer = [&](int g) { return buffers_->data() + record * (g % buffers); };
   std::vector<AioFile::Ticket> pending(static_cast<std::size_t>(buffers), 0);  // per buffer

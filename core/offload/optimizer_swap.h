@@ -8,6 +8,7 @@
 // order; no master in full precision) starts on a 4 KiB boundary.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -30,6 +31,11 @@ struct SwapLayout {
   std::int64_t recordBytes() const;  // a sub-group's arrays together
   std::int64_t fileBytes() const;
   int buffers() const;  // buffers in memory: at most one per sub-group
+  // Sub-groups read in front of the one being updated: with three buffers or more one is left
+  // for the write of the sub-group before, which then has a whole update to finish.
+  int ahead() const { return buffers() >= 3 ? buffers() - 2 : buffers() - 1; }
+  // What OptimizerSwap::prefetch reads before the update: its first ahead() + 1 sub-groups.
+  std::int64_t prefetchBytes() const { return recordBytes() * std::min(ahead() + 1, groups()); }
   // The rank's memory for the swap: its buffers, allocated as one block (optimizer state).
   std::int64_t memoryBytes() const;
 };
@@ -80,7 +86,6 @@ class OptimizerSwap {
   AioFile file_;
   // Reads prefetch() started: sub-groups [0, prefetched_.size()), sub-group g in buffer g.
   std::vector<AioFile::Ticket> prefetched_;
-  int ahead() const;  // sub-groups read in front of the one being updated
   Allocator& allocator_;
 };
 
