@@ -166,10 +166,9 @@ void ParameterGatherer::startGather(int b) {
   // Swapped: the part from its swap buffer, read ahead or read now.
   if (bucket.buffer < 0) readPart(b);
   {
+    // The disk's time, not the group's: takeWaitSeconds (exposed communication) leaves it out.
     const trace::Span span("parameter_read_wait", trace::Category::Sync);
-    const auto start = std::chrono::steady_clock::now();
     swap_->file().wait(bucket.read);
-    waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   const Tensor mine = bucket.storage.slice(n * comm_.rank(), n);
   std::memcpy(mine.raw(), swap_->buffer(bucket.buffer), mine.nbytes());

@@ -67,7 +67,8 @@ class ParameterGatherer {
   void readAheadForward() {
     if (swap_) readAhead(0, 1);
   }
-  // Seconds spent waiting for gathers since the last call.
+  // Seconds spent waiting for gathers since the last call (not for a swapped part's read: that
+  // is the disk's, a `parameter_read_wait` span in the trace).
   double takeWaitSeconds();
 
  private:
