@@ -8,6 +8,7 @@
 #include "profiler/analysis/breakdown.h"
 #include "profiler/analysis/bubbles.h"
 #include "profiler/analysis/comm_volume.h"
+#include "profiler/analysis/file_io.h"
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/analysis/stragglers.h"
 
@@ -150,6 +151,34 @@ void memoryText(const TraceData&, const Rows& rows) {
   }
 }
 
+Rows fileIoRows(const TraceData& t) {
+  Rows rows;
+  for (const FileIo& f : computeFileIo(t)) {
+    rows.push_back({{"rank", f.rank},
+                    {"file", f.file},
+                    {"reads", f.reads},
+                    {"read_bytes", f.readBytes},
+                    {"writes", f.writes},
+                    {"write_bytes", f.writeBytes},
+                    {"outstanding_ns", f.outstandingNs},
+                    {"queued_ns", f.queuedNs}});
+  }
+  return rows;
+}
+
+void fileIoText(const TraceData&, const Rows& rows) {
+  std::printf("\nFile I/O (swap files)\n");
+  if (rows.empty()) std::printf("  (no file I/O)\n");
+  for (const json& f : rows) {
+    std::printf(
+        "  rank %lld %-16s read %lld x, %lld bytes; wrote %lld x, %lld bytes; outstanding %.3f "
+        "ms, queued %.3f ms\n",
+        count(f["rank"]), f["file"].get<std::string>().c_str(), count(f["reads"]),
+        count(f["read_bytes"]), count(f["writes"]), count(f["write_bytes"]),
+        ms(f["outstanding_ns"]), ms(f["queued_ns"]));
+  }
+}
+
 Rows stragglerRows(const TraceData& t) {
   Rows rows;
   for (const StragglerStats& s : computeStragglers(t)) {
@@ -182,6 +211,7 @@ const std::vector<AnalysisTable>& analysisTables() {
       {"comm_matrix", "Communication matrix (bytes sent)", commMatrixRows, commMatrixText},
       {"comm_op", "Communication per operation", commOpRows, commOpText},
       {"memory_peak", "Memory peaks", memoryRows, memoryText},
+      {"file_io", "File I/O (swap files)", fileIoRows, fileIoText},
       {"straggler", "Stragglers (lateness at collectives)", stragglerRows, stragglerText},
   };
   return tables;

@@ -1,10 +1,11 @@
 // Analyses on hand-built traces whose answers are worked out in the comments: breakdown,
-// overlap, pipeline bubbles, communication matrix and totals, memory peaks, stragglers.
+// overlap, pipeline bubbles, communication matrix and totals, memory peaks, stragglers, file I/O.
 #include <QtTest>
 
 #include "profiler/analysis/breakdown.h"
 #include "profiler/analysis/bubbles.h"
 #include "profiler/analysis/comm_volume.h"
+#include "profiler/analysis/file_io.h"
 #include "profiler/analysis/intervals.h"
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/analysis/stragglers.h"
@@ -26,6 +27,7 @@ class TestAnalysis : public QObject {
   void commMatrixAndTotals();
   void memoryPeaks();
   void stragglers();
+  void fileIo();
 };
 
 void TestAnalysis::intervals() {
@@ -257,6 +259,50 @@ void TestAnalysis::stragglers() {
   QCOMPARE(s[2].rank, 0);
   QCOMPARE(s[2].totalLatenessNs, std::int64_t{0});
   QCOMPARE(s[2].timesLast, std::int64_t{0});
+}
+
+// Two files on rank 0 and one on rank 1: per (rank, file) the requests and bytes each way, the
+// union of their spans (overlapping ones counted once) and their queue times matched by start;
+// other categories and unknown names are not I/O.
+void TestAnalysis::fileIo() {
+  TraceData t;
+  const auto io = [&t](std::int32_t rank, const char* name, std::int64_t start, std::int64_t end,
+                       std::int64_t bytes) {
+    add(t, {.rank = rank,
+            .category = Category::Io,
+            .start = start,
+            .end = end,
+            .name = name,
+            .lane = parascope::trace::lane::kIo})
+        .bytes = bytes;
+  };
+  io(0, "optimizer swap read", 0, 100, 4096);
+  io(0, "queued", 0, 10, 0);
+  io(0, "optimizer swap write", 50, 150, 8192);
+  io(0, "queued", 50, 70, 0);
+  io(0, "parameter swap read", 200, 300, 4096);
+  io(1, "optimizer swap read", 0, 40, 4096);
+  io(1, "something else", 0, 40, 4096);
+  add(t, {.rank = 0,
+          .category = Category::Compute,
+          .start = 0,
+          .end = 500,
+          .name = "optimizer swap read"});
+  const std::vector<FileIo> got = computeFileIo(t);
+  QCOMPARE(got.size(), std::size_t{3});
+  QCOMPARE(got[0].file, std::string("optimizer swap"));
+  QCOMPARE(got[0].reads, std::int64_t{1});
+  QCOMPARE(got[0].readBytes, std::int64_t{4096});
+  QCOMPARE(got[0].writes, std::int64_t{1});
+  QCOMPARE(got[0].writeBytes, std::int64_t{8192});
+  QCOMPARE(got[0].outstandingNs, std::int64_t{150});
+  QCOMPARE(got[0].queuedNs, std::int64_t{30});
+  QCOMPARE(got[1].file, std::string("parameter swap"));
+  QCOMPARE(got[1].outstandingNs, std::int64_t{100});
+  QCOMPARE(got[1].queuedNs, std::int64_t{0});
+  QCOMPARE(got[2].rank, 1);
+  QCOMPARE(got[2].reads, std::int64_t{1});
+  QCOMPARE(got[2].writes, std::int64_t{0});
 }
 
 QTEST_GUILESS_MAIN(TestAnalysis)

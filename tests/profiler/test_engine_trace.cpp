@@ -21,6 +21,7 @@
 #include "core/session/session.h"
 #include "core/trace/trace.h"
 #include "profiler/analysis/comm_volume.h"
+#include "profiler/analysis/file_io.h"
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/clock_sync.h"
 #include "profiler/io/chrome_import.h"
@@ -328,6 +329,17 @@ void TestEngineTrace::swapIoAndTheDiskAreTraced() {
       if (std::string_view(e.name) == "train_step") passes.emplace_back(e.startNs, 0);
       if (std::string_view(e.name) == "optimizer_step") passes.back().second = e.startNs;
     }
+    // The I/O analysis (analyze's file_io table) sums the same requests.
+    const std::vector<FileIo> files = computeFileIo(trace);
+    const auto mine = std::find_if(files.begin(), files.end(),
+                                   [rank](const FileIo& f) { return f.rank == rank; });
+    QVERIFY(mine != files.end());
+    QCOMPARE(mine->file, std::string("optimizer swap"));
+    QCOMPARE(mine->reads, std::int64_t{54});
+    QCOMPARE(mine->readBytes, 54 * kRecord);
+    QCOMPARE(mine->writes, std::int64_t{72});
+    QCOMPARE(mine->writeBytes, 72 * kRecord);
+    QVERIFY(mine->outstandingNs > 0);
     QCOMPARE(passes.size(), std::size_t{3});
     for (const auto& [begin, update] : passes) {
       const auto early = std::count_if(requests.begin(), requests.end(), [&](const Event* e) {
