@@ -317,4 +317,17 @@ AlignedBuffer::~AlignedBuffer() {
   allocator_->deallocate(raw_, static_cast<std::size_t>(bytes_ + AioFile::kAlignment), category_);
 }
 
+SwapFile::SwapFile(const OffloadSpec& spec, const std::string& what, std::int64_t fileBytes,
+                   std::int64_t bufferBytes, const AioSpec& aio, AioTraceNames names,
+                   Allocator& allocator, MemoryCategory category)
+    : allocator_(allocator), file_(spec.nvmePath, what, fileBytes, aio, names) {
+  if (bufferBytes > 0)
+    buffers_ = std::make_unique<AlignedBuffer>(bufferBytes, spec.pinMemory, allocator, category);
+  allocator_.addDiskBytes(file_.size());
+}
+
+SwapFile::~SwapFile() {
+  allocator_.addDiskBytes(-file_.size());
+}
+
 }  // namespace parascope

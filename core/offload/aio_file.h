@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -130,6 +131,38 @@ class AlignedBuffer {
   char* aligned_ = nullptr;
   std::int64_t bytes_ = 0;
   bool pinned_ = false;
+};
+
+// Sub-groups or records read in front of the one in use when `buffers` pass a swap's data through
+// memory: with three or more one is left for the write of the one before, which then has a whole
+// update to finish.
+inline constexpr int swapReadAhead(int buffers) {
+  return buffers >= 3 ? buffers - 2 : buffers - 1;
+}
+
+// A rank's swap file (optimizer_swap.h, parameter_swap.h) and the one block of aligned memory its
+// requests go through; the file's bytes count as the allocator's disk bytes while it exists.
+class SwapFile {
+ public:
+  // what: the config key naming spec.nvmePath, for messages; bufferBytes 0: no buffers.
+  SwapFile(const OffloadSpec& spec, const std::string& what, std::int64_t fileBytes,
+           std::int64_t bufferBytes, const AioSpec& aio, AioTraceNames names, Allocator& allocator,
+           MemoryCategory category);
+  ~SwapFile();
+  SwapFile(const SwapFile&) = delete;
+  SwapFile& operator=(const SwapFile&) = delete;
+
+  AioFile& file() { return file_; }
+  const AioFile& file() const { return file_; }
+  char* buffers() const { return buffers_ ? buffers_->data() : nullptr; }
+  Allocator& allocator() const { return allocator_; }
+
+ private:
+  Allocator& allocator_;
+  // Declared before the file, so destroyed after it: the file waits for every request in flight
+  // before the buffers those requests read and write go back.
+  std::unique_ptr<AlignedBuffer> buffers_;
+  AioFile file_;
 };
 
 }  // namespace parascope

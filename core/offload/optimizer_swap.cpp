@@ -45,29 +45,19 @@ SwapLayout optimizerSwapLayout(std::int64_t shardElements, bool mixed, const Par
 OptimizerSwap::OptimizerSwap(const SwapLayout& layout, const ParallelStrategy& s,
                              Allocator& allocator)
     : layout_(layout),
-      file_(s.offloadOptimizer.nvmePath, "zero_optimization.offload_optimizer.nvme_path",
-            layout.fileBytes(), s.aio, {"optimizer swap read", "optimizer swap write"}),
-      allocator_(allocator) {
-  if (layout.groups() > 0) {
-    // One block for every buffer: AlignedBuffer adds the page that aligns it, as memoryBytes
-    // counts.
-    buffers_ = std::make_unique<AlignedBuffer>(layout.memoryBytes() - AioFile::kAlignment,
-                                               s.offloadOptimizer.pinMemory, allocator,
-                                               MemoryCategory::OptimizerState);
-  }
-  allocator_.addDiskBytes(file_.size());
-}
-
-OptimizerSwap::~OptimizerSwap() {
-  allocator_.addDiskBytes(-file_.size());
-}
+      // One block for every buffer: AlignedBuffer adds the page that aligns it, as memoryBytes
+      // counts.
+      swap_(s.offloadOptimizer, "zero_optimization.offload_optimizer.nvme_path", layout.fileBytes(),
+            layout.groups() > 0 ? layout.memoryBytes() - AioFile::kAlignment : 0, s.aio,
+            {"optimizer swap read", "optimizer swap write"}, allocator,
+            MemoryCategory::OptimizerState) {}
 
 void OptimizerSwap::prefetch() {
   if (!prefetched_.empty()) return;
   const int first = std::min(layout_.ahead(), layout_.groups() - 1);
   const std::int64_t record = layout_.recordBytes();
   for (int g = 0; g <= first; ++g)
-    prefetched_.push_back(file_.read(buffers_->data() + record * g, record, record * g));
+    prefetched_.push_back(swap_.file().read(swap_.buffers() + record * g, record, record * g));
 }
 
 void OptimizerSwap::forEach(Mode mode, const std::function<void(const Group&)>& fn) {
@@ -76,11 +66,11 @@ void OptimizerSwap::forEach(Mode mode, const std::function<void(const Group&)>& 
   if (groups == 0) return;
   const int ahead = layout_.ahead();
   const std::int64_t record = layout_.recordBytes();
-  auto buffer = [&](int g) { return buffers_->data() + record * (g % buffers); };
+  auto buffer = [&](int g) { return swap_.buffers() + record * (g % buffers); };
   std::vector<AioFile::Ticket> pending(static_cast<std::size_t>(buffers), 0);  // per buffer
   auto settle = [&](int g) {
     AioFile::Ticket& t = pending[static_cast<std::size_t>(g % buffers)];
-    if (t != 0) file_.wait(t);
+    if (t != 0) swap_.file().wait(t);
     t = 0;
   };
   int issued = 0;  // sub-groups whose read has been started
@@ -97,7 +87,7 @@ void OptimizerSwap::forEach(Mode mode, const std::function<void(const Group&)>& 
       settle(issued);
       if (mode != Mode::Write) {
         pending[static_cast<std::size_t>(issued % buffers)] =
-            file_.read(buffer(issued), record, record * issued);
+            swap_.file().read(buffer(issued), record, record * issued);
       }
     }
   };
@@ -116,10 +106,11 @@ void OptimizerSwap::forEach(Mode mode, const std::function<void(const Group&)>& 
     group.v = base + array * at;
     fn(group);
     if (mode != Mode::Read) {
-      pending[static_cast<std::size_t>(g % buffers)] = file_.write(buffer(g), record, record * g);
+      pending[static_cast<std::size_t>(g % buffers)] =
+          swap_.file().write(buffer(g), record, record * g);
     }
   }
-  file_.waitAll();
+  swap_.file().waitAll();
 }
 
 }  // namespace parascope

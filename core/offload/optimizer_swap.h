@@ -31,9 +31,8 @@ struct SwapLayout {
   std::int64_t recordBytes() const;  // a sub-group's arrays together
   std::int64_t fileBytes() const;
   int buffers() const;  // buffers in memory: at most one per sub-group
-  // Sub-groups read in front of the one being updated: with three buffers or more one is left
-  // for the write of the sub-group before, which then has a whole update to finish.
-  int ahead() const { return buffers() >= 3 ? buffers() - 2 : buffers() - 1; }
+  // Sub-groups read in front of the one being updated.
+  int ahead() const { return swapReadAhead(buffers()); }
   // What OptimizerSwap::prefetch reads before the update: its first ahead() + 1 sub-groups.
   std::int64_t prefetchBytes() const { return recordBytes() * std::min(ahead() + 1, groups()); }
   // The rank's memory for the swap: its buffers, allocated as one block (optimizer state).
@@ -47,11 +46,8 @@ class OptimizerSwap {
  public:
   // Creates the rank's swap file (AioFile: messages name offload_optimizer.nvme_path) and its
   // buffers. The file's contents are undefined until written (forEach with Mode::Write).
-  // The file's bytes count as the allocator's disk bytes while it exists.
+  // The file's bytes count as the allocator's disk bytes while it exists (SwapFile).
   OptimizerSwap(const SwapLayout& layout, const ParallelStrategy& s, Allocator& allocator);
-  ~OptimizerSwap();
-  OptimizerSwap(const OptimizerSwap&) = delete;
-  OptimizerSwap& operator=(const OptimizerSwap&) = delete;
 
   struct Group {
     int index = 0;
@@ -73,20 +69,16 @@ class OptimizerSwap {
   // the state (nothing staged in memory newer than it) until that forEach.
   void prefetch();
   // Lets queued I/O proceed; call between pieces of a long fn.
-  void progress() { file_.progress(); }
+  void progress() { swap_.file().progress(); }
 
   const SwapLayout& layout() const { return layout_; }
-  const AioFile& file() const { return file_; }
+  const AioFile& file() const { return swap_.file(); }
 
  private:
   SwapLayout layout_;
-  // Declared before the file, so destroyed after it: the file waits for every request in flight
-  // before the buffers those requests read and write go back.
-  std::unique_ptr<AlignedBuffer> buffers_;  // none for an empty shard
-  AioFile file_;
+  SwapFile swap_;  // no buffers for an empty shard
   // Reads prefetch() started: sub-groups [0, prefetched_.size()), sub-group g in buffer g.
   std::vector<AioFile::Ticket> prefetched_;
-  Allocator& allocator_;
 };
 
 }  // namespace parascope

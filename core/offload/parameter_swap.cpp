@@ -38,38 +38,28 @@ std::int64_t ParameterSwapLayout::memoryBytes() const {
 ParameterSwap::ParameterSwap(ParameterSwapLayout layout, const ParallelStrategy& s,
                              Allocator& allocator)
     : layout_(std::move(layout)),
-      allocator_(allocator),
-      file_(s.offloadParam.nvmePath, "zero_optimization.offload_param.nvme_path",
-            layout_.fileBytes(), s.aio, {"parameter swap read", "parameter swap write"}) {
-  if (layout_.records() > 0) {
-    buffers_ = std::make_unique<AlignedBuffer>(layout_.memoryBytes() - AioFile::kAlignment,
-                                               s.offloadParam.pinMemory, allocator,
-                                               MemoryCategory::Parameter);
-  }
-  allocator_.addDiskBytes(file_.size());
-}
-
-ParameterSwap::~ParameterSwap() {
-  allocator_.addDiskBytes(-file_.size());
+      swap_(s.offloadParam, "zero_optimization.offload_param.nvme_path", layout_.fileBytes(),
+            layout_.records() > 0 ? layout_.memoryBytes() - AioFile::kAlignment : 0, s.aio,
+            {"parameter swap read", "parameter swap write"}, allocator, MemoryCategory::Parameter) {
 }
 
 char* ParameterSwap::buffer(int i) const {
-  return buffers_->data() + layout_.largestRecordBytes() * i;
+  return swap_.buffers() + layout_.largestRecordBytes() * i;
 }
 
 AioFile::Ticket ParameterSwap::read(int record, char* buffer) {
-  return file_.read(buffer, layout_.recordBytes(record), layout_.recordOffset(record));
+  return swap_.file().read(buffer, layout_.recordBytes(record), layout_.recordOffset(record));
 }
 
 AioFile::Ticket ParameterSwap::write(int record, const char* buffer) {
-  return file_.write(buffer, layout_.recordBytes(record), layout_.recordOffset(record));
+  return swap_.file().write(buffer, layout_.recordBytes(record), layout_.recordOffset(record));
 }
 
 void ParameterSwap::stageIn(DType type) {
   if (staged_.defined()) return;
   const std::int64_t elements =
       std::accumulate(layout_.partElements.begin(), layout_.partElements.end(), std::int64_t{0});
-  staged_ = Tensor::empty({elements}, type, MemoryCategory::Parameter, allocator_);
+  staged_ = Tensor::empty({elements}, type, MemoryCategory::Parameter, swap_.allocator());
   Sweep sweep(*this, false);
   auto* out = static_cast<char*>(staged_.raw());
   for (int b = 0; b < layout_.records(); ++b) {
@@ -89,7 +79,7 @@ void ParameterSwap::stageOut() {
   const auto* in = static_cast<const char*>(staged_.raw());
   for (int b = 0; b < layout_.records(); ++b) {
     AioFile::Ticket& t = pending[static_cast<std::size_t>(b % buffers)];
-    if (t != 0) file_.wait(t);
+    if (t != 0) swap_.file().wait(t);
     const std::int64_t bytes =
         layout_.partElements[static_cast<std::size_t>(b)] * layout_.elementBytes;
     char* buf = buffer(b % buffers);
@@ -99,7 +89,7 @@ void ParameterSwap::stageOut() {
     t = write(b, buf);
     in += bytes;
   }
-  file_.waitAll();
+  swap_.file().waitAll();
   staged_ = Tensor();
 }
 
@@ -108,10 +98,7 @@ ParameterSwap::Sweep::Sweep(ParameterSwap& swap, bool writeBack)
       writeBack_(writeBack),
       pending_(static_cast<std::size_t>(std::max(1, swap.layout().buffers())), 0) {
   if (swap.quiesce_) swap.quiesce_();
-  const int buffers = swap.layout().buffers();
-  // As OptimizerSwap::forEach: with three buffers or more one is left to the write of the record
-  // before, which then has a whole record's update to finish.
-  ahead_ = buffers >= 3 ? buffers - 2 : buffers - 1;
+  ahead_ = swapReadAhead(swap.layout().buffers());
 }
 
 void ParameterSwap::Sweep::settle(int b) {

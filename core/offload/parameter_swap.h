@@ -36,16 +36,12 @@ struct ParameterSwapLayout {
 class ParameterSwap {
  public:
   // Creates the rank's swap file (AioFile: messages name offload_param.nvme_path) and its
-  // buffers; the file's bytes count as the allocator's disk bytes while it exists. The records
-  // are undefined until written.
+  // buffers (SwapFile). The records are undefined until written.
   ParameterSwap(ParameterSwapLayout layout, const ParallelStrategy& s, Allocator& allocator);
-  ~ParameterSwap();
-  ParameterSwap(const ParameterSwap&) = delete;
-  ParameterSwap& operator=(const ParameterSwap&) = delete;
 
   const ParameterSwapLayout& layout() const { return layout_; }
-  AioFile& file() { return file_; }
-  const AioFile& file() const { return file_; }
+  AioFile& file() { return swap_.file(); }
+  const AioFile& file() const { return swap_.file(); }
   char* buffer(int i) const;  // i < layout().buffers(), each largestRecordBytes()
   // Called before the swap uses every buffer itself (a sweep, stageOut): whoever else reads into
   // them (the gatherer's read-ahead) gives them back.
@@ -85,10 +81,7 @@ class ParameterSwap {
 
  private:
   ParameterSwapLayout layout_;
-  Allocator& allocator_;
-  // Declared before the file, so destroyed after it (as OptimizerSwap's).
-  std::unique_ptr<AlignedBuffer> buffers_;
-  AioFile file_;
+  SwapFile swap_;
   Tensor staged_;
   std::function<void()> quiesce_;
 };

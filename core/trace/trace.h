@@ -169,19 +169,28 @@ class ScopedCorrelation {
 };
 
 namespace detail {
+// An event of this thread's context from given times (raw ticks), to an installed recorder.
+inline void recordTo(Recorder& r, const char* name, Category category, EventKind kind,
+                     std::int32_t laneId, std::int64_t startTicks, std::int64_t endTicks,
+                     std::int64_t value) noexcept {
+  Event e;
+  stampContext(e);
+  e.name = name;
+  e.category = category;
+  e.kind = kind;
+  e.lane = laneId;
+  e.bytes = value;
+  e.startNs = startTicks;
+  e.endNs = endTicks;
+  r.record(e);
+}
+
 // A zero-length event of the given kind at the current time (counters and instants).
 inline void recordPoint(const char* name, Category category, EventKind kind, std::int64_t value,
                         std::int32_t laneId) noexcept {
   if (Recorder* r = recorder()) [[unlikely]] {
-    Event e;
-    stampContext(e);
-    e.name = name;
-    e.category = category;
-    e.kind = kind;
-    e.lane = laneId;
-    e.bytes = value;
-    e.startNs = e.endNs = ticks();
-    r->record(e);
+    const std::int64_t now = ticks();
+    recordTo(*r, name, category, kind, laneId, now, now, value);
   }
 }
 }  // namespace detail
@@ -214,17 +223,8 @@ inline void rankCounter(const char* name, Category category, std::int64_t value,
 // inside a scope, such as an asynchronous read it submitted and later found complete.
 inline void span(const char* name, Category category, std::int32_t laneId, std::int64_t startTicks,
                  std::int64_t endTicks, std::int64_t bytes) noexcept {
-  if (Recorder* r = recorder()) [[unlikely]] {
-    Event e;
-    stampContext(e);
-    e.name = name;
-    e.category = category;
-    e.lane = laneId;
-    e.bytes = bytes;
-    e.startNs = startTicks;
-    e.endNs = endTicks;
-    r->record(e);
-  }
+  if (Recorder* r = recorder()) [[unlikely]]
+    detail::recordTo(*r, name, category, EventKind::Span, laneId, startTicks, endTicks, bytes);
 }
 
 // A point in time worth marking (a checkpoint written, a strategy switched).

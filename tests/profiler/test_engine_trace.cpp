@@ -89,6 +89,19 @@ std::int64_t counterPeak(const std::vector<MemorySeries>& series, std::int32_t r
   return 0;  // never allocated: no counter
 }
 
+// `steps` traced steps of `config` on two in-process ranks, each with its own allocator.
+TraceData traceTraining(const TrainConfig& config, int steps) {
+  Tracer tracer;
+  tracer.install();
+  runInProcess(2, [&](Communicator& world) {
+    const trace::ScopedContext ctx({.rank = world.rank()});
+    Allocator allocator;
+    dptest::train(config, steps, world, &allocator);
+  });
+  tracer.uninstall();
+  return tracer.collect();
+}
+
 // Per rank, how many compute spans of each name one traced training step records.
 std::vector<std::map<std::string, int>> computeSpansOfOneStep(const TrainConfig& config) {
   const int n = config.parallel.worldSize();
@@ -281,15 +294,7 @@ void TestEngineTrace::swapIoAndTheDiskAreTraced() {
                           "zero_optimization.sub_group_size=1000"});
   constexpr std::int64_t kRecord = 2 * 4096;
   QCOMPARE(estimateRankMemory(config, 0, 2).front().swapBytes, 18.0 * kRecord);
-  Tracer tracer;
-  tracer.install();
-  runInProcess(2, [&](Communicator& world) {
-    const trace::ScopedContext ctx({.rank = world.rank()});
-    Allocator allocator;
-    dptest::train(config, 3, world, &allocator);
-  });
-  tracer.uninstall();
-  const TraceData trace = tracer.collect();
+  const TraceData trace = traceTraining(config, 3);
   std::filesystem::remove_all(dir);
   QCOMPARE(trace.laneName(0, trace::lane::kIo), std::string("I/O"));
   for (std::int32_t rank : {0, 1}) {
@@ -367,15 +372,7 @@ void TestEngineTrace::parameterSwapIsTraced() {
   const auto file = static_cast<std::int64_t>(e.parameterSwapBytes);
   QVERIFY(file > 0);
   QCOMPARE(e.swapBytes, e.parameterSwapBytes);
-  Tracer tracer;
-  tracer.install();
-  runInProcess(2, [&](Communicator& world) {
-    const trace::ScopedContext ctx({.rank = world.rank()});
-    Allocator allocator;
-    dptest::train(config, 1, world, &allocator);
-  });
-  tracer.uninstall();
-  const TraceData trace = tracer.collect();
+  const TraceData trace = traceTraining(config, 1);
   std::filesystem::remove_all(dir);
   const std::vector<MemorySeries> series = computeMemoryTimeline(trace);
   for (std::int32_t rank : {0, 1}) {
