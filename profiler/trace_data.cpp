@@ -51,6 +51,30 @@ void TraceData::sortByTime() {
   }
 }
 
+std::string TraceData::firstDifference(const TraceData& other) const {
+  if (events.size() != other.events.size()) {
+    return std::to_string(events.size()) + " events against " + std::to_string(other.events.size());
+  }
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const Event& x = events[i];
+    const Event& y = other.events[i];
+    if (std::string_view(x.name) != std::string_view(y.name) || x.startNs != y.startNs ||
+        x.endNs != y.endNs || x.bytes != y.bytes || x.correlation != y.correlation ||
+        x.rank != y.rank || x.lane != y.lane || x.peer != y.peer || x.group != y.group ||
+        x.step != y.step || x.microBatch != y.microBatch || x.stage != y.stage ||
+        x.instruction != y.instruction || x.category != y.category || x.kind != y.kind ||
+        x.flags != y.flags || argsOf(x) != other.argsOf(y)) {
+      return "event " + std::to_string(i) + " (" + x.name + " against " + y.name + ")";
+    }
+  }
+  if (rankNames != other.rankNames) return "rank names";
+  if (laneNames != other.laneNames) return "lane names";
+  if (worldSize != other.worldSize) return "world size";
+  if (clockResidualNs != other.clockResidualNs) return "clock residual";
+  if (runConfig != other.runConfig) return "run config";
+  return "";
+}
+
 std::vector<std::int32_t> TraceData::ranks() const {
   std::set<std::int32_t> s;
   for (const Event& e : events) s.insert(e.rank);

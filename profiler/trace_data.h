@@ -68,6 +68,10 @@ struct TraceData {
   // Stable sort by (rank, start, longer first) so parents precede children.
   void sortByTime();
   std::vector<std::int32_t> ranks() const;
+  // What first differs between this trace and `other` (an event field by field, names by their
+  // text; the names of ranks and lanes, the world size, the clock residual, the run's config),
+  // or "" when they hold the same.
+  std::string firstDifference(const TraceData& other) const;
   std::string laneName(std::int32_t rank, std::int32_t laneId) const;
 };
 

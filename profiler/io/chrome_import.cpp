@@ -1,13 +1,14 @@
-// Chrome trace importer over simdjson On Demand. The input is checked for UTF-8 first, then
-// walked once; events are stored as they come with their raw pid/tid, and ranks and lanes are
-// resolved at the end, when the file's metadata (distributedInfo, thread names) is known.
-// Memory is bounded by the input limit: parsed strings live in simdjson's buffer (no larger
-// than the input), names are interned, and the event count is capped.
+// Chrome trace importer over simdjson On Demand, streaming: the text is read a window at a time
+// (from the file, from gzip as it inflates, or from memory), the events array is cut into runs
+// of whole events by ArraySplitter and each run parsed as one small document, so what an import
+// holds is its window and its events, never the whole text. The members around the events array
+// are parsed as documents of their own. Events are stored as they come with their raw pid/tid,
+// and ranks and lanes are resolved at the end, when the file's metadata (distributedInfo, thread
+// names) is known. Names are interned and the event count is capped.
 #include "profiler/io/chrome_import.h"
 
 #include <fcntl.h>
 #include <simdjson.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,7 +17,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <map>
+#include <memory>
 #include <new>
 #include <optional>
 #include <unordered_map>
@@ -24,6 +27,7 @@
 #include "core/common/error.h"
 #include "core/plan/memory_estimate.h"
 #include "profiler/io/foreign_events.h"
+#include "profiler/io/json_split.h"
 #include "profiler/io/trace_file.h"
 
 namespace parascope::profiler {
@@ -31,21 +35,6 @@ namespace parascope::profiler {
 namespace {
 
 namespace od = simdjson::ondemand;
-
-std::string describePosition(std::string_view data, std::size_t offset) {
-  offset = std::min(offset, data.size());
-  std::size_t line = 1, lineStart = 0;
-  for (std::size_t i = 0; i < offset; ++i) {
-    if (data[i] == '\n') {
-      ++line;
-      lineStart = i + 1;
-    }
-  }
-  std::string s = "line " + std::to_string(line) + ", column " +
-                  std::to_string(offset - lineStart + 1) + " (byte " + std::to_string(offset) + ")";
-  if (offset == data.size()) s += ", at the end of the input";
-  return s;
-}
 
 // Offset of the first byte that is not valid UTF-8 (scalar; only called once validation failed).
 std::size_t firstInvalidUtf8(std::string_view s) {
@@ -168,62 +157,83 @@ ParseFailure failure(simdjson::error_code err, std::string_view data, const char
   return {std::string(what) + ": " + simdjson::error_message(err)};
 }
 
-// The input with simdjson's padding after it: bytes in memory, or a file mapped read-only with
-// no copy (reading a 170 MB trace into memory cost a sixth of its import: page clearing and
-// copying). The mapping reserves the padding as anonymous zero pages right after the file.
-class PaddedInput {
+constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+// The text being imported, a window of it at a time. Offsets name bytes of the whole input; the
+// window holds [base(), limit()), with headroom before it (where a run of events gets its '[' and
+// the members after the events array their `{"traceEvents":[]`) and the parser's padding after.
+class TextWindow {
  public:
-  // `text` ends with simdjson's padding (zero bytes), which is not part of the input.
-  explicit PaddedInput(std::string text) : owned_(std::move(text)) {
-    data_ = owned_.data();
-    size_ = owned_.size() - simdjson::SIMDJSON_PADDING;
-  }
-  static PaddedInput copy(std::string_view bytes) {
-    std::string text;
-    text.reserve(bytes.size() + simdjson::SIMDJSON_PADDING);
-    text.append(bytes);
-    text.append(simdjson::SIMDJSON_PADDING, '\0');
-    return PaddedInput(std::move(text));
-  }
-  // The file mapped, or nullopt where it cannot be (empty files, pipes, special files).
-  static std::optional<PaddedInput> map(int fd, std::size_t size) {
-    if (size == 0) return std::nullopt;
-    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    const std::size_t total = (size + simdjson::SIMDJSON_PADDING + page - 1) / page * page;
-    void* base = ::mmap(nullptr, total, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED) return std::nullopt;
-    if (::mmap(base, size, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, fd, 0) ==
-        MAP_FAILED) {
-      ::munmap(base, total);
-      return std::nullopt;
+  static constexpr std::size_t kHeadroom = 32;
+  static constexpr std::size_t kTail = simdjson::SIMDJSON_PADDING + kHeadroom;
+
+  TextWindow(ByteSource& source, std::size_t blockBytes)
+      : source_(source), block_(std::max<std::size_t>(blockBytes, 1)) {}
+
+  std::size_t base() const { return base_; }
+  std::size_t limit() const { return base_ + size_; }
+  bool eof() const { return eof_; }
+  // The byte at `offset`, which lies in [base() - kHeadroom, limit() + kTail).
+  char* at(std::size_t offset) { return buffer_.get() + kHeadroom + (offset - base_); }
+
+  // Drops what comes before `keepFrom` (counting its lines) and reads on, no further than
+  // `readTo`; the window grows when what is kept leaves less than half a block free.
+  void more(std::size_t keepFrom, std::size_t readTo = npos) {
+    if (eof_) return;
+    const char* keep = buffer_ ? at(keepFrom) : nullptr;
+    if (keepFrom > base_) {
+      const char* from = at(base_);
+      lines_ += static_cast<std::size_t>(std::count(from, keep, '\n'));
+      if (const void* nl = ::memrchr(from, '\n', static_cast<std::size_t>(keep - from))) {
+        lineStart_ = base_ + static_cast<std::size_t>(static_cast<const char*>(nl) - from) + 1;
+      }
     }
-    PaddedInput in;
-    in.data_ = static_cast<const char*>(base);
-    in.size_ = size;
-    in.mapped_ = total;
-    return in;
+    const std::size_t kept = limit() - keepFrom;
+    std::size_t capacity = std::max(capacity_, kept + block_ / 2 + 1);
+    if (capacity != capacity_) {
+      capacity = std::max(capacity, kept + block_);
+      auto grown = std::make_unique_for_overwrite<char[]>(kHeadroom + capacity + kTail);
+      if (kept) std::memcpy(grown.get() + kHeadroom, keep, kept);
+      buffer_ = std::move(grown);
+      capacity_ = capacity;
+    } else if (kept) {
+      std::memmove(buffer_.get() + kHeadroom, keep, kept);
+    }
+    base_ = keepFrom;
+    size_ = kept;
+    const std::size_t want = std::min(capacity_ - size_, readTo - limit());
+    const std::size_t got = source_.read(at(limit()), want);
+    size_ += got;
+    eof_ = got < want;
+    std::memset(at(limit()), 0, kTail);  // the parser's padding
   }
-  PaddedInput(PaddedInput&& o) noexcept
-      : owned_(std::move(o.owned_)), data_(o.data_), size_(o.size_), mapped_(o.mapped_) {
-    if (!mapped_) data_ = owned_.data();  // the string's buffer, wherever the move left it
-    o.mapped_ = 0;
-  }
-  PaddedInput& operator=(PaddedInput&&) = delete;
-  ~PaddedInput() {
-    if (mapped_) ::munmap(const_cast<char*>(data_), mapped_);
-  }
-  const char* data() const { return data_; }
-  std::size_t size() const { return size_; }
-  simdjson::padded_string_view view() const {
-    return simdjson::padded_string_view(data_, size_, size_ + simdjson::SIMDJSON_PADDING);
+
+  // Line, column and byte of `offset` (at least base()).
+  std::string describe(std::size_t offset) {
+    offset = std::clamp(offset, base_, limit());
+    std::size_t line = lines_, lineStart = lineStart_;
+    const char* from = at(base_);
+    for (std::size_t i = 0; i < offset - base_; ++i) {
+      if (from[i] == '\n') {
+        ++line;
+        lineStart = base_ + i + 1;
+      }
+    }
+    std::string s = "line " + std::to_string(line) + ", column " +
+                    std::to_string(offset - lineStart + 1) + " (byte " + std::to_string(offset) +
+                    ")";
+    if (eof_ && offset == limit()) s += ", at the end of the input";
+    return s;
   }
 
  private:
-  PaddedInput() = default;
-  std::string owned_;
-  const char* data_ = nullptr;
-  std::size_t size_ = 0;
-  std::size_t mapped_ = 0;  // bytes mapped, 0 when owned_ holds the data
+  ByteSource& source_;
+  std::size_t block_;
+  std::unique_ptr<char[]> buffer_;
+  std::size_t capacity_ = 0;  // bytes of text the buffer holds, headroom and tail aside
+  std::size_t base_ = 0, size_ = 0;
+  bool eof_ = false;
+  std::size_t lines_ = 1, lineStart_ = 0;  // the line base() is on, and where that line starts
 };
 
 // The members of one event's args kept beyond its fields: enough for Kineto's shapes and
@@ -295,19 +305,32 @@ class Importer {
   template <class T>
   T take(simdjson::simdjson_result<T>&& r, const char* what) {
     T v{};  // NOLINT(bugprone-invalid-enum-default-initialization): get() sets it or fails
-    if (auto err = std::move(r).get(v)) throw failure(err, data_, what);
+    if (auto err = std::move(r).get(v)) throw failure(err, docText_, what);
     return v;
   }
 
-  Importer(PaddedInput data, std::string source, const ImportOptions& options)
-      : source_(std::move(source)), options_(options), padded_(std::move(data)) {
-    data_ = std::string_view(padded_.data(), padded_.size());
-  }
+  // `sizeHint`: the input's size when known beforehand (0 if not), to size the event table.
+  Importer(ByteSource& input, std::string source, const ImportOptions& options,
+           std::size_t sizeHint)
+      : source_(std::move(source)),
+        options_(options),
+        window_(input, options.windowBytes),
+        sizeHint_(sizeHint) {}
 
   TraceData run();
 
  private:
   [[noreturn]] void fail(const ParseFailure& f);
+  [[noreturn]] void failAt(const std::string& what, std::size_t offset);
+  void parseInput();
+  std::size_t skipSpace(std::size_t offset);
+  std::size_t findEventsArray(std::size_t open);
+  std::size_t streamEvents(std::size_t open);
+  std::size_t eventStart(std::size_t from, bool first);
+  void parseRun(std::size_t start, std::size_t end);
+  void readToEnd(std::size_t keepFrom, const char* what);
+  void iterate(char* text, std::size_t size, std::size_t offset, std::size_t realStart);
+  void reserveEvent();
   void parseRoot();
   void parseEvents(od::array events);
   void parseEvent(od::object obj);
@@ -327,20 +350,26 @@ class Importer {
   std::string threadLabel(std::uint32_t pid, std::uint32_t tid) const;
   void addCollectiveTraffic();
 
-  std::string_view data_;
   std::string source_;
   ImportOptions options_;
-  PaddedInput padded_;
+  TextWindow window_;
+  std::size_t sizeHint_;
   od::parser parser_;
   od::document doc_;
+  // The document the parser holds (a run of events, or the members before or after them), the
+  // input offset its first byte stands for, and where its text from the input begins (before
+  // that lies what was written in front of it).
+  std::string_view docText_;
+  std::size_t docOffset_ = 0, docInputFrom_ = 0;
   TraceData out_;
   bool docReady_ = false;  // doc_ may be asked for its position only after iterate() succeeded
   bool ours_ = false;
   std::int32_t infoRank_ = -1;
   std::size_t eventIndex_ = 0;
-  // Raw pid/tid of each event, resolved to rank and lane at the end.
+  // Raw pid/tid of each event, resolved to rank and lane at the end; the texts owned here (the
+  // input they came from is gone by then), at stable addresses.
   std::unordered_map<std::string_view, std::uint32_t> keyIndex_;
-  std::vector<std::string_view> keyText_;
+  std::deque<std::string> keyText_;
   std::pair<std::string_view, std::uint32_t> recentKeys_[2] = {{"\x01", 0}, {"\x01", 0}};
   int recentNext_ = 0;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> eventKeys_;
@@ -351,42 +380,243 @@ class Importer {
 };
 
 void Importer::fail(const ParseFailure& f) {
-  std::size_t offset = f.offset != SIZE_MAX ? f.offset : data_.size();
+  std::size_t offset = docOffset_ + (f.offset != SIZE_MAX ? f.offset : docText_.size());
   const char* loc = nullptr;
   if (f.offset == SIZE_MAX && docReady_ && doc_.current_location().get(loc) == simdjson::SUCCESS &&
       loc) {
-    offset = static_cast<std::size_t>(loc - padded_.data());
+    offset = docOffset_ + static_cast<std::size_t>(loc - docText_.data());
   }
-  throw UserError(source_ + ": " + f.what + " at " + describePosition(data_, offset));
+  failAt(f.what, std::max(offset, docInputFrom_));
+}
+
+void Importer::failAt(const std::string& what, std::size_t offset) {
+  throw UserError(source_ + ": " + what + " at " + window_.describe(offset));
 }
 
 TraceData Importer::run() {
-  if (data_.size() > options_.maxBytes) {
-    throw UserError(source_ + ": " + std::to_string(data_.size()) +
-                    " bytes is more than the import limit of " + std::to_string(options_.maxBytes));
-  }
   // Typical events take 100-300 bytes of JSON; reserving avoids re-copying a growing vector.
-  const std::size_t guess = std::min(options_.maxEvents, data_.size() / 128);
+  const std::size_t guess = std::min(options_.maxEvents, sizeHint_ / 128);
   out_.events.reserve(guess);
   eventKeys_.reserve(guess);
   laneFixed_.reserve(guess);
   try {
-    // simdjson validates UTF-8 while indexing the whole input here; only a failure needs the
-    // scalar pass that finds where.
-    if (auto err = parser_.iterate(padded_.view()).get(doc_)) {
-      if (!simdjson::validate_utf8(data_.data(), data_.size())) {
-        throw UserError(source_ + ": invalid UTF-8 at " +
-                        describePosition(data_, firstInvalidUtf8(data_)));
-      }
-      throw failure(err, data_, "not JSON");
-    }
-    docReady_ = true;
-    parseRoot();
+    parseInput();
   } catch (const ParseFailure& f) {
     fail(f);
   }
   resolve();
   return std::move(out_);
+}
+
+// The root: an array of events (torch 1.13), or an object whose "traceEvents" array is streamed
+// between the members before it and those after it, each parsed as a document of its own.
+void Importer::parseInput() {
+  window_.more(0);
+  std::size_t root = skipSpace(0);
+  while (root == window_.limit() && !window_.eof()) {
+    window_.more(root);
+    root = skipSpace(root);
+  }
+  if (root == window_.limit()) failAt("not JSON: the input holds no JSON value", root);
+  const char c = *window_.at(root);
+  if (c == '[') {
+    std::size_t end = streamEvents(root);
+    for (;;) {
+      end = skipSpace(end);
+      if (end < window_.limit()) failAt("data after the end of the trace", end);
+      if (window_.eof()) return;
+      window_.more(end);
+    }
+  }
+  if (c != '{') failAt("expected a JSON object with \"traceEvents\" or an array of events", root);
+  const std::size_t events = findEventsArray(root);
+  if (events == npos) {
+    // No events array to stream: the whole input is one document, as the members around one.
+    readToEnd(root, "without a \"traceEvents\" array");
+    iterate(window_.at(root), window_.limit() - root, root, root);
+    parseRoot();
+    return;
+  }
+  // The members before the events array, closed after an empty one: `...,"traceEvents":[]}`.
+  char* close = window_.at(events + 1);
+  const char saved[2] = {close[0], close[1]};
+  close[0] = ']';
+  close[1] = '}';
+  iterate(window_.at(root), events + 3 - root, root, root);
+  parseRoot();
+  close[0] = saved[0];
+  close[1] = saved[1];
+  const std::size_t after = streamEvents(events);
+  // The members after it, opened with an empty one: `{"traceEvents":[]` and the rest.
+  readToEnd(after, "after the \"traceEvents\" array");
+  static constexpr std::string_view kOpen = R"({"traceEvents":[])";
+  char* text = window_.at(after) - kOpen.size();
+  std::memcpy(text, kOpen.data(), kOpen.size());
+  iterate(text, kOpen.size() + (window_.limit() - after), after - kOpen.size(), after);
+  parseRoot();
+}
+
+std::size_t Importer::skipSpace(std::size_t offset) {
+  while (offset < window_.limit()) {
+    const char c = *window_.at(offset);
+    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') break;
+    ++offset;
+  }
+  return offset;
+}
+
+// Reads the rest of the input into the window, from `keepFrom` on, refusing more than an
+// event's bound (what the members around the events array may take).
+void Importer::readToEnd(std::size_t keepFrom, const char* what) {
+  while (!window_.eof()) {
+    if (window_.limit() - keepFrom > kMaxEventBytes) {
+      failAt("more than " + std::to_string(kMaxEventBytes) + " bytes of JSON " + what, keepFrom);
+    }
+    window_.more(keepFrom);
+  }
+  if (window_.limit() - keepFrom > kMaxEventBytes) {
+    failAt("more than " + std::to_string(kMaxEventBytes) + " bytes of JSON " + what, keepFrom);
+  }
+}
+
+// The '[' of the root object's "traceEvents" member, or npos when the root (or the input) ends
+// without one. A scalar scan: the members before the events are a few hundred bytes, and all of
+// them stay in the window for their own parse.
+std::size_t Importer::findEventsArray(std::size_t open) {
+  auto byte = [&](std::size_t offset) -> int {
+    while (offset >= window_.limit()) {
+      if (window_.eof()) return -1;
+      if (window_.limit() - open > kMaxEventBytes) {
+        failAt("more than " + std::to_string(kMaxEventBytes) +
+                   " bytes of JSON before the \"traceEvents\" array",
+               open);
+      }
+      window_.more(open);
+    }
+    return static_cast<unsigned char>(*window_.at(offset));
+  };
+  auto space = [](int c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  static constexpr std::string_view kKey = "traceEvents";
+  int depth = 1;
+  for (std::size_t p = open + 1;;) {
+    const int c = byte(p);
+    if (c < 0) return npos;
+    if (c == '"') {
+      std::size_t q = p + 1;
+      for (int d = byte(q); d != '"'; d = byte(q)) {
+        if (d < 0) return npos;
+        q += d == '\\' ? 2 : 1;
+      }
+      const bool named = depth == 1 && q - p - 1 == kKey.size() &&
+                         std::string_view(window_.at(p + 1), kKey.size()) == kKey;
+      p = q + 1;
+      if (!named) continue;
+      while (space(byte(p))) ++p;
+      if (byte(p) != ':') continue;
+      ++p;
+      while (space(byte(p))) ++p;
+      if (byte(p) == '[') return p;
+      continue;
+    }
+    if (c == '{' || c == '[') ++depth;
+    if ((c == '}' || c == ']') && --depth == 0) return npos;
+    ++p;
+  }
+}
+
+// Streams the array opened at `open`: the splitter finds where whole events end in the window,
+// each run of them is parsed, and the window moves on. Returns the offset just past the array.
+std::size_t Importer::streamEvents(std::size_t open) {
+  ArraySplitter splitter;
+  std::size_t scanned = open + 1;  // where the splitter goes on
+  std::size_t next = open + 1;     // the end of the last event parsed (or the '[')
+  bool first = true;
+  for (;;) {
+    const ArraySplitter::Found f =
+        splitter.scan(window_.at(scanned), window_.limit() - scanned, window_.eof());
+    // The events before a place the splitter stopped at are parsed first: whatever the window,
+    // the first fault in the input is the one reported.
+    if (f.lastEnd != ArraySplitter::npos && scanned + f.lastEnd > next) {
+      parseRun(eventStart(next, first), scanned + f.lastEnd);
+      first = false;
+      next = scanned + f.lastEnd;
+    }
+    if (f.tooDeep != ArraySplitter::npos) {
+      eventStart(next, first);  // an event that is no object at all is refused as that
+      failAt("nested more than " + std::to_string(kMaxJsonDepth) + " levels deep",
+             scanned + f.tooDeep);
+    }
+    if (f.arrayEnd != ArraySplitter::npos) {
+      const std::size_t end = scanned + f.arrayEnd;
+      // Only space between the last event and ']': otherwise say what stands there.
+      if (skipSpace(next) != end) eventStart(next, first);
+      return end + 1;
+    }
+    scanned += f.scanned;
+    if (window_.eof()) {
+      failAt(splitter.inString() ? "truncated: the input ends inside a string"
+                                 : "truncated: the input ends inside an object or array",
+             window_.limit());
+    }
+    // The window never reads past kMaxEventBytes from the end of the last event: no event
+    // longer than that ends in it.
+    if (window_.limit() - next >= kMaxEventBytes) {
+      failAt("an event of more than " + std::to_string(kMaxEventBytes) +
+                 " bytes, the import limit for one event",
+             eventStart(next, first));
+    }
+    window_.more(std::min(next, scanned), next + kMaxEventBytes);
+  }
+}
+
+// Where the event after `from` starts: past space and, unless it is the first, the comma before
+// it. It must be an object.
+std::size_t Importer::eventStart(std::size_t from, bool first) {
+  std::size_t p = skipSpace(from);
+  if (!first) {
+    if (p == window_.limit() || *window_.at(p) != ',') {
+      failAt("expected ',' or ']' after an event", p);
+    }
+    p = skipSpace(p + 1);
+  }
+  if (p == window_.limit() || *window_.at(p) != '{') {
+    failAt(p < window_.limit() && *window_.at(p) == ']' && !first
+               ? "expected an event after ','"
+               : "each trace event must be a JSON object",
+           p);
+  }
+  return p;
+}
+
+// Parses the events in [start, end) (whole events and what separates them) as one array, its
+// brackets written over the byte before and the byte after.
+void Importer::parseRun(std::size_t start, std::size_t end) {
+  char* open = window_.at(start) - 1;
+  char* close = window_.at(end);
+  const char saved[2] = {*open, *close};
+  *open = '[';
+  *close = ']';
+  iterate(open, static_cast<std::size_t>(close + 1 - open), start - 1, start);
+  parseEvents(take(doc_.get_array(), "expected an array of events"));
+  *open = saved[0];
+  *close = saved[1];
+}
+
+void Importer::iterate(char* text, std::size_t size, std::size_t offset, std::size_t inputFrom) {
+  docText_ = std::string_view(text, size);
+  docOffset_ = offset;
+  docInputFrom_ = inputFrom;
+  docReady_ = false;
+  const simdjson::padded_string_view view(text, size, size + simdjson::SIMDJSON_PADDING);
+  // simdjson validates UTF-8 while indexing the document; only a failure needs the scalar pass
+  // that finds where.
+  if (auto err = parser_.iterate(view).get(doc_)) {
+    if (!simdjson::validate_utf8(text, size)) {
+      failAt("invalid UTF-8", std::max(offset + firstInvalidUtf8(docText_), inputFrom));
+    }
+    throw failure(err, docText_, "not JSON");
+  }
+  docReady_ = true;
 }
 
 void Importer::parseRoot() {
@@ -433,7 +663,7 @@ void Importer::parseRoot() {
     }
   }
   const char* rest = nullptr;
-  if (doc_.current_location().get(rest) == simdjson::SUCCESS) throw structureFailure(data_);
+  if (doc_.current_location().get(rest) == simdjson::SUCCESS) throw structureFailure(docText_);
   if (!sawEvents) throw ParseFailure{"no \"traceEvents\" array in the trace object"};
 }
 
@@ -464,9 +694,12 @@ std::uint32_t Importer::key(std::string_view raw) {
   for (const auto& [text, index] : recentKeys_) {
     if (text == raw) return index;
   }
-  auto [it, inserted] = keyIndex_.try_emplace(raw, static_cast<std::uint32_t>(keyText_.size()));
-  if (inserted) keyText_.push_back(raw);
-  recentKeys_[recentNext_] = {raw, it->second};
+  auto it = keyIndex_.find(raw);
+  if (it == keyIndex_.end()) {
+    const auto index = static_cast<std::uint32_t>(keyText_.size());
+    it = keyIndex_.emplace(keyText_.emplace_back(raw), index).first;
+  }
+  recentKeys_[recentNext_] = {it->first, it->second};
   recentNext_ ^= 1;
   return it->second;
 }
@@ -529,7 +762,9 @@ void Importer::parseArgs(od::object obj, Args& a, bool collectNumbers) {
     if (t == od::json_type::string) {
       const std::string_view text = take(v.get_string(), "bad string");
       parseStringArg(k, text, a);
-      if (collectNumbers) {
+      if (collectNumbers && a.others.size() + k.size() + text.size() + 8 > kMaxArgsBytes) {
+        ++a.othersClipped;  // too long escaped or not: counted without a copy
+      } else if (collectNumbers) {
         std::string member;
         appendJsonString(member, text);
         keepOther(k, member, a);
@@ -726,9 +961,29 @@ void Importer::addEvent(RawEvent& r) {
   } else {
     e.args = out_.addArgs(a.others);
   }
+  reserveEvent();
   out_.events.push_back(e);
   eventKeys_.emplace_back(key(r.pid), key(r.tid));
   laneFixed_.push_back(gpuLane);
+}
+
+// The event table is most of what an import holds, and growing it needs the new table beside the
+// old: a trace whose events outgrow the memory available is refused, naming how far it got.
+void Importer::reserveEvent() {
+  if (out_.events.size() < out_.events.capacity()) return;
+  const std::size_t grown = std::max<std::size_t>(4096, out_.events.capacity() * 2);
+  const double bytes =
+      static_cast<double>(grown) * (sizeof(Event) + sizeof(eventKeys_[0]) + 1.0 / 8);
+  const double available = availableMemoryBytes();
+  if (available >= 0 && bytes > available) {
+    throw UserError(
+        source_ + ": more events than fit in memory: " + std::to_string(out_.events.size()) +
+        " read, and a table for " + std::to_string(grown) + " needs " + formatBytes(bytes) +
+        ", more than the " + formatBytes(available) + " available");
+  }
+  out_.events.reserve(grown);
+  if (eventKeys_.capacity() < grown) eventKeys_.reserve(grown);
+  if (laneFixed_.capacity() < grown) laneFixed_.reserve(grown);
 }
 
 // Foreign counters: each numeric series of a "C" event, or the allocator total of a PyTorch
@@ -745,6 +1000,7 @@ void Importer::addCounters(RawEvent& r, const ForeignMapping& m) {
     e.kind = EventKind::Counter;
     e.startNs = e.endNs = *r.ts;
     e.bytes = value;
+    reserveEvent();
     out_.events.push_back(e);
     eventKeys_.emplace_back(key(r.pid), key(r.tid));
     laneFixed_.push_back(false);
@@ -854,27 +1110,16 @@ void Importer::addCollectiveTraffic() {
       peer.startNs = peer.endNs;
       peer.peer = p.peer;
       peer.bytes = p.bytes;
+      reserveEvent();
       out_.events.push_back(peer);
     }
   }
   collectives_.clear();
 }
 
-bool isGzip(const char* data, std::size_t size) {
-  return size >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
-         static_cast<unsigned char>(data[1]) == 0x8b;
-}
+}  // namespace
 
-// The file's bytes with simdjson's padding, gunzipped when it starts with the gzip magic.
-// The inflated size a gzip member's trailer states (RFC 1952 ISIZE: modulo 4 GiB, exact below
-// the import limit), if the data is gzip.
-std::optional<std::size_t> gzipStatedSize(std::string_view data) {
-  if (data.size() < 18) return std::nullopt;
-  const auto* t = reinterpret_cast<const unsigned char*>(data.data() + data.size() - 4);
-  return t[0] | (t[1] << 8) | (t[2] << 16) | (std::size_t{t[3]} << 24);
-}
-
-PaddedInput readPadded(const std::string& path, std::size_t maxBytes) {
+TraceData importChromeTrace(const std::string& path, const ImportOptions& options) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (the workbench's --open waited
   // forever); anything but a regular file is refused before a byte is read.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -890,78 +1135,44 @@ PaddedInput readPadded(const std::string& path, std::size_t maxBytes) {
                     ", not a regular file");
   }
   const auto size = static_cast<std::size_t>(st.st_size);
-  if (size > maxBytes) {
+  if (size > options.maxBytes) {
     throw UserError("trace file '" + path + "' has " + std::to_string(size) +
-                    " bytes, more than the import limit of " + std::to_string(maxBytes));
-  }
-  std::optional<PaddedInput> mapped = PaddedInput::map(fd, size);
-  if (!mapped) {
-    // Files that state size 0 (under /proc) or cannot be mapped: read, up to the limit.
-    std::string bytes;
-    char block[1 << 16];
-    for (;;) {
-      const ssize_t got = ::read(fd, block, sizeof block);
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0)
-        throw UserError("cannot read trace file '" + path + "': " + std::strerror(errno));
-      if (got == 0) break;
-      bytes.append(block, static_cast<std::size_t>(got));
-      if (bytes.size() > maxBytes) {
-        throw UserError("trace file '" + path + "' has more than the import limit of " +
-                        std::to_string(maxBytes) + " bytes");
-      }
-    }
-    bytes.append(simdjson::SIMDJSON_PADDING, '\0');
-    mapped.emplace(std::move(bytes));
+                    " bytes, more than the import limit of " + std::to_string(options.maxBytes));
   }
   const std::string what = "trace file '" + path + "'";
-  const std::string_view data(mapped->data(), mapped->size());
-  if (isGzip(data.data(), data.size())) {
-    checkImportMemory(what, gzipStatedSize(data).value_or(maxBytes), availableMemoryBytes());
-    return PaddedInput(gunzipBounded(data, maxBytes, what, simdjson::SIMDJSON_PADDING));
+  FileSource file(fd, what, options.maxBytes);
+  // Gzip by its magic; its trailer (the inflated size) read before anything is inflated.
+  char head[2] = {};
+  char tail[4] = {};
+  const bool gzip = ::pread(fd, head, 2, 0) == 2 && isGzip(std::string_view(head, 2));
+  if (!gzip) {
+    checkImportMemory(what, size, availableMemoryBytes());
+    return Importer(file, path, options, size).run();
   }
-  checkImportMemory(what, data.size(), availableMemoryBytes());
-  return std::move(*mapped);
-}
-
-}  // namespace
-
-void checkImportMemory(const std::string& what, std::size_t jsonBytes, double availableBytes) {
-  const double needed = 5.0 * static_cast<double>(jsonBytes);
-  if (availableBytes < 0 || needed <= availableBytes) return;
-  throw UserError(what + ": importing its " + std::to_string(jsonBytes) +
-                  " bytes of JSON needs about " + formatBytes(needed) +
-                  " of memory (the text and the parser's index of it, 5 bytes per byte), more "
-                  "than the " +
-                  formatBytes(availableBytes) + " available");
-}
-
-std::string clipName(std::string_view name) {
-  if (name.size() <= kMaxNameBytes) return std::string(name);
-  std::size_t keep = kMaxNameBytes;
-  // Back to the start of a character: a cut through one would leave invalid UTF-8, which the
-  // exporter's JSON writer refuses.
-  while (keep > 0 && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
-  return std::string(name.substr(0, keep)) + "... [clipped from " + std::to_string(name.size()) +
-         " bytes]";
+  std::optional<std::size_t> stated;
+  if (size >= 18 && ::pread(fd, tail, 4, static_cast<off_t>(size - 4)) == 4) {
+    stated = gzipTrailerSize(tail);
+  }
+  GunzipSource inflated(file, stated, options.maxBytes, what);
+  checkImportMemory(what, stated.value_or(options.maxBytes), availableMemoryBytes());
+  return Importer(inflated, path, options, stated.value_or(size)).run();
 }
 
 TraceData importChromeTraceFromMemory(std::string_view data, const std::string& source,
                                       const ImportOptions& options) {
-  if (isGzip(data.data(), data.size())) {
-    checkImportMemory(source, gzipStatedSize(data).value_or(options.maxBytes),
-                      availableMemoryBytes());
-    return Importer(PaddedInput(
-                        gunzipBounded(data, options.maxBytes, source, simdjson::SIMDJSON_PADDING)),
-                    source, options)
-        .run();
+  if (data.size() > options.maxBytes) {
+    throw UserError(source + ": " + std::to_string(data.size()) +
+                    " bytes is more than the import limit of " + std::to_string(options.maxBytes));
   }
-  checkImportMemory(source, data.size(), availableMemoryBytes());
-  return Importer(PaddedInput::copy(data), source, options).run();
-}
-
-TraceData importChromeTrace(const std::string& path, const ImportOptions& options) {
-  return Importer(readPadded(path, options.maxBytes), path, options).run();
+  MemorySource bytes(data);
+  if (!isGzip(data)) {
+    checkImportMemory(source, data.size(), availableMemoryBytes());
+    return Importer(bytes, source, options, data.size()).run();
+  }
+  const std::optional<std::size_t> stated = gzipStatedSize(data);
+  GunzipSource inflated(bytes, stated, options.maxBytes, source);
+  checkImportMemory(source, stated.value_or(options.maxBytes), availableMemoryBytes());
+  return Importer(inflated, source, options, stated.value_or(data.size())).run();
 }
 
 TraceData importChromeTraces(const std::vector<std::string>& paths, const ImportOptions& options) {
@@ -975,6 +1186,32 @@ TraceData importChromeTraces(const std::vector<std::string>& paths, const Import
   all.sortByTime();
   all.worldSize = std::max(all.worldSize, static_cast<int>(all.ranks().size()));
   return all;
+}
+
+void checkImportMemory(const std::string& what, std::size_t jsonBytes, double availableBytes,
+                       std::size_t windowBytes) {
+  // The window: its text, simdjson's index (4 bytes per byte) and string buffer (5/3 per byte).
+  const double window = 7.0 * static_cast<double>(std::min(jsonBytes, windowBytes));
+  // The events: 88 bytes each (the event, its pid/tid keys) at one per 128 bytes of JSON, the
+  // density of ParaScope's own traces (Kineto's events are longer).
+  const double events = 88.0 / 128.0 * static_cast<double>(jsonBytes);
+  const double needed = window + events;
+  if (availableBytes < 0 || needed <= availableBytes) return;
+  throw UserError(what + ": importing its " + std::to_string(jsonBytes) +
+                  " bytes of JSON needs about " + formatBytes(needed) + " of memory (" +
+                  formatBytes(events) + " for its events, " + formatBytes(window) +
+                  " for the text parsed at a time), more than the " + formatBytes(availableBytes) +
+                  " available");
+}
+
+std::string clipName(std::string_view name) {
+  if (name.size() <= kMaxNameBytes) return std::string(name);
+  std::size_t keep = kMaxNameBytes;
+  // Back to the start of a character: a cut through one would leave invalid UTF-8, which the
+  // exporter's JSON writer refuses.
+  while (keep > 0 && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
+  return std::string(name.substr(0, keep)) + "... [clipped from " + std::to_string(name.size()) +
+         " bytes]";
 }
 
 }  // namespace parascope::profiler

@@ -24,7 +24,15 @@ struct ImportOptions {
   // Looked at between files and every 65536 events; once set, the import throws ImportCancelled
   // (a view closed while its trace loads does not wait for the rest of the file).
   const std::atomic<bool>* cancel = nullptr;
+  // How much text is read and parsed at a time: the events array goes to the parser in runs of
+  // whole events about this long, so an import holds its window (about 7 bytes per byte of it:
+  // the text and the parser's index of it), not the whole text. It grows to hold one event.
+  std::size_t windowBytes = std::size_t{4} << 20;
 };
+
+// One event, and the members before or after the events array together, may take at most this
+// much JSON: a window grows to hold one of them whole.
+inline constexpr std::size_t kMaxEventBytes = std::size_t{64} << 20;
 
 struct ImportCancelled : std::runtime_error {
   ImportCancelled() : std::runtime_error("the import was cancelled") {}
@@ -38,11 +46,13 @@ inline constexpr std::size_t kMaxNameBytes = 1024;
 // a UTF-8 character boundary) and the marker "... [clipped from N bytes]".
 std::string clipName(std::string_view name);
 
-// Importing `jsonBytes` of JSON holds about 5 bytes per byte at its peak: the text and the
-// parser's index of its structure (simdjson allocates four bytes per byte of input before
-// parsing). UserError naming `what` when that exceeds `availableBytes` (ignored when negative):
-// every import checks it against this machine's available memory before inflating or parsing.
-void checkImportMemory(const std::string& what, std::size_t jsonBytes, double availableBytes);
+// What importing `jsonBytes` of JSON holds at its peak, estimated: the window and the parser's
+// index of it, and the events at the density of typical traces. UserError naming `what` when that
+// exceeds `availableBytes` (ignored when negative): every import checks it against this
+// machine's available memory before inflating or parsing; a trace of denser events than that is
+// refused as its event table grows past what is available.
+void checkImportMemory(const std::string& what, std::size_t jsonBytes, double availableBytes,
+                       std::size_t windowBytes = ImportOptions{}.windowBytes);
 
 TraceData importChromeTrace(const std::string& path, const ImportOptions& options = {});
 // Several files as one trace, e.g. one file per rank. A file that does not say which rank wrote

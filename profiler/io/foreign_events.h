@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,9 +23,10 @@ ForeignMapping mapForeignEvent(std::string_view cat, std::string_view name);
 
 // What recent Kineto traces say about a collective on `record_param_comms` (args "Collective
 // name", "In msg nelems", "Out msg nelems", "dtype", "Group size", "Process Group Ranks" or
-// "Global rank start"/"stride", "In split size"/"Out split size"). Strings point into the input.
+// "Global rank start"/"stride", "In split size"/"Out split size"), kept until the importer
+// resolves ranks at the end, after the text they came from is gone.
 struct KinetoCollective {
-  std::string_view name, dtype, groupRanks, inSplits, outSplits;
+  std::string name, dtype, groupRanks, inSplits, outSplits;
   std::int64_t inElements = 0, outElements = 0;
   std::int64_t groupSize = -1, rankStart = -1, rankStride = -1, groupId = -1;
 };

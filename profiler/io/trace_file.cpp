@@ -1,9 +1,13 @@
 // Trace file writing (deflate into an OutputFile) and bounded reading with gzip support.
 #include "profiler/io/trace_file.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 
 #include "core/common/error.h"
 
@@ -84,61 +88,128 @@ void TraceFileWriter::commit() {
   file_.commit();
 }
 
-std::string gunzipBounded(std::string_view data, std::size_t maxBytes, const std::string& what,
-                          std::size_t padding) {
-  z_stream z{};
-  if (inflateInit2(&z, 15 + 32) != Z_OK) throw UserError(what + ": cannot start gzip decoder");
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  // A gzip member ends with its inflated size mod 2^32 (RFC 1952 ISIZE). Within the limit
-  // (below 4 GiB) it is exact: refuse a larger claim before inflating anything, and allocate
-  // the output once, so a bomb never makes the buffer double past the limit.
-  const bool gzip = data.size() >= 18 && static_cast<unsigned char>(data[0]) == 0x1f &&
-                    static_cast<unsigned char>(data[1]) == 0x8b;
-  std::size_t stated = maxBytes;
-  if (gzip) {
-    const auto* t = reinterpret_cast<const unsigned char*>(data.data() + data.size() - 4);
-    stated = t[0] | (t[1] << 8) | (t[2] << 16) | (std::uint32_t{t[3]} << 24);
-    if (stated > maxBytes) {
-      inflateEnd(&z);
-      throw UserError(what + ": states an inflated size of " + std::to_string(stated) +
-                      " bytes, more than the import limit of " + std::to_string(maxBytes));
+std::size_t MemorySource::read(char* out, std::size_t n) {
+  n = std::min(n, data_.size());
+  std::memcpy(out, data_.data(), n);
+  data_.remove_prefix(n);
+  return n;
+}
+
+std::size_t FileSource::read(char* out, std::size_t n) {
+  std::size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::read(fd_, out + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw UserError("cannot read " + what_ + ": " + std::strerror(errno));
+    if (r == 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  total_ += got;
+  // Files that state size 0 (under /proc) are bounded here, as they are read.
+  if (total_ > maxBytes_) {
+    throw UserError(what_ + " has more than the import limit of " + std::to_string(maxBytes_) +
+                    " bytes");
+  }
+  return got;
+}
+
+bool isGzip(std::string_view data) {
+  return data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
+         static_cast<unsigned char>(data[1]) == 0x8b;
+}
+
+std::size_t gzipTrailerSize(const char lastFour[4]) {
+  const auto* t = reinterpret_cast<const unsigned char*>(lastFour);
+  return t[0] | (t[1] << 8) | (t[2] << 16) | (std::size_t{t[3]} << 24);
+}
+
+std::optional<std::size_t> gzipStatedSize(std::string_view data) {
+  if (!isGzip(data) || data.size() < 18) return std::nullopt;
+  return gzipTrailerSize(data.data() + data.size() - 4);
+}
+
+GunzipSource::GunzipSource(ByteSource& compressed, std::optional<std::size_t> statedSize,
+                           std::size_t maxBytes, std::string what)
+    : compressed_(compressed),
+      limit_(statedSize.value_or(maxBytes)),
+      maxBytes_(maxBytes),
+      what_(std::move(what)),
+      z_(new z_stream{}),
+      in_(std::size_t{1} << 16, '\0') {
+  // Within the limit (below 4 GiB) the trailer is exact: a larger claim is refused before
+  // anything is inflated.
+  if (statedSize && *statedSize > maxBytes) {
+    delete static_cast<z_stream*>(z_);
+    throw UserError(what_ + ": states an inflated size of " + std::to_string(*statedSize) +
+                    " bytes, more than the import limit of " + std::to_string(maxBytes));
+  }
+  if (inflateInit2(static_cast<z_stream*>(z_), 15 + 32) != Z_OK) {
+    delete static_cast<z_stream*>(z_);
+    throw UserError(what_ + ": cannot start gzip decoder");
+  }
+}
+
+GunzipSource::~GunzipSource() {
+  inflateEnd(static_cast<z_stream*>(z_));
+  delete static_cast<z_stream*>(z_);
+}
+
+void GunzipSource::fail(const std::string& why) {
+  throw UserError(what_ + ": " + why);
+}
+
+std::size_t GunzipSource::read(char* out, std::size_t n) {
+  auto* z = static_cast<z_stream*>(z_);
+  std::size_t produced = 0;
+  while (produced < n && !done_) {
+    if (z->avail_in == 0 && !inputEnded_) {
+      const std::size_t got = compressed_.read(in_.data(), in_.size());
+      inputEnded_ = got == 0;
+      z->next_in = reinterpret_cast<Bytef*>(in_.data());
+      z->avail_in = static_cast<uInt>(got);
+    }
+    z->next_out = reinterpret_cast<Bytef*>(out + produced);
+    z->avail_out = static_cast<uInt>(std::min<std::size_t>(n - produced, 1U << 30));
+    const uInt room = z->avail_out;
+    const int rc = inflate(z, Z_NO_FLUSH);
+    produced += room - z->avail_out;
+    if (rc == Z_STREAM_END) {
+      done_ = true;
+    } else if (rc != Z_OK && !(rc == Z_BUF_ERROR && z->avail_in == 0 && !inputEnded_)) {
+      if (rc == Z_BUF_ERROR) {
+        fail("truncated gzip data (stream ends after " + std::to_string(z->total_in) +
+             " compressed bytes)");
+      }
+      fail("corrupt or truncated gzip data at compressed byte " + std::to_string(z->total_in));
+    } else if (z->avail_in == 0 && inputEnded_ && z->avail_out != 0) {
+      fail("truncated gzip data (stream ends after " + std::to_string(z->total_in) +
+           " compressed bytes)");
     }
   }
+  total_ += produced;
+  if (total_ > limit_) {
+    // The trailer holds the size modulo 4 GiB: past it, the data is corrupt or holds that plus a
+    // multiple of 4 GiB, over the limit either way.
+    fail(limit_ < maxBytes_
+             ? "inflates past the " + std::to_string(limit_) +
+                   " bytes its gzip trailer states (the size modulo 4 GiB): "
+                   "corrupt, or more than the import limit of " +
+                   std::to_string(maxBytes_) + " bytes"
+             : "inflates to more than " + std::to_string(maxBytes_) + " bytes, the import limit");
+  }
+  return produced;
+}
+
+std::string gunzipBounded(std::string_view data, std::size_t maxBytes, const std::string& what,
+                          std::size_t padding) {
+  MemorySource compressed(data);
+  GunzipSource gunzip(compressed, gzipStatedSize(data), maxBytes, what);
+  const std::size_t stated = gzipStatedSize(data).value_or(maxBytes);
+  // One allocation for the output: a bomb never makes the buffer double past the limit.
   std::string out;
   out.reserve(stated + padding);
   char chunk[1 << 16];
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    z.next_out = reinterpret_cast<Bytef*>(chunk);
-    z.avail_out = sizeof chunk;
-    rc = inflate(&z, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) {
-      const std::size_t at = z.total_in;
-      inflateEnd(&z);
-      throw UserError(what + ": corrupt or truncated gzip data at compressed byte " +
-                      std::to_string(at));
-    }
-    if (out.size() + (sizeof chunk - z.avail_out) > stated) {
-      inflateEnd(&z);
-      // The trailer holds the size modulo 4 GiB: past it, the data is corrupt or holds that
-      // plus a multiple of 4 GiB, over the limit either way.
-      throw UserError(what + (stated < maxBytes
-                                  ? ": inflates past the " + std::to_string(stated) +
-                                        " bytes its gzip trailer states (the size modulo 4 GiB): "
-                                        "corrupt, or more than the import limit of " +
-                                        std::to_string(maxBytes) + " bytes"
-                                  : ": inflates to more than " + std::to_string(maxBytes) +
-                                        " bytes, the import limit"));
-    }
-    out.append(chunk, sizeof chunk - z.avail_out);
-    if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
-      inflateEnd(&z);
-      throw UserError(what + ": truncated gzip data (stream ends after " +
-                      std::to_string(z.total_in) + " compressed bytes)");
-    }
-  }
-  inflateEnd(&z);
+  while (const std::size_t got = gunzip.read(chunk, sizeof chunk)) out.append(chunk, got);
   out.append(padding, '\0');  // within the reservation: no second copy of the text
   return out;
 }

@@ -9,6 +9,7 @@
 #include "core/common/error.h"
 #include "profiler/io/chrome_export.h"
 #include "profiler/io/chrome_import.h"
+#include "profiler/synthetic_trace.h"
 #include "trace_builder.h"
 
 using namespace parascope::profiler;
@@ -101,6 +102,7 @@ class TestChromeIo : public QObject {
   void unnamedThreadsAreLabelledReadably();
   void foreignArgsAreKeptAndRoundTrip();
   void microsecondParsing();
+  void windowsOfAnySizeImportTheSame();
 
  private:
   QTemporaryDir dir_;
@@ -440,4 +442,52 @@ void TestChromeIo::microsecondParsing() {
 }
 
 QTEST_GUILESS_MAIN(TestChromeIo)
+// The importer reads a window of text at a time and parses the events array in runs of whole
+// events. Whatever the window (a byte, either side of the splitter's 64-byte blocks, a few KiB,
+// the default), a trace of four ranks, escaped names and foreign args imports the same from
+// memory, from a file and through gzip, and a fault is reported at the same place.
+void TestChromeIo::windowsOfAnySizeImportTheSame() {
+  SyntheticOptions shape;
+  shape.events = 3000;
+  shape.ranks = 4;
+  shape.stages = 2;
+  TraceData t = syntheticTrainingTrace(shape);
+  TraceData rich = richTrace();
+  t.merge(rich);
+  // Names whose quotes, backslashes and brackets are the splitter's to get right.
+  for (const char* name :
+       {"say \"}\" then {", "ends in a backslash \\", "\\\"]}\\", "[{\"\\\\\"}]"}) {
+    testing::add(t, {.rank = 1, .category = Category::Host, .start = 5, .end = 6, .name = name});
+  }
+  t.sortByTime();
+  const std::string plain = path("windows.json"), packed = path("windows.json.gz");
+  exportChromeTrace(t, plain);
+  exportChromeTrace(t, packed);
+  const std::string text = readAll(plain);
+  const TraceData reference = importChromeTraceFromMemory(text, "windows.json");
+  QCOMPARE(reference.events.size(), t.events.size());
+  const std::string truncated = text.substr(0, text.size() * 2 / 3);
+  QString fault;
+  for (const std::size_t window :
+       {std::size_t{1}, std::size_t{2}, std::size_t{63}, std::size_t{64}, std::size_t{65},
+        std::size_t{4096}, ImportOptions{}.windowBytes}) {
+    ImportOptions o;
+    o.windowBytes = window;
+    const QByteArray label = QByteArray::number(static_cast<qulonglong>(window));
+    for (const TraceData& imported : {importChromeTraceFromMemory(text, "windows.json", o),
+                                      importChromeTrace(plain, o), importChromeTrace(packed, o)}) {
+      QVERIFY2(imported.firstDifference(reference).empty(),
+               (label + ": " + imported.firstDifference(reference).c_str()).constData());
+    }
+    try {
+      importChromeTraceFromMemory(truncated, "cut.json", o);
+      QFAIL("no error");
+    } catch (const UserError& e) {
+      if (fault.isEmpty()) fault = e.what();
+      QCOMPARE(QString(e.what()), fault);
+    }
+  }
+  QVERIFY2(fault.contains("truncated: the input ends inside"), qPrintable(fault));
+}
+
 #include "test_chrome_io.moc"
