@@ -62,7 +62,6 @@ QColor trackColor(const profiler::TimelineIndex& index, std::size_t track) {
 struct SpanStyle {
   QColor color, lone, block;  // a drawn span, a block standing for one span, for several
   QString name;
-  qreal advance = -1;  // the name's width once a label needs it
 };
 
 SpanStyle spanStyle(const profiler::TimelineIndex& index, std::uint32_t nameCat) {
@@ -75,16 +74,34 @@ SpanStyle spanStyle(const profiler::TimelineIndex& index, std::uint32_t nameCat)
   return style;
 }
 
-// What QFontMetrics::elidedText gives, without shaping the name again for every label: the
-// whole name wherever it fits (a name with length variants, U+009C, always goes through Qt).
-QString elidedLabel(SpanStyle& style, const QFontMetrics& fm, int room) {
-  if (style.advance < 0) {
-    style.advance = style.name.contains(QChar(0x9c))
-                        ? std::numeric_limits<qreal>::infinity()
-                        : QFontMetricsF(fm).horizontalAdvance(style.name);
+// Fills of one row, a run of touching rectangles of one colour in one call: at coarse zooms a
+// row is hundreds of narrow items, and each fill costs more than the pixels it sets.
+class FillRun {
+ public:
+  explicit FillRun(QPainter& p) : p_(p) {}
+  ~FillRun() { flush(); }
+  FillRun(const FillRun&) = delete;
+  FillRun& operator=(const FillRun&) = delete;
+  void add(const QRect& r, const QColor& c) {
+    if (run_.isValid() && r.left() == run_.right() + 1 && r.top() == run_.top() &&
+        r.height() == run_.height() && c == color_) {
+      run_.setRight(r.right());
+      return;
+    }
+    flush();
+    run_ = r;
+    color_ = c;
   }
-  return style.advance <= room ? style.name : fm.elidedText(style.name, Qt::ElideRight, room);
-}
+  void flush() {
+    if (run_.isValid()) p_.fillRect(run_, color_);
+    run_ = QRect();
+  }
+
+ private:
+  QPainter& p_;
+  QRect run_;
+  QColor color_;
+};
 
 // Qt 6 hands a fill of 96 or more scanlines to its GUI thread pool in segments; the wake-up
 // and wait cost more than the fill (tens of ms on a loaded machine), so tall fills go in
@@ -147,22 +164,33 @@ void TimelineView::paintLevelRow(QPainter& p, const profiler::TimelineRow& row, 
     const auto& level = lane.levels[row.depth];
     profiler::buildLevelDrawList(level, lane.blocks[row.depth], axis_, w, items);
     if (row.depth == 0) paintBubbles(p, row, y, items);
-    const QFontMetrics fm = p.fontMetrics();
-    // A row holds few distinct names: colours and label widths are worked out once per name
-    // and frame, not once per item (HSV conversions and text shaping dominated the row).
+    // A row holds few distinct names: colours are worked out once per name and frame, not once
+    // per item (HSV conversions dominated the row). Labels go on once the fills are done.
     std::unordered_map<std::uint32_t, SpanStyle> styles;
-    for (const profiler::DrawItem& it : items) {
-      const profiler::SpanRec& s = level[it.first];
-      auto [at, added] = styles.try_emplace(s.nameCat);
-      SpanStyle& style = at->second;
-      if (added) style = spanStyle(*index_, s.nameCat);
-      const QRect rect(kLabelWidth + it.x0, y + 1, it.x1 - it.x0, row.height - 2);
-      p.fillRect(rect, !it.merged ? style.color : it.count > 1 ? style.block : style.lone);
-      if (it.x1 - it.x0 < 24) continue;
-      p.setPen(Qt::white);
-      const QString label =
-          it.merged ? QString::number(it.count) : elidedLabel(style, fm, rect.width() - 4);
-      p.drawText(rect.adjusted(2, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft, label);
+    std::vector<std::pair<QRect, const profiler::DrawItem*>> labelled;
+    {
+      FillRun fills(p);
+      for (const profiler::DrawItem& it : items) {
+        const profiler::SpanRec& s = level[it.first];
+        auto [at, added] = styles.try_emplace(s.nameCat);
+        SpanStyle& style = at->second;
+        if (added) style = spanStyle(*index_, s.nameCat);
+        const QRect rect(kLabelWidth + it.x0, y + 1, it.x1 - it.x0, row.height - 2);
+        fills.add(rect, !it.merged ? style.color : it.count > 1 ? style.block : style.lone);
+        if (it.x1 - it.x0 >= 24) labelled.emplace_back(rect, &it);
+      }
+    }
+    p.setPen(Qt::white);
+    for (const auto& [rect, it] : labelled) {
+      const QRect text = rect.adjusted(2, 0, -2, 0);
+      if (it->merged) {
+        labels_.draw(p, text, QString::number(it->count));
+        continue;
+      }
+      const QString& name = styles[level[it->first].nameCat].name;
+      // A name with length variants (U+009C) always goes through Qt's elision.
+      const bool whole = !name.contains(QChar(0x9c)) && labels_.width(p, name) <= text.width();
+      labels_.draw(p, text, name, whole ? -1 : text.width());
     }
     if (selected_.valid() && selected_.lane == row.lane && selected_.depth == row.depth) {
       const profiler::SpanRec& s = index_->span(selected_);
@@ -460,10 +488,8 @@ void TimelineView::paintLabels(QPainter& p) const {
       const profiler::CounterTrack& c = index_->counters()[row.counter];
       text = QStringLiteral("   ") + QString::fromStdString(index_->name(c.name));
     }
-    if (!text.isEmpty()) {
-      p.drawText(QRect(4, y, kLabelWidth - 8, row.height), Qt::AlignVCenter | Qt::AlignLeft,
-                 p.fontMetrics().elidedText(text, Qt::ElideRight, kLabelWidth - 8));
-    }
+    if (!text.isEmpty())
+      labels_.draw(p, QRect(4, y, kLabelWidth - 8, row.height), text, kLabelWidth - 8);
   }
   p.setPen(QColor(0xc8, 0xc8, 0xc8));
   p.drawLine(kLabelWidth - 1, kRulerHeight, kLabelWidth - 1, height());

@@ -15,6 +15,7 @@
 #include "profiler/timeline/timeline_layout.h"
 #include "profiler/timeline/timeline_lod.h"
 #include "profiler/timeline/timeline_search.h"
+#include "ui/timeline/label_cache.h"
 
 class QFontMetrics;
 class QPainter;
@@ -154,7 +155,8 @@ class TimelineView : public QWidget {
   std::size_t shape_ = 0;
   mutable std::vector<std::uint32_t> flowOrder_;  // flows by start; see sortFlows
   mutable std::int64_t longestFlowNs_ = 0;
-  int axisWidth_ = 1;  // the time area's width the axis was last set for
+  mutable LabelCache labels_;  // shaped label text, kept from frame to frame
+  int axisWidth_ = 1;          // the time area's width the axis was last set for
   int scrollY_ = 0;
   QString message_;
   std::vector<profiler::SearchHit> hits_;
