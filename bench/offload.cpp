@@ -13,7 +13,6 @@
 #include <sys/sysmacros.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -27,6 +26,7 @@
 #include "core/common/scratch_directory.h"
 #include "core/config/config.h"
 #include "core/offload/aio_file.h"
+#include "core/offload/disk_probe.h"
 #include "core/offload/optimizer_swap.h"
 #include "core/plan/memory_estimate.h"
 #include "core/plan/strategy_plan.h"
@@ -35,12 +35,6 @@
 namespace parascope::bench {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double elapsedSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // The block device under `dir` as the kernel names it (vda, nvme0n1), with its model where the
 // driver gives one.
@@ -63,51 +57,6 @@ std::string diskOf(const std::string& dir) {
     }
   }
   return name;
-}
-
-struct Disk {
-  double writeBytesPerSecond = 0, readBytesPerSecond = 0;
-  // Reading each chunk while the one before is written back, as the swapped update does: bytes
-  // read and written together per second.
-  double swapBytesPerSecond = 0;
-};
-
-// Sequential direct I/O over a file of `bytes` in `dir`: written whole, read whole, then read
-// and written back chunk by chunk, in 64 MiB requests that the file cuts into the aio blocks.
-Disk measureDisk(const std::string& dir, std::int64_t bytes, const AioSpec& aio) {
-  constexpr std::int64_t kChunk = std::int64_t{64} << 20;
-  bytes = std::max(kChunk, bytes / kChunk * kChunk);
-  Allocator allocator;
-  AioFile file(dir, "bench offload --dir", bytes, aio);
-  AlignedBuffer buffer(2 * kChunk, false, allocator, MemoryCategory::Workspace);
-  std::fill(buffer.data(), buffer.data() + buffer.size(), static_cast<char>(0x5a));
-  auto pass = [&](bool write) {
-    const auto start = Clock::now();
-    std::vector<AioFile::Ticket> tickets(2, 0);
-    for (std::int64_t at = 0, i = 0; at < bytes; at += kChunk, ++i) {
-      AioFile::Ticket& t = tickets[static_cast<std::size_t>(i % 2)];
-      if (t != 0) file.wait(t);
-      char* b = buffer.data() + kChunk * (i % 2);
-      t = write ? file.write(b, kChunk, at) : file.read(b, kChunk, at);
-    }
-    file.waitAll();
-    return static_cast<double>(bytes) / elapsedSince(start);
-  };
-  Disk d;
-  d.writeBytesPerSecond = pass(true);
-  d.readBytesPerSecond = pass(false);
-  const auto start = Clock::now();
-  AioFile::Ticket written = 0;
-  for (std::int64_t at = 0, i = 0; at < bytes; at += kChunk, ++i) {
-    char* b = buffer.data() + kChunk * (i % 2);
-    const AioFile::Ticket read = file.read(b, kChunk, at);
-    if (written != 0) file.wait(written);
-    file.wait(read);
-    written = file.write(b, kChunk, at);
-  }
-  file.waitAll();
-  d.swapBytesPerSecond = 2 * static_cast<double>(bytes) / elapsedSince(start);
-  return d;
 }
 
 struct Run {
@@ -179,7 +128,7 @@ void printRow(bool json, const nlohmann::json& row, const std::string& text) {
 // anything past it), beside the same run in memory without a budget and beside the I/O bound of
 // everything it swaps per step.
 void runBudget(const BenchOffloadOptions& o, nlohmann::json doc, const std::string& dir,
-               const Disk& d) {
+               const DiskBandwidth& d) {
   for (const std::string& a : std::vector<std::string>{
            "model.num_layers=24", "zero_optimization.stage=3", "bf16.enabled=true",
            "recompute_granularity=full", "zero_optimization.stage3_prefetch_bucket_size=0",
@@ -259,8 +208,9 @@ void runBenchOffload(const BenchOffloadOptions& o) {
   const MemoryEstimate estimate = estimateMemory(swapped, 0, 1);
 
   const std::string disk = diskOf(scratch.path());
-  const Disk d = measureDisk(scratch.path(), static_cast<std::int64_t>(estimate.swapBytes),
-                             swapped.parallel.aio);
+  const DiskBandwidth d =
+      measureDiskBandwidth(scratch.path(), static_cast<std::int64_t>(estimate.swapBytes),
+                           swapped.parallel.aio, "bench offload --dir");
   const AioSpec& aio = swapped.parallel.aio;
   char text[512];
   std::snprintf(text, sizeof text,

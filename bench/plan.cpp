@@ -20,6 +20,7 @@
 #include "core/common/shipped_file.h"
 #include "core/config/config_keys.h"
 #include "core/kernels/sgemm_peak.h"
+#include "core/offload/disk_probe.h"
 #include "core/plan/memory_estimate.h"
 #include "core/plan/simulator.h"
 #include "core/tensor/allocator.h"
@@ -31,7 +32,8 @@ namespace parascope::bench {
 namespace {
 
 constexpr const char* kCacheFormat = "parascope-system";
-constexpr int kCacheVersion = 1;
+// 2: the description measures the disk; a cache without one is calibrated again.
+constexpr int kCacheVersion = 2;
 
 nlohmann::json baseConfig() {
   nlohmann::json doc = readJsonFile(shippedFile("resources/configs/default.json"));
@@ -60,6 +62,21 @@ SystemDescription startingPoint() {
   s.links[static_cast<std::size_t>(LinkClass::Node)] = {{5e-6, 5e9}, {5e-6, 5e9}};
   s.links[static_cast<std::size_t>(LinkClass::Network)] = {{20e-6, 10e9}, {20e-6, 10e9}};
   return s;
+}
+
+// The disk swap files go to unless a config names another: the temporary directory's, 256 MiB
+// each way through the swap's own I/O. Undescribed (a swapping strategy is then refused, naming
+// the block) where no file there takes direct I/O, as on a tmpfs.
+DiskDescription measureThisDisk() {
+  try {
+    const DiskBandwidth b =
+        measureDiskBandwidth(std::filesystem::temp_directory_path().string(),
+                             std::int64_t{256} << 20, AioSpec{}, "the temporary directory");
+    return {b.readBytesPerSecond, b.writeBytesPerSecond, b.swapBytesPerSecond};
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "calibration: the disk is not described (%s)\n", e.what());
+    return {};
+  }
 }
 
 TracedRun tracedRun(const std::vector<std::string>& overrides) {
@@ -279,7 +296,9 @@ CalibrationFit calibrateThisMachine() {
   // The first run's instructions on every core at once: how much compute the cores give together.
   runs.push_back(tracedRun(
       {"data_parallel_size=" + std::to_string(static_cast<int>(startingPoint().device.cores))}));
-  return calibrate(startingPoint(), runs, timeCollectives());
+  CalibrationFit fit = calibrate(startingPoint(), runs, timeCollectives());
+  fit.system.disk = measureThisDisk();
+  return fit;
 }
 
 CalibrationFit calibrateFromTraces(const std::vector<std::string>& paths) {
@@ -319,7 +338,9 @@ CalibrationFit calibrateFromTraces(const std::vector<std::string>& paths) {
     run.stepSeconds = steps[steps.size() / 2];
     runs.push_back(std::move(run));
   }
-  return calibrate(startingPoint(), runs, timeCollectives());
+  CalibrationFit fit = calibrate(startingPoint(), runs, timeCollectives());
+  fit.system.disk = measureThisDisk();
+  return fit;
 }
 
 std::string systemCachePath() {

@@ -10,6 +10,9 @@
 
 #include "core/comm/adjoint.h"
 #include "core/comm/collective_traits.h"
+#include "core/common/error.h"
+#include "core/offload/optimizer_swap.h"
+#include "core/train/param_gatherer.h"
 
 namespace parascope {
 
@@ -45,7 +48,17 @@ void addForward(ComputeFeatures& f, const LayerWork& w, bool attentionCoreOnly, 
 CostModel::CostModel(const SystemDescription& system, const StrategyPlan& plan)
     : system_(system),
       plan_(plan),
-      activationBytes_(activationElementBytes(system.device, plan.config.parallel.compute)) {}
+      activationBytes_(activationElementBytes(system.device, plan.config.parallel.compute)) {
+  const ParallelStrategy& s = plan.config.parallel;
+  if ((s.swapsOptimizer() || s.swapsParameters()) && !system.disk.described()) {
+    throw UserError("system " + system.name +
+                    " describes no disk, and this strategy swaps to one (zero_optimization." +
+                    (s.swapsOptimizer() ? "offload_optimizer" : "offload_param") +
+                    ".device \"nvme\"): add \"disk\": {\"read_GBps\", \"write_GBps\", "
+                    "\"read_write_GBps\"} to the system file, or calibrate this machine (plan "
+                    "calibrate)");
+  }
+}
 
 ComputeFeatures CostModel::features(const RankPlan& rank, const Instruction& in) const {
   ComputeFeatures f;
@@ -145,12 +158,19 @@ IssuedCollective CostModel::dataParallel(const RankPlan& rank, const Instruction
     for (int b : rank.chunkBuckets.at(static_cast<std::size_t>(in.chunk)))
       elements += static_cast<double>(rank.bucketElements.at(static_cast<std::size_t>(b)));
     c.bytes = elements * storageBytes(s.compute);
+    if (s.swapsParameters()) {
+      const ParameterSwapLayout layout = parameterSwapLayout(rank.layout, s.compute, s);
+      double read = 0;
+      for (int b : rank.chunkBuckets.at(static_cast<std::size_t>(in.chunk)))
+        read += static_cast<double>(layout.recordBytes(b));
+      c.seconds = diskSeconds(read, false);
+    }
   } else {
     c.op = in.op == Op::ZeroScatter ? CommOp::ReduceScatter : CommOp::AllReduce;
     c.bytes = static_cast<double>(rank.bucketElements.at(static_cast<std::size_t>(in.bucket))) *
               static_cast<double>(dtypeSize(s.gradComm));
   }
-  c.seconds = collectiveSeconds(c.op, c.bytes, s.gradientGroup(), s.tensor);
+  c.seconds += collectiveSeconds(c.op, c.bytes, s.gradientGroup(), s.tensor);
   return c;
 }
 
@@ -163,6 +183,16 @@ double CostModel::optimizerSeconds(const RankPlan& rank) const {
   // AdamW reads the parameter (or its f32 master), the gradient and both moments and writes
   // them back: 28 bytes per element, as the optimizer's bandwidth is measured.
   double seconds = updated * 28 / system_.device.optimizerBandwidth;
+  // Swapped, the sweep reads each record while the one before is written back: the update runs
+  // at the slower of its arithmetic and the disk.
+  double swapped = 0;
+  if (s.swapsOptimizer()) {
+    swapped += static_cast<double>(
+        optimizerSwapLayout(rank.layout.shardSize(), s.compute != DType::F32, s).fileBytes());
+  }
+  if (s.swapsParameters())
+    swapped += static_cast<double>(parameterSwapLayout(rank.layout, s.compute, s).fileBytes());
+  if (swapped > 0) seconds = std::max(seconds, diskSeconds(2 * swapped, true));
   if (s.zeroStage == 1 || s.zeroStage == 2)
     seconds += collectiveSeconds(CommOp::AllGather, static_cast<double>(rank.flatElements) * stored,
                                  group, s.tensor);
@@ -212,6 +242,16 @@ double linkSeconds(const SystemDescription& system, LinkClass linkClass, CommOp 
 double CostModel::collectiveSeconds(CommOp op, double bytes, int size, int stride) const {
   return linkSeconds(system_, linkClassOf(system_, plan_.config.parallel.backend, size, stride), op,
                      bytes, size, stride);
+}
+
+double CostModel::diskSeconds(double bytes, bool writeBack) const {
+  const ParallelStrategy& s = plan_.config.parallel;
+  const int world = s.worldSize();
+  const int sharing = linkClassOf(system_, s.backend, world, 1) == LinkClass::InProcess
+                          ? world
+                          : std::clamp(system_.devicesPerNode, 1, world);
+  const DiskDescription& disk = system_.disk;
+  return bytes * sharing / (writeBack ? disk.swapBandwidth : disk.readBandwidth);
 }
 
 double activationElementBytes(const DeviceDescription& device, DType compute) {

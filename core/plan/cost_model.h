@@ -49,6 +49,8 @@ struct IssuedCollective {
 
 class CostModel {
  public:
+  // UserError when the strategy swaps to a disk (offload_optimizer or offload_param "nvme") and
+  // the system describes none: that time cannot be priced as nothing.
   CostModel(const SystemDescription& system, const StrategyPlan& plan);
   virtual ~CostModel() = default;
 
@@ -61,13 +63,18 @@ class CostModel {
   double computeSeconds(const ComputeFeatures& f) const;
   // From a send to its message being there (SendActivation / SendGrad: the stage boundary).
   virtual double transferSeconds() const;
-  // ReduceGradBucket, ZeroScatter, ZeroGather: the collective they issue.
+  // ReduceGradBucket, ZeroScatter, ZeroGather: the collective they issue (a gather of swapped
+  // parameters first reads the rank's parts from its swap file).
   virtual IssuedCollective dataParallel(const RankPlan& rank, const Instruction& in) const;
   // The OptStep's own work on `rank`: the tied embedding's exchange, the gradient norm's sums,
-  // the update, ZeRO-1/2's gather of the updated parameters.
+  // the update, ZeRO-1/2's gather of the updated parameters. Swapped to a disk, the update reads
+  // and writes back the swap files as it goes, and takes as long as the slower of the two.
   virtual double optimizerSeconds(const RankPlan& rank) const;
   // One collective of message size `bytes` over `size` ranks spaced `stride` world ranks apart.
   double collectiveSeconds(CommOp op, double bytes, int size, int stride) const;
+  // A rank's reads and writes of its swap files, while every rank of its node does the same on
+  // the node's one disk: `bytes` read alone, or read and written back together (`writeBack`).
+  double diskSeconds(double bytes, bool writeBack) const;
 
   const SystemDescription& system() const { return system_; }
 

@@ -60,6 +60,7 @@ class Fields {
     return s;
   }
   Fields object(const std::string& key) { return Fields(at(key), name(key), source_); }
+  bool has(const std::string& key) const { return object_.contains(key); }
   void finish() const {
     for (const auto& [key, value] : object_.items()) {
       if (read_.count(key) == 0) fail(name(key), "is not a key of a system description");
@@ -162,6 +163,13 @@ SystemDescription parseSystem(const nlohmann::json& document, const std::string&
   }
   links.finish();
   s.stepOverhead = top.number("step_overhead_us", kUs);
+  if (top.has("disk")) {
+    Fields disk = top.object("disk");
+    s.disk.readBandwidth = disk.positive("read_GBps", kGB);
+    s.disk.writeBandwidth = disk.positive("write_GBps", kGB);
+    s.disk.swapBandwidth = disk.positive("read_write_GBps", kGB);
+    disk.finish();
+  }
   top.finish();
   return s;
 }
@@ -199,6 +207,13 @@ nlohmann::ordered_json systemToJson(const SystemDescription& s) {
   }
   j["links"] = links;
   j["step_overhead_us"] = s.stepOverhead / kUs;
+  if (s.disk.described()) {
+    nlohmann::ordered_json disk;
+    disk["read_GBps"] = s.disk.readBandwidth / kGB;
+    disk["write_GBps"] = s.disk.writeBandwidth / kGB;
+    disk["read_write_GBps"] = s.disk.swapBandwidth / kGB;
+    j["disk"] = disk;
+  }
   return j;
 }
 

@@ -58,9 +58,20 @@ struct DeviceDescription {
   bool sharesCores() const { return kind == "cpu"; }
 };
 
+// The disk a node's swap files go to (ZeRO-Infinity's offload_optimizer and offload_param
+// "nvme"), shared by the node's ranks: sequential direct I/O, as core/offload/disk_probe.h
+// measures it. All zero when the description has no "disk" block; a strategy that swaps is then
+// refused by the cost model rather than priced as free.
+struct DiskDescription {
+  double readBandwidth = 0, writeBandwidth = 0;  // bytes/s
+  double swapBandwidth = 0;  // bytes/s read and written together, a chunk read while one is written
+  bool described() const { return swapBandwidth > 0; }
+};
+
 struct SystemDescription {
   std::string name;
   DeviceDescription device;
+  DiskDescription disk;
   int devicesPerNode = 1;  // ranks on one node; every rank of an in-process run is one process
   std::array<LinkDescription, kLinkClassCount> links;
   double stepOverhead = 0;  // seconds per step outside the programs (data loading, loss sums)

@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "core/comm/launch.h"
+#include "core/offload/optimizer_swap.h"
 #include "core/plan/calibrate.h"
 #include "core/plan/simulator.h"
+#include "core/train/param_gatherer.h"
 #include "profiler/tracer.h"
 #include "tests/input_probes.h"
 #include "tests/parallel/pipeline_harness.h"
@@ -97,6 +99,7 @@ class TestSimulator : public QObject {
   void onePerPipelineRankIsTheFirstOfEach();
   void calibrationRecoversASyntheticMachine();
   void systemFilesAreReadStrictly();
+  void swappingIsPricedOnTheDisk();
   void cleanupTestCase() { pptest::removeFixtures(); }
 };
 
@@ -295,10 +298,84 @@ void TestSimulator::systemFilesAreReadStrictly() {
   unknown["device"]["clock_GHz"] = 3;
   QCOMPARE(userErrorOf([&] { parseSystem(unknown, "s.json"); }),
            QString("system s.json: device.clock_GHz: is not a key of a system description"));
+  // The disk is optional: absent, a strategy that swaps is refused (swappingIsPricedOnTheDisk).
+  QVERIFY(!back.disk.described());
+  SystemDescription withDisk = syntheticMachine();
+  withDisk.disk = {3e9, 2e9, 4e9};
+  nlohmann::json disk = systemToJson(withDisk);
+  QCOMPARE(parseSystem(disk, "s.json").disk.swapBandwidth, 4e9);
+  disk["disk"]["read_write_GBps"] = 0;
+  QCOMPARE(userErrorOf([&] { parseSystem(disk, "s.json"); }),
+           QString("system s.json: disk.read_write_GBps: must be greater than 0, not 0"));
+  disk["disk"].erase("read_write_GBps");
+  QCOMPARE(userErrorOf([&] { parseSystem(disk, "s.json"); }),
+           QString("system s.json: disk.read_write_GBps: is missing"));
   nlohmann::json kind = good;
   kind["device"]["kind"] = "tpu";
   QCOMPARE(userErrorOf([&] { parseSystem(kind, "s.json"); }),
            QString("system s.json: device.kind: must be one of \"cpu\", \"gpu\", not \"tpu\""));
+}
+
+// ZeRO-Infinity's swap files on the node's disk: the optimizer's sweep reads and writes back the
+// rank's swap files while every rank of the node does the same, and takes as long as the slower
+// of its arithmetic and the disk; a gather of swapped parameters first reads the rank's parts.
+// A system without a disk refuses a strategy that swaps, naming the block.
+void TestSimulator::swappingIsPricedOnTheDisk() {
+  SystemDescription machine = syntheticMachine();
+  const std::vector<std::string> swapOptimizer = {
+      "data_parallel_size=2", "zero_optimization.stage=2",
+      "zero_optimization.offload_optimizer.device=nvme",
+      "zero_optimization.offload_optimizer.nvme_path=/tmp"};
+  const StrategyPlan swapped = planStrategy(config(swapOptimizer));
+  QCOMPARE(userErrorOf([&] { CostModel(machine, swapped); }),
+           QString("system synthetic describes no disk, and this strategy swaps to one "
+                   "(zero_optimization.offload_optimizer.device \"nvme\"): add \"disk\": "
+                   "{\"read_GBps\", \"write_GBps\", \"read_write_GBps\"} to the system file, or "
+                   "calibrate this machine (plan calibrate)"));
+
+  machine.disk = {2e9, 1e9, 1e6};  // a disk far slower than the update's arithmetic
+  const RankPlan& rank = swapped.ranks.front();
+  const double file = static_cast<double>(
+      optimizerSwapLayout(rank.layout.shardSize(), false, swapped.config.parallel).fileBytes());
+  const StrategyPlan inMemory =
+      planStrategy(config({"data_parallel_size=2", "zero_optimization.stage=2"}));
+  const double memoryUpdate = CostModel(machine, inMemory).optimizerSeconds(inMemory.ranks.front());
+  const double swappedUpdate = CostModel(machine, swapped).optimizerSeconds(rank);
+  // Both ranks on the one disk, each reading and writing back its file.
+  const double disk = 2 * (2 * file) / 1e6;
+  QVERIFY(disk > memoryUpdate);
+  const double update =
+      static_cast<double>(rank.flatElements) / 2 * 28 / machine.device.optimizerBandwidth;
+  QVERIFY2(
+      closeTo(swappedUpdate, memoryUpdate - update + disk, 1e-9),
+      qPrintable(QString("%1 against %2").arg(swappedUpdate).arg(memoryUpdate - update + disk)));
+  // A fast disk leaves the update as it was in memory.
+  machine.disk = {1e15, 1e15, 1e15};
+  QVERIFY(closeTo(CostModel(machine, swapped).optimizerSeconds(rank), memoryUpdate, 1e-9));
+
+  // ZeRO-3's parameters swapped: each gather reads its chunk's parts first, at the read rate.
+  machine.disk = {2e9, 1e9, 4e9};
+  const StrategyPlan three =
+      planStrategy(config({"data_parallel_size=2", "zero_optimization.stage=3",
+                           "zero_optimization.offload_param.device=nvme",
+                           "zero_optimization.offload_param.nvme_path=/tmp"}));
+  const StrategyPlan threeInMemory =
+      planStrategy(config({"data_parallel_size=2", "zero_optimization.stage=3"}));
+  const ParameterSwapLayout parts =
+      parameterSwapLayout(three.ranks.front().layout, DType::F32, three.config.parallel);
+  int gathers = 0;
+  for (const Instruction& in : three.ranks.front().program) {
+    if (in.op != Op::ZeroGather) continue;
+    double read = 0;
+    for (int b : three.ranks.front().chunkBuckets.at(static_cast<std::size_t>(in.chunk)))
+      read += static_cast<double>(parts.recordBytes(b));
+    const double withRead = CostModel(machine, three).dataParallel(three.ranks.front(), in).seconds;
+    const double alone =
+        CostModel(machine, threeInMemory).dataParallel(threeInMemory.ranks.front(), in).seconds;
+    QVERIFY(closeTo(withRead, alone + 2 * read / 2e9, 1e-12));
+    ++gathers;
+  }
+  QVERIFY(gathers > 0);
 }
 
 QTEST_GUILESS_MAIN(TestSimulator)
