@@ -5,8 +5,9 @@
 // then swapped to the same directory (`sub_group_size` 4M elements, 4 buffers). The offloaded
 // update's time is set beside the I/O bound (the bytes it read and wrote over the disk's
 // read-and-write-back bandwidth, less the first sub-groups the step read during its passes), and
-// the optimizer state the rank holds in memory beside the state's size. Then a whole rank under a
-// memory budget (runBudget).
+// the optimizer state the rank holds in memory beside the state's size; each step as the planner
+// predicts it (this machine's calibration, the disk measured here) beside the measured one. Then
+// a whole rank under a memory budget (runBudget).
 #include "bench/offload.h"
 
 #include <sys/stat.h>
@@ -16,12 +17,15 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <initializer_list>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/plan.h"
 #include "core/common/error.h"
 #include "core/common/scratch_directory.h"
 #include "core/config/config.h"
@@ -29,6 +33,7 @@
 #include "core/offload/disk_probe.h"
 #include "core/offload/optimizer_swap.h"
 #include "core/plan/memory_estimate.h"
+#include "core/plan/simulator.h"
 #include "core/plan/strategy_plan.h"
 #include "core/session/session.h"
 
@@ -121,6 +126,30 @@ void printRow(bool json, const nlohmann::json& row, const std::string& text) {
   std::fflush(stdout);
 }
 
+// Each step as the planner predicts it beside the measured one: this machine's calibrated
+// description (docs/planner.md), with the disk measured here.
+void printPredictions(
+    bool json, const DiskBandwidth& d,
+    std::initializer_list<std::tuple<const char*, const TrainConfig*, double>> runs) {
+  SystemDescription system = thisMachine();
+  system.disk = {d.readBytesPerSecond, d.writeBytesPerSecond, d.swapBytesPerSecond};
+  for (const auto& [name, config, measured] : runs) {
+    const StrategyPlan plan = planStrategy(*config);
+    const double predicted = simulateStep(plan, CostModel(system, plan)).stepSeconds;
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "%-16s step predicted %7.3f s, measured %7.3f s: predicted / measured %.2f", name,
+                  predicted, measured, predicted / measured);
+    printRow(json,
+             {{"event", "prediction"},
+              {"run", name},
+              {"predicted_step_s", predicted},
+              {"measured_step_s", measured},
+              {"predicted_to_measured", predicted / measured}},
+             text);
+  }
+}
+
 // A whole rank under a memory budget a quarter of its f32 optimizer state or less: a GPT of 24
 // layers of width 768 (170M parameters) under ZeRO-3 on one rank in bf16, its 12 bytes per
 // parameter of AdamW state and its parameter shard swapped to the disk, full recompute and no
@@ -179,6 +208,9 @@ void runBudget(const BenchOffloadOptions& o, nlohmann::json doc, const std::stri
             {"io_bound_s", bound},
             {"disk_bandwidth_fraction", bound / held.stepSeconds}},
            text);
+  printPredictions(o.json, d,
+                   {{"budget: in memory", &memory, inMemory.stepSeconds},
+                    {"budget: swapped", &budgeted, held.stepSeconds}});
 }
 
 }  // namespace
@@ -274,6 +306,9 @@ void runBenchOffload(const BenchOffloadOptions& o) {
        {"state_to_memory_ratio", stateBytes / static_cast<double>(offloaded.optimizerStateBytes)},
        {"step_ratio", offloaded.stepSeconds / inMemory.stepSeconds}},
       text);
+  printPredictions(o.json, d,
+                   {{"in memory", &memory, inMemory.stepSeconds},
+                    {"swapped to disk", &swapped, offloaded.stepSeconds}});
   runBudget(o, base, scratch.path(), d);
 }
 
