@@ -23,9 +23,9 @@ QVariant timeCell(double seconds, bool known, int role) {
 QVariant errorTimeCell(double predicted, double measured, bool known, int role) {
   if (role == Qt::UserRole) return known ? std::fabs(predicted - measured) : -1.0;
   if (!known) return QStringLiteral("—");
-  return QStringLiteral("%1%2")
-      .arg(predicted >= measured ? QStringLiteral("+") : QString())
-      .arg((predicted - measured) * 1e3, 0, 'f', 3);
+  // Under half a microsecond either way shows as 0.000, not "-0.000".
+  const double ms = std::fabs(predicted - measured) < 5e-7 ? 0 : (predicted - measured) * 1e3;
+  return QStringLiteral("%1%2").arg(ms >= 0 ? QStringLiteral("+") : QString()).arg(ms, 0, 'f', 3);
 }
 
 QVariant errorCell(double error, bool known, int role) {

@@ -75,7 +75,7 @@ void WorkbenchWindow::showPredictionHint() {
   QString hint =
       tr("The last run measured against its prediction on '%1', ms per step: per op and the "
          "whole step (left); per instruction (right), measured as the median over the traced "
-         "steps and the data- and tensor-parallel ranks, the largest errors first.")
+         "steps and the data- and tensor-parallel ranks, the most time mispredicted first.")
           .arg(system);
   for (const PredictedSegment& p : predictions_) {
     if (p.failure.empty()) continue;
