@@ -21,6 +21,7 @@
 #include "core/common/shipped_file.h"
 #include "core/common/subprocess.h"
 #include "core/config/config_keys.h"
+#include "core/kernels/cpu_level.h"
 #include "core/kernels/fma_peak.h"
 #include "core/kernels/matmul.h"
 #include "core/kernels/sgemm_peak.h"
@@ -113,6 +114,7 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
                            {"sgemm_peak_gflops_per_rank", peak / 1e9},
                            {"fma_peak_gflops_per_rank", fma.flopsPerSecond / 1e9},
                            {"fma_isa", fma.isa},
+                           {"cpu_level", kernels::cpuLevelName(kernels::cpuLevel())},
                            {"mfu", mfu},
                            {"mfu_of_fma_peak", mfu * peak / fma.flopsPerSecond}};
     for (const auto& [key, value] : strategySettings(config)) line[key] = value;
@@ -134,6 +136,8 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
     std::printf("                     %.1f%% of %d x single-thread FMA peak (%.2f GFLOP/s, %s)\n",
                 100.0 * mfu * peak / fma.flopsPerSecond, ranks, fma.flopsPerSecond / 1e9,
                 fma.isa.c_str());
+    std::printf("element-wise kernels %s (chosen at run time)\n",
+                kernels::cpuLevelName(kernels::cpuLevel()));
     std::printf(
         "\n  rank  exposed comm/step  share   peak MiB: param grad optim activ comm work\n");
   }
@@ -250,6 +254,7 @@ void runBenchStep(const BenchStepOptions& o) {
                                        {"blas_core", blasCore},
                                        {"fma_peak_gflops", fma.flopsPerSecond / 1e9},
                                        {"fma_isa", fma.isa},
+                                       {"cpu_level", kernels::cpuLevelName(kernels::cpuLevel())},
                                        {"mfu", mfu},
                                        {"mfu_of_fma_peak", achieved / fma.flopsPerSecond}}
                             .dump()
@@ -294,6 +299,10 @@ void runBenchStep(const BenchStepOptions& o) {
               fma.flopsPerSecond / 1e9, fma.isa.c_str(), 100.0 * peak / fma.flopsPerSecond);
   std::printf("MFU                  %.1f%% of single-thread sgemm peak, %.1f%% of the FMA peak\n",
               100.0 * mfu, 100.0 * achieved / fma.flopsPerSecond);
+  std::printf(
+      "element-wise kernels %s (chosen at run time; PARASCOPE_CPU_LEVEL=baseline|avx2|avx512 "
+      "lowers it)\n",
+      kernels::cpuLevelName(kernels::cpuLevel()));
   if (o.pytorch) {
     std::printf("\nPyTorch %s, same model, 1 thread:\n",
                 torch["version"].get<std::string>().c_str());

@@ -6,13 +6,15 @@
 namespace parascope::kernels {
 
 namespace {
-template <typename T>
-constexpr T kScale = T(0.7978845608028654);  // sqrt(2 / pi)
-}
 
 template <typename T>
-void geluForward(T* out, const T* inp, long N) {
-  const trace::Span span("gelu_forward", trace::Category::Compute);
+constexpr T kScale = T(0.7978845608028654);  // sqrt(2 / pi)
+
+// The loops, inlined into each level's function below and vectorised there for its target. The
+// kernels library is built without floating-point contraction, so a multiply and an add round
+// twice at every level and every level computes the same bits.
+template <typename T>
+[[gnu::always_inline]] inline void forwardLoop(T* out, const T* inp, long N) {
   for (long i = 0; i < N; ++i) {
     const T x = inp[i];
     const T u = kScale<T> * (x + T(0.044715) * x * x * x);
@@ -21,8 +23,7 @@ void geluForward(T* out, const T* inp, long N) {
 }
 
 template <typename T>
-void geluBackward(T* dinp, const T* inp, const T* dout, long N) {
-  const trace::Span span("gelu_backward", trace::Category::Compute);
+[[gnu::always_inline]] inline void backwardLoop(T* dinp, const T* inp, const T* dout, long N) {
   // Callers pass dinp == dout (the gradient replaced in place): each element is read before it
   // is written, so the loop vectorises, which the compiler's overlap check would refuse.
 #pragma omp simd
@@ -37,9 +38,71 @@ void geluBackward(T* dinp, const T* inp, const T* dout, long N) {
   }
 }
 
-template void geluForward<float>(float*, const float*, long);
+void forwardBaseline(float* out, const float* inp, long N) {
+  forwardLoop(out, inp, N);
+}
+void backwardBaseline(float* dinp, const float* inp, const float* dout, long N) {
+  backwardLoop(dinp, inp, dout, N);
+}
+#if defined(__x86_64__)
+PARASCOPE_TARGET_AVX2 void forwardAvx2(float* out, const float* inp, long N) {
+  forwardLoop(out, inp, N);
+}
+PARASCOPE_TARGET_AVX2 void backwardAvx2(float* dinp, const float* inp, const float* dout, long N) {
+  backwardLoop(dinp, inp, dout, N);
+}
+PARASCOPE_TARGET_AVX512 void forwardAvx512(float* out, const float* inp, long N) {
+  forwardLoop(out, inp, N);
+}
+PARASCOPE_TARGET_AVX512 void backwardAvx512(float* dinp, const float* inp, const float* dout,
+                                            long N) {
+  backwardLoop(dinp, inp, dout, N);
+}
+#endif
+
+}  // namespace
+
+void geluForward(float* out, const float* inp, long N, CpuLevel level) {
+#if defined(__x86_64__)
+  if (level == CpuLevel::Avx512) return forwardAvx512(out, inp, N);
+  if (level == CpuLevel::Avx2) return forwardAvx2(out, inp, N);
+#endif
+  forwardBaseline(out, inp, N);
+}
+
+void geluBackward(float* dinp, const float* inp, const float* dout, long N, CpuLevel level) {
+#if defined(__x86_64__)
+  if (level == CpuLevel::Avx512) return backwardAvx512(dinp, inp, dout, N);
+  if (level == CpuLevel::Avx2) return backwardAvx2(dinp, inp, dout, N);
+#endif
+  backwardBaseline(dinp, inp, dout, N);
+}
+
+template <typename T>
+void geluForward(T* out, const T* inp, long N) {
+  const trace::Span span("gelu_forward", trace::Category::Compute);
+  forwardLoop(out, inp, N);
+}
+
+template <typename T>
+void geluBackward(T* dinp, const T* inp, const T* dout, long N) {
+  const trace::Span span("gelu_backward", trace::Category::Compute);
+  backwardLoop(dinp, inp, dout, N);
+}
+
+template <>
+void geluForward<float>(float* out, const float* inp, long N) {
+  const trace::Span span("gelu_forward", trace::Category::Compute);
+  geluForward(out, inp, N, cpuLevel());
+}
+
+template <>
+void geluBackward<float>(float* dinp, const float* inp, const float* dout, long N) {
+  const trace::Span span("gelu_backward", trace::Category::Compute);
+  geluBackward(dinp, inp, dout, N, cpuLevel());
+}
+
 template void geluForward<double>(double*, const double*, long);
-template void geluBackward<float>(float*, const float*, const float*, long);
 template void geluBackward<double>(double*, const double*, const double*, long);
 
 }  // namespace parascope::kernels

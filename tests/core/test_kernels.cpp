@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "core/kernels/adamw.h"
@@ -42,6 +43,7 @@ class TestKernels : public QObject {
   void crossEntropyGradients();
   void crossEntropyValue();
   void fastMathMatchesLibrary();
+  void everyCpuLevelComputesTheBaselinesBits();
   void adamwMatchesHandComputedStep();
   void clipFactorFollowsTorch();
   void openblasRunsForcedCoreType();
@@ -268,6 +270,42 @@ void TestKernels::fastMathMatchesLibrary() {
   QVERIFY2(maxTanhAbs < 3e-7, qPrintable(QString::number(maxTanhAbs)));
   QCOMPARE(fastExp(-200.0f), 0.0f);
   QCOMPARE(fastTanh(0.0f), 0.0f);
+}
+
+// The element-wise kernels run at the CPU's level (AVX2, AVX-512) in every build; each level's code
+// must compute the baseline's bits, for every element, tails of a vector included, and in place.
+void TestKernels::everyCpuLevelComputesTheBaselinesBits() {
+  const long N = 4099;  // no multiple of any vector width
+  std::vector<float> x(N), dout(N);
+  std::uint32_t state = 12345;
+  auto next = [&] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / static_cast<float>(1 << 24);
+  };
+  for (long i = 0; i < N; ++i) {
+    // Mostly the activations' range, with zeros, tiny and saturating values among them.
+    x[i] = i % 97 == 0   ? 0.0f
+           : i % 89 == 0 ? 1e-30f
+           : i % 83 == 0 ? 60.0f * (next() - 0.5f)
+                         : 8.0f * (next() - 0.5f);
+    dout[i] = 2.0f * next() - 1.0f;
+  }
+  std::vector<float> forward(N), backward(N);
+  geluForward(forward.data(), x.data(), N, CpuLevel::Baseline);
+  geluBackward(backward.data(), x.data(), dout.data(), N, CpuLevel::Baseline);
+  QString levels;
+  for (const CpuLevel level : supportedCpuLevels()) {
+    levels += QString(levels.isEmpty() ? "" : ", ") + cpuLevelName(level);
+    std::vector<float> f(N), b = dout;
+    geluForward(f.data(), x.data(), N, level);
+    geluBackward(b.data(), x.data(), b.data(), N, level);  // in place, as the model calls it
+    QVERIFY2(std::memcmp(f.data(), forward.data(), N * sizeof(float)) == 0, cpuLevelName(level));
+    QVERIFY2(std::memcmp(b.data(), backward.data(), N * sizeof(float)) == 0, cpuLevelName(level));
+  }
+  std::vector<float> dispatched(N);
+  geluForward(dispatched.data(), x.data(), N);
+  QVERIFY(std::memcmp(dispatched.data(), forward.data(), N * sizeof(float)) == 0);
+  qInfo("levels checked: %s; the kernels run at %s", qPrintable(levels), cpuLevelName(cpuLevel()));
 }
 
 void TestKernels::adamwMatchesHandComputedStep() {
