@@ -27,8 +27,10 @@ struct Constants {
   }
 };
 
+// Inlined into each level's function below and vectorised there for its target (cpu_level.h).
 template <typename T>
-void update(T* param, const T* grad, T* m, T* v, long N, const Constants<T>& k, T gradScale) {
+[[gnu::always_inline]] inline void update(T* param, const T* grad, T* m, T* v, long N,
+                                          const Constants<T>& k, T gradScale) {
   for (long i = 0; i < N; ++i) {
     const T g = grad[i] * gradScale;
     param[i] *= k.decay;
@@ -39,7 +41,43 @@ void update(T* param, const T* grad, T* m, T* v, long N, const Constants<T>& k, 
   }
 }
 
+void updateBaseline(float* param, const float* grad, float* m, float* v, long N,
+                    const Constants<float>& k, float gradScale) {
+  update(param, grad, m, v, N, k, gradScale);
+}
+#if defined(__x86_64__)
+PARASCOPE_TARGET_AVX2 void updateAvx2(float* param, const float* grad, float* m, float* v, long N,
+                                      const Constants<float>& k, float gradScale) {
+  update(param, grad, m, v, N, k, gradScale);
+}
+PARASCOPE_TARGET_AVX512 void updateAvx512(float* param, const float* grad, float* m, float* v,
+                                          long N, const Constants<float>& k, float gradScale) {
+  update(param, grad, m, v, N, k, gradScale);
+}
+#endif
+
+void updateAt(CpuLevel level, float* param, const float* grad, float* m, float* v, long N,
+              const Constants<float>& k, float gradScale) {
+#if defined(__x86_64__)
+  if (level == CpuLevel::Avx512) return updateAvx512(param, grad, m, v, N, k, gradScale);
+  if (level == CpuLevel::Avx2) return updateAvx2(param, grad, m, v, N, k, gradScale);
+#endif
+  updateBaseline(param, grad, m, v, N, k, gradScale);
+}
+
 }  // namespace
+
+void adamwUpdate(float* param, const float* grad, float* m, float* v, long N, const AdamWHyper& h,
+                 int step, float gradScale, CpuLevel level) {
+  updateAt(level, param, grad, m, v, N, Constants<float>(h, step), gradScale);
+}
+
+template <>
+void adamwUpdate<float>(float* param, const float* grad, float* m, float* v, long N,
+                        const AdamWHyper& h, int step, float gradScale) {
+  const trace::Span span("adamw", trace::Category::Optimizer);
+  updateAt(cpuLevel(), param, grad, m, v, N, Constants<float>(h, step), gradScale);
+}
 
 template <typename T>
 void adamwUpdate(T* param, const T* grad, T* m, T* v, long N, const AdamWHyper& h, int step,
@@ -58,13 +96,11 @@ void adamwUpdateMixed(float* master, std::uint16_t* param, const std::uint16_t* 
   for (long at = 0; at < N; at += kChunk) {
     const long n = std::min(kChunk, N - at);
     widen(grad + at, g, n, type);
-    update(master + at, g, m + at, v + at, n, k, gradScale);
+    updateAt(cpuLevel(), master + at, g, m + at, v + at, n, k, gradScale);
     narrow(master + at, param + at, n, type);
   }
 }
 
-template void adamwUpdate<float>(float*, const float*, float*, float*, long, const AdamWHyper&, int,
-                                 float);
 template void adamwUpdate<double>(double*, const double*, double*, double*, long, const AdamWHyper&,
                                   int, double);
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "core/kernels/cpu_level.h"
 #include "core/tensor/dtype.h"
 
 namespace parascope::kernels {
@@ -19,9 +20,17 @@ struct AdamWHyper {
 };
 
 // grad is read as grad * gradScale (used by clipping and loss scaling without a separate pass).
+// float runs at the CPU's level (cpu_level.h); double, for the gradient checks, at the baseline.
 template <typename T>
 void adamwUpdate(T* param, const T* grad, T* m, T* v, long N, const AdamWHyper& h, int step,
                  T gradScale);
+template <>
+void adamwUpdate<float>(float* param, const float* grad, float* m, float* v, long N,
+                        const AdamWHyper& h, int step, float gradScale);
+// The same at a given level (one this CPU runs), untraced: the tests hold each level to the
+// baseline's bits.
+void adamwUpdate(float* param, const float* grad, float* m, float* v, long N, const AdamWHyper& h,
+                 int step, float gradScale, CpuLevel level);
 
 // Mixed precision: master, m, v f32; grad and param in `type` (BF16 or F16). grad is read as
 // float(grad) * gradScale (clipping / loss scale); afterwards param = master rounded to `type`.

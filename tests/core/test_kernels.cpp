@@ -272,8 +272,8 @@ void TestKernels::fastMathMatchesLibrary() {
   QCOMPARE(fastTanh(0.0f), 0.0f);
 }
 
-// The element-wise kernels run at the CPU's level (AVX2, AVX-512) in every build; each level's code
-// must compute the baseline's bits, for every element, tails of a vector included, and in place.
+// GELU and AdamW run at the CPU's level (AVX2, AVX-512) in every build; each level's code must
+// compute the baseline's bits, for every element, tails of a vector included, and in place.
 void TestKernels::everyCpuLevelComputesTheBaselinesBits() {
   const long N = 4099;  // no multiple of any vector width
   std::vector<float> x(N), dout(N);
@@ -305,6 +305,28 @@ void TestKernels::everyCpuLevelComputesTheBaselinesBits() {
   std::vector<float> dispatched(N);
   geluForward(dispatched.data(), x.data(), N);
   QVERIFY(std::memcmp(dispatched.data(), forward.data(), N * sizeof(float)) == 0);
+
+  // AdamW's third step from moments already there, the gradient scaled (clipping).
+  AdamWHyper h;
+  h.lr = 3e-3f;
+  h.weightDecay = 0.1f;
+  std::vector<float> m0(N), v0(N);
+  for (long i = 0; i < N; ++i) {
+    m0[i] = 0.1f * dout[i];
+    v0[i] = 1e-3f * x[i] * x[i];
+  }
+  auto adamw = [&](CpuLevel level) {
+    std::vector<float> p = x, m = m0, v = v0;
+    adamwUpdate(p.data(), dout.data(), m.data(), v.data(), N, h, 3, 0.75f, level);
+    p.insert(p.end(), m.begin(), m.end());
+    p.insert(p.end(), v.begin(), v.end());
+    return p;
+  };
+  const std::vector<float> updated = adamw(CpuLevel::Baseline);
+  for (const CpuLevel level : supportedCpuLevels()) {
+    QVERIFY2(std::memcmp(adamw(level).data(), updated.data(), updated.size() * sizeof(float)) == 0,
+             cpuLevelName(level));
+  }
   qInfo("levels checked: %s; the kernels run at %s", qPrintable(levels), cpuLevelName(cpuLevel()));
 }
 
