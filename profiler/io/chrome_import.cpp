@@ -191,7 +191,9 @@ class TextWindow {
     const std::size_t kept = limit() - keepFrom;
     std::size_t capacity = std::max(capacity_, kept + block_ / 2 + 1);
     if (capacity != capacity_) {
-      capacity = std::max(capacity, kept + block_);
+      // At least doubling: one long event read through a small window is copied a few times,
+      // not once per block.
+      capacity = std::max({capacity, kept + block_, 2 * capacity_});
       auto grown = std::make_unique_for_overwrite<char[]>(kHeadroom + capacity + kTail);
       if (kept) std::memcpy(grown.get() + kHeadroom, keep, kept);
       buffer_ = std::move(grown);
@@ -234,6 +236,26 @@ class TextWindow {
   std::size_t base_ = 0, size_ = 0;
   bool eof_ = false;
   std::size_t lines_ = 1, lineStart_ = 0;  // the line base() is on, and where that line starts
+};
+
+// Bytes of the window written over for a document's sake (the brackets around a run of events,
+// `]}` after the members before the events array, `{"traceEvents":[]` before those after it),
+// put back when the document is done with, or as a failure unwinds past it, so that its message
+// counts the lines of the input and not of the patch.
+class Patch {
+ public:
+  Patch(char* at, std::string_view bytes) : at_(at), size_(bytes.size()) {
+    std::memcpy(saved_, at, size_);
+    std::memcpy(at, bytes.data(), size_);
+  }
+  ~Patch() { std::memcpy(at_, saved_, size_); }
+  Patch(const Patch&) = delete;
+  Patch& operator=(const Patch&) = delete;
+
+ private:
+  char* at_;
+  std::size_t size_;
+  char saved_[32];
 };
 
 // The members of one event's args kept beyond its fields: enough for Kineto's shapes and
@@ -438,20 +460,17 @@ void Importer::parseInput() {
     return;
   }
   // The members before the events array, closed after an empty one: `...,"traceEvents":[]}`.
-  char* close = window_.at(events + 1);
-  const char saved[2] = {close[0], close[1]};
-  close[0] = ']';
-  close[1] = '}';
-  iterate(window_.at(root), events + 3 - root, root, root);
-  parseRoot();
-  close[0] = saved[0];
-  close[1] = saved[1];
+  {
+    const Patch close(window_.at(events + 1), "]}");
+    iterate(window_.at(root), events + 3 - root, root, root);
+    parseRoot();
+  }
   const std::size_t after = streamEvents(events);
   // The members after it, opened with an empty one: `{"traceEvents":[]` and the rest.
   readToEnd(after, "after the \"traceEvents\" array");
   static constexpr std::string_view kOpen = R"({"traceEvents":[])";
   char* text = window_.at(after) - kOpen.size();
-  std::memcpy(text, kOpen.data(), kOpen.size());
+  const Patch open(text, kOpen);
   iterate(text, kOpen.size() + (window_.limit() - after), after - kOpen.size(), after);
   parseRoot();
 }
@@ -484,13 +503,14 @@ void Importer::readToEnd(std::size_t keepFrom, const char* what) {
 // them stay in the window for their own parse.
 std::size_t Importer::findEventsArray(std::size_t open) {
   auto byte = [&](std::size_t offset) -> int {
+    // Judged at the byte asked for, not at how much a window holds: the same for any window.
+    if (offset - open > kMaxEventBytes) {
+      failAt("more than " + std::to_string(kMaxEventBytes) +
+                 " bytes of JSON before the \"traceEvents\" array",
+             open);
+    }
     while (offset >= window_.limit()) {
       if (window_.eof()) return -1;
-      if (window_.limit() - open > kMaxEventBytes) {
-        failAt("more than " + std::to_string(kMaxEventBytes) +
-                   " bytes of JSON before the \"traceEvents\" array",
-               open);
-      }
       window_.more(open);
     }
     return static_cast<unsigned char>(*window_.at(offset));
@@ -593,13 +613,10 @@ std::size_t Importer::eventStart(std::size_t from, bool first) {
 void Importer::parseRun(std::size_t start, std::size_t end) {
   char* open = window_.at(start) - 1;
   char* close = window_.at(end);
-  const char saved[2] = {*open, *close};
-  *open = '[';
-  *close = ']';
+  const Patch before(open, "[");
+  const Patch after(close, "]");
   iterate(open, static_cast<std::size_t>(close + 1 - open), start - 1, start);
   parseEvents(take(doc_.get_array(), "expected an array of events"));
-  *open = saved[0];
-  *close = saved[1];
 }
 
 void Importer::iterate(char* text, std::size_t size, std::size_t offset, std::size_t inputFrom) {
@@ -611,8 +628,9 @@ void Importer::iterate(char* text, std::size_t size, std::size_t offset, std::si
   // simdjson validates UTF-8 while indexing the document; only a failure needs the scalar pass
   // that finds where.
   if (auto err = parser_.iterate(view).get(doc_)) {
+    // Thrown, not reported here: the patches go back before the message counts lines.
     if (!simdjson::validate_utf8(text, size)) {
-      failAt("invalid UTF-8", std::max(offset + firstInvalidUtf8(docText_), inputFrom));
+      throw ParseFailure{"invalid UTF-8", firstInvalidUtf8(docText_)};
     }
     throw failure(err, docText_, "not JSON");
   }

@@ -488,6 +488,30 @@ void TestChromeIo::windowsOfAnySizeImportTheSame() {
     }
   }
   QVERIFY2(fault.contains("truncated: the input ends inside"), qPrintable(fault));
+
+  // A fault inside an event, in the bytes after the events array, and invalid UTF-8: the line
+  // the input has it on whatever the window (the brackets written around a run of events once
+  // replaced the newline before it, and the message counted one line too few).
+  const std::vector<std::pair<std::string, QString>> faults = {
+      {"{\"traceEvents\":[\n{\"ph\":\"X\",\"ts\":1},\n{\"ph\":\"X\",\"ts\":\"x\"}\n]}",
+       "at line 3, column "},
+      {"[\n{\"name\":\"\xff\"}]", "invalid UTF-8 at line 2, column 10 (byte 11)"},
+      {"{\"traceEvents\":[\n{\"ph\":\"X\",\"ts\":1}\n],\n\"x\": 1 2}", "at line 4, column 8"}};
+  for (const auto& [input, where] : faults) {
+    QString first;
+    for (const std::size_t window : {std::size_t{1}, std::size_t{7}, ImportOptions{}.windowBytes}) {
+      ImportOptions o;
+      o.windowBytes = window;
+      try {
+        importChromeTraceFromMemory(input, "f.json", o);
+        QFAIL("no error");
+      } catch (const UserError& e) {
+        QVERIFY2(QString(e.what()).contains(where), e.what());
+        if (first.isEmpty()) first = e.what();
+        QCOMPARE(QString(e.what()), first);
+      }
+    }
+  }
 }
 
 #include "test_chrome_io.moc"
