@@ -90,6 +90,10 @@ std::string TraceData::laneName(std::int32_t rank, std::int32_t laneId) const {
     case trace::lane::kHost: return "host";
     case trace::lane::kData: return "data";
     case trace::lane::kIo: return "I/O";
+    case trace::lane::kPull: return "pull";
+    case trace::lane::kPush: return "push";
+    case trace::lane::kApply: return "apply";
+    case trace::lane::kWait: return "wait";
     default: break;
   }
   if (trace::lane::isGpu(laneId)) {

@@ -8,6 +8,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <nlohmann/json.hpp>
+
+#include "core/comm/communicator.h"
 #include "core/plan/system.h"
 
 namespace parascope::cli {
@@ -17,6 +20,9 @@ namespace parascope::cli {
 SystemDescription systemNamed(const std::string& name);
 
 void registerTrainCommand(CLI::App& app);
+// train's run for model.type "word2vec" (ps_train.cpp): on threads, or as this rank of `world`.
+void runWord2VecTrain(const nlohmann::json& doc, bool json, const std::string& trace,
+                      Communicator* world);
 void registerGradCommand(CLI::App& app);
 void registerBenchStepCommand(CLI::App& bench);
 void registerAnalyzeCommand(CLI::App& app);

@@ -21,6 +21,7 @@
 #include "core/common/stop_signal.h"
 #include "core/config/config_agreement.h"
 #include "core/config/config_keys.h"
+#include "core/config/ps_config.h"
 #include "core/plan/memory_estimate.h"
 #include "core/plan/search.h"
 #include "core/session/run_summary.h"
@@ -299,6 +300,24 @@ void runTrain(const TrainOptions& o) {
     throw UserError(
         "started by mpirun with the threads backend; pass --backend mpi (or set "
         "\"backend\": \"mpi\") so that the processes train together");
+  }
+  if (isWord2VecConfig(doc)) {
+    for (const auto& [flag, given] :
+         {std::pair{"--switch", !o.switches.empty()}, std::pair{"--save", !o.save.empty()},
+          std::pair{"--load", !o.load.empty()}, std::pair{"--resume", !o.resume.empty()},
+          std::pair{"--system", !o.system.empty()}}) {
+      if (given) {
+        throw UserError(std::string(flag) +
+                        ": not for model.type \"word2vec\" (a parameter-server run); it takes "
+                        "--config, overrides, --backend, --json and --trace");
+      }
+    }
+    if (!o.trace.empty()) {
+      checkOutputPath(mpi ? profiler::perRankPath(o.trace, options.world->rank()) : o.trace,
+                      "--trace", traceInputs(o));
+    }
+    runWord2VecTrain(doc, o.json, o.trace, mpi ? &*options.world : nullptr);
+    return;
   }
   // parallel.auto: the planner's choice replaces the document's strategy before anything reads
   // it (under MPI every rank chooses alike; agreeing on the settings below checks it).

@@ -15,7 +15,14 @@ namespace parascope {
 namespace {
 
 void parseModel(JsonReader r, ModelSpec& m) {
-  m.kind = modelKindNamed(r.choice("type"));
+  const std::string type = r.choice("type");
+  m.kind = modelKindNamed(type);
+  if (m.kind == nullptr) {
+    throw UserError("config: model.type \"" + type +
+                    "\" trains with parameter servers, through `parascope-cli train` "
+                    "(docs/parameter_server.md); this run takes " +
+                    layerSplittingKinds() + " or \"mlp\"");
+  }
   m.kind->read(r, m);
   r.finish();
 }
@@ -129,6 +136,11 @@ void checkTrainable(const TrainConfig& c) {
 TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
   TrainConfig c;
   JsonReader r(j, "");
+  if (r.has("parameter_server")) {
+    throw UserError(
+        "config: parameter_server trains model.type \"word2vec\" (its embedding "
+        "tables on servers); a GPT's or an MLP's run is collective");
+  }
   parseModel(r.object("model"), c.model);
   parseData(r.object("data"), c.data);
   const std::string_view dataType = c.data.kind == DataSpec::Kind::Text ? "text" : "idx";

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/config/config.h"
+#include "core/config/ps_config.h"
 #include "core/parallel/schedule.h"
 
 namespace parascope {
@@ -110,6 +111,81 @@ std::vector<std::string> kindNames() {
   std::vector<std::string> names;
   for (const ModelKind* kind : modelKinds()) names.emplace_back(kind->name());
   return names;
+}
+
+// The word2vec model and the parameter-server block (ps_config.h). word2vec is no ModelKind: it
+// has no layers for the layer trainer, and trains through the parameter-server runner (core/ps).
+std::vector<ConfigKey> word2vecKeys() {
+  const Word2VecSpec m;
+  return {
+      integer("model.embedding_dim", m.dim, 1, 1024, "(word2vec) values per embedding row"),
+      integer("model.window", m.window, 1, 64, "(word2vec) context words on each side"),
+      integer("model.negatives", m.negatives, 1, 64,
+              "(word2vec) negative samples per context word, from the unigram^0.75 table"),
+      integer("model.max_vocab_size", m.vocabSize, 2, 1 << 22,
+              "(word2vec) the most frequent words kept (others are dropped from the text)"),
+      integer("model.min_count", m.minCount, 1, 1 << 30,
+              "(word2vec) a word kept occurs at least this often"),
+      number("model.sample", m.sample, 0.0, 1.0,
+             "(word2vec) frequent words are kept with probability sqrt(t/f) + t/f, f the word's "
+             "share of the text (word2vec's `-sample`); 0: every word kept"),
+  };
+}
+
+std::vector<ConfigKey> tableKeys(const std::string& table, double lr, double initialRange) {
+  const TableSpec t;
+  const std::string p = "parameter_server." + table + ".";
+  return {
+      choice(p + "optimizer", rowRuleName(t.rule), {"sgd", "adagrad", "adam"},
+             "per-row update rule (Paddle's accessors): `sgd`, `adagrad` (an accumulator per "
+             "value) or `adam` (moments and bias corrections per row, so a row's first update is "
+             "a first step whenever it comes)"),
+      number(p + "learning_rate", lr, 0.0, 1e6, "the rule's learning rate"),
+      number(p + "initial_range", initialRange, 0.0, 1e6,
+             "values start uniform in [-r, r], drawn from (seed, table, row): the same under "
+             "any number of servers"),
+      number(p + "initial_g2sum", t.initialG2sum, 0.0, 1e6,
+             "(adagrad) the accumulator's starting value"),
+      number(p + "beta1", t.beta1, 0.0, 0.999999, "(adam)"),
+      number(p + "beta2", t.beta2, 0.0, 0.999999, "(adam)"),
+      number(p + "epsilon", t.epsilon, 0.0, 1.0, "(adam)"),
+  };
+}
+
+std::vector<ConfigKey> parameterServerKeys() {
+  const ParameterServerSpec ps;
+  std::vector<ConfigKey> keys = {
+      object("parameter_server", "sync, 1 server, 2 workers",
+             "(word2vec) Paddle Fleet's parameter-server mode; see `docs/parameter_server.md`"),
+      choice("parameter_server.mode", psModeName(ps.mode), {"sync", "async", "geo", "collective"},
+             "`sync`: every step's pushes merged and applied before the next pulls; `async`: "
+             "pushes applied as they arrive, pulls answered at once; `geo`: workers train local "
+             "copies and push their change every `k_steps`; `collective`: no servers, the "
+             "workers all-reduce dense gradients (the comparison)"),
+      integer("parameter_server.server_num", ps.servers, 1, 256,
+              "server ranks: the first ranks of the world, each holding the rows whose hash "
+              "falls to it and a slice of the dense table"),
+      integer("parameter_server.worker_num", ps.workers, 1, 256,
+              "worker ranks: each trains on its share of every step's centre words"),
+      integer("parameter_server.k_steps", ps.kSteps, 1, 1 << 20,
+              "(geo) local steps between pushes"),
+      object("parameter_server.sparse_table", "adam",
+             "the input vectors: one row per word, then the hashed word pairs"),
+      derived(integer("parameter_server.sparse_table.rows", nullptr, 3, std::int64_t{1} << 32,
+                      "rows in all: `model.max_vocab_size` word rows, the rest hashed (previous "
+                      "word, word) pairs; rows are created when first pulled"),
+              "`model.max_vocab_size` + 2^22"),
+  };
+  for (ConfigKey& k : tableKeys("sparse_table", ps.sparse.learningRate, 0.01)) {
+    keys.push_back(std::move(k));
+  }
+  keys.push_back(object("parameter_server.dense_table", "adam",
+                        "the output vectors (`model.max_vocab_size` x `model.embedding_dim`), "
+                        "sliced over the servers"));
+  for (ConfigKey& k : tableKeys("dense_table", ps.dense.learningRate, 0.0)) {
+    keys.push_back(std::move(k));
+  }
+  return keys;
 }
 
 std::vector<ConfigKey> buildKeys() {
@@ -382,12 +458,17 @@ std::vector<ConfigKey> buildKeys() {
   // model.type, then each kind's own keys, after the top-level blocks.
   const auto data = std::find_if(keys.begin(), keys.end(),
                                  [](const ConfigKey& k) { return k.path == "data.type"; });
-  std::vector<ConfigKey> model = {choice("model.type", "gpt", kindNames(),
+  std::vector<std::string> types = kindNames();
+  types.emplace_back("word2vec");
+  std::vector<ConfigKey> model = {choice("model.type", "gpt", types,
                                          "a GPT trains on `data.type` `\"text\"`, an MLP on "
-                                         "`\"idx\"`")};
+                                         "`\"idx\"`, word2vec (skip-gram, negative sampling) "
+                                         "on `\"text\"` words with `parameter_server`")};
   for (const ModelKind* kind : modelKinds())
     for (ConfigKey& k : kind->keys()) model.push_back(std::move(k));
+  for (ConfigKey& k : word2vecKeys()) model.push_back(std::move(k));
   keys.insert(data, model.begin(), model.end());
+  for (ConfigKey& k : parameterServerKeys()) keys.push_back(std::move(k));
   return keys;
 }
 

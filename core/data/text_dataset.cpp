@@ -43,9 +43,8 @@ std::vector<fs::path> textFiles(const std::string& path) {
 
 }  // namespace
 
-TextDataset::TextDataset(const std::string& path, int sequenceLength, double validationFraction,
-                         std::uint64_t seed)
-    : path_(path), sequenceLength_(sequenceLength), seed_(seed) {
+std::vector<std::uint8_t> readTextCorpus(const std::string& path, int* files) {
+  *files = 0;
   std::vector<std::uint8_t> text;
   for (const fs::path& f : textFiles(path)) {
     // At most the size the file system states: files under /proc state 0 and never end.
@@ -63,8 +62,15 @@ TextDataset::TextDataset(const std::string& path, int sequenceLength, double val
     text.resize(at + size);
     in.read(reinterpret_cast<char*>(text.data() + at), static_cast<std::streamsize>(size));
     text.resize(at + static_cast<std::size_t>(in.gcount()));
-    ++files_;
+    ++*files;
   }
+  return text;
+}
+
+TextDataset::TextDataset(const std::string& path, int sequenceLength, double validationFraction,
+                         std::uint64_t seed)
+    : path_(path), sequenceLength_(sequenceLength), seed_(seed) {
+  std::vector<std::uint8_t> text = readTextCorpus(path, &files_);
   const auto window = static_cast<std::size_t>(sequenceLength) + 1;
   if (text.empty()) {
     throw UserError("data.path: '" + path + "' holds no text (0 bytes in " +

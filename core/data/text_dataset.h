@@ -13,6 +13,11 @@
 
 namespace parascope {
 
+// The bytes of `path`: one file, or every regular file of a directory tree as above, in path
+// order; *files counts the files read. UserError for a missing path or more than the corpus
+// limit.
+std::vector<std::uint8_t> readTextCorpus(const std::string& path, int* files);
+
 class TextDataset final : public Dataset {
  public:
   // Throws UserError for a missing path, empty text or a split shorter than one window.

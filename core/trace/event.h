@@ -39,8 +39,14 @@ inline constexpr std::int32_t kCompute = 0;
 inline constexpr std::int32_t kCommunication = 1;
 inline constexpr std::int32_t kHost = 2;
 inline constexpr std::int32_t kData = 3;
-inline constexpr std::int32_t kRuntime = 4;               // CUDA runtime/driver calls seen by CUPTI
-inline constexpr std::int32_t kIo = 5;                    // asynchronous file I/O, as it completes
+inline constexpr std::int32_t kRuntime = 4;  // CUDA runtime/driver calls seen by CUPTI
+inline constexpr std::int32_t kIo = 5;       // asynchronous file I/O, as it completes
+// A parameter server's and its workers' lanes (core/ps): rows pulled, gradients pushed, the
+// servers' updates, and what a rank waited on.
+inline constexpr std::int32_t kPull = 6;
+inline constexpr std::int32_t kPush = 7;
+inline constexpr std::int32_t kApply = 8;
+inline constexpr std::int32_t kWait = 9;
 inline constexpr std::int32_t kFirstThread = 16;          // imported host threads
 inline constexpr std::int32_t kFirstGpuStream = 1 << 20;  // + CUDA stream id
 inline constexpr std::int32_t gpuStream(std::uint32_t stream) {

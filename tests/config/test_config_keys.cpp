@@ -8,6 +8,7 @@
 
 #include "core/common/error.h"
 #include "core/config/config.h"
+#include "core/config/ps_config.h"
 #include "core/config/config_keys.h"
 
 using namespace parascope;
@@ -35,12 +36,20 @@ json documentWith(const ConfigKey& key, const json& value) {
   if (key.path == "scheduler.params.total_num_steps" ||
       key.path == "scheduler.params.cos_min_ratio")
     put(doc, "scheduler.type", "WarmupCosineLR");
+  if (isWord2VecKey(key)) put(doc, "model.type", "word2vec");
+  if (key.path == "parameter_server.k_steps") put(doc, "parameter_server.mode", "geo");
+  if (key.path.ends_with(".initial_g2sum"))
+    put(doc, key.section() + ".optimizer", "adagrad");
   put(doc, key.path, value);
   return doc;
 }
 
 std::string refusal(const json& doc) {
   try {
+    if (isWord2VecConfig(doc)) {
+      (void)parseWord2VecConfig(doc);
+      return "accepted";
+    }
     parseTrainConfig(doc);
   } catch (const UserError& e) {
     return e.what();

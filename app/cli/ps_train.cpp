@@ -1,0 +1,216 @@
+// parascope-cli train for model.type "word2vec": the parameter-server run (core/ps/ps_run.h) and
+// its printing: plain lines, or JSON lines with --json. Under mpirun the first server_num ranks
+// serve and worker 0 (rank server_num) prints.
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli/commands.h"
+#include "core/comm/mpi/mpi_backend.h"
+#include "core/common/error.h"
+#include "core/common/printable.h"
+#include "core/config/ps_config.h"
+#include "core/plan/memory_estimate.h"
+#include "core/ps/ps_run.h"
+#include "profiler/run_trace.h"
+
+namespace parascope::cli {
+
+namespace {
+
+void printStart(const Word2VecConfig& c, bool json) {
+  const ParameterServerSpec& p = c.ps;
+  if (json) {
+    std::printf("%s\n", nlohmann::json{{"event", "start"},
+                                       {"model", "word2vec"},
+                                       {"mode", psModeName(p.mode)},
+                                       {"servers", p.servers},
+                                       {"workers", p.workers},
+                                       {"k_steps", p.kSteps},
+                                       {"sparse_rows", c.model.rows()},
+                                       {"embedding_dim", c.model.dim},
+                                       {"sparse_optimizer", rowRuleName(p.sparse.rule)},
+                                       {"dense_optimizer", rowRuleName(p.dense.rule)},
+                                       {"centres_per_worker_step", c.centersPerWorker},
+                                       {"train_iters", c.trainIters}}
+                            .dump()
+                            .c_str());
+  } else {
+    std::printf(
+        "word2vec: %lld input rows (%d words + %lld hashed pairs) x %d, %s; output %d x %d, %s\n",
+        static_cast<long long>(c.model.rows()), c.model.vocabSize,
+        static_cast<long long>(c.model.pairRows), c.model.dim, rowRuleName(p.sparse.rule),
+        c.model.vocabSize, c.model.dim, rowRuleName(p.dense.rule));
+    if (p.mode == PsMode::Collective) {
+      std::printf(
+          "collective: %d workers all-reduce dense gradients; %d centre words per worker "
+          "step\n",
+          p.workers, c.centersPerWorker);
+    } else {
+      std::printf(
+          "parameter servers: %s%s, %d server%s, %d worker%s; %d centre words per worker "
+          "step\n",
+          psModeName(p.mode),
+          p.mode == PsMode::Geo ? (" (k_steps " + std::to_string(p.kSteps) + ")").c_str() : "",
+          p.servers, p.servers == 1 ? "" : "s", p.workers, p.workers == 1 ? "" : "s",
+          c.centersPerWorker);
+    }
+  }
+  std::fflush(stdout);
+}
+
+void printStep(const ps::Word2VecStepReport& s, const Word2VecConfig& c, bool json) {
+  const double words = static_cast<double>(c.centersPerWorker) * c.ps.workers;
+  if (json) {
+    std::printf("%s\n", nlohmann::json{{"event", "step"},
+                                       {"step", s.step},
+                                       {"total_steps", s.totalSteps},
+                                       {"loss_nats", s.loss},
+                                       {"step_time_s", s.seconds},
+                                       {"words_per_s", words / s.seconds}}
+                            .dump()
+                            .c_str());
+  } else if (s.step == 1 || s.step % c.logInterval == 0 || s.step == s.totalSteps) {
+    std::printf("step %5d/%d  loss %.4f  words/s %.0f\n", s.step, s.totalSteps, s.loss,
+                words / s.seconds);
+  }
+  std::fflush(stdout);
+}
+
+void printResult(const ps::Word2VecResult& r, const Word2VecConfig& c, bool json,
+                 const std::string& tracePath) {
+  const double rate = static_cast<double>(r.words) / r.seconds;
+  if (json) {
+    std::printf("%s\n", nlohmann::json{{"event", "eval"},
+                                       {"validation_loss_nats", r.validationLoss},
+                                       {"eval_iters", c.evalIters}}
+                            .dump()
+                            .c_str());
+    for (const ps::Neighbours& n : r.neighbours) {
+      nlohmann::json nearest = nlohmann::json::array();
+      for (const auto& [w, cosine] : n.nearest)
+        nearest.push_back({{"word", w}, {"cosine", cosine}});
+      std::printf("%s\n",
+                  nlohmann::json{{"event", "neighbours"}, {"word", n.word}, {"nearest", nearest}}
+                      .dump()
+                      .c_str());
+    }
+    for (std::size_t i = 0; i < r.servers.size(); ++i) {
+      const ps::ServerLoad& s = r.servers[i];
+      std::printf("%s\n", nlohmann::json{{"event", "server"},
+                                         {"server", i},
+                                         {"rank", s.rank},
+                                         {"rows_held", s.rowsHeld},
+                                         {"table_bytes", s.tableBytes},
+                                         {"pulls", s.pulls},
+                                         {"pushes", s.pushes},
+                                         {"rows_pulled", s.rowsPulled},
+                                         {"rows_pushed", s.rowsPushed},
+                                         {"bytes_in", s.bytesIn},
+                                         {"bytes_out", s.bytesOut},
+                                         {"busy_s", s.busySeconds},
+                                         {"wait_s", s.waitSeconds}}
+                              .dump()
+                              .c_str());
+    }
+    for (std::size_t i = 0; i < r.workers.size(); ++i) {
+      const ps::WorkerLoad& w = r.workers[i];
+      std::printf("%s\n", nlohmann::json{{"event", "worker"},
+                                         {"worker", i},
+                                         {"rank", w.rank},
+                                         {"rows_pulled", w.rowsPulled},
+                                         {"pulls", w.pulls},
+                                         {"pull_s", w.pullSeconds},
+                                         {"compute_s", w.computeSeconds},
+                                         {"push_s", w.pushSeconds},
+                                         {"staleness_mean_pushes", w.stalenessMean},
+                                         {"staleness_max_pushes", w.stalenessMax}}
+                              .dump()
+                              .c_str());
+    }
+    nlohmann::json f{{"event", "finished"},
+                     {"words", r.words},
+                     {"seconds", r.seconds},
+                     {"words_per_s", rate},
+                     {"final_loss_nats", r.finalLoss},
+                     {"validation_loss_nats", r.validationLoss},
+                     {"vocabulary", r.vocabulary},
+                     {"corpus_words", r.corpusWords}};
+    if (!tracePath.empty()) f["trace"] = tracePath;
+    std::printf("%s\n", f.dump().c_str());
+    std::fflush(stdout);
+    return;
+  }
+  std::printf("validation loss %.4f nats (%d batches of %d centre words)\n", r.validationLoss,
+              c.evalIters, c.centersPerWorker * c.ps.workers);
+  for (const ps::Neighbours& n : r.neighbours) {
+    std::string line;
+    for (const auto& [w, cosine] : n.nearest) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " %s (%.2f)", w.c_str(), cosine);
+      line += buf;
+    }
+    std::printf("  nearest to %-8s%s\n", n.word.c_str(), line.c_str());
+  }
+  for (std::size_t i = 0; i < r.servers.size(); ++i) {
+    const ps::ServerLoad& s = r.servers[i];
+    std::printf(
+        "server %zu (rank %d): %lld rows held (%s); %lld pulls of %lld rows, %s out; %lld "
+        "pushes of %lld rows, %s in; busy %.2f s, waiting %.2f s\n",
+        i, s.rank, static_cast<long long>(s.rowsHeld), formatBytes(s.tableBytes).c_str(),
+        static_cast<long long>(s.pulls), static_cast<long long>(s.rowsPulled),
+        formatBytes(s.bytesOut).c_str(), static_cast<long long>(s.pushes),
+        static_cast<long long>(s.rowsPushed), formatBytes(s.bytesIn).c_str(), s.busySeconds,
+        s.waitSeconds);
+  }
+  for (std::size_t i = 0; i < r.workers.size(); ++i) {
+    const ps::WorkerLoad& w = r.workers[i];
+    std::printf(
+        "worker %zu (rank %d): %lld rows pulled in %lld pulls; pull %.2f s, compute %.2f "
+        "s, %s %.2f s",
+        i, w.rank, static_cast<long long>(w.rowsPulled), static_cast<long long>(w.pulls),
+        w.pullSeconds, w.computeSeconds, c.ps.mode == PsMode::Collective ? "all-reduce" : "push",
+        w.pushSeconds);
+    if (c.ps.mode == PsMode::Async) {
+      std::printf("; staleness %.2f pushes on average, at most %lld", w.stalenessMean,
+                  static_cast<long long>(w.stalenessMax));
+    }
+    std::printf("\n");
+  }
+  std::printf("trained %lld words in %.2f s: %.0f words/s\n", static_cast<long long>(r.words),
+              r.seconds, rate);
+  if (!tracePath.empty()) std::printf("trace: %s\n", tracePath.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void runWord2VecTrain(const nlohmann::json& doc, bool json, const std::string& trace,
+                      Communicator* world) {
+  const Word2VecConfig c = parseWord2VecConfig(doc, world != nullptr ? world->size() : 0);
+  ps::checkTableMemory(c, availableMemoryBytes(),
+                       world != nullptr ? mpiRanksOnThisNode() : c.ps.ranks());
+  std::unique_ptr<profiler::RunTrace> recorder;
+  if (!trace.empty()) {
+    recorder = std::make_unique<profiler::RunTrace>(trace);
+    recorder->describe(doc);
+    recorder->begin(world, c.ps.ranks());
+  }
+  const bool reports = world == nullptr || world->rank() == c.ps.servers;
+  ps::RunOptions options;
+  options.onStep = [&](const ps::Word2VecStepReport& s) { printStep(s, c, json); };
+  if (reports) printStart(c, json);
+  ps::Word2VecResult result;
+  bool mine = true;
+  if (world != nullptr) {
+    mine = ps::runWord2VecRank(c, *world, options, &result);
+  } else {
+    result = ps::runWord2VecThreads(c, options);
+  }
+  const std::string tracePath =
+      recorder ? recorder->end(world != nullptr ? world->rank() : -1) : std::string();
+  if (mine) printResult(result, c, json, tracePath);
+}
+
+}  // namespace parascope::cli

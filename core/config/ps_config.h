@@ -1,0 +1,89 @@
+// The config of a run trained with parameter servers, in Paddle Fleet's words: the
+// `parameter_server` block (server_num, worker_num, mode, k_steps, one table block for the sparse
+// embedding table and one for the dense parameters) and the word2vec model that needs it
+// (model.type "word2vec"). Read and validated here, like every config (core/config/); the run
+// itself is core/ps/. Keys and defaults: docs/config.md, "parameter_server".
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config/config.h"
+
+namespace parascope {
+
+// sync: every step's pushes are merged (in worker order) and applied before any pull of the next
+// step is answered, as data-parallel training would; async: each push is applied as it arrives
+// and pulls are answered at once (workers see parameters some pushes old); geo: workers train on
+// local copies and push what changed every k_steps steps; collective: no servers, the workers
+// all-reduce dense gradients (the comparison run).
+enum class PsMode : std::uint8_t { Sync, Async, Geo, Collective };
+const char* psModeName(PsMode m);
+
+// The per-row update rules of Paddle's sparse accessors; one per table.
+enum class RowRule : std::uint8_t { Sgd, Adagrad, Adam };
+const char* rowRuleName(RowRule r);
+
+struct TableSpec {
+  RowRule rule = RowRule::Adam;
+  double learningRate = 0.005;
+  double initialRange = 0;  // values start uniform in [-r, r] (0: all zero)
+  double initialG2sum = 0;  // adagrad's accumulator at the start
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // adam
+  // Floats each row keeps besides its values, for a row of `dim` values.
+  int stateFloats(int dim) const;
+};
+
+// Skip-gram with negative sampling. Input vectors: a sparse table of `rows` rows, the first
+// vocabSize the words themselves, the rest hashed (previous word, word) pairs; a centre word's
+// vector is the mean of its word row and its pair row. Output vectors: vocabSize x dim, dense.
+struct Word2VecSpec {
+  int dim = 64;
+  int window = 5;     // context words on each side
+  int negatives = 5;  // sampled per context word, from unigram^0.75
+  int vocabSize = 16384;
+  int minCount = 5;
+  double sample = 0;  // frequent words' subsampling threshold (word2vec's -sample); 0: off
+  std::int64_t pairRows = std::int64_t{1} << 22;  // hashed pair rows after the words
+  std::int64_t rows() const { return vocabSize + pairRows; }
+};
+
+struct ParameterServerSpec {
+  PsMode mode = PsMode::Sync;
+  int servers = 1;  // the first `servers` ranks; 0 in collective mode
+  int workers = 2;
+  int kSteps = 1;  // geo: local steps between pushes
+  TableSpec sparse;
+  TableSpec dense;
+  int ranks() const { return servers + workers; }
+};
+
+struct Word2VecConfig {
+  Word2VecSpec model;
+  DataSpec data;
+  ParameterServerSpec ps;
+  int centersPerWorker = 256;  // train_micro_batch_size_per_gpu: centre words per worker step
+  int trainIters = 100;
+  int logInterval = 20;
+  int evalIters = 4;  // validation batches (of centersPerWorker x workers) per evaluation
+  std::uint64_t seed = 1234;
+  std::string backend = "threads";
+  nlohmann::json document;
+};
+
+// Whether a document trains with the parameter-server runner (model.type "word2vec").
+bool isWord2VecConfig(const nlohmann::json& document);
+// Whether a key of the table is read only for word2vec (its model keys, parameter_server).
+bool isWord2VecKey(const ConfigKey& key);
+
+// Reads and validates; throws UserError naming the key. worldSize > 0: the ranks were started
+// from outside (mpirun) and server_num + worker_num must equal it.
+Word2VecConfig parseWord2VecConfig(const nlohmann::json& document, int worldSize = 0);
+
+// The most bytes one server (or, collective, one worker) holds for the tables when every row
+// has been touched: what a run is checked against before it starts.
+std::int64_t word2vecTableBytesPerRank(const Word2VecConfig& c);
+
+}  // namespace parascope

@@ -1,0 +1,245 @@
+// The run: ranks split into servers and workers, training, worker 0's evaluation (validation loss
+// and nearest neighbours), and every rank's load gathered to worker 0.
+#include "core/ps/ps_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <numeric>
+
+#include "core/comm/launch.h"
+#include "core/common/error.h"
+#include "core/common/printable.h"
+#include "core/ps/ps_server.h"
+#include "core/ps/ps_worker.h"
+#include "core/ps/word2vec_corpus.h"
+#include "core/trace/trace.h"
+
+namespace parascope::ps {
+
+namespace {
+
+// What each rank sends worker 0 at the end: kLoadWords numbers, then per worker the staleness a
+// server saw (sum, max, pushes).
+constexpr std::size_t kLoadWords = 12;
+
+std::int64_t nanoseconds(double seconds) {
+  return static_cast<std::int64_t>(std::llround(seconds * 1e9));
+}
+
+std::vector<std::int64_t> serverWords(const Server& s, int workers) {
+  const ServerLoad& l = s.load();
+  std::vector<std::int64_t> v = {1,
+                                 l.rowsHeld,
+                                 l.tableBytes,
+                                 l.pulls,
+                                 l.pushes,
+                                 l.rowsPulled,
+                                 l.rowsPushed,
+                                 l.bytesIn,
+                                 l.bytesOut,
+                                 nanoseconds(l.busySeconds),
+                                 nanoseconds(l.waitSeconds),
+                                 0};
+  for (int w = 0; w < workers; ++w) {
+    v.push_back(s.stalenessSum[w]);
+    v.push_back(s.stalenessMax[w]);
+    v.push_back(s.stalenessCount[w]);
+  }
+  return v;
+}
+
+std::vector<std::int64_t> workerWords(const WorkerLoad& l, int workers) {
+  std::vector<std::int64_t> v = {2,
+                                 l.rowsPulled,
+                                 l.pulls,
+                                 nanoseconds(l.pullSeconds),
+                                 nanoseconds(l.computeSeconds),
+                                 nanoseconds(l.pushSeconds)};
+  v.resize(kLoadWords + 3 * static_cast<std::size_t>(workers), 0);
+  return v;
+}
+
+void readLoads(const std::vector<std::int64_t>& all, const Word2VecConfig& c, Word2VecResult& r) {
+  const int workers = c.ps.workers;
+  const std::size_t stride = kLoadWords + 3 * static_cast<std::size_t>(workers);
+  std::vector<std::int64_t> sum(static_cast<std::size_t>(workers)), max(sum.size()),
+      count(sum.size());
+  for (int rank = 0; rank < c.ps.ranks(); ++rank) {
+    const std::int64_t* v = all.data() + static_cast<std::size_t>(rank) * stride;
+    if (v[0] == 1) {
+      ServerLoad s;
+      s.rank = rank;
+      s.rowsHeld = v[1];
+      s.tableBytes = v[2];
+      s.pulls = v[3];
+      s.pushes = v[4];
+      s.rowsPulled = v[5];
+      s.rowsPushed = v[6];
+      s.bytesIn = v[7];
+      s.bytesOut = v[8];
+      s.busySeconds = static_cast<double>(v[9]) * 1e-9;
+      s.waitSeconds = static_cast<double>(v[10]) * 1e-9;
+      r.servers.push_back(s);
+      for (int w = 0; w < workers; ++w) {
+        sum[w] += v[kLoadWords + 3 * w];
+        max[w] = std::max(max[w], v[kLoadWords + 3 * w + 1]);
+        count[w] += v[kLoadWords + 3 * w + 2];
+      }
+    } else {
+      WorkerLoad w;
+      w.rank = rank;
+      w.rowsPulled = v[1];
+      w.pulls = v[2];
+      w.pullSeconds = static_cast<double>(v[3]) * 1e-9;
+      w.computeSeconds = static_cast<double>(v[4]) * 1e-9;
+      w.pushSeconds = static_cast<double>(v[5]) * 1e-9;
+      r.workers.push_back(w);
+    }
+  }
+  for (std::size_t w = 0; w < r.workers.size(); ++w) {
+    r.workers[w].stalenessMax = max[w];
+    r.workers[w].stalenessMean =
+        count[w] > 0 ? static_cast<double>(sum[w]) / static_cast<double>(count[w]) : 0.0;
+  }
+}
+
+// The validation loss over eval_iters batches of the global batch's size, with the parameters
+// every push left.
+double validationLoss(const Word2VecConfig& c, const Word2VecCorpus& corpus, Worker& worker) {
+  double loss = 0;
+  std::int64_t pairs = 0;
+  Word2VecBatch batch;
+  RowSet rows;
+  std::vector<float> in, out;
+  for (int i = 0; i < c.evalIters; ++i) {
+    corpus.batch(Split::Validation, i, 0, c.centersPerWorker * c.ps.workers, batch);
+    distinctRows(batch.inputRows, rows);
+    worker.fetch(rows.rows, in, out);
+    loss += skipGramLoss(c.model, batch, rows, in.data(), out.data());
+    pairs += batch.pairs;
+  }
+  return pairs > 0 ? loss / static_cast<double>(pairs) : 0.0;
+}
+
+// The probe words' nearest words by the cosine of their input (word) rows.
+std::vector<Neighbours> nearestWords(const Word2VecConfig& c, const Word2VecCorpus& corpus,
+                                     Worker& worker, const RunOptions& o) {
+  const int vocab = corpus.vocabSize(), dim = c.model.dim;
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(vocab));
+  std::iota(ids.begin(), ids.end(), std::int64_t{0});
+  std::vector<float> vectors, dense;
+  worker.fetch(ids, vectors, dense);
+  std::vector<double> norms(ids.size());
+  for (int w = 0; w < vocab; ++w) {
+    double s = 0;
+    for (int j = 0; j < dim; ++j) s += double{vectors[w * dim + j]} * vectors[w * dim + j];
+    norms[w] = std::sqrt(s);
+  }
+  std::vector<Neighbours> result;
+  for (const std::string& word : o.probeWords) {
+    const int p = corpus.id(word);
+    if (p < 0 || norms[p] == 0) continue;
+    std::vector<std::pair<double, int>> scored;
+    for (int w = 0; w < vocab; ++w) {
+      if (w == p || norms[w] == 0) continue;
+      double s = 0;
+      for (int j = 0; j < dim; ++j) s += double{vectors[p * dim + j]} * vectors[w * dim + j];
+      scored.emplace_back(s / (norms[p] * norms[w]), w);
+    }
+    const auto n = std::min<std::size_t>(scored.size(), static_cast<std::size_t>(o.neighbours));
+    std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(n), scored.end(),
+                      [](const auto& a, const auto& b) {
+                        return a.first != b.first ? a.first > b.first : a.second < b.second;
+                      });
+    Neighbours nb;
+    nb.word = word;
+    for (std::size_t i = 0; i < n; ++i)
+      nb.nearest.emplace_back(corpus.word(scored[i].second), scored[i].first);
+    result.push_back(std::move(nb));
+  }
+  return result;
+}
+
+bool runRank(const Word2VecConfig& c, const Word2VecCorpus* sharedCorpus, Communicator& world,
+             const RunOptions& options, Word2VecResult* result) {
+  if (world.size() != c.ps.ranks()) {
+    throw UserError("parameter_server: server_num + worker_num = " + std::to_string(c.ps.ranks()) +
+                    " ranks, but the world has " + std::to_string(world.size()));
+  }
+  trace::context().rank = world.rank();
+  const int servers = c.ps.servers, reporter = servers;
+  const bool serves = world.rank() < servers;
+  Communicator workers = world.split(serves ? 0 : 1, world.rank());
+  std::int32_t one = 1, ranks = 0;
+  world.allReduce(&one, &ranks, 1, DType::I32, ReduceOp::Sum);  // every rank is ready
+  std::vector<std::int64_t> mine;
+  Word2VecResult local;
+  if (serves) {
+    Server server(c, world, world.rank());
+    server.run();
+    mine = serverWords(server, c.ps.workers);
+  } else {
+    std::unique_ptr<Word2VecCorpus> own;
+    if (sharedCorpus == nullptr) own = std::make_unique<Word2VecCorpus>(c);
+    const Word2VecCorpus& corpus = sharedCorpus != nullptr ? *sharedCorpus : *own;
+    Worker worker(c, corpus, world, workers, world.rank() - servers);
+    const auto start = std::chrono::steady_clock::now();
+    worker.train(options, &local);
+    local.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (world.rank() == reporter) {
+      local.words = static_cast<std::int64_t>(c.trainIters) * c.centersPerWorker * c.ps.workers;
+      local.vocabulary = corpus.vocabSize();
+      local.corpusWords = corpus.streamWords(Split::Train);
+      local.validationLoss = validationLoss(c, corpus, worker);
+      local.neighbours = nearestWords(c, corpus, worker, options);
+      if (options.gatherTables) worker.gatherTables(local);
+    }
+    worker.finish();
+    mine = workerWords(worker.load(), c.ps.workers);
+  }
+  std::vector<std::int64_t> all(world.rank() == reporter ? mine.size() * world.size() : 0);
+  world.gather(mine.data(), all.data(), mine.size(), DType::I64, reporter);
+  if (world.rank() != reporter) return false;
+  readLoads(all, c, local);
+  *result = std::move(local);
+  return true;
+}
+
+}  // namespace
+
+void checkTableMemory(const Word2VecConfig& c, double availableBytes, int ranksHere) {
+  if (availableBytes < 0) return;
+  const bool collective = c.ps.mode == PsMode::Collective;
+  const int holders = std::min(ranksHere, collective ? c.ps.workers : c.ps.servers);
+  const double perRank = static_cast<double>(word2vecTableBytesPerRank(c));
+  if (perRank * holders <= availableBytes) return;
+  throw UserError(
+      "parameter_server: the tables need up to " + formatBytes(perRank) + " per " +
+      (collective ? "worker (both tables whole, and the dense gradient it all-reduces)"
+                  : "server (its share of " + std::to_string(c.model.rows()) + " rows x " +
+                        std::to_string(c.model.dim) + " values with their " +
+                        rowRuleName(c.ps.sparse.rule) + " state, every row touched)") +
+      ", " + formatBytes(perRank * holders) + " for the " + std::to_string(holders) +
+      " on this machine, more than the " + formatBytes(availableBytes) +
+      " available; lower parameter_server.sparse_table.rows or model.embedding_dim" +
+      (collective ? "" : ", or add servers (parameter_server.server_num) on other machines"));
+}
+
+bool runWord2VecRank(const Word2VecConfig& c, Communicator& world, const RunOptions& options,
+                     Word2VecResult* result) {
+  return runRank(c, nullptr, world, options, result);
+}
+
+Word2VecResult runWord2VecThreads(const Word2VecConfig& c, const RunOptions& options) {
+  const Word2VecCorpus corpus(c);  // read once, before any rank starts; bad data fails here
+  Word2VecResult result;
+  runInProcess(c.ps.ranks(), [&](Communicator& world) {
+    Word2VecResult mine;
+    if (runRank(c, &corpus, world, options, &mine)) result = std::move(mine);
+  });
+  return result;
+}
+
+}  // namespace parascope::ps

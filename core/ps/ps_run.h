@@ -1,0 +1,89 @@
+// Training word2vec with parameter servers (Paddle Fleet's mode) or collectively: the first
+// server_num ranks of the world serve the tables, the others work. In-process threads or an
+// Open MPI world, over the one Communicator. A rank that fails ends its peers with the reason
+// (runInProcess, failMpiWorld). What each rank did comes back to worker 0, which reports.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/comm/communicator.h"
+#include "core/config/ps_config.h"
+
+namespace parascope::ps {
+
+// One server's load over the run.
+struct ServerLoad {
+  int rank = 0;
+  std::int64_t rowsHeld = 0;    // sparse rows created (touched at least once)
+  std::int64_t tableBytes = 0;  // both tables' memory on this server
+  std::int64_t pulls = 0, pushes = 0;
+  std::int64_t rowsPulled = 0, rowsPushed = 0;  // sparse rows, summed over requests
+  std::int64_t bytesIn = 0, bytesOut = 0;       // payloads received and sent
+  double busySeconds = 0;                       // handling requests and applying updates
+  double waitSeconds = 0;                       // waiting for requests
+};
+
+// One worker's side; staleness (async): how many pushes a server applied between this
+// worker's pull of its rows and its push of their gradients, over all its pushes.
+struct WorkerLoad {
+  int rank = 0;
+  std::int64_t rowsPulled = 0;  // distinct rows per step, summed over steps
+  std::int64_t pulls = 0;       // pull requests sent
+  double pullSeconds = 0, computeSeconds = 0, pushSeconds = 0;
+  double stalenessMean = 0;
+  std::int64_t stalenessMax = 0;
+};
+
+struct Word2VecStepReport {
+  int step = 0;  // 1-based
+  int totalSteps = 0;
+  double loss = 0;  // worker 0's batch: mean over its (centre, context) pairs, nats
+  double seconds = 0;
+};
+
+struct Neighbours {
+  std::string word;
+  std::vector<std::pair<std::string, double>> nearest;  // cosine similarity, best first
+};
+
+struct Word2VecResult {
+  std::vector<ServerLoad> servers;
+  std::vector<WorkerLoad> workers;
+  double validationLoss = 0;  // mean over eval_iters validation batches' pairs, nats
+  double finalLoss = 0;       // the last step's training loss (worker 0)
+  std::vector<Neighbours> neighbours;
+  double seconds = 0;      // training, first step to last push
+  std::int64_t words = 0;  // centre words trained, all workers
+  int vocabulary = 0;
+  std::int64_t corpusWords = 0;  // in the vocabulary, training split
+  // With RunOptions::gatherTables: every touched sparse row and the dense table (vocab x dim).
+  std::map<std::int64_t, std::vector<float>> sparseRows;
+  std::vector<float> dense;
+};
+
+struct RunOptions {
+  std::function<void(const Word2VecStepReport&)> onStep;  // on worker 0's thread
+  bool gatherTables = false;
+  std::vector<std::string> probeWords = {"love", "time", "money", "god",   "man",
+                                         "life", "good", "day",   "world", "never"};
+  int neighbours = 5;
+};
+
+// UserError naming the keys when the tables, every row touched, need more than `availableBytes`
+// (ignored when negative) on the `ranksHere` ranks this machine runs (all of them for threads).
+void checkTableMemory(const Word2VecConfig& c, double availableBytes, int ranksHere);
+
+// The world's rank `world.rank()` of the run. Returns true on worker 0 (then *result holds the
+// run's report). `world.size()` must be server_num + worker_num.
+bool runWord2VecRank(const Word2VecConfig& c, Communicator& world, const RunOptions& options,
+                     Word2VecResult* result);
+
+// Every rank on threads of this process; the report.
+Word2VecResult runWord2VecThreads(const Word2VecConfig& c, const RunOptions& options);
+
+}  // namespace parascope::ps

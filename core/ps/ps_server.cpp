@@ -1,0 +1,243 @@
+#include "core/ps/ps_server.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <thread>
+
+#include "core/trace/trace.h"
+
+namespace parascope::ps {
+
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+Server::Server(const Word2VecConfig& c, Communicator& world, int index)
+    : stalenessSum(static_cast<std::size_t>(c.ps.workers)),
+      stalenessMax(static_cast<std::size_t>(c.ps.workers)),
+      stalenessCount(static_cast<std::size_t>(c.ps.workers)),
+      c_(c),
+      world_(world),
+      dim_(c.model.dim),
+      sparse_(c.model.dim, c.ps.sparse, c.seed, kSparseTable),
+      dense_(c.model.dim, c.ps.dense, c.seed, kDenseTable),
+      slice_(denseSlice(c.model.vocabSize, c.ps.servers, index)),
+      pushes_(static_cast<std::size_t>(c.ps.workers)),
+      pushed_(static_cast<std::size_t>(c.ps.workers)) {
+  load_.rank = index;
+  // The dense slice is held whole from the start, as a dense parameter is.
+  const std::vector<std::int64_t> ids = denseIds();
+  std::vector<float> scratch(ids.size() * dim_);
+  dense_.pull(ids, scratch.data());
+}
+
+std::vector<std::int64_t> Server::denseIds() const {
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(slice_.count));
+  std::iota(ids.begin(), ids.end(), std::int64_t{slice_.first});
+  return ids;
+}
+
+void Server::run() {
+  const int workers = c_.ps.workers;
+  std::vector<Header> headers(static_cast<std::size_t>(workers));
+  std::vector<CommHandle> pending(static_cast<std::size_t>(workers));
+  std::vector<bool> done(static_cast<std::size_t>(workers));
+  int doneCount = 0;
+  for (int w = 0; w < workers; ++w) {
+    pending[w] = world_.recvAsync(headers[w].words.data(), headers[w].words.size(), DType::I64,
+                                  workerRank(w));
+  }
+  auto idleSince = std::chrono::steady_clock::now();
+  std::int64_t idleTicks = trace::ticks();
+  int idlePolls = 0;
+  while (doneCount < workers) {
+    bool progressed = false;
+    for (int w = 0; w < workers; ++w) {
+      if (done[w] || !pending[w].test()) continue;
+      if (!progressed) {
+        load_.waitSeconds += secondsSince(idleSince);
+        trace::span("wait", trace::Category::Sync, trace::lane::kWait, idleTicks, trace::ticks(),
+                    0);
+      }
+      progressed = true;
+      const auto busy = std::chrono::steady_clock::now();
+      const Header h = headers[w];
+      if (h.op() == Op::Done) {
+        done[w] = true;
+        ++doneCount;
+      } else if (h.op() == Op::Gather) {
+        gather(w);
+      } else {
+        receive(w, h);
+      }
+      load_.busySeconds += secondsSince(busy);
+      if (!done[w]) {
+        pending[w] = world_.recvAsync(headers[w].words.data(), headers[w].words.size(), DType::I64,
+                                      workerRank(w));
+      }
+    }
+    if (progressed) {
+      idleSince = std::chrono::steady_clock::now();
+      idleTicks = trace::ticks();
+      idlePolls = 0;
+    } else if (++idlePolls > 64) {
+      // Nothing arrived: give the core to the workers (two cores may run several ranks).
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  load_.rowsHeld = sparse_.size();
+  load_.tableBytes = sparse_.bytes() + dense_.bytes();
+}
+
+void Server::receive(int worker, const Header& h) {
+  Request r;
+  r.worker = worker;
+  r.header = h;
+  r.ids.resize(static_cast<std::size_t>(h.count()));
+  const int peer = workerRank(worker);
+  if (!r.ids.empty()) world_.recv(r.ids.data(), r.ids.size(), DType::I64, peer);
+  load_.bytesIn += static_cast<std::int64_t>(r.ids.size() * sizeof(std::int64_t));
+  if (h.op() == Op::Pull) {
+    ++load_.pulls;
+    if (c_.ps.mode == PsMode::Async || h.round() <= round_) {
+      answer(r);
+    } else {
+      deferred_.push_back(std::move(r));  // its round's pushes are not all in yet
+    }
+    return;
+  }
+  const trace::Span span("receive_push", trace::Category::Communication, trace::lane::kPush);
+  ++load_.pushes;
+  load_.rowsPushed += h.count();
+  r.values.resize(r.ids.size() * dim_);
+  if (!r.values.empty()) world_.recv(r.values.data(), r.values.size(), DType::F32, peer);
+  if (h.dense() && slice_.count > 0) {
+    r.dense.resize(static_cast<std::size_t>(slice_.count) * dim_);
+    world_.recv(r.dense.data(), r.dense.size(), DType::F32, peer);
+  }
+  load_.bytesIn += static_cast<std::int64_t>((r.values.size() + r.dense.size()) * sizeof(float));
+  if (c_.ps.mode == PsMode::Async) {
+    const trace::Span apply("apply", trace::Category::Optimizer, trace::lane::kApply);
+    const std::int64_t staleness = version_ - h.version();
+    stalenessSum[worker] += staleness;
+    stalenessMax[worker] = std::max(stalenessMax[worker], staleness);
+    ++stalenessCount[worker];
+    sparse_.apply(r.ids, r.values.data());
+    if (!r.dense.empty()) dense_.apply(denseIds(), r.dense.data());
+    ++version_;
+    return;
+  }
+  pushes_[worker] = std::move(r);
+  pushed_[worker] = true;
+  if (++pushedCount_ == c_.ps.workers) applyRound();
+}
+
+// Sync and geo: every worker's push of this round is in. Rows are merged in worker order, so the
+// sum is the same whatever order the pushes arrived in.
+void Server::applyRound() {
+  {
+    const trace::Span apply("apply", trace::Category::Optimizer, trace::lane::kApply);
+    struct Entry {
+      std::int64_t row;
+      const float* values;
+    };
+    std::vector<Entry> entries;
+    for (const Request& p : pushes_) {
+      for (std::size_t i = 0; i < p.ids.size(); ++i) {
+        entries.push_back({p.ids[i], p.values.data() + i * dim_});
+      }
+    }
+    std::stable_sort(entries.begin(), entries.end(),
+                     [](const Entry& a, const Entry& b) { return a.row < b.row; });
+    std::vector<std::int64_t> rows;
+    std::vector<float> sums;
+    for (std::size_t i = 0; i < entries.size();) {
+      rows.push_back(entries[i].row);
+      const std::size_t at = sums.size();
+      sums.resize(at + dim_, 0.0f);
+      for (; i < entries.size() && entries[i].row == rows.back(); ++i) {
+        for (int j = 0; j < dim_; ++j) sums[at + j] += entries[i].values[j];
+      }
+    }
+    std::vector<float> dense(static_cast<std::size_t>(slice_.count) * dim_, 0.0f);
+    const bool hasDense = !pushes_.front().dense.empty();
+    for (const Request& p : pushes_) {
+      for (std::size_t j = 0; j < p.dense.size(); ++j) dense[j] += p.dense[j];
+    }
+    const auto workers = static_cast<float>(c_.ps.workers);
+    if (c_.ps.mode == PsMode::Sync) {
+      // The mean of the workers' gradients, as data-parallel training averages them.
+      for (float& v : sums) v /= workers;
+      for (float& v : dense) v /= workers;
+      sparse_.apply(rows, sums.data());
+      if (hasDense) dense_.apply(denseIds(), dense.data());
+    } else {
+      sparse_.add(rows, sums.data(), 1.0f / workers);
+      if (hasDense) dense_.add(denseIds(), dense.data(), 1.0f / workers);
+    }
+    ++round_;
+    ++version_;
+    pushedCount_ = 0;
+    std::fill(pushed_.begin(), pushed_.end(), false);
+    for (Request& p : pushes_) p = Request{};
+  }
+  // Pulls that waited for this round, in the order they came.
+  std::vector<Request> waiting;
+  waiting.swap(deferred_);
+  for (Request& r : waiting) {
+    if (r.header.round() <= round_) {
+      answer(r);
+    } else {
+      deferred_.push_back(std::move(r));
+    }
+  }
+}
+
+void Server::answer(const Request& pull) {
+  const trace::Span span("serve_pull", trace::Category::Communication, trace::lane::kPull);
+  const int peer = workerRank(pull.worker);
+  std::vector<float> rows(pull.ids.size() * dim_);
+  sparse_.pull(pull.ids, rows.data());
+  load_.rowsPulled += static_cast<std::int64_t>(pull.ids.size());
+  const Header reply = Header::make(Op::Pull, round_, pull.header.count(),
+                                    pull.header.dense() ? kDense : 0, version_);
+  world_.send(reply.words.data(), reply.words.size(), DType::I64, peer);
+  if (!rows.empty()) world_.send(rows.data(), rows.size(), DType::F32, peer);
+  std::int64_t bytes = static_cast<std::int64_t>(rows.size() * sizeof(float));
+  if (pull.header.dense() && slice_.count > 0) {
+    std::vector<float> dense(static_cast<std::size_t>(slice_.count) * dim_);
+    dense_.pull(denseIds(), dense.data());
+    world_.send(dense.data(), dense.size(), DType::F32, peer);
+    bytes += static_cast<std::int64_t>(dense.size() * sizeof(float));
+  }
+  load_.bytesOut += bytes;
+}
+
+void Server::gather(int worker) {
+  std::vector<std::int64_t> ids;
+  std::vector<float> values;
+  sparse_.forEach([&](std::int64_t row, const float* v) {
+    ids.push_back(row);
+    values.insert(values.end(), v, v + dim_);
+  });
+  std::vector<float> dense(static_cast<std::size_t>(slice_.count) * dim_);
+  dense_.pull(denseIds(), dense.data());
+  const int peer = workerRank(worker);
+  const Header reply =
+      Header::make(Op::Gather, round_, static_cast<std::int64_t>(ids.size()), kDense, version_);
+  world_.send(reply.words.data(), reply.words.size(), DType::I64, peer);
+  if (!ids.empty()) {
+    world_.send(ids.data(), ids.size(), DType::I64, peer);
+    world_.send(values.data(), values.size(), DType::F32, peer);
+  }
+  if (!dense.empty()) world_.send(dense.data(), dense.size(), DType::F32, peer);
+}
+
+}  // namespace parascope::ps

@@ -1,0 +1,53 @@
+// A server rank: its shard of the sparse table (the rows hashed to it) and its slice of the dense
+// table, answering workers' pulls and applying their pushes by the config's mode until every
+// worker is done (ps_protocol.h says what travels).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/comm/communicator.h"
+#include "core/config/ps_config.h"
+#include "core/ps/ps_protocol.h"
+#include "core/ps/ps_run.h"
+#include "core/ps/row_table.h"
+
+namespace parascope::ps {
+
+class Server {
+ public:
+  Server(const Word2VecConfig& c, Communicator& world, int index);
+  void run();
+  const ServerLoad& load() const { return load_; }
+  // Per worker: pushes applied and the staleness summed and at most (async).
+  std::vector<std::int64_t> stalenessSum, stalenessMax, stalenessCount;
+
+ private:
+  struct Request {
+    int worker = 0;
+    Header header;
+    std::vector<std::int64_t> ids;
+    std::vector<float> values, dense;
+  };
+  void receive(int worker, const Header& h);
+  void answer(const Request& pull);
+  void gather(int worker);
+  void applyRound();
+  std::vector<std::int64_t> denseIds() const;
+  int workerRank(int w) const { return c_.ps.servers + w; }
+
+  const Word2VecConfig& c_;
+  Communicator& world_;
+  int dim_;
+  RowTable sparse_, dense_;
+  WordRange slice_;
+  std::int64_t round_ = 0;         // sync, geo: push rounds applied
+  std::int64_t version_ = 0;       // pushes applied
+  std::vector<Request> deferred_;  // pulls waiting for their round
+  std::vector<Request> pushes_;    // this round's, one per worker (sync, geo)
+  std::vector<bool> pushed_;
+  int pushedCount_ = 0;
+  ServerLoad load_;
+};
+
+}  // namespace parascope::ps

@@ -1,0 +1,71 @@
+// A worker rank: trains on its share of every step's centre words. Against servers (sync, async,
+// geo) it pulls the rows its batch touches (each once) and pushes their gradients, or in geo mode
+// trains local copies and pushes their change every k_steps; collectively it holds both tables
+// and all-reduces their dense gradients with the other workers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/comm/communicator.h"
+#include "core/config/ps_config.h"
+#include "core/ps/ps_protocol.h"
+#include "core/ps/ps_run.h"
+#include "core/ps/row_table.h"
+#include "core/ps/skip_gram.h"
+#include "core/ps/word2vec_corpus.h"
+
+namespace parascope::ps {
+
+class Worker {
+ public:
+  // workers: the group of the worker ranks (the collective run's all-reduce).
+  Worker(const Word2VecConfig& c, const Word2VecCorpus& corpus, Communicator& world,
+         Communicator& workers, int index);
+
+  // Trains train_iters steps; worker 0 calls onStep after each.
+  void train(const RunOptions& options, Word2VecResult* result);
+  // The current values of `rows` (ascending, distinct) and the whole dense table: from the
+  // servers after every push is applied, or the collective run's own tables.
+  void fetch(const std::vector<std::int64_t>& rows, std::vector<float>& values,
+             std::vector<float>& dense);
+  // Worker 0, RunOptions::gatherTables: every server's rows.
+  void gatherTables(Word2VecResult& result);
+  // Tells every server this worker is done.
+  void finish();
+
+  const WorkerLoad& load() const { return load_; }
+
+ private:
+  void step(int t, double* loss);
+  void collectiveStep();
+  void geoStep(int t);
+  void pull(const std::vector<std::int64_t>& rows, std::int64_t round, bool dense, float* values);
+  void push(Op op, const std::vector<std::int64_t>& rows, const float* values, const float* dense,
+            std::int64_t round);
+  int serverRank(int s) const { return s; }
+
+  const Word2VecConfig& c_;
+  const Word2VecCorpus& corpus_;
+  Communicator& world_;
+  Communicator& workers_;
+  int index_;
+  int dim_;
+  int vocab_;
+  Word2VecBatch batch_;
+  RowSet rows_;
+  std::vector<float> in_, dIn_, out_, dOut_;
+  std::vector<std::int64_t> versions_;  // per server: the version of the last pull's reply
+  std::int64_t finalRound_ = 0;         // the round after every push (sync, geo)
+  // Geo: local copies, their values when pulled this round, the rows pulled this round.
+  std::unique_ptr<RowTable> local_, localDense_, base_;
+  std::vector<float> baseDense_;
+  std::vector<std::int64_t> fetched_;
+  std::vector<std::int64_t> allWords_;
+  // Collective: both tables whole, and the sparse table's dense gradient and touch counts.
+  std::vector<float> sparseGrad_, touched_;
+  WorkerLoad load_;
+};
+
+}  // namespace parascope::ps

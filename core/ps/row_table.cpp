@@ -1,0 +1,108 @@
+#include "core/ps/row_table.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "core/common/random.h"
+#include "core/ps/row_rule.h"
+
+namespace parascope::ps {
+
+namespace {
+std::uint64_t slotHash(std::int64_t row) {
+  auto s = static_cast<std::uint64_t>(row);
+  return splitMix64(s);
+}
+}  // namespace
+
+RowTable::RowTable(int dim, const TableSpec& spec, std::uint64_t seed, std::uint32_t tableId)
+    : dim_(dim),
+      stride_(dim + spec.stateFloats(dim)),
+      spec_(spec),
+      seed_(mixSeed(seed, tableId)),
+      keys_(1024, -1),
+      index_(1024, 0) {}
+
+std::int64_t RowTable::bytes() const {
+  return static_cast<std::int64_t>(data_.capacity() * sizeof(float) +
+                                   keys_.size() * (sizeof(std::int64_t) + sizeof(std::uint32_t)) +
+                                   rows_.capacity() * sizeof(std::int64_t));
+}
+
+std::int64_t RowTable::slotOf(std::int64_t row) const {
+  const std::size_t mask = keys_.size() - 1;
+  std::size_t slot = slotHash(row) & mask;
+  while (keys_[slot] != row && keys_[slot] != -1) slot = (slot + 1) & mask;
+  return static_cast<std::int64_t>(slot);
+}
+
+void RowTable::grow() {
+  std::vector<std::int64_t> keys(keys_.size() * 2, -1);
+  std::vector<std::uint32_t> index(keys.size(), 0);
+  keys_.swap(keys);
+  index_.swap(index);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i] == -1) continue;
+    const auto slot = static_cast<std::size_t>(slotOf(keys[i]));
+    keys_[slot] = keys[i];
+    index_[slot] = index[i];
+  }
+}
+
+float* RowTable::at(std::int64_t row) {
+  if (row < 0) throw std::logic_error("RowTable: a row id must be >= 0");
+  auto slot = static_cast<std::size_t>(slotOf(row));
+  if (keys_[slot] == row) return data_.data() + std::size_t{index_[slot]} * stride_;
+  if ((rows_.size() + 1) * 2 > keys_.size()) {  // at most half full: probes stay short
+    grow();
+    slot = static_cast<std::size_t>(slotOf(row));
+  }
+  keys_[slot] = row;
+  index_[slot] = static_cast<std::uint32_t>(rows_.size());
+  rows_.push_back(row);
+  data_.resize(rows_.size() * stride_);
+  float* r = data_.data() + (rows_.size() - 1) * stride_;
+  Rng rng(mixSeed(seed_, static_cast<std::uint64_t>(row)));
+  const auto range = static_cast<float>(spec_.initialRange);
+  for (int i = 0; i < dim_; ++i) {
+    r[i] = range == 0 ? 0.0f : static_cast<float>((2 * rng.uniform() - 1) * spec_.initialRange);
+  }
+  initRuleState(spec_, dim_, r + dim_);
+  return r;
+}
+
+void RowTable::pull(std::span<const std::int64_t> rows, float* out) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(out + i * dim_, at(rows[i]), sizeof(float) * dim_);
+  }
+}
+
+void RowTable::apply(std::span<const std::int64_t> rows, const float* grads) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    float* r = at(rows[i]);
+    applyRule(spec_, dim_, r, r + dim_, grads + i * dim_);
+  }
+}
+
+void RowTable::add(std::span<const std::int64_t> rows, const float* deltas, float scale) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    float* r = at(rows[i]);
+    const float* d = deltas + i * dim_;
+    for (int j = 0; j < dim_; ++j) r[j] += scale * d[j];
+  }
+}
+
+void RowTable::set(std::int64_t row, const float* values) {
+  std::memcpy(at(row), values, sizeof(float) * dim_);
+}
+
+const float* RowTable::find(std::int64_t row) const {
+  const auto slot = static_cast<std::size_t>(slotOf(row));
+  return keys_[slot] == row ? data_.data() + std::size_t{index_[slot]} * stride_ : nullptr;
+}
+
+void RowTable::forEach(const std::function<void(std::int64_t, const float*)>& fn) const {
+  for (std::size_t i = 0; i < rows_.size(); ++i) fn(rows_[i], data_.data() + i * stride_);
+}
+
+}  // namespace parascope::ps

@@ -1,0 +1,54 @@
+// A shard of a sparse table: rows created when first touched (as Paddle's memory sparse table),
+// each [values | update-rule state], found through an open-addressing index. A new row's values
+// come from (seed, table, row) alone, so a table split over any number of servers holds the same
+// values as one. Not thread-safe: one server (or worker) thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "core/config/ps_config.h"
+
+namespace parascope::ps {
+
+class RowTable {
+ public:
+  RowTable(int dim, const TableSpec& spec, std::uint64_t seed, std::uint32_t tableId);
+
+  int dim() const { return dim_; }
+  std::int64_t size() const { return static_cast<std::int64_t>(rows_.size()); }
+  // Bytes held: values, state and the index.
+  std::int64_t bytes() const;
+
+  // Copies each row's values to out (rows.size() x dim), creating the rows not yet held.
+  void pull(std::span<const std::int64_t> rows, float* out);
+  // Applies the table's rule to each row with its gradient (rows.size() x dim).
+  void apply(std::span<const std::int64_t> rows, const float* grads);
+  // Adds scale * delta to each row's values (geo mode's merged changes).
+  void add(std::span<const std::int64_t> rows, const float* deltas, float scale);
+  // Overwrites a row's values, creating it with a fresh state if absent.
+  void set(std::int64_t row, const float* values);
+
+  // A held row's values; null if the row was never touched.
+  const float* find(std::int64_t row) const;
+  // Every held row, in the order they were created.
+  void forEach(const std::function<void(std::int64_t row, const float* values)>& fn) const;
+
+ private:
+  float* at(std::int64_t row);  // creates the row when absent
+  std::int64_t slotOf(std::int64_t row) const;
+  void grow();
+
+  int dim_;
+  int stride_;
+  TableSpec spec_;
+  std::uint64_t seed_;
+  std::vector<std::int64_t> keys_;    // -1: empty
+  std::vector<std::uint32_t> index_;  // the row's position in rows_
+  std::vector<std::int64_t> rows_;
+  std::vector<float> data_;  // rows_.size() x stride_
+};
+
+}  // namespace parascope::ps

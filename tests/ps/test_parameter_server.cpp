@@ -1,0 +1,313 @@
+// Parameter-server training of word2vec (core/ps): sync mode trains as the collective run does,
+// geo with k_steps = 1 as sync, a table sharded over servers as one table, pulls fetch exactly
+// the rows a batch touches, async converges near sync, and every bad config is one clear line.
+#include <QtTest>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/common/error.h"
+#include "core/config/config.h"
+#include "core/config/ps_config.h"
+#include "core/ps/ps_protocol.h"
+#include "core/ps/ps_run.h"
+#include "core/ps/row_table.h"
+#include "core/ps/skip_gram.h"
+#include "core/ps/word2vec_corpus.h"
+#include "tests/cli_run.h"
+
+using namespace parascope;
+
+namespace {
+
+nlohmann::json smallDocument(const std::vector<std::string>& overrides) {
+  nlohmann::json doc = {{"model",
+                         {{"type", "word2vec"},
+                          {"embedding_dim", 16},
+                          {"window", 3},
+                          {"negatives", 3},
+                          {"max_vocab_size", 2000},
+                          {"min_count", 3}}},
+                        {"data", {{"type", "text"}, {"path", "/usr/share/games/fortunes"}}},
+                        {"parameter_server", {{"sparse_table", {{"rows", 2000 + 16384}}}}},
+                        {"train_micro_batch_size_per_gpu", 64},
+                        {"train_iters", 12},
+                        {"eval_iters", 2},
+                        {"seed", 7}};
+  for (const auto& o : overrides) applyOverride(doc, o);
+  return doc;
+}
+
+Word2VecConfig smallConfig(const std::vector<std::string>& overrides) {
+  return parseWord2VecConfig(smallDocument(overrides));
+}
+
+ps::Word2VecResult train(const Word2VecConfig& c) {
+  ps::RunOptions o;
+  o.gatherTables = true;
+  return ps::runWord2VecThreads(c, o);
+}
+
+// The largest |a - b| / max(1, |b|) over both tables; every row of one run must be in the other.
+double largestDifference(const ps::Word2VecResult& a, const ps::Word2VecResult& b) {
+  if (a.sparseRows.size() != b.sparseRows.size() || a.dense.size() != b.dense.size()) return 1e30;
+  double worst = 0;
+  auto compare = [&](const std::vector<float>& x, const std::vector<float>& y) {
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      worst =
+          std::max(worst, std::abs(double{x[i]} - y[i]) / std::max(1.0, std::abs(double{y[i]})));
+    }
+  };
+  for (const auto& [row, values] : a.sparseRows) {
+    const auto it = b.sparseRows.find(row);
+    if (it == b.sparseRows.end()) return 1e30;
+    compare(values, it->second);
+  }
+  compare(a.dense, b.dense);
+  return worst;
+}
+
+}  // namespace
+
+class TestParameterServer : public QObject {
+  Q_OBJECT
+ private slots:
+  void syncTrainsAsTheCollectiveRun_data();
+  void syncTrainsAsTheCollectiveRun();
+  void geoWithOneStepTrainsAsSync();
+  void shardedTablesEqualOneTable();
+  void pullsFetchExactlyTheRowsABatchTouches();
+  void asyncConvergesNearSync();
+  void rowsStartAlikeOnEveryServer();
+  void badConfigsAreOneLine_data();
+  void badConfigsAreOneLine();
+  void tooBigATableIsRefusedBeforeTheRun();
+  void theCliRefusesWithExitTwo();
+};
+
+void TestParameterServer::syncTrainsAsTheCollectiveRun_data() {
+  QTest::addColumn<QString>("optimizer");
+  QTest::newRow("sgd") << "sgd";
+  QTest::newRow("adagrad") << "adagrad";
+  QTest::newRow("adam") << "adam";
+}
+
+// The same data order and the same per-row rule: the servers' mean of the workers' gradients is
+// the all-reduced mean, and the collective run updates exactly the rows some worker touched.
+void TestParameterServer::syncTrainsAsTheCollectiveRun() {
+  QFETCH(QString, optimizer);
+  const std::string rule = optimizer.toStdString();
+  const std::string lr = rule == "sgd" ? "1.0" : "0.01";
+  const std::vector<std::string> tables = {"parameter_server.sparse_table.optimizer=" + rule,
+                                           "parameter_server.dense_table.optimizer=" + rule,
+                                           "parameter_server.sparse_table.learning_rate=" + lr,
+                                           "parameter_server.dense_table.learning_rate=" + lr};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.end(), tables.begin(), tables.end());
+    return smallConfig(more);
+  };
+  const ps::Word2VecResult sync = train(with({"parameter_server.mode=sync"}));
+  const ps::Word2VecResult collective = train(with({"parameter_server.mode=collective"}));
+  QVERIFY(sync.sparseRows.size() > 1000);
+  QCOMPARE(sync.sparseRows.size(), collective.sparseRows.size());
+  const double worst = largestDifference(sync, collective);
+  QVERIFY2(worst <= 1e-6, qPrintable(QString("largest relative difference %1").arg(worst)));
+  QCOMPARE(sync.finalLoss, collective.finalLoss);
+  QVERIFY(std::abs(sync.validationLoss - collective.validationLoss) < 1e-6);
+}
+
+void TestParameterServer::geoWithOneStepTrainsAsSync() {
+  const std::vector<std::string> sgd = {"parameter_server.sparse_table.optimizer=sgd",
+                                        "parameter_server.dense_table.optimizer=sgd",
+                                        "parameter_server.sparse_table.learning_rate=1.0",
+                                        "parameter_server.dense_table.learning_rate=1.0"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.end(), sgd.begin(), sgd.end());
+    return smallConfig(more);
+  };
+  const ps::Word2VecResult sync = train(with({"parameter_server.mode=sync"}));
+  const ps::Word2VecResult geo =
+      train(with({"parameter_server.mode=geo", "parameter_server.k_steps=1"}));
+  // Geo adds the workers' mean change, sync applies the mean gradient: equal but for rounding.
+  const double worst = largestDifference(geo, sync);
+  QVERIFY2(worst <= 1e-5, qPrintable(QString("largest relative difference %1").arg(worst)));
+  // With k_steps = 4 the workers drift apart between pushes: the same rows, other values.
+  const ps::Word2VecResult geo4 =
+      train(with({"parameter_server.mode=geo", "parameter_server.k_steps=4"}));
+  QCOMPARE(geo4.sparseRows.size(), sync.sparseRows.size());
+  const double drift = largestDifference(geo4, sync);
+  QVERIFY2(drift > 20 * std::max(worst, 1e-9),
+           qPrintable(QString("k_steps 4 %1, k_steps 1 %2").arg(drift).arg(worst)));
+}
+
+void TestParameterServer::shardedTablesEqualOneTable() {
+  const ps::Word2VecResult one = train(smallConfig({"parameter_server.server_num=1"}));
+  const ps::Word2VecResult three = train(smallConfig({"parameter_server.server_num=3"}));
+  QCOMPARE(three.servers.size(), std::size_t{3});
+  std::int64_t held = 0;
+  for (const ps::ServerLoad& s : three.servers) {
+    QVERIFY(s.rowsHeld > 0);
+    held += s.rowsHeld;
+  }
+  QCOMPARE(held, one.servers.front().rowsHeld);
+  QCOMPARE(largestDifference(three, one), 0.0);  // bit for bit
+  QCOMPARE(three.finalLoss, one.finalLoss);
+}
+
+void TestParameterServer::pullsFetchExactlyTheRowsABatchTouches() {
+  const Word2VecConfig c = smallConfig({"parameter_server.worker_num=3"});
+  const ps::Word2VecResult r = train(c);
+  const ps::Word2VecCorpus corpus(c);
+  ps::Word2VecBatch batch;
+  ps::RowSet rows;
+  std::int64_t touchedAll = 0;
+  for (int w = 0; w < c.ps.workers; ++w) {
+    std::int64_t touched = 0, occurrences = 0;
+    for (int t = 0; t < c.trainIters; ++t) {
+      corpus.batch(Split::Train, t, std::int64_t{w} * c.centersPerWorker, c.centersPerWorker,
+                   batch);
+      ps::distinctRows(batch.inputRows, rows);
+      touched += static_cast<std::int64_t>(rows.rows.size());
+      occurrences += static_cast<std::int64_t>(batch.inputRows.size());
+    }
+    QCOMPARE(r.workers[w].rowsPulled, touched);
+    QVERIFY(touched < occurrences);  // a row two centres share is pulled once
+    touchedAll += touched;
+  }
+  // The servers answered those, and worker 0's evaluation (its validation batches and the
+  // vocabulary's rows for the neighbours) besides.
+  QVERIFY(r.servers.front().rowsPulled > touchedAll);
+  std::int64_t pushed = 0;
+  for (const ps::ServerLoad& s : r.servers) pushed += s.rowsPushed;
+  QCOMPARE(pushed, touchedAll);
+}
+
+// Async workers see rows some pushes old; on word2vec the loss still ends near sync's.
+void TestParameterServer::asyncConvergesNearSync() {
+  const std::vector<std::string> longer = {"train_iters=120", "eval_iters=4"};
+  auto with = [&](const std::string& mode) {
+    std::vector<std::string> o = longer;
+    o.push_back("parameter_server.mode=" + mode);
+    return smallConfig(o);
+  };
+  const ps::Word2VecResult sync = train(with("sync"));
+  const ps::Word2VecResult async = train(with("async"));
+  const double start = 4 * std::log(2.0);  // (1 + negatives) log 2: every score zero
+  QVERIFY2(sync.validationLoss < start - 0.2, qPrintable(QString::number(sync.validationLoss)));
+  QVERIFY2(
+      std::abs(async.validationLoss - sync.validationLoss) < 0.1,
+      qPrintable(QString("async %1, sync %2").arg(async.validationLoss).arg(sync.validationLoss)));
+  for (const ps::WorkerLoad& w : async.workers) QVERIFY(w.stalenessMax >= 0);
+}
+
+void TestParameterServer::rowsStartAlikeOnEveryServer() {
+  TableSpec spec;
+  spec.initialRange = 0.5;
+  ps::RowTable a(8, spec, 11, ps::kSparseTable), b(8, spec, 11, ps::kSparseTable);
+  const std::vector<std::int64_t> forward = {5, 1 << 20, 77}, backward = {77, 1 << 20, 5};
+  std::vector<float> x(24), y(24);
+  a.pull(forward, x.data());
+  b.pull(backward, y.data());
+  for (int i = 0; i < 8; ++i) {
+    QCOMPARE(x[i], y[16 + i]);
+    QCOMPARE(x[16 + i], y[i]);
+    QVERIFY(std::abs(x[i]) <= 0.5f);
+  }
+  QVERIFY(x[0] != x[16]);
+}
+
+void TestParameterServer::badConfigsAreOneLine_data() {
+  QTest::addColumn<QStringList>("overrides");
+  QTest::addColumn<int>("worldSize");
+  QTest::addColumn<QString>("message");
+  QTest::newRow("k_steps without geo")
+      << QStringList{"parameter_server.k_steps=4"} << 0
+      << "config: parameter_server.k_steps applies to mode \"geo\" only (pushes every k steps); "
+         "mode is \"sync\"";
+  QTest::newRow("servers in collective mode")
+      << QStringList{"parameter_server.mode=collective", "parameter_server.server_num=2"} << 0
+      << "config: parameter_server.server_num applies to mode \"sync\", \"async\" and \"geo\"; "
+         "mode \"collective\" has no servers (remove the key)";
+  QTest::newRow("more servers than ranks")
+      << QStringList{"parameter_server.server_num=4"} << 3
+      << "config: parameter_server.server_num (4) + worker_num (2) = 6 ranks, but mpirun "
+         "started 3";
+  QTest::newRow("no rows for pairs")
+      << QStringList{"parameter_server.sparse_table.rows=2000"} << 0
+      << "config: parameter_server.sparse_table.rows = 2000 leaves no room for hashed word "
+         "pairs: it must exceed model.max_vocab_size (2000)";
+  QTest::newRow("adam key on adagrad")
+      << QStringList{"parameter_server.dense_table.optimizer=adagrad",
+                     "parameter_server.dense_table.beta1=0.8"}
+      << 0
+      << "config: parameter_server.dense_table.beta1 applies to optimizer \"adam\", not "
+         "\"adagrad\"";
+  QTest::newRow("unknown mode")
+      << QStringList{"parameter_server.mode=hogwild"} << 0
+      << "config: parameter_server.mode = \"hogwild\" is not supported; allowed: sync, async, "
+         "geo, collective";
+  QTest::newRow("geo longer than the run")
+      << QStringList{"parameter_server.mode=geo", "parameter_server.k_steps=50"} << 0
+      << "config: parameter_server.k_steps = 50 exceeds train_iters (12): no push would ever "
+         "reach the servers";
+  QTest::newRow("too many threads")
+      << QStringList{"parameter_server.server_num=200", "parameter_server.worker_num=100"} << 0
+      << "config: parameter_server.server_num + worker_num = 300 ranks; the threads backend runs "
+         "at most 256";
+  QTest::newRow("image data") << QStringList{"data.type=idx"} << 0
+                              << "config: model.type \"word2vec\" needs data.type \"text\"";
+}
+
+void TestParameterServer::badConfigsAreOneLine() {
+  QFETCH(QStringList, overrides);
+  QFETCH(int, worldSize);
+  QFETCH(QString, message);
+  std::vector<std::string> o;
+  for (const QString& s : overrides) o.push_back(s.toStdString());
+  try {
+    (void)parseWord2VecConfig(smallDocument(o), worldSize);
+    QFAIL("accepted");
+  } catch (const UserError& e) {
+    QCOMPARE(QString::fromStdString(e.what()), message);
+  }
+}
+
+void TestParameterServer::tooBigATableIsRefusedBeforeTheRun() {
+  const Word2VecConfig c =
+      smallConfig({"parameter_server.sparse_table.rows=4000000000", "model.embedding_dim=256"});
+  try {
+    ps::checkTableMemory(c, 8.0 * (1 << 30), c.ps.ranks());
+    QFAIL("accepted");
+  } catch (const UserError& e) {
+    const QString m = e.what();
+    QVERIFY2(m.startsWith("parameter_server: the tables need up to "), qPrintable(m));
+    QVERIFY2(m.contains("lower parameter_server.sparse_table.rows or model.embedding_dim"),
+             qPrintable(m));
+  }
+  ps::checkTableMemory(smallConfig({}), 8.0 * (1 << 30), 3);  // the small one fits
+}
+
+void TestParameterServer::theCliRefusesWithExitTwo() {
+  const QString config = PARASCOPE_SOURCE_DIR "/resources/configs/word2vec.json";
+  const test::CliResult bad =
+      test::runCli({"train", "--config", config, "parameter_server.k_steps=3"}, 60000);
+  QCOMPARE(bad.code, 2);
+  QVERIFY2(bad.err.contains("parameter_server.k_steps applies to mode \"geo\" only"),
+           qPrintable(bad.err));
+  QVERIFY(bad.out.isEmpty());
+  const test::CliResult flag =
+      test::runCli({"train", "--config", config, "--save", "/tmp/never"}, 60000);
+  QCOMPARE(flag.code, 2);
+  QVERIFY2(flag.err.contains("--save: not for model.type \"word2vec\""), qPrintable(flag.err));
+  const test::CliResult gpt =
+      test::runCli({"train", "--config", PARASCOPE_SOURCE_DIR "/resources/configs/default.json",
+                    "parameter_server.mode=sync"},
+                   60000);
+  QCOMPARE(gpt.code, 2);
+  QVERIFY2(gpt.err.contains("parameter_server trains model.type \"word2vec\""),
+           qPrintable(gpt.err));
+}
+
+QTEST_GUILESS_MAIN(TestParameterServer)
+#include "test_parameter_server.moc"
