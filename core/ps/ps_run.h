@@ -23,9 +23,10 @@ struct ServerLoad {
   std::int64_t tableBytes = 0;  // both tables' memory on this server
   std::int64_t pulls = 0, pushes = 0;
   std::int64_t rowsPulled = 0, rowsPushed = 0;  // sparse rows, summed over requests
-  std::int64_t bytesIn = 0, bytesOut = 0;       // payloads received and sent
-  double busySeconds = 0;                       // handling requests and applying updates
-  double waitSeconds = 0;                       // waiting for requests
+  // Pushes' payloads received (ids, values, dense slice) and pulls' replies sent (rows, slice).
+  std::int64_t bytesIn = 0, bytesOut = 0;
+  double busySeconds = 0;  // handling requests and applying updates
+  double waitSeconds = 0;  // waiting for requests
 };
 
 // One worker's side; staleness (async): how many pushes a server applied between this
@@ -33,7 +34,7 @@ struct ServerLoad {
 struct WorkerLoad {
   int rank = 0;
   std::int64_t rowsPulled = 0;  // distinct rows per step, summed over steps
-  std::int64_t pulls = 0;       // pull requests sent
+  std::int64_t pulls = 0;       // pulls (each asks every server holding some of the rows)
   double pullSeconds = 0, computeSeconds = 0, pushSeconds = 0;
   double stalenessMean = 0;
   std::int64_t stalenessMax = 0;

@@ -11,6 +11,31 @@ namespace parascope::ps {
 
 namespace {
 
+// A server's counters on its timeline (profiler/analysis/ps_load.h reads them back): the rows its
+// table holds, and the rows it has served and taken in so far.
+void countRows(const RowTable& table, const ServerLoad& load) {
+  if (trace::recorder() == nullptr) return;
+  trace::counter("rows_held", trace::Category::Host, table.size());
+  trace::counter("rows_pulled", trace::Category::Host, load.rowsPulled);
+  trace::counter("rows_pushed", trace::Category::Host, load.rowsPushed);
+}
+
+// An async push's staleness, with the worker it came from as the peer.
+void countStaleness(int workerRank, std::int64_t staleness) {
+  if (trace::Recorder* r = trace::recorder()) {
+    trace::Event e;
+    trace::stampContext(e);
+    e.name = "staleness";
+    e.category = trace::Category::Sync;
+    e.kind = trace::EventKind::Counter;
+    e.lane = trace::lane::kWait;
+    e.peer = workerRank;
+    e.bytes = staleness;
+    e.startNs = e.endNs = trace::ticks();
+    r->record(e);
+  }
+}
+
 double secondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -103,7 +128,6 @@ void Server::receive(int worker, const Header& h) {
   r.ids.resize(static_cast<std::size_t>(h.count()));
   const int peer = workerRank(worker);
   if (!r.ids.empty()) world_.recv(r.ids.data(), r.ids.size(), DType::I64, peer);
-  load_.bytesIn += static_cast<std::int64_t>(r.ids.size() * sizeof(std::int64_t));
   if (h.op() == Op::Pull) {
     ++load_.pulls;
     if (c_.ps.mode == PsMode::Async || h.round() <= round_) {
@@ -113,7 +137,8 @@ void Server::receive(int worker, const Header& h) {
     }
     return;
   }
-  const trace::Span span("receive_push", trace::Category::Communication, trace::lane::kPush);
+  trace::Span span("receive_push", trace::Category::Communication, trace::lane::kPush);
+  span.peer(peer);
   ++load_.pushes;
   load_.rowsPushed += h.count();
   r.values.resize(r.ids.size() * dim_);
@@ -122,13 +147,18 @@ void Server::receive(int worker, const Header& h) {
     r.dense.resize(static_cast<std::size_t>(slice_.count) * dim_);
     world_.recv(r.dense.data(), r.dense.size(), DType::F32, peer);
   }
-  load_.bytesIn += static_cast<std::int64_t>((r.values.size() + r.dense.size()) * sizeof(float));
+  const auto payload = static_cast<std::int64_t>(
+      r.ids.size() * sizeof(std::int64_t) + (r.values.size() + r.dense.size()) * sizeof(float));
+  load_.bytesIn += payload;
+  span.bytes(payload);
+  countRows(sparse_, load_);
   if (c_.ps.mode == PsMode::Async) {
     const trace::Span apply("apply", trace::Category::Optimizer, trace::lane::kApply);
     const std::int64_t staleness = version_ - h.version();
     stalenessSum[worker] += staleness;
     stalenessMax[worker] = std::max(stalenessMax[worker], staleness);
     ++stalenessCount[worker];
+    countStaleness(peer, staleness);
     sparse_.apply(r.ids, r.values.data());
     if (!r.dense.empty()) dense_.apply(denseIds(), r.dense.data());
     ++version_;
@@ -201,8 +231,9 @@ void Server::applyRound() {
 }
 
 void Server::answer(const Request& pull) {
-  const trace::Span span("serve_pull", trace::Category::Communication, trace::lane::kPull);
   const int peer = workerRank(pull.worker);
+  trace::Span span("serve_pull", trace::Category::Communication, trace::lane::kPull);
+  span.peer(peer);
   std::vector<float> rows(pull.ids.size() * dim_);
   sparse_.pull(pull.ids, rows.data());
   load_.rowsPulled += static_cast<std::int64_t>(pull.ids.size());
@@ -218,6 +249,8 @@ void Server::answer(const Request& pull) {
     bytes += static_cast<std::int64_t>(dense.size() * sizeof(float));
   }
   load_.bytesOut += bytes;
+  span.bytes(bytes);
+  countRows(sparse_, load_);
 }
 
 void Server::gather(int worker) {

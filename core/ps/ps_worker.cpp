@@ -203,6 +203,7 @@ void Worker::pull(const std::vector<std::int64_t>& rows, std::int64_t round, boo
                   float* values) {
   const Stopwatch clock(&load_.pullSeconds);
   const trace::Span span("pull", trace::Category::Communication, trace::lane::kPull);
+  ++load_.pulls;
   const int servers = c_.ps.servers;
   std::vector<std::vector<std::int64_t>> ids(static_cast<std::size_t>(servers));
   std::vector<std::vector<std::size_t>> where(ids.size());
@@ -217,7 +218,6 @@ void Worker::pull(const std::vector<std::int64_t>& rows, std::int64_t round, boo
   for (int s = 0; s < servers; ++s) {
     const auto n = static_cast<std::int64_t>(ids[s].size());
     if (n == 0 && !dense) continue;
-    ++load_.pulls;
     requests[s] = Header::make(Op::Pull, round, n, dense ? kDense : 0, 0);
     handles.push_back(world_.sendAsync(requests[s].words.data(), requests[s].words.size(),
                                        DType::I64, serverRank(s)));

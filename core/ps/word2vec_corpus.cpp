@@ -67,9 +67,9 @@ Word2VecCorpus::Word2VecCorpus(const Word2VecConfig& c) : model_(c.model), seed_
     words_.push_back(w);
     counts_.push_back(n);
   }
-  // The table's rows are model.max_vocab_size words: a smaller vocabulary leaves its last rows unused.
-  // Frequent words are kept with probability sqrt(t / f) + t / f (f: the word's share of the
-  // text, t: model.sample), drawn from (seed, position), as word2vec's -sample does.
+  // The table's rows are model.max_vocab_size words: a smaller vocabulary leaves its last rows
+  // unused. Frequent words are kept with probability sqrt(t / f) + t / f (f: the word's share of
+  // the text, t: model.sample), drawn from (seed, position), as word2vec's -sample does.
   std::int64_t occurrences = 0;
   for (std::int64_t n : counts_) occurrences += n;
   std::vector<double> keep(words_.size(), 1.0);

@@ -10,6 +10,7 @@
 #include "profiler/analysis/comm_volume.h"
 #include "profiler/analysis/file_io.h"
 #include "profiler/analysis/memory_timeline.h"
+#include "profiler/analysis/ps_load.h"
 #include "profiler/analysis/stragglers.h"
 
 namespace parascope::profiler {
@@ -179,6 +180,68 @@ void fileIoText(const TraceData&, const Rows& rows) {
   }
 }
 
+Rows psServerRows(const TraceData& t) {
+  Rows rows;
+  for (const PsServerActivity& s : computePsActivity(t).servers) {
+    rows.push_back({{"rank", s.rank},
+                    {"pulls", s.pulls},
+                    {"pushes", s.pushes},
+                    {"rows_held", s.rowsHeld},
+                    {"rows_pulled", s.rowsPulled},
+                    {"rows_pushed", s.rowsPushed},
+                    {"bytes_out", s.bytesOut},
+                    {"bytes_in", s.bytesIn},
+                    {"busy_ns", s.busyNs},
+                    {"wait_ns", s.waitNs}});
+  }
+  return rows;
+}
+
+void psServerText(const TraceData&, const Rows& rows) {
+  std::printf("\nParameter servers (load)\n");
+  if (rows.empty()) std::printf("  (no parameter server)\n");
+  for (const json& s : rows) {
+    std::printf(
+        "  rank %lld: %lld rows held; %lld pulls, %lld rows, %lld bytes out; %lld pushes, %lld "
+        "rows, %lld bytes in; busy %.3f ms, waiting %.3f ms\n",
+        count(s["rank"]), count(s["rows_held"]), count(s["pulls"]), count(s["rows_pulled"]),
+        count(s["bytes_out"]), count(s["pushes"]), count(s["rows_pushed"]), count(s["bytes_in"]),
+        ms(s["busy_ns"]), ms(s["wait_ns"]));
+  }
+}
+
+Rows psWorkerRows(const TraceData& t) {
+  Rows rows;
+  for (const PsWorkerActivity& w : computePsActivity(t).workers) {
+    rows.push_back({{"rank", w.rank},
+                    {"pulls", w.pulls},
+                    {"pushes", w.pushes},
+                    {"pull_ns", w.pullNs},
+                    {"push_ns", w.pushNs},
+                    {"stale_pushes", w.stalePushes},
+                    {"staleness_mean_pushes", w.stalenessMean},
+                    {"staleness_max_pushes", w.stalenessMax}});
+  }
+  return rows;
+}
+
+void psWorkerText(const TraceData&, const Rows& rows) {
+  std::printf(
+      "\nParameter-server workers (staleness: pushes a server applied between a pull and "
+      "its push)\n");
+  if (rows.empty()) std::printf("  (no parameter-server worker)\n");
+  for (const json& w : rows) {
+    std::printf("  rank %lld: %lld pulls %.3f ms, %lld pushes %.3f ms", count(w["rank"]),
+                count(w["pulls"]), ms(w["pull_ns"]), count(w["pushes"]), ms(w["push_ns"]));
+    if (count(w["stale_pushes"]) > 0) {
+      std::printf("; staleness %.2f mean, %lld max over %lld pushes",
+                  w["staleness_mean_pushes"].get<double>(), count(w["staleness_max_pushes"]),
+                  count(w["stale_pushes"]));
+    }
+    std::printf("\n");
+  }
+}
+
 Rows stragglerRows(const TraceData& t) {
   Rows rows;
   for (const StragglerStats& s : computeStragglers(t)) {
@@ -212,6 +275,8 @@ const std::vector<AnalysisTable>& analysisTables() {
       {"comm_op", "Communication per operation", commOpRows, commOpText},
       {"memory_peak", "Memory peaks", memoryRows, memoryText},
       {"file_io", "File I/O (swap files)", fileIoRows, fileIoText},
+      {"ps_server", "Parameter servers (load)", psServerRows, psServerText},
+      {"ps_worker", "Parameter-server workers (staleness)", psWorkerRows, psWorkerText},
       {"straggler", "Stragglers (lateness at collectives)", stragglerRows, stragglerText},
   };
   return tables;

@@ -17,7 +17,11 @@ std::vector<StragglerStats> computeStragglers(const TraceData& trace) {
   std::map<Key, std::vector<std::pair<std::int32_t, std::int64_t>>> instances;
   std::vector<const Event*> collectives;
   for (const Event& e : trace.events) {
-    if (e.kind == EventKind::Span && e.category == Category::Communication && e.peer < 0) {
+    // A parameter-server worker's pull or push (its own lanes) talks to every server, one at a
+    // time: no collective, though it names no peer.
+    const bool psRequest = e.lane == trace::lane::kPull || e.lane == trace::lane::kPush;
+    if (e.kind == EventKind::Span && e.category == Category::Communication && e.peer < 0 &&
+        !psRequest) {
       collectives.push_back(&e);
     }
   }

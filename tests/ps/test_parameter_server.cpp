@@ -15,6 +15,8 @@
 #include "core/ps/row_table.h"
 #include "core/ps/skip_gram.h"
 #include "core/ps/word2vec_corpus.h"
+#include "profiler/analysis/ps_load.h"
+#include "profiler/tracer.h"
 #include "tests/cli_run.h"
 
 using namespace parascope;
@@ -80,6 +82,7 @@ class TestParameterServer : public QObject {
   void pullsFetchExactlyTheRowsABatchTouches();
   void asyncConvergesNearSync();
   void rowsStartAlikeOnEveryServer();
+  void theTraceTellsEachRanksLoad();
   void badConfigsAreOneLine_data();
   void badConfigsAreOneLine();
   void tooBigATableIsRefusedBeforeTheRun();
@@ -215,6 +218,40 @@ void TestParameterServer::rowsStartAlikeOnEveryServer() {
     QVERIFY(std::abs(x[i]) <= 0.5f);
   }
   QVERIFY(x[0] != x[16]);
+}
+
+// analyze's parameter-server tables, from the trace alone, give what the ranks counted.
+void TestParameterServer::theTraceTellsEachRanksLoad() {
+  const Word2VecConfig c = smallConfig(
+      {"parameter_server.mode=async", "parameter_server.server_num=2", "train_iters=20"});
+  profiler::Tracer tracer;
+  tracer.install();
+  const ps::Word2VecResult r = ps::runWord2VecThreads(c, {});
+  tracer.uninstall();
+  const profiler::PsActivity a = profiler::computePsActivity(tracer.collect());
+  QCOMPARE(a.servers.size(), r.servers.size());
+  for (std::size_t i = 0; i < a.servers.size(); ++i) {
+    const ps::ServerLoad& s = r.servers[i];
+    const profiler::PsServerActivity& t = a.servers[i];
+    QCOMPARE(t.rank, s.rank);
+    QCOMPARE(t.pulls, s.pulls);
+    QCOMPARE(t.pushes, s.pushes);
+    QCOMPARE(t.rowsHeld, s.rowsHeld);
+    QCOMPARE(t.rowsPulled, s.rowsPulled);
+    QCOMPARE(t.rowsPushed, s.rowsPushed);
+    QCOMPARE(t.bytesOut, s.bytesOut);
+    QCOMPARE(t.bytesIn, s.bytesIn);
+    QVERIFY(t.busyNs > 0 && t.waitNs > 0);
+  }
+  QCOMPARE(a.workers.size(), r.workers.size());
+  for (std::size_t i = 0; i < a.workers.size(); ++i) {
+    QCOMPARE(a.workers[i].rank, r.workers[i].rank);
+    QCOMPARE(a.workers[i].pulls, r.workers[i].pulls);
+    QCOMPARE(a.workers[i].pushes, std::int64_t{c.trainIters});
+    QCOMPARE(a.workers[i].stalePushes, std::int64_t{c.trainIters} * c.ps.servers);
+    QCOMPARE(a.workers[i].stalenessMax, r.workers[i].stalenessMax);
+    QCOMPARE(a.workers[i].stalenessMean, r.workers[i].stalenessMean);
+  }
 }
 
 void TestParameterServer::badConfigsAreOneLine_data() {
