@@ -34,6 +34,7 @@ void registerBenchCommCommand(CLI::App& bench);
 void registerBenchOffloadCommand(CLI::App& bench);
 void registerBenchSwitchCommand(CLI::App& bench);
 void registerBenchGpuCommand(CLI::App& bench);
+void registerBenchPsCommand(CLI::App& bench);
 // simulate, plan calibrate (on app) and bench plan (on bench).
 void registerPlanCommands(CLI::App& app, CLI::App& bench);
 

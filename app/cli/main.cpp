@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   parascope::cli::registerBenchOffloadCommand(*bench);
   parascope::cli::registerBenchSwitchCommand(*bench);
   parascope::cli::registerBenchGpuCommand(*bench);
+  parascope::cli::registerBenchPsCommand(*bench);
   parascope::cli::registerPlanCommands(app, *bench);
 
   refuseEmptyValues(app);

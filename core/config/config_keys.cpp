@@ -162,9 +162,10 @@ std::vector<ConfigKey> parameterServerKeys() {
              "pushes applied as they arrive, pulls answered at once; `geo`: workers train local "
              "copies and push their change every `k_steps`; `collective`: no servers, the "
              "workers all-reduce dense gradients (the comparison)"),
-      integer("parameter_server.server_num", ps.servers, 1, 256,
-              "server ranks: the first ranks of the world, each holding the rows whose hash "
-              "falls to it and a slice of the dense table"),
+      derived(integer("parameter_server.server_num", nullptr, 0, 256,
+                      "server ranks: the first ranks of the world, each holding the rows whose "
+                      "hash falls to it and a slice of the dense table"),
+              "1; 0 in mode `collective`"),
       integer("parameter_server.worker_num", ps.workers, 1, 256,
               "worker ranks: each trains on its share of every step's centre words"),
       integer("parameter_server.k_steps", ps.kSteps, 1, 1 << 20,

@@ -56,12 +56,15 @@ void readServers(JsonReader r, ParameterServerSpec& ps, const Word2VecSpec& mode
             : mode == "geo"   ? PsMode::Geo
                               : PsMode::Collective;
   const bool collective = ps.mode == PsMode::Collective;
-  if (collective && r.has("server_num")) {
-    throw UserError(
-        "config: parameter_server.server_num applies to mode \"sync\", \"async\" and "
-        "\"geo\"; mode \"collective\" has no servers (remove the key)");
+  ps.servers = static_cast<int>(r.integer("server_num", collective ? 0 : 1));
+  if (collective && ps.servers != 0) {
+    throw UserError("config: parameter_server.server_num = " + std::to_string(ps.servers) +
+                    ", but mode \"collective\" has no servers (set it to 0, or remove it)");
   }
-  ps.servers = collective ? 0 : static_cast<int>(r.integer("server_num"));
+  if (!collective && ps.servers == 0) {
+    throw UserError("config: parameter_server.server_num = 0 leaves mode \"" + mode +
+                    "\" without servers; give 1 or more (0 is for mode \"collective\")");
+  }
   ps.workers = static_cast<int>(r.integer("worker_num"));
   if (ps.mode != PsMode::Geo && r.has("k_steps")) {
     throw UserError(

@@ -264,8 +264,12 @@ void TestParameterServer::badConfigsAreOneLine_data() {
          "mode is \"sync\"";
   QTest::newRow("servers in collective mode")
       << QStringList{"parameter_server.mode=collective", "parameter_server.server_num=2"} << 0
-      << "config: parameter_server.server_num applies to mode \"sync\", \"async\" and \"geo\"; "
-         "mode \"collective\" has no servers (remove the key)";
+      << "config: parameter_server.server_num = 2, but mode \"collective\" has no servers (set it "
+         "to 0, or remove it)";
+  QTest::newRow("no servers in sync mode")
+      << QStringList{"parameter_server.server_num=0"} << 0
+      << "config: parameter_server.server_num = 0 leaves mode \"sync\" without servers; give 1 or "
+         "more (0 is for mode \"collective\")";
   QTest::newRow("more servers than ranks")
       << QStringList{"parameter_server.server_num=4"} << 3
       << "config: parameter_server.server_num (4) + worker_num (2) = 6 ranks, but mpirun "
