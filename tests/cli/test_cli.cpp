@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,8 @@ class TestCli : public QObject {
   void configErrorsExitTwoWithOneLine_data();
   void configErrorsExitTwoWithOneLine();
   void trainPrintsJsonLines();
+  void word2vecPrintsJsonLines();
+  void word2vecRefusalsExitTwo();
   void planRanksWhatSimulatePredicts();
   void autoParallelRunsThePlansChoice();
   void gradReproducesPyTorch();
@@ -133,6 +136,55 @@ void TestCli::trainPrintsJsonLines() {
 // plan --json: a line per candidate, best first, its strategy under config keys and its
 // figures in named units, then the search's counts; each candidate's step is what simulate
 // predicts for its strategy given as settings.
+// Every line one JSON object with the fields' units in their names; the run's loss falls.
+void TestCli::word2vecPrintsJsonLines() {
+  const Result r = run({"train", "--json", "--config", "resources/configs/word2vec.json",
+                        "train_iters=30", "model.max_vocab_size=2000", "model.embedding_dim=16",
+                        "parameter_server.sparse_table.rows=18384", "parameter_server.mode=async",
+                        "parameter_server.server_num=2"});
+  QCOMPARE(r.code, 0);
+  std::map<std::string, std::vector<nlohmann::json>> events;
+  for (const QString& l : r.out.split('\n', Qt::SkipEmptyParts)) {
+    const nlohmann::json j = nlohmann::json::parse(l.toStdString());
+    events[j["event"].get<std::string>()].push_back(j);
+  }
+  QCOMPARE(events["start"].size(), std::size_t{1});
+  QCOMPARE(events["start"][0]["mode"], "async");
+  QCOMPARE(events["step"].size(), std::size_t{30});
+  QVERIFY(events["step"].back()["loss_nats"] < events["step"].front()["loss_nats"]);
+  QVERIFY(events["step"].front().contains("words_per_s"));
+  QCOMPARE(events["eval"].size(), std::size_t{1});
+  QVERIFY(events["eval"][0].contains("validation_loss_nats"));
+  QCOMPARE(events["server"].size(), std::size_t{2});
+  QCOMPARE(events["worker"].size(), std::size_t{2});
+  QVERIFY(events["worker"][0].contains("staleness_mean_pushes"));
+  QVERIFY(events["server"][0]["rows_held"].get<std::int64_t>() > 0);
+  QVERIFY(!events["neighbours"].empty());
+  QCOMPARE(events["finished"].size(), std::size_t{1});
+  QCOMPARE(events["finished"][0]["words"], 30 * 256 * 2);
+}
+
+void TestCli::word2vecRefusalsExitTwo() {
+  const QString config = PARASCOPE_SOURCE_DIR "/resources/configs/word2vec.json";
+  const parascope::test::CliResult bad =
+      parascope::test::runCli({"train", "--config", config, "parameter_server.k_steps=3"}, 60000);
+  QCOMPARE(bad.code, 2);
+  QVERIFY2(bad.err.contains("parameter_server.k_steps applies to mode \"geo\" only"),
+           qPrintable(bad.err));
+  QVERIFY(bad.out.isEmpty());
+  const parascope::test::CliResult flag =
+      parascope::test::runCli({"train", "--config", config, "--save", "/tmp/never"}, 60000);
+  QCOMPARE(flag.code, 2);
+  QVERIFY2(flag.err.contains("--save: not for model.type \"word2vec\""), qPrintable(flag.err));
+  const parascope::test::CliResult gpt = parascope::test::runCli(
+      {"train", "--config", PARASCOPE_SOURCE_DIR "/resources/configs/default.json",
+       "parameter_server.mode=sync"},
+      60000);
+  QCOMPARE(gpt.code, 2);
+  QVERIFY2(gpt.err.contains("parameter_server trains model.type \"word2vec\""),
+           qPrintable(gpt.err));
+}
+
 void TestCli::planRanksWhatSimulatePredicts() {
   const Result r = run({"plan", "--json", "--system", "a100-80gb", "--gpus", "8", "--top", "3"});
   QCOMPARE(r.code, 0);

@@ -17,7 +17,6 @@
 #include "core/ps/word2vec_corpus.h"
 #include "profiler/analysis/ps_load.h"
 #include "profiler/tracer.h"
-#include "tests/cli_run.h"
 
 using namespace parascope;
 
@@ -86,7 +85,6 @@ class TestParameterServer : public QObject {
   void badConfigsAreOneLine_data();
   void badConfigsAreOneLine();
   void tooBigATableIsRefusedBeforeTheRun();
-  void theCliRefusesWithExitTwo();
 };
 
 void TestParameterServer::syncTrainsAsTheCollectiveRun_data() {
@@ -327,27 +325,6 @@ void TestParameterServer::tooBigATableIsRefusedBeforeTheRun() {
              qPrintable(m));
   }
   ps::checkTableMemory(smallConfig({}), 8.0 * (1 << 30), 3);  // the small one fits
-}
-
-void TestParameterServer::theCliRefusesWithExitTwo() {
-  const QString config = PARASCOPE_SOURCE_DIR "/resources/configs/word2vec.json";
-  const test::CliResult bad =
-      test::runCli({"train", "--config", config, "parameter_server.k_steps=3"}, 60000);
-  QCOMPARE(bad.code, 2);
-  QVERIFY2(bad.err.contains("parameter_server.k_steps applies to mode \"geo\" only"),
-           qPrintable(bad.err));
-  QVERIFY(bad.out.isEmpty());
-  const test::CliResult flag =
-      test::runCli({"train", "--config", config, "--save", "/tmp/never"}, 60000);
-  QCOMPARE(flag.code, 2);
-  QVERIFY2(flag.err.contains("--save: not for model.type \"word2vec\""), qPrintable(flag.err));
-  const test::CliResult gpt =
-      test::runCli({"train", "--config", PARASCOPE_SOURCE_DIR "/resources/configs/default.json",
-                    "parameter_server.mode=sync"},
-                   60000);
-  QCOMPARE(gpt.code, 2);
-  QVERIFY2(gpt.err.contains("parameter_server trains model.type \"word2vec\""),
-           qPrintable(gpt.err));
 }
 
 QTEST_GUILESS_MAIN(TestParameterServer)
