@@ -111,7 +111,7 @@ std::vector<Row> transferRank(Communicator& world, const BenchPsOptions& o, int 
   }
   if (rank < servers) {
     ps::Server server(c, world, rank);
-    server.run();
+    server.run({});
     return {};
   }
   const int worker = rank - servers;

@@ -125,7 +125,16 @@ void printResult(const ps::Word2VecResult& r, const Word2VecConfig& c, bool json
                                          {"compute_s", w.computeSeconds},
                                          {"push_s", w.pushSeconds},
                                          {"staleness_mean_pushes", w.stalenessMean},
-                                         {"staleness_max_pushes", w.stalenessMax}}
+                                         {"staleness_max_pushes", w.stalenessMax},
+                                         {"steps", w.steps}}
+                              .dump()
+                              .c_str());
+    }
+    for (const ps::WorkerFailure& w : r.failures) {
+      std::printf("%s\n", nlohmann::json{{"event", "worker_failed"},
+                                         {"rank", w.rank},
+                                         {"step", w.step + 1},
+                                         {"reason", w.reason}}
                               .dump()
                               .c_str());
     }
@@ -177,6 +186,10 @@ void printResult(const ps::Word2VecResult& r, const Word2VecConfig& c, bool json
                   static_cast<long long>(w.stalenessMax));
     }
     std::printf("\n");
+  }
+  for (const ps::WorkerFailure& w : r.failures) {
+    std::printf("worker rank %d failed in step %d: %s; the run went on without it\n", w.rank,
+                w.step + 1, w.reason.c_str());
   }
   std::printf("trained %lld words in %.2f s: %.0f words/s\n", static_cast<long long>(r.words),
               r.seconds, rate);

@@ -170,6 +170,10 @@ std::vector<ConfigKey> parameterServerKeys() {
               "worker ranks: each trains on its share of every step's centre words"),
       integer("parameter_server.k_steps", ps.kSteps, 1, 1 << 20,
               "(geo) local steps between pushes"),
+      choice("parameter_server.worker_failure", "stop", {"stop", "continue"},
+             "what a failing worker does to the run: `stop` ends every rank with its reason; "
+             "`continue` (mode `async`, not worker 0, which reports) reports it and trains on "
+             "with the others"),
       object("parameter_server.sparse_table", "adam",
              "the input vectors: one row per word, then the hashed word pairs"),
       derived(integer("parameter_server.sparse_table.rows", nullptr, 3, std::int64_t{1} << 32,

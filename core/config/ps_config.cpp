@@ -73,6 +73,18 @@ void readServers(JsonReader r, ParameterServerSpec& ps, const Word2VecSpec& mode
         mode + "\"");
   }
   ps.kSteps = ps.mode == PsMode::Geo ? static_cast<int>(r.integer("k_steps")) : 1;
+  ps.continueOnWorkerFailure = r.choice("worker_failure") == "continue";
+  if (ps.continueOnWorkerFailure && ps.mode != PsMode::Async) {
+    throw UserError(
+        "config: parameter_server.worker_failure = \"continue\" needs mode \"async\" "
+        "(in mode \"" +
+        mode + "\" every step waits for every worker); mode is \"" + mode + "\"");
+  }
+  if (ps.continueOnWorkerFailure && ps.workers < 2) {
+    throw UserError(
+        "config: parameter_server.worker_failure = \"continue\" needs worker_num >= 2 "
+        "(worker 0 reports the run: its failure always ends it)");
+  }
   JsonReader sparse = r.object("sparse_table");
   *rows = sparse.integer("rows", *rows);
   if (*rows <= model.vocabSize) {

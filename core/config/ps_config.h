@@ -55,6 +55,9 @@ struct ParameterServerSpec {
   int servers = 1;  // the first `servers` ranks; 0 in collective mode
   int workers = 2;
   int kSteps = 1;  // geo: local steps between pushes
+  // async: a worker other than worker 0 that fails is reported and the others go on; else any
+  // failing rank ends the run.
+  bool continueOnWorkerFailure = false;
   TableSpec sparse;
   TableSpec dense;
   int ranks() const { return servers + workers; }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <numeric>
 
@@ -23,6 +24,11 @@ namespace {
 // What each rank sends worker 0 at the end: kLoadWords numbers, then per worker the staleness a
 // server saw (sum, max, pushes).
 constexpr std::size_t kLoadWords = 12;
+
+// A message of `bytes` bytes of text travels as this many 8-byte words.
+std::size_t textWords(std::size_t bytes) {
+  return (bytes + 7) / 8;
+}
 
 std::int64_t nanoseconds(double seconds) {
   return static_cast<std::int64_t>(std::llround(seconds * 1e9));
@@ -50,13 +56,17 @@ std::vector<std::int64_t> serverWords(const Server& s, int workers) {
   return v;
 }
 
-std::vector<std::int64_t> workerWords(const WorkerLoad& l, int workers) {
+// A worker's: its load, the steps it finished, and whether (and how long a reason) it failed.
+std::vector<std::int64_t> workerWords(const WorkerLoad& l, int workers,
+                                      const std::string& failure) {
   std::vector<std::int64_t> v = {2,
                                  l.rowsPulled,
                                  l.pulls,
                                  nanoseconds(l.pullSeconds),
                                  nanoseconds(l.computeSeconds),
-                                 nanoseconds(l.pushSeconds)};
+                                 nanoseconds(l.pushSeconds),
+                                 l.steps,
+                                 failure.empty() ? -1 : static_cast<std::int64_t>(failure.size())};
   v.resize(kLoadWords + 3 * static_cast<std::size_t>(workers), 0);
   return v;
 }
@@ -95,6 +105,12 @@ void readLoads(const std::vector<std::int64_t>& all, const Word2VecConfig& c, Wo
       w.pullSeconds = static_cast<double>(v[3]) * 1e-9;
       w.computeSeconds = static_cast<double>(v[4]) * 1e-9;
       w.pushSeconds = static_cast<double>(v[5]) * 1e-9;
+      w.steps = static_cast<int>(v[6]);
+      r.words += static_cast<std::int64_t>(w.steps) * c.centersPerWorker;
+      if (v[7] >= 0) {
+        // The reason's bytes follow from that rank (runRank); sized here, read there.
+        r.failures.push_back({rank, w.steps, std::string(static_cast<std::size_t>(v[7]), '\0')});
+      }
       r.workers.push_back(w);
     }
   }
@@ -176,9 +192,10 @@ bool runRank(const Word2VecConfig& c, const Word2VecCorpus* sharedCorpus, Commun
   world.allReduce(&one, &ranks, 1, DType::I32, ReduceOp::Sum);  // every rank is ready
   std::vector<std::int64_t> mine;
   Word2VecResult local;
+  std::string failure;  // a worker's that the run goes on without
   if (serves) {
     Server server(c, world, world.rank());
-    server.run();
+    server.run(options.progress);
     mine = serverWords(server, c.ps.workers);
   } else {
     std::unique_ptr<Word2VecCorpus> own;
@@ -186,10 +203,19 @@ bool runRank(const Word2VecConfig& c, const Word2VecCorpus* sharedCorpus, Commun
     const Word2VecCorpus& corpus = sharedCorpus != nullptr ? *sharedCorpus : *own;
     Worker worker(c, corpus, world, workers, world.rank() - servers);
     const auto start = std::chrono::steady_clock::now();
-    worker.train(options, &local);
+    // A step fails between requests (a whole request is sent, or its failure is the world's):
+    // the servers can drop this worker and serve the others.
+    const bool survivable = c.ps.continueOnWorkerFailure && world.rank() != reporter;
+    try {
+      worker.train(options, &local);
+    } catch (const CommError&) {
+      throw;
+    } catch (const std::exception& e) {
+      if (!survivable) throw;
+      failure = e.what();
+    }
     local.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (world.rank() == reporter) {
-      local.words = static_cast<std::int64_t>(c.trainIters) * c.centersPerWorker * c.ps.workers;
       local.vocabulary = corpus.vocabSize();
       local.corpusWords = corpus.streamWords(Split::Train);
       local.validationLoss = validationLoss(c, corpus, worker);
@@ -197,12 +223,23 @@ bool runRank(const Word2VecConfig& c, const Word2VecCorpus* sharedCorpus, Commun
       if (options.gatherTables) worker.gatherTables(local);
     }
     worker.finish();
-    mine = workerWords(worker.load(), c.ps.workers);
+    mine = workerWords(worker.load(), c.ps.workers, failure);
   }
   std::vector<std::int64_t> all(world.rank() == reporter ? mine.size() * world.size() : 0);
   world.gather(mine.data(), all.data(), mine.size(), DType::I64, reporter);
+  // The failed workers' reasons, each to the reporter, after the gather said who failed.
+  if (!failure.empty()) {
+    std::vector<std::int64_t> text(textWords(failure.size()));
+    std::memcpy(text.data(), failure.data(), failure.size());
+    world.send(text.data(), text.size(), DType::I64, reporter);
+  }
   if (world.rank() != reporter) return false;
   readLoads(all, c, local);
+  for (WorkerFailure& f : local.failures) {
+    std::vector<std::int64_t> text(textWords(f.reason.size()));
+    world.recv(text.data(), text.size(), DType::I64, f.rank);
+    std::memcpy(f.reason.data(), text.data(), f.reason.size());
+  }
   *result = std::move(local);
   return true;
 }

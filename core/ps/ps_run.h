@@ -38,6 +38,14 @@ struct WorkerLoad {
   double pullSeconds = 0, computeSeconds = 0, pushSeconds = 0;
   double stalenessMean = 0;
   std::int64_t stalenessMax = 0;
+  int steps = 0;  // steps it finished
+};
+
+// A worker that failed and the run went on without (parameter_server.worker_failure).
+struct WorkerFailure {
+  int rank = 0;
+  int step = 0;  // the 0-based step it failed in
+  std::string reason;
 };
 
 struct Word2VecStepReport {
@@ -60,6 +68,7 @@ struct Word2VecResult {
   std::vector<Neighbours> neighbours;
   double seconds = 0;      // training, first step to last push
   std::int64_t words = 0;  // centre words trained, all workers
+  std::vector<WorkerFailure> failures;
   int vocabulary = 0;
   std::int64_t corpusWords = 0;  // in the vocabulary, training split
   // With RunOptions::gatherTables: every touched sparse row and the dense table (vocab x dim).
@@ -69,6 +78,10 @@ struct Word2VecResult {
 
 struct RunOptions {
   std::function<void(const Word2VecStepReport&)> onStep;  // on worker 0's thread
+  // Called on every rank's thread: by a server after each request it handled (with their
+  // count), by a worker before each step (with its 0-based index). What it throws is that
+  // rank's failure (the tests' way to make one fail).
+  std::function<void(int rank, std::int64_t progress)> progress;
   bool gatherTables = false;
   std::vector<std::string> probeWords = {"love", "time", "money", "god",   "man",
                                          "life", "good", "day",   "world", "never"};

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <thread>
 
@@ -40,6 +42,16 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// Buffers a failing rank leaves receives posted into. The thread backend fails the world only
+// once the rank's exception has left its function, so a peer may still deliver into them while
+// the stack unwinds: they are kept until the process ends (a few words per failed server).
+void keepPastFailure(std::shared_ptr<void> buffers) {
+  static std::mutex mutex;
+  static std::vector<std::shared_ptr<void>> kept;
+  const std::lock_guard<std::mutex> lock(mutex);
+  kept.push_back(std::move(buffers));
+}
+
 }  // namespace
 
 Server::Server(const Word2VecConfig& c, Communicator& world, int index)
@@ -67,12 +79,27 @@ std::vector<std::int64_t> Server::denseIds() const {
   return ids;
 }
 
-void Server::run() {
+void Server::run(const std::function<void(int, std::int64_t)>& progress) {
+  auto headers = std::make_shared<std::vector<Header>>(static_cast<std::size_t>(c_.ps.workers));
+  try {
+    serve(progress, *headers);
+  } catch (...) {
+    keepPastFailure(headers);
+    throw;
+  }
+  load_.rowsHeld = sparse_.size();
+  load_.tableBytes = sparse_.bytes() + dense_.bytes();
+}
+
+// Polls a posted header receive per worker, handling requests as they come, until every worker
+// said it is done.
+void Server::serve(const std::function<void(int, std::int64_t)>& progress,
+                   std::vector<Header>& headers) {
   const int workers = c_.ps.workers;
-  std::vector<Header> headers(static_cast<std::size_t>(workers));
   std::vector<CommHandle> pending(static_cast<std::size_t>(workers));
   std::vector<bool> done(static_cast<std::size_t>(workers));
   int doneCount = 0;
+  std::int64_t handled = 0;
   for (int w = 0; w < workers; ++w) {
     pending[w] = world_.recvAsync(headers[w].words.data(), headers[w].words.size(), DType::I64,
                                   workerRank(w));
@@ -100,6 +127,8 @@ void Server::run() {
       } else {
         receive(w, h);
       }
+      ++handled;
+      if (progress) progress(world_.rank(), handled);
       load_.busySeconds += secondsSince(busy);
       if (!done[w]) {
         pending[w] = world_.recvAsync(headers[w].words.data(), headers[w].words.size(), DType::I64,
@@ -117,8 +146,6 @@ void Server::run() {
       std::this_thread::yield();
     }
   }
-  load_.rowsHeld = sparse_.size();
-  load_.tableBytes = sparse_.bytes() + dense_.bytes();
 }
 
 void Server::receive(int worker, const Header& h) {

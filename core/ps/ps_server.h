@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/comm/communicator.h"
@@ -17,7 +18,8 @@ namespace parascope::ps {
 class Server {
  public:
   Server(const Word2VecConfig& c, Communicator& world, int index);
-  void run();
+  // Serves until every worker is done; `progress` (may be empty) after each request.
+  void run(const std::function<void(int, std::int64_t)>& progress);
   const ServerLoad& load() const { return load_; }
   // Per worker: pushes applied and the staleness summed and at most (async).
   std::vector<std::int64_t> stalenessSum, stalenessMax, stalenessCount;
@@ -29,6 +31,7 @@ class Server {
     std::vector<std::int64_t> ids;
     std::vector<float> values, dense;
   };
+  void serve(const std::function<void(int, std::int64_t)>& progress, std::vector<Header>& headers);
   void receive(int worker, const Header& h);
   void answer(const Request& pull);
   void gather(int worker);

@@ -63,11 +63,13 @@ Worker::Worker(const Word2VecConfig& c, const Word2VecCorpus& corpus, Communicat
 void Worker::train(const RunOptions& options, Word2VecResult* result) {
   const int steps = c_.trainIters;
   for (int t = 0; t < steps; ++t) {
+    if (options.progress) options.progress(world_.rank(), t);
     trace::context().step = t;
     const auto start = std::chrono::steady_clock::now();
     double loss = 0;
     step(t, &loss);
     trace::context().step = -1;
+    load_.steps = t + 1;
     if (index_ == 0 && result != nullptr) {
       result->finalLoss = loss;
       if (options.onStep) {

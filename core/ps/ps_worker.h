@@ -24,8 +24,9 @@ class Worker {
   Worker(const Word2VecConfig& c, const Word2VecCorpus& corpus, Communicator& world,
          Communicator& workers, int index);
 
-  // Trains train_iters steps; worker 0 calls onStep after each.
+  // Trains train_iters steps; worker 0 calls onStep after each. steps() says how many finished.
   void train(const RunOptions& options, Word2VecResult* result);
+  int steps() const { return load_.steps; }
   // The current values of `rows` (ascending, distinct) and the whole dense table: from the
   // servers after every push is applied, or the collective run's own tables.
   void fetch(const std::vector<std::int64_t>& rows, std::vector<float>& values,

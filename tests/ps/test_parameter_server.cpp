@@ -82,6 +82,9 @@ class TestParameterServer : public QObject {
   void asyncConvergesNearSync();
   void rowsStartAlikeOnEveryServer();
   void theTraceTellsEachRanksLoad();
+  void aFailingServerEndsEveryWorkerWithItsReason();
+  void aFailingWorkerEndsTheRunByDefault();
+  void anAsyncRunGoesOnWithoutAFailedWorker();
   void badConfigsAreOneLine_data();
   void badConfigsAreOneLine();
   void tooBigATableIsRefusedBeforeTheRun();
@@ -252,6 +255,62 @@ void TestParameterServer::theTraceTellsEachRanksLoad() {
   }
 }
 
+// A server that fails after 10 requests: every worker, waiting on it or about to, fails at once
+// with its reason (not at the communication timeout), and the run reports the server's.
+void TestParameterServer::aFailingServerEndsEveryWorkerWithItsReason() {
+  for (const char* mode : {"sync", "async", "geo"}) {
+    std::vector<std::string> o = {std::string("parameter_server.mode=") + mode,
+                                  "parameter_server.server_num=2", "train_iters=50"};
+    if (std::string(mode) == "geo") o.emplace_back("parameter_server.k_steps=2");
+    ps::RunOptions options;
+    options.progress = [](int rank, std::int64_t handled) {
+      if (rank == 1 && handled == 10) throw std::runtime_error("server disk on fire");
+    };
+    QElapsedTimer clock;
+    clock.start();
+    try {
+      (void)ps::runWord2VecThreads(smallConfig(o), options);
+      QFAIL("the run ended without the failure");
+    } catch (const std::exception& e) {
+      QCOMPARE(QString(e.what()), QString("server disk on fire"));
+    }
+    QVERIFY2(clock.elapsed() < 5000, qPrintable(QString::number(clock.elapsed())));
+  }
+}
+
+void TestParameterServer::aFailingWorkerEndsTheRunByDefault() {
+  ps::RunOptions options;
+  options.progress = [](int rank, std::int64_t step) {
+    if (rank == 2 && step == 3) throw std::runtime_error("worker out of data");
+  };
+  try {
+    (void)ps::runWord2VecThreads(smallConfig({"parameter_server.mode=async"}), options);
+    QFAIL("the run ended without the failure");
+  } catch (const std::exception& e) {
+    QCOMPARE(QString(e.what()), QString("worker out of data"));
+  }
+}
+
+// worker_failure "continue": worker 1 fails in its 4th step; worker 0 trains on to the end and
+// the report names the failure.
+void TestParameterServer::anAsyncRunGoesOnWithoutAFailedWorker() {
+  const Word2VecConfig c =
+      smallConfig({"parameter_server.mode=async", "parameter_server.worker_failure=continue"});
+  ps::RunOptions options;
+  options.progress = [](int rank, std::int64_t step) {
+    if (rank == 2 && step == 3) throw std::runtime_error("worker out of data");
+  };
+  const ps::Word2VecResult r = ps::runWord2VecThreads(c, options);
+  QCOMPARE(r.failures.size(), std::size_t{1});
+  QCOMPARE(r.failures[0].rank, 2);
+  QCOMPARE(r.failures[0].step, 3);
+  QCOMPARE(r.failures[0].reason, std::string("worker out of data"));
+  QCOMPARE(r.workers[0].steps, c.trainIters);
+  QCOMPARE(r.workers[1].steps, 3);
+  QCOMPARE(r.words, std::int64_t{c.trainIters + 3} * c.centersPerWorker);
+  QVERIFY(r.validationLoss > 0);
+}
+
 void TestParameterServer::badConfigsAreOneLine_data() {
   QTest::addColumn<QStringList>("overrides");
   QTest::addColumn<int>("worldSize");
@@ -294,6 +353,16 @@ void TestParameterServer::badConfigsAreOneLine_data() {
       << QStringList{"parameter_server.server_num=200", "parameter_server.worker_num=100"} << 0
       << "config: parameter_server.server_num + worker_num = 300 ranks; the threads backend runs "
          "at most 256";
+  QTest::newRow("continue in sync mode")
+      << QStringList{"parameter_server.worker_failure=continue"} << 0
+      << "config: parameter_server.worker_failure = \"continue\" needs mode \"async\" (in mode "
+         "\"sync\" every step waits for every worker); mode is \"sync\"";
+  QTest::newRow("continue with one worker")
+      << QStringList{"parameter_server.worker_failure=continue", "parameter_server.mode=async",
+                     "parameter_server.worker_num=1"}
+      << 0
+      << "config: parameter_server.worker_failure = \"continue\" needs worker_num >= 2 (worker 0 "
+         "reports the run: its failure always ends it)";
   QTest::newRow("image data") << QStringList{"data.type=idx"} << 0
                               << "config: model.type \"word2vec\" needs data.type \"text\"";
 }
