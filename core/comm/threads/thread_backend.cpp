@@ -124,6 +124,31 @@ ThreadComm::~ThreadComm() {
   }
   queueCv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  withdrawPosts();
+}
+
+// This rank's sends and receives still waiting for a match when it leaves the group (a rank
+// that failed with receives posted, or left a send nobody took): no peer may copy into or out
+// of their buffers any more, and each post's request holds the group that holds the post.
+// Channel [s * n + d] queues the sends of s and the receives of d.
+void ThreadComm::withdrawPosts() {
+  const int n = size();
+  std::vector<ThreadPost> mine;
+  for (int peer = 0; peer < n; ++peer) {
+    for (const bool sends : {true, false}) {
+      ThreadChannel& ch =
+          group_->channels[static_cast<std::size_t>(sends ? rank_ * n + peer : peer * n + rank_)];
+      std::lock_guard lock(ch.mutex);
+      auto& posts = sends ? ch.sends : ch.recvs;
+      for (ThreadPost& p : posts) mine.push_back(std::move(p));
+      posts.clear();
+    }
+  }
+  for (ThreadPost& p : mine) {
+    p.request->complete(std::make_exception_ptr(
+        CommError(operationPrefix(p.request->isSend ? "send" : "recv", name(), rank_, n) +
+                  " failed: rank " + std::to_string(rank_) + " left with it unmatched")));
+  }
 }
 
 std::string ThreadComm::prefix(CommOp op) const {

@@ -126,6 +126,7 @@ class ThreadComm final : public CommBackend {
   void run(const CommArgs& a, ThreadRequest& request);
   void workerLoop();
   void drain();
+  void withdrawPosts();
   ThreadSlot& slot(int p) const { return group_->slots[p]; }
   int worldRank() const { return group_->worldRanks[static_cast<std::size_t>(rank_)]; }
 
