@@ -21,8 +21,12 @@ SystemDescription systemNamed(const std::string& name);
 
 void registerTrainCommand(CLI::App& app);
 // train's run for model.type "word2vec" (ps_train.cpp): on threads, or as this rank of `world`.
+struct Word2VecCheckpoints {
+  std::string load, save;
+  int keep = 0;
+};
 void runWord2VecTrain(const nlohmann::json& doc, bool json, const std::string& trace,
-                      Communicator* world);
+                      const Word2VecCheckpoints& checkpoints, Communicator* world);
 void registerGradCommand(CLI::App& app);
 void registerBenchStepCommand(CLI::App& bench);
 void registerAnalyzeCommand(CLI::App& app);

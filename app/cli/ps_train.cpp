@@ -147,6 +147,7 @@ void printResult(const ps::Word2VecResult& r, const Word2VecConfig& c, bool json
                      {"vocabulary", r.vocabulary},
                      {"corpus_words", r.corpusWords}};
     if (!tracePath.empty()) f["trace"] = tracePath;
+    if (!r.checkpoint.empty()) f["checkpoint"] = r.checkpoint;
     std::printf("%s\n", f.dump().c_str());
     std::fflush(stdout);
     return;
@@ -193,6 +194,7 @@ void printResult(const ps::Word2VecResult& r, const Word2VecConfig& c, bool json
   }
   std::printf("trained %lld words in %.2f s: %.0f words/s\n", static_cast<long long>(r.words),
               r.seconds, rate);
+  if (!r.checkpoint.empty()) std::printf("checkpoint: %s\n", r.checkpoint.c_str());
   if (!tracePath.empty()) std::printf("trace: %s\n", tracePath.c_str());
   std::fflush(stdout);
 }
@@ -200,7 +202,7 @@ void printResult(const ps::Word2VecResult& r, const Word2VecConfig& c, bool json
 }  // namespace
 
 void runWord2VecTrain(const nlohmann::json& doc, bool json, const std::string& trace,
-                      Communicator* world) {
+                      const Word2VecCheckpoints& checkpoints, Communicator* world) {
   const Word2VecConfig c = parseWord2VecConfig(doc, world != nullptr ? world->size() : 0);
   ps::checkTableMemory(c, availableMemoryBytes(),
                        world != nullptr ? mpiRanksOnThisNode() : c.ps.ranks());
@@ -212,6 +214,11 @@ void runWord2VecTrain(const nlohmann::json& doc, bool json, const std::string& t
   }
   const bool reports = world == nullptr || world->rank() == c.ps.servers;
   ps::RunOptions options;
+  options.load = checkpoints.load;
+  options.save = checkpoints.save;
+  options.keep = checkpoints.keep;
+  // Every rank checks, so that under mpirun each refuses alike before the world does any work.
+  ps::checkCheckpointOptions(c, options);
   options.onStep = [&](const ps::Word2VecStepReport& s) { printStep(s, c, json); };
   if (reports) printStart(c, json);
   ps::Word2VecResult result;

@@ -302,21 +302,26 @@ void runTrain(const TrainOptions& o) {
         "\"backend\": \"mpi\") so that the processes train together");
   }
   if (isWord2VecConfig(doc)) {
-    for (const auto& [flag, given] :
-         {std::pair{"--switch", !o.switches.empty()}, std::pair{"--save", !o.save.empty()},
-          std::pair{"--load", !o.load.empty()}, std::pair{"--resume", !o.resume.empty()},
-          std::pair{"--system", !o.system.empty()}}) {
+    for (const auto& [flag, given] : {std::pair{"--switch", !o.switches.empty()},
+                                      std::pair{"--save-interval", o.saveInterval > 0},
+                                      std::pair{"--system", !o.system.empty()}}) {
       if (given) {
         throw UserError(std::string(flag) +
-                        ": not for model.type \"word2vec\" (a parameter-server run); it takes "
-                        "--config, overrides, --backend, --json and --trace");
+                        ": not for model.type \"word2vec\" (a parameter-server run, which saves "
+                        "its tables at the end); it takes --config, overrides, --backend, --json, "
+                        "--trace, --save, --load, --resume and --keep");
       }
+    }
+    if (!o.load.empty() && !o.resume.empty()) {
+      throw UserError("--load and --resume: give one (--resume DIR also keeps saving into DIR)");
     }
     if (!o.trace.empty()) {
       checkOutputPath(mpi ? profiler::perRankPath(o.trace, options.world->rank()) : o.trace,
                       "--trace", traceInputs(o));
     }
-    runWord2VecTrain(doc, o.json, o.trace, mpi ? &*options.world : nullptr);
+    Word2VecCheckpoints checkpoints{o.resume.empty() ? o.load : o.resume,
+                                    o.save.empty() ? o.resume : o.save, o.keep};
+    runWord2VecTrain(doc, o.json, o.trace, checkpoints, mpi ? &*options.world : nullptr);
     return;
   }
   // parallel.auto: the planner's choice replaces the document's strategy before anything reads

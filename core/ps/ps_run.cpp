@@ -12,9 +12,11 @@
 #include "core/comm/launch.h"
 #include "core/common/error.h"
 #include "core/common/printable.h"
+#include "core/ps/ps_checkpoint.h"
 #include "core/ps/ps_server.h"
 #include "core/ps/ps_worker.h"
 #include "core/ps/word2vec_corpus.h"
+#include "core/state/checkpoint.h"
 #include "core/trace/trace.h"
 
 namespace parascope::ps {
@@ -71,9 +73,10 @@ std::vector<std::int64_t> workerWords(const WorkerLoad& l, int workers,
   return v;
 }
 
-void readLoads(const std::vector<std::int64_t>& all, const Word2VecConfig& c, Word2VecResult& r) {
+// `stride`: the words each rank sent (a save adds its shard's after the load's).
+void readLoads(const std::vector<std::int64_t>& all, std::size_t stride, const Word2VecConfig& c,
+               Word2VecResult& r) {
   const int workers = c.ps.workers;
-  const std::size_t stride = kLoadWords + 3 * static_cast<std::size_t>(workers);
   std::vector<std::int64_t> sum(static_cast<std::size_t>(workers)), max(sum.size()),
       count(sum.size());
   for (int rank = 0; rank < c.ps.ranks(); ++rank) {
@@ -178,7 +181,15 @@ std::vector<Neighbours> nearestWords(const Word2VecConfig& c, const Word2VecCorp
   return result;
 }
 
-bool runRank(const Word2VecConfig& c, const Word2VecCorpus* sharedCorpus, Communicator& world,
+// What a process shares between its ranks: the corpus, the checkpoint a run continues from, and
+// whether the save's staging directory is made (in-process: before any rank starts).
+struct Shared {
+  const Word2VecCorpus* corpus = nullptr;
+  const TablesCheckpoint* checkpoint = nullptr;
+  bool savePrepared = false;
+};
+
+bool runRank(const Word2VecConfig& c, const Shared& shared, Communicator& world,
              const RunOptions& options, Word2VecResult* result) {
   if (world.size() != c.ps.ranks()) {
     throw UserError("parameter_server: server_num + worker_num = " + std::to_string(c.ps.ranks()) +
@@ -187,6 +198,18 @@ bool runRank(const Word2VecConfig& c, const Word2VecCorpus* sharedCorpus, Commun
   trace::context().rank = world.rank();
   const int servers = c.ps.servers, reporter = servers;
   const bool serves = world.rank() < servers;
+  std::unique_ptr<TablesCheckpoint> ownCheckpoint;
+  if (!options.load.empty() && shared.checkpoint == nullptr) {
+    ownCheckpoint = std::make_unique<TablesCheckpoint>(options.load);
+  }
+  const TablesCheckpoint* checkpoint =
+      shared.checkpoint != nullptr ? shared.checkpoint : ownCheckpoint.get();
+  const int firstStep = checkpoint != nullptr ? checkpoint->step() : 0;
+  std::unique_ptr<CheckpointLock> lock;
+  if (!options.save.empty() && !shared.savePrepared && world.rank() == reporter) {
+    lock = std::make_unique<CheckpointLock>(options.save);
+    prepareCheckpoint(options.save, c.trainIters);
+  }
   Communicator workers = world.split(serves ? 0 : 1, world.rank());
   std::int32_t one = 1, ranks = 0;
   world.allReduce(&one, &ranks, 1, DType::I32, ReduceOp::Sum);  // every rank is ready
@@ -195,13 +218,21 @@ bool runRank(const Word2VecConfig& c, const Word2VecCorpus* sharedCorpus, Commun
   std::string failure;  // a worker's that the run goes on without
   if (serves) {
     Server server(c, world, world.rank());
+    if (checkpoint != nullptr) server.restore(*checkpoint);
     server.run(options.progress);
     mine = serverWords(server, c.ps.workers);
+    if (!options.save.empty()) {
+      const TableShard shard =
+          writeTableShard(stagingDirectory(options.save, c.trainIters), world.rank(),
+                          server.sparseTable(), server.denseTable());
+      mine.insert(mine.end(), {static_cast<std::int64_t>(shard.crc32), shard.bytes,
+                               shard.sparseRows, shard.denseRows});
+    }
   } else {
     std::unique_ptr<Word2VecCorpus> own;
-    if (sharedCorpus == nullptr) own = std::make_unique<Word2VecCorpus>(c);
-    const Word2VecCorpus& corpus = sharedCorpus != nullptr ? *sharedCorpus : *own;
-    Worker worker(c, corpus, world, workers, world.rank() - servers);
+    if (shared.corpus == nullptr) own = std::make_unique<Word2VecCorpus>(c);
+    const Word2VecCorpus& corpus = shared.corpus != nullptr ? *shared.corpus : *own;
+    Worker worker(c, corpus, world, workers, world.rank() - servers, firstStep);
     const auto start = std::chrono::steady_clock::now();
     // A step fails between requests (a whole request is sent, or its failure is the world's):
     // the servers can drop this worker and serve the others.
@@ -224,6 +255,7 @@ bool runRank(const Word2VecConfig& c, const Word2VecCorpus* sharedCorpus, Commun
     }
     worker.finish();
     mine = workerWords(worker.load(), c.ps.workers, failure);
+    if (!options.save.empty()) mine.resize(mine.size() + 4, 0);  // the servers' shard words
   }
   std::vector<std::int64_t> all(world.rank() == reporter ? mine.size() * world.size() : 0);
   world.gather(mine.data(), all.data(), mine.size(), DType::I64, reporter);
@@ -234,7 +266,23 @@ bool runRank(const Word2VecConfig& c, const Word2VecCorpus* sharedCorpus, Commun
     world.send(text.data(), text.size(), DType::I64, reporter);
   }
   if (world.rank() != reporter) return false;
-  readLoads(all, c, local);
+  readLoads(all, mine.size(), c, local);
+  if (!options.save.empty()) {
+    std::vector<TableShard> shards;
+    for (int s = 0; s < servers; ++s) {
+      const std::int64_t* v = all.data() + static_cast<std::size_t>(s + 1) * mine.size() - 4;
+      TableShard shard;
+      char name[40];
+      std::snprintf(name, sizeof name, "rank-%05d.safetensors", s);
+      shard.file = name;
+      shard.crc32 = static_cast<std::uint32_t>(v[0]);
+      shard.bytes = v[1];
+      shard.sparseRows = v[2];
+      shard.denseRows = v[3];
+      shards.push_back(shard);
+    }
+    local.checkpoint = commitTables(options.save, c.trainIters, c, shards, options.keep);
+  }
   for (WorkerFailure& f : local.failures) {
     std::vector<std::int64_t> text(textWords(f.reason.size()));
     world.recv(text.data(), text.size(), DType::I64, f.rank);
@@ -264,17 +312,43 @@ void checkTableMemory(const Word2VecConfig& c, double availableBytes, int ranksH
       (collective ? "" : ", or add servers (parameter_server.server_num) on other machines"));
 }
 
+void checkCheckpointOptions(const Word2VecConfig& c, const RunOptions& options) {
+  if (c.ps.mode == PsMode::Collective && (!options.load.empty() || !options.save.empty())) {
+    throw UserError(
+        "--save and --load keep the servers' tables; mode \"collective\" has no "
+        "servers (its tables are the workers')");
+  }
+  if (options.load.empty()) return;
+  const TablesCheckpoint checkpoint(options.load);
+  checkpoint.checkFits(c);
+  if (checkpoint.step() >= c.trainIters) {
+    throw UserError("--load " + checkpoint.directory() + ": saved at step " +
+                    std::to_string(checkpoint.step()) +
+                    ", and train_iters = " + std::to_string(c.trainIters) +
+                    " counts the saved steps too: nothing is left to train; raise train_iters");
+  }
+}
+
 bool runWord2VecRank(const Word2VecConfig& c, Communicator& world, const RunOptions& options,
                      Word2VecResult* result) {
-  return runRank(c, nullptr, world, options, result);
+  return runRank(c, {}, world, options, result);
 }
 
 Word2VecResult runWord2VecThreads(const Word2VecConfig& c, const RunOptions& options) {
+  checkCheckpointOptions(c, options);
   const Word2VecCorpus corpus(c);  // read once, before any rank starts; bad data fails here
+  std::unique_ptr<TablesCheckpoint> checkpoint;
+  if (!options.load.empty()) checkpoint = std::make_unique<TablesCheckpoint>(options.load);
+  std::unique_ptr<CheckpointLock> lock;
+  if (!options.save.empty()) {
+    lock = std::make_unique<CheckpointLock>(options.save);
+    prepareCheckpoint(options.save, c.trainIters);
+  }
+  const Shared shared{&corpus, checkpoint.get(), !options.save.empty()};
   Word2VecResult result;
   runInProcess(c.ps.ranks(), [&](Communicator& world) {
     Word2VecResult mine;
-    if (runRank(c, &corpus, world, options, &mine)) result = std::move(mine);
+    if (runRank(c, shared, world, options, &mine)) result = std::move(mine);
   });
   return result;
 }

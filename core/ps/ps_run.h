@@ -38,7 +38,7 @@ struct WorkerLoad {
   double pullSeconds = 0, computeSeconds = 0, pushSeconds = 0;
   double stalenessMean = 0;
   std::int64_t stalenessMax = 0;
-  int steps = 0;  // steps it finished
+  int steps = 0;  // steps it finished in this run
 };
 
 // A worker that failed and the run went on without (parameter_server.worker_failure).
@@ -69,6 +69,7 @@ struct Word2VecResult {
   double seconds = 0;      // training, first step to last push
   std::int64_t words = 0;  // centre words trained, all workers
   std::vector<WorkerFailure> failures;
+  std::string checkpoint;  // the step directory RunOptions::save wrote; empty for none
   int vocabulary = 0;
   std::int64_t corpusWords = 0;  // in the vocabulary, training split
   // With RunOptions::gatherTables: every touched sparse row and the dense table (vocab x dim).
@@ -83,6 +84,10 @@ struct RunOptions {
   // rank's failure (the tests' way to make one fail).
   std::function<void(int rank, std::int64_t progress)> progress;
   bool gatherTables = false;
+  // Checkpoints of the servers' tables (ps_checkpoint.h): continue from `load` (its step counts
+  // toward train_iters), and save into `save` at the end, keeping the newest `keep` (0: all).
+  std::string load, save;
+  int keep = 0;
   std::vector<std::string> probeWords = {"love", "time", "money", "god",   "man",
                                          "life", "good", "day",   "world", "never"};
   int neighbours = 5;
@@ -91,6 +96,10 @@ struct RunOptions {
 // UserError naming the keys when the tables, every row touched, need more than `availableBytes`
 // (ignored when negative) on the `ranksHere` ranks this machine runs (all of them for threads).
 void checkTableMemory(const Word2VecConfig& c, double availableBytes, int ranksHere);
+
+// UserError for checkpoint options the run cannot take (collective mode, a checkpoint of other
+// tables or at or past train_iters), before any rank starts.
+void checkCheckpointOptions(const Word2VecConfig& c, const RunOptions& options);
 
 // The world's rank `world.rank()` of the run. Returns true on worker 0 (then *result holds the
 // run's report). `world.size()` must be server_num + worker_num.

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <thread>
 
+#include "core/ps/ps_checkpoint.h"
 #include "core/trace/trace.h"
 
 namespace parascope::ps {
@@ -71,6 +72,10 @@ Server::Server(const Word2VecConfig& c, Communicator& world, int index)
   const std::vector<std::int64_t> ids = denseIds();
   std::vector<float> scratch(ids.size() * dim_);
   dense_.pull(ids, scratch.data());
+}
+
+void Server::restore(const TablesCheckpoint& checkpoint) {
+  checkpoint.load(sparse_, dense_, c_.ps.servers, load_.rank, slice_);
 }
 
 std::vector<std::int64_t> Server::denseIds() const {

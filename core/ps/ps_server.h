@@ -15,12 +15,18 @@
 
 namespace parascope::ps {
 
+class TablesCheckpoint;
+
 class Server {
  public:
   Server(const Word2VecConfig& c, Communicator& world, int index);
   // Serves until every worker is done; `progress` (may be empty) after each request.
   void run(const std::function<void(int, std::int64_t)>& progress);
   const ServerLoad& load() const { return load_; }
+  // Replaces the tables' rows by a checkpoint's (before run).
+  void restore(const TablesCheckpoint& checkpoint);
+  const RowTable& sparseTable() const { return sparse_; }
+  const RowTable& denseTable() const { return dense_; }
   // Per worker: pushes applied and the staleness summed and at most (async).
   std::vector<std::int64_t> stalenessSum, stalenessMax, stalenessCount;
 

@@ -33,12 +33,13 @@ void waitAll(std::vector<CommHandle>& handles) {
 }  // namespace
 
 Worker::Worker(const Word2VecConfig& c, const Word2VecCorpus& corpus, Communicator& world,
-               Communicator& workers, int index)
+               Communicator& workers, int index, int firstStep)
     : c_(c),
       corpus_(corpus),
       world_(world),
       workers_(workers),
       index_(index),
+      firstStep_(firstStep),
       dim_(c.model.dim),
       vocab_(c.model.vocabSize),
       out_(static_cast<std::size_t>(c.model.vocabSize) * c.model.dim),
@@ -48,7 +49,8 @@ Worker::Worker(const Word2VecConfig& c, const Word2VecCorpus& corpus, Communicat
   load_.rank = c.ps.servers + index;
   std::iota(allWords_.begin(), allWords_.end(), std::int64_t{0});
   const PsMode mode = c.ps.mode;
-  finalRound_ = mode == PsMode::Geo ? (c.trainIters + c.ps.kSteps - 1) / c.ps.kSteps : c.trainIters;
+  const int steps = c.trainIters - firstStep;
+  finalRound_ = mode == PsMode::Geo ? (steps + c.ps.kSteps - 1) / c.ps.kSteps : steps;
   if (mode == PsMode::Geo || mode == PsMode::Collective) {
     local_ = std::make_unique<RowTable>(dim_, c.ps.sparse, c.seed, kSparseTable);
     localDense_ = std::make_unique<RowTable>(dim_, c.ps.dense, c.seed, kDenseTable);
@@ -62,14 +64,14 @@ Worker::Worker(const Word2VecConfig& c, const Word2VecCorpus& corpus, Communicat
 
 void Worker::train(const RunOptions& options, Word2VecResult* result) {
   const int steps = c_.trainIters;
-  for (int t = 0; t < steps; ++t) {
+  for (int t = firstStep_; t < steps; ++t) {
     if (options.progress) options.progress(world_.rank(), t);
     trace::context().step = t;
     const auto start = std::chrono::steady_clock::now();
     double loss = 0;
     step(t, &loss);
     trace::context().step = -1;
-    load_.steps = t + 1;
+    load_.steps = t + 1 - firstStep_;
     if (index_ == 0 && result != nullptr) {
       result->finalLoss = loss;
       if (options.onStep) {
@@ -95,7 +97,7 @@ void Worker::step(int t, double* loss) {
   const PsMode mode = c_.ps.mode;
   if (mode == PsMode::Sync || mode == PsMode::Async) {
     load_.rowsPulled += static_cast<std::int64_t>(rows_.rows.size());
-    pull(rows_.rows, t, true, in_.data());
+    pull(rows_.rows, t - firstStep_, true, in_.data());
   } else if (mode == PsMode::Geo) {
     geoStep(t);
   } else {
@@ -110,7 +112,7 @@ void Worker::step(int t, double* loss) {
     *loss = batch_.pairs > 0 ? sum / static_cast<double>(batch_.pairs) : 0.0;
   }
   if (mode == PsMode::Sync || mode == PsMode::Async) {
-    push(Op::Push, rows_.rows, dIn_.data(), dOut_.data(), t);
+    push(Op::Push, rows_.rows, dIn_.data(), dOut_.data(), t - firstStep_);
   } else if (mode == PsMode::Geo) {
     {
       const trace::Span apply("apply", trace::Category::Optimizer, trace::lane::kApply);
@@ -118,7 +120,8 @@ void Worker::step(int t, double* loss) {
       localDense_->apply(allWords_, dOut_.data());
       localDense_->pull(allWords_, out_.data());
     }
-    const bool roundEnds = t % c_.ps.kSteps == c_.ps.kSteps - 1 || t == c_.trainIters - 1;
+    const int local = t - firstStep_;
+    const bool roundEnds = local % c_.ps.kSteps == c_.ps.kSteps - 1 || t == c_.trainIters - 1;
     if (roundEnds) {
       std::sort(fetched_.begin(), fetched_.end());
       std::vector<float> changes(fetched_.size() * dim_);
@@ -129,7 +132,7 @@ void Worker::step(int t, double* loss) {
       }
       std::vector<float> denseChange(out_.size());
       for (std::size_t j = 0; j < out_.size(); ++j) denseChange[j] = out_[j] - baseDense_[j];
-      push(Op::GeoPush, fetched_, changes.data(), denseChange.data(), t / c_.ps.kSteps);
+      push(Op::GeoPush, fetched_, changes.data(), denseChange.data(), local / c_.ps.kSteps);
     }
   } else {
     collectiveStep();
@@ -139,8 +142,10 @@ void Worker::step(int t, double* loss) {
 // Geo: the rows this round has not pulled yet come from the servers (the dense table too when
 // the round begins); training then runs on the local copies.
 void Worker::geoStep(int t) {
-  const std::int64_t round = t / c_.ps.kSteps;
-  const bool begins = t % c_.ps.kSteps == 0;
+  // Rounds count from this run's first step (a run continued from a checkpoint starts one).
+  const int local = t - firstStep_;
+  const std::int64_t round = local / c_.ps.kSteps;
+  const bool begins = local % c_.ps.kSteps == 0;
   if (begins) {
     TableSpec plain;
     plain.rule = RowRule::Sgd;

@@ -20,9 +20,10 @@ namespace parascope::ps {
 
 class Worker {
  public:
-  // workers: the group of the worker ranks (the collective run's all-reduce).
+  // workers: the group of the worker ranks (the collective run's all-reduce). firstStep: the
+  // step a run continued from a checkpoint starts at (0 for a new one).
   Worker(const Word2VecConfig& c, const Word2VecCorpus& corpus, Communicator& world,
-         Communicator& workers, int index);
+         Communicator& workers, int index, int firstStep);
 
   // Trains train_iters steps; worker 0 calls onStep after each. steps() says how many finished.
   void train(const RunOptions& options, Word2VecResult* result);
@@ -52,6 +53,7 @@ class Worker {
   Communicator& world_;
   Communicator& workers_;
   int index_;
+  int firstStep_;
   int dim_;
   int vocab_;
   Word2VecBatch batch_;

@@ -96,6 +96,10 @@ void RowTable::set(std::int64_t row, const float* values) {
   std::memcpy(at(row), values, sizeof(float) * dim_);
 }
 
+void RowTable::setRaw(std::int64_t row, const float* data) {
+  std::memcpy(at(row), data, sizeof(float) * stride_);
+}
+
 const float* RowTable::find(std::int64_t row) const {
   const auto slot = static_cast<std::size_t>(slotOf(row));
   return keys_[slot] == row ? data_.data() + std::size_t{index_[slot]} * stride_ : nullptr;

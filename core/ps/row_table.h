@@ -18,6 +18,8 @@ class RowTable {
   RowTable(int dim, const TableSpec& spec, std::uint64_t seed, std::uint32_t tableId);
 
   int dim() const { return dim_; }
+  // Floats a row keeps: its values, then its rule's state.
+  int stride() const { return stride_; }
   std::int64_t size() const { return static_cast<std::int64_t>(rows_.size()); }
   // Bytes held: values, state and the index.
   std::int64_t bytes() const;
@@ -33,8 +35,10 @@ class RowTable {
 
   // A held row's values; null if the row was never touched.
   const float* find(std::int64_t row) const;
-  // Every held row, in the order they were created.
+  // Every held row, in the order they were created, with its values and state (stride floats).
   void forEach(const std::function<void(std::int64_t row, const float* values)>& fn) const;
+  // Sets a row's values and state (stride floats), as forEach gave them.
+  void setRaw(std::int64_t row, const float* data);
 
  private:
   float* at(std::int64_t row);  // creates the row when absent

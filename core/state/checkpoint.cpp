@@ -201,6 +201,14 @@ std::uint32_t documentChecksum(const nlohmann::json& j) {
   return crc32Update(0, text.data(), text.size());
 }
 
+}  // namespace
+
+std::uint32_t jsonDocumentChecksum(const nlohmann::json& j) {
+  return documentChecksum(j);
+}
+
+namespace {
+
 const nlohmann::json& member(const nlohmann::json& j, const char* key, const std::string& where) {
   if (!j.is_object()) throw UserError(where + ": must be a JSON object");
   const auto it = j.find(key);
@@ -336,6 +344,12 @@ nlohmann::json manifestToJson(const CheckpointManifest& m) {
 
 CheckpointManifest manifestFromJson(const nlohmann::json& j, const std::string& where) {
   CheckpointManifest m;
+  if (j.is_object() && j.contains("tables")) {
+    throw UserError(where +
+                    ": a parameter-server checkpoint (word2vec's sharded tables, "
+                    "docs/parameter_server.md), not a model's: continue it with `train --load` and "
+                    "a word2vec config");
+  }
   m.formatVersion = static_cast<int>(
       integerMember(j, "format_version", where, 0, std::numeric_limits<int>::max()));
   if (m.formatVersion != 1 && m.formatVersion != kCheckpointFormatVersion) {
@@ -545,6 +559,11 @@ std::string commitCheckpoint(const std::string& dir, int step, CheckpointManifes
   // Refuses a manifest that would not load (a shard missing, elements not covered) before it
   // replaces anything.
   const CheckpointReader check(staging);
+  return publishCheckpoint(dir, step, keep);
+}
+
+std::string publishCheckpoint(const std::string& dir, int step, int keep) {
+  const std::string staging = stagingDirectory(dir, step);
   syncPath(staging, true);  // the shards' and manifest's entries, before the rename publishes them
 
   const std::string name = stepDirectoryName(step);

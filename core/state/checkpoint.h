@@ -87,6 +87,14 @@ TrainingCounters countersFromJson(const nlohmann::json& j, const std::string& wh
 nlohmann::json manifestToJson(const CheckpointManifest& manifest);
 CheckpointManifest manifestFromJson(const nlohmann::json& j, const std::string& where);
 
+// A manifest's own checksum: the CRC-32 of the document (without the checksum's key) as compact
+// JSON, keys sorted, so it covers what the manifest says, not how its whitespace falls.
+std::uint32_t jsonDocumentChecksum(const nlohmann::json& j);
+
+// The step directory `path` names: itself when it holds manifest.json, else the one its `latest`
+// pointer names (checked: a step directory name, no link, a manifest there). UserError otherwise.
+std::string resolveCheckpointDirectory(const std::string& path);
+
 // The step directory's name, "step-00000042" (more digits from step 100,000,000 on).
 std::string stepDirectoryName(int step);
 // The step a directory name stands for, -1 if it is not exactly stepDirectoryName of one.
@@ -110,6 +118,10 @@ ShardWritten writeShard(const std::string& staging, int rank,
 // oldest complete checkpoints beyond `keep` (0: keep all). Returns the checkpoint's directory.
 std::string commitCheckpoint(const std::string& dir, int step, CheckpointManifest manifest,
                              int keep);
+// The second half of a commit, for a staging directory whose shards and manifest (of any of
+// ParaScope's checkpoint formats) are written and checked: fsyncs, renames it to
+// dir/step-<8 digits>, updates dir/latest and prunes beyond `keep`. Returns the directory.
+std::string publishCheckpoint(const std::string& dir, int step, int keep);
 
 // Checks that the checkpoint holds exactly the tensors `expected` (a model's), with the same
 // shapes; UserError naming `where`, the tensor and both shapes otherwise (another model's

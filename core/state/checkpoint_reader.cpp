@@ -134,6 +134,10 @@ void readAt(const Fd& fd, void* out, std::int64_t bytes, std::int64_t offset,
 
 }  // namespace
 
+std::string resolveCheckpointDirectory(const std::string& path) {
+  return resolveCheckpoint(path);
+}
+
 CheckpointReader::CheckpointReader(const std::string& path, bool verifyOnRead)
     : directory_(resolveCheckpoint(path)), verifyOnRead_(verifyOnRead) {
   const std::string where = (fs::path(directory_) / "manifest.json").string();

@@ -173,9 +173,9 @@ void TestCli::word2vecRefusalsExitTwo() {
            qPrintable(bad.err));
   QVERIFY(bad.out.isEmpty());
   const parascope::test::CliResult flag =
-      parascope::test::runCli({"train", "--config", config, "--save", "/tmp/never"}, 60000);
+      parascope::test::runCli({"train", "--config", config, "--switch", "5:parameter_server.server_num=2"}, 60000);
   QCOMPARE(flag.code, 2);
-  QVERIFY2(flag.err.contains("--save: not for model.type \"word2vec\""), qPrintable(flag.err));
+  QVERIFY2(flag.err.contains("--switch: not for model.type \"word2vec\""), qPrintable(flag.err));
   const parascope::test::CliResult gpt = parascope::test::runCli(
       {"train", "--config", PARASCOPE_SOURCE_DIR "/resources/configs/default.json",
        "parameter_server.mode=sync"},

@@ -3,22 +3,29 @@
 // the rows a batch touches, async converges near sync, and every bad config is one clear line.
 #include <QtTest>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "core/common/error.h"
 #include "core/config/config.h"
 #include "core/config/ps_config.h"
+#include "core/ps/ps_checkpoint.h"
 #include "core/ps/ps_protocol.h"
 #include "core/ps/ps_run.h"
 #include "core/ps/row_table.h"
 #include "core/ps/skip_gram.h"
 #include "core/ps/word2vec_corpus.h"
+#include "core/state/checkpoint.h"
 #include "profiler/analysis/ps_load.h"
 #include "profiler/tracer.h"
 
 using namespace parascope;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -38,6 +45,14 @@ nlohmann::json smallDocument(const std::vector<std::string>& overrides) {
                         {"seed", 7}};
   for (const auto& o : overrides) applyOverride(doc, o);
   return doc;
+}
+
+// A fresh directory under the temporary one, unique to this process.
+fs::path scratch(const std::string& name) {
+  const fs::path p =
+      fs::temp_directory_path() / ("parascope-ps-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  return p;
 }
 
 Word2VecConfig smallConfig(const std::vector<std::string>& overrides) {
@@ -85,6 +100,8 @@ class TestParameterServer : public QObject {
   void aFailingServerEndsEveryWorkerWithItsReason();
   void aFailingWorkerEndsTheRunByDefault();
   void anAsyncRunGoesOnWithoutAFailedWorker();
+  void savedTablesContinueUnderAnotherServerCount();
+  void damagedCheckpointsAreRefused();
   void badConfigsAreOneLine_data();
   void badConfigsAreOneLine();
   void tooBigATableIsRefusedBeforeTheRun();
@@ -309,6 +326,108 @@ void TestParameterServer::anAsyncRunGoesOnWithoutAFailedWorker() {
   QCOMPARE(r.workers[1].steps, 3);
   QCOMPARE(r.words, std::int64_t{c.trainIters + 3} * c.centersPerWorker);
   QVERIFY(r.validationLoss > 0);
+}
+
+// Saved after 6 steps by two servers, continued by three to 12: the same tables, bit for bit,
+// as one server training 12 steps straight (sync: the servers' state is the whole state).
+void TestParameterServer::savedTablesContinueUnderAnotherServerCount() {
+  const fs::path dir = scratch("continue");
+  ps::RunOptions save;
+  save.save = dir.string();
+  const ps::Word2VecResult first =
+      ps::runWord2VecThreads(smallConfig({"parameter_server.server_num=2", "train_iters=6"}), save);
+  QCOMPARE(QString::fromStdString(first.checkpoint),
+           QString::fromStdString((dir / "step-00000006").string()));
+  ps::RunOptions load;
+  load.load = dir.string();
+  load.gatherTables = true;
+  const ps::Word2VecResult continued = ps::runWord2VecThreads(
+      smallConfig({"parameter_server.server_num=3", "train_iters=12"}), load);
+  QCOMPARE(continued.words, std::int64_t{6} * 64 * 2);  // this run's steps
+  const ps::Word2VecResult straight =
+      train(smallConfig({"parameter_server.server_num=1", "train_iters=12"}));
+  QCOMPARE(largestDifference(continued, straight), 0.0);
+  QCOMPARE(continued.finalLoss, straight.finalLoss);
+  QCOMPARE(continued.validationLoss, straight.validationLoss);
+  fs::remove_all(dir);
+}
+
+void TestParameterServer::damagedCheckpointsAreRefused() {
+  const fs::path dir = scratch("damaged");
+  ps::RunOptions save;
+  save.save = dir.string();
+  (void)ps::runWord2VecThreads(smallConfig({"train_iters=4"}), save);
+  const fs::path step = dir / "step-00000004";
+  auto refusal = [&](const std::vector<std::string>& overrides) -> QString {
+    ps::RunOptions load;
+    load.load = dir.string();
+    try {
+      ps::checkCheckpointOptions(smallConfig(overrides), load);
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  QCOMPARE(refusal({"train_iters=8"}), QString("accepted"));
+  QCOMPARE(refusal({"train_iters=4"}),
+           QString::fromStdString("--load " + step.string() +
+                                  ": saved at step 4, and train_iters = 4 counts the saved steps "
+                                  "too: nothing is left to train; raise train_iters"));
+  QCOMPARE(refusal({"train_iters=8", "model.embedding_dim=8"}),
+           QString::fromStdString("--load " + step.string() +
+                                  ": its tables have model.embedding_dim = 16, this config 8; load "
+                                  "it with the config it was saved with "
+                                  "(parameter_server.server_num may differ)"));
+  QCOMPARE(refusal({"train_iters=8", "parameter_server.sparse_table.optimizer=sgd"}),
+           QString::fromStdString("--load " + step.string() +
+                                  ": its sparse table was trained with optimizer \"adam\", this "
+                                  "config's parameter_server.sparse_table.optimizer is \"sgd\"; "
+                                  "the rule's state would not carry over"));
+  QCOMPARE(refusal({"train_iters=8", "parameter_server.mode=collective",
+                    "parameter_server.server_num=0"}),
+           QString("--save and --load keep the servers' tables; mode \"collective\" has no "
+                   "servers (its tables are the workers')"));
+  // The model checkpoints' reader names what this is.
+  try {
+    (void)CheckpointReader(dir.string());
+    QFAIL("a model's reader took the tables");
+  } catch (const UserError& e) {
+    QVERIFY2(QString(e.what()).contains("a parameter-server checkpoint"), e.what());
+  }
+  // One byte flipped in a shard, then the shard cut short, then the manifest edited.
+  const fs::path shard = step / "rank-00000.safetensors";
+  std::string bytes;
+  {
+    std::ifstream in(shard, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto rewrite = [](const fs::path& p, const std::string& content) {
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << content;
+  };
+  std::string flipped = bytes;
+  flipped[flipped.size() / 2] ^= 0x10;
+  rewrite(shard, flipped);
+  QVERIFY(refusal({"train_iters=8"})
+              .endsWith("rank-00000.safetensors: its CRC-32 differs from "
+                        "the manifest's (truncated or corrupted)"));
+  rewrite(shard, bytes.substr(0, bytes.size() - 8));
+  QVERIFY(refusal({"train_iters=8"}).contains("bytes, the manifest says"));
+  rewrite(shard, bytes);
+  QCOMPARE(refusal({"train_iters=8"}), QString("accepted"));
+  const fs::path manifest = step / "manifest.json";
+  std::string text;
+  {
+    std::ifstream in(manifest);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto at = text.find("\"step\": 4");
+  QVERIFY(at != std::string::npos);
+  rewrite(manifest, text.replace(at, 9, "\"step\": 3"));
+  const QString edited = refusal({"train_iters=8"});
+  QVERIFY2(edited.endsWith("manifest.json: the manifest's checksum does not match its contents "
+                           "(edited or corrupted)"),
+           qPrintable(edited));
+  fs::remove_all(dir);
 }
 
 void TestParameterServer::badConfigsAreOneLine_data() {
