@@ -172,8 +172,8 @@ void TestCli::word2vecRefusalsExitTwo() {
   QVERIFY2(bad.err.contains("parameter_server.k_steps applies to mode \"geo\" only"),
            qPrintable(bad.err));
   QVERIFY(bad.out.isEmpty());
-  const parascope::test::CliResult flag =
-      parascope::test::runCli({"train", "--config", config, "--switch", "5:parameter_server.server_num=2"}, 60000);
+  const parascope::test::CliResult flag = parascope::test::runCli(
+      {"train", "--config", config, "--switch", "5:parameter_server.server_num=2"}, 60000);
   QCOMPARE(flag.code, 2);
   QVERIFY2(flag.err.contains("--switch: not for model.type \"word2vec\""), qPrintable(flag.err));
   const parascope::test::CliResult gpt = parascope::test::runCli(

@@ -8,8 +8,8 @@
 
 #include "core/common/error.h"
 #include "core/config/config.h"
-#include "core/config/ps_config.h"
 #include "core/config/config_keys.h"
+#include "core/config/ps_config.h"
 
 using namespace parascope;
 using nlohmann::json;
@@ -38,8 +38,7 @@ json documentWith(const ConfigKey& key, const json& value) {
     put(doc, "scheduler.type", "WarmupCosineLR");
   if (isWord2VecKey(key)) put(doc, "model.type", "word2vec");
   if (key.path == "parameter_server.k_steps") put(doc, "parameter_server.mode", "geo");
-  if (key.path.ends_with(".initial_g2sum"))
-    put(doc, key.section() + ".optimizer", "adagrad");
+  if (key.path.ends_with(".initial_g2sum")) put(doc, key.section() + ".optimizer", "adagrad");
   put(doc, key.path, value);
   return doc;
 }
