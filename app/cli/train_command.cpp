@@ -315,9 +315,23 @@ void runTrain(const TrainOptions& o) {
     if (!o.load.empty() && !o.resume.empty()) {
       throw UserError("--load and --resume: give one (--resume DIR also keeps saving into DIR)");
     }
+    if ((o.keep > 0) && o.save.empty() && o.resume.empty()) {
+      throw UserError("--keep needs --save DIR (or --resume DIR)");
+    }
     if (!o.trace.empty()) {
       checkOutputPath(mpi ? profiler::perRankPath(o.trace, options.world->rank()) : o.trace,
                       "--trace", traceInputs(o));
+    }
+    if (mpi) {
+      // Servers and workers waiting on rounds another rank never runs would wait for ever.
+      SettingList settings = canonicalSettings(doc);
+      for (const auto& [name, value] :
+           {std::pair{"--trace", o.trace}, std::pair{"--load", o.load},
+            std::pair{"--resume", o.resume}, std::pair{"--save", o.save}}) {
+        settings.emplace_back(name, nlohmann::json(value).dump());
+      }
+      settings.emplace_back("--keep", std::to_string(o.keep));
+      agreeOnSettings(*options.world, settings);
     }
     Word2VecCheckpoints checkpoints{o.resume.empty() ? o.load : o.resume,
                                     o.save.empty() ? o.resume : o.save, o.keep};

@@ -33,6 +33,11 @@ class CommRequest {
   virtual ~CommRequest() = default;
   virtual bool test() = 0;
   virtual void wait() = 0;
+  // Withdraws an operation still waiting for its match: once this returns nothing is copied
+  // into or out of its buffers, so a caller unwinding from a failure may free them. A completed
+  // operation stays as it was. The in-process backend recalls unmatched sends and receives; Open
+  // MPI's are not recalled (a failing process ends the job), nor are collectives.
+  virtual void cancel() {}
 
   CommRecord record;
   bool reported = false;  // the observer has seen it (set by Communicator)

@@ -47,6 +47,11 @@ class CommHandle {
   bool test();
   // Blocks until complete; throws CommError if it failed or a peer failed or timed out.
   const CommRecord& wait();
+  // Withdraws the operation if it is still unmatched (CommRequest::cancel): for a rank leaving
+  // on a failure with operations posted into buffers it is about to free.
+  void cancel() {
+    if (request_) request_->cancel();
+  }
 
  private:
   void finish();

@@ -148,7 +148,8 @@ std::vector<ConfigKey> tableKeys(const std::string& table, double lr, double ini
              "(adagrad) the accumulator's starting value"),
       number(p + "beta1", t.beta1, 0.0, 0.999999, "(adam)"),
       number(p + "beta2", t.beta2, 0.0, 0.999999, "(adam)"),
-      number(p + "epsilon", t.epsilon, 0.0, 1.0, "(adam)"),
+      number(p + "epsilon", t.epsilon, 1e-12, 1.0,
+             "(adam) above 0: a dense row without a gradient would divide 0 by 0"),
   };
 }
 

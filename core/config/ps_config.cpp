@@ -181,20 +181,34 @@ Word2VecConfig parseWord2VecConfig(const nlohmann::json& document, int worldSize
   return c;
 }
 
-std::int64_t word2vecTableBytesPerRank(const Word2VecConfig& c) {
+Word2VecMemory word2vecMemory(const Word2VecConfig& c) {
   const Word2VecSpec& m = c.model;
-  const std::int64_t sparseRow =
-      4 * (m.dim + c.ps.sparse.stateFloats(m.dim)) + 16;  // values, state, the row index's slot
-  const std::int64_t dense =
-      std::int64_t{4} * m.vocabSize * (m.dim + c.ps.dense.stateFloats(m.dim));
-  if (c.ps.mode == PsMode::Collective) {
-    // Every worker holds both tables whole, their dense gradients and the rows' touch counts.
-    const std::int64_t rows = m.rows();
-    return rows * (4 * (2 * m.dim + c.ps.sparse.stateFloats(m.dim)) + 4) + dense +
-           std::int64_t{4} * m.vocabSize * m.dim;
+  constexpr std::int64_t kIndexBytesPerRow = 56;  // 4 slots x 12 bytes, and the row's id
+  const auto rowBytes = [&](const TableSpec& t) {
+    return 4 * (m.dim + t.stateFloats(m.dim)) + kIndexBytesPerRow;
+  };
+  const std::int64_t denseValues = std::int64_t{4} * m.vocabSize * m.dim;
+  const std::int64_t denseTable = m.vocabSize * rowBytes(c.ps.dense);
+  Word2VecMemory out;
+  // Every worker keeps the dense table's values and their gradient.
+  out.perWorker = 2 * denseValues;
+  switch (c.ps.mode) {
+    case PsMode::Collective:
+      // Both tables whole, the sparse table's dense gradient and its rows' touch counts.
+      out.perWorker += m.rows() * (rowBytes(c.ps.sparse) + 4 * m.dim + 4) + denseTable;
+      return out;
+    case PsMode::Geo:
+      // Local copies of every row it touched, and their values when pulled this round.
+      out.perWorker += m.rows() * (rowBytes(c.ps.sparse) + 4 * m.dim + kIndexBytesPerRow) +
+                       denseTable + denseValues;
+      break;
+    case PsMode::Sync:
+    case PsMode::Async: break;
   }
-  const std::int64_t rowsPerServer = (m.rows() + c.ps.servers - 1) / c.ps.servers;
-  return rowsPerServer * sparseRow + (dense + c.ps.servers - 1) / c.ps.servers;
+  const std::int64_t servers = c.ps.servers;
+  out.perServer = (m.rows() + servers - 1) / servers * rowBytes(c.ps.sparse) +
+                  (denseTable + servers - 1) / servers;
+  return out;
 }
 
 }  // namespace parascope

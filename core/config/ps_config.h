@@ -85,8 +85,14 @@ bool isWord2VecKey(const ConfigKey& key);
 // from outside (mpirun) and server_num + worker_num must equal it.
 Word2VecConfig parseWord2VecConfig(const nlohmann::json& document, int worldSize = 0);
 
-// The most bytes one server (or, collective, one worker) holds for the tables when every row
-// has been touched: what a run is checked against before it starts.
-std::int64_t word2vecTableBytesPerRank(const Word2VecConfig& c);
+// The most bytes a server and a worker hold when every row has been touched: what a run is
+// checked against before it starts. A row costs its values and state, and up to 56 bytes of
+// index (a table at most half full, just grown, and its list of rows).
+struct Word2VecMemory {
+  std::int64_t perServer = 0;  // its share of the sparse rows, its slice of the dense table
+  std::int64_t perWorker = 0;  // the dense table and its gradient; geo: its local copies;
+                               // collective: both tables whole and the dense gradient
+};
+Word2VecMemory word2vecMemory(const Word2VecConfig& c);
 
 }  // namespace parascope

@@ -96,7 +96,7 @@ TableShard writeTableShard(const std::string& staging, int rank, const RowTable&
 }
 
 std::string commitTables(const std::string& dir, int step, const Word2VecConfig& c,
-                         std::vector<TableShard> shards, int keep) {
+                         const std::vector<TableShard>& shards, int keep) {
   nlohmann::json files = nlohmann::json::array();
   for (const TableShard& s : shards) {
     files.push_back({{"name", s.file},
@@ -152,6 +152,9 @@ TablesCheckpoint::TablesCheckpoint(const std::string& path)
                     "corrupted)");
   }
   step_ = static_cast<int>(integerField(manifest_, "step", where, 0, 1 << 30));
+  const nlohmann::json& tables = field(manifest_, "tables", where);
+  rows_ = integerField(tables, "sparse_rows", where, 1, INT64_MAX);
+  denseRows_ = integerField(tables, "dense_rows", where, 1, INT64_MAX);
   const nlohmann::json& files = field(manifest_, "files", where);
   if (!files.is_array() || files.empty()) throw UserError(where + ": 'files' must list the shards");
   for (const nlohmann::json& f : files) {
@@ -220,7 +223,7 @@ void TablesCheckpoint::load(RowTable& sparse, RowTable& dense, int servers, int 
     const std::string file = (fs::path(directory_) / s.file).string();
     const SafetensorsReader reader(file);
     const auto read = [&](const char* rowsName, const char* dataName, RowTable& table,
-                          std::int64_t count, auto keep) {
+                          std::int64_t count, std::int64_t limit, auto keep) {
       const auto& tensors = reader.tensors();
       const auto rows = tensors.find(rowsName), data = tensors.find(dataName);
       if (rows == tensors.end() || data == tensors.end() || rows->second.dtype != DType::I64 ||
@@ -236,12 +239,16 @@ void TablesCheckpoint::load(RowTable& sparse, RowTable& dense, int servers, int 
                        rowsName);
       reader.readBytes(data->second.offset, values.data(), values.size() * sizeof(float), dataName);
       for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] < 0 || ids[i] >= limit) {
+          throw UserError(file + ": '" + rowsName + "' holds row " + std::to_string(ids[i]) +
+                          ", outside the table's " + std::to_string(limit) + " rows");
+        }
         if (keep(ids[i])) table.setRaw(ids[i], values.data() + i * table.stride());
       }
     };
-    read("sparse.rows", "sparse.data", sparse, s.sparseRows,
+    read("sparse.rows", "sparse.data", sparse, s.sparseRows, rows_,
          [&](std::int64_t row) { return serverOf(row, servers) == index; });
-    read("dense.rows", "dense.data", dense, s.denseRows,
+    read("dense.rows", "dense.data", dense, s.denseRows, denseRows_,
          [&](std::int64_t row) { return row >= slice.first && row < slice.first + slice.count; });
   }
 }

@@ -36,7 +36,7 @@ TableShard writeTableShard(const std::string& staging, int rank, const RowTable&
 
 // The reporter, once every server's shard is written: manifest.json, then the commit.
 std::string commitTables(const std::string& dir, int step, const Word2VecConfig& c,
-                         std::vector<TableShard> shards, int keep);
+                         const std::vector<TableShard>& shards, int keep);
 
 class TablesCheckpoint {
  public:
@@ -55,6 +55,7 @@ class TablesCheckpoint {
  private:
   std::string directory_;
   int step_ = 0;
+  std::int64_t rows_ = 0, denseRows_ = 0;  // the tables' rows: a saved id must be below
   nlohmann::json manifest_;
   std::vector<TableShard> shards_;
 };

@@ -5,6 +5,7 @@
 //   Push:    ids[count], gradients[count x dim], dense slice's gradient
 //   GeoPush: ids[count], changes[count x dim],   dense slice's change
 //   Gather:  (none)                           reply: header, ids[count], rows[count x dim], slice
+//   Trained: (none) the worker's last push is sent
 //   Done:    (none)
 // The dense slice travels when flags has kDense. Rows are sharded by a hash of their id; the
 // dense table (the output vectors) in contiguous word ranges.
@@ -17,9 +18,15 @@
 
 namespace parascope::ps {
 
-enum class Op : std::int64_t { Pull = 1, Push = 2, GeoPush = 3, Gather = 4, Done = 5 };
+enum class Op : std::int64_t { Pull = 1, Push = 2, GeoPush = 3, Gather = 4, Trained = 5, Done = 6 };
 
 inline constexpr std::int64_t kDense = 1;
+// A pull of the trained tables (evaluation): answered once every worker has said Trained, so in
+// every mode it sees every push applied.
+inline constexpr std::int64_t kFinal = 2;
+// A pull that must not create the rows it asks for (evaluation reads rows training may never
+// have touched; their initial values come back, and the server's table stays as training left it).
+inline constexpr std::int64_t kPeek = 4;
 
 // Table ids in the rows' seeds: a row starts equal on any server, geo worker or collective worker.
 inline constexpr std::uint32_t kSparseTable = 1;
@@ -34,6 +41,8 @@ struct Header {
   std::int64_t round() const { return words[1]; }
   std::int64_t count() const { return words[2]; }
   bool dense() const { return (words[3] & kDense) != 0; }
+  bool final() const { return (words[3] & kFinal) != 0; }
+  bool peek() const { return (words[3] & kPeek) != 0; }
   std::int64_t version() const { return words[4]; }
   static Header make(Op op, std::int64_t round, std::int64_t count, std::int64_t flags,
                      std::int64_t version) {

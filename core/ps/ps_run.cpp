@@ -75,7 +75,7 @@ std::vector<std::int64_t> workerWords(const WorkerLoad& l, int workers,
 
 // `stride`: the words each rank sent (a save adds its shard's after the load's).
 void readLoads(const std::vector<std::int64_t>& all, std::size_t stride, const Word2VecConfig& c,
-               Word2VecResult& r) {
+               int firstStep, Word2VecResult& r) {
   const int workers = c.ps.workers;
   std::vector<std::int64_t> sum(static_cast<std::size_t>(workers)), max(sum.size()),
       count(sum.size());
@@ -112,7 +112,8 @@ void readLoads(const std::vector<std::int64_t>& all, std::size_t stride, const W
       r.words += static_cast<std::int64_t>(w.steps) * c.centersPerWorker;
       if (v[7] >= 0) {
         // The reason's bytes follow from that rank (runRank); sized here, read there.
-        r.failures.push_back({rank, w.steps, std::string(static_cast<std::size_t>(v[7]), '\0')});
+        r.failures.push_back(
+            {rank, firstStep + w.steps, std::string(static_cast<std::size_t>(v[7]), '\0')});
       }
       r.workers.push_back(w);
     }
@@ -153,7 +154,8 @@ std::vector<Neighbours> nearestWords(const Word2VecConfig& c, const Word2VecCorp
   std::vector<double> norms(ids.size());
   for (int w = 0; w < vocab; ++w) {
     double s = 0;
-    for (int j = 0; j < dim; ++j) s += double{vectors[w * dim + j]} * vectors[w * dim + j];
+    const float* v = vectors.data() + static_cast<std::size_t>(w) * dim;
+    for (int j = 0; j < dim; ++j) s += double{v[j]} * v[j];
     norms[w] = std::sqrt(s);
   }
   std::vector<Neighbours> result;
@@ -164,7 +166,9 @@ std::vector<Neighbours> nearestWords(const Word2VecConfig& c, const Word2VecCorp
     for (int w = 0; w < vocab; ++w) {
       if (w == p || norms[w] == 0) continue;
       double s = 0;
-      for (int j = 0; j < dim; ++j) s += double{vectors[p * dim + j]} * vectors[w * dim + j];
+      const float* a = vectors.data() + static_cast<std::size_t>(p) * dim;
+      const float* b = vectors.data() + static_cast<std::size_t>(w) * dim;
+      for (int j = 0; j < dim; ++j) s += double{a[j]} * b[j];
       scored.emplace_back(s / (norms[p] * norms[w]), w);
     }
     const auto n = std::min<std::size_t>(scored.size(), static_cast<std::size_t>(o.neighbours));
@@ -246,6 +250,7 @@ bool runRank(const Word2VecConfig& c, const Shared& shared, Communicator& world,
       failure = e.what();
     }
     local.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    worker.finishTraining();
     if (world.rank() == reporter) {
       local.vocabulary = corpus.vocabSize();
       local.corpusWords = corpus.streamWords(Split::Train);
@@ -266,7 +271,7 @@ bool runRank(const Word2VecConfig& c, const Shared& shared, Communicator& world,
     world.send(text.data(), text.size(), DType::I64, reporter);
   }
   if (world.rank() != reporter) return false;
-  readLoads(all, mine.size(), c, local);
+  readLoads(all, mine.size(), c, firstStep, local);
   if (!options.save.empty()) {
     std::vector<TableShard> shards;
     for (int s = 0; s < servers; ++s) {
@@ -296,20 +301,26 @@ bool runRank(const Word2VecConfig& c, const Shared& shared, Communicator& world,
 
 void checkTableMemory(const Word2VecConfig& c, double availableBytes, int ranksHere) {
   if (availableBytes < 0) return;
+  const Word2VecMemory m = word2vecMemory(c);
+  // In-process every rank is here; under mpirun, the ranks on this machine could be any.
+  const bool all = ranksHere >= c.ps.ranks();
+  const double need = all ? static_cast<double>(m.perServer) * c.ps.servers +
+                                static_cast<double>(m.perWorker) * c.ps.workers
+                          : static_cast<double>(std::max(m.perServer, m.perWorker)) * ranksHere;
+  if (need <= availableBytes) return;
   const bool collective = c.ps.mode == PsMode::Collective;
-  const int holders = std::min(ranksHere, collective ? c.ps.workers : c.ps.servers);
-  const double perRank = static_cast<double>(word2vecTableBytesPerRank(c));
-  if (perRank * holders <= availableBytes) return;
   throw UserError(
-      "parameter_server: the tables need up to " + formatBytes(perRank) + " per " +
-      (collective ? "worker (both tables whole, and the dense gradient it all-reduces)"
-                  : "server (its share of " + std::to_string(c.model.rows()) + " rows x " +
-                        std::to_string(c.model.dim) + " values with their " +
-                        rowRuleName(c.ps.sparse.rule) + " state, every row touched)") +
-      ", " + formatBytes(perRank * holders) + " for the " + std::to_string(holders) +
-      " on this machine, more than the " + formatBytes(availableBytes) +
+      "parameter_server: with every row touched the tables need up to " +
+      (collective ? formatBytes(static_cast<double>(m.perWorker)) +
+                        " per worker (both tables whole, and the gradient it all-reduces)"
+                  : formatBytes(static_cast<double>(m.perServer)) + " per server (its share of " +
+                        std::to_string(c.model.rows()) + " rows x " + std::to_string(c.model.dim) +
+                        " values with their " + rowRuleName(c.ps.sparse.rule) + " state) and " +
+                        formatBytes(static_cast<double>(m.perWorker)) + " per worker") +
+      ", " + formatBytes(need) + " for the " + std::to_string(std::min(ranksHere, c.ps.ranks())) +
+      " ranks on this machine, more than the " + formatBytes(availableBytes) +
       " available; lower parameter_server.sparse_table.rows or model.embedding_dim" +
-      (collective ? "" : ", or add servers (parameter_server.server_num) on other machines"));
+      (collective ? "" : ", or run servers on other machines (mpirun)"));
 }
 
 void checkCheckpointOptions(const Word2VecConfig& c, const RunOptions& options) {

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <memory>
-#include <mutex>
 #include <numeric>
 #include <thread>
 
@@ -43,16 +41,6 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// Buffers a failing rank leaves receives posted into. The thread backend fails the world only
-// once the rank's exception has left its function, so a peer may still deliver into them while
-// the stack unwinds: they are kept until the process ends (a few words per failed server).
-void keepPastFailure(std::shared_ptr<void> buffers) {
-  static std::mutex mutex;
-  static std::vector<std::shared_ptr<void>> kept;
-  const std::lock_guard<std::mutex> lock(mutex);
-  kept.push_back(std::move(buffers));
-}
-
 }  // namespace
 
 Server::Server(const Word2VecConfig& c, Communicator& world, int index)
@@ -85,11 +73,14 @@ std::vector<std::int64_t> Server::denseIds() const {
 }
 
 void Server::run(const std::function<void(int, std::int64_t)>& progress) {
-  auto headers = std::make_shared<std::vector<Header>>(static_cast<std::size_t>(c_.ps.workers));
+  std::vector<Header> headers(static_cast<std::size_t>(c_.ps.workers));
+  std::vector<CommHandle> pending(headers.size());
   try {
-    serve(progress, *headers);
+    serve(progress, headers, pending);
   } catch (...) {
-    keepPastFailure(headers);
+    // A worker may still send while this rank unwinds (its world fails only once the exception
+    // has left the rank): the header receives are withdrawn before their buffers go.
+    for (CommHandle& h : pending) h.cancel();
     throw;
   }
   load_.rowsHeld = sparse_.size();
@@ -99,9 +90,8 @@ void Server::run(const std::function<void(int, std::int64_t)>& progress) {
 // Polls a posted header receive per worker, handling requests as they come, until every worker
 // said it is done.
 void Server::serve(const std::function<void(int, std::int64_t)>& progress,
-                   std::vector<Header>& headers) {
+                   std::vector<Header>& headers, std::vector<CommHandle>& pending) {
   const int workers = c_.ps.workers;
-  std::vector<CommHandle> pending(static_cast<std::size_t>(workers));
   std::vector<bool> done(static_cast<std::size_t>(workers));
   int doneCount = 0;
   std::int64_t handled = 0;
@@ -129,6 +119,9 @@ void Server::serve(const std::function<void(int, std::int64_t)>& progress,
         ++doneCount;
       } else if (h.op() == Op::Gather) {
         gather(w);
+      } else if (h.op() == Op::Trained) {
+        ++trained_;
+        answerReady();
       } else {
         receive(w, h);
       }
@@ -162,7 +155,7 @@ void Server::receive(int worker, const Header& h) {
   if (!r.ids.empty()) world_.recv(r.ids.data(), r.ids.size(), DType::I64, peer);
   if (h.op() == Op::Pull) {
     ++load_.pulls;
-    if (c_.ps.mode == PsMode::Async || h.round() <= round_) {
+    if (ready(r)) {
       answer(r);
     } else {
       deferred_.push_back(std::move(r));  // its round's pushes are not all in yet
@@ -250,11 +243,21 @@ void Server::applyRound() {
     std::fill(pushed_.begin(), pushed_.end(), false);
     for (Request& p : pushes_) p = Request{};
   }
-  // Pulls that waited for this round, in the order they came.
+  answerReady();
+}
+
+bool Server::ready(const Request& pull) const {
+  if (pull.header.final() && trained_ < c_.ps.workers) return false;
+  return c_.ps.mode == PsMode::Async || pull.header.round() <= round_;
+}
+
+// Pulls that waited (for their round's pushes, or for every worker's last), in the order they
+// came.
+void Server::answerReady() {
   std::vector<Request> waiting;
   waiting.swap(deferred_);
   for (Request& r : waiting) {
-    if (r.header.round() <= round_) {
+    if (ready(r)) {
       answer(r);
     } else {
       deferred_.push_back(std::move(r));
@@ -267,7 +270,11 @@ void Server::answer(const Request& pull) {
   trace::Span span("serve_pull", trace::Category::Communication, trace::lane::kPull);
   span.peer(peer);
   std::vector<float> rows(pull.ids.size() * dim_);
-  sparse_.pull(pull.ids, rows.data());
+  if (pull.header.peek()) {
+    sparse_.peek(pull.ids, rows.data());
+  } else {
+    sparse_.pull(pull.ids, rows.data());
+  }
   load_.rowsPulled += static_cast<std::int64_t>(pull.ids.size());
   const Header reply = Header::make(Op::Pull, round_, pull.header.count(),
                                     pull.header.dense() ? kDense : 0, version_);

@@ -37,9 +37,12 @@ class Server {
     std::vector<std::int64_t> ids;
     std::vector<float> values, dense;
   };
-  void serve(const std::function<void(int, std::int64_t)>& progress, std::vector<Header>& headers);
+  void serve(const std::function<void(int, std::int64_t)>& progress, std::vector<Header>& headers,
+             std::vector<CommHandle>& pending);
   void receive(int worker, const Header& h);
   void answer(const Request& pull);
+  bool ready(const Request& pull) const;
+  void answerReady();
   void gather(int worker);
   void applyRound();
   std::vector<std::int64_t> denseIds() const;
@@ -52,6 +55,7 @@ class Server {
   WordRange slice_;
   std::int64_t round_ = 0;         // sync, geo: push rounds applied
   std::int64_t version_ = 0;       // pushes applied
+  int trained_ = 0;                // workers whose last push is in
   std::vector<Request> deferred_;  // pulls waiting for their round
   std::vector<Request> pushes_;    // this round's, one per worker (sync, geo)
   std::vector<bool> pushed_;

@@ -25,10 +25,25 @@ class Stopwatch {
   std::chrono::steady_clock::time_point start_;
 };
 
-void waitAll(std::vector<CommHandle>& handles) {
-  for (CommHandle& h : handles) h.wait();
-  handles.clear();
-}
+// A request's posted sends and receives. Whatever ends the scope, an error while posting or
+// waiting included, withdraws the ones still unmatched: the buffers they point into are freed
+// as the caller unwinds, while a server may still answer.
+class Posted {
+ public:
+  Posted() = default;
+  Posted(const Posted&) = delete;
+  Posted& operator=(const Posted&) = delete;
+  ~Posted() {
+    for (CommHandle& h : handles_) h.cancel();
+  }
+  void add(CommHandle h) { handles_.push_back(std::move(h)); }
+  void waitAll() {
+    for (CommHandle& h : handles_) h.wait();
+  }
+
+ private:
+  std::vector<CommHandle> handles_;
+};
 
 }  // namespace
 
@@ -97,7 +112,7 @@ void Worker::step(int t, double* loss) {
   const PsMode mode = c_.ps.mode;
   if (mode == PsMode::Sync || mode == PsMode::Async) {
     load_.rowsPulled += static_cast<std::int64_t>(rows_.rows.size());
-    pull(rows_.rows, t - firstStep_, true, in_.data());
+    pull(rows_.rows, t - firstStep_, kDense, in_.data());
   } else if (mode == PsMode::Geo) {
     geoStep(t);
   } else {
@@ -157,7 +172,7 @@ void Worker::geoStep(int t) {
     if (base_->find(row) == nullptr) missing.push_back(row);
   load_.rowsPulled += static_cast<std::int64_t>(missing.size());
   std::vector<float> values(missing.size() * dim_);
-  if (!missing.empty() || begins) pull(missing, round, begins, values.data());
+  if (!missing.empty() || begins) pull(missing, round, begins ? kDense : 0, values.data());
   for (std::size_t i = 0; i < missing.size(); ++i) {
     local_->set(missing[i], values.data() + i * dim_);
     base_->set(missing[i], values.data() + i * dim_);
@@ -206,8 +221,9 @@ void Worker::collectiveStep() {
   localDense_->pull(allWords_, out_.data());
 }
 
-void Worker::pull(const std::vector<std::int64_t>& rows, std::int64_t round, bool dense,
+void Worker::pull(const std::vector<std::int64_t>& rows, std::int64_t round, std::int64_t flags,
                   float* values) {
+  const bool dense = (flags & kDense) != 0;
   const Stopwatch clock(&load_.pullSeconds);
   const trace::Span span("pull", trace::Category::Communication, trace::lane::kPull);
   ++load_.pulls;
@@ -221,30 +237,30 @@ void Worker::pull(const std::vector<std::int64_t>& rows, std::int64_t round, boo
   }
   std::vector<Header> requests(ids.size()), replies(ids.size());
   std::vector<std::vector<float>> received(ids.size());
-  std::vector<CommHandle> handles;
+  Posted handles;
   for (int s = 0; s < servers; ++s) {
     const auto n = static_cast<std::int64_t>(ids[s].size());
     if (n == 0 && !dense) continue;
-    requests[s] = Header::make(Op::Pull, round, n, dense ? kDense : 0, 0);
-    handles.push_back(world_.sendAsync(requests[s].words.data(), requests[s].words.size(),
-                                       DType::I64, serverRank(s)));
+    requests[s] = Header::make(Op::Pull, round, n, flags, 0);
+    handles.add(world_.sendAsync(requests[s].words.data(), requests[s].words.size(), DType::I64,
+                                 serverRank(s)));
     if (n > 0)
-      handles.push_back(world_.sendAsync(ids[s].data(), ids[s].size(), DType::I64, serverRank(s)));
-    handles.push_back(world_.recvAsync(replies[s].words.data(), replies[s].words.size(), DType::I64,
-                                       serverRank(s)));
+      handles.add(world_.sendAsync(ids[s].data(), ids[s].size(), DType::I64, serverRank(s)));
+    handles.add(world_.recvAsync(replies[s].words.data(), replies[s].words.size(), DType::I64,
+                                 serverRank(s)));
     received[s].resize(ids[s].size() * dim_);
     if (n > 0) {
-      handles.push_back(
+      handles.add(
           world_.recvAsync(received[s].data(), received[s].size(), DType::F32, serverRank(s)));
     }
     const WordRange slice = denseSlice(vocab_, servers, s);
     if (dense && slice.count > 0) {
-      handles.push_back(world_.recvAsync(out_.data() + static_cast<std::size_t>(slice.first) * dim_,
-                                         static_cast<std::size_t>(slice.count) * dim_, DType::F32,
-                                         serverRank(s)));
+      handles.add(world_.recvAsync(out_.data() + static_cast<std::size_t>(slice.first) * dim_,
+                                   static_cast<std::size_t>(slice.count) * dim_, DType::F32,
+                                   serverRank(s)));
     }
   }
-  waitAll(handles);
+  handles.waitAll();
   for (int s = 0; s < servers; ++s) {
     if (ids[s].empty() && !dense) continue;
     versions_[s] = replies[s].version();
@@ -267,34 +283,33 @@ void Worker::push(Op op, const std::vector<std::int64_t>& rows, const float* val
     grads[s].insert(grads[s].end(), values + i * dim_, values + (i + 1) * dim_);
   }
   std::vector<Header> headers(ids.size());
-  std::vector<CommHandle> handles;
+  Posted handles;
   for (int s = 0; s < servers; ++s) {
     const auto n = static_cast<std::int64_t>(ids[s].size());
     const WordRange slice = denseSlice(vocab_, servers, s);
     headers[s] = Header::make(op, round, n, kDense, versions_[s]);
-    handles.push_back(world_.sendAsync(headers[s].words.data(), headers[s].words.size(), DType::I64,
-                                       serverRank(s)));
+    handles.add(world_.sendAsync(headers[s].words.data(), headers[s].words.size(), DType::I64,
+                                 serverRank(s)));
     if (n > 0) {
-      handles.push_back(world_.sendAsync(ids[s].data(), ids[s].size(), DType::I64, serverRank(s)));
-      handles.push_back(
-          world_.sendAsync(grads[s].data(), grads[s].size(), DType::F32, serverRank(s)));
+      handles.add(world_.sendAsync(ids[s].data(), ids[s].size(), DType::I64, serverRank(s)));
+      handles.add(world_.sendAsync(grads[s].data(), grads[s].size(), DType::F32, serverRank(s)));
     }
     if (slice.count > 0) {
-      handles.push_back(world_.sendAsync(dense + static_cast<std::size_t>(slice.first) * dim_,
-                                         static_cast<std::size_t>(slice.count) * dim_, DType::F32,
-                                         serverRank(s)));
+      handles.add(world_.sendAsync(dense + static_cast<std::size_t>(slice.first) * dim_,
+                                   static_cast<std::size_t>(slice.count) * dim_, DType::F32,
+                                   serverRank(s)));
     }
   }
-  waitAll(handles);
+  handles.waitAll();
 }
 
 void Worker::fetch(const std::vector<std::int64_t>& rows, std::vector<float>& values,
                    std::vector<float>& dense) {
   values.resize(rows.size() * dim_);
   if (c_.ps.mode == PsMode::Collective) {
-    local_->pull(rows, values.data());
+    local_->peek(rows, values.data());
   } else {
-    pull(rows, finalRound_, true, values.data());
+    pull(rows, finalRound_, kDense | kFinal | kPeek, values.data());
   }
   dense = out_;
 }
@@ -325,6 +340,14 @@ void Worker::gatherTables(Word2VecResult& result) {
     for (std::size_t i = 0; i < ids.size(); ++i) {
       result.sparseRows[ids[i]].assign(values.data() + i * dim_, values.data() + (i + 1) * dim_);
     }
+  }
+}
+
+void Worker::finishTraining() {
+  if (c_.ps.mode == PsMode::Collective) return;
+  for (int s = 0; s < c_.ps.servers; ++s) {
+    const Header trained = Header::make(Op::Trained, 0, 0, 0, 0);
+    world_.send(trained.words.data(), trained.words.size(), DType::I64, serverRank(s));
   }
 }
 

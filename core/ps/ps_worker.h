@@ -28,8 +28,11 @@ class Worker {
   // Trains train_iters steps; worker 0 calls onStep after each. steps() says how many finished.
   void train(const RunOptions& options, Word2VecResult* result);
   int steps() const { return load_.steps; }
-  // The current values of `rows` (ascending, distinct) and the whole dense table: from the
-  // servers after every push is applied, or the collective run's own tables.
+  // Tells every server this worker's last push is sent (after train, failed or not).
+  void finishTraining();
+  // The trained values of `rows` (ascending, distinct) and the whole dense table: from the
+  // servers once every worker's last push is applied, or the collective run's own tables. Rows
+  // never trained give their initial values and stay uncreated.
   void fetch(const std::vector<std::int64_t>& rows, std::vector<float>& values,
              std::vector<float>& dense);
   // Worker 0, RunOptions::gatherTables: every server's rows.
@@ -43,7 +46,9 @@ class Worker {
   void step(int t, double* loss);
   void collectiveStep();
   void geoStep(int t);
-  void pull(const std::vector<std::int64_t>& rows, std::int64_t round, bool dense, float* values);
+  // flags: kDense (the dense table too, into out_), kFinal, kPeek (ps_protocol.h).
+  void pull(const std::vector<std::int64_t>& rows, std::int64_t round, std::int64_t flags,
+            float* values);
   void push(Op op, const std::vector<std::int64_t>& rows, const float* values, const float* dense,
             std::int64_t round);
   int serverRank(int s) const { return s; }

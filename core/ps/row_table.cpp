@@ -24,7 +24,7 @@ RowTable::RowTable(int dim, const TableSpec& spec, std::uint64_t seed, std::uint
       index_(1024, 0) {}
 
 std::int64_t RowTable::bytes() const {
-  return static_cast<std::int64_t>(data_.capacity() * sizeof(float) +
+  return static_cast<std::int64_t>(chunks_.size() * kChunkRows * stride_ * sizeof(float) +
                                    keys_.size() * (sizeof(std::int64_t) + sizeof(std::uint32_t)) +
                                    rows_.capacity() * sizeof(std::int64_t));
 }
@@ -52,7 +52,7 @@ void RowTable::grow() {
 float* RowTable::at(std::int64_t row) {
   if (row < 0) throw std::logic_error("RowTable: a row id must be >= 0");
   auto slot = static_cast<std::size_t>(slotOf(row));
-  if (keys_[slot] == row) return data_.data() + std::size_t{index_[slot]} * stride_;
+  if (keys_[slot] == row) return rowData(index_[slot]);
   if ((rows_.size() + 1) * 2 > keys_.size()) {  // at most half full: probes stay short
     grow();
     slot = static_cast<std::size_t>(slotOf(row));
@@ -60,15 +60,32 @@ float* RowTable::at(std::int64_t row) {
   keys_[slot] = row;
   index_[slot] = static_cast<std::uint32_t>(rows_.size());
   rows_.push_back(row);
-  data_.resize(rows_.size() * stride_);
-  float* r = data_.data() + (rows_.size() - 1) * stride_;
-  Rng rng(mixSeed(seed_, static_cast<std::uint64_t>(row)));
-  const auto range = static_cast<float>(spec_.initialRange);
-  for (int i = 0; i < dim_; ++i) {
-    r[i] = range == 0 ? 0.0f : static_cast<float>((2 * rng.uniform() - 1) * spec_.initialRange);
+  if (rows_.size() > chunks_.size() * kChunkRows) {
+    chunks_.push_back(std::make_unique<float[]>(static_cast<std::size_t>(kChunkRows) * stride_));
   }
+  float* r = rowData(rows_.size() - 1);
+  initialValues(row, r);
   initRuleState(spec_, dim_, r + dim_);
   return r;
+}
+
+void RowTable::initialValues(std::int64_t row, float* out) const {
+  Rng rng(mixSeed(seed_, static_cast<std::uint64_t>(row)));
+  for (int i = 0; i < dim_; ++i) {
+    out[i] = spec_.initialRange == 0
+                 ? 0.0f
+                 : static_cast<float>((2 * rng.uniform() - 1) * spec_.initialRange);
+  }
+}
+
+void RowTable::peek(std::span<const std::int64_t> rows, float* out) const {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (const float* r = find(rows[i])) {
+      std::memcpy(out + i * dim_, r, sizeof(float) * dim_);
+    } else {
+      initialValues(rows[i], out + i * dim_);
+    }
+  }
 }
 
 void RowTable::pull(std::span<const std::int64_t> rows, float* out) {
@@ -102,11 +119,11 @@ void RowTable::setRaw(std::int64_t row, const float* data) {
 
 const float* RowTable::find(std::int64_t row) const {
   const auto slot = static_cast<std::size_t>(slotOf(row));
-  return keys_[slot] == row ? data_.data() + std::size_t{index_[slot]} * stride_ : nullptr;
+  return keys_[slot] == row ? rowData(index_[slot]) : nullptr;
 }
 
 void RowTable::forEach(const std::function<void(std::int64_t, const float*)>& fn) const {
-  for (std::size_t i = 0; i < rows_.size(); ++i) fn(rows_[i], data_.data() + i * stride_);
+  for (std::size_t i = 0; i < rows_.size(); ++i) fn(rows_[i], rowData(i));
 }
 
 }  // namespace parascope::ps

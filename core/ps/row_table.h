@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -26,6 +27,8 @@ class RowTable {
 
   // Copies each row's values to out (rows.size() x dim), creating the rows not yet held.
   void pull(std::span<const std::int64_t> rows, float* out);
+  // As pull, but a row not held is not created: its initial values are copied out instead.
+  void peek(std::span<const std::int64_t> rows, float* out) const;
   // Applies the table's rule to each row with its gradient (rows.size() x dim).
   void apply(std::span<const std::int64_t> rows, const float* grads);
   // Adds scale * delta to each row's values (geo mode's merged changes).
@@ -42,6 +45,7 @@ class RowTable {
 
  private:
   float* at(std::int64_t row);  // creates the row when absent
+  void initialValues(std::int64_t row, float* out) const;
   std::int64_t slotOf(std::int64_t row) const;
   void grow();
 
@@ -52,7 +56,13 @@ class RowTable {
   std::vector<std::int64_t> keys_;    // -1: empty
   std::vector<std::uint32_t> index_;  // the row's position in rows_
   std::vector<std::int64_t> rows_;
-  std::vector<float> data_;  // rows_.size() x stride_
+  // Rows in chunks of kChunkRows, in creation order: a growing table neither copies its rows nor
+  // holds twice their memory while it grows, and a row's address stays put.
+  static constexpr std::size_t kChunkRows = 4096;
+  std::vector<std::unique_ptr<float[]>> chunks_;
+  float* rowData(std::size_t i) const {
+    return chunks_[i / kChunkRows].get() + (i % kChunkRows) * stride_;
+  }
 };
 
 }  // namespace parascope::ps

@@ -105,7 +105,13 @@ Word2VecCorpus::Word2VecCorpus(const Word2VecConfig& c) : model_(c.model), seed_
                     " training and " + std::to_string(validation_.size()) +
                     " validation words in the vocabulary; each split needs at least 2 x "
                     "model.window + 1 = " +
-                    std::to_string(need));
+                    std::to_string(need) +
+                    (every == 0 ? std::string()
+                                : " (every " + std::to_string(every) + "th block of " +
+                                      std::to_string(kBlockWords) +
+                                      " words is validation: a shorter text needs a larger "
+                                      "data.validation_fraction, or 0 to validate on the "
+                                      "training words)"));
   }
   if (every == 0) validation_ = train_;
   double total = 0;

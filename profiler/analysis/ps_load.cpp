@@ -4,6 +4,8 @@
 #include <map>
 #include <string_view>
 
+#include "profiler/analysis/intervals.h"
+
 namespace parascope::profiler {
 
 namespace {
@@ -23,6 +25,9 @@ PsActivity computePsActivity(const TraceData& trace) {
     std::int64_t time = -1, value = 0;
   };
   std::map<std::pair<std::int32_t, std::string_view>, Last> counters;
+  // A server's busy time: its requests and updates, united (a sync round's update, and the pulls
+  // it releases, run inside the push that completed the round).
+  std::map<std::int32_t, std::vector<Interval>> busy;
   for (const Event& e : trace.events) {
     const std::string_view name = e.name;
     if (e.kind == EventKind::Counter) {
@@ -43,7 +48,9 @@ PsActivity computePsActivity(const TraceData& trace) {
       const bool pull = name == "serve_pull";
       (pull ? s.pulls : s.pushes) += 1;
       (pull ? s.bytesOut : s.bytesIn) += e.bytes;
-      s.busyNs += e.durationNs();
+      busy[e.rank].push_back({e.startNs, e.endNs});
+    } else if (name == "apply" && e.lane == trace::lane::kApply) {
+      busy[e.rank].push_back({e.startNs, e.endNs});
     } else if (name == "wait" && e.lane == trace::lane::kWait) {
       servers[e.rank].waitNs += e.durationNs();
     } else if ((name == "pull" && e.lane == trace::lane::kPull) ||
@@ -59,6 +66,7 @@ PsActivity computePsActivity(const TraceData& trace) {
     // A rank that only waited (no request reached it) is no server of this trace.
     if (s.pulls + s.pushes == 0) continue;
     s.rank = rank;
+    s.busyNs = totalLength(unite(std::move(busy[rank])));
     s.rowsHeld = counters[{rank, "rows_held"}].value;
     s.rowsPulled = counters[{rank, "rows_pulled"}].value;
     s.rowsPushed = counters[{rank, "rows_pushed"}].value;

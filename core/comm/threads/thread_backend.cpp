@@ -84,6 +84,10 @@ void ThreadRequest::wait() {
   test();
 }
 
+void ThreadRequest::cancel() {
+  if (channel != nullptr) withdraw("cancelled by its rank");
+}
+
 // Removes this rank's unmatched post so the peer can never copy into or out of a buffer the
 // caller is about to reuse; a post already matched has completed under the same lock.
 void ThreadRequest::withdraw(const std::string& why) {

@@ -77,6 +77,7 @@ class ThreadRequest final : public CommRequest {
       : world_(std::move(world)), group_(std::move(p2pGroup)), peer_(p2pPeer), owner_(owner) {}
   bool test() override;
   void wait() override;
+  void cancel() override;
   void complete(std::exception_ptr error);
   ThreadChannel* channel = nullptr;  // point-to-point only
   bool isSend = false;
