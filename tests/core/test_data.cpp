@@ -212,8 +212,9 @@ void TestData::configErrorsNameTheKey_data() {
                                  "a string (\"ten\")";
   QTest::newRow("out of range") << R"({"model": {"num_layers": 0}})"
                                 << "config: model.num_layers = 0 is out of range; allowed 1..1024";
-  QTest::newRow("bad choice") << R"({"model": {"type": "rnn"}})"
-                              << "config: model.type = \"rnn\" is not supported; allowed: gpt, mlp";
+  QTest::newRow("bad choice")
+      << R"({"model": {"type": "rnn"}})"
+      << "config: model.type = \"rnn\" is not supported; allowed: gpt, mlp, word2vec";
   QTest::newRow("heads") << R"({"model": {"hidden_size": 100, "num_attention_heads": 3}})"
                          << "config: model.hidden_size (100) must be divisible by "
                             "model.num_attention_heads (3)";
