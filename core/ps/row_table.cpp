@@ -80,6 +80,7 @@ void RowTable::initialValues(std::int64_t row, float* out) const {
 
 void RowTable::peek(std::span<const std::int64_t> rows, float* out) const {
   for (std::size_t i = 0; i < rows.size(); ++i) {
+    prefetch(rows, i);
     if (const float* r = find(rows[i])) {
       std::memcpy(out + i * dim_, r, sizeof(float) * dim_);
     } else {
@@ -88,14 +89,33 @@ void RowTable::peek(std::span<const std::int64_t> rows, float* out) const {
   }
 }
 
+// A request's rows are scattered over a table far larger than the caches: each row costs a miss
+// on its index slot and one on its data. The row kAhead places on is looked for (its slot's line
+// fetched) and the one kAhead / 2 on is found and its data fetched, so the misses overlap.
+void RowTable::prefetch(std::span<const std::int64_t> rows, std::size_t i) const {
+  constexpr std::size_t kAhead = 16;
+  if (i + kAhead < rows.size()) {
+    const std::size_t slot = slotHash(rows[i + kAhead]) & (keys_.size() - 1);
+    __builtin_prefetch(&keys_[slot]);
+    __builtin_prefetch(&index_[slot]);
+  }
+  if (i + kAhead / 2 < rows.size()) {
+    if (const float* r = find(rows[i + kAhead / 2])) {
+      for (int f = 0; f < stride_; f += 16) __builtin_prefetch(r + f, 1);
+    }
+  }
+}
+
 void RowTable::pull(std::span<const std::int64_t> rows, float* out) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
+    prefetch(rows, i);
     std::memcpy(out + i * dim_, at(rows[i]), sizeof(float) * dim_);
   }
 }
 
 void RowTable::apply(std::span<const std::int64_t> rows, const float* grads) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
+    prefetch(rows, i);
     float* r = at(rows[i]);
     applyRule(spec_, dim_, r, r + dim_, grads + i * dim_);
   }

@@ -45,6 +45,7 @@ class RowTable {
 
  private:
   float* at(std::int64_t row);  // creates the row when absent
+  void prefetch(std::span<const std::int64_t> rows, std::size_t i) const;
   void initialValues(std::int64_t row, float* out) const;
   std::int64_t slotOf(std::int64_t row) const;
   void grow();
