@@ -162,7 +162,9 @@ void Server::receive(int worker, const Header& h) {
     }
     return;
   }
-  trace::Span span("receive_push", trace::Category::Communication, trace::lane::kPush);
+  // Host, not Communication: the transfers inside are the Communicator's own events, which the
+  // communication matrix counts; this span's peer and bytes are the request's (ps_load.h).
+  trace::Span span("receive_push", trace::Category::Host, trace::lane::kPush);
   span.peer(peer);
   ++load_.pushes;
   load_.rowsPushed += h.count();
@@ -267,7 +269,7 @@ void Server::answerReady() {
 
 void Server::answer(const Request& pull) {
   const int peer = workerRank(pull.worker);
-  trace::Span span("serve_pull", trace::Category::Communication, trace::lane::kPull);
+  trace::Span span("serve_pull", trace::Category::Host, trace::lane::kPull);  // as receive_push
   span.peer(peer);
   std::vector<float> rows(pull.ids.size() * dim_);
   if (pull.header.peek()) {

@@ -22,6 +22,7 @@
 #include "core/ps/word2vec_corpus.h"
 #include "core/state/checkpoint.h"
 #include "profiler/analysis/ps_load.h"
+#include "profiler/analysis/trace_analysis.h"
 #include "profiler/tracer.h"
 
 using namespace parascope;
@@ -259,7 +260,20 @@ void TestParameterServer::theTraceTellsEachRanksLoad() {
   tracer.install();
   const ps::Word2VecResult r = ps::runWord2VecThreads(c, {});
   tracer.uninstall();
-  const profiler::PsActivity a = profiler::computePsActivity(tracer.collect());
+  const profiler::TraceData trace = tracer.collect();
+  const profiler::PsActivity a = profiler::computePsActivity(trace);
+  // The communication matrix of the sends counts each transfer once: a server sends its
+  // replies, each a 40-byte header and the payload its load counts.
+  const profiler::CommVolume volume = profiler::commVolumeOf(trace, "send");
+  for (const ps::ServerLoad& s : r.servers) {
+    std::int64_t sent = 0;
+    for (const ps::WorkerLoad& w : r.workers) sent += volume.matrix.at(s.rank, w.rank);
+    QCOMPARE(sent, s.bytesOut + 40 * s.pulls);
+  }
+  // A server's request spans wrap those transfers: they are not counted again.
+  for (const profiler::OpTotal& op : profiler::computeCommVolume(trace).ops) {
+    QVERIFY2(op.name != "serve_pull" && op.name != "receive_push", op.name.c_str());
+  }
   QCOMPARE(a.servers.size(), r.servers.size());
   for (std::size_t i = 0; i < a.servers.size(); ++i) {
     const ps::ServerLoad& s = r.servers[i];
