@@ -16,6 +16,7 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
 #include <cmath>
 
 #include "core/config/config.h"
@@ -243,6 +244,12 @@ void TestPrediction::instructionRowsAreExact() {
             cell(*shown, r, PredictionModel::ErrorTime, Qt::UserRole).toDouble());
   }
   QVERIFY(cell(*shown, 0, PredictionModel::ErrorTime, Qt::UserRole).toDouble() > 0);
+  // The first row is the model's largest error, exactly.
+  double largest = 0;
+  for (int r = 0; r < m.rowCount(); ++r) {
+    largest = std::max(largest, cell(m, r, PredictionModel::ErrorTime, Qt::UserRole).toDouble());
+  }
+  QCOMPARE(cell(*shown, 0, PredictionModel::ErrorTime, Qt::UserRole).toDouble(), largest);
   QCOMPARE(cell(*shown, shown->rowCount() - 1, PredictionModel::Error).toString(),
            QStringLiteral("—"));
 }
