@@ -7,7 +7,6 @@
 #include "bench/comm.h"
 
 #include <mpi.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -22,12 +21,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/mpirun_rows.h"
 #include "core/comm/collective_traits.h"
 #include "core/comm/launch.h"
 #include "core/comm/mpi/mpi_backend.h"
 #include "core/common/error.h"
 #include "core/common/stop_signal.h"
-#include "core/common/subprocess.h"
 
 namespace parascope::bench {
 
@@ -152,45 +151,16 @@ std::vector<Row> measureMemcpy(const BenchCommOptions& o) {
   return rows;
 }
 
-// Runs the MPI half under mpirun and returns its rows (its JSON lines on stdout).
+// Runs the MPI half under mpirun and returns its rows.
 std::vector<Row> relaunchUnderMpirun(const BenchCommOptions& o) {
   std::string ops;
   for (const auto& op : o.ops) ops += (ops.empty() ? "" : ",") + op;
-  char self[4096] = {};
-  const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (len <= 0) throw std::runtime_error("bench comm: cannot find its own executable");
-  const std::vector<std::string> cmd = {"mpirun",
-                                        "--oversubscribe",
-                                        "--allow-run-as-root",
-                                        "-np",
-                                        std::to_string(o.ranks),
-                                        self,
-                                        "bench",
-                                        "comm",
-                                        "--backend",
-                                        "mpi",
-                                        "--json",
-                                        "--ops",
-                                        ops,
-                                        "--min-bytes",
-                                        std::to_string(o.minBytes),
-                                        "--max-bytes",
-                                        std::to_string(o.maxBytes),
-                                        "--seconds-per-point",
-                                        std::to_string(o.secondsPerPoint)};
-  const ProcessOutput run = runCapturingOutput(cmd);
-  std::vector<Row> rows;
-  std::size_t at = 0;
-  while (at < run.out.size()) {
-    const std::size_t end = std::min(run.out.find('\n', at), run.out.size());
-    Row r = Row::parse(run.out.substr(at, end - at), nullptr, false);
-    if (!r.is_discarded() && r.value("bench", "") == "comm") rows.push_back(r);
-    at = end + 1;
-  }
-  if (rows.empty()) {
-    std::fprintf(stderr, "bench comm: no MPI figures from: %s\n", commandLine(cmd).c_str());
-  }
-  return rows;
+  return benchRowsUnderMpirun(
+      o.ranks,
+      {"bench", "comm", "--backend", "mpi", "--json", "--ops", ops, "--min-bytes",
+       std::to_string(o.minBytes), "--max-bytes", std::to_string(o.maxBytes), "--seconds-per-point",
+       std::to_string(o.secondsPerPoint)},
+      "comm");
 }
 
 // Ratios at each size: in-process against Open MPI (through the Communicator and raw), and

@@ -10,8 +10,6 @@
 // Prints figures, never passes.
 #include "bench/ps.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,11 +20,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/mpirun_rows.h"
 #include "core/comm/launch.h"
 #include "core/comm/mpi/mpi_backend.h"
 #include "core/common/error.h"
 #include "core/common/random.h"
-#include "core/common/subprocess.h"
 #include "core/config/config.h"
 #include "core/config/ps_config.h"
 #include "core/ps/ps_protocol.h"
@@ -177,46 +175,12 @@ double memcpyGBps(std::size_t bytes) {
   return static_cast<double>(bytes) * reps / seconds(start) / 1e9;
 }
 
-std::vector<Row> parseRows(const std::string& out) {
-  std::vector<Row> rows;
-  std::size_t at = 0;
-  while (at < out.size()) {
-    const std::size_t end = std::min(out.find('\n', at), out.size());
-    Row r = Row::parse(out.substr(at, end - at), nullptr, false);
-    if (!r.is_discarded() && r.value("bench", "") == "ps") rows.push_back(r);
-    at = end + 1;
-  }
-  return rows;
-}
-
 std::vector<Row> transferUnderMpirun(const BenchPsOptions& o, int servers) {
-  char self[4096] = {};
-  const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (len <= 0) throw std::runtime_error("bench ps: cannot find its own executable");
-  const std::vector<std::string> cmd = {"mpirun",
-                                        "--oversubscribe",
-                                        "--allow-run-as-root",
-                                        "-np",
-                                        std::to_string(servers + kWorkers),
-                                        self,
-                                        "bench",
-                                        "ps",
-                                        "--part",
-                                        "transfer",
-                                        "--backend",
-                                        "mpi",
-                                        "--servers",
-                                        std::to_string(servers),
-                                        "--rows",
-                                        std::to_string(o.rows),
-                                        "--requests",
-                                        std::to_string(o.requests),
-                                        "--json"};
-  const ProcessOutput run = runCapturingOutput(cmd);
-  std::vector<Row> rows = parseRows(run.out);
-  if (rows.empty())
-    std::fprintf(stderr, "bench ps: no MPI figures from: %s\n", commandLine(cmd).c_str());
-  return rows;
+  return benchRowsUnderMpirun(servers + kWorkers,
+                              {"bench", "ps", "--part", "transfer", "--backend", "mpi", "--servers",
+                               std::to_string(servers), "--rows", std::to_string(o.rows),
+                               "--requests", std::to_string(o.requests), "--json"},
+                              "ps");
 }
 
 std::vector<Row> trainRuns(const BenchPsOptions& o) {

@@ -1,11 +1,9 @@
 #include "core/ps/ps_checkpoint.h"
 
 #include <filesystem>
-#include <fstream>
 #include <vector>
 
 #include "core/common/bounded_json.h"
-#include "core/common/crc32.h"
 #include "core/common/error.h"
 #include "core/common/output_file.h"
 #include "core/io/safetensors.h"
@@ -16,14 +14,6 @@ namespace parascope::ps {
 namespace fs = std::filesystem;
 
 namespace {
-
-// A shard's name for a server's world rank: the model checkpoints' file name, so the directory
-// code (prune, remove) knows it as a saved file.
-std::string shardName(int rank) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "rank-%05d.safetensors", rank);
-  return buf;
-}
 
 nlohmann::json tableJson(const TableSpec& t, int dim) {
   return {{"optimizer", rowRuleName(t.rule)}, {"state_floats", t.stateFloats(dim)}};
@@ -42,35 +32,6 @@ void exportRows(const RowTable& t, SavedRows& out) {
   });
 }
 
-std::uint32_t fileCrc(const std::string& path, std::int64_t* bytes) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> buffer(std::size_t{1} << 20);
-  std::uint32_t crc = 0;
-  *bytes = 0;
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    const auto got = static_cast<std::size_t>(in.gcount());
-    crc = crc32Update(crc, buffer.data(), got);
-    *bytes += static_cast<std::int64_t>(got);
-  }
-  return crc;
-}
-
-const nlohmann::json& field(const nlohmann::json& j, const char* key, const std::string& where) {
-  if (!j.is_object() || !j.contains(key)) throw UserError(where + ": missing '" + key + "'");
-  return j[key];
-}
-
-std::int64_t integerField(const nlohmann::json& j, const char* key, const std::string& where,
-                          std::int64_t lo, std::int64_t hi) {
-  const nlohmann::json& v = field(j, key, where);
-  if (!v.is_number_integer() || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi) {
-    throw UserError(where + ": '" + key + "' must be an integer in " + std::to_string(lo) + ".." +
-                    std::to_string(hi));
-  }
-  return v.get<std::int64_t>();
-}
-
 }  // namespace
 
 TableShard writeTableShard(const std::string& staging, int rank, const RowTable& sparse,
@@ -85,7 +46,7 @@ TableShard writeTableShard(const std::string& staging, int rank, const RowTable&
       {"dense.rows", DType::I64, Shape{rows(d)}, d.ids.data()},
       {"dense.data", DType::F32, Shape{rows(d), dense.stride()}, d.data.data()}};
   TableShard shard;
-  shard.file = shardName(rank);
+  shard.file = shardFileName(rank);
   const SafetensorsWritten written =
       writeSafetensorsEntries((fs::path(staging) / shard.file).string(), entries);
   shard.crc32 = written.crc32;
@@ -137,46 +98,46 @@ TablesCheckpoint::TablesCheckpoint(const std::string& path)
                     ": a model's checkpoint, not a parameter-server run's (its tables); "
                     "load it with a GPT or MLP config");
   }
-  const auto version = integerField(manifest_, "format_version", where, 0, 1 << 20);
+  const auto version = manifestInteger(manifest_, "format_version", where, 0, 1 << 20);
   if (version != kTablesFormatVersion) {
     throw UserError(where + ": format_version " + std::to_string(version) +
                     " is not supported (supported: " + std::to_string(kTablesFormatVersion) + ")");
   }
   nlohmann::json rest = manifest_;
-  const auto recorded =
-      static_cast<std::uint32_t>(integerField(manifest_, "manifest_crc32", where, 0, 0xffffffff));
+  const auto recorded = static_cast<std::uint32_t>(
+      manifestInteger(manifest_, "manifest_crc32", where, 0, 0xffffffff));
   rest.erase("manifest_crc32");
   if (jsonDocumentChecksum(rest) != recorded) {
     throw UserError(where +
                     ": the manifest's checksum does not match its contents (edited or "
                     "corrupted)");
   }
-  step_ = static_cast<int>(integerField(manifest_, "step", where, 0, 1 << 30));
-  const nlohmann::json& tables = field(manifest_, "tables", where);
-  rows_ = integerField(tables, "sparse_rows", where, 1, INT64_MAX);
-  denseRows_ = integerField(tables, "dense_rows", where, 1, INT64_MAX);
-  const nlohmann::json& files = field(manifest_, "files", where);
+  step_ = static_cast<int>(manifestInteger(manifest_, "step", where, 0, 1 << 30));
+  const nlohmann::json& tables = manifestMember(manifest_, "tables", where);
+  rows_ = manifestInteger(tables, "sparse_rows", where, 1, INT64_MAX);
+  denseRows_ = manifestInteger(tables, "dense_rows", where, 1, INT64_MAX);
+  const nlohmann::json& files = manifestMember(manifest_, "files", where);
   if (!files.is_array() || files.empty()) throw UserError(where + ": 'files' must list the shards");
   for (const nlohmann::json& f : files) {
     TableShard s;
-    const nlohmann::json& name = field(f, "name", where);
+    const nlohmann::json& name = manifestMember(f, "name", where);
     if (!name.is_string() || name.get<std::string>().find('/') != std::string::npos ||
         !name.get<std::string>().starts_with("rank-")) {
       throw UserError(where +
                       ": a file's 'name' must be a shard in the directory (rank-N.safetensors)");
     }
     s.file = name.get<std::string>();
-    s.crc32 = static_cast<std::uint32_t>(integerField(f, "crc32", where, 0, 0xffffffff));
-    s.bytes = integerField(f, "bytes", where, 0, INT64_MAX);
-    s.sparseRows = integerField(f, "sparse_rows", where, 0, INT64_MAX);
-    s.denseRows = integerField(f, "dense_rows", where, 0, INT64_MAX);
+    s.crc32 = static_cast<std::uint32_t>(manifestInteger(f, "crc32", where, 0, 0xffffffff));
+    s.bytes = manifestInteger(f, "bytes", where, 0, INT64_MAX);
+    s.sparseRows = manifestInteger(f, "sparse_rows", where, 0, INT64_MAX);
+    s.denseRows = manifestInteger(f, "dense_rows", where, 0, INT64_MAX);
     const std::string file = (fs::path(directory_) / s.file).string();
     std::int64_t bytes = 0;
     std::error_code ec;
     if (!fs::is_regular_file(fs::symlink_status(file, ec))) {
       throw UserError(file + ": missing (the manifest lists it)");
     }
-    const std::uint32_t crc = fileCrc(file, &bytes);
+    const std::uint32_t crc = fileChecksum(file, &bytes);
     if (bytes != s.bytes || crc != s.crc32) {
       throw UserError(file + ": " +
                       (bytes != s.bytes ? "holds " + std::to_string(bytes) +
@@ -190,8 +151,8 @@ TablesCheckpoint::TablesCheckpoint(const std::string& path)
 
 void TablesCheckpoint::checkFits(const Word2VecConfig& c) const {
   const std::string where = directory_;
-  const nlohmann::json& t = field(manifest_, "tables", where);
-  const auto saved = [&](const char* key) { return integerField(t, key, where, 0, INT64_MAX); };
+  const nlohmann::json& t = manifestMember(manifest_, "tables", where);
+  const auto saved = [&](const char* key) { return manifestInteger(t, key, where, 0, INT64_MAX); };
   const auto refuse = [&](const std::string& key, std::int64_t ours, std::int64_t theirs) {
     throw UserError("--load " + where + ": its tables have " + key + " = " +
                     std::to_string(theirs) + ", this config " + std::to_string(ours) +
@@ -206,8 +167,8 @@ void TablesCheckpoint::checkFits(const Word2VecConfig& c) const {
     refuse("model.max_vocab_size", c.model.vocabSize, saved("dense_rows"));
   for (const char* table : {"sparse", "dense"}) {
     const TableSpec& spec = std::string(table) == "sparse" ? c.ps.sparse : c.ps.dense;
-    const nlohmann::json& s = field(t, table, where);
-    const nlohmann::json& rule = field(s, "optimizer", where);
+    const nlohmann::json& s = manifestMember(t, table, where);
+    const nlohmann::json& rule = manifestMember(s, "optimizer", where);
     if (!rule.is_string() || rule.get<std::string>() != rowRuleName(spec.rule)) {
       throw UserError("--load " + where + ": its " + table + " table was trained with optimizer " +
                       rule.dump() + ", this config's parameter_server." + table +

@@ -277,9 +277,7 @@ bool runRank(const Word2VecConfig& c, const Shared& shared, Communicator& world,
     for (int s = 0; s < servers; ++s) {
       const std::int64_t* v = all.data() + static_cast<std::size_t>(s + 1) * mine.size() - 4;
       TableShard shard;
-      char name[40];
-      std::snprintf(name, sizeof name, "rank-%05d.safetensors", s);
-      shard.file = name;
+      shard.file = shardFileName(s);  // as the server named it (writeTableShard)
       shard.crc32 = static_cast<std::uint32_t>(v[0]);
       shard.bytes = v[1];
       shard.sparseRows = v[2];

@@ -272,6 +272,16 @@ LogicalTensor tensorFromJson(const nlohmann::json& j, const std::string& where) 
 
 }  // namespace
 
+const nlohmann::json& manifestMember(const nlohmann::json& j, const char* key,
+                                     const std::string& where) {
+  return member(j, key, where);
+}
+
+std::int64_t manifestInteger(const nlohmann::json& j, const char* key, const std::string& where,
+                             std::int64_t lo, std::int64_t hi) {
+  return integerMember(j, key, where, lo, hi);
+}
+
 nlohmann::json countersToJson(const TrainingCounters& c) {
   return {{"step", c.step},
           {"skipped", c.skipped},
@@ -509,10 +519,15 @@ void discardCheckpointStaging(const std::string& dir, int step) {
   removeOwnDirectory(dir, fs::path(stagingDirectory(dir, step)).filename().string());
 }
 
-ShardWritten writeShard(const std::string& staging, int rank,
-                        const std::vector<StateSlice>& slices) {
+std::string shardFileName(int rank) {
   char name[40];
   std::snprintf(name, sizeof name, "rank-%05d.safetensors", rank);
+  return name;
+}
+
+ShardWritten writeShard(const std::string& staging, int rank,
+                        const std::vector<StateSlice>& slices) {
+  const std::string name = shardFileName(rank);
   std::vector<SafetensorsEntry> entries;
   ShardWritten out;
   for (const StateSlice& s : slices) {

@@ -91,6 +91,21 @@ CheckpointManifest manifestFromJson(const nlohmann::json& j, const std::string& 
 // JSON, keys sorted, so it covers what the manifest says, not how its whitespace falls.
 std::uint32_t jsonDocumentChecksum(const nlohmann::json& j);
 
+// A rank's shard in a step directory: "rank-00003.safetensors" (the one name the directory
+// code knows a saved shard by).
+std::string shardFileName(int rank);
+
+// Reading a manifest's members: UserError "<where>: missing 'key'" or naming the value and the
+// range allowed.
+const nlohmann::json& manifestMember(const nlohmann::json& j, const char* key,
+                                     const std::string& where);
+std::int64_t manifestInteger(const nlohmann::json& j, const char* key, const std::string& where,
+                             std::int64_t lo, std::int64_t hi);
+
+// A checkpoint file's CRC-32 and size, read 1 MiB at a time; UserError naming it when it cannot
+// be read; a stop signal ends the read within a MiB.
+std::uint32_t fileChecksum(const std::string& path, std::int64_t* bytes);
+
 // The step directory `path` names: itself when it holds manifest.json, else the one its `latest`
 // pointer names (checked: a step directory name, no link, a manifest there). UserError otherwise.
 std::string resolveCheckpointDirectory(const std::string& path);

@@ -138,6 +138,23 @@ std::string resolveCheckpointDirectory(const std::string& path) {
   return resolveCheckpoint(path);
 }
 
+std::uint32_t fileChecksum(const std::string& path, std::int64_t* bytes) {
+  std::vector<unsigned char> buffer(std::size_t{1} << 20);
+  const Fd fd(path);
+  std::uint32_t crc = 0;
+  *bytes = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw UserError(path + ": cannot read (" + std::strerror(errno) + ")");
+    if (n == 0) break;
+    crc = crc32Update(crc, buffer.data(), static_cast<std::size_t>(n));
+    *bytes += n;
+    throwIfStopRequested();  // `checkpoint verify` of a large checkpoint stops within a MiB
+  }
+  return crc;
+}
+
 CheckpointReader::CheckpointReader(const std::string& path, bool verifyOnRead)
     : directory_(resolveCheckpoint(path)), verifyOnRead_(verifyOnRead) {
   const std::string where = (fs::path(directory_) / "manifest.json").string();
@@ -431,20 +448,9 @@ void CheckpointReader::verifyFile(const std::string& name) const {
 }
 
 void CheckpointReader::verifyFileChecksum(const CheckpointFile& f) const {
-  std::vector<unsigned char> buffer(std::size_t{1} << 20);
   const std::string path = (fs::path(directory_) / f.name).string();
-  const Fd fd(path);
-  std::uint32_t crc = 0;
   std::int64_t total = 0;
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw UserError(path + ": cannot read (" + std::strerror(errno) + ")");
-    if (n == 0) break;
-    crc = crc32Update(crc, buffer.data(), static_cast<std::size_t>(n));
-    total += n;
-    throwIfStopRequested();  // `checkpoint verify` of a large checkpoint stops within a MiB
-  }
+  const std::uint32_t crc = fileChecksum(path, &total);
   if (total != f.bytes || crc != f.crc32) {
     char message[160];
     std::snprintf(message, sizeof message,
