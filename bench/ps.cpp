@@ -48,8 +48,8 @@ double seconds(Clock::time_point since) {
 
 // The transfer part's servers: async (a request is answered or applied as it comes), SGD rows,
 // a table of 2^20 rows of which the workers touch what they ask for.
-Word2VecConfig transferConfig(int servers) {
-  Word2VecConfig c;
+PsConfig transferConfig(int servers) {
+  PsConfig c;
   c.model.dim = kDim;
   c.model.vocabSize = 2;
   c.model.pairRows = kTableRows;
@@ -89,7 +89,7 @@ std::vector<std::vector<std::int64_t>> requestRows(const BenchPsOptions& o, int 
 // One rank of the transfer part; worker 0 returns the rows of figures.
 std::vector<Row> transferRank(Communicator& world, const BenchPsOptions& o, int servers,
                               const std::string& backend) {
-  const Word2VecConfig c = transferConfig(servers);
+  const PsConfig c = transferConfig(servers);
   const int rank = world.rank();
   // Point to point first, while nothing else runs: rank 0 (a server) sends rank `servers` (the
   // first worker) one pull reply's bytes, as many times as a worker pulls.
@@ -200,19 +200,19 @@ std::vector<Row> trainRuns(const BenchPsOptions& o) {
     d["parameter_server"]["mode"] = m.mode;
     d["parameter_server"]["server_num"] = m.servers;
     if (m.kSteps > 0) d["parameter_server"]["k_steps"] = m.kSteps;
-    const Word2VecConfig c = parseWord2VecConfig(d);
+    const PsConfig c = parsePsConfig(d);
     ps::RunOptions options;
     options.probeWords.clear();
-    const ps::Word2VecResult r = ps::runWord2VecThreads(c, options);
+    const ps::PsResult r = ps::runPsThreads(c, options);
     rows.push_back({{"bench", "ps"},
                     {"part", "train"},
                     {"mode", m.mode},
                     {"servers", m.servers},
                     {"workers", kWorkers},
                     {"k_steps", m.kSteps},
-                    {"words", r.words},
+                    {"words", r.targets},
                     {"seconds", r.seconds},
-                    {"words_per_s", static_cast<double>(r.words) / r.seconds},
+                    {"words_per_s", static_cast<double>(r.targets) / r.seconds},
                     {"final_loss_nats", r.finalLoss},
                     {"validation_loss_nats", r.validationLoss}});
   }

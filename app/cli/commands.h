@@ -20,13 +20,13 @@ namespace parascope::cli {
 SystemDescription systemNamed(const std::string& name);
 
 void registerTrainCommand(CLI::App& app);
-// train's run for model.type "word2vec" (ps_train.cpp): on threads, or as this rank of `world`.
-struct Word2VecCheckpoints {
+// train's run with parameter servers (ps_train.cpp): on threads, or as this rank of `world`.
+struct PsCheckpoints {
   std::string load, save;
   int keep = 0;
 };
-void runWord2VecTrain(const nlohmann::json& doc, bool json, const std::string& trace,
-                      const Word2VecCheckpoints& checkpoints, Communicator* world);
+void runPsTrain(const nlohmann::json& doc, bool json, const std::string& trace,
+                const PsCheckpoints& checkpoints, Communicator* world);
 void registerGradCommand(CLI::App& app);
 void registerBenchStepCommand(CLI::App& bench);
 void registerAnalyzeCommand(CLI::App& app);

@@ -1,4 +1,5 @@
-// parascope-cli train for model.type "word2vec": the parameter-server run (core/ps/ps_run.h) and
+// parascope-cli train for a config with parameter servers (model.type "word2vec", or a GPT with a
+// parameter_server block): the parameter-server run (core/ps/ps_run.h) and
 // its printing: plain lines, or JSON lines with --json. Under mpirun the first server_num ranks
 // serve and worker 0 (rank server_num) prints.
 #include <cstdio>
@@ -19,68 +20,85 @@ namespace parascope::cli {
 
 namespace {
 
-void printStart(const Word2VecConfig& c, bool json) {
+// What a step trains on: centre words (word2vec) or tokens (gpt); the JSON fields' stem.
+const char* unit(const PsConfig& c) {
+  return c.isGpt() ? "tokens" : "words";
+}
+
+void printStart(const PsConfig& c, bool json) {
   const ParameterServerSpec& p = c.ps;
+  const PsTables t = c.tables();
   if (json) {
     std::printf("%s\n", nlohmann::json{{"event", "start"},
-                                       {"model", "word2vec"},
+                                       {"model", c.modelName()},
                                        {"mode", psModeName(p.mode)},
                                        {"servers", p.servers},
                                        {"workers", p.workers},
                                        {"k_steps", p.kSteps},
-                                       {"sparse_rows", c.model.rows()},
-                                       {"embedding_dim", c.model.dim},
+                                       {"sparse_rows", t.sparseRows},
+                                       {"dense_rows", t.denseRows},
+                                       {"embedding_dim", t.dim},
                                        {"sparse_optimizer", rowRuleName(p.sparse.rule)},
                                        {"dense_optimizer", rowRuleName(p.dense.rule)},
-                                       {"centres_per_worker_step", c.centersPerWorker},
+                                       {"micro_batch", c.microBatch},
+                                       {std::string(unit(c)) + "_per_worker_step",
+                                        c.targetsPerWorkerStep()},
                                        {"train_iters", c.trainIters}}
                             .dump()
                             .c_str());
+  } else if (c.isGpt()) {
+    std::printf(
+        "gpt: token embedding %lld x %d as the sparse table, %s; the other %lld parameters as "
+        "the dense table (%d rows of %d), %s\n",
+        static_cast<long long>(t.sparseRows), t.dim, rowRuleName(p.sparse.rule),
+        static_cast<long long>(t.denseValues), t.denseRows, t.dim, rowRuleName(p.dense.rule));
   } else {
     std::printf(
         "word2vec: %lld input rows (%d words + %lld hashed pairs) x %d, %s; output %d x %d, %s\n",
         static_cast<long long>(c.model.rows()), c.model.vocabSize,
         static_cast<long long>(c.model.pairRows), c.model.dim, rowRuleName(p.sparse.rule),
         c.model.vocabSize, c.model.dim, rowRuleName(p.dense.rule));
+  }
+  if (!json) {
+    const std::string batch =
+        c.isGpt() ? std::to_string(c.microBatch) + " sequences of " +
+                        std::to_string(c.gpt.contextLength) + " tokens per worker step"
+                  : std::to_string(c.microBatch) + " centre words per worker step";
     if (p.mode == PsMode::Collective) {
-      std::printf(
-          "collective: %d workers all-reduce dense gradients; %d centre words per worker "
-          "step\n",
-          p.workers, c.centersPerWorker);
+      std::printf("collective: %d workers all-reduce dense gradients; %s\n", p.workers,
+                  batch.c_str());
     } else {
       std::printf(
-          "parameter servers: %s%s, %d server%s, %d worker%s; %d centre words per worker "
-          "step\n",
-          psModeName(p.mode),
+          "parameter servers: %s%s, %d server%s, %d worker%s; %s\n", psModeName(p.mode),
           p.mode == PsMode::Geo ? (" (k_steps " + std::to_string(p.kSteps) + ")").c_str() : "",
           p.servers, p.servers == 1 ? "" : "s", p.workers, p.workers == 1 ? "" : "s",
-          c.centersPerWorker);
+          batch.c_str());
     }
   }
   std::fflush(stdout);
 }
 
-void printStep(const ps::Word2VecStepReport& s, const Word2VecConfig& c, bool json) {
-  const double words = static_cast<double>(c.centersPerWorker) * c.ps.workers;
+void printStep(const ps::PsStepReport& s, const PsConfig& c, bool json) {
+  const double targets = static_cast<double>(c.targetsPerWorkerStep()) * c.ps.workers;
   if (json) {
     std::printf("%s\n", nlohmann::json{{"event", "step"},
                                        {"step", s.step},
                                        {"total_steps", s.totalSteps},
                                        {"loss_nats", s.loss},
                                        {"step_time_s", s.seconds},
-                                       {"words_per_s", words / s.seconds}}
+                                       {std::string(unit(c)) + "_per_s", targets / s.seconds}}
                             .dump()
                             .c_str());
   } else if (s.step == 1 || s.step % c.logInterval == 0 || s.step == s.totalSteps) {
-    std::printf("step %5d/%d  loss %.4f  words/s %.0f\n", s.step, s.totalSteps, s.loss,
-                words / s.seconds);
+    std::printf("step %5d/%d  loss %.4f  %s/s %.0f\n", s.step, s.totalSteps, s.loss, unit(c),
+                targets / s.seconds);
   }
   std::fflush(stdout);
 }
 
-void printResult(const ps::Word2VecResult& r, const Word2VecConfig& c, bool json,
+void printResult(const ps::PsResult& r, const PsConfig& c, bool json,
                  const std::string& tracePath) {
-  const double rate = static_cast<double>(r.words) / r.seconds;
+  const double rate = static_cast<double>(r.targets) / r.seconds;
   if (json) {
     std::printf("%s\n", nlohmann::json{{"event", "eval"},
                                        {"validation_loss_nats", r.validationLoss},
@@ -139,21 +157,28 @@ void printResult(const ps::Word2VecResult& r, const Word2VecConfig& c, bool json
                               .c_str());
     }
     nlohmann::json f{{"event", "finished"},
-                     {"words", r.words},
+                     {unit(c), r.targets},
                      {"seconds", r.seconds},
-                     {"words_per_s", rate},
+                     {std::string(unit(c)) + "_per_s", rate},
                      {"final_loss_nats", r.finalLoss},
-                     {"validation_loss_nats", r.validationLoss},
-                     {"vocabulary", r.vocabulary},
-                     {"corpus_words", r.corpusWords}};
+                     {"validation_loss_nats", r.validationLoss}};
+    if (!c.isGpt()) {
+      f["vocabulary"] = r.vocabulary;
+      f["corpus_words"] = r.corpusWords;
+    }
     if (!tracePath.empty()) f["trace"] = tracePath;
     if (!r.checkpoint.empty()) f["checkpoint"] = r.checkpoint;
     std::printf("%s\n", f.dump().c_str());
     std::fflush(stdout);
     return;
   }
-  std::printf("validation loss %.4f nats (%d batches of %d centre words)\n", r.validationLoss,
-              c.evalIters, c.centersPerWorker * c.ps.workers);
+  if (c.isGpt()) {
+    std::printf("validation loss %.4f nats (%d batches of %d sequences)\n", r.validationLoss,
+                c.evalIters, c.microBatch);
+  } else {
+    std::printf("validation loss %.4f nats (%d batches of %d centre words)\n", r.validationLoss,
+                c.evalIters, c.microBatch * c.ps.workers);
+  }
   for (const ps::Neighbours& n : r.neighbours) {
     std::string line;
     for (const auto& [w, cosine] : n.nearest) {
@@ -192,8 +217,8 @@ void printResult(const ps::Word2VecResult& r, const Word2VecConfig& c, bool json
     std::printf("worker rank %d failed in step %d: %s; the run went on without it\n", w.rank,
                 w.step + 1, w.reason.c_str());
   }
-  std::printf("trained %lld words in %.2f s: %.0f words/s\n", static_cast<long long>(r.words),
-              r.seconds, rate);
+  std::printf("trained %lld %s in %.2f s: %.0f %s/s\n", static_cast<long long>(r.targets), unit(c),
+              r.seconds, rate, unit(c));
   if (!r.checkpoint.empty()) std::printf("checkpoint: %s\n", r.checkpoint.c_str());
   if (!tracePath.empty()) std::printf("trace: %s\n", tracePath.c_str());
   std::fflush(stdout);
@@ -201,9 +226,9 @@ void printResult(const ps::Word2VecResult& r, const Word2VecConfig& c, bool json
 
 }  // namespace
 
-void runWord2VecTrain(const nlohmann::json& doc, bool json, const std::string& trace,
-                      const Word2VecCheckpoints& checkpoints, Communicator* world) {
-  const Word2VecConfig c = parseWord2VecConfig(doc, world != nullptr ? world->size() : 0);
+void runPsTrain(const nlohmann::json& doc, bool json, const std::string& trace,
+                const PsCheckpoints& checkpoints, Communicator* world) {
+  const PsConfig c = parsePsConfig(doc, world != nullptr ? world->size() : 0);
   ps::checkTableMemory(c, availableMemoryBytes(),
                        world != nullptr ? mpiRanksOnThisNode() : c.ps.ranks());
   std::unique_ptr<profiler::RunTrace> recorder;
@@ -219,14 +244,14 @@ void runWord2VecTrain(const nlohmann::json& doc, bool json, const std::string& t
   options.keep = checkpoints.keep;
   // Every rank checks, so that under mpirun each refuses alike before the world does any work.
   ps::checkCheckpointOptions(c, options);
-  options.onStep = [&](const ps::Word2VecStepReport& s) { printStep(s, c, json); };
+  options.onStep = [&](const ps::PsStepReport& s) { printStep(s, c, json); };
   if (reports) printStart(c, json);
-  ps::Word2VecResult result;
+  ps::PsResult result;
   bool mine = true;
   if (world != nullptr) {
-    mine = ps::runWord2VecRank(c, *world, options, &result);
+    mine = ps::runPsRank(c, *world, options, &result);
   } else {
-    result = ps::runWord2VecThreads(c, options);
+    result = ps::runPsThreads(c, options);
   }
   const std::string tracePath =
       recorder ? recorder->end(world != nullptr ? world->rank() : -1) : std::string();

@@ -301,14 +301,14 @@ void runTrain(const TrainOptions& o) {
         "started by mpirun with the threads backend; pass --backend mpi (or set "
         "\"backend\": \"mpi\") so that the processes train together");
   }
-  if (isWord2VecConfig(doc)) {
+  if (isPsConfig(doc)) {
     for (const auto& [flag, given] : {std::pair{"--switch", !o.switches.empty()},
                                       std::pair{"--save-interval", o.saveInterval > 0},
                                       std::pair{"--system", !o.system.empty()}}) {
       if (given) {
         throw UserError(std::string(flag) +
-                        ": not for model.type \"word2vec\" (a parameter-server run, which saves "
-                        "its tables at the end); it takes --config, overrides, --backend, --json, "
+                        ": not for a parameter-server run (which saves its tables at the "
+                        "end); it takes --config, overrides, --backend, --json, "
                         "--trace, --save, --load, --resume and --keep");
       }
     }
@@ -333,9 +333,9 @@ void runTrain(const TrainOptions& o) {
       settings.emplace_back("--keep", std::to_string(o.keep));
       agreeOnSettings(*options.world, settings);
     }
-    Word2VecCheckpoints checkpoints{o.resume.empty() ? o.load : o.resume,
-                                    o.save.empty() ? o.resume : o.save, o.keep};
-    runWord2VecTrain(doc, o.json, o.trace, checkpoints, mpi ? &*options.world : nullptr);
+    PsCheckpoints checkpoints{o.resume.empty() ? o.load : o.resume,
+                              o.save.empty() ? o.resume : o.save, o.keep};
+    runPsTrain(doc, o.json, o.trace, checkpoints, mpi ? &*options.world : nullptr);
     return;
   }
   // parallel.auto: the planner's choice replaces the document's strategy before anything reads

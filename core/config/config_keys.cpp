@@ -142,8 +142,9 @@ std::vector<ConfigKey> tableKeys(const std::string& table, double lr, double ini
              "a first step whenever it comes)"),
       number(p + "learning_rate", lr, 0.0, 1e6, "the rule's learning rate"),
       number(p + "initial_range", initialRange, 0.0, 1e6,
-             "values start uniform in [-r, r], drawn from (seed, table, row): the same under "
-             "any number of servers"),
+             "(word2vec) values start uniform in [-r, r], drawn from (seed, table, row): the "
+             "same under any number of servers. A GPT's rows start as the engine initialises "
+             "its parameters for `seed`"),
       number(p + "initial_g2sum", t.initialG2sum, 0.0, 1e6,
              "(adagrad) the accumulator's starting value"),
       number(p + "beta1", t.beta1, 0.0, 0.999999, "(adam)"),
@@ -157,7 +158,9 @@ std::vector<ConfigKey> parameterServerKeys() {
   const ParameterServerSpec ps;
   std::vector<ConfigKey> keys = {
       object("parameter_server", "sync, 1 server, 2 workers",
-             "(word2vec) Paddle Fleet's parameter-server mode; see `docs/parameter_server.md`"),
+             "(word2vec, gpt) Paddle Fleet's parameter-server mode; see "
+             "`docs/parameter_server.md`. A GPT with this block trains its token embedding as "
+             "the sparse table and its other parameters as the dense one"),
       choice("parameter_server.mode", psModeName(ps.mode), {"sync", "async", "geo", "collective"},
              "`sync`: every step's pushes merged and applied before the next pulls; `async`: "
              "pushes applied as they arrive, pulls answered at once; `geo`: workers train local "
@@ -168,7 +171,8 @@ std::vector<ConfigKey> parameterServerKeys() {
                       "hash falls to it and a slice of the dense table"),
               "1; 0 in mode `collective`"),
       integer("parameter_server.worker_num", ps.workers, 1, 256,
-              "worker ranks: each trains on its share of every step's centre words"),
+              "worker ranks: each trains on its share of every step's batch (centre words, or "
+              "one micro-batch of sequences each)"),
       integer("parameter_server.k_steps", ps.kSteps, 1, 1 << 20,
               "(geo) local steps between pushes"),
       choice("parameter_server.worker_failure", "stop", {"stop", "continue"},
@@ -176,18 +180,20 @@ std::vector<ConfigKey> parameterServerKeys() {
              "`continue` (mode `async`, not worker 0, which reports) reports it and trains on "
              "with the others"),
       object("parameter_server.sparse_table", "adam",
-             "the input vectors: one row per word, then the hashed word pairs"),
+             "word2vec: the input vectors, one row per word, then the hashed word pairs; gpt: "
+             "the token embedding `wte`, one row per token"),
       derived(integer("parameter_server.sparse_table.rows", nullptr, 3, std::int64_t{1} << 32,
-                      "rows in all: `model.max_vocab_size` word rows, the rest hashed (previous "
-                      "word, word) pairs; rows are created when first pulled"),
+                      "(word2vec) rows in all: `model.max_vocab_size` word rows, the rest hashed "
+                      "(previous word, word) pairs; rows are created when first pulled"),
               "`model.max_vocab_size` + 2^22"),
   };
   for (ConfigKey& k : tableKeys("sparse_table", ps.sparse.learningRate, 0.01)) {
     keys.push_back(std::move(k));
   }
   keys.push_back(object("parameter_server.dense_table", "adam",
-                        "the output vectors (`model.max_vocab_size` x `model.embedding_dim`), "
-                        "sliced over the servers"));
+                        "word2vec: the output vectors (`model.max_vocab_size` x "
+                        "`model.embedding_dim`); gpt: every parameter but `wte`, end to end in "
+                        "rows of `model.hidden_size`; sliced over the servers"));
   for (ConfigKey& k : tableKeys("dense_table", ps.dense.learningRate, 0.0)) {
     keys.push_back(std::move(k));
   }

@@ -1,21 +1,28 @@
 // Reading the parameter-server block and the word2vec model (ps_config.h).
 #include "core/config/ps_config.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
+#include "core/config/model_kind.h"
 
 namespace parascope {
 
 namespace {
 
-TableSpec readTable(JsonReader r) {
+TableSpec readTable(JsonReader r, bool gpt) {
   TableSpec t;
   const std::string rule = r.choice("optimizer");
   t.rule = rule == "sgd" ? RowRule::Sgd : rule == "adagrad" ? RowRule::Adagrad : RowRule::Adam;
   t.learningRate = r.number("learning_rate");
-  t.initialRange = r.number("initial_range");
+  if (gpt && r.has("initial_range")) {
+    throw UserError("config: " + r.keyPath("initial_range") +
+                    " applies to word2vec; a GPT's rows start as the engine initialises its "
+                    "parameters for `seed`");
+  }
+  t.initialRange = gpt ? 0 : r.number("initial_range");
   if (t.rule != RowRule::Adagrad && r.has("initial_g2sum")) {
     throw UserError("config: " + r.keyPath("initial_g2sum") +
                     " applies to optimizer \"adagrad\", not \"" + rule + "\"");
@@ -48,7 +55,8 @@ void readModel(JsonReader r, Word2VecSpec& m, std::int64_t* rows) {
   r.finish();
 }
 
-void readServers(JsonReader r, ParameterServerSpec& ps, const Word2VecSpec& model,
+// `model`: word2vec's, null for a GPT (whose sparse table is its embedding).
+void readServers(JsonReader r, ParameterServerSpec& ps, const Word2VecSpec* model,
                  std::int64_t* rows) {
   const std::string mode = r.choice("mode");
   ps.mode = mode == "sync"    ? PsMode::Sync
@@ -86,15 +94,52 @@ void readServers(JsonReader r, ParameterServerSpec& ps, const Word2VecSpec& mode
         "(worker 0 reports the run: its failure always ends it)");
   }
   JsonReader sparse = r.object("sparse_table");
-  *rows = sparse.integer("rows", *rows);
-  if (*rows <= model.vocabSize) {
+  if (model == nullptr && sparse.has("rows")) {
+    throw UserError(
+        "config: parameter_server.sparse_table.rows applies to word2vec; a GPT's sparse table "
+        "is its token embedding, of model.vocab_size rows");
+  }
+  if (model != nullptr) *rows = sparse.integer("rows", *rows);
+  if (model != nullptr && *rows <= model->vocabSize) {
     throw UserError("config: parameter_server.sparse_table.rows = " + std::to_string(*rows) +
                     " leaves no room for hashed word pairs: it must exceed model.max_vocab_size (" +
-                    std::to_string(model.vocabSize) + ")");
+                    std::to_string(model->vocabSize) + ")");
   }
-  ps.sparse = readTable(sparse);
-  ps.dense = readTable(r.object("dense_table"));
+  ps.sparse = readTable(sparse, model == nullptr);
+  ps.dense = readTable(r.object("dense_table"), model == nullptr);
   r.finish();
+}
+
+// A GPT document's keys that configure the collective engine's step (its optimizer, precision,
+// parallel layout): a worker is one rank holding its whole model, and the servers update by the
+// tables' rules. Each is refused by name rather than as an unknown key.
+void refuseEngineKeys(const nlohmann::json& document) {
+  for (const char* key : {"optimizer", "scheduler", "gradient_clipping"}) {
+    if (document.contains(key)) {
+      throw UserError(std::string("config: ") + key +
+                      " does not apply with parameter_server: the servers update each table by "
+                      "its own rule (parameter_server.sparse_table and dense_table: optimizer, "
+                      "learning_rate)");
+    }
+  }
+  const auto& keys = configKeys();
+  for (auto it = document.begin(); it != document.end(); ++it) {
+    const std::string& key = it.key();
+    const bool known =
+        std::any_of(keys.begin(), keys.end(), [&](const ConfigKey& k) { return k.path == key; });
+    const bool ours = key == "model" || key == "data" || key == "parameter_server" ||
+                      key == "train_micro_batch_size_per_gpu" || key == "train_iters" ||
+                      key == "log_interval" || key == "eval_iters" || key == "seed" ||
+                      key == "backend";
+    if (!ours && known) {
+      throw UserError("config: " + key +
+                      " does not apply with parameter_server: each worker is one rank with the "
+                      "whole model in f32, its micro-batch one step, evaluated at the end "
+                      "(allowed beside parameter_server: model, data, "
+                      "train_micro_batch_size_per_gpu, train_iters, log_interval, eval_iters, "
+                      "seed, backend)");
+    }
+  }
 }
 
 }  // namespace
@@ -127,8 +172,9 @@ int TableSpec::stateFloats(int dim) const {
   return 0;
 }
 
-bool isWord2VecConfig(const nlohmann::json& document) {
+bool isPsConfig(const nlohmann::json& document) {
   if (!document.is_object()) return false;
+  if (document.contains("parameter_server")) return true;
   const auto model = document.find("model");
   if (model == document.end() || !model->is_object()) return false;
   const auto type = model->find("type");
@@ -139,28 +185,47 @@ bool isWord2VecKey(const ConfigKey& key) {
   return key.path.starts_with("parameter_server") || key.help.starts_with("(word2vec)");
 }
 
-Word2VecConfig parseWord2VecConfig(const nlohmann::json& document, int worldSize) {
-  Word2VecConfig c;
+PsConfig parsePsConfig(const nlohmann::json& document, int worldSize) {
+  PsConfig c;
   c.document = document;
   JsonReader r(document, "");
   std::int64_t rows = 0;
-  readModel(r.object("model"), c.model, &rows);
+  {
+    JsonReader m = r.object("model");
+    const std::string type = m.choice("type");
+    if (type == "word2vec") {
+      readModel(m, c.model, &rows);
+    } else if (type == "gpt") {
+      c.modelType = PsConfig::Model::Gpt;
+      ModelSpec spec;
+      gptModelKind().read(m, spec);
+      gptModelKind().checkTrainable(spec);
+      m.finish();
+      c.gpt = spec.gpt;
+    } else {
+      throw UserError("config: model.type \"" + type +
+                      "\" does not train with parameter servers; allowed: \"word2vec\", \"gpt\"");
+    }
+  }
   {
     JsonReader d = r.object("data");
-    if (d.choice("type") != "text")
-      throw UserError("config: model.type \"word2vec\" needs data.type \"text\"");
+    if (d.choice("type") != "text") {
+      throw UserError(std::string("config: model.type \"") + c.modelName() +
+                      "\" needs data.type \"text\"");
+    }
     c.data.path = d.string("path", c.data.path);
     c.data.validationFraction = d.number("validation_fraction");
     d.finish();
   }
-  readServers(r.object("parameter_server"), c.ps, c.model, &rows);
-  c.model.pairRows = rows - c.model.vocabSize;
-  c.centersPerWorker = static_cast<int>(r.integer("train_micro_batch_size_per_gpu"));
+  readServers(r.object("parameter_server"), c.ps, c.isGpt() ? nullptr : &c.model, &rows);
+  if (!c.isGpt()) c.model.pairRows = rows - c.model.vocabSize;
+  c.microBatch = static_cast<int>(r.integer("train_micro_batch_size_per_gpu"));
   c.trainIters = static_cast<int>(r.integer("train_iters"));
   c.logInterval = static_cast<int>(r.integer("log_interval"));
   c.evalIters = static_cast<int>(r.integer("eval_iters"));
   c.seed = static_cast<std::uint64_t>(r.integer("seed"));
   c.backend = r.choice("backend");
+  if (c.isGpt()) refuseEngineKeys(document);
   r.finish();
   if (c.ps.mode == PsMode::Geo && c.ps.kSteps > c.trainIters) {
     throw UserError("config: parameter_server.k_steps = " + std::to_string(c.ps.kSteps) +
@@ -181,32 +246,58 @@ Word2VecConfig parseWord2VecConfig(const nlohmann::json& document, int worldSize
   return c;
 }
 
-Word2VecMemory word2vecMemory(const Word2VecConfig& c) {
-  const Word2VecSpec& m = c.model;
+PsTables PsConfig::tables() const {
+  PsTables t;
+  if (!isGpt()) {
+    t.dim = model.dim;
+    t.sparseRows = model.rows();
+    t.denseRows = model.vocabSize;
+    t.denseValues = static_cast<std::int64_t>(model.vocabSize) * model.dim;
+    return t;
+  }
+  t.dim = gpt.hiddenSize;
+  t.sparseRows = gpt.vocabSize;
+  ModelSpec spec;
+  spec.gpt = gpt;
+  for (const auto& [name, shape] : gptModelKind().parameterShapes(spec)) {
+    if (name == "wte.weight") continue;
+    std::int64_t n = 1;
+    for (const std::int64_t d : shape) n *= d;
+    t.denseValues += n;
+  }
+  t.denseRows = static_cast<int>((t.denseValues + t.dim - 1) / t.dim);
+  return t;
+}
+
+PsMemory psMemory(const PsConfig& c) {
+  const PsTables t = c.tables();
+  const std::int64_t dim = t.dim;
   constexpr std::int64_t kIndexBytesPerRow = 56;  // 4 slots x 12 bytes, and the row's id
-  const auto rowBytes = [&](const TableSpec& t) {
-    return 4 * (m.dim + t.stateFloats(m.dim)) + kIndexBytesPerRow;
+  const auto rowBytes = [&](const TableSpec& spec) {
+    return 4 * (dim + spec.stateFloats(static_cast<int>(dim))) + kIndexBytesPerRow;
   };
-  const std::int64_t denseValues = std::int64_t{4} * m.vocabSize * m.dim;
-  const std::int64_t denseTable = m.vocabSize * rowBytes(c.ps.dense);
-  Word2VecMemory out;
-  // Every worker keeps the dense table's values and their gradient.
+  const std::int64_t denseValues = std::int64_t{4} * t.denseRows * dim;
+  const std::int64_t denseTable = t.denseRows * rowBytes(c.ps.dense);
+  PsMemory out;
+  // Every worker keeps the dense table's values and their gradient; a GPT worker also its model's
+  // parameters and gradients, into which it copies both tables' rows (activations not counted).
   out.perWorker = 2 * denseValues;
+  if (c.isGpt()) out.perWorker += 8 * (t.denseValues + t.sparseRows * dim) + 8 * t.sparseRows * dim;
   switch (c.ps.mode) {
     case PsMode::Collective:
       // Both tables whole, the sparse table's dense gradient and its rows' touch counts.
-      out.perWorker += m.rows() * (rowBytes(c.ps.sparse) + 4 * m.dim + 4) + denseTable;
+      out.perWorker += t.sparseRows * (rowBytes(c.ps.sparse) + 4 * dim + 4) + denseTable;
       return out;
     case PsMode::Geo:
       // Local copies of every row it touched, and their values when pulled this round.
-      out.perWorker += m.rows() * (rowBytes(c.ps.sparse) + 4 * m.dim + kIndexBytesPerRow) +
+      out.perWorker += t.sparseRows * (rowBytes(c.ps.sparse) + 4 * dim + kIndexBytesPerRow) +
                        denseTable + denseValues;
       break;
     case PsMode::Sync:
     case PsMode::Async: break;
   }
   const std::int64_t servers = c.ps.servers;
-  out.perServer = (m.rows() + servers - 1) / servers * rowBytes(c.ps.sparse) +
+  out.perServer = (t.sparseRows + servers - 1) / servers * rowBytes(c.ps.sparse) +
                   (denseTable + servers - 1) / servers;
   return out;
 }

@@ -1,8 +1,10 @@
 // The config of a run trained with parameter servers, in Paddle Fleet's words: the
 // `parameter_server` block (server_num, worker_num, mode, k_steps, one table block for the sparse
-// embedding table and one for the dense parameters) and the word2vec model that needs it
-// (model.type "word2vec"). Read and validated here, like every config (core/config/); the run
-// itself is core/ps/. Keys and defaults: docs/config.md, "parameter_server".
+// embedding table and one for the dense parameters) and the model it trains: word2vec
+// (model.type "word2vec"), or the GPT (model.type "gpt" with a parameter_server block), whose
+// token embedding is the sparse table and whose other parameters are the dense one. Read and
+// validated here, like every config (core/config/); the run itself is core/ps/. Keys and
+// defaults: docs/config.md, "parameter_server".
 #pragma once
 
 #include <cstdint>
@@ -63,36 +65,59 @@ struct ParameterServerSpec {
   int ranks() const { return servers + workers; }
 };
 
-struct Word2VecConfig {
-  Word2VecSpec model;
+// Both tables as the servers hold them: rows of `dim` floats. The dense table is the model's
+// dense parameters laid end to end in rows of that width (the GPT's last row padded with zeros).
+struct PsTables {
+  int dim = 0;
+  std::int64_t sparseRows = 0;
+  int denseRows = 0;
+  std::int64_t denseValues = 0;  // the dense parameters (at most denseRows x dim)
+};
+
+struct PsConfig {
+  enum class Model : std::uint8_t { Word2Vec, Gpt };
+  Model modelType = Model::Word2Vec;
+  Word2VecSpec model;  // word2vec's
+  GptConfig gpt;       // the GPT's: wte is the sparse table, every other parameter dense
   DataSpec data;
   ParameterServerSpec ps;
-  int centersPerWorker = 256;  // train_micro_batch_size_per_gpu: centre words per worker step
+  // train_micro_batch_size_per_gpu: centre words (word2vec) or sequences (gpt) per worker step.
+  int microBatch = 256;
   int trainIters = 100;
   int logInterval = 20;
-  int evalIters = 4;  // validation batches (of centersPerWorker x workers) per evaluation
+  int evalIters = 4;  // validation batches (of microBatch x workers) per evaluation
   std::uint64_t seed = 1234;
   std::string backend = "threads";
   nlohmann::json document;
+
+  bool isGpt() const { return modelType == Model::Gpt; }
+  const char* modelName() const { return isGpt() ? "gpt" : "word2vec"; }
+  PsTables tables() const;
+  // What a worker step trains on: its micro-batch's targets (word2vec: a centre word each).
+  std::int64_t targetsPerWorkerStep() const {
+    return static_cast<std::int64_t>(microBatch) * (isGpt() ? gpt.contextLength : 1);
+  }
 };
 
-// Whether a document trains with the parameter-server runner (model.type "word2vec").
-bool isWord2VecConfig(const nlohmann::json& document);
+// Whether a document trains with the parameter-server runner: model.type "word2vec", or any
+// model with a parameter_server block.
+bool isPsConfig(const nlohmann::json& document);
 // Whether a key of the table is read only for word2vec (its model keys, parameter_server).
 bool isWord2VecKey(const ConfigKey& key);
 
-// Reads and validates; throws UserError naming the key. worldSize > 0: the ranks were started
-// from outside (mpirun) and server_num + worker_num must equal it.
-Word2VecConfig parseWord2VecConfig(const nlohmann::json& document, int worldSize = 0);
+// Reads and validates; throws UserError naming the key (for a GPT, also the engine's keys that
+// do not apply: the servers update by the tables' rules, on one rank per worker). worldSize > 0:
+// the ranks were started from outside (mpirun) and server_num + worker_num must equal it.
+PsConfig parsePsConfig(const nlohmann::json& document, int worldSize = 0);
 
 // The most bytes a server and a worker hold when every row has been touched: what a run is
 // checked against before it starts. A row costs its values and state, and up to 56 bytes of
 // index (a table at most half full, just grown, and its list of rows).
-struct Word2VecMemory {
+struct PsMemory {
   std::int64_t perServer = 0;  // its share of the sparse rows, its slice of the dense table
   std::int64_t perWorker = 0;  // the dense table and its gradient; geo: its local copies;
                                // collective: both tables whole and the dense gradient
 };
-Word2VecMemory word2vecMemory(const Word2VecConfig& c);
+PsMemory psMemory(const PsConfig& c);
 
 }  // namespace parascope

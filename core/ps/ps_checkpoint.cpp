@@ -56,8 +56,9 @@ TableShard writeTableShard(const std::string& staging, int rank, const RowTable&
   return shard;
 }
 
-std::string commitTables(const std::string& dir, int step, const Word2VecConfig& c,
+std::string commitTables(const std::string& dir, int step, const PsConfig& c,
                          const std::vector<TableShard>& shards, int keep) {
+  const PsTables t = c.tables();
   nlohmann::json files = nlohmann::json::array();
   for (const TableShard& s : shards) {
     files.push_back({{"name", s.file},
@@ -70,11 +71,12 @@ std::string commitTables(const std::string& dir, int step, const Word2VecConfig&
                       {"config", c.document},
                       {"step", step},
                       {"tables",
-                       {{"embedding_dim", c.model.dim},
-                        {"sparse_rows", c.model.rows()},
-                        {"dense_rows", c.model.vocabSize},
-                        {"sparse", tableJson(c.ps.sparse, c.model.dim)},
-                        {"dense", tableJson(c.ps.dense, c.model.dim)}}},
+                       {{"model", c.modelName()},
+                        {"embedding_dim", t.dim},
+                        {"sparse_rows", t.sparseRows},
+                        {"dense_rows", t.denseRows},
+                        {"sparse", tableJson(c.ps.sparse, t.dim)},
+                        {"dense", tableJson(c.ps.dense, t.dim)}}},
                       {"files", files}};
   m["manifest_crc32"] = jsonDocumentChecksum(m);
   {
@@ -149,7 +151,7 @@ TablesCheckpoint::TablesCheckpoint(const std::string& path)
   }
 }
 
-void TablesCheckpoint::checkFits(const Word2VecConfig& c) const {
+void TablesCheckpoint::checkFits(const PsConfig& c) const {
   const std::string where = directory_;
   const nlohmann::json& t = manifestMember(manifest_, "tables", where);
   const auto saved = [&](const char* key) { return manifestInteger(t, key, where, 0, INT64_MAX); };
@@ -159,12 +161,25 @@ void TablesCheckpoint::checkFits(const Word2VecConfig& c) const {
                     "; load it with the config it was saved with (parameter_server.server_num "
                     "may differ)");
   };
-  if (saved("embedding_dim") != c.model.dim)
-    refuse("model.embedding_dim", c.model.dim, saved("embedding_dim"));
-  if (saved("sparse_rows") != c.model.rows())
-    refuse("parameter_server.sparse_table.rows", c.model.rows(), saved("sparse_rows"));
-  if (saved("dense_rows") != c.model.vocabSize)
-    refuse("model.max_vocab_size", c.model.vocabSize, saved("dense_rows"));
+  // Manifests written before the GPT's tables existed hold word2vec's and do not say so.
+  const std::string model =
+      t.contains("model") && t["model"].is_string() ? t["model"].get<std::string>() : "word2vec";
+  if (model != c.modelName()) {
+    throw UserError("--load " + where + ": it holds a " + model + " run's tables, this config " +
+                    "trains model.type \"" + c.modelName() + "\"");
+  }
+  const PsTables ours = c.tables();
+  const bool gpt = c.isGpt();
+  if (saved("embedding_dim") != ours.dim)
+    refuse(gpt ? "model.hidden_size" : "model.embedding_dim", ours.dim, saved("embedding_dim"));
+  if (saved("sparse_rows") != ours.sparseRows) {
+    refuse(gpt ? "model.vocab_size" : "parameter_server.sparse_table.rows", ours.sparseRows,
+           saved("sparse_rows"));
+  }
+  if (saved("dense_rows") != ours.denseRows) {
+    refuse(gpt ? "the dense parameters' rows (model.num_layers, ...)" : "model.max_vocab_size",
+           ours.denseRows, saved("dense_rows"));
+  }
   for (const char* table : {"sparse", "dense"}) {
     const TableSpec& spec = std::string(table) == "sparse" ? c.ps.sparse : c.ps.dense;
     const nlohmann::json& s = manifestMember(t, table, where);

@@ -35,7 +35,7 @@ TableShard writeTableShard(const std::string& staging, int rank, const RowTable&
                            const RowTable& dense);
 
 // The reporter, once every server's shard is written: manifest.json, then the commit.
-std::string commitTables(const std::string& dir, int step, const Word2VecConfig& c,
+std::string commitTables(const std::string& dir, int step, const PsConfig& c,
                          const std::vector<TableShard>& shards, int keep);
 
 class TablesCheckpoint {
@@ -47,7 +47,7 @@ class TablesCheckpoint {
   const std::string& directory() const { return directory_; }
   int step() const { return step_; }
   // UserError naming the key when the run's tables differ from the saved ones in shape or rule.
-  void checkFits(const Word2VecConfig& c) const;
+  void checkFits(const PsConfig& c) const;
   // A server's tables under `servers` servers: the saved rows that hash to `index`, and the dense
   // rows of `slice`.
   void load(RowTable& sparse, RowTable& dense, int servers, int index, WordRange slice) const;

@@ -13,6 +13,7 @@
 #include "core/common/error.h"
 #include "core/common/printable.h"
 #include "core/ps/ps_checkpoint.h"
+#include "core/ps/ps_model.h"
 #include "core/ps/ps_server.h"
 #include "core/ps/ps_worker.h"
 #include "core/ps/word2vec_corpus.h"
@@ -74,8 +75,8 @@ std::vector<std::int64_t> workerWords(const WorkerLoad& l, int workers,
 }
 
 // `stride`: the words each rank sent (a save adds its shard's after the load's).
-void readLoads(const std::vector<std::int64_t>& all, std::size_t stride, const Word2VecConfig& c,
-               int firstStep, Word2VecResult& r) {
+void readLoads(const std::vector<std::int64_t>& all, std::size_t stride, const PsConfig& c,
+               int firstStep, PsResult& r) {
   const int workers = c.ps.workers;
   std::vector<std::int64_t> sum(static_cast<std::size_t>(workers)), max(sum.size()),
       count(sum.size());
@@ -109,7 +110,7 @@ void readLoads(const std::vector<std::int64_t>& all, std::size_t stride, const W
       w.computeSeconds = static_cast<double>(v[4]) * 1e-9;
       w.pushSeconds = static_cast<double>(v[5]) * 1e-9;
       w.steps = static_cast<int>(v[6]);
-      r.words += static_cast<std::int64_t>(w.steps) * c.centersPerWorker;
+      r.targets += w.steps * c.targetsPerWorkerStep();
       if (v[7] >= 0) {
         // The reason's bytes follow from that rank (runRank); sized here, read there.
         r.failures.push_back(
@@ -125,26 +126,22 @@ void readLoads(const std::vector<std::int64_t>& all, std::size_t stride, const W
   }
 }
 
-// The validation loss over eval_iters batches of the global batch's size, with the parameters
-// every push left.
-double validationLoss(const Word2VecConfig& c, const Word2VecCorpus& corpus, Worker& worker) {
+// The validation loss over eval_iters validation batches, with the parameters every push left.
+double validationLoss(const PsConfig& c, PsModel& model, Worker& worker) {
   double loss = 0;
-  std::int64_t pairs = 0;
-  Word2VecBatch batch;
-  RowSet rows;
-  std::vector<float> in, out;
+  std::int64_t targets = 0;
+  std::vector<float> in, dense;
   for (int i = 0; i < c.evalIters; ++i) {
-    corpus.batch(Split::Validation, i, 0, c.centersPerWorker * c.ps.workers, batch);
-    distinctRows(batch.inputRows, rows);
-    worker.fetch(rows.rows, in, out);
-    loss += skipGramLoss(c.model, batch, rows, in.data(), out.data());
-    pairs += batch.pairs;
+    worker.fetch(model.prepare(Split::Validation, i, 0), in, dense);
+    std::int64_t n = 0;
+    loss += model.lossSum(in.data(), dense.data(), &n);
+    targets += n;
   }
-  return pairs > 0 ? loss / static_cast<double>(pairs) : 0.0;
+  return targets > 0 ? loss / static_cast<double>(targets) : 0.0;
 }
 
 // The probe words' nearest words by the cosine of their input (word) rows.
-std::vector<Neighbours> nearestWords(const Word2VecConfig& c, const Word2VecCorpus& corpus,
+std::vector<Neighbours> nearestWords(const PsConfig& c, const Word2VecCorpus& corpus,
                                      Worker& worker, const RunOptions& o) {
   const int vocab = corpus.vocabSize(), dim = c.model.dim;
   std::vector<std::int64_t> ids(static_cast<std::size_t>(vocab));
@@ -185,16 +182,16 @@ std::vector<Neighbours> nearestWords(const Word2VecConfig& c, const Word2VecCorp
   return result;
 }
 
-// What a process shares between its ranks: the corpus, the checkpoint a run continues from, and
-// whether the save's staging directory is made (in-process: before any rank starts).
+// What a process shares between its ranks: word2vec's corpus, the checkpoint a run continues from,
+// and whether the save's staging directory is made (in-process: before any rank starts).
 struct Shared {
   const Word2VecCorpus* corpus = nullptr;
   const TablesCheckpoint* checkpoint = nullptr;
   bool savePrepared = false;
 };
 
-bool runRank(const Word2VecConfig& c, const Shared& shared, Communicator& world,
-             const RunOptions& options, Word2VecResult* result) {
+bool runRank(const PsConfig& c, const Shared& shared, Communicator& world,
+             const RunOptions& options, PsResult* result) {
   if (world.size() != c.ps.ranks()) {
     throw UserError("parameter_server: server_num + worker_num = " + std::to_string(c.ps.ranks()) +
                     " ranks, but the world has " + std::to_string(world.size()));
@@ -218,7 +215,7 @@ bool runRank(const Word2VecConfig& c, const Shared& shared, Communicator& world,
   std::int32_t one = 1, ranks = 0;
   world.allReduce(&one, &ranks, 1, DType::I32, ReduceOp::Sum);  // every rank is ready
   std::vector<std::int64_t> mine;
-  Word2VecResult local;
+  PsResult local;
   std::string failure;  // a worker's that the run goes on without
   if (serves) {
     Server server(c, world, world.rank());
@@ -234,9 +231,10 @@ bool runRank(const Word2VecConfig& c, const Shared& shared, Communicator& world,
     }
   } else {
     std::unique_ptr<Word2VecCorpus> own;
-    if (shared.corpus == nullptr) own = std::make_unique<Word2VecCorpus>(c);
-    const Word2VecCorpus& corpus = shared.corpus != nullptr ? *shared.corpus : *own;
-    Worker worker(c, corpus, world, workers, world.rank() - servers, firstStep);
+    if (shared.corpus == nullptr && !c.isGpt()) own = std::make_unique<Word2VecCorpus>(c);
+    const Word2VecCorpus* corpus = shared.corpus != nullptr ? shared.corpus : own.get();
+    const std::unique_ptr<PsModel> model = makePsModel(c, corpus);
+    Worker worker(c, *model, world, workers, world.rank() - servers, firstStep);
     const auto start = std::chrono::steady_clock::now();
     // A step fails between requests (a whole request is sent, or its failure is the world's):
     // the servers can drop this worker and serve the others.
@@ -252,10 +250,12 @@ bool runRank(const Word2VecConfig& c, const Shared& shared, Communicator& world,
     local.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     worker.finishTraining();
     if (world.rank() == reporter) {
-      local.vocabulary = corpus.vocabSize();
-      local.corpusWords = corpus.streamWords(Split::Train);
-      local.validationLoss = validationLoss(c, corpus, worker);
-      local.neighbours = nearestWords(c, corpus, worker, options);
+      local.validationLoss = validationLoss(c, *model, worker);
+      if (corpus != nullptr) {
+        local.vocabulary = corpus->vocabSize();
+        local.corpusWords = corpus->streamWords(Split::Train);
+        local.neighbours = nearestWords(c, *corpus, worker, options);
+      }
       if (options.gatherTables) worker.gatherTables(local);
     }
     worker.finish();
@@ -297,9 +297,9 @@ bool runRank(const Word2VecConfig& c, const Shared& shared, Communicator& world,
 
 }  // namespace
 
-void checkTableMemory(const Word2VecConfig& c, double availableBytes, int ranksHere) {
+void checkTableMemory(const PsConfig& c, double availableBytes, int ranksHere) {
   if (availableBytes < 0) return;
-  const Word2VecMemory m = word2vecMemory(c);
+  const PsMemory m = psMemory(c);
   // In-process every rank is here; under mpirun, the ranks on this machine could be any.
   const bool all = ranksHere >= c.ps.ranks();
   const double need = all ? static_cast<double>(m.perServer) * c.ps.servers +
@@ -312,8 +312,9 @@ void checkTableMemory(const Word2VecConfig& c, double availableBytes, int ranksH
       (collective ? formatBytes(static_cast<double>(m.perWorker)) +
                         " per worker (both tables whole, and the gradient it all-reduces)"
                   : formatBytes(static_cast<double>(m.perServer)) + " per server (its share of " +
-                        std::to_string(c.model.rows()) + " rows x " + std::to_string(c.model.dim) +
-                        " values with their " + rowRuleName(c.ps.sparse.rule) + " state) and " +
+                        std::to_string(c.tables().sparseRows) + " rows x " +
+                        std::to_string(c.tables().dim) + " values with their " +
+                        rowRuleName(c.ps.sparse.rule) + " state) and " +
                         formatBytes(static_cast<double>(m.perWorker)) + " per worker") +
       ", " + formatBytes(need) + " for the " + std::to_string(std::min(ranksHere, c.ps.ranks())) +
       " ranks on this machine, more than the " + formatBytes(availableBytes) +
@@ -321,7 +322,7 @@ void checkTableMemory(const Word2VecConfig& c, double availableBytes, int ranksH
       (collective ? "" : ", or run servers on other machines (mpirun)"));
 }
 
-void checkCheckpointOptions(const Word2VecConfig& c, const RunOptions& options) {
+void checkCheckpointOptions(const PsConfig& c, const RunOptions& options) {
   if (c.ps.mode == PsMode::Collective && (!options.load.empty() || !options.save.empty())) {
     throw UserError(
         "--save and --load keep the servers' tables; mode \"collective\" has no "
@@ -338,14 +339,21 @@ void checkCheckpointOptions(const Word2VecConfig& c, const RunOptions& options) 
   }
 }
 
-bool runWord2VecRank(const Word2VecConfig& c, Communicator& world, const RunOptions& options,
-                     Word2VecResult* result) {
+bool runPsRank(const PsConfig& c, Communicator& world, const RunOptions& options,
+               PsResult* result) {
   return runRank(c, {}, world, options, result);
 }
 
-Word2VecResult runWord2VecThreads(const Word2VecConfig& c, const RunOptions& options) {
+PsResult runPsThreads(const PsConfig& c, const RunOptions& options) {
   checkCheckpointOptions(c, options);
-  const Word2VecCorpus corpus(c);  // read once, before any rank starts; bad data fails here
+  // The data read once, before any rank starts: bad data fails here. A GPT's workers open their
+  // text as the engine's ranks do; one opened here checks it.
+  std::unique_ptr<Word2VecCorpus> corpus;
+  if (c.isGpt()) {
+    (void)makePsModel(c, nullptr);
+  } else {
+    corpus = std::make_unique<Word2VecCorpus>(c);
+  }
   std::unique_ptr<TablesCheckpoint> checkpoint;
   if (!options.load.empty()) checkpoint = std::make_unique<TablesCheckpoint>(options.load);
   std::unique_ptr<CheckpointLock> lock;
@@ -353,10 +361,10 @@ Word2VecResult runWord2VecThreads(const Word2VecConfig& c, const RunOptions& opt
     lock = std::make_unique<CheckpointLock>(options.save);
     prepareCheckpoint(options.save, c.trainIters);
   }
-  const Shared shared{&corpus, checkpoint.get(), !options.save.empty()};
-  Word2VecResult result;
+  const Shared shared{corpus.get(), checkpoint.get(), !options.save.empty()};
+  PsResult result;
   runInProcess(c.ps.ranks(), [&](Communicator& world) {
-    Word2VecResult mine;
+    PsResult mine;
     if (runRank(c, shared, world, options, &mine)) result = std::move(mine);
   });
   return result;

@@ -48,7 +48,7 @@ struct WorkerFailure {
   std::string reason;
 };
 
-struct Word2VecStepReport {
+struct PsStepReport {
   int step = 0;  // 1-based
   int totalSteps = 0;
   double loss = 0;  // worker 0's batch: mean over its (centre, context) pairs, nats
@@ -60,14 +60,14 @@ struct Neighbours {
   std::vector<std::pair<std::string, double>> nearest;  // cosine similarity, best first
 };
 
-struct Word2VecResult {
+struct PsResult {
   std::vector<ServerLoad> servers;
   std::vector<WorkerLoad> workers;
   double validationLoss = 0;  // mean over eval_iters validation batches' pairs, nats
   double finalLoss = 0;       // the last step's training loss (worker 0)
   std::vector<Neighbours> neighbours;
-  double seconds = 0;      // training, first step to last push
-  std::int64_t words = 0;  // centre words trained, all workers
+  double seconds = 0;        // training, first step to last push
+  std::int64_t targets = 0;  // trained, all workers: centre words (word2vec), tokens (gpt)
   std::vector<WorkerFailure> failures;
   std::string checkpoint;  // the step directory RunOptions::save wrote; empty for none
   int vocabulary = 0;
@@ -78,7 +78,7 @@ struct Word2VecResult {
 };
 
 struct RunOptions {
-  std::function<void(const Word2VecStepReport&)> onStep;  // on worker 0's thread
+  std::function<void(const PsStepReport&)> onStep;  // on worker 0's thread
   // Called on every rank's thread: by a server after each request it handled (with their
   // count), by a worker before each step (with its 0-based index). What it throws is that
   // rank's failure (the tests' way to make one fail).
@@ -95,18 +95,17 @@ struct RunOptions {
 
 // UserError naming the keys when the tables, every row touched, need more than `availableBytes`
 // (ignored when negative) on the `ranksHere` ranks this machine runs (all of them for threads).
-void checkTableMemory(const Word2VecConfig& c, double availableBytes, int ranksHere);
+void checkTableMemory(const PsConfig& c, double availableBytes, int ranksHere);
 
 // UserError for checkpoint options the run cannot take (collective mode, a checkpoint of other
 // tables or at or past train_iters), before any rank starts.
-void checkCheckpointOptions(const Word2VecConfig& c, const RunOptions& options);
+void checkCheckpointOptions(const PsConfig& c, const RunOptions& options);
 
 // The world's rank `world.rank()` of the run. Returns true on worker 0 (then *result holds the
 // run's report). `world.size()` must be server_num + worker_num.
-bool runWord2VecRank(const Word2VecConfig& c, Communicator& world, const RunOptions& options,
-                     Word2VecResult* result);
+bool runPsRank(const PsConfig& c, Communicator& world, const RunOptions& options, PsResult* result);
 
 // Every rank on threads of this process; the report.
-Word2VecResult runWord2VecThreads(const Word2VecConfig& c, const RunOptions& options);
+PsResult runPsThreads(const PsConfig& c, const RunOptions& options);
 
 }  // namespace parascope::ps

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/ps/ps_checkpoint.h"
+#include "core/ps/ps_model.h"
 #include "core/trace/trace.h"
 
 namespace parascope::ps {
@@ -43,16 +44,16 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-Server::Server(const Word2VecConfig& c, Communicator& world, int index)
+Server::Server(const PsConfig& c, Communicator& world, int index)
     : stalenessSum(static_cast<std::size_t>(c.ps.workers)),
       stalenessMax(static_cast<std::size_t>(c.ps.workers)),
       stalenessCount(static_cast<std::size_t>(c.ps.workers)),
       c_(c),
       world_(world),
-      dim_(c.model.dim),
-      sparse_(c.model.dim, c.ps.sparse, c.seed, kSparseTable),
-      dense_(c.model.dim, c.ps.dense, c.seed, kDenseTable),
-      slice_(denseSlice(c.model.vocabSize, c.ps.servers, index)),
+      dim_(c.tables().dim),
+      sparse_(dim_, c.ps.sparse, c.seed, kSparseTable, initialRows(c, kSparseTable)),
+      dense_(dim_, c.ps.dense, c.seed, kDenseTable, initialRows(c, kDenseTable)),
+      slice_(denseSlice(c.tables().denseRows, c.ps.servers, index)),
       pushes_(static_cast<std::size_t>(c.ps.workers)),
       pushed_(static_cast<std::size_t>(c.ps.workers)) {
   load_.rank = index;

@@ -19,7 +19,7 @@ class TablesCheckpoint;
 
 class Server {
  public:
-  Server(const Word2VecConfig& c, Communicator& world, int index);
+  Server(const PsConfig& c, Communicator& world, int index);
   // Serves until every worker is done; `progress` (may be empty) after each request.
   void run(const std::function<void(int, std::int64_t)>& progress);
   const ServerLoad& load() const { return load_; }
@@ -48,7 +48,7 @@ class Server {
   std::vector<std::int64_t> denseIds() const;
   int workerRank(int w) const { return c_.ps.servers + w; }
 
-  const Word2VecConfig& c_;
+  const PsConfig& c_;
   Communicator& world_;
   int dim_;
   RowTable sparse_, dense_;

@@ -47,37 +47,39 @@ class Posted {
 
 }  // namespace
 
-Worker::Worker(const Word2VecConfig& c, const Word2VecCorpus& corpus, Communicator& world,
-               Communicator& workers, int index, int firstStep)
+Worker::Worker(const PsConfig& c, PsModel& model, Communicator& world, Communicator& workers,
+               int index, int firstStep)
     : c_(c),
-      corpus_(corpus),
+      model_(model),
       world_(world),
       workers_(workers),
       index_(index),
       firstStep_(firstStep),
-      dim_(c.model.dim),
-      vocab_(c.model.vocabSize),
-      out_(static_cast<std::size_t>(c.model.vocabSize) * c.model.dim),
+      tables_(c.tables()),
+      dim_(tables_.dim),
+      out_(static_cast<std::size_t>(tables_.denseRows) * dim_),
       dOut_(out_.size()),
       versions_(static_cast<std::size_t>(c.ps.servers)),
-      allWords_(static_cast<std::size_t>(c.model.vocabSize)) {
+      allDense_(static_cast<std::size_t>(tables_.denseRows)) {
   load_.rank = c.ps.servers + index;
-  std::iota(allWords_.begin(), allWords_.end(), std::int64_t{0});
+  std::iota(allDense_.begin(), allDense_.end(), std::int64_t{0});
   const PsMode mode = c.ps.mode;
   const int steps = c.trainIters - firstStep;
   finalRound_ = mode == PsMode::Geo ? (steps + c.ps.kSteps - 1) / c.ps.kSteps : steps;
   if (mode == PsMode::Geo || mode == PsMode::Collective) {
-    local_ = std::make_unique<RowTable>(dim_, c.ps.sparse, c.seed, kSparseTable);
-    localDense_ = std::make_unique<RowTable>(dim_, c.ps.dense, c.seed, kDenseTable);
-    localDense_->pull(allWords_, out_.data());
+    local_ = std::make_unique<RowTable>(dim_, c.ps.sparse, c.seed, kSparseTable,
+                                        initialRows(c, kSparseTable));
+    localDense_ = std::make_unique<RowTable>(dim_, c.ps.dense, c.seed, kDenseTable,
+                                             initialRows(c, kDenseTable));
+    localDense_->pull(allDense_, out_.data());
   }
   if (mode == PsMode::Collective) {
-    sparseGrad_.assign(static_cast<std::size_t>(c.model.rows()) * dim_, 0.0f);
-    touched_.assign(static_cast<std::size_t>(c.model.rows()), 0.0f);
+    sparseGrad_.assign(static_cast<std::size_t>(tables_.sparseRows) * dim_, 0.0f);
+    touched_.assign(static_cast<std::size_t>(tables_.sparseRows), 0.0f);
   }
 }
 
-void Worker::train(const RunOptions& options, Word2VecResult* result) {
+void Worker::train(const RunOptions& options, PsResult* result) {
   const int steps = c_.trainIters;
   for (int t = firstStep_; t < steps; ++t) {
     if (options.progress) options.progress(world_.rank(), t);
@@ -98,42 +100,41 @@ void Worker::train(const RunOptions& options, Word2VecResult* result) {
   }
 }
 
-// One step: this worker's centres of the step's batch, their rows, forward and backward, and the
+// One step: this worker's part of the step's batch, its rows, forward and backward, and the
 // update by the mode.
 void Worker::step(int t, double* loss) {
   const trace::Span span("train_step", trace::Category::Step, trace::lane::kHost);
-  const int centres = c_.centersPerWorker;
-  corpus_.batch(Split::Train, t, static_cast<std::int64_t>(index_) * centres, centres, batch_);
-  distinctRows(batch_.inputRows, rows_);
-  const std::size_t n = rows_.rows.size() * dim_;
+  {
+    const trace::Span load("data_load", trace::Category::DataLoad, trace::lane::kData);
+    rows_ = &model_.prepare(Split::Train, t, index_);
+  }
+  const std::vector<std::int64_t>& rows = *rows_;
+  const std::size_t n = rows.size() * dim_;
   in_.resize(n);
   dIn_.assign(n, 0.0f);
   std::fill(dOut_.begin(), dOut_.end(), 0.0f);
   const PsMode mode = c_.ps.mode;
   if (mode == PsMode::Sync || mode == PsMode::Async) {
-    load_.rowsPulled += static_cast<std::int64_t>(rows_.rows.size());
-    pull(rows_.rows, t - firstStep_, kDense, in_.data());
+    load_.rowsPulled += static_cast<std::int64_t>(rows.size());
+    pull(rows, t - firstStep_, kDense, in_.data());
   } else if (mode == PsMode::Geo) {
     geoStep(t);
   } else {
-    local_->pull(rows_.rows, in_.data());
+    local_->pull(rows, in_.data());
   }
-  const float scale = batch_.pairs > 0 ? 1.0f / static_cast<float>(batch_.pairs) : 0.0f;
   {
     const Stopwatch clock(&load_.computeSeconds);
     const trace::Span compute("forward_backward", trace::Category::Compute, trace::lane::kCompute);
-    const double sum = skipGramForwardBackward(c_.model, batch_, rows_, in_.data(), out_.data(),
-                                               dIn_.data(), dOut_.data(), scale);
-    *loss = batch_.pairs > 0 ? sum / static_cast<double>(batch_.pairs) : 0.0;
+    *loss = model_.forwardBackward(in_.data(), out_.data(), dIn_.data(), dOut_.data());
   }
   if (mode == PsMode::Sync || mode == PsMode::Async) {
-    push(Op::Push, rows_.rows, dIn_.data(), dOut_.data(), t - firstStep_);
+    push(Op::Push, rows, dIn_.data(), dOut_.data(), t - firstStep_);
   } else if (mode == PsMode::Geo) {
     {
       const trace::Span apply("apply", trace::Category::Optimizer, trace::lane::kApply);
-      local_->apply(rows_.rows, dIn_.data());
-      localDense_->apply(allWords_, dOut_.data());
-      localDense_->pull(allWords_, out_.data());
+      local_->apply(rows, dIn_.data());
+      localDense_->apply(allDense_, dOut_.data());
+      localDense_->pull(allDense_, out_.data());
     }
     const int local = t - firstStep_;
     const bool roundEnds = local % c_.ps.kSteps == c_.ps.kSteps - 1 || t == c_.trainIters - 1;
@@ -168,7 +169,7 @@ void Worker::geoStep(int t) {
     fetched_.clear();
   }
   std::vector<std::int64_t> missing;
-  for (std::int64_t row : rows_.rows)
+  for (std::int64_t row : *rows_)
     if (base_->find(row) == nullptr) missing.push_back(row);
   load_.rowsPulled += static_cast<std::int64_t>(missing.size());
   std::vector<float> values(missing.size() * dim_);
@@ -180,18 +181,18 @@ void Worker::geoStep(int t) {
   }
   if (begins) {
     // pull() wrote the servers' dense table into out_: the local copy starts from it.
-    for (int w = 0; w < vocab_; ++w)
+    for (int w = 0; w < tables_.denseRows; ++w)
       localDense_->set(w, out_.data() + static_cast<std::size_t>(w) * dim_);
     baseDense_ = out_;
   }
-  local_->pull(rows_.rows, in_.data());
+  local_->pull(*rows_, in_.data());
 }
 
 void Worker::collectiveStep() {
   const trace::Span span("allreduce_update", trace::Category::Optimizer, trace::lane::kApply);
   const double workers = c_.ps.workers;
-  for (std::size_t i = 0; i < rows_.rows.size(); ++i) {
-    const auto row = static_cast<std::size_t>(rows_.rows[i]);
+  for (std::size_t i = 0; i < rows_->size(); ++i) {
+    const auto row = static_cast<std::size_t>((*rows_)[i]);
     std::memcpy(sparseGrad_.data() + row * dim_, dIn_.data() + i * dim_, sizeof(float) * dim_);
     touched_[row] = 1.0f;
   }
@@ -217,8 +218,8 @@ void Worker::collectiveStep() {
   }
   local_->apply(rows, grads.data());
   for (float& v : dOut_) v /= static_cast<float>(workers);
-  localDense_->apply(allWords_, dOut_.data());
-  localDense_->pull(allWords_, out_.data());
+  localDense_->apply(allDense_, dOut_.data());
+  localDense_->pull(allDense_, out_.data());
 }
 
 void Worker::pull(const std::vector<std::int64_t>& rows, std::int64_t round, std::int64_t flags,
@@ -253,7 +254,7 @@ void Worker::pull(const std::vector<std::int64_t>& rows, std::int64_t round, std
       handles.add(
           world_.recvAsync(received[s].data(), received[s].size(), DType::F32, serverRank(s)));
     }
-    const WordRange slice = denseSlice(vocab_, servers, s);
+    const WordRange slice = denseSlice(tables_.denseRows, servers, s);
     if (dense && slice.count > 0) {
       handles.add(world_.recvAsync(out_.data() + static_cast<std::size_t>(slice.first) * dim_,
                                    static_cast<std::size_t>(slice.count) * dim_, DType::F32,
@@ -286,7 +287,7 @@ void Worker::push(Op op, const std::vector<std::int64_t>& rows, const float* val
   Posted handles;
   for (int s = 0; s < servers; ++s) {
     const auto n = static_cast<std::int64_t>(ids[s].size());
-    const WordRange slice = denseSlice(vocab_, servers, s);
+    const WordRange slice = denseSlice(tables_.denseRows, servers, s);
     headers[s] = Header::make(op, round, n, kDense, versions_[s]);
     handles.add(world_.sendAsync(headers[s].words.data(), headers[s].words.size(), DType::I64,
                                  serverRank(s)));
@@ -314,7 +315,7 @@ void Worker::fetch(const std::vector<std::int64_t>& rows, std::vector<float>& va
   dense = out_;
 }
 
-void Worker::gatherTables(Word2VecResult& result) {
+void Worker::gatherTables(PsResult& result) {
   if (c_.ps.mode == PsMode::Collective) {
     local_->forEach(
         [&](std::int64_t row, const float* v) { result.sparseRows[row].assign(v, v + dim_); });
@@ -332,7 +333,7 @@ void Worker::gatherTables(Word2VecResult& result) {
       world_.recv(ids.data(), ids.size(), DType::I64, serverRank(s));
       world_.recv(values.data(), values.size(), DType::F32, serverRank(s));
     }
-    const WordRange slice = denseSlice(vocab_, c_.ps.servers, s);
+    const WordRange slice = denseSlice(tables_.denseRows, c_.ps.servers, s);
     if (slice.count > 0) {
       world_.recv(result.dense.data() + static_cast<std::size_t>(slice.first) * dim_,
                   static_cast<std::size_t>(slice.count) * dim_, DType::F32, serverRank(s));

@@ -1,7 +1,7 @@
-// A worker rank: trains on its share of every step's centre words. Against servers (sync, async,
-// geo) it pulls the rows its batch touches (each once) and pushes their gradients, or in geo mode
-// trains local copies and pushes their change every k_steps; collectively it holds both tables
-// and all-reduces their dense gradients with the other workers.
+// A worker rank: trains its model (ps_model.h) on its share of every step's batch. Against servers
+// (sync, async, geo) it pulls the rows its batch touches (each once) and pushes their gradients, or
+// in geo mode trains local copies and pushes their change every k_steps; collectively it holds both
+// tables and all-reduces their dense gradients with the other workers.
 #pragma once
 
 #include <cstdint>
@@ -10,11 +10,10 @@
 
 #include "core/comm/communicator.h"
 #include "core/config/ps_config.h"
+#include "core/ps/ps_model.h"
 #include "core/ps/ps_protocol.h"
 #include "core/ps/ps_run.h"
 #include "core/ps/row_table.h"
-#include "core/ps/skip_gram.h"
-#include "core/ps/word2vec_corpus.h"
 
 namespace parascope::ps {
 
@@ -22,11 +21,11 @@ class Worker {
  public:
   // workers: the group of the worker ranks (the collective run's all-reduce). firstStep: the
   // step a run continued from a checkpoint starts at (0 for a new one).
-  Worker(const Word2VecConfig& c, const Word2VecCorpus& corpus, Communicator& world,
-         Communicator& workers, int index, int firstStep);
+  Worker(const PsConfig& c, PsModel& model, Communicator& world, Communicator& workers, int index,
+         int firstStep);
 
   // Trains train_iters steps; worker 0 calls onStep after each. steps() says how many finished.
-  void train(const RunOptions& options, Word2VecResult* result);
+  void train(const RunOptions& options, PsResult* result);
   int steps() const { return load_.steps; }
   // Tells every server this worker's last push is sent (after train, failed or not).
   void finishTraining();
@@ -36,7 +35,7 @@ class Worker {
   void fetch(const std::vector<std::int64_t>& rows, std::vector<float>& values,
              std::vector<float>& dense);
   // Worker 0, RunOptions::gatherTables: every server's rows.
-  void gatherTables(Word2VecResult& result);
+  void gatherTables(PsResult& result);
   // Tells every server this worker is done.
   void finish();
 
@@ -53,16 +52,15 @@ class Worker {
             std::int64_t round);
   int serverRank(int s) const { return s; }
 
-  const Word2VecConfig& c_;
-  const Word2VecCorpus& corpus_;
+  const PsConfig& c_;
+  PsModel& model_;
   Communicator& world_;
   Communicator& workers_;
   int index_;
   int firstStep_;
+  PsTables tables_;
   int dim_;
-  int vocab_;
-  Word2VecBatch batch_;
-  RowSet rows_;
+  const std::vector<std::int64_t>* rows_ = nullptr;  // the step's, from model_.prepare
   std::vector<float> in_, dIn_, out_, dOut_;
   std::vector<std::int64_t> versions_;  // per server: the version of the last pull's reply
   std::int64_t finalRound_ = 0;         // the round after every push (sync, geo)
@@ -70,7 +68,7 @@ class Worker {
   std::unique_ptr<RowTable> local_, localDense_, base_;
   std::vector<float> baseDense_;
   std::vector<std::int64_t> fetched_;
-  std::vector<std::int64_t> allWords_;
+  std::vector<std::int64_t> allDense_;  // the dense table's row ids
   // Collective: both tables whole, and the sparse table's dense gradient and touch counts.
   std::vector<float> sparseGrad_, touched_;
   WorkerLoad load_;

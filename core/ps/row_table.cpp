@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "core/common/random.h"
 #include "core/ps/row_rule.h"
@@ -15,11 +16,13 @@ std::uint64_t slotHash(std::int64_t row) {
 }
 }  // namespace
 
-RowTable::RowTable(int dim, const TableSpec& spec, std::uint64_t seed, std::uint32_t tableId)
+RowTable::RowTable(int dim, const TableSpec& spec, std::uint64_t seed, std::uint32_t tableId,
+                   RowInit init)
     : dim_(dim),
       stride_(dim + spec.stateFloats(dim)),
       spec_(spec),
       seed_(mixSeed(seed, tableId)),
+      init_(std::move(init)),
       keys_(1024, -1),
       index_(1024, 0) {}
 
@@ -70,6 +73,10 @@ float* RowTable::at(std::int64_t row) {
 }
 
 void RowTable::initialValues(std::int64_t row, float* out) const {
+  if (init_) {
+    init_(row, out);
+    return;
+  }
   Rng rng(mixSeed(seed_, static_cast<std::uint64_t>(row)));
   for (int i = 0; i < dim_; ++i) {
     out[i] = spec_.initialRange == 0

@@ -14,9 +14,15 @@
 
 namespace parascope::ps {
 
+// A row's initial values (dim floats), written to `out`.
+using RowInit = std::function<void(std::int64_t row, float* out)>;
+
 class RowTable {
  public:
-  RowTable(int dim, const TableSpec& spec, std::uint64_t seed, std::uint32_t tableId);
+  // A new row's values come from `init`, or when it is empty uniformly from (seed, tableId, row)
+  // in [-initial_range, initial_range].
+  RowTable(int dim, const TableSpec& spec, std::uint64_t seed, std::uint32_t tableId,
+           RowInit init = {});
 
   int dim() const { return dim_; }
   // Floats a row keeps: its values, then its rule's state.
@@ -54,6 +60,7 @@ class RowTable {
   int stride_;
   TableSpec spec_;
   std::uint64_t seed_;
+  RowInit init_;
   std::vector<std::int64_t> keys_;    // -1: empty
   std::vector<std::uint32_t> index_;  // the row's position in rows_
   std::vector<std::int64_t> rows_;

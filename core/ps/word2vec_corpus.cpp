@@ -45,7 +45,7 @@ std::int64_t pairRow(const Word2VecSpec& m, std::int32_t previous, std::int32_t 
          static_cast<std::int64_t>(splitMix64(s) % static_cast<std::uint64_t>(m.pairRows));
 }
 
-Word2VecCorpus::Word2VecCorpus(const Word2VecConfig& c) : model_(c.model), seed_(c.seed) {
+Word2VecCorpus::Word2VecCorpus(const PsConfig& c) : model_(c.model), seed_(c.seed) {
   const std::vector<std::uint8_t> text = readTextCorpus(c.data.path, &files_);
   textBytes_ = static_cast<std::int64_t>(text.size());
   std::unordered_map<std::string, std::int64_t> counts;

@@ -32,7 +32,7 @@ struct Word2VecBatch {
 class Word2VecCorpus {
  public:
   // UserError when the text has fewer than 2 words kept or a split shorter than 2 window + 1.
-  explicit Word2VecCorpus(const Word2VecConfig& c);
+  explicit Word2VecCorpus(const PsConfig& c);
 
   int vocabSize() const { return static_cast<int>(words_.size()); }
   const std::string& word(int id) const { return words_[static_cast<std::size_t>(id)]; }

@@ -1,8 +1,10 @@
 // Two traces, or two parts of one (the steps of two strategy segments), compared per name: the
 // time of each kernel or span name and of each communication operation in A and in B. Times are
-// per rank and per step (summed over both, divided by the ranks and the steps seen on that side)
-// so that segments of different lengths and world sizes compare; a side without step spans
-// counts as one step. Plain C++, no Qt.
+// per rank that ran the name and per step (summed, divided by those ranks and by the steps seen on
+// that side), so that segments of different lengths and world sizes compare, and a name only some
+// ranks run (a pipeline's first stage's embedding, a parameter server's work, its workers'
+// forward and backward) keeps its time on those ranks rather than being spread over all of them;
+// a side without step spans counts as one step. Plain C++, no Qt.
 #pragma once
 
 #include <string>
@@ -23,8 +25,9 @@ struct DiffSide {
 struct DiffRow {
   std::string name;
   bool communication = false;  // a communication operation, else a kernel or span
-  double aNs = 0;              // per rank and step; 0 where the side has no such span
+  double aNs = 0;              // per rank that ran it and per step; 0 where the side has none
   double bNs = 0;
+  int aRanks = 0, bRanks = 0;  // the ranks that ran it on each side
   double deltaNs() const { return bNs - aNs; }
   double ratio() const;  // B / A; NaN when A is 0
 };

@@ -45,8 +45,8 @@ json documentWith(const ConfigKey& key, const json& value) {
 
 std::string refusal(const json& doc) {
   try {
-    if (isWord2VecConfig(doc)) {
-      (void)parseWord2VecConfig(doc);
+    if (isPsConfig(doc)) {
+      (void)parsePsConfig(doc);
       return "accepted";
     }
     parseTrainConfig(doc);

@@ -56,18 +56,18 @@ fs::path scratch(const std::string& name) {
   return p;
 }
 
-Word2VecConfig smallConfig(const std::vector<std::string>& overrides) {
-  return parseWord2VecConfig(smallDocument(overrides));
+PsConfig smallConfig(const std::vector<std::string>& overrides) {
+  return parsePsConfig(smallDocument(overrides));
 }
 
-ps::Word2VecResult train(const Word2VecConfig& c) {
+ps::PsResult train(const PsConfig& c) {
   ps::RunOptions o;
   o.gatherTables = true;
-  return ps::runWord2VecThreads(c, o);
+  return ps::runPsThreads(c, o);
 }
 
 // The largest |a - b| / max(1, |b|) over both tables; every row of one run must be in the other.
-double largestDifference(const ps::Word2VecResult& a, const ps::Word2VecResult& b) {
+double largestDifference(const ps::PsResult& a, const ps::PsResult& b) {
   if (a.sparseRows.size() != b.sparseRows.size() || a.dense.size() != b.dense.size()) return 1e30;
   double worst = 0;
   auto compare = [&](const std::vector<float>& x, const std::vector<float>& y) {
@@ -130,8 +130,8 @@ void TestParameterServer::syncTrainsAsTheCollectiveRun() {
     more.insert(more.end(), tables.begin(), tables.end());
     return smallConfig(more);
   };
-  const ps::Word2VecResult sync = train(with({"parameter_server.mode=sync"}));
-  const ps::Word2VecResult collective = train(with({"parameter_server.mode=collective"}));
+  const ps::PsResult sync = train(with({"parameter_server.mode=sync"}));
+  const ps::PsResult collective = train(with({"parameter_server.mode=collective"}));
   QVERIFY(sync.sparseRows.size() > 1000);
   QCOMPARE(sync.sparseRows.size(), collective.sparseRows.size());
   const double worst = largestDifference(sync, collective);
@@ -149,14 +149,13 @@ void TestParameterServer::geoWithOneStepTrainsAsSync() {
     more.insert(more.end(), sgd.begin(), sgd.end());
     return smallConfig(more);
   };
-  const ps::Word2VecResult sync = train(with({"parameter_server.mode=sync"}));
-  const ps::Word2VecResult geo =
-      train(with({"parameter_server.mode=geo", "parameter_server.k_steps=1"}));
+  const ps::PsResult sync = train(with({"parameter_server.mode=sync"}));
+  const ps::PsResult geo = train(with({"parameter_server.mode=geo", "parameter_server.k_steps=1"}));
   // Geo adds the workers' mean change, sync applies the mean gradient: equal but for rounding.
   const double worst = largestDifference(geo, sync);
   QVERIFY2(worst <= 1e-5, qPrintable(QString("largest relative difference %1").arg(worst)));
   // With k_steps = 4 the workers drift apart between pushes: the same rows, other values.
-  const ps::Word2VecResult geo4 =
+  const ps::PsResult geo4 =
       train(with({"parameter_server.mode=geo", "parameter_server.k_steps=4"}));
   QCOMPARE(geo4.sparseRows.size(), sync.sparseRows.size());
   const double drift = largestDifference(geo4, sync);
@@ -165,8 +164,8 @@ void TestParameterServer::geoWithOneStepTrainsAsSync() {
 }
 
 void TestParameterServer::shardedTablesEqualOneTable() {
-  const ps::Word2VecResult one = train(smallConfig({"parameter_server.server_num=1"}));
-  const ps::Word2VecResult three = train(smallConfig({"parameter_server.server_num=3"}));
+  const ps::PsResult one = train(smallConfig({"parameter_server.server_num=1"}));
+  const ps::PsResult three = train(smallConfig({"parameter_server.server_num=3"}));
   QCOMPARE(three.servers.size(), std::size_t{3});
   std::int64_t held = 0;
   for (const ps::ServerLoad& s : three.servers) {
@@ -179,8 +178,8 @@ void TestParameterServer::shardedTablesEqualOneTable() {
 }
 
 void TestParameterServer::pullsFetchExactlyTheRowsABatchTouches() {
-  const Word2VecConfig c = smallConfig({"parameter_server.worker_num=3"});
-  const ps::Word2VecResult r = train(c);
+  const PsConfig c = smallConfig({"parameter_server.worker_num=3"});
+  const ps::PsResult r = train(c);
   const ps::Word2VecCorpus corpus(c);
   ps::Word2VecBatch batch;
   ps::RowSet rows;
@@ -188,8 +187,7 @@ void TestParameterServer::pullsFetchExactlyTheRowsABatchTouches() {
   for (int w = 0; w < c.ps.workers; ++w) {
     std::int64_t touched = 0, occurrences = 0;
     for (int t = 0; t < c.trainIters; ++t) {
-      corpus.batch(Split::Train, t, std::int64_t{w} * c.centersPerWorker, c.centersPerWorker,
-                   batch);
+      corpus.batch(Split::Train, t, std::int64_t{w} * c.microBatch, c.microBatch, batch);
       ps::distinctRows(batch.inputRows, rows);
       touched += static_cast<std::int64_t>(rows.rows.size());
       occurrences += static_cast<std::int64_t>(batch.inputRows.size());
@@ -214,8 +212,8 @@ void TestParameterServer::asyncConvergesNearSync() {
     o.push_back("parameter_server.mode=" + mode);
     return smallConfig(o);
   };
-  const ps::Word2VecResult sync = train(with("sync"));
-  const ps::Word2VecResult async = train(with("async"));
+  const ps::PsResult sync = train(with("sync"));
+  const ps::PsResult async = train(with("async"));
   const double start = 4 * std::log(2.0);  // (1 + negatives) log 2: every score zero
   QVERIFY2(sync.validationLoss < start - 0.2, qPrintable(QString::number(sync.validationLoss)));
   QVERIFY2(
@@ -255,10 +253,10 @@ void TestParameterServer::theTraceTellsEachRanksLoad() {
   std::vector<std::string> o = {"parameter_server.mode=" + mode.toStdString(),
                                 "parameter_server.server_num=2", "train_iters=20"};
   if (mode == "geo") o.emplace_back("parameter_server.k_steps=3");
-  const Word2VecConfig c = smallConfig(o);
+  const PsConfig c = smallConfig(o);
   profiler::Tracer tracer;
   tracer.install();
-  const ps::Word2VecResult r = ps::runWord2VecThreads(c, {});
+  const ps::PsResult r = ps::runPsThreads(c, {});
   tracer.uninstall();
   const profiler::TraceData trace = tracer.collect();
   const profiler::PsActivity a = profiler::computePsActivity(trace);
@@ -314,7 +312,7 @@ void TestParameterServer::aFailingServerEndsEveryWorkerWithItsReason() {
     QElapsedTimer clock;
     clock.start();
     try {
-      (void)ps::runWord2VecThreads(smallConfig(o), options);
+      (void)ps::runPsThreads(smallConfig(o), options);
       QFAIL("the run ended without the failure");
     } catch (const std::exception& e) {
       QCOMPARE(QString(e.what()), QString("server disk on fire"));
@@ -329,7 +327,7 @@ void TestParameterServer::aFailingWorkerEndsTheRunByDefault() {
     if (rank == 2 && step == 3) throw std::runtime_error("worker out of data");
   };
   try {
-    (void)ps::runWord2VecThreads(smallConfig({"parameter_server.mode=async"}), options);
+    (void)ps::runPsThreads(smallConfig({"parameter_server.mode=async"}), options);
     QFAIL("the run ended without the failure");
   } catch (const std::exception& e) {
     QCOMPARE(QString(e.what()), QString("worker out of data"));
@@ -339,20 +337,20 @@ void TestParameterServer::aFailingWorkerEndsTheRunByDefault() {
 // worker_failure "continue": worker 1 fails in its 4th step; worker 0 trains on to the end and
 // the report names the failure.
 void TestParameterServer::anAsyncRunGoesOnWithoutAFailedWorker() {
-  const Word2VecConfig c =
+  const PsConfig c =
       smallConfig({"parameter_server.mode=async", "parameter_server.worker_failure=continue"});
   ps::RunOptions options;
   options.progress = [](int rank, std::int64_t step) {
     if (rank == 2 && step == 3) throw std::runtime_error("worker out of data");
   };
-  const ps::Word2VecResult r = ps::runWord2VecThreads(c, options);
+  const ps::PsResult r = ps::runPsThreads(c, options);
   QCOMPARE(r.failures.size(), std::size_t{1});
   QCOMPARE(r.failures[0].rank, 2);
   QCOMPARE(r.failures[0].step, 3);
   QCOMPARE(r.failures[0].reason, std::string("worker out of data"));
   QCOMPARE(r.workers[0].steps, c.trainIters);
   QCOMPARE(r.workers[1].steps, 3);
-  QCOMPARE(r.words, std::int64_t{c.trainIters + 3} * c.centersPerWorker);
+  QCOMPARE(r.targets, std::int64_t{c.trainIters + 3} * c.microBatch);
   QVERIFY(r.validationLoss > 0);
 }
 
@@ -362,17 +360,17 @@ void TestParameterServer::savedTablesContinueUnderAnotherServerCount() {
   const fs::path dir = scratch("continue");
   ps::RunOptions save;
   save.save = dir.string();
-  const ps::Word2VecResult first =
-      ps::runWord2VecThreads(smallConfig({"parameter_server.server_num=2", "train_iters=6"}), save);
+  const ps::PsResult first =
+      ps::runPsThreads(smallConfig({"parameter_server.server_num=2", "train_iters=6"}), save);
   QCOMPARE(QString::fromStdString(first.checkpoint),
            QString::fromStdString((dir / "step-00000006").string()));
   ps::RunOptions load;
   load.load = dir.string();
   load.gatherTables = true;
-  const ps::Word2VecResult continued = ps::runWord2VecThreads(
-      smallConfig({"parameter_server.server_num=3", "train_iters=12"}), load);
-  QCOMPARE(continued.words, std::int64_t{6} * 64 * 2);  // this run's steps
-  const ps::Word2VecResult straight =
+  const ps::PsResult continued =
+      ps::runPsThreads(smallConfig({"parameter_server.server_num=3", "train_iters=12"}), load);
+  QCOMPARE(continued.targets, std::int64_t{6} * 64 * 2);  // this run's steps
+  const ps::PsResult straight =
       train(smallConfig({"parameter_server.server_num=1", "train_iters=12"}));
   QCOMPARE(largestDifference(continued, straight), 0.0);
   QCOMPARE(continued.finalLoss, straight.finalLoss);
@@ -384,7 +382,7 @@ void TestParameterServer::damagedCheckpointsAreRefused() {
   const fs::path dir = scratch("damaged");
   ps::RunOptions save;
   save.save = dir.string();
-  (void)ps::runWord2VecThreads(smallConfig({"train_iters=4"}), save);
+  (void)ps::runPsThreads(smallConfig({"train_iters=4"}), save);
   const fs::path step = dir / "step-00000004";
   auto refusal = [&](const std::vector<std::string>& overrides) -> QString {
     ps::RunOptions load;
@@ -521,7 +519,7 @@ void TestParameterServer::badConfigsAreOneLine() {
   std::vector<std::string> o;
   for (const QString& s : overrides) o.push_back(s.toStdString());
   try {
-    (void)parseWord2VecConfig(smallDocument(o), worldSize);
+    (void)parsePsConfig(smallDocument(o), worldSize);
     QFAIL("accepted");
   } catch (const UserError& e) {
     QCOMPARE(QString::fromStdString(e.what()), message);
@@ -529,7 +527,7 @@ void TestParameterServer::badConfigsAreOneLine() {
 }
 
 void TestParameterServer::tooBigATableIsRefusedBeforeTheRun() {
-  const Word2VecConfig c =
+  const PsConfig c =
       smallConfig({"parameter_server.sparse_table.rows=4000000000", "model.embedding_dim=256"});
   try {
     ps::checkTableMemory(c, 8.0 * (1 << 30), c.ps.ranks());

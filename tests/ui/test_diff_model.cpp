@@ -113,6 +113,7 @@ class TestDiffModel : public QObject {
   void initTestCase();
   void twoTraces();
   void twoSegments();
+  void aNameOnSomeRanksKeepsItsTime();
   void modelShowsAndSorts();
   void windowDiffsOpenedTraces();
 
@@ -152,6 +153,40 @@ void TestDiffModel::twoSegments() {
   compareRows(profiler::diffTraces({&a, 0, 0}, {&a, 1, 1}), {{false, "matmul", 250, 250},
                                                              {false, "train_step", 1000, 1000},
                                                              {true, "allReduce", 300, 0}});
+}
+
+// A parameter-server run against a collective one: a server (rank 0) applies, two workers run
+// forward and backward; the collective run's two ranks run forward and backward too. Each name's
+// time is per rank that ran it, so the workers' passes compare as they ran, not spread over the
+// server as well.
+void TestDiffModel::aNameOnSomeRanksKeepsItsTime() {
+  profiler::TraceData ps;
+  span(ps, "apply", profiler::Category::Compute, 0, 0, 0, 600);
+  for (int rank = 1; rank <= 2; ++rank) {
+    span(ps, "train_step", profiler::Category::Step, rank, 0, 0, 1000);
+    span(ps, "forward_backward", profiler::Category::Compute, rank, 0, 0, 300 * rank);
+  }
+  ps.sortByTime();
+  profiler::TraceData collective;
+  for (int rank = 0; rank < 2; ++rank) {
+    span(collective, "train_step", profiler::Category::Step, rank, 0, 0, 800);
+    span(collective, "forward_backward", profiler::Category::Compute, rank, 0, 0, 450);
+  }
+  collective.sortByTime();
+  const std::vector<DiffRow> rows = diffTraces({&ps}, {&collective});
+  compareRows(rows, {{false, "apply", 600, 0},
+                     {false, "forward_backward", 450, 450},
+                     {false, "train_step", 1000, 800}});
+  QCOMPARE(rows[0].aRanks, 1);
+  QCOMPARE(rows[0].bRanks, 0);
+  QCOMPARE(rows[1].aRanks, 2);
+  QCOMPARE(rows[1].bRanks, 2);
+  DiffModel model;
+  model.setRows(rows);
+  QCOMPARE(model.index(0, DiffModel::Ranks).data().toString(), QStringLiteral("1 / 0"));
+  QCOMPARE(model.index(1, DiffModel::Ranks).data().toString(), QStringLiteral("2 / 2"));
+  QCOMPARE(model.headerData(DiffModel::Ranks, Qt::Horizontal).toString(),
+           QStringLiteral("Ranks A / B"));
 }
 
 void TestDiffModel::modelShowsAndSorts() {

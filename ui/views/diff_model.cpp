@@ -22,6 +22,9 @@ QVariant DiffModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount() || index.column() >= Count) return {};
   if (role == Qt::ToolTipRole && index.column() == Name)
     return QString::fromStdString(rows_[static_cast<std::size_t>(index.row())].name);
+  if (role == Qt::ToolTipRole && index.column() == Ranks) {
+    return QStringLiteral("The ranks that ran it in A and in B: its times are per such rank");
+  }
   if (role != Qt::DisplayRole && role != Qt::UserRole && role != Qt::TextAlignmentRole) return {};
   const bool text = index.column() == Kind || index.column() == Name;
   if (role == Qt::TextAlignmentRole) {
@@ -41,6 +44,9 @@ QVariant DiffModel::data(const QModelIndex& index, int role) const {
       if (role == Qt::UserRole) return ratio;
       return std::isnan(ratio) ? QStringLiteral("—") : QString::number(ratio, 'f', 2) + u'×';
     }
+    case Ranks:
+      if (role == Qt::UserRole) return r.aRanks;
+      return QStringLiteral("%1 / %2").arg(r.aRanks).arg(r.bRanks);
     default: return {};
   }
   return role == Qt::UserRole ? QVariant(value) : QVariant(QString::number(value / 1e6, 'f', 3));
@@ -48,7 +54,8 @@ QVariant DiffModel::data(const QModelIndex& index, int role) const {
 
 QVariant DiffModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* names[Count] = {"Kind", "Name", "A ms", "B ms", "B − A ms", "B / A"};
+  static const char* names[Count] = {"Kind",     "Name",  "A ms",       "B ms",
+                                     "B − A ms", "B / A", "Ranks A / B"};
   return section >= 0 && section < Count ? QString::fromUtf8(names[section]) : QVariant();
 }
 

@@ -1,7 +1,7 @@
 // Item model over a diff of two traces or segments (trace_diff.h): one row per kernel or span
-// name and per communication operation with its time in A and in B (ms per rank and step), the
-// delta B - A and the ratio B / A. Qt::UserRole holds the raw number of each cell (ns, ratio),
-// so a sort proxy sorts numerically.
+// name and per communication operation with its time in A and in B (ms per rank that ran it and
+// per step), the delta B - A, the ratio B / A and the ranks that ran it on each side. Qt::UserRole
+// holds the raw number of each cell (ns, ratio, A's ranks), so a sort proxy sorts numerically.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -14,7 +14,7 @@ namespace parascope::ui {
 class DiffModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Kind, Name, TimeA, TimeB, Delta, Ratio, Count };
+  enum Column { Kind, Name, TimeA, TimeB, Delta, Ratio, Ranks, Count };
 
   explicit DiffModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
   void setRows(std::vector<profiler::DiffRow> rows);

@@ -316,7 +316,8 @@ QWidget* WorkbenchWindow::buildDiff() {
   }
   auto* diff = new QWidget;
   auto* pick = new QHBoxLayout;
-  pick->addWidget(new QLabel(tr("Diff per kernel and operation, ms per rank and step: A")));
+  pick->addWidget(
+      new QLabel(tr("Diff per kernel and operation, ms per rank that ran it and per step: A")));
   pick->addWidget(diffA_);
   pick->addWidget(new QLabel(tr("B")));
   pick->addWidget(diffB_);
