@@ -11,8 +11,11 @@
 namespace parascope::gui {
 
 struct GuiOptions {
-  QCommandLineOption open{QStringLiteral("open"), QStringLiteral("Open trace files."),
-                          QStringLiteral("file")};
+  QCommandLineOption open{
+      QStringLiteral("open"),
+      QStringLiteral("Open a trace (its per-rank files joined by commas); each --open is a tab "
+                     "of its own and a source of Compare's diff."),
+      QStringLiteral("file[,file...]")};
   QCommandLineOption benchTimeline{QStringLiteral("bench-timeline"),
                                    QStringLiteral("Benchmark the timeline and exit.")};
   QCommandLineOption events{QStringLiteral("events"),
@@ -29,7 +32,8 @@ struct GuiOptions {
   QCommandLineOption run{QStringLiteral("run"), QStringLiteral("Start the session.")};
   QCommandLineOption screenshotDir{
       QStringLiteral("screenshot-dir"),
-      QStringLiteral("Run, save the window and each view as PNGs in DIR, then quit."),
+      QStringLiteral("Run (or, with --open and no --run, show the traces and compare the last "
+                     "two), save the window and each view as PNGs in DIR, then quit."),
       QStringLiteral("dir")};
   QCommandLineOption quitAfterSteps{
       QStringLiteral("quit-after-steps"),

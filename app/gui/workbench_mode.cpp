@@ -1,9 +1,12 @@
-// parascope [--config F.json] [key=value ...] [--run] [--open trace.json ...]
+// parascope [--config F.json] [key=value ...] [--run] [--open trace.json[,rank1.json...] ...]
 //           [--screenshot-dir DIR --quit-after-steps N] [--switch STEP:key=value,...]: the
 // workbench on a session (the config with overrides; else the last session's config, else the
 // bundled default), started with --run; --screenshot-dir runs it, saves the window and each
 // view once N steps ran and the run's trace is shown, then quits (exit 1 if the session
-// failed). Each --switch switches the run live after its step, as Apply would.
+// failed). Each --switch switches the run live after its step, as Apply would. Each --open is
+// one trace (its per-rank files joined by commas; file arguments join the first), in a tab of
+// its own and a source of Compare's diff; with --open and --screenshot-dir but no --run, the
+// pictures are taken once every trace is shown and, for two or more, the last two compared.
 #include <QApplication>
 #include <QDir>
 #include <QFileInfo>
@@ -64,6 +67,38 @@ void watchForScreenshots(ui::WorkbenchWindow& window, const QString& dir, int st
   });
 }
 
+// Without a run: once each of `traces` opened traces is shown and, with two or more, the diff of
+// the last two (which opening the second started) is in the Compare tab, save the screenshots
+// and quit.
+void watchTracesForScreenshots(ui::WorkbenchWindow& window, const QString& dir, int traces) {
+  using ui::WorkbenchWindow;
+  auto shown = std::make_shared<int>(0);
+  auto diffed = std::make_shared<bool>(traces < 2);
+  auto shoot = [&window, dir, shown, diffed, traces] {
+    if (*shown != traces || !*diffed) return;
+    *shown = -1;  // once
+    QTimer::singleShot(200, &window, [&window, dir] {
+      QStringList files;
+      try {
+        files = window.saveScreenshots(dir);
+      } catch (const UserError& e) {
+        std::fprintf(stderr, "parascope: %s\n", printableText(e.what()).c_str());
+      }
+      for (const QString& f : files) std::printf("parascope: wrote %s\n", qPrintable(f));
+      QApplication::exit(files.isEmpty() ? 1 : 0);
+    });
+  };
+  QObject::connect(&window, &WorkbenchWindow::traceShown, &window, [shown, shoot](bool run) {
+    if (run || *shown < 0) return;
+    ++*shown;
+    shoot();
+  });
+  QObject::connect(&window, &WorkbenchWindow::diffShown, &window, [diffed, shoot] {
+    *diffed = true;
+    shoot();
+  });
+}
+
 // The screenshots' files, judged before the run rather than after it: a symbolic link, FIFO or
 // device among them would be written through, or waited on for ever.
 bool screenshotsWritable(const QString& dir, const QStringList& names) {
@@ -90,9 +125,11 @@ std::string defaultConfigPath() {
 }
 
 int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
-  // Positional arguments are key=value overrides, or more trace files.
+  // Positional arguments are key=value overrides, or more files of the first trace.
   nlohmann::json document;
-  QStringList traces = parser.values(o.open);
+  std::vector<QStringList> traces;
+  for (const QString& value : parser.values(o.open))
+    traces.push_back(value.split(QLatin1Char(','), Qt::SkipEmptyParts));
   try {
     if (parser.isSet(o.config)) {
       document = readJsonFile(parser.value(o.config).toStdString());
@@ -104,7 +141,8 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
       if (arg.contains(QLatin1Char('='))) {
         applyOverride(document, arg.toStdString());
       } else {
-        traces << arg;
+        if (traces.empty()) traces.emplace_back();
+        traces.front() << arg;
       }
     }
   } catch (const UserError& e) {
@@ -114,7 +152,8 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
   const bool screenshots = parser.isSet(o.screenshotDir);
   std::vector<std::string> switchSpecs;
   for (const QString& s : parser.values(o.switches)) switchSpecs.push_back(s.toStdString());
-  if (!switchSpecs.empty() && !parser.isSet(o.run) && !screenshots) {
+  // --screenshot-dir runs a session unless it photographs opened traces alone.
+  if (!switchSpecs.empty() && !parser.isSet(o.run) && (!screenshots || !traces.empty())) {
     std::fprintf(stderr, "parascope: --switch needs a run: give --run or --screenshot-dir\n");
     return 2;
   }
@@ -153,12 +192,19 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
       return 2;
     }
   }
-  if (!traces.isEmpty()) window.showTraces(traces);
+  // Pictures of the opened traces alone, or of a run (beside them).
+  const bool tracesOnly = screenshots && !traces.empty() && !parser.isSet(o.run);
   if (screenshots) {
     if (!screenshotsWritable(parser.value(o.screenshotDir), window.screenshotNames())) return 2;
     window.resize(1600, 1000);
-    watchForScreenshots(window, parser.value(o.screenshotDir), quitAfter);
+    if (tracesOnly) {
+      watchTracesForScreenshots(window, parser.value(o.screenshotDir),
+                                static_cast<int>(traces.size()));
+    } else {
+      watchForScreenshots(window, parser.value(o.screenshotDir), quitAfter);
+    }
   }
+  for (const QStringList& files : traces) window.showTraces(files);
   QTimer stopWatch;
   QObject::connect(&stopWatch, &QTimer::timeout, &window, [&window] {
     if (const int signal = pendingStopSignal()) {
@@ -168,7 +214,7 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
   });
   stopWatch.start(100);
   window.show();
-  if (parser.isSet(o.run) || screenshots) {
+  if (parser.isSet(o.run) || (screenshots && !tracesOnly)) {
     if (!window.panel()->config()) {
       std::fprintf(stderr, "parascope: %s\n",
                    printableText(window.panel()->message().toStdString()).c_str());

@@ -71,7 +71,7 @@ class GptModel final : public PsModel {
  public:
   explicit GptModel(const PsConfig& c) : c_(c), config_(engineConfig(c)) {
     kernels::setBlasThreads(1);  // as the engine's ranks: the ranks are the parallelism
-    built_ = gptModelKind().build(model_, config_, Communicator(), defaultAllocator(),
+    built_ = gptModelKind().build(model_, config_, Communicator(), allocator_,
                                   pipelineRankLayers(config_, 0));
     rows_.resize(static_cast<std::size_t>(c.gpt.vocabSize));
     std::iota(rows_.begin(), rows_.end(), std::int64_t{0});
@@ -135,7 +135,10 @@ class GptModel final : public PsModel {
 
   const PsConfig& c_;
   TrainConfig config_;
-  Model model_;
+  // The worker's own, as each of the engine's ranks has: its trace counters are this rank's
+  // memory, not every rank's of the process.
+  Allocator allocator_;
+  Model model_{allocator_};
   BuiltModel built_;
   Batch batch_;
   std::vector<std::int64_t> rows_;
@@ -150,10 +153,10 @@ std::unique_ptr<PsModel> makePsModel(const PsConfig& c, const Word2VecCorpus* co
 
 RowInit initialRows(const PsConfig& c, std::uint32_t table) {
   if (!c.isGpt()) return {};
-  Model model;
+  Allocator allocator;  // this rank's while it draws the values (a server's, a worker's)
+  Model model(allocator);
   TrainConfig config = engineConfig(c);
-  gptModelKind().addLayers(model, config, Communicator(), defaultAllocator(),
-                           pipelineRankLayers(config, 0));
+  gptModelKind().addLayers(model, config, Communicator(), allocator, pipelineRankLayers(config, 0));
   model.initialize(c.seed);
   auto values = std::make_shared<std::vector<float>>();
   for (const Parameter& p : model.parameters()) {

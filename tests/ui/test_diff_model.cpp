@@ -1,7 +1,8 @@
 // The diff of two traces or segments: exact per-rank, per-step times per span name and per
 // communication operation on small synthetic traces, segments picked by step, the model under
 // QAbstractItemModelTester and sorted by a proxy, and the workbench's Compare tab diffing two
-// opened trace files.
+// opened trace files; recorded runs opened as traces (a GPT with parameter servers and the same
+// GPT trained collectively) are rows of the Compare table, measured from their traces.
 #include <QAbstractItemModelTester>
 #include <QComboBox>
 #include <QHeaderView>
@@ -14,9 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "core/config/ps_config.h"
+#include "core/ps/ps_run.h"
 #include "profiler/analysis/trace_diff.h"
 #include "profiler/io/chrome_export.h"
+#include "profiler/io/chrome_import.h"
+#include "profiler/run_trace.h"
 #include "ui/views/diff_model.h"
+#include "ui/views/segment_model.h"
 #include "ui/workbench/workbench_window.h"
 
 namespace profiler = parascope::profiler;
@@ -116,6 +122,7 @@ class TestDiffModel : public QObject {
   void aNameOnSomeRanksKeepsItsTime();
   void modelShowsAndSorts();
   void windowDiffsOpenedTraces();
+  void recordedRunsAreRowsOfTheCompareTable();
 
  private:
   QTemporaryDir cacheHome_;
@@ -291,6 +298,90 @@ void TestDiffModel::windowDiffsOpenedTraces() {
            QStringLiteral("A and B are the same source: pick two different ones."));
   QTRY_COMPARE_WITH_TIMEOUT(diffed.count(), 3, 30000);
   for (const profiler::DiffRow& row : window.diffModel()->rows()) QCOMPARE(row.aNs, row.bNs);
+}
+
+namespace {
+
+// A small GPT trained with parameter servers in `mode`, its trace written to `path` as
+// `train --trace` writes it.
+void recordGptRun(const std::string& mode, const QString& path) {
+  nlohmann::json doc = {{"model",
+                         {{"type", "gpt"},
+                          {"vocab_size", 256},
+                          {"context_length", 16},
+                          {"hidden_size", 32},
+                          {"num_attention_heads", 2},
+                          {"num_layers", 2},
+                          {"mlp_ratio", 4}}},
+                        {"data", {{"type", "text"}, {"path", "/usr/share/games/fortunes"}}},
+                        {"parameter_server", {{"mode", mode}, {"worker_num", 2}}},
+                        {"train_micro_batch_size_per_gpu", 4},
+                        {"train_iters", 4},
+                        {"eval_iters", 1}};
+  const parascope::PsConfig c = parascope::parsePsConfig(doc);
+  parascope::profiler::RunTrace trace(path.toStdString());
+  trace.describe(doc);
+  trace.begin(nullptr, c.ps.ranks());
+  (void)parascope::ps::runPsThreads(c, {});
+  trace.end(-1);
+}
+
+}  // namespace
+
+// Tokens/s is the config's tokens per step over the steps' wall time (first start to last end of
+// their step spans over all ranks), as a session's step reports give it; a trace records no
+// losses, so the loss trend has no value. The diff shows who ran what: the servers' work on one
+// rank, the workers' passes on two in both runs.
+void TestDiffModel::recordedRunsAreRowsOfTheCompareTable() {
+  QTemporaryDir dir;
+  const QString ps = dir.filePath(QStringLiteral("ps.json"));
+  const QString collective = dir.filePath(QStringLiteral("collective.json"));
+  recordGptRun("sync", ps);
+  recordGptRun("collective", collective);
+  parascope::ui::WorkbenchWindow window;
+  QSignalSpy shown(&window, &parascope::ui::WorkbenchWindow::traceShown);
+  QSignalSpy diffed(&window, &parascope::ui::WorkbenchWindow::diffShown);
+  window.showTraces({ps});
+  window.showTraces({collective});
+  QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 2, 60000);
+  QTRY_COMPARE_WITH_TIMEOUT(diffed.count(), 1, 60000);
+  using S = parascope::ui::SegmentModel;
+  const S* table = window.segmentModel();
+  QCOMPARE(table->rowCount(), 2);
+  QCOMPARE(table->index(0, S::Strategy).data().toString(),
+           QStringLiteral("Trace ps.json: parameter servers sync, 1 + 2"));
+  QCOMPARE(table->index(1, S::Strategy).data().toString(),
+           QStringLiteral("Trace collective.json: collective, 2 workers"));
+  QCOMPARE(table->value(0, S::Ranks), 3.0);
+  QCOMPARE(table->value(1, S::Ranks), 2.0);
+  const QString files[] = {ps, collective};
+  for (int row = 0; row < 2; ++row) {
+    const parascope::profiler::TraceData trace =
+        parascope::profiler::importChromeTraces({files[row].toStdString()});
+    std::map<std::int32_t, std::pair<std::int64_t, std::int64_t>> windows;
+    for (const Event& e : trace.events) {
+      if (e.category != Category::Step || e.kind != parascope::profiler::EventKind::Span) continue;
+      auto [it, fresh] = windows.try_emplace(e.step, e.startNs, e.endNs);
+      it->second.first = std::min(it->second.first, e.startNs);
+      it->second.second = std::max(it->second.second, e.endNs);
+    }
+    QCOMPARE(windows.size(), std::size_t{4});
+    double seconds = 0;
+    for (const auto& [step, w] : windows) seconds += static_cast<double>(w.second - w.first) * 1e-9;
+    QCOMPARE(table->value(row, S::Steps), 4.0);
+    QCOMPARE(table->value(row, S::TokensPerSecond), 4 * 2 * 4 * 16 / seconds);
+    QVERIFY(std::isnan(table->value(row, S::LossTrend)));
+    // At least each worker's parameters and gradients (the GPT's 4 bytes each, twice).
+    QVERIFY(table->value(row, S::PeakMemory) > 2 * 4 * 30000.0);
+  }
+  std::map<std::string, DiffRow> rows;
+  for (const DiffRow& r : window.diffModel()->rows()) rows[r.name] = r;
+  QCOMPARE(rows.at("forward_backward").aRanks, 2);
+  QCOMPARE(rows.at("forward_backward").bRanks, 2);
+  QCOMPARE(rows.at("serve_pull").aRanks, 1);
+  QCOMPARE(rows.at("serve_pull").bRanks, 0);
+  QCOMPARE(rows.at("pull").aRanks, 2);
+  QCOMPARE(rows.at("allreduce_update").bRanks, 2);
 }
 
 QTEST_MAIN(TestDiffModel)

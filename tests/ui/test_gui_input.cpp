@@ -143,9 +143,9 @@ void TestGuiInput::tracesOpenBesideARun() {
   const QString trace =
       QStringLiteral(PARASCOPE_SOURCE_DIR "/tests/fixtures/kineto/gpu-rank0.json.gz");
   const Result r =
-      run({QStringLiteral("--open"), trace, QStringLiteral("--screenshot-dir"),
-           path(QStringLiteral("shots")), QStringLiteral("--quit-after-steps"), QStringLiteral("1"),
-           QStringLiteral("--config"),
+      run({QStringLiteral("--open"), trace, QStringLiteral("--run"),
+           QStringLiteral("--screenshot-dir"), path(QStringLiteral("shots")),
+           QStringLiteral("--quit-after-steps"), QStringLiteral("1"), QStringLiteral("--config"),
            QStringLiteral(PARASCOPE_SOURCE_DIR "/resources/configs/default.json"),
            QStringLiteral("model.num_layers=2"), QStringLiteral("model.hidden_size=32"),
            QStringLiteral("model.num_attention_heads=2"), QStringLiteral("model.context_length=16"),

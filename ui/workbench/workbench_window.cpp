@@ -36,6 +36,7 @@
 #include "core/session/run_summary.h"
 #include "core/state/checkpoint.h"
 #include "profiler/analysis/analysis_table.h"
+#include "profiler/analysis/trace_run.h"
 #include "profiler/io/chrome_import.h"
 #include "profiler/live_trace.h"
 #include "ui/adaptive_splitter.h"
@@ -562,10 +563,24 @@ void WorkbenchWindow::analysed(const QString& slot,
       if (traceTabList_[i].slot != slot) continue;
       traceTabList_[i].analysis = analysis;
       tab = static_cast<int>(i) + 1;
+      addTraceSegment(traceTabs_->tabText(tab), *analysis);
     }
   }
   if (traceTabs_->currentIndex() == tab) showAnalysis(analysis);
   shownOne(slot);
+}
+
+// A recorded run opened as a trace is a row of the Compare table beside the sessions' segments,
+// measured from the trace as they are from step reports (profiler/analysis/trace_run.h).
+void WorkbenchWindow::addTraceSegment(const QString& name,
+                                      const profiler::TraceAnalysis& analysis) {
+  const std::optional<profiler::TraceRun> run = profiler::traceRun(analysis);
+  if (!run) return;
+  segments_->begin(
+      tr("Trace %1: %2").arg(name, QString::fromStdString(run->strategy)).toStdString(), run->ranks,
+      run->flopsPerToken);
+  for (const StepReport& r : run->rankSteps) segments_->addRankStep(r);
+  for (const StepReport& r : run->steps) segments_->addStep(r);
 }
 
 void WorkbenchWindow::updateBusy() {

@@ -210,6 +210,7 @@ class WorkbenchWindow : public QMainWindow {
   // The busy sign in the status bar: shown, saying what runs, while an analysis, a diff or a
   // prediction is being computed.
   void updateBusy();
+  void addTraceSegment(const QString& name, const profiler::TraceAnalysis& analysis);
   void feedTimeline(bool all);
   void setStatus(const QString& text);
   QString checkpointDialogStart() const;
