@@ -5,8 +5,9 @@
 //   bytes/s per server, beside what one point-to-point message of the same size reaches between
 //   two of the same ranks and this machine's memory bandwidth (memcpy of a buffer the size of the
 //   table), in the same run.
-// - Training: word2vec (the config's model and data) for the same steps in sync, async and geo
-//   mode with 1 and 2 servers and in the collective mode: words/s and the loss reached.
+// - Training: the config's model (word2vec, or a GPT whose embedding is the sparse table) and
+//   data for the same steps in sync, async and geo mode with 1 and 2 servers and in the
+//   collective mode: words (tokens) per second and the loss reached.
 // Prints figures, never passes.
 #include "bench/ps.h"
 
@@ -195,30 +196,33 @@ std::vector<Row> trainRuns(const BenchPsOptions& o) {
   const Mode modes[] = {{"collective", 0, 0}, {"sync", 1, 0},  {"async", 1, 0}, {"geo", 1, 4},
                         {"sync", 2, 0},       {"async", 2, 0}, {"geo", 2, 4}};
   std::vector<Row> rows;
+  std::string unit;  // "words" for word2vec, "tokens" for a GPT
   for (const Mode& m : modes) {
     nlohmann::json d = doc;
     d["parameter_server"]["mode"] = m.mode;
     d["parameter_server"]["server_num"] = m.servers;
     if (m.kSteps > 0) d["parameter_server"]["k_steps"] = m.kSteps;
     const PsConfig c = parsePsConfig(d);
+    unit = c.isGpt() ? "tokens" : "words";
     ps::RunOptions options;
     options.probeWords.clear();
     const ps::PsResult r = ps::runPsThreads(c, options);
     rows.push_back({{"bench", "ps"},
                     {"part", "train"},
+                    {"model", c.modelName()},
                     {"mode", m.mode},
                     {"servers", m.servers},
                     {"workers", kWorkers},
                     {"k_steps", m.kSteps},
-                    {"words", r.targets},
+                    {unit, r.targets},
                     {"seconds", r.seconds},
-                    {"words_per_s", static_cast<double>(r.targets) / r.seconds},
+                    {unit + "_per_s", static_cast<double>(r.targets) / r.seconds},
                     {"final_loss_nats", r.finalLoss},
                     {"validation_loss_nats", r.validationLoss}});
   }
+  const std::string rate = unit + "_per_s";
   for (Row& r : rows) {
-    r["words_per_s_over_collective"] =
-        r["words_per_s"].get<double>() / rows.front()["words_per_s"].get<double>();
+    r[rate + "_over_collective"] = r[rate].get<double>() / rows.front()[rate].get<double>();
     r["validation_loss_minus_collective"] = r["validation_loss_nats"].get<double>() -
                                             rows.front()["validation_loss_nats"].get<double>();
   }
@@ -243,15 +247,18 @@ void printText(const std::vector<Row>& transfer, const std::vector<Row>& train, 
     }
   }
   if (!train.empty()) {
-    std::printf("\nword2vec, %lld words in each run, %d workers (threads)\n",
-                static_cast<long long>(train.front()["words"].get<std::int64_t>()), kWorkers);
-    std::printf("%-11s %7s %7s %12s %10s %12s %12s %10s\n", "mode", "servers", "k_steps", "words/s",
-                "x coll.", "train loss", "valid. loss", "- coll.");
+    const std::string model = train.front()["model"];
+    const std::string unit = model == "gpt" ? "tokens" : "words";
+    std::printf("\n%s, %lld %s in each run, %d workers (threads)\n", model.c_str(),
+                static_cast<long long>(train.front()[unit].get<std::int64_t>()), unit.c_str(),
+                kWorkers);
+    std::printf("%-11s %7s %7s %12s %10s %12s %12s %10s\n", "mode", "servers", "k_steps",
+                (unit + "/s").c_str(), "x coll.", "train loss", "valid. loss", "- coll.");
     for (const Row& r : train) {
       std::printf("%-11s %7d %7d %12.0f %10.2f %12.4f %12.4f %+10.4f\n",
                   r["mode"].get<std::string>().c_str(), r["servers"].get<int>(),
-                  r["k_steps"].get<int>(), r["words_per_s"].get<double>(),
-                  r["words_per_s_over_collective"].get<double>(),
+                  r["k_steps"].get<int>(), r[unit + "_per_s"].get<double>(),
+                  r[unit + "_per_s_over_collective"].get<double>(),
                   r["final_loss_nats"].get<double>(), r["validation_loss_nats"].get<double>(),
                   r["validation_loss_minus_collective"].get<double>());
     }

@@ -6,8 +6,9 @@
 namespace parascope::bench {
 
 struct BenchPsOptions {
-  std::string config = "resources/configs/word2vec.json";  // the word2vec runs' model and data
-  int steps = 200;              // word2vec steps per run (the same words in every mode)
+  // The training part's model and data: word2vec, or a GPT with a parameter_server block.
+  std::string config = "resources/configs/word2vec.json";
+  int steps = 200;              // training steps per run (the same words or tokens in every mode)
   int rows = 4096;              // rows per pull and per push in the transfer part
   int requests = 100;           // pulls (then pushes) per worker in the transfer part
   std::string backend = "all";  // transfer part: threads, mpi or all

@@ -12,9 +12,10 @@ void registerBenchPsCommand(CLI::App& bench) {
       "ps",
       "Parameter servers: pull/push rows/s vs point-to-point and memcpy; word2vec words/s "
       "and loss per mode vs collective");
-  cmd->add_option("--config", o->config, "word2vec config of the training part")
+  cmd->add_option("--config", o->config,
+                  "The training part's config: word2vec, or a GPT with a parameter_server block")
       ->capture_default_str();
-  cmd->add_option("--steps", o->steps, "word2vec steps per run")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--steps", o->steps, "Training steps per run")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--rows", o->rows, "Rows per pull and per push (transfer part)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--requests", o->requests, "Pulls, then pushes, per worker (transfer part)")

@@ -1,6 +1,8 @@
-// Building the per-lane index: one pass over events in time order, a stack of open span ends
-// per lane decides each span's nesting level (a span goes one level above the innermost span
-// still open at its start), so appending later events continues exactly where a build stops.
+// Building the per-lane index: one pass over events in time order; each level's latest end per
+// lane decides each span's level (below every span that encloses it, in the first level free at
+// its start, so spans that overlap only in part, such as requests answered out of order, share
+// levels instead of stacking one below the other), and appending later events continues exactly
+// where a build stops.
 // A whole build runs that pass over groups of ranks on threads of their own and merges them.
 #include "profiler/timeline/timeline_index.h"
 
@@ -527,16 +529,20 @@ void TimelineIndex::add(const Event& e) {
   SpanRef ref;
   // Late: it starts before the latest span placed, or with it but ends after it (its parent,
   // which a whole build places first).
-  if (e.startNs < lane.lastStartNs ||
-      (e.startNs == lane.lastStartNs && !lane.openEnds.empty() && e.endNs > lane.openEnds.back())) {
+  if (e.startNs < lane.lastStartNs || (e.startNs == lane.lastStartNs && e.endNs > lane.lastEndNs)) {
     ordered_ = false;
     ref = insertLate(laneNo, rec);
   } else {
     lane.lastStartNs = e.startNs;
-    std::size_t depth = lane.openEnds.size();
-    while (depth > 0 && lane.openEnds[depth - 1] <= e.startNs) --depth;
-    lane.openEnds.resize(depth);
-    lane.openEnds.push_back(e.endNs);
+    lane.lastEndNs = e.endNs;
+    // Under its innermost encloser: the deepest level whose latest span is open and ends no
+    // earlier. Then the first level from there whose latest span has ended.
+    std::vector<std::int64_t>& ends = lane.openEnds;
+    std::size_t depth = ends.size();
+    while (depth > 0 && !(ends[depth - 1] > e.startNs && ends[depth - 1] >= e.endNs)) --depth;
+    while (depth < ends.size() && ends[depth] > e.startNs) ++depth;
+    if (depth == ends.size()) ends.push_back(e.endNs);
+    ends[depth] = e.endNs;
     if (lane.levels.size() <= depth) addLevels(lane, depth + 1);
     lane.levels[depth].push_back(rec);
     if (lane.levels[depth].size() % kBlockSpans == 0) {
@@ -675,14 +681,10 @@ SpanRef TimelineIndex::insertLate(std::uint32_t laneNo, const SpanRec& rec) {
     }
     flowMatcher_->forEachRef(shift);
   }
-  // The nesting stack of the latest span placed: the spans holding its start, level by level
-  // (rec among them when it became a parent).
+  // Each level's latest end (the last span by start: a level's spans are disjoint), which the
+  // spans placed after it are measured against.
   lane.openEnds.clear();
-  for (const auto& l : lane.levels) {
-    const std::size_t last = firstAfter(l, lane.lastStartNs);
-    if (last == 0 || l[last - 1].endNs <= lane.lastStartNs) break;
-    lane.openEnds.push_back(l[last - 1].endNs);
-  }
+  for (const auto& l : lane.levels) lane.openEnds.push_back(l.empty() ? INT64_MIN : l.back().endNs);
   return {laneNo, depth, index};
 }
 

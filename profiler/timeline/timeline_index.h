@@ -63,9 +63,10 @@ struct Lane {
   // full blocks only.
   std::vector<std::vector<SpanBlock>> blocks;
   std::vector<SpanRec> instants;         // sorted by time
-  std::vector<std::int64_t> openEnds;    // end of the span open at each depth (building)
+  std::vector<std::int64_t> openEnds;    // each level's latest span's end (building)
   std::int64_t endNs = 0;                // latest end seen
-  std::int64_t lastStartNs = INT64_MIN;  // latest start placed by the nesting stack
+  std::int64_t lastStartNs = INT64_MIN;  // the latest span placed in time order: its start
+  std::int64_t lastEndNs = INT64_MIN;    // and its end
   bool flowEnds = false;  // holds a span with a correlation id: a moved span's flows follow it
 };
 

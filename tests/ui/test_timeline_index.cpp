@@ -143,6 +143,7 @@ class TestTimelineIndex : public QObject {
   Q_OBJECT
  private slots:
   void levelsNeverOverlap();
+  void partialOverlapsShareLevels();
   void levelOfDetailIsExact_data();
   void levelOfDetailIsExact();
   void lonelyNanosecondSpanStaysVisible();
@@ -169,6 +170,45 @@ void TestTimelineIndex::levelsNeverOverlap() {
         QVERIFY(level[i - 1].endNs <= level[i].startNs);
       }
     }
+  }
+}
+
+// Requests posted in turn and each answered after the next was posted (a server's receives of
+// its workers' headers) overlap only their neighbours: they take the first free level, two in
+// all, not one level each. A span inside one of them still nests below it, and a span that
+// encloses several sits above them.
+void TestTimelineIndex::partialOverlapsShareLevels() {
+  profiler::TraceData t;
+  auto add = [&](std::int64_t from, std::int64_t to) {
+    profiler::Event e;
+    e.name = t.strings.intern("recv");
+    e.category = profiler::Category::Communication;
+    e.startNs = from;
+    e.endNs = to;
+    t.events.push_back(e);
+  };
+  add(0, 100);  // encloses the chain
+  for (int i = 0; i < 8; ++i) add(10 + 10 * i, 25 + 10 * i);
+  add(41, 44);  // inside the request [40, 55], which sits at level 1 or 2
+  t.sortByTime();
+  profiler::TimelineIndex index;
+  index.build(t);
+  QCOMPARE(index.lanes().size(), std::size_t{1});
+  const profiler::Lane& lane = index.lanes().front();
+  // The encloser, the chain alternating between two levels, the nested one below its parent.
+  QCOMPARE(lane.levels.size(), std::size_t{4});
+  QCOMPARE(lane.levels[0].size(), std::size_t{1});
+  QCOMPARE(lane.levels[1].size(), std::size_t{4});
+  QCOMPARE(lane.levels[2].size(), std::size_t{4});
+  QCOMPARE(lane.levels[3].size(), std::size_t{1});
+  for (std::size_t i = 0; i < lane.levels[1].size(); ++i)
+    QCOMPARE(lane.levels[1][i].startNs, std::int64_t{10 + 20 * static_cast<int>(i)});
+  QCOMPARE(lane.levels[3][0].startNs, std::int64_t{41});
+  // Appended one by one, the same levels.
+  profiler::TimelineIndex live;
+  for (const profiler::Event& e : t.events) live.append(&e, 1);
+  for (std::size_t d = 0; d < lane.levels.size(); ++d) {
+    QCOMPARE(live.lanes().front().levels[d].size(), lane.levels[d].size());
   }
 }
 
