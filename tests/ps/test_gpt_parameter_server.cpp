@@ -6,7 +6,10 @@
 // do not apply are refused by name.
 #include <QtTest>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -135,6 +138,7 @@ class TestGptParameterServer : public QObject {
   void geoWithOneStepTrainsAsSync();
   void serversStartFromTheEnginesParameters();
   void aStepPullsTheRowsTheTiedHeadTouches();
+  void savedTablesContinueUnderAnotherServerCount();
   void engineKeysAreRefusedByName_data();
   void engineKeysAreRefusedByName();
 };
@@ -229,6 +233,38 @@ void TestGptParameterServer::aStepPullsTheRowsTheTiedHeadTouches() {
   for (const ps::WorkerLoad& w : r.workers) QCOMPARE(w.rowsPulled, std::int64_t{256} * kSteps);
   QCOMPARE(r.servers.front().rowsHeld, std::int64_t{256});
   QCOMPARE(r.targets, std::int64_t{kSteps} * kWorkers * 4 * 16);
+}
+
+// The GPT's tables saved by two servers after 3 steps and continued by one to kSteps train as one
+// server straight through, bit for bit; word2vec's config, or another GPT shape, is refused.
+void TestGptParameterServer::savedTablesContinueUnderAnotherServerCount() {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("parascope-gpt-ps-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ps::RunOptions save;
+  save.save = dir.string();
+  (void)ps::runPsThreads(psConfig({"parameter_server.server_num=2", "train_iters=3"}), save);
+  ps::RunOptions load;
+  load.load = dir.string();
+  load.gatherTables = true;
+  const ps::PsResult continued = ps::runPsThreads(psConfig({}), load);
+  const ps::PsResult straight = train(psConfig({}));
+  QCOMPARE(largestDifference(continued, straight), 0.0);
+  QCOMPARE(continued.validationLoss, straight.validationLoss);
+  const auto refusal = [&](const PsConfig& c) -> std::string {
+    try {
+      ps::checkCheckpointOptions(c, load);
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  const std::string step = (dir / "step-00000003").string();
+  QCOMPARE(refusal(psConfig({"model.hidden_size=64"})),
+           "--load " + step +
+               ": its tables have model.hidden_size = 32, this config 64; load it with the config "
+               "it was saved with (parameter_server.server_num may differ)");
+  std::filesystem::remove_all(dir);
 }
 
 void TestGptParameterServer::engineKeysAreRefusedByName_data() {
