@@ -238,8 +238,8 @@ void TestGptParameterServer::aStepPullsTheRowsTheTiedHeadTouches() {
 // The GPT's tables saved by two servers after 3 steps and continued by one to kSteps train as one
 // server straight through, bit for bit; word2vec's config, or another GPT shape, is refused.
 void TestGptParameterServer::savedTablesContinueUnderAnotherServerCount() {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("parascope-gpt-ps-" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("parascope-gpt-ps-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   ps::RunOptions save;
   save.save = dir.string();
