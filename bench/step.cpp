@@ -2,8 +2,10 @@
 // on --tp x --dp in-process ranks (--zero stage), with model FLOPs utilisation against
 // this machine's single-thread sgemm peak times the ranks and, beside it, against the CPU's own
 // multiply-add peak (what the BLAS kernels in use cost), both measured in the same run, and per
-// rank the exposed (not overlapped) communication and peak memory by category. A benchmark
-// prints figures; it never passes or fails.
+// rank the exposed (not overlapped) communication and peak memory by category. On one rank, where
+// the step's time goes per kernel, each kernel's bytes moved per second (its spans' bytes,
+// core/kernels/traffic.h) beside one thread's memory bandwidth measured in the same run. A
+// benchmark prints figures; it never passes or fails.
 #include "bench/step.h"
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include "core/kernels/fma_peak.h"
 #include "core/kernels/matmul.h"
 #include "core/kernels/sgemm_peak.h"
+#include "core/kernels/stream_bandwidth.h"
 #include "core/parallel/schedule.h"
 #include "core/session/run_metrics.h"
 #include "profiler/tracer.h"
@@ -61,13 +64,20 @@ struct KernelTime {
   std::string name;
   double msPerStep;
   long callsPerStep;
+  double bytesPerStep = 0;  // what its spans say they moved; 0 for spans that do not say
+  double bytesPerSecond() const { return msPerStep > 0 ? bytesPerStep / (msPerStep * 1e-3) : 0; }
 };
 
 // Where a step's time goes: the traced steps after the untraced throughput measurement, leaf
 // spans summed by name. The remainder of the step is listed as "other".
 std::vector<KernelTime> kernelBreakdown(const profiler::TraceData& data, int steps,
                                         double* stepMs) {
-  std::map<std::string, std::pair<double, long>> sums;
+  struct Sum {
+    double ms = 0;
+    long calls = 0;
+    double bytes = 0;
+  };
+  std::map<std::string, Sum> sums;
   double total = 0;
   for (const trace::Event& e : data.events) {
     if (e.kind != trace::EventKind::Span) continue;
@@ -76,15 +86,17 @@ std::vector<KernelTime> kernelBreakdown(const profiler::TraceData& data, int ste
       total += ms;
     } else if (e.category != trace::Category::Instruction &&  // parents of the kernels
                std::string(e.name) != "optimizer_step") {     // a parent of the adamw spans
-      sums[e.name].first += ms;
-      sums[e.name].second += 1;
+      Sum& sum = sums[e.name];
+      sum.ms += ms;
+      sum.calls += 1;
+      sum.bytes += static_cast<double>(e.bytes);
     }
   }
   std::vector<KernelTime> out;
   double covered = 0;
   for (const auto& [name, v] : sums) {
-    out.push_back({name, v.first / steps, v.second / steps});
-    covered += v.first;
+    out.push_back({name, v.ms / steps, v.calls / steps, v.bytes / steps});
+    covered += v.ms;
   }
   std::sort(out.begin(), out.end(),
             [](const KernelTime& a, const KernelTime& b) { return a.msPerStep > b.msPerStep; });
@@ -194,6 +206,7 @@ void runBenchStep(const BenchStepOptions& o) {
   const double peak = kernels::measureSgemmPeak();
   const kernels::FmaPeak fma = kernels::measureFmaPeak();
   const std::string blasCore = kernels::blasCoreName();
+  const double stream = kernels::measureStreamBandwidth();
   nlohmann::json doc = {{"model", {{"type", "gpt"}}},
                         {"train_micro_batch_size_per_gpu", 8},
                         {"train_iters", o.warmup + o.steps},
@@ -256,7 +269,8 @@ void runBenchStep(const BenchStepOptions& o) {
                                        {"fma_isa", fma.isa},
                                        {"cpu_level", kernels::cpuLevelName(kernels::cpuLevel())},
                                        {"mfu", mfu},
-                                       {"mfu_of_fma_peak", achieved / fma.flopsPerSecond}}
+                                       {"mfu_of_fma_peak", achieved / fma.flopsPerSecond},
+                                       {"stream_GBps", stream / 1e9}}
                             .dump()
                             .c_str());
     if (o.pytorch) {
@@ -273,13 +287,17 @@ void runBenchStep(const BenchStepOptions& o) {
                               .c_str());
     }
     for (const KernelTime& k : kernels) {
-      std::printf("%s\n", nlohmann::json{{"bench", "step_kernel"},
-                                         {"kernel", k.name},
-                                         {"ms_per_step", k.msPerStep},
-                                         {"calls_per_step", k.callsPerStep},
-                                         {"share_of_step", k.msPerStep / tracedStepMs}}
-                              .dump()
-                              .c_str());
+      nlohmann::json line{{"bench", "step_kernel"},
+                          {"kernel", k.name},
+                          {"ms_per_step", k.msPerStep},
+                          {"calls_per_step", k.callsPerStep},
+                          {"share_of_step", k.msPerStep / tracedStepMs}};
+      if (k.bytesPerStep > 0) {
+        line["bytes_per_step"] = k.bytesPerStep;
+        line["GBps"] = k.bytesPerSecond() / 1e9;
+        line["of_stream"] = k.bytesPerSecond() / stream;
+      }
+      std::printf("%s\n", line.dump().c_str());
     }
     return;
   }
@@ -314,11 +332,21 @@ void runBenchStep(const BenchStepOptions& o) {
         100.0 * modelFlopsPerSecond(torchTokensPerSecond, flopsPerToken) / fma.flopsPerSecond);
     std::printf("ParaScope / PyTorch  %.2fx\n", tokensPerSecond / torchTokensPerSecond);
   }
-  std::printf("\nwhere a step goes (traced steps, %.2f ms each):\n", tracedStepMs);
-  std::printf("  %-24s %10s %7s %6s\n", "kernel", "ms/step", "share", "calls");
+  std::printf(
+      "\nwhere a step goes (traced steps, %.2f ms each); memory bandwidth (1 thread, "
+      "STREAM triad) %.2f GB/s:\n",
+      tracedStepMs, stream / 1e9);
+  std::printf("  %-28s %10s %7s %6s %10s %10s\n", "kernel", "ms/step", "share", "calls", "GB/s",
+              "of stream");
   for (const KernelTime& k : kernels) {
-    std::printf("  %-24s %10.3f %6.1f%% %6ld\n", k.name.c_str(), k.msPerStep,
+    std::printf("  %-28s %10.3f %6.1f%% %6ld", k.name.c_str(), k.msPerStep,
                 100.0 * k.msPerStep / tracedStepMs, k.callsPerStep);
+    if (k.bytesPerStep > 0) {
+      std::printf(" %10.2f %9.0f%%\n", k.bytesPerSecond() / 1e9,
+                  100.0 * k.bytesPerSecond() / stream);
+    } else {
+      std::printf(" %10s %10s\n", "-", "-");
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/kernels/precision.h"
+#include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
 
 namespace parascope::kernels {
@@ -75,21 +76,25 @@ void adamwUpdate(float* param, const float* grad, float* m, float* v, long N, co
 template <>
 void adamwUpdate<float>(float* param, const float* grad, float* m, float* v, long N,
                         const AdamWHyper& h, int step, float gradScale) {
-  const trace::Span span("adamw", trace::Category::Optimizer);
+  trace::Span span("adamw", trace::Category::Optimizer);
+  span.bytes(arrayBytes<float>(7 * N));  // grad read; param, m and v read and written
   updateAt(cpuLevel(), param, grad, m, v, N, Constants<float>(h, step), gradScale);
 }
 
 template <typename T>
 void adamwUpdate(T* param, const T* grad, T* m, T* v, long N, const AdamWHyper& h, int step,
                  T gradScale) {
-  const trace::Span span("adamw", trace::Category::Optimizer);
+  trace::Span span("adamw", trace::Category::Optimizer);
+  span.bytes(arrayBytes<T>(7 * N));
   update(param, grad, m, v, N, Constants<T>(h, step), gradScale);
 }
 
 void adamwUpdateMixed(float* master, std::uint16_t* param, const std::uint16_t* grad, float* m,
                       float* v, long N, const AdamWHyper& h, int step, float gradScale,
                       DType type) {
-  const trace::Span span("adamw", trace::Category::Optimizer);
+  // 16-bit grad read and param written; the f32 master, m and v read and written.
+  trace::Span span("adamw", trace::Category::Optimizer);
+  span.bytes(28 * N);
   const Constants<float> k(h, step);
   constexpr long kChunk = 1024;  // gradients widened through the stack
   float g[kChunk];

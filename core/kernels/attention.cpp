@@ -5,6 +5,7 @@
 
 #include "core/kernels/blas.h"
 #include "core/kernels/math.h"
+#include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
 
 namespace parascope::kernels {
@@ -18,7 +19,9 @@ constexpr int kRowBlock = 32;
 
 template <typename T>
 void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH) {
-  const trace::Span span("attention_forward", trace::Category::Compute);
+  // Reads qkv; writes att and out (the products' re-reads of their blocks not counted).
+  trace::Span span("attention_forward", trace::Category::Compute);
+  span.bytes(arrayBytes<T>(static_cast<long>(B) * Tn * (4L * C + static_cast<long>(NH) * Tn)));
   const int hs = C / NH;
   const int C3 = 3 * C;
   const T scale = T(1) / std::sqrt(static_cast<T>(hs));
@@ -58,7 +61,9 @@ void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH
 template <typename T>
 void attentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att, int B,
                        int Tn, int C, int NH) {
-  const trace::Span span("attention_backward", trace::Category::Compute);
+  // Reads dout, qkv and att; writes dqkv (scratch stays in cache).
+  trace::Span span("attention_backward", trace::Category::Compute);
+  span.bytes(arrayBytes<T>(static_cast<long>(B) * Tn * (7L * C + static_cast<long>(NH) * Tn)));
   const int hs = C / NH;
   const int C3 = 3 * C;
   const T scale = T(1) / std::sqrt(static_cast<T>(hs));

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/kernels/math.h"
+#include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
 
 namespace parascope::kernels {
@@ -10,7 +11,9 @@ namespace parascope::kernels {
 template <typename T>
 void crossEntropyForward(T* losses, T* probs, const T* logits, const std::int32_t* targets, int N,
                          int V) {
-  const trace::Span span("cross_entropy_forward", trace::Category::Compute);
+  // Reads logits and targets; writes probs and losses.
+  trace::Span span("cross_entropy_forward", trace::Category::Compute);
+  span.bytes(arrayBytes<T>(2L * N * V + N) + 4L * N);
   for (int n = 0; n < N; ++n) {
     const T* x = logits + static_cast<long>(n) * V;
     T* p = probs + static_cast<long>(n) * V;
@@ -34,7 +37,9 @@ void crossEntropyForward(T* losses, T* probs, const T* logits, const std::int32_
 template <typename T>
 void crossEntropyBackward(T* dlogits, const T* probs, const std::int32_t* targets, const T* dlosses,
                           int N, int V) {
-  const trace::Span span("cross_entropy_backward", trace::Category::Compute);
+  // Reads probs, targets and dlosses; writes dlogits.
+  trace::Span span("cross_entropy_backward", trace::Category::Compute);
+  span.bytes(arrayBytes<T>(2L * N * V + N) + 4L * N);
   for (int n = 0; n < N; ++n) {
     const T* p = probs + static_cast<long>(n) * V;
     T* d = dlogits + static_cast<long>(n) * V;

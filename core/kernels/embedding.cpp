@@ -1,4 +1,5 @@
 #include "core/kernels/embedding.h"
+#include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
 
 namespace parascope::kernels {
@@ -6,7 +7,10 @@ namespace parascope::kernels {
 template <typename T>
 void embeddingForward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe, int B, int Tn,
                       int C) {
-  const trace::Span span("embedding_forward", trace::Category::Compute);
+  // Reads the tokens, their wte rows and wpe; writes out.
+  trace::Span span("embedding_forward", trace::Category::Compute);
+  const long N = static_cast<long>(B) * Tn;
+  span.bytes(arrayBytes<T>(2 * N * C + static_cast<long>(Tn) * C) + 4 * N);
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < Tn; ++t) {
       T* o = out + (static_cast<long>(b) * Tn + t) * C;
@@ -20,7 +24,10 @@ void embeddingForward(T* out, const std::int32_t* tokens, const T* wte, const T*
 template <typename T>
 void embeddingBackward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tokens, int B, int Tn,
                        int C) {
-  const trace::Span span("embedding_backward", trace::Category::Compute);
+  // Reads dout and the tokens; adds into their dwte rows and dwpe.
+  trace::Span span("embedding_backward", trace::Category::Compute);
+  const long N = static_cast<long>(B) * Tn;
+  span.bytes(arrayBytes<T>(3 * N * C + 2L * Tn * C) + 4 * N);
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < Tn; ++t) {
       const T* d = dout + (static_cast<long>(b) * Tn + t) * C;
@@ -37,7 +44,9 @@ void embeddingBackward(T* dwte, T* dwpe, const T* dout, const std::int32_t* toke
 template <typename T>
 void embeddingPartForward(T* out, const std::int32_t* tokens, const T* wtePart, int N, int first,
                           int part, int C) {
-  const trace::Span span("embedding_forward", trace::Category::Compute);
+  // Reads the tokens and the rows of this part; writes out.
+  trace::Span span("embedding_forward", trace::Category::Compute);
+  span.bytes(arrayBytes<T>(2L * N * C) + 4L * N);
   for (int n = 0; n < N; ++n) {
     T* row = out + static_cast<long>(n) * C;
     const int local = tokens[n] - first;
@@ -49,7 +58,9 @@ void embeddingPartForward(T* out, const std::int32_t* tokens, const T* wtePart, 
 template <typename T>
 void embeddingPartBackward(T* dwtePart, const T* dout, const std::int32_t* tokens, int N, int first,
                            int part, int C) {
-  const trace::Span span("embedding_backward", trace::Category::Compute);
+  // Reads dout and the tokens; adds into this part's rows.
+  trace::Span span("embedding_backward", trace::Category::Compute);
+  span.bytes(arrayBytes<T>(3L * N * C) + 4L * N);
   for (int n = 0; n < N; ++n) {
     const int local = tokens[n] - first;
     if (local < 0 || local >= part) continue;
@@ -61,7 +72,8 @@ void embeddingPartBackward(T* dwtePart, const T* dout, const std::int32_t* token
 
 template <typename T>
 void positionForward(T* out, const T* wpe, int rows, int row0, int Tn, int C) {
-  const trace::Span span("position_embedding_forward", trace::Category::Compute);
+  trace::Span span("position_embedding_forward", trace::Category::Compute);
+  span.bytes(arrayBytes<T>(3L * rows * C));  // out read and written, wpe read
   for (int i = 0; i < rows; ++i) {
     T* o = out + static_cast<long>(i) * C;
     const T* p = wpe + static_cast<long>((row0 + i) % Tn) * C;
@@ -71,7 +83,8 @@ void positionForward(T* out, const T* wpe, int rows, int row0, int Tn, int C) {
 
 template <typename T>
 void positionBackward(T* dwpe, const T* dout, int rows, int row0, int Tn, int C) {
-  const trace::Span span("position_embedding_backward", trace::Category::Compute);
+  trace::Span span("position_embedding_backward", trace::Category::Compute);
+  span.bytes(arrayBytes<T>(3L * rows * C));  // dout read, dwpe read and written
   for (int i = 0; i < rows; ++i) {
     T* dp = dwpe + static_cast<long>((row0 + i) % Tn) * C;
     const T* d = dout + static_cast<long>(i) * C;

@@ -1,6 +1,7 @@
 #include "core/kernels/gelu.h"
 
 #include "core/kernels/math.h"
+#include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
 
 namespace parascope::kernels {
@@ -80,25 +81,29 @@ void geluBackward(float* dinp, const float* inp, const float* dout, long N, CpuL
 
 template <typename T>
 void geluForward(T* out, const T* inp, long N) {
-  const trace::Span span("gelu_forward", trace::Category::Compute);
+  trace::Span span("gelu_forward", trace::Category::Compute);
+  span.bytes(arrayBytes<T>(2 * N));
   forwardLoop(out, inp, N);
 }
 
 template <typename T>
 void geluBackward(T* dinp, const T* inp, const T* dout, long N) {
-  const trace::Span span("gelu_backward", trace::Category::Compute);
+  trace::Span span("gelu_backward", trace::Category::Compute);
+  span.bytes(arrayBytes<T>(3 * N));
   backwardLoop(dinp, inp, dout, N);
 }
 
 template <>
 void geluForward<float>(float* out, const float* inp, long N) {
-  const trace::Span span("gelu_forward", trace::Category::Compute);
+  trace::Span span("gelu_forward", trace::Category::Compute);
+  span.bytes(arrayBytes<float>(2 * N));
   geluForward(out, inp, N, cpuLevel());
 }
 
 template <>
 void geluBackward<float>(float* dinp, const float* inp, const float* dout, long N) {
-  const trace::Span span("gelu_backward", trace::Category::Compute);
+  trace::Span span("gelu_backward", trace::Category::Compute);
+  span.bytes(arrayBytes<float>(3 * N));
   geluBackward(dinp, inp, dout, N, cpuLevel());
 }
 

@@ -1,11 +1,13 @@
 #include "core/kernels/grad_clip.h"
+#include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
 
 namespace parascope::kernels {
 
 template <typename T>
 double sumOfSquares(const T* grad, long N) {
-  const trace::Span span("grad_norm", trace::Category::Optimizer);
+  trace::Span span("grad_norm", trace::Category::Optimizer);
+  span.bytes(arrayBytes<T>(N));
   // Vector lanes of partial sums (the order of a reduction is ours to choose); double lanes
   // keep the result independent of how the gradients are split into buffers.
   double s = 0;

@@ -1,6 +1,7 @@
 #include "core/kernels/layernorm.h"
 
 #include <cmath>
+#include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
 
 namespace parascope::kernels {
@@ -8,7 +9,9 @@ namespace parascope::kernels {
 template <typename T>
 void layernormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias, int N,
                       int C) {
-  const trace::Span span("layernorm_forward", trace::Category::Compute);
+  // Reads inp, weight and bias; writes out, mean and rstd.
+  trace::Span span("layernorm_forward", trace::Category::Compute);
+  span.bytes(arrayBytes<T>(2L * N * C + 2L * C + 2L * N));
   const T eps = T(1e-5);
   for (int n = 0; n < N; ++n) {
     const T* x = inp + static_cast<long>(n) * C;
@@ -30,7 +33,11 @@ void layernormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, c
 template <typename T>
 void layernormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
                        const T* mean, const T* rstd, int N, int C) {
-  const trace::Span span("layernorm_backward", trace::Category::Compute);
+  // Reads dout, inp, mean and rstd, adds into dweight and dbias; with dinp, reads weight and
+  // writes dinp too.
+  trace::Span span("layernorm_backward", trace::Category::Compute);
+  span.bytes(arrayBytes<T>(2L * N * C + 2L * N + 4L * C +
+                           (dinp != nullptr ? static_cast<long>(N) * C + C : 0)));
   for (int n = 0; n < N; ++n) {
     const T* x = inp + static_cast<long>(n) * C;
     const T* d = dout + static_cast<long>(n) * C;

@@ -1,17 +1,20 @@
 #include "core/kernels/residual.h"
+#include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
 
 namespace parascope::kernels {
 
 template <typename T>
 void residualForward(T* out, const T* a, const T* b, long N) {
-  const trace::Span span("residual_forward", trace::Category::Compute);
+  trace::Span span("residual_forward", trace::Category::Compute);
+  span.bytes(arrayBytes<T>(3 * N));
   for (long i = 0; i < N; ++i) out[i] = a[i] + b[i];
 }
 
 template <typename T>
 void residualBackward(T* da, T* db, const T* dout, long N) {
-  const trace::Span span("residual_backward", trace::Category::Compute);
+  trace::Span span("residual_backward", trace::Category::Compute);
+  span.bytes(arrayBytes<T>(5 * N));  // dout read, da and db read and written
   for (long i = 0; i < N; ++i) {
     da[i] += dout[i];
     db[i] += dout[i];
@@ -20,7 +23,8 @@ void residualBackward(T* da, T* db, const T* dout, long N) {
 
 template <typename T>
 void biasForward(T* out, const T* bias, long rows, long C) {
-  const trace::Span span("bias_forward", trace::Category::Compute);
+  trace::Span span("bias_forward", trace::Category::Compute);
+  span.bytes(arrayBytes<T>(2 * rows * C + C));
   for (long n = 0; n < rows; ++n) {
     T* o = out + n * C;
     for (long i = 0; i < C; ++i) o[i] = o[i] + bias[i];
@@ -29,7 +33,8 @@ void biasForward(T* out, const T* bias, long rows, long C) {
 
 template <typename T>
 void biasBackward(T* dbias, const T* dout, long rows, long C) {
-  const trace::Span span("bias_backward", trace::Category::Compute);
+  trace::Span span("bias_backward", trace::Category::Compute);
+  span.bytes(arrayBytes<T>(rows * C + 2 * C));
   for (long n = 0; n < rows; ++n) {
     const T* d = dout + n * C;
     for (long i = 0; i < C; ++i) dbias[i] = dbias[i] + d[i];

@@ -6,8 +6,15 @@
 #include <atomic>
 #include <map>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "core/kernels/adamw.h"
+#include "core/kernels/gelu.h"
+#include "core/kernels/layernorm.h"
+#include "core/kernels/matmul.h"
+#include "core/kernels/residual.h"
 #include "core/trace/trace.h"
 #include "profiler/tracer.h"
 
@@ -24,6 +31,7 @@ class TestTracer : public QObject {
   void drainWhileRecordingLosesNothing();
   void perThreadLimitDrops();
   void clockOffsetAndExternalEvents();
+  void kernelSpansSayTheBytesTheyMove();
 };
 
 void TestTracer::disabledRecordsNothing() {
@@ -202,6 +210,33 @@ void TestTracer::clockOffsetAndExternalEvents() {
   QCOMPARE(t.events[0].endNs, std::int64_t{2500});
   QCOMPARE(t.clockResidualNs, std::int64_t{20});
   QCOMPARE(t.laneName(0, trace::lane::gpuStream(2)), std::string("compute stream"));
+}
+
+// Each kernel's span carries the least traffic of its call (core/kernels/traffic.h), what bench
+// step divides by its time: every array read or written once, one added into twice.
+void TestTracer::kernelSpansSayTheBytesTheyMove() {
+  constexpr int N = 6, C = 5, OC = 3;
+  std::vector<float> a(N * C, 0.5f), b(N * C, 0.25f), out(N * C), mean(N), rstd(N), w(C, 1.0f),
+      bias(C, 0.0f), weight(OC * C, 0.1f), y(N * OC), m(N * C), v(N * C);
+  Tracer tracer;
+  tracer.install();
+  namespace k = parascope::kernels;
+  k::geluForward<float>(out.data(), a.data(), N * C);
+  k::geluBackward<float>(out.data(), a.data(), b.data(), N * C);
+  k::layernormForward<float>(out.data(), mean.data(), rstd.data(), a.data(), w.data(), bias.data(),
+                             N, C);
+  k::residualForward<float>(out.data(), a.data(), b.data(), N * C);
+  k::matmulForward<float>(y.data(), a.data(), weight.data(), nullptr, N, C, OC);
+  k::adamwUpdate<float>(a.data(), b.data(), m.data(), v.data(), N * C, {}, 1, 1.0f);
+  tracer.uninstall();
+  std::map<std::string, std::int64_t> bytes;
+  for (const parascope::profiler::Event& e : tracer.collect().events) bytes[e.name] = e.bytes;
+  QCOMPARE(bytes.at("gelu_forward"), std::int64_t{4 * 2 * N * C});
+  QCOMPARE(bytes.at("gelu_backward"), std::int64_t{4 * 3 * N * C});
+  QCOMPARE(bytes.at("layernorm_forward"), std::int64_t{4 * (2 * N * C + 2 * C + 2 * N)});
+  QCOMPARE(bytes.at("residual_forward"), std::int64_t{4 * 3 * N * C});
+  QCOMPARE(bytes.at("matmul_forward"), std::int64_t{4 * (N * C + OC * C + N * OC)});
+  QCOMPARE(bytes.at("adamw"), std::int64_t{4 * 7 * N * C});
 }
 
 QTEST_GUILESS_MAIN(TestTracer)

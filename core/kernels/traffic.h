@@ -1,0 +1,16 @@
+// The bytes a kernel moves, which its trace span carries (trace::Span::bytes): every array it
+// reads or writes counted once per call (an array added into, twice), the least traffic the
+// call needs. `bench step` divides them by the kernel's time and compares that with this
+// machine's memory bandwidth.
+#pragma once
+
+#include <cstdint>
+
+namespace parascope::kernels {
+
+template <typename T>
+constexpr std::int64_t arrayBytes(long elements) {
+  return static_cast<std::int64_t>(elements) * static_cast<std::int64_t>(sizeof(T));
+}
+
+}  // namespace parascope::kernels
