@@ -596,16 +596,15 @@ SpanRef TimelineIndex::insertLate(std::uint32_t laneNo, const SpanRec& rec) {
   auto encloses = [&](const SpanRec& s) {
     return rec.startNs <= s.startNs && s.endNs <= rec.endNs;
   };
-  // Under every span that encloses it: the first level holding something it does not lie in.
+  // Under every span that encloses it: below the deepest level holding one (as an append in
+  // time order places it, a span it overlaps only in part may sit above that encloser).
   std::uint32_t depth = 0;
-  while (depth < lane.levels.size()) {
-    const auto [from, to] = overlapping(lane.levels[depth]);
-    const std::vector<SpanRec>& level = lane.levels[depth];
-    if (to - from == 1 && level[from].startNs <= rec.startNs && rec.endNs <= level[from].endNs) {
-      ++depth;
-      continue;
+  for (std::uint32_t d = 0; d < lane.levels.size(); ++d) {
+    const auto [from, to] = overlapping(lane.levels[d]);
+    const std::vector<SpanRec>& level = lane.levels[d];
+    for (std::size_t i = from; i < to; ++i) {
+      if (level[i].startNs <= rec.startNs && rec.endNs <= level[i].endNs) depth = d + 1;
     }
-    break;
   }
   // Everything it overlaps from there down must lie inside it to become its children.
   bool nests = depth < lane.levels.size();
@@ -657,8 +656,8 @@ SpanRef TimelineIndex::insertLate(std::uint32_t laneNo, const SpanRec& rec) {
       }
     }
   } else {
-    // It overlaps part of something: the first level where it fits.
-    for (depth = 0; depth < lane.levels.size(); ++depth) {
+    // It overlaps part of something: the first level under its enclosers where it fits.
+    for (; depth < lane.levels.size(); ++depth) {
       const auto [from, to] = overlapping(lane.levels[depth]);
       if (from == to) break;
     }

@@ -210,6 +210,30 @@ void TestTimelineIndex::partialOverlapsShareLevels() {
   for (std::size_t d = 0; d < lane.levels.size(); ++d) {
     QCOMPARE(live.lanes().front().levels[d].size(), lane.levels[d].size());
   }
+  // A late span inside one that another overlaps in part goes under its encloser, where a whole
+  // build puts it: [0,10], [5,100], [40,50], then [20,30] late.
+  profiler::TraceData u;
+  for (const auto& [from, to] : {std::pair{0, 10}, {5, 100}, {40, 50}, {20, 30}}) {
+    profiler::Event e;
+    e.name = u.strings.intern("recv");
+    e.category = profiler::Category::Communication;
+    e.startNs = from;
+    e.endNs = to;
+    u.events.push_back(e);
+  }
+  profiler::TimelineIndex late;
+  for (const profiler::Event& e : u.events) late.append(&e, 1);
+  u.sortByTime();
+  profiler::TimelineIndex whole;
+  whole.build(u);
+  const auto& a = late.lanes().front().levels;
+  const auto& b = whole.lanes().front().levels;
+  QCOMPARE(a.size(), b.size());
+  for (std::size_t d = 0; d < a.size(); ++d) {
+    QCOMPARE(a[d].size(), b[d].size());
+    for (std::size_t i = 0; i < a[d].size(); ++i) QCOMPARE(a[d][i].startNs, b[d][i].startNs);
+  }
+  QCOMPARE(b.size(), std::size_t{3});  // [20,30] and [40,50] under [5,100]
 }
 
 void TestTimelineIndex::levelOfDetailIsExact_data() {

@@ -76,6 +76,7 @@ class TestWorkbenchMetrics : public QObject {
  private slots:
   void initTestCase();
   void compareMfuIsTheDefinition();
+  void aFinishedRowTakesNoLiveSteps();
   void chartsMfuAgainstTheCachedPeak();
   void stalePeakIsRaised();
   void aBatchOfStepsIsOneChangePerSeries();
@@ -118,6 +119,32 @@ void TestWorkbenchMetrics::compareMfuIsTheDefinition() {
   QCOMPARE(model.index(0, SegmentModel::Mfu).data().toString(), QStringLiteral("200.0%"));
   EXACT(model.value(0, SegmentModel::ExposedComm), parascope::exposedCommFraction(0.125, 0.5));
   EXACT(model.value(0, SegmentModel::Bubble), 0.0);
+}
+
+// A recorded run's row (a trace opened while a session runs) comes after the session's own: the
+// session's later steps still go to its row, and the trace's row keeps what it was given.
+void TestWorkbenchMetrics::aFinishedRowTakesNoLiveSteps() {
+  SegmentModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  parascope::StepReport r;
+  r.step = 1;
+  r.tokens = 1000;
+  r.seconds = 0.5;
+  model.addStep(r);  // before any session: no row to take it
+  QCOMPARE(model.rowCount(), 0);
+  model.begin("D2", kRanks, 3e6);
+  model.addStep(r);
+  parascope::StepReport traced = r;
+  traced.seconds = 0.25;
+  model.addFinished("Trace a.json: D1", 1, 3e6, {}, {traced, traced});
+  r.step = 2;
+  model.addStep(r);
+  QCOMPARE(model.rowCount(), 2);
+  EXACT(model.value(0, SegmentModel::Steps), 2.0);
+  EXACT(model.value(0, SegmentModel::TokensPerSecond), parascope::tokensPerSecond(2000, 1.0));
+  EXACT(model.value(1, SegmentModel::Steps), 2.0);
+  EXACT(model.value(1, SegmentModel::TokensPerSecond), parascope::tokensPerSecond(2000, 0.5));
+  QVERIFY(std::isnan(model.value(1, SegmentModel::PeakMemory)));  // no rank reports given
 }
 
 // Each step's MFU point is 100 x the definition of that step's tokens/s point, against the

@@ -28,6 +28,11 @@ const char* kHeaders[SegmentModel::Count] = {"Strategy", "Ranks",        "Steps"
 }  // namespace
 
 void SegmentModel::begin(const std::string& strategy, int ranks, double flopsPerToken) {
+  live_ = rowCount();
+  append(strategy, ranks, flopsPerToken);
+}
+
+void SegmentModel::append(const std::string& strategy, int ranks, double flopsPerToken) {
   const int row = rowCount();
   beginInsertRows({}, row, row);
   Segment s;
@@ -38,23 +43,38 @@ void SegmentModel::begin(const std::string& strategy, int ranks, double flopsPer
   endInsertRows();
 }
 
+void SegmentModel::addFinished(const std::string& strategy, int ranks, double flopsPerToken,
+                               const std::vector<parascope::StepReport>& rankSteps,
+                               const std::vector<parascope::StepReport>& steps) {
+  append(strategy, ranks, flopsPerToken);
+  const int row = rowCount() - 1;
+  for (const parascope::StepReport& r : rankSteps) addRankStep(row, r);
+  for (const parascope::StepReport& r : steps) addStep(row, r);
+}
+
 void SegmentModel::setPeakFlops(double peakFlops) {
   peakFlops_ = peakFlops;
   if (!segments_.empty()) emit dataChanged(index(0, Mfu), index(rowCount() - 1, Mfu));
 }
 
 void SegmentModel::addRankStep(const parascope::StepReport& r) {
-  if (segments_.empty()) return;
-  Segment& s = segments_.back();
+  if (live_ >= 0) addRankStep(live_, r);
+}
+
+void SegmentModel::addStep(const parascope::StepReport& r) {
+  if (live_ >= 0) addStep(live_, r);
+}
+
+void SegmentModel::addRankStep(int row, const parascope::StepReport& r) {
+  Segment& s = segments_[static_cast<std::size_t>(row)];
   s.peakBytes = std::max(s.peakBytes,
                          std::accumulate(r.peakBytes.begin(), r.peakBytes.end(), std::int64_t{0}));
   s.metrics.addRankStep(r);
   ++s.rankReports;
 }
 
-void SegmentModel::addStep(const parascope::StepReport& r) {
-  if (segments_.empty()) return;
-  Segment& s = segments_.back();
+void SegmentModel::addStep(int row, const parascope::StepReport& r) {
+  Segment& s = segments_[static_cast<std::size_t>(row)];
   s.metrics.addStep(r);
   if (std::isfinite(r.loss)) {
     s.sx += r.step;
@@ -62,7 +82,6 @@ void SegmentModel::addStep(const parascope::StepReport& r) {
     s.sxy += r.step * r.loss;
     s.sxx += static_cast<double>(r.step) * r.step;
   }
-  const int row = rowCount() - 1;
   emit dataChanged(index(row, 0), index(row, Count - 1));
 }
 

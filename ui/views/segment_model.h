@@ -32,8 +32,14 @@ class SegmentModel : public QAbstractTableModel {
 
   explicit SegmentModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
 
-  // A new segment from the next step on; flopsPerToken: the model's (StartReport).
+  // A new segment of the running session from the next step on; flopsPerToken: the model's
+  // (StartReport). addRankStep and addStep feed it until the next begin.
   void begin(const std::string& strategy, int ranks, double flopsPerToken);
+  // A whole segment measured elsewhere (a recorded run's trace): a row of its own, which the
+  // running session's steps never reach.
+  void addFinished(const std::string& strategy, int ranks, double flopsPerToken,
+                   const std::vector<parascope::StepReport>& rankSteps,
+                   const std::vector<parascope::StepReport>& steps);
   // One rank's peak, FLOP/s, for every segment's MFU (core/kernels/sgemm_peak.h); MFU has no
   // value while it is 0.
   void setPeakFlops(double peakFlops);
@@ -63,7 +69,12 @@ class SegmentModel : public QAbstractTableModel {
     // Least-squares slope of loss over step: sums of x, y, xy, xx.
     double sx = 0, sy = 0, sxy = 0, sxx = 0;
   };
+  void append(const std::string& strategy, int ranks, double flopsPerToken);
+  void addRankStep(int row, const parascope::StepReport& r);
+  void addStep(int row, const parascope::StepReport& r);
+
   std::vector<Segment> segments_;
+  int live_ = -1;  // the running session's segment; -1 before one began
   double peakFlops_ = 0;
 };
 

@@ -576,11 +576,9 @@ void WorkbenchWindow::addTraceSegment(const QString& name,
                                       const profiler::TraceAnalysis& analysis) {
   const std::optional<profiler::TraceRun> run = profiler::traceRun(analysis);
   if (!run) return;
-  segments_->begin(
+  segments_->addFinished(
       tr("Trace %1: %2").arg(name, QString::fromStdString(run->strategy)).toStdString(), run->ranks,
-      run->flopsPerToken);
-  for (const StepReport& r : run->rankSteps) segments_->addRankStep(r);
-  for (const StepReport& r : run->steps) segments_->addStep(r);
+      run->flopsPerToken, run->rankSteps, run->steps);
 }
 
 void WorkbenchWindow::updateBusy() {
