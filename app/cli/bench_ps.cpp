@@ -10,8 +10,8 @@ void registerBenchPsCommand(CLI::App& bench) {
   auto o = std::make_shared<bench::BenchPsOptions>();
   CLI::App* cmd = bench.add_subcommand(
       "ps",
-      "Parameter servers: pull/push rows/s vs point-to-point and memcpy; word2vec words/s "
-      "and loss per mode vs collective");
+      "Parameter servers: pull/push rows/s vs point-to-point and memcpy; word2vec words/s (or a "
+      "GPT's tokens/s) and loss per mode vs collective");
   cmd->add_option("--config", o->config,
                   "The training part's config: word2vec, or a GPT with a parameter_server block")
       ->capture_default_str();

@@ -13,6 +13,7 @@
 #include "core/common/printable.h"
 #include "core/config/ps_config.h"
 #include "core/plan/memory_estimate.h"
+#include "core/ps/ps_model.h"
 #include "core/ps/ps_run.h"
 #include "profiler/run_trace.h"
 
@@ -244,6 +245,7 @@ void runPsTrain(const nlohmann::json& doc, bool json, const std::string& trace,
   options.keep = checkpoints.keep;
   // Every rank checks, so that under mpirun each refuses alike before the world does any work.
   ps::checkCheckpointOptions(c, options);
+  ps::checkPsData(c);
   options.onStep = [&](const ps::PsStepReport& s) { printStep(s, c, json); };
   if (reports) printStart(c, json);
   ps::PsResult result;

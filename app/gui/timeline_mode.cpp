@@ -16,7 +16,11 @@
 namespace parascope::gui {
 
 int runTimelineOnly(const QCommandLineParser& parser, const GuiOptions& o) {
-  const QStringList files = parser.values(o.open) + parser.positionalArguments();
+  // One timeline of every file: an --open's per-rank files joined by commas, and the others.
+  QStringList files;
+  for (const QString& value : parser.values(o.open))
+    files += value.split(QLatin1Char(','), Qt::SkipEmptyParts);
+  files += parser.positionalArguments();
   const std::string path = parser.value(o.screenshot).toStdString();
   if (files.isEmpty()) {
     std::fprintf(stderr, "parascope: --screenshot needs traces to show: --open FILE\n");

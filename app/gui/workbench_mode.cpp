@@ -128,8 +128,13 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
   // Positional arguments are key=value overrides, or more files of the first trace.
   nlohmann::json document;
   std::vector<QStringList> traces;
-  for (const QString& value : parser.values(o.open))
+  for (const QString& value : parser.values(o.open)) {
     traces.push_back(value.split(QLatin1Char(','), Qt::SkipEmptyParts));
+    if (traces.back().isEmpty()) {
+      std::fprintf(stderr, "parascope: --open '%s' names no trace file\n", qPrintable(value));
+      return 2;
+    }
+  }
   try {
     if (parser.isSet(o.config)) {
       document = readJsonFile(parser.value(o.config).toStdString());
@@ -154,7 +159,9 @@ int runWorkbench(const QCommandLineParser& parser, const GuiOptions& o) {
   for (const QString& s : parser.values(o.switches)) switchSpecs.push_back(s.toStdString());
   // --screenshot-dir runs a session unless it photographs opened traces alone.
   if (!switchSpecs.empty() && !parser.isSet(o.run) && (!screenshots || !traces.empty())) {
-    std::fprintf(stderr, "parascope: --switch needs a run: give --run or --screenshot-dir\n");
+    std::fprintf(stderr,
+                 "parascope: --switch needs a run: give --run, or --screenshot-dir without "
+                 "--open\n");
     return 2;
   }
   int quitAfter = 0;

@@ -138,8 +138,8 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
   JsonReader r(j, "");
   if (r.has("parameter_server")) {
     throw UserError(
-        "config: parameter_server trains with parameter servers, through `parascope-cli "
-        "train` (docs/parameter_server.md); this run is collective: remove the block");
+        "config: parameter_server puts the tables on server ranks, a run of `parascope-cli "
+        "train` (docs/parameter_server.md); this one is collective: remove the block");
   }
   parseModel(r.object("model"), c.model);
   parseData(r.object("data"), c.data);

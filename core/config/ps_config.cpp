@@ -257,16 +257,25 @@ PsTables PsConfig::tables() const {
   }
   t.dim = gpt.hiddenSize;
   t.sparseRows = gpt.vocabSize;
-  ModelSpec spec;
-  spec.gpt = gpt;
-  for (const auto& [name, shape] : gptModelKind().parameterShapes(spec)) {
-    if (name == "wte.weight") continue;
+  for (const auto& [name, shape] : denseParameters()) {
     std::int64_t n = 1;
     for (const std::int64_t d : shape) n *= d;
     t.denseValues += n;
   }
   t.denseRows = static_cast<int>((t.denseValues + t.dim - 1) / t.dim);
   return t;
+}
+
+std::vector<std::pair<std::string, std::vector<std::int64_t>>> PsConfig::denseParameters() const {
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> out;
+  if (!isGpt()) return out;
+  ModelSpec spec;
+  spec.gpt = gpt;
+  for (const auto& [name, shape] : gptModelKind().parameterShapes(spec)) {
+    if (name != "wte.weight")
+      out.emplace_back(name, std::vector<std::int64_t>(shape.begin(), shape.end()));
+  }
+  return out;
 }
 
 PsMemory psMemory(const PsConfig& c) {
@@ -283,22 +292,26 @@ PsMemory psMemory(const PsConfig& c) {
   // parameters and gradients, into which it copies both tables' rows (activations not counted).
   out.perWorker = 2 * denseValues;
   if (c.isGpt()) out.perWorker += 8 * (t.denseValues + t.sparseRows * dim) + 8 * t.sparseRows * dim;
+  // A GPT's tables keep the engine's initial values of every row they may create, on a server
+  // and in a geo or collective worker's local copies.
+  const std::int64_t initialValues = c.isGpt() ? 4 * (t.sparseRows + t.denseRows) * dim : 0;
   switch (c.ps.mode) {
     case PsMode::Collective:
       // Both tables whole, the sparse table's dense gradient and its rows' touch counts.
-      out.perWorker += t.sparseRows * (rowBytes(c.ps.sparse) + 4 * dim + 4) + denseTable;
+      out.perWorker +=
+          t.sparseRows * (rowBytes(c.ps.sparse) + 4 * dim + 4) + denseTable + initialValues;
       return out;
     case PsMode::Geo:
       // Local copies of every row it touched, and their values when pulled this round.
       out.perWorker += t.sparseRows * (rowBytes(c.ps.sparse) + 4 * dim + kIndexBytesPerRow) +
-                       denseTable + denseValues;
+                       denseTable + denseValues + initialValues;
       break;
     case PsMode::Sync:
     case PsMode::Async: break;
   }
   const std::int64_t servers = c.ps.servers;
   out.perServer = (t.sparseRows + servers - 1) / servers * rowBytes(c.ps.sparse) +
-                  (denseTable + servers - 1) / servers;
+                  (denseTable + servers - 1) / servers + initialValues;
   return out;
 }
 

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -85,7 +87,9 @@ struct PsConfig {
   int microBatch = 256;
   int trainIters = 100;
   int logInterval = 20;
-  int evalIters = 4;  // validation batches (of microBatch x workers) per evaluation
+  // Validation batches per evaluation: word2vec's of microBatch x workers centres, the GPT's of
+  // microBatch sequences (as the engine's evaluation).
+  int evalIters = 4;
   std::uint64_t seed = 1234;
   std::string backend = "threads";
   nlohmann::json document;
@@ -93,6 +97,9 @@ struct PsConfig {
   bool isGpt() const { return modelType == Model::Gpt; }
   const char* modelName() const { return isGpt() ? "gpt" : "word2vec"; }
   PsTables tables() const;
+  // The GPT's dense parameters in the dense table's order (every one but wte), with their
+  // shapes; empty for word2vec.
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> denseParameters() const;
   // What a worker step trains on: its micro-batch's targets (word2vec: a centre word each).
   std::int64_t targetsPerWorkerStep() const {
     return static_cast<std::int64_t>(microBatch) * (isGpt() ? gpt.contextLength : 1);

@@ -61,9 +61,14 @@ void attentionForward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH
 template <typename T>
 void attentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att, int B,
                        int Tn, int C, int NH) {
-  // Reads dout, qkv and att; writes dqkv (scratch stays in cache).
+  // Reads dout, qkv and the causal blocks of att; writes dqkv (scratch stays in cache).
   trace::Span span("attention_backward", trace::Category::Compute);
-  span.bytes(arrayBytes<T>(static_cast<long>(B) * Tn * (7L * C + static_cast<long>(NH) * Tn)));
+  long blocks = 0;  // elements of att the row blocks read, per (b, h)
+  for (int r0 = 0; r0 < Tn; r0 += kRowBlock) {
+    const int rows = std::min(kRowBlock, Tn - r0);
+    blocks += static_cast<long>(rows) * (r0 + rows);
+  }
+  span.bytes(arrayBytes<T>(static_cast<long>(B) * (7L * Tn * C + static_cast<long>(NH) * blocks)));
   const int hs = C / NH;
   const int C3 = 3 * C;
   const T scale = T(1) / std::sqrt(static_cast<T>(hs));

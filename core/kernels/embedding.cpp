@@ -7,10 +7,10 @@ namespace parascope::kernels {
 template <typename T>
 void embeddingForward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe, int B, int Tn,
                       int C) {
-  // Reads the tokens, their wte rows and wpe; writes out.
+  // Reads the tokens, and per token its wte and wpe rows; writes out.
   trace::Span span("embedding_forward", trace::Category::Compute);
   const long N = static_cast<long>(B) * Tn;
-  span.bytes(arrayBytes<T>(2 * N * C + static_cast<long>(Tn) * C) + 4 * N);
+  span.bytes(arrayBytes<T>(3 * N * C) + 4 * N);
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < Tn; ++t) {
       T* o = out + (static_cast<long>(b) * Tn + t) * C;
@@ -24,10 +24,10 @@ void embeddingForward(T* out, const std::int32_t* tokens, const T* wte, const T*
 template <typename T>
 void embeddingBackward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tokens, int B, int Tn,
                        int C) {
-  // Reads dout and the tokens; adds into their dwte rows and dwpe.
+  // Reads dout and the tokens; adds into each token's dwte and dwpe rows.
   trace::Span span("embedding_backward", trace::Category::Compute);
   const long N = static_cast<long>(B) * Tn;
-  span.bytes(arrayBytes<T>(3 * N * C + 2L * Tn * C) + 4 * N);
+  span.bytes(arrayBytes<T>(5 * N * C) + 4 * N);
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < Tn; ++t) {
       const T* d = dout + (static_cast<long>(b) * Tn + t) * C;

@@ -1,7 +1,7 @@
-// The bytes a kernel moves, which its trace span carries (trace::Span::bytes): every array it
-// reads or writes counted once per call (an array added into, twice), the least traffic the
-// call needs. `bench step` divides them by the kernel's time and compares that with this
-// machine's memory bandwidth.
+// The bytes a kernel moves, which its trace span carries (trace::Span::bytes): each element it
+// reads or writes counted once per pass over it (one it adds into, twice; a row it looks up per
+// token, once per lookup), the traffic its loops stream. `bench step` divides them by the
+// kernel's time and compares that with this machine's memory bandwidth.
 #pragma once
 
 #include <cstdint>

@@ -78,6 +78,12 @@ std::string commitTables(const std::string& dir, int step, const PsConfig& c,
                         {"sparse", tableJson(c.ps.sparse, t.dim)},
                         {"dense", tableJson(c.ps.dense, t.dim)}}},
                       {"files", files}};
+  // A GPT's dense table is its parameters end to end: their names and shapes say where each
+  // value belongs, which the row counts alone do not.
+  if (c.isGpt()) {
+    m["tables"]["dense_parameters"] = c.denseParameters();
+    m["tables"]["num_attention_heads"] = c.gpt.numHeads;  // the one shape no parameter shows
+  }
   m["manifest_crc32"] = jsonDocumentChecksum(m);
   {
     OutputFile out((fs::path(stagingDirectory(dir, step)) / "manifest.json").string(),
@@ -179,6 +185,14 @@ void TablesCheckpoint::checkFits(const PsConfig& c) const {
   if (saved("dense_rows") != ours.denseRows) {
     refuse(gpt ? "the dense parameters' rows (model.num_layers, ...)" : "model.max_vocab_size",
            ours.denseRows, saved("dense_rows"));
+  }
+  if (gpt && saved("num_attention_heads") != c.gpt.numHeads)
+    refuse("model.num_attention_heads", c.gpt.numHeads, saved("num_attention_heads"));
+  if (gpt && (!t.contains("dense_parameters") || t["dense_parameters"] != c.denseParameters())) {
+    throw UserError("--load " + where +
+                    ": its GPT's dense parameters (names and shapes) differ from this config's; "
+                    "load it with the config it was saved with (parameter_server.server_num may "
+                    "differ)");
   }
   for (const char* table : {"sparse", "dense"}) {
     const TableSpec& spec = std::string(table) == "sparse" ? c.ps.sparse : c.ps.dense;

@@ -146,6 +146,17 @@ class GptModel final : public PsModel {
 
 }  // namespace
 
+void checkPsData(const PsConfig& c) {
+  if (!c.isGpt()) return;
+  // The layers without parameter memory: what is checked is the text, as the engine's build
+  // checks it (a missing path, a byte past the vocabulary).
+  Allocator allocator;
+  Model model(allocator, DType::F32, ModelStorage{.values = false, .gradients = false});
+  TrainConfig config = engineConfig(c);
+  (void)gptModelKind().build(model, config, Communicator(), allocator,
+                             pipelineRankLayers(config, 0));
+}
+
 std::unique_ptr<PsModel> makePsModel(const PsConfig& c, const Word2VecCorpus* corpus) {
   if (c.isGpt()) return std::make_unique<GptModel>(c);
   return std::make_unique<Word2VecModel>(c, *corpus);
@@ -153,8 +164,9 @@ std::unique_ptr<PsModel> makePsModel(const PsConfig& c, const Word2VecCorpus* co
 
 RowInit initialRows(const PsConfig& c, std::uint32_t table) {
   if (!c.isGpt()) return {};
-  Allocator allocator;  // this rank's while it draws the values (a server's, a worker's)
-  Model model(allocator);
+  // This rank's while it draws the values (a server's, a worker's); no gradients.
+  Allocator allocator;
+  Model model(allocator, DType::F32, ModelStorage{.values = true, .gradients = false});
   TrainConfig config = engineConfig(c);
   gptModelKind().addLayers(model, config, Communicator(), allocator, pipelineRankLayers(config, 0));
   model.initialize(c.seed);

@@ -33,6 +33,10 @@ class PsModel {
   virtual double lossSum(const float* in, const float* dense, std::int64_t* targets) = 0;
 };
 
+// UserError for a GPT's text that its workers could not train on, before any rank starts
+// (word2vec's corpus is read whole beforehand instead).
+void checkPsData(const PsConfig& c);
+
 // One worker's model. `corpus`: word2vec's, read once per process (unused for a GPT, whose
 // worker opens its text as the engine's ranks do).
 std::unique_ptr<PsModel> makePsModel(const PsConfig& c, const Word2VecCorpus* corpus);

@@ -8,7 +8,7 @@
 //   Trained: (none) the worker's last push is sent
 //   Done:    (none)
 // The dense slice travels when flags has kDense. Rows are sharded by a hash of their id; the
-// dense table (the output vectors) in contiguous word ranges.
+// dense table in contiguous ranges of its rows (word2vec's output vectors, the GPT's parameters).
 #pragma once
 
 #include <array>
@@ -57,7 +57,7 @@ inline int serverOf(std::int64_t row, int servers) {
                           static_cast<std::uint64_t>(servers));
 }
 
-// Server s's words of the dense table: [first, first + count).
+// Server s's rows of the dense table: [first, first + count).
 struct WordRange {
   int first = 0, count = 0;
 };

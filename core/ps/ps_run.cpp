@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <stdexcept>
 
 #include "core/comm/launch.h"
 #include "core/common/error.h"
@@ -146,8 +147,12 @@ double validationLoss(const PsConfig& c, PsModel& model, Worker& worker) {
     const std::vector<std::int64_t>& rows = model.prepare(Split::Validation, i, 0);
     in.resize(rows.size() * dim);
     for (std::size_t j = 0; j < rows.size(); ++j) {
-      const auto at =
-          static_cast<std::size_t>(std::lower_bound(all.begin(), all.end(), rows[j]) - all.begin());
+      const auto it = std::lower_bound(all.begin(), all.end(), rows[j]);
+      if (it == all.end() || *it != rows[j]) {
+        throw std::logic_error("validation batch " + std::to_string(i) +
+                               " touched other rows the second time it was drawn");
+      }
+      const auto at = static_cast<std::size_t>(it - all.begin());
       std::copy_n(values.data() + at * dim, dim, in.data() + j * dim);
     }
     std::int64_t n = 0;
@@ -364,10 +369,10 @@ bool runPsRank(const PsConfig& c, Communicator& world, const RunOptions& options
 PsResult runPsThreads(const PsConfig& c, const RunOptions& options) {
   checkCheckpointOptions(c, options);
   // The data read once, before any rank starts: bad data fails here. A GPT's workers open their
-  // text as the engine's ranks do; one opened here checks it.
+  // text as the engine's ranks do; it is checked here.
   std::unique_ptr<Word2VecCorpus> corpus;
   if (c.isGpt()) {
-    (void)makePsModel(c, nullptr);
+    checkPsData(c);
   } else {
     corpus = std::make_unique<Word2VecCorpus>(c);
   }

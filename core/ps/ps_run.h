@@ -1,4 +1,5 @@
-// Training word2vec with parameter servers (Paddle Fleet's mode) or collectively: the first
+// Training with parameter servers (Paddle Fleet's mode) or collectively, word2vec or the GPT
+// (ps_model.h): the first
 // server_num ranks of the world serve the tables, the others work. In-process threads or an
 // Open MPI world, over the one Communicator. A rank that fails ends its peers with the reason
 // (runInProcess, failMpiWorld). What each rank did comes back to worker 0, which reports.
@@ -51,7 +52,7 @@ struct WorkerFailure {
 struct PsStepReport {
   int step = 0;  // 1-based
   int totalSteps = 0;
-  double loss = 0;  // worker 0's batch: mean over its (centre, context) pairs, nats
+  double loss = 0;  // worker 0's batch: mean over its targets (word2vec: pairs), nats
   double seconds = 0;
 };
 
@@ -63,7 +64,7 @@ struct Neighbours {
 struct PsResult {
   std::vector<ServerLoad> servers;
   std::vector<WorkerLoad> workers;
-  double validationLoss = 0;  // mean over eval_iters validation batches' pairs, nats
+  double validationLoss = 0;  // mean over eval_iters validation batches' targets, nats
   double finalLoss = 0;       // the last step's training loss (worker 0)
   std::vector<Neighbours> neighbours;
   double seconds = 0;        // training, first step to last push
@@ -72,7 +73,7 @@ struct PsResult {
   std::string checkpoint;  // the step directory RunOptions::save wrote; empty for none
   int vocabulary = 0;
   std::int64_t corpusWords = 0;  // in the vocabulary, training split
-  // With RunOptions::gatherTables: every touched sparse row and the dense table (vocab x dim).
+  // With RunOptions::gatherTables: every touched sparse row and the dense table (its rows x dim).
   std::map<std::int64_t, std::vector<float>> sparseRows;
   std::vector<float> dense;
 };

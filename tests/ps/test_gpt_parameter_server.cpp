@@ -264,6 +264,14 @@ void TestGptParameterServer::savedTablesContinueUnderAnotherServerCount() {
            "--load " + step +
                ": its tables have model.hidden_size = 32, this config 64; load it with the config "
                "it was saved with (parameter_server.server_num may differ)");
+  QCOMPARE(refusal(psConfig({"model.num_attention_heads=4"})),
+           "--load " + step +
+               ": its tables have model.num_attention_heads = 2, this config 4; load it with the "
+               "config it was saved with (parameter_server.server_num may differ)");
+  // Fewer layers: fewer dense rows, refused by their count before the names are compared.
+  const std::string fewer = refusal(psConfig({"model.num_layers=1"}));
+  QVERIFY2(fewer.starts_with("--load " + step + ": its tables have the dense parameters' rows"),
+           fewer.c_str());
   std::filesystem::remove_all(dir);
 }
 

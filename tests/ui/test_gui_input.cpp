@@ -160,8 +160,12 @@ void TestGuiInput::tracesOpenBesideARun() {
 // is written, and only with a run.
 void TestGuiInput::badSwitchesAreRefusedBeforeTheRun() {
   Result r = run({QStringLiteral("--switch"), QStringLiteral("2:data_parallel_size=2")});
-  QCOMPARE(r.err,
-           QStringLiteral("parascope: --switch needs a run: give --run or --screenshot-dir\n"));
+  QCOMPARE(r.err, QStringLiteral("parascope: --switch needs a run: give --run, or --screenshot-dir "
+                                 "without --open\n"));
+  QCOMPARE(r.code, 2);
+  r = run({QStringLiteral("--open"), QStringLiteral(","), QStringLiteral("--screenshot-dir"),
+           path(QStringLiteral("shots"))});
+  QCOMPARE(r.err, QStringLiteral("parascope: --open ',' names no trace file\n"));
   QCOMPARE(r.code, 2);
   r = run({QStringLiteral("--screenshot-dir"), path(QStringLiteral("shots")),
            QStringLiteral("--switch"), QStringLiteral("2:no_such_key=1")});
