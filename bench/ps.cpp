@@ -109,7 +109,8 @@ std::vector<Row> transferRank(Communicator& world, const BenchPsOptions& o, int 
     barrier(world);
   }
   if (rank < servers) {
-    ps::Server server(c, world, rank);
+    Allocator allocator;
+    ps::Server server(c, world, rank, allocator);
     server.run({});
     return {};
   }

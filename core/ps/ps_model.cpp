@@ -69,7 +69,8 @@ TrainConfig engineConfig(const PsConfig& c) {
 // row of wte and writes a gradient for every row, so a step touches the whole vocabulary.
 class GptModel final : public PsModel {
  public:
-  explicit GptModel(const PsConfig& c) : c_(c), config_(engineConfig(c)) {
+  GptModel(const PsConfig& c, Allocator& allocator)
+      : c_(c), config_(engineConfig(c)), allocator_(allocator), model_(allocator) {
     kernels::setBlasThreads(1);  // as the engine's ranks: the ranks are the parallelism
     built_ = gptModelKind().build(model_, config_, Communicator(), allocator_,
                                   pipelineRankLayers(config_, 0));
@@ -135,10 +136,10 @@ class GptModel final : public PsModel {
 
   const PsConfig& c_;
   TrainConfig config_;
-  // The worker's own, as each of the engine's ranks has: its trace counters are this rank's
-  // memory, not every rank's of the process.
-  Allocator allocator_;
-  Model model_{allocator_};
+  // The rank's, as each of the engine's ranks has one: its trace counters are this rank's memory,
+  // not every rank's of the process.
+  Allocator& allocator_;
+  Model model_;
   BuiltModel built_;
   Batch batch_;
   std::vector<std::int64_t> rows_;
@@ -157,15 +158,15 @@ void checkPsData(const PsConfig& c) {
                              pipelineRankLayers(config, 0));
 }
 
-std::unique_ptr<PsModel> makePsModel(const PsConfig& c, const Word2VecCorpus* corpus) {
-  if (c.isGpt()) return std::make_unique<GptModel>(c);
+std::unique_ptr<PsModel> makePsModel(const PsConfig& c, const Word2VecCorpus* corpus,
+                                     Allocator& allocator) {
+  if (c.isGpt()) return std::make_unique<GptModel>(c, allocator);
   return std::make_unique<Word2VecModel>(c, *corpus);
 }
 
-RowInit initialRows(const PsConfig& c, std::uint32_t table) {
+RowInit initialRows(const PsConfig& c, std::uint32_t table, Allocator& allocator) {
   if (!c.isGpt()) return {};
-  // This rank's while it draws the values (a server's, a worker's); no gradients.
-  Allocator allocator;
+  // Built in the rank's allocator while it draws the values, without gradients.
   Model model(allocator, DType::F32, ModelStorage{.values = true, .gradients = false});
   TrainConfig config = engineConfig(c);
   gptModelKind().addLayers(model, config, Communicator(), allocator, pipelineRankLayers(config, 0));

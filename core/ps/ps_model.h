@@ -38,12 +38,15 @@ class PsModel {
 void checkPsData(const PsConfig& c);
 
 // One worker's model. `corpus`: word2vec's, read once per process (unused for a GPT, whose
-// worker opens its text as the engine's ranks do).
-std::unique_ptr<PsModel> makePsModel(const PsConfig& c, const Word2VecCorpus* corpus);
+// worker opens its text as the engine's ranks do). A GPT's parameters come from `allocator`, the
+// rank's, which outlives the model.
+std::unique_ptr<PsModel> makePsModel(const PsConfig& c, const Word2VecCorpus* corpus,
+                                     Allocator& allocator);
 
 // A table's initial rows, the same on every server and worker: word2vec's are drawn from (seed,
 // table, row) (RowTable's own, so this is empty); a GPT's are the engine's initial parameters
 // for config.seed, so a run starts where a collective one does.
-RowInit initialRows(const PsConfig& c, std::uint32_t table);
+// The GPT it draws them from is built in `allocator`, the rank's, and freed before it returns.
+RowInit initialRows(const PsConfig& c, std::uint32_t table, Allocator& allocator);
 
 }  // namespace parascope::ps

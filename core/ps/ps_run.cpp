@@ -219,6 +219,8 @@ bool runRank(const PsConfig& c, const Shared& shared, Communicator& world,
                     " ranks, but the world has " + std::to_string(world.size()));
   }
   trace::context().rank = world.rank();
+  // The rank's memory (its tables, a GPT worker's model), as its trace counters show it.
+  Allocator allocator;
   const int servers = c.ps.servers, reporter = servers;
   const bool serves = world.rank() < servers;
   std::unique_ptr<TablesCheckpoint> ownCheckpoint;
@@ -240,7 +242,7 @@ bool runRank(const PsConfig& c, const Shared& shared, Communicator& world,
   PsResult local;
   std::string failure;  // a worker's that the run goes on without
   if (serves) {
-    Server server(c, world, world.rank());
+    Server server(c, world, world.rank(), allocator);
     if (checkpoint != nullptr) server.restore(*checkpoint);
     server.run(options.progress);
     mine = serverWords(server, c.ps.workers);
@@ -255,8 +257,8 @@ bool runRank(const PsConfig& c, const Shared& shared, Communicator& world,
     std::unique_ptr<Word2VecCorpus> own;
     if (shared.corpus == nullptr && !c.isGpt()) own = std::make_unique<Word2VecCorpus>(c);
     const Word2VecCorpus* corpus = shared.corpus != nullptr ? shared.corpus : own.get();
-    const std::unique_ptr<PsModel> model = makePsModel(c, corpus);
-    Worker worker(c, *model, world, workers, world.rank() - servers, firstStep);
+    const std::unique_ptr<PsModel> model = makePsModel(c, corpus, allocator);
+    Worker worker(c, *model, world, workers, world.rank() - servers, firstStep, allocator);
     const auto start = std::chrono::steady_clock::now();
     // A step fails between requests (a whole request is sent, or its failure is the world's):
     // the servers can drop this worker and serve the others.

@@ -44,15 +44,17 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-Server::Server(const PsConfig& c, Communicator& world, int index)
+Server::Server(const PsConfig& c, Communicator& world, int index, Allocator& allocator)
     : stalenessSum(static_cast<std::size_t>(c.ps.workers)),
       stalenessMax(static_cast<std::size_t>(c.ps.workers)),
       stalenessCount(static_cast<std::size_t>(c.ps.workers)),
       c_(c),
       world_(world),
       dim_(c.tables().dim),
-      sparse_(dim_, c.ps.sparse, c.seed, kSparseTable, initialRows(c, kSparseTable)),
-      dense_(dim_, c.ps.dense, c.seed, kDenseTable, initialRows(c, kDenseTable)),
+      sparse_(dim_, c.ps.sparse, c.seed, kSparseTable, initialRows(c, kSparseTable, allocator),
+              &allocator),
+      dense_(dim_, c.ps.dense, c.seed, kDenseTable, initialRows(c, kDenseTable, allocator),
+             &allocator),
       slice_(denseSlice(c.tables().denseRows, c.ps.servers, index)),
       pushes_(static_cast<std::size_t>(c.ps.workers)),
       pushed_(static_cast<std::size_t>(c.ps.workers)) {

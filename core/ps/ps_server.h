@@ -19,7 +19,8 @@ class TablesCheckpoint;
 
 class Server {
  public:
-  Server(const PsConfig& c, Communicator& world, int index);
+  // `allocator`: the rank's, holding the tables (and outliving the server).
+  Server(const PsConfig& c, Communicator& world, int index, Allocator& allocator);
   // Serves until every worker is done; `progress` (may be empty) after each request.
   void run(const std::function<void(int, std::int64_t)>& progress);
   const ServerLoad& load() const { return load_; }

@@ -48,9 +48,10 @@ class Posted {
 }  // namespace
 
 Worker::Worker(const PsConfig& c, PsModel& model, Communicator& world, Communicator& workers,
-               int index, int firstStep)
+               int index, int firstStep, Allocator& allocator)
     : c_(c),
       model_(model),
+      allocator_(allocator),
       world_(world),
       workers_(workers),
       index_(index),
@@ -68,9 +69,9 @@ Worker::Worker(const PsConfig& c, PsModel& model, Communicator& world, Communica
   finalRound_ = mode == PsMode::Geo ? (steps + c.ps.kSteps - 1) / c.ps.kSteps : steps;
   if (mode == PsMode::Geo || mode == PsMode::Collective) {
     local_ = std::make_unique<RowTable>(dim_, c.ps.sparse, c.seed, kSparseTable,
-                                        initialRows(c, kSparseTable));
+                                        initialRows(c, kSparseTable, allocator), &allocator);
     localDense_ = std::make_unique<RowTable>(dim_, c.ps.dense, c.seed, kDenseTable,
-                                             initialRows(c, kDenseTable));
+                                             initialRows(c, kDenseTable, allocator), &allocator);
     localDense_->pull(allDense_, out_.data());
   }
   if (mode == PsMode::Collective) {
@@ -165,7 +166,7 @@ void Worker::geoStep(int t) {
   if (begins) {
     TableSpec plain;
     plain.rule = RowRule::Sgd;
-    base_ = std::make_unique<RowTable>(dim_, plain, 0, 0);
+    base_ = std::make_unique<RowTable>(dim_, plain, 0, 0, RowInit{}, &allocator_);
     fetched_.clear();
   }
   std::vector<std::int64_t> missing;

@@ -21,8 +21,9 @@ class Worker {
  public:
   // workers: the group of the worker ranks (the collective run's all-reduce). firstStep: the
   // step a run continued from a checkpoint starts at (0 for a new one).
+  // `allocator`: the rank's, holding geo's and the collective run's local tables.
   Worker(const PsConfig& c, PsModel& model, Communicator& world, Communicator& workers, int index,
-         int firstStep);
+         int firstStep, Allocator& allocator);
 
   // Trains train_iters steps; worker 0 calls onStep after each. steps() says how many finished.
   void train(const RunOptions& options, PsResult* result);
@@ -54,6 +55,7 @@ class Worker {
 
   const PsConfig& c_;
   PsModel& model_;
+  Allocator& allocator_;
   Communicator& world_;
   Communicator& workers_;
   int index_;

@@ -1,7 +1,7 @@
 // A shard of a sparse table: rows created when first touched (as Paddle's memory sparse table),
-// each [values | update-rule state], found through an open-addressing index. A new row's values
-// come from (seed, table, row) alone, so a table split over any number of servers holds the same
-// values as one. Not thread-safe: one server (or worker) thread owns it.
+// each with its values and its update rule's state, found through an open-addressing index. A new
+// row's values come from (seed, table, row) alone, so a table split over any number of servers
+// holds the same values as one. Not thread-safe: one server (or worker) thread owns it.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/config/ps_config.h"
+#include "core/tensor/allocator.h"
 
 namespace parascope::ps {
 
@@ -21,8 +22,10 @@ class RowTable {
  public:
   // A new row's values come from `init`, or when it is empty uniformly from (seed, tableId, row)
   // in [-initial_range, initial_range].
+  // `allocator`, where given, holds the rows (values as Parameter memory, the rule's state as
+  // OptimizerState), so that the rank's memory counters show them; it outlives the table.
   RowTable(int dim, const TableSpec& spec, std::uint64_t seed, std::uint32_t tableId,
-           RowInit init = {});
+           RowInit init = {}, Allocator* allocator = nullptr);
 
   int dim() const { return dim_; }
   // Floats a row keeps: its values, then its rule's state.
@@ -40,17 +43,18 @@ class RowTable {
   // Adds scale * delta to each row's values (geo mode's merged changes).
   void add(std::span<const std::int64_t> rows, const float* deltas, float scale);
   // Overwrites a row's values, creating it with a fresh state if absent.
-  void set(std::int64_t row, const float* values);
+  void set(std::int64_t row, const float* from);
 
   // A held row's values; null if the row was never touched.
   const float* find(std::int64_t row) const;
-  // Every held row, in the order they were created, with its values and state (stride floats).
-  void forEach(const std::function<void(std::int64_t row, const float* values)>& fn) const;
+  // Every held row, in the order they were created, with its values then its state (stride
+  // floats, gathered into one run).
+  void forEach(const std::function<void(std::int64_t row, const float* data)>& fn) const;
   // Sets a row's values and state (stride floats), as forEach gave them.
   void setRaw(std::int64_t row, const float* data);
 
  private:
-  float* at(std::int64_t row);  // creates the row when absent
+  std::size_t at(std::int64_t row);  // the row's index in rows_; creates the row when absent
   void prefetch(std::span<const std::int64_t> rows, std::size_t i) const;
   void initialValues(std::int64_t row, float* out) const;
   std::int64_t slotOf(std::int64_t row) const;
@@ -65,12 +69,33 @@ class RowTable {
   std::vector<std::uint32_t> index_;  // the row's position in rows_
   std::vector<std::int64_t> rows_;
   // Rows in chunks of kChunkRows, in creation order: a growing table neither copies its rows nor
-  // holds twice their memory while it grows, and a row's address stays put.
+  // holds twice their memory while it grows, and a row's address stays put. Values and state in
+  // chunks of their own (applyRule takes them apart).
   static constexpr std::size_t kChunkRows = 4096;
-  std::vector<std::unique_ptr<float[]>> chunks_;
-  float* rowData(std::size_t i) const {
-    return chunks_[i / kChunkRows].get() + (i % kChunkRows) * stride_;
+  class Chunk {
+   public:
+    Chunk(Allocator* allocator, std::size_t floats, MemoryCategory category);
+    ~Chunk();
+    Chunk(const Chunk&) = delete;
+    Chunk& operator=(const Chunk&) = delete;
+    float* data() const { return data_; }
+
+   private:
+    Allocator* allocator_;
+    std::size_t bytes_;
+    MemoryCategory category_;
+    float* data_;
+  };
+  int stateFloats() const { return stride_ - dim_; }
+  float* values(std::size_t i) const {
+    return values_[i / kChunkRows]->data() + (i % kChunkRows) * dim_;
   }
+  float* state(std::size_t i) const {
+    return states_.empty() ? nullptr
+                           : states_[i / kChunkRows]->data() + (i % kChunkRows) * stateFloats();
+  }
+  Allocator* allocator_;
+  std::vector<std::unique_ptr<Chunk>> values_, states_;
 };
 
 }  // namespace parascope::ps

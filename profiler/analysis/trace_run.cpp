@@ -128,6 +128,21 @@ std::optional<TraceRun> traceRun(const TraceAnalysis& a) {
     it->second.pipelineIdleSeconds = static_cast<double>(b.bubbleNs) * 1e-9;
   }
   for (auto& [key, r] : reports) run.rankSteps.push_back(r);
+  // A rank that runs no steps (a parameter server) still holds memory: its peaks over the whole
+  // run, in a report without time (so no exposed communication of its own).
+  std::map<std::int32_t, StepReport> stepless;
+  for (const MemorySeries& series : a.memory) {
+    const std::size_t c = categoryOf(series.name);
+    if (c == kMemoryCategoryCount) continue;
+    const bool hasSteps = std::any_of(rankSteps.begin(), rankSteps.end(),
+                                      [&](const auto& w) { return w.first.first == series.rank; });
+    if (hasSteps) continue;
+    StepReport& r = stepless[series.rank];
+    r.rank = series.rank;
+    r.step = -1;
+    r.peakBytes[c] = std::max(r.peakBytes[c], series.peakBytes);
+  }
+  for (auto& [rank, r] : stepless) run.rankSteps.push_back(r);
   return run;
 }
 

@@ -3,8 +3,9 @@
 // per step, the targets the run's config says a step trains and the step's wall time, first
 // start to last end of its step spans over all ranks; per rank and step, its exposed
 // communication (the breakdown's), its peak bytes per memory category within the step (the
-// memory counters') and, on a pipeline, its stage's busy and idle time (the bubbles'). Traces
-// record no losses, so the row has no loss trend. Plain C++, no Qt.
+// memory counters') and, on a pipeline, its stage's busy and idle time (the bubbles'); a rank
+// that runs no steps (a parameter server) with its peak bytes over the whole run. Traces record
+// no losses, so the row has no loss trend. Plain C++, no Qt.
 #pragma once
 
 #include <optional>

@@ -201,8 +201,10 @@ void TestGptParameterServer::geoWithOneStepTrainsAsSync() {
 // Every server and worker draws a GPT row as the engine initialises that parameter.
 void TestGptParameterServer::serversStartFromTheEnginesParameters() {
   const PsConfig c = psConfig({});
-  const ps::RowInit sparse = ps::initialRows(c, ps::kSparseTable);
-  const ps::RowInit dense = ps::initialRows(c, ps::kDenseTable);
+  Allocator allocator;
+  const ps::RowInit sparse = ps::initialRows(c, ps::kSparseTable, allocator);
+  const ps::RowInit dense = ps::initialRows(c, ps::kDenseTable, allocator);
+  QCOMPARE(allocator.liveTotal(), std::int64_t{0});  // the GPT it drew them from is gone
   Model model;
   buildGpt(model, c.gpt);
   model.initialize(c.seed);

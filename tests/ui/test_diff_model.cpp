@@ -374,6 +374,10 @@ void TestDiffModel::recordedRunsAreRowsOfTheCompareTable() {
     // At least each worker's parameters and gradients (the GPT's 4 bytes each, twice).
     QVERIFY(table->value(row, S::PeakMemory) > 2 * 4 * 30000.0);
   }
+  // The server holds both tables in chunks of 4096 rows of 32 values and Adam's 66 floats of
+  // state: its memory is the parameter-server row's peak.
+  QVERIFY2(table->value(0, S::PeakMemory) >= 2 * 4096 * (32 + 66) * 4.0,
+           qPrintable(QString::number(table->value(0, S::PeakMemory))));
   std::map<std::string, DiffRow> rows;
   for (const DiffRow& r : window.diffModel()->rows()) rows[r.name] = r;
   QCOMPARE(rows.at("forward_backward").aRanks, 2);

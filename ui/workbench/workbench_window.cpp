@@ -488,6 +488,7 @@ void WorkbenchWindow::showTraces(const QStringList& files) {
             shownOne(slot);
           });
   traceTabList_.push_back(tab);
+  traceRows_.push_back({tab.slot, names.join(QStringLiteral(", ")), false, std::nullopt});
   const int index = traceTabs_->addTab(tab.timeline, names.join(QStringLiteral(", ")));
   traceTabs_->setTabToolTip(index, files.join(QLatin1Char('\n')));
   traceTabs_->setCurrentIndex(index);
@@ -505,6 +506,7 @@ void WorkbenchWindow::closeTraceTab(int tab) {
   if (tab < 1 || tab > static_cast<int>(traceTabList_.size())) return;
   const TraceTab closed = traceTabList_[static_cast<std::size_t>(tab - 1)];
   jobs_.cancel(closed.slot);
+  traceRowDone(closed.slot, nullptr);  // a row still waiting for its analysis never comes
   traceTabList_.erase(traceTabList_.begin() + tab - 1);
   pendingShows_.erase(closed.slot);
   traceTabs_->removeTab(tab);  // the current tab's views follow (currentChanged)
@@ -541,6 +543,7 @@ void WorkbenchWindow::analyse(const QString& slot, const QStringList& files,
       [this, slot](const QString& error) {
         updateBusy();
         showError(tr("Cannot analyse the trace: %1").arg(error), false);
+        traceRowDone(slot, nullptr);
         shownOne(slot);
       });
   updateBusy();
@@ -563,7 +566,7 @@ void WorkbenchWindow::analysed(const QString& slot,
       if (traceTabList_[i].slot != slot) continue;
       traceTabList_[i].analysis = analysis;
       tab = static_cast<int>(i) + 1;
-      addTraceSegment(traceTabs_->tabText(tab), *analysis);
+      traceRowDone(slot, analysis.get());
     }
   }
   if (traceTabs_->currentIndex() == tab) showAnalysis(analysis);
@@ -571,14 +574,23 @@ void WorkbenchWindow::analysed(const QString& slot,
 }
 
 // A recorded run opened as a trace is a row of the Compare table beside the sessions' segments,
-// measured from the trace as they are from step reports (profiler/analysis/trace_run.h).
-void WorkbenchWindow::addTraceSegment(const QString& name,
-                                      const profiler::TraceAnalysis& analysis) {
-  const std::optional<profiler::TraceRun> run = profiler::traceRun(analysis);
-  if (!run) return;
-  segments_->addFinished(
-      tr("Trace %1: %2").arg(name, QString::fromStdString(run->strategy)).toStdString(), run->ranks,
-      run->flopsPerToken, run->rankSteps, run->steps);
+// measured from the trace as they are from step reports (profiler/analysis/trace_run.h). Rows go
+// in as the traces were opened: a row whose analysis ended waits for the ones before it.
+void WorkbenchWindow::traceRowDone(const QString& slot, const profiler::TraceAnalysis* analysis) {
+  for (TraceRow& row : traceRows_) {
+    if (row.slot != slot || row.done) continue;
+    row.done = true;
+    if (analysis != nullptr) row.run = profiler::traceRun(*analysis);
+  }
+  while (!traceRows_.empty() && traceRows_.front().done) {
+    const TraceRow& row = traceRows_.front();
+    if (row.run) {
+      segments_->addFinished(
+          tr("Trace %1: %2").arg(row.name, QString::fromStdString(row.run->strategy)).toStdString(),
+          row.run->ranks, row.run->flopsPerToken, row.run->rankSteps, row.run->steps);
+    }
+    traceRows_.pop_front();
+  }
 }
 
 void WorkbenchWindow::updateBusy() {

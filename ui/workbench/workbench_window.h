@@ -10,6 +10,7 @@
 #include <QElapsedTimer>
 #include <QMainWindow>
 #include <QTemporaryDir>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,6 +25,7 @@
 #include "core/session/switch_plan.h"
 #include "profiler/analysis/trace_analysis.h"
 #include "profiler/analysis/trace_diff.h"
+#include "profiler/analysis/trace_run.h"
 #include "ui/job_tracker.h"
 #include "ui/views/workbench_view.h"
 #include "ui/workbench/run_prediction.h"
@@ -210,7 +212,6 @@ class WorkbenchWindow : public QMainWindow {
   // The busy sign in the status bar: shown, saying what runs, while an analysis, a diff or a
   // prediction is being computed.
   void updateBusy();
-  void addTraceSegment(const QString& name, const profiler::TraceAnalysis& analysis);
   void feedTimeline(bool all);
   void setStatus(const QString& text);
   QString checkpointDialogStart() const;
@@ -234,6 +235,17 @@ class WorkbenchWindow : public QMainWindow {
   };
   std::vector<TraceTab> traceTabList_;
   int traceTabsOpened_ = 0;
+  // Opened traces' Compare rows, in the order the traces were opened whatever order their
+  // analyses end in: a row waits for the traces opened before it (done: analysed, failed or
+  // closed; run: its measures, none for a trace that is not a recorded run).
+  struct TraceRow {
+    QString slot;
+    QString name;
+    bool done = false;
+    std::optional<profiler::TraceRun> run;
+  };
+  std::deque<TraceRow> traceRows_;
+  void traceRowDone(const QString& slot, const profiler::TraceAnalysis* analysis);
   std::shared_ptr<const profiler::TraceAnalysis> runAnalysis_;  // the ended run's
   TrainingLogModel* log_ = nullptr;
   QTabWidget* views_ = nullptr;
