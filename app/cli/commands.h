@@ -24,6 +24,7 @@ void registerTrainCommand(CLI::App& app);
 struct PsCheckpoints {
   std::string load, save;
   int keep = 0;
+  int saveInterval = 0;
 };
 void runPsTrain(const nlohmann::json& doc, bool json, const std::string& trace,
                 const PsCheckpoints& checkpoints, Communicator* world);

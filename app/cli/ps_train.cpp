@@ -243,6 +243,7 @@ void runPsTrain(const nlohmann::json& doc, bool json, const std::string& trace,
   options.load = checkpoints.load;
   options.save = checkpoints.save;
   options.keep = checkpoints.keep;
+  options.saveInterval = checkpoints.saveInterval;
   // Every rank checks, so that under mpirun each refuses alike before the world does any work.
   ps::checkCheckpointOptions(c, options);
   ps::checkPsData(c);

@@ -302,14 +302,13 @@ void runTrain(const TrainOptions& o) {
         "\"backend\": \"mpi\") so that the processes train together");
   }
   if (isPsConfig(doc)) {
-    for (const auto& [flag, given] : {std::pair{"--switch", !o.switches.empty()},
-                                      std::pair{"--save-interval", o.saveInterval > 0},
-                                      std::pair{"--system", !o.system.empty()}}) {
+    for (const auto& [flag, given] :
+         {std::pair{"--switch", !o.switches.empty()}, std::pair{"--system", !o.system.empty()}}) {
       if (given) {
         throw UserError(std::string(flag) +
-                        ": not for a parameter-server run (which saves its tables at the "
-                        "end); it takes --config, overrides, --backend, --json, "
-                        "--trace, --save, --load, --resume and --keep");
+                        ": not for a parameter-server run; it takes --config, overrides, "
+                        "--backend, --json, --trace, --save, --save-interval, --load, --resume "
+                        "and --keep");
       }
     }
     if (!o.load.empty() && !o.resume.empty()) {
@@ -331,10 +330,11 @@ void runTrain(const TrainOptions& o) {
         settings.emplace_back(name, nlohmann::json(value).dump());
       }
       settings.emplace_back("--keep", std::to_string(o.keep));
+      settings.emplace_back("--save-interval", std::to_string(o.saveInterval));
       agreeOnSettings(*options.world, settings);
     }
     PsCheckpoints checkpoints{o.resume.empty() ? o.load : o.resume,
-                              o.save.empty() ? o.resume : o.save, o.keep};
+                              o.save.empty() ? o.resume : o.save, o.keep, o.saveInterval};
     runPsTrain(doc, o.json, o.trace, checkpoints, mpi ? &*options.world : nullptr);
     return;
   }

@@ -34,6 +34,11 @@ void exportRows(const RowTable& t, SavedRows& out) {
 
 }  // namespace
 
+bool periodicSave(const PsConfig& c, int firstStep, int interval, int step) {
+  if (interval <= 0 || step % interval != 0 || step >= c.trainIters) return false;
+  return c.ps.mode != PsMode::Geo || (step - firstStep) % c.ps.kSteps == 0;
+}
+
 TableShard writeTableShard(const std::string& staging, int rank, const RowTable& sparse,
                            const RowTable& dense) {
   SavedRows s, d;

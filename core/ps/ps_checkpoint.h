@@ -29,6 +29,12 @@ struct TableShard {
   std::int64_t denseRows = 0;
 };
 
+// Whether a run started at `firstStep` saves its tables after global step `step` (1-based) under
+// RunOptions::saveInterval `interval`: a multiple of it short of train_iters (whose save is the
+// end's) at which a round of pushes ends (every step in sync mode, every k_steps from firstStep
+// in geo mode). Servers and worker 0 both ask it, so they agree on every save.
+bool periodicSave(const PsConfig& c, int firstStep, int interval, int step);
+
 // A server: writes its tables to `staging` (stagingDirectory(dir, step), made by the reporter
 // with prepareCheckpoint before any server writes) as rank-<rank>.safetensors, fsync'd.
 TableShard writeTableShard(const std::string& staging, int rank, const RowTable& sparse,

@@ -244,6 +244,7 @@ bool runRank(const PsConfig& c, const Shared& shared, Communicator& world,
   if (serves) {
     Server server(c, world, world.rank(), allocator);
     if (checkpoint != nullptr) server.restore(*checkpoint);
+    if (!options.save.empty()) server.saveEvery(options.save, options.saveInterval, firstStep);
     server.run(options.progress);
     mine = serverWords(server, c.ps.workers);
     if (!options.save.empty()) {
@@ -282,6 +283,10 @@ bool runRank(const PsConfig& c, const Shared& shared, Communicator& world,
       }
       if (options.gatherTables) worker.gatherTables(local);
     }
+    // A periodic save's staging replaced the end's (each save's clears the others): made again
+    // before Done lets the servers write into it.
+    if (world.rank() == reporter && !options.save.empty() && options.saveInterval > 0)
+      prepareCheckpoint(options.save, c.trainIters);
     worker.finish();
     mine = workerWords(worker.load(), c.ps.workers, failure);
     if (!options.save.empty()) mine.resize(mine.size() + 4, 0);  // the servers' shard words
@@ -351,6 +356,20 @@ void checkCheckpointOptions(const PsConfig& c, const RunOptions& options) {
     throw UserError(
         "--save and --load keep the servers' tables; mode \"collective\" has no "
         "servers (its tables are the workers')");
+  }
+  if (options.saveInterval > 0 && options.save.empty())
+    throw UserError("--save-interval needs --save DIR (or --resume DIR)");
+  if (options.saveInterval > 0 && c.ps.mode == PsMode::Async) {
+    throw UserError(
+        "--save-interval: mode \"async\" has no step the servers share (each applies pushes "
+        "as they come); its tables are saved at the end");
+  }
+  if (options.saveInterval > 0 && c.ps.mode == PsMode::Geo &&
+      options.saveInterval % c.ps.kSteps != 0) {
+    throw UserError("--save-interval " + std::to_string(options.saveInterval) +
+                    ": mode \"geo\" saves where its rounds end, every parameter_server.k_steps = " +
+                    std::to_string(c.ps.kSteps) + " steps; give a multiple of " +
+                    std::to_string(c.ps.kSteps));
   }
   if (options.load.empty()) return;
   const TablesCheckpoint checkpoint(options.load);

@@ -89,6 +89,10 @@ struct RunOptions {
   // toward train_iters), and save into `save` at the end, keeping the newest `keep` (0: all).
   std::string load, save;
   int keep = 0;
+  // With `save`: also every saveInterval steps (counted from step 0, a continued run's saved ones
+  // included), at the step boundary the servers share: sync mode's steps, geo's rounds (a
+  // multiple of k_steps). 0: at the end only.
+  int saveInterval = 0;
   std::vector<std::string> probeWords = {"love", "time", "money", "god",   "man",
                                          "life", "good", "day",   "world", "never"};
   int neighbours = 5;

@@ -1,12 +1,14 @@
 #include "core/ps/ps_server.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <numeric>
 #include <thread>
 
 #include "core/ps/ps_checkpoint.h"
 #include "core/ps/ps_model.h"
+#include "core/state/checkpoint.h"
 #include "core/trace/trace.h"
 
 namespace parascope::ps {
@@ -63,6 +65,26 @@ Server::Server(const PsConfig& c, Communicator& world, int index, Allocator& all
   const std::vector<std::int64_t> ids = denseIds();
   std::vector<float> scratch(ids.size() * dim_);
   dense_.pull(ids, scratch.data());
+}
+
+void Server::saveEvery(const std::string& dir, int interval, int firstStep) {
+  saveDir_ = dir;
+  saveInterval_ = interval;
+  firstStep_ = firstStep;
+}
+
+// The global step the round just applied ends at; a save there when it is one of the interval's
+// (the last step's is the end's save).
+void Server::savePeriodically() {
+  const std::int64_t local = c_.ps.mode == PsMode::Geo ? round_ * c_.ps.kSteps : round_;
+  const auto step = static_cast<int>(std::min<std::int64_t>(firstStep_ + local, c_.trainIters));
+  if (!periodicSave(c_, firstStep_, saveInterval_, step)) return;
+  const trace::Span span("save_tables", trace::Category::Host, trace::lane::kApply);
+  const TableShard shard =
+      writeTableShard(stagingDirectory(saveDir_, step), world_.rank(), sparse_, dense_);
+  const std::array<std::int64_t, 4> words = {static_cast<std::int64_t>(shard.crc32), shard.bytes,
+                                             shard.sparseRows, shard.denseRows};
+  world_.send(words.data(), words.size(), DType::I64, workerRank(0));
 }
 
 void Server::restore(const TablesCheckpoint& checkpoint) {
@@ -248,6 +270,8 @@ void Server::applyRound() {
     std::fill(pushed_.begin(), pushed_.end(), false);
     for (Request& p : pushes_) p = Request{};
   }
+  // Before any pull of the next round is answered: worker 0 waits for it before its own.
+  savePeriodically();
   answerReady();
 }
 

@@ -26,6 +26,11 @@ class Server {
   const ServerLoad& load() const { return load_; }
   // Replaces the tables' rows by a checkpoint's (before run).
   void restore(const TablesCheckpoint& checkpoint);
+  // Before run: every `interval` steps (global, this run starting at `firstStep`) short of the
+  // last, once the round ending there is applied, writes this server's shard into `dir`'s
+  // staging directory for that step (worker 0 made it before its push) and tells worker 0 what
+  // it wrote (TableShard's crc32, bytes, sparse and dense rows).
+  void saveEvery(const std::string& dir, int interval, int firstStep);
   const RowTable& sparseTable() const { return sparse_; }
   const RowTable& denseTable() const { return dense_; }
   // Per worker: pushes applied and the staleness summed and at most (async).
@@ -46,6 +51,7 @@ class Server {
   void answerReady();
   void gather(int worker);
   void applyRound();
+  void savePeriodically();
   std::vector<std::int64_t> denseIds() const;
   int workerRank(int w) const { return c_.ps.servers + w; }
 
@@ -54,7 +60,9 @@ class Server {
   int dim_;
   RowTable sparse_, dense_;
   WordRange slice_;
-  std::int64_t round_ = 0;         // sync, geo: push rounds applied
+  std::int64_t round_ = 0;  // sync, geo: push rounds applied
+  std::string saveDir_;
+  int saveInterval_ = 0, firstStep_ = 0;
   std::int64_t version_ = 0;       // pushes applied
   int trained_ = 0;                // workers whose last push is in
   std::vector<Request> deferred_;  // pulls waiting for their round

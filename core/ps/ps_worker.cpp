@@ -1,10 +1,13 @@
 #include "core/ps/ps_worker.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <numeric>
 
+#include "core/ps/ps_checkpoint.h"
+#include "core/state/checkpoint.h"
 #include "core/trace/trace.h"
 
 namespace parascope::ps {
@@ -86,8 +89,13 @@ void Worker::train(const RunOptions& options, PsResult* result) {
     if (options.progress) options.progress(world_.rank(), t);
     trace::context().step = t;
     const auto start = std::chrono::steady_clock::now();
+    // Worker 0 makes a periodic save's staging directory before its push lets the servers in.
+    const bool saves = index_ == 0 && !options.save.empty() &&
+                       periodicSave(c_, firstStep_, options.saveInterval, t + 1);
+    if (saves) prepareCheckpoint(options.save, t + 1);
     double loss = 0;
     step(t, &loss);
+    if (saves && result != nullptr) result->checkpoint = commitPeriodicSave(options, t + 1);
     trace::context().step = -1;
     load_.steps = t + 1 - firstStep_;
     if (index_ == 0 && result != nullptr) {
@@ -343,6 +351,23 @@ void Worker::gatherTables(PsResult& result) {
       result.sparseRows[ids[i]].assign(values.data() + i * dim_, values.data() + (i + 1) * dim_);
     }
   }
+}
+
+// Every server's shard of the save after `step`, as it wrote it, then the commit.
+std::string Worker::commitPeriodicSave(const RunOptions& options, int step) {
+  std::vector<TableShard> shards;
+  for (int s = 0; s < c_.ps.servers; ++s) {
+    std::array<std::int64_t, 4> words{};
+    world_.recv(words.data(), words.size(), DType::I64, serverRank(s));
+    TableShard shard;
+    shard.file = shardFileName(serverRank(s));
+    shard.crc32 = static_cast<std::uint32_t>(words[0]);
+    shard.bytes = words[1];
+    shard.sparseRows = words[2];
+    shard.denseRows = words[3];
+    shards.push_back(shard);
+  }
+  return commitTables(options.save, step, c_, shards, options.keep);
 }
 
 void Worker::finishTraining() {

@@ -45,6 +45,7 @@ class Worker {
  private:
   void step(int t, double* loss);
   void collectiveStep();
+  std::string commitPeriodicSave(const RunOptions& options, int step);
   void geoStep(int t);
   // flags: kDense (the dense table too, into out_), kFinal, kPeek (ps_protocol.h).
   void pull(const std::vector<std::int64_t>& rows, std::int64_t round, std::int64_t flags,

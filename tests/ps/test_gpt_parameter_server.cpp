@@ -139,6 +139,7 @@ class TestGptParameterServer : public QObject {
   void serversStartFromTheEnginesParameters();
   void aStepPullsTheRowsTheTiedHeadTouches();
   void savedTablesContinueUnderAnotherServerCount();
+  void tablesAreSavedEveryInterval();
   void engineKeysAreRefusedByName_data();
   void engineKeysAreRefusedByName();
 };
@@ -274,6 +275,46 @@ void TestGptParameterServer::savedTablesContinueUnderAnotherServerCount() {
   const std::string fewer = refusal(psConfig({"model.num_layers=1"}));
   QVERIFY2(fewer.starts_with("--load " + step + ": its tables have the dense parameters' rows"),
            fewer.c_str());
+  std::filesystem::remove_all(dir);
+}
+
+// --save-interval: the servers' tables after every 2nd step of 6 (step 6 is the end's save), each
+// a checkpoint that continues as the straight run; async has no shared step, geo saves where its
+// rounds end.
+void TestGptParameterServer::tablesAreSavedEveryInterval() {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("parascope-gpt-ps-every-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ps::RunOptions save;
+  save.save = dir.string();
+  save.saveInterval = 2;
+  const ps::PsResult saved = ps::runPsThreads(psConfig({"parameter_server.server_num=2"}), save);
+  QCOMPARE(saved.checkpoint, (dir / "step-00000006").string());
+  for (const char* step : {"step-00000002", "step-00000004", "step-00000006"})
+    QVERIFY2(std::filesystem::exists(dir / step / "manifest.json"), step);
+  ps::RunOptions load;
+  load.load = (dir / "step-00000004").string();
+  load.gatherTables = true;
+  const ps::PsResult continued = ps::runPsThreads(psConfig({}), load);
+  const ps::PsResult straight = train(psConfig({}));
+  QCOMPARE(largestDifference(continued, straight), 0.0);
+  QCOMPARE(continued.validationLoss, straight.validationLoss);
+  const auto refusal = [&](const std::vector<std::string>& overrides) -> std::string {
+    try {
+      ps::checkCheckpointOptions(psConfig(overrides), save);
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  QCOMPARE(refusal({"parameter_server.mode=async"}),
+           std::string("--save-interval: mode \"async\" has no step the servers share (each "
+                       "applies pushes as they come); its tables are saved at the end"));
+  QCOMPARE(refusal({"parameter_server.mode=geo", "parameter_server.k_steps=3"}),
+           std::string("--save-interval 2: mode \"geo\" saves where its rounds end, every "
+                       "parameter_server.k_steps = 3 steps; give a multiple of 3"));
+  QCOMPARE(refusal({"parameter_server.mode=geo", "parameter_server.k_steps=2"}),
+           std::string("accepted"));
   std::filesystem::remove_all(dir);
 }
 
