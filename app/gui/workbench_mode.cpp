@@ -85,7 +85,11 @@ void watchTracesForScreenshots(ui::WorkbenchWindow& window, const QString& dir, 
         std::fprintf(stderr, "parascope: %s\n", printableText(e.what()).c_str());
       }
       for (const QString& f : files) std::printf("parascope: wrote %s\n", qPrintable(f));
-      QApplication::exit(files.isEmpty() ? 1 : 0);
+      // A trace that could not be read or analysed is in the picture, and in the exit status.
+      const QString error = window.errorText();
+      if (!error.isEmpty())
+        std::fprintf(stderr, "parascope: %s\n", printableText(error.toStdString()).c_str());
+      QApplication::exit(files.isEmpty() || !error.isEmpty() ? 1 : 0);
     });
   };
   QObject::connect(&window, &WorkbenchWindow::traceShown, &window, [shown, shoot](bool run) {

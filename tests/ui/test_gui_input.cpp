@@ -41,6 +41,7 @@ class TestGuiInput : public QObject {
   void screenshotFifoIsRefused();
   void screenshotWithoutTracesIsRefused();
   void tracesOpenBesideARun();
+  void aTraceThatCannotBeReadFailsItsPictures();
   void badSwitchesAreRefusedBeforeTheRun();
   void screenshotDirLinksAndFifosAreRefused_data();
   void screenshotDirLinksAndFifosAreRefused();
@@ -135,6 +136,20 @@ void TestGuiInput::screenshotFifoIsRefused() {
                       QStringLiteral("': is a device, FIFO or socket, not a regular file; name a "
                                      "regular file\n"));
   QCOMPARE(r.code, 2);
+}
+
+// Pictures of opened traces alone: taken once they are shown, the exit status 1 with the reason
+// when one could not be read (the picture shows the error too).
+void TestGuiInput::aTraceThatCannotBeReadFailsItsPictures() {
+  const QString missing = path(QStringLiteral("missing.json"));
+  const Result r = run({QStringLiteral("--open"), missing, QStringLiteral("--screenshot-dir"),
+                        path(QStringLiteral("shots"))});
+  QVERIFY2(r.err.contains(QStringLiteral("parascope: Cannot analyse the trace: cannot open trace "
+                                         "file '") +
+                          missing + QStringLiteral("': No such file or directory")),
+           qPrintable(r.err));
+  QCOMPARE(r.code, 1);
+  QVERIFY(QFileInfo::exists(path(QStringLiteral("shots/view-compare.png"))));
 }
 
 // Traces opened beside a run show in tabs of their own (the run keeps its timeline): the run's
