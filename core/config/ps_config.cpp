@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/common/error.h"
 #include "core/config/json_reader.h"
@@ -113,32 +114,48 @@ void readServers(JsonReader r, ParameterServerSpec& ps, const Word2VecSpec* mode
 // A GPT document's keys that configure the collective engine's step (its optimizer, precision,
 // parallel layout): a worker is one rank holding its whole model, and the servers update by the
 // tables' rules. Each is refused by name rather than as an unknown key.
-void refuseEngineKeys(const nlohmann::json& document) {
-  for (const char* key : {"optimizer", "scheduler", "gradient_clipping"}) {
-    if (document.contains(key)) {
-      throw UserError(std::string("config: ") + key +
-                      " does not apply with parameter_server: the servers update each table by "
-                      "its own rule (parameter_server.sparse_table and dense_table: optimizer, "
-                      "learning_rate)");
-    }
+// "a", "a and b", "a, b and c".
+std::string listed(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
   }
+  return out;
+}
+
+void refuseEngineKeys(const nlohmann::json& document) {
+  // Every such key at once, so that one edit of the document takes them all out.
+  std::vector<std::string> rules, engine;
   const auto& keys = configKeys();
   for (auto it = document.begin(); it != document.end(); ++it) {
     const std::string& key = it.key();
+    if (key == "optimizer" || key == "scheduler" || key == "gradient_clipping") {
+      rules.push_back(key);
+      continue;
+    }
     const bool known =
         std::any_of(keys.begin(), keys.end(), [&](const ConfigKey& k) { return k.path == key; });
     const bool ours = key == "model" || key == "data" || key == "parameter_server" ||
                       key == "train_micro_batch_size_per_gpu" || key == "train_iters" ||
                       key == "log_interval" || key == "eval_iters" || key == "seed" ||
                       key == "backend";
-    if (!ours && known) {
-      throw UserError("config: " + key +
-                      " does not apply with parameter_server: each worker is one rank with the "
-                      "whole model in f32, its micro-batch one step, evaluated at the end "
-                      "(allowed beside parameter_server: model, data, "
-                      "train_micro_batch_size_per_gpu, train_iters, log_interval, eval_iters, "
-                      "seed, backend)");
-    }
+    if (!ours && known) engine.push_back(key);
+  }
+  const auto verb = [](const std::vector<std::string>& v) {
+    return v.size() == 1 ? " does not apply" : " do not apply";
+  };
+  if (!rules.empty()) {
+    throw UserError("config: " + listed(rules) + verb(rules) +
+                    " with parameter_server: the servers update each table by its own rule "
+                    "(parameter_server.sparse_table and dense_table: optimizer, learning_rate)" +
+                    (engine.empty() ? "" : "; nor do " + listed(engine)));
+  }
+  if (!engine.empty()) {
+    throw UserError("config: " + listed(engine) + verb(engine) +
+                    " with parameter_server: each worker is one rank with the whole model in "
+                    "f32, its micro-batch one step, evaluated at the end (allowed beside "
+                    "parameter_server: model, data, train_micro_batch_size_per_gpu, train_iters, "
+                    "log_interval, eval_iters, seed, backend)");
   }
 }
 
