@@ -51,7 +51,8 @@ class Word2VecModel final : public PsModel {
   RowSet rows_;
 };
 
-// The engine's config of the same GPT on one rank: what its build and initialisation read.
+}  // namespace
+
 TrainConfig engineConfig(const PsConfig& c) {
   TrainConfig t;
   t.model.kind = &gptModelKind();
@@ -63,6 +64,8 @@ TrainConfig engineConfig(const PsConfig& c) {
   t.trainIters = c.trainIters;
   return t;
 }
+
+namespace {
 
 // The GPT on one rank, in f32, built by the engine's kind: its layers run the batch, and its
 // parameters are filled from the tables before each pass. The tied LM head multiplies by every

@@ -33,6 +33,10 @@ class PsModel {
   virtual double lossSum(const float* in, const float* dense, std::int64_t* targets) = 0;
 };
 
+// The engine's config of the same GPT on one rank (a GPT worker's): what its build, its
+// initialisation and the memory estimate of its activations read.
+TrainConfig engineConfig(const PsConfig& c);
+
 // UserError for a GPT's text that its workers could not train on, before any rank starts
 // (word2vec's corpus is read whole beforehand instead).
 void checkPsData(const PsConfig& c);

@@ -13,6 +13,7 @@
 #include "core/comm/launch.h"
 #include "core/common/error.h"
 #include "core/common/printable.h"
+#include "core/plan/memory_estimate.h"
 #include "core/ps/ps_checkpoint.h"
 #include "core/ps/ps_model.h"
 #include "core/ps/ps_server.h"
@@ -328,7 +329,18 @@ bool runRank(const PsConfig& c, const Shared& shared, Communicator& world,
 
 void checkTableMemory(const PsConfig& c, double availableBytes, int ranksHere) {
   if (availableBytes < 0) return;
-  const PsMemory m = psMemory(c);
+  PsMemory m = psMemory(c);
+  // A GPT worker's passes: the activations and workspace the engine's estimate gives its
+  // micro-batch on one rank, and the text it holds.
+  double passes = 0;
+  if (c.isGpt()) {
+    for (const MemoryItem& item :
+         estimateMemory(engineConfig(c), dataBytesInMemory(c.data), 1).items) {
+      if (item.name == "activations" || item.name == "workspace" || item.name == "data")
+        passes += item.bytes;
+    }
+    m.perWorker += static_cast<std::int64_t>(passes);
+  }
   // In-process every rank is here; under mpirun, the ranks on this machine could be any.
   const bool all = ranksHere >= c.ps.ranks();
   const double need = all ? static_cast<double>(m.perServer) * c.ps.servers +
@@ -346,8 +358,10 @@ void checkTableMemory(const PsConfig& c, double availableBytes, int ranksHere) {
                         rowRuleName(c.ps.sparse.rule) + " state) and " +
                         formatBytes(static_cast<double>(m.perWorker)) + " per worker") +
       ", " + formatBytes(need) + " for the " + std::to_string(std::min(ranksHere, c.ps.ranks())) +
-      " ranks on this machine, more than the " + formatBytes(availableBytes) +
-      " available; lower parameter_server.sparse_table.rows or model.embedding_dim" +
+      " ranks on this machine, more than the " + formatBytes(availableBytes) + " available; " +
+      (c.isGpt() ? "a worker's passes take " + formatBytes(passes) +
+                       " of it: lower train_micro_batch_size_per_gpu or the model's size"
+                 : std::string("lower parameter_server.sparse_table.rows or model.embedding_dim")) +
       (collective ? "" : ", or run servers on other machines (mpirun)"));
 }
 

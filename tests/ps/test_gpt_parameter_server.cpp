@@ -140,6 +140,7 @@ class TestGptParameterServer : public QObject {
   void aStepPullsTheRowsTheTiedHeadTouches();
   void savedTablesContinueUnderAnotherServerCount();
   void tablesAreSavedEveryInterval();
+  void aWorkersPassesCountAgainstMemory();
   void engineKeysAreRefusedByName_data();
   void engineKeysAreRefusedByName();
 };
@@ -316,6 +317,23 @@ void TestGptParameterServer::tablesAreSavedEveryInterval() {
   QCOMPARE(refusal({"parameter_server.mode=geo", "parameter_server.k_steps=2"}),
            std::string("accepted"));
   std::filesystem::remove_all(dir);
+}
+
+// A GPT worker's activations (the engine's estimate for its micro-batch) count with the tables:
+// a micro-batch too big for the machine is refused before the run, naming the key.
+void TestGptParameterServer::aWorkersPassesCountAgainstMemory() {
+  const PsConfig small = psConfig({});
+  ps::checkTableMemory(small, 8.0 * (1 << 30), small.ps.ranks());  // fits
+  const PsConfig huge = psConfig({"train_micro_batch_size_per_gpu=200000"});
+  try {
+    ps::checkTableMemory(huge, 8.0 * (1 << 30), huge.ps.ranks());
+    QFAIL("a 200,000-sequence micro-batch was accepted");
+  } catch (const UserError& e) {
+    const std::string what = e.what();
+    QVERIFY2(what.find("a worker's passes take ") != std::string::npos &&
+                 what.find("lower train_micro_batch_size_per_gpu") != std::string::npos,
+             what.c_str());
+  }
 }
 
 void TestGptParameterServer::engineKeysAreRefusedByName_data() {
