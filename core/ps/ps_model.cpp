@@ -51,22 +51,6 @@ class Word2VecModel final : public PsModel {
   RowSet rows_;
 };
 
-}  // namespace
-
-TrainConfig engineConfig(const PsConfig& c) {
-  TrainConfig t;
-  t.model.kind = &gptModelKind();
-  t.model.gpt = c.gpt;
-  t.data = c.data;
-  t.seed = c.seed;
-  t.microBatch = c.microBatch;
-  t.globalBatch = c.microBatch * c.ps.workers;
-  t.trainIters = c.trainIters;
-  return t;
-}
-
-namespace {
-
 // The GPT on one rank, in f32, built by the engine's kind: its layers run the batch, and its
 // parameters are filled from the tables before each pass. The tied LM head multiplies by every
 // row of wte and writes a gradient for every row, so a step touches the whole vocabulary.
@@ -149,6 +133,18 @@ class GptModel final : public PsModel {
 };
 
 }  // namespace
+
+TrainConfig engineConfig(const PsConfig& c) {
+  TrainConfig t;
+  t.model.kind = &gptModelKind();
+  t.model.gpt = c.gpt;
+  t.data = c.data;
+  t.seed = c.seed;
+  t.microBatch = c.microBatch;
+  t.globalBatch = c.microBatch * c.ps.workers;
+  t.trainIters = c.trainIters;
+  return t;
+}
 
 void checkPsData(const PsConfig& c) {
   if (!c.isGpt()) return;
