@@ -32,6 +32,23 @@ namespace parascope::gui {
 
 namespace {
 
+// Saves the screenshots into `dir` and quits: exit status 1 when nothing could be written, or
+// when `failure` is given (then the window's error follows it on stderr).
+void saveScreenshotsAndQuit(ui::WorkbenchWindow& window, const QString& dir, const char* failure) {
+  QStringList files;
+  try {
+    files = window.saveScreenshots(dir);
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "parascope: %s\n", printableText(e.what()).c_str());
+  }
+  for (const QString& f : files) std::printf("parascope: wrote %s\n", qPrintable(f));
+  if (failure != nullptr) {
+    std::fprintf(stderr, "parascope: %s%s\n", failure,
+                 printableText(window.errorText().toStdString()).c_str());
+  }
+  QApplication::exit(failure != nullptr || files.isEmpty() ? 1 : 0);
+}
+
 // After `steps` steps: stop the session; once it has ended and its trace is in the timeline (or
 // it failed), save the screenshots and quit, exit status 1 if the session failed or nothing
 // could be written.
@@ -44,18 +61,7 @@ void watchForScreenshots(ui::WorkbenchWindow& window, const QString& dir, int st
     if (*shot) return;  // a failed run may also show its trace
     *shot = true;
     QTimer::singleShot(200, &window, [&window, dir, failed] {
-      QStringList files;
-      try {
-        files = window.saveScreenshots(dir);
-      } catch (const UserError& e) {
-        std::fprintf(stderr, "parascope: %s\n", printableText(e.what()).c_str());
-      }
-      for (const QString& f : files) std::printf("parascope: wrote %s\n", qPrintable(f));
-      if (*failed) {
-        std::fprintf(stderr, "parascope: the session failed: %s\n",
-                     printableText(window.errorText().toStdString()).c_str());
-      }
-      QApplication::exit(*failed || files.isEmpty() ? 1 : 0);
+      saveScreenshotsAndQuit(window, dir, *failed ? "the session failed: " : nullptr);
     });
   };
   QObject::connect(&window, &WorkbenchWindow::sessionEnded, &window, [failed, shoot](bool f) {
@@ -78,18 +84,8 @@ void watchTracesForScreenshots(ui::WorkbenchWindow& window, const QString& dir, 
     if (*shown != traces || !*diffed) return;
     *shown = -1;  // once
     QTimer::singleShot(200, &window, [&window, dir] {
-      QStringList files;
-      try {
-        files = window.saveScreenshots(dir);
-      } catch (const UserError& e) {
-        std::fprintf(stderr, "parascope: %s\n", printableText(e.what()).c_str());
-      }
-      for (const QString& f : files) std::printf("parascope: wrote %s\n", qPrintable(f));
       // A trace that could not be read or analysed is in the picture, and in the exit status.
-      const QString error = window.errorText();
-      if (!error.isEmpty())
-        std::fprintf(stderr, "parascope: %s\n", printableText(error.toStdString()).c_str());
-      QApplication::exit(files.isEmpty() || !error.isEmpty() ? 1 : 0);
+      saveScreenshotsAndQuit(window, dir, window.errorText().isEmpty() ? nullptr : "");
     });
   };
   QObject::connect(&window, &WorkbenchWindow::traceShown, &window, [shown, shoot](bool run) {

@@ -178,18 +178,18 @@ void TestTimelineIndex::levelsNeverOverlap() {
 // all, not one level each. A span inside one of them still nests below it, and a span that
 // encloses several sits above them.
 void TestTimelineIndex::partialOverlapsShareLevels() {
-  profiler::TraceData t;
-  auto add = [&](std::int64_t from, std::int64_t to) {
+  auto add = [](profiler::TraceData& trace, std::int64_t from, std::int64_t to) {
     profiler::Event e;
-    e.name = t.strings.intern("recv");
+    e.name = trace.strings.intern("recv");
     e.category = profiler::Category::Communication;
     e.startNs = from;
     e.endNs = to;
-    t.events.push_back(e);
+    trace.events.push_back(e);
   };
-  add(0, 100);  // encloses the chain
-  for (int i = 0; i < 8; ++i) add(10 + 10 * i, 25 + 10 * i);
-  add(41, 44);  // inside the request [40, 55], which sits at level 1 or 2
+  profiler::TraceData t;
+  add(t, 0, 100);  // encloses the chain
+  for (int i = 0; i < 8; ++i) add(t, 10 + 10 * i, 25 + 10 * i);
+  add(t, 41, 44);  // inside the request [40, 55], which sits at level 1 or 2
   t.sortByTime();
   profiler::TimelineIndex index;
   index.build(t);
@@ -213,14 +213,7 @@ void TestTimelineIndex::partialOverlapsShareLevels() {
   // A late span inside one that another overlaps in part goes under its encloser, where a whole
   // build puts it: [0,10], [5,100], [40,50], then [20,30] late.
   profiler::TraceData u;
-  for (const auto& [from, to] : {std::pair{0, 10}, {5, 100}, {40, 50}, {20, 30}}) {
-    profiler::Event e;
-    e.name = u.strings.intern("recv");
-    e.category = profiler::Category::Communication;
-    e.startNs = from;
-    e.endNs = to;
-    u.events.push_back(e);
-  }
+  for (const auto& [from, to] : {std::pair{0, 10}, {5, 100}, {40, 50}, {20, 30}}) add(u, from, to);
   profiler::TimelineIndex late;
   for (const profiler::Event& e : u.events) late.append(&e, 1);
   u.sortByTime();
