@@ -8,10 +8,20 @@ template <typename T>
 void layernormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias, int N,
                       int C);
 
+// The residual connection and the layernorm after it in one pass over the rows:
+// sum = a + b (kept, the next residual's input), out = layernorm(sum). Each row of the sum is
+// normalised while it is still in cache, so the sum is not read back from memory; the bits are
+// residualForward's and layernormForward's. sum may alias a or b.
+template <typename T>
+void residualLayernormForward(T* sum, T* out, T* mean, T* rstd, const T* a, const T* b,
+                              const T* weight, const T* bias, int N, int C);
+
 // dinp is overwritten; dweight and dbias are accumulated (+=). A null dinp computes the weight
-// and bias gradients alone, the same to the bit.
+// and bias gradients alone, the same to the bit. A residual connection's gradient, when given,
+// is added to dinp in the same pass (dinp = layernorm's input gradient + dresidual, the bits of
+// a separate residual add); it must not overlap dinp.
 template <typename T>
 void layernormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
-                       const T* mean, const T* rstd, int N, int C);
+                       const T* mean, const T* rstd, int N, int C, const T* dresidual = nullptr);
 
 }  // namespace parascope::kernels

@@ -47,6 +47,10 @@ Tensor activation(Allocator& a, const Shape& s) {
 float* f(const Tensor& t) {
   return t.data<float>();
 }
+// A residual connection's gradient added in a layernorm's backward pass; none where undefined.
+const float* residualGrad(const Tensor& t) {
+  return t.defined() ? f(t) : nullptr;
+}
 int rowsOf(const Batch& b) {
   return static_cast<int>(b.inputs.dim(0) * b.inputs.dim(1));
 }
@@ -77,12 +81,13 @@ class SharedGrad {
 // and bias sums (unwanted there) into a scratch row pair; the weight half computes those sums
 // alone, to the bit the fused kernel's.
 Tensor layernormInputGrad(Allocator& a, const Tensor& dout, const Tensor& inp, const Tensor& mean,
-                          const Tensor& rstd, const Parameter& weight, int C) {
+                          const Tensor& rstd, const Parameter& weight, int C,
+                          const Tensor& dresidual) {
   const int rows = static_cast<int>(inp.numel() / C);
   Tensor dinp = activation(a, {rows, C});
   Tensor unused = Tensor::zeros({2, C}, DType::F32, MemoryCategory::Workspace, a);
   layernormBackward(f(dinp), f(unused), f(unused) + C, f(dout), f(inp), f(weight.value), f(mean),
-                    f(rstd), rows, C);
+                    f(rstd), rows, C, residualGrad(dresidual));
   return dinp;
 }
 // The weight and bias gradients, shared over the group.
@@ -101,12 +106,12 @@ void layernormWeightGrad(TensorParallelRegion& region, Allocator& a, const Tenso
 // weight and bias gradients shared over the group.
 Tensor layernormGrad(TensorParallelRegion& region, Allocator& a, const Tensor& dout,
                      const Tensor& inp, const Tensor& mean, const Tensor& rstd, Parameter* weight,
-                     Parameter* bias, int C) {
+                     Parameter* bias, int C, const Tensor& dresidual) {
   const int rows = static_cast<int>(inp.numel() / C);
   Tensor dinp = activation(a, {rows, C});
   SharedGrad dw(region, weight, a), db(region, bias, a);
   layernormBackward(f(dinp), dw.target(), db.target(), f(dout), f(inp), f(weight->value), f(mean),
-                    f(rstd), rows, C);
+                    f(rstd), rows, C, residualGrad(dresidual));
   dw.finish();
   db.finish();
   return dinp;
@@ -292,10 +297,10 @@ Tensor Block::forward(const Tensor& x, const Batch& batch, Activations& keep) {
   matmulForward(f(proj), f(atty), value(ProjW), fusedBias() ? value(ProjB) : nullptr, N, Cl, C);
   Tensor x2 = region.leave(proj);
   rowParallelBias(x2, ProjB);
-  residualForward(f(x2), f(x), f(x2), static_cast<long>(rows) * C);
   Tensor ln2 = activation(alloc_, {rows, C}), ln2m = activation(alloc_, {rows}),
          ln2r = activation(alloc_, {rows});
-  layernormForward(f(ln2), f(ln2m), f(ln2r), f(x2), value(Ln2W), value(Ln2B), rows, C);
+  residualLayernormForward(f(x2), f(ln2), f(ln2m), f(ln2r), f(x), f(x2), value(Ln2W), value(Ln2B),
+                           rows, C);
   Tensor fc = activation(alloc_, {N, Fl}), gelu = activation(alloc_, {N, Fl});
   matmulForward(f(fc), f(region.enter(ln2)), value(FcW), value(FcB), N, C, Fl);
   geluForward(f(gelu), f(fc), static_cast<long>(N) * Fl);
@@ -342,7 +347,7 @@ Tensor Block::inputHalf(const Tensor& dy, const Batch& batch, Activations& keep,
   auto& s = keep.saved;
   const int B = static_cast<int>(batch.inputs.dim(0)), T = static_cast<int>(batch.inputs.dim(1));
   const int t = region_->size(), C = c_.hiddenSize, Cl = C / t, NH = c_.numHeads / t;
-  const int Fl = c_.mlpRatio * C / t, N = B * T, rows = static_cast<int>(dy.numel() / C);
+  const int Fl = c_.mlpRatio * C / t, N = B * T;
   TensorParallelRegion& region = *region_;
   restoreAttention(keep, B, T);
   // MLP branch: out = x2 + leave(gelu(fc(enter(ln2(x2)))) W2^T) + b2.
@@ -354,11 +359,11 @@ Tensor Block::inputHalf(const Tensor& dy, const Batch& batch, Activations& keep,
   // The GEMM's input (the gathered layernorm output) only feeds the weight gradient: not needed.
   matmulBackward<float>(f(dln2Full), nullptr, nullptr, f(dfc), nullptr, value(FcW), N, C, Fl);
   const Tensor dln2 = region.enterBackward(dln2Full);
-  Tensor dx2 =
-      whole ? layernormGrad(region, alloc_, dln2, s[kX2], s[kLn2Mean], s[kLn2Rstd], params_[Ln2W],
-                            params_[Ln2B], C)
-            : layernormInputGrad(alloc_, dln2, s[kX2], s[kLn2Mean], s[kLn2Rstd], *params_[Ln2W], C);
-  residualForward(f(dx2), f(dx2), f(dy), static_cast<long>(rows) * C);
+  // dx2 = the layernorm's input gradient + dy (the residual), in one pass.
+  Tensor dx2 = whole ? layernormGrad(region, alloc_, dln2, s[kX2], s[kLn2Mean], s[kLn2Rstd],
+                                     params_[Ln2W], params_[Ln2B], C, dy)
+                     : layernormInputGrad(alloc_, dln2, s[kX2], s[kLn2Mean], s[kLn2Rstd],
+                                          *params_[Ln2W], C, dy);
   // Attention branch: x2 = x + leave(attn(enter(ln1(x)) Wqkv^T) Wproj^T) + bproj.
   const Tensor dx2Full = region.leaveBackward(dx2);
   Tensor datty = activation(alloc_, {N, Cl});
@@ -369,11 +374,10 @@ Tensor Block::inputHalf(const Tensor& dy, const Batch& batch, Activations& keep,
   Tensor dln1Full = activation(alloc_, {N, C});
   matmulBackward<float>(f(dln1Full), nullptr, nullptr, f(dqkv), nullptr, value(QkvW), N, C, 3 * Cl);
   const Tensor dln1 = region.enterBackward(dln1Full);
-  Tensor dx =
-      whole ? layernormGrad(region, alloc_, dln1, s[kX], s[kLn1Mean], s[kLn1Rstd], params_[Ln1W],
-                            params_[Ln1B], C)
-            : layernormInputGrad(alloc_, dln1, s[kX], s[kLn1Mean], s[kLn1Rstd], *params_[Ln1W], C);
-  residualForward(f(dx), f(dx), f(dx2), static_cast<long>(rows) * C);
+  Tensor dx = whole ? layernormGrad(region, alloc_, dln1, s[kX], s[kLn1Mean], s[kLn1Rstd],
+                                    params_[Ln1W], params_[Ln1B], C, dx2)
+                    : layernormInputGrad(alloc_, dln1, s[kX], s[kLn1Mean], s[kLn1Rstd],
+                                         *params_[Ln1W], C, dx2);
   // What the weight half does not need goes now (the attention probabilities are the largest).
   s[kAtt] = s[kFc] = s[kQkv] = Tensor();
   s.insert(s.end(), {dy, dyFull, dfc, dln2, dx2, dx2Full, dqkv, dln1});
@@ -531,8 +535,9 @@ Tensor Head::inputHalf(const Batch& batch, Activations& keep, bool whole) {
   matmulBackward<float>(f(dln), nullptr, nullptr, f(s[kProbs]), nullptr, f(wte_->value), N, C, Vl);
   const Tensor dlnLocal = region_->enterBackward(dln);
   Tensor dx =
-      whole ? layernormGrad(*region_, alloc_, dlnLocal, s[kX], s[kMean], s[kRstd], lnw_, lnb_, C)
-            : layernormInputGrad(alloc_, dlnLocal, s[kX], s[kMean], s[kRstd], *lnw_, C);
+      whole ? layernormGrad(*region_, alloc_, dlnLocal, s[kX], s[kMean], s[kRstd], lnw_, lnb_, C,
+                            Tensor())
+            : layernormInputGrad(alloc_, dlnLocal, s[kX], s[kMean], s[kRstd], *lnw_, C, Tensor());
   s.push_back(dlnLocal);
   return dx;
 }

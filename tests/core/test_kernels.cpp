@@ -35,6 +35,7 @@ class TestKernels : public QObject {
   void matmulGradients();
   void embeddingGradients();
   void layernormGradients();
+  void residualLayernormIsBothKernelsToTheBit();
   void geluGradients();
   void attentionGradients();
   void attentionIsCausal();
@@ -103,6 +104,43 @@ void TestKernels::layernormGradients() {
   expectGradient("layernorm dinp", x, dx, loss);
   expectGradient("layernorm dweight", w, dw, loss);
   expectGradient("layernorm dbias", b, db, loss);
+}
+
+// The fused residual + layernorm, forward and backward, against the two kernels run one after
+// the other: the same bits in float, on a width that vectorises and on one that leaves a tail.
+void TestKernels::residualLayernormIsBothKernelsToTheBit() {
+  for (const int C : {256, 37}) {
+    const int N = 9;
+    auto floats = [](const Vec& v) { return std::vector<float>(v.begin(), v.end()); };
+    const std::vector<float> a = floats(randomVector(N * C, 20, 2.0)),
+                             b = floats(randomVector(N * C, 21, 2.0)),
+                             w = floats(randomVector(C, 22)), bias = floats(randomVector(C, 23)),
+                             dout = floats(randomVector(N * C, 24)),
+                             dres = floats(randomVector(N * C, 25));
+    std::vector<float> sum(N * C), out(N * C), mean(N), rstd(N);
+    residualForward(sum.data(), a.data(), b.data(), static_cast<long>(N) * C);
+    layernormForward(out.data(), mean.data(), rstd.data(), sum.data(), w.data(), bias.data(), N, C);
+    std::vector<float> fusedSum(b), fusedOut(N * C), fusedMean(N), fusedRstd(N);
+    // The sum written over b, as the model's block does.
+    residualLayernormForward(fusedSum.data(), fusedOut.data(), fusedMean.data(), fusedRstd.data(),
+                             a.data(), fusedSum.data(), w.data(), bias.data(), N, C);
+    QCOMPARE(std::memcmp(fusedSum.data(), sum.data(), sum.size() * sizeof(float)), 0);
+    QCOMPARE(std::memcmp(fusedOut.data(), out.data(), out.size() * sizeof(float)), 0);
+    QCOMPARE(std::memcmp(fusedMean.data(), mean.data(), N * sizeof(float)), 0);
+    QCOMPARE(std::memcmp(fusedRstd.data(), rstd.data(), N * sizeof(float)), 0);
+
+    std::vector<float> dx(N * C), dw(C, 0.0f), db(C, 0.0f);
+    layernormBackward(dx.data(), dw.data(), db.data(), dout.data(), sum.data(), w.data(),
+                      mean.data(), rstd.data(), N, C);
+    residualForward(dx.data(), dx.data(), dres.data(), static_cast<long>(N) * C);
+    std::vector<float> fusedDx(N * C), fusedDw(C, 0.0f), fusedDb(C, 0.0f);
+    layernormBackward(fusedDx.data(), fusedDw.data(), fusedDb.data(), dout.data(), sum.data(),
+                      w.data(), mean.data(), rstd.data(), N, C, dres.data());
+    QCOMPARE(std::memcmp(fusedDx.data(), dx.data(), dx.size() * sizeof(float)), 0);
+    QCOMPARE(std::memcmp(fusedDw.data(), dw.data(), C * sizeof(float)), 0);
+    QCOMPARE(std::memcmp(fusedDb.data(), db.data(), C * sizeof(float)), 0);
+    QVERIFY(dx != std::vector<float>(N * C, 0.0f));
+  }
 }
 
 void TestKernels::geluGradients() {

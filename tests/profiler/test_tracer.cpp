@@ -226,6 +226,10 @@ void TestTracer::kernelSpansSayTheBytesTheyMove() {
   k::layernormForward<float>(out.data(), mean.data(), rstd.data(), a.data(), w.data(), bias.data(),
                              N, C);
   k::residualForward<float>(out.data(), a.data(), b.data(), N * C);
+  k::residualLayernormForward<float>(b.data(), out.data(), mean.data(), rstd.data(), a.data(),
+                                     b.data(), w.data(), bias.data(), N, C);
+  k::layernormBackward<float>(out.data(), m.data(), v.data(), a.data(), b.data(), w.data(),
+                              mean.data(), rstd.data(), N, C, a.data());
   k::matmulForward<float>(y.data(), a.data(), weight.data(), nullptr, N, C, OC);
   k::adamwUpdate<float>(a.data(), b.data(), m.data(), v.data(), N * C, {}, 1, 1.0f);
   tracer.uninstall();
@@ -235,6 +239,10 @@ void TestTracer::kernelSpansSayTheBytesTheyMove() {
   QCOMPARE(bytes.at("gelu_backward"), std::int64_t{4 * 3 * N * C});
   QCOMPARE(bytes.at("layernorm_forward"), std::int64_t{4 * (2 * N * C + 2 * C + 2 * N)});
   QCOMPARE(bytes.at("residual_forward"), std::int64_t{4 * 3 * N * C});
+  // The fused kernel reads the two branches and writes their sum and its normalised rows.
+  QCOMPARE(bytes.at("residual_layernorm_forward"), std::int64_t{4 * (4 * N * C + 2 * C + 2 * N)});
+  // dout, inp, dinp, the residual's gradient; weight; mean and rstd; dweight and dbias added into.
+  QCOMPARE(bytes.at("layernorm_backward"), std::int64_t{4 * (4 * N * C + 2 * N + 5 * C)});
   QCOMPARE(bytes.at("matmul_forward"), std::int64_t{4 * (N * C + OC * C + N * OC)});
   QCOMPARE(bytes.at("adamw"), std::int64_t{4 * 7 * N * C});
 }
