@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/kernels/element_math.h"
 #include "core/kernels/precision.h"
 #include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
@@ -12,53 +13,41 @@ namespace parascope::kernels {
 namespace {
 
 template <typename T>
-struct Constants {
-  T b1, b2, decay, eps, stepSize, biasCorrection2Sqrt;
-  Constants(const AdamWHyper& h, int step) {
-    const T lr = h.lr;
-    b1 = h.beta1;
-    b2 = h.beta2;
-    // Bias corrections in double, as Python computes them before they reach the kernel.
-    const double bc1 = 1.0 - std::pow(static_cast<double>(h.beta1), step);
-    biasCorrection2Sqrt =
-        static_cast<T>(std::sqrt(1.0 - std::pow(static_cast<double>(h.beta2), step)));
-    stepSize = static_cast<T>(static_cast<double>(h.lr) / bc1);
-    decay = T(1) - lr * static_cast<T>(h.weightDecay);
-    eps = h.eps;
-  }
-};
+AdamWConstants<T> constants(const AdamWHyper& h, int step) {
+  const T lr = h.lr;
+  const double bc1 = 1.0 - std::pow(static_cast<double>(h.beta1), step);
+  return {T(h.beta1),
+          T(h.beta2),
+          T(1) - lr * static_cast<T>(h.weightDecay),
+          T(h.eps),
+          static_cast<T>(static_cast<double>(h.lr) / bc1),
+          static_cast<T>(std::sqrt(1.0 - std::pow(static_cast<double>(h.beta2), step)))};
+}
 
 // Inlined into each level's function below and vectorised there for its target (cpu_level.h).
 template <typename T>
 [[gnu::always_inline]] inline void update(T* param, const T* grad, T* m, T* v, long N,
-                                          const Constants<T>& k, T gradScale) {
-  for (long i = 0; i < N; ++i) {
-    const T g = grad[i] * gradScale;
-    param[i] *= k.decay;
-    m[i] = m[i] * k.b1 + (T(1) - k.b1) * g;
-    v[i] = v[i] * k.b2 + (T(1) - k.b2) * g * g;
-    const T denom = std::sqrt(v[i]) / k.biasCorrection2Sqrt + k.eps;
-    param[i] -= k.stepSize * (m[i] / denom);
-  }
+                                          const AdamWConstants<T>& k, T gradScale) {
+  for (long i = 0; i < N; ++i) adamwElement(param[i], grad[i] * gradScale, m[i], v[i], k);
 }
 
 void updateBaseline(float* param, const float* grad, float* m, float* v, long N,
-                    const Constants<float>& k, float gradScale) {
+                    const AdamWConstants<float>& k, float gradScale) {
   update(param, grad, m, v, N, k, gradScale);
 }
 #if defined(__x86_64__)
 PARASCOPE_TARGET_AVX2 void updateAvx2(float* param, const float* grad, float* m, float* v, long N,
-                                      const Constants<float>& k, float gradScale) {
+                                      const AdamWConstants<float>& k, float gradScale) {
   update(param, grad, m, v, N, k, gradScale);
 }
 PARASCOPE_TARGET_AVX512 void updateAvx512(float* param, const float* grad, float* m, float* v,
-                                          long N, const Constants<float>& k, float gradScale) {
+                                          long N, const AdamWConstants<float>& k, float gradScale) {
   update(param, grad, m, v, N, k, gradScale);
 }
 #endif
 
 void updateAt(CpuLevel level, float* param, const float* grad, float* m, float* v, long N,
-              const Constants<float>& k, float gradScale) {
+              const AdamWConstants<float>& k, float gradScale) {
 #if defined(__x86_64__)
   if (level == CpuLevel::Avx512) return updateAvx512(param, grad, m, v, N, k, gradScale);
   if (level == CpuLevel::Avx2) return updateAvx2(param, grad, m, v, N, k, gradScale);
@@ -68,9 +57,13 @@ void updateAt(CpuLevel level, float* param, const float* grad, float* m, float* 
 
 }  // namespace
 
+AdamWConstants<float> adamwConstants(const AdamWHyper& h, int step) {
+  return constants<float>(h, step);
+}
+
 void adamwUpdate(float* param, const float* grad, float* m, float* v, long N, const AdamWHyper& h,
                  int step, float gradScale, CpuLevel level) {
-  updateAt(level, param, grad, m, v, N, Constants<float>(h, step), gradScale);
+  updateAt(level, param, grad, m, v, N, constants<float>(h, step), gradScale);
 }
 
 template <>
@@ -78,7 +71,7 @@ void adamwUpdate<float>(float* param, const float* grad, float* m, float* v, lon
                         const AdamWHyper& h, int step, float gradScale) {
   trace::Span span("adamw", trace::Category::Optimizer);
   span.bytes(arrayBytes<float>(7 * N));  // grad read; param, m and v read and written
-  updateAt(cpuLevel(), param, grad, m, v, N, Constants<float>(h, step), gradScale);
+  updateAt(cpuLevel(), param, grad, m, v, N, constants<float>(h, step), gradScale);
 }
 
 template <typename T>
@@ -86,7 +79,7 @@ void adamwUpdate(T* param, const T* grad, T* m, T* v, long N, const AdamWHyper& 
                  T gradScale) {
   trace::Span span("adamw", trace::Category::Optimizer);
   span.bytes(arrayBytes<T>(7 * N));
-  update(param, grad, m, v, N, Constants<T>(h, step), gradScale);
+  update(param, grad, m, v, N, constants<T>(h, step), gradScale);
 }
 
 void adamwUpdateMixed(float* master, std::uint16_t* param, const std::uint16_t* grad, float* m,
@@ -95,7 +88,7 @@ void adamwUpdateMixed(float* master, std::uint16_t* param, const std::uint16_t* 
   // 16-bit grad read and param written; the f32 master, m and v read and written.
   trace::Span span("adamw", trace::Category::Optimizer);
   span.bytes(28 * N);
-  const Constants<float> k(h, step);
+  const AdamWConstants<float> k = constants<float>(h, step);
   constexpr long kChunk = 1024;  // gradients widened through the stack
   float g[kChunk];
   for (long at = 0; at < N; at += kChunk) {

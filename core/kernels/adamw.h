@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/kernels/cpu_level.h"
+#include "core/kernels/element_math.h"
 #include "core/tensor/dtype.h"
 
 namespace parascope::kernels {
@@ -18,6 +19,9 @@ struct AdamWHyper {
   float eps = 1e-8f;
   float weightDecay = 0.01f;
 };
+
+// The constants of step `step` (1-based) that every element's update uses, the CUDA kernel's too.
+AdamWConstants<float> adamwConstants(const AdamWHyper& h, int step);
 
 // grad is read as grad * gradScale (used by clipping and loss scaling without a separate pass).
 // float runs at the CPU's level (cpu_level.h); double, for the gradient checks, at the baseline.

@@ -1,6 +1,6 @@
 #include "core/kernels/gelu.h"
 
-#include "core/kernels/math.h"
+#include "core/kernels/element_math.h"
 #include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
 
@@ -8,19 +8,12 @@ namespace parascope::kernels {
 
 namespace {
 
-template <typename T>
-constexpr T kScale = T(0.7978845608028654);  // sqrt(2 / pi)
-
 // The loops, inlined into each level's function below and vectorised there for its target. The
 // kernels library is built without floating-point contraction, so a multiply and an add round
 // twice at every level and every level computes the same bits.
 template <typename T>
 [[gnu::always_inline]] inline void forwardLoop(T* out, const T* inp, long N) {
-  for (long i = 0; i < N; ++i) {
-    const T x = inp[i];
-    const T u = kScale<T> * (x + T(0.044715) * x * x * x);
-    out[i] = T(0.5) * x * (T(1) + fastTanh(u));
-  }
+  for (long i = 0; i < N; ++i) out[i] = geluValue(inp[i]);
 }
 
 template <typename T>
@@ -28,15 +21,7 @@ template <typename T>
   // Callers pass dinp == dout (the gradient replaced in place): each element is read before it
   // is written, so the loop vectorises, which the compiler's overlap check would refuse.
 #pragma omp simd
-  for (long i = 0; i < N; ++i) {
-    const T x = inp[i];
-    const T u = kScale<T> * (x + T(0.044715) * x * x * x);
-    const T th = fastTanh(u);
-    const T sech2 = T(1) - th * th;
-    const T local =
-        T(0.5) * (T(1) + th) + T(0.5) * x * sech2 * kScale<T> * (T(1) + T(3) * T(0.044715) * x * x);
-    dinp[i] = local * dout[i];
-  }
+  for (long i = 0; i < N; ++i) dinp[i] = geluDerivative(inp[i]) * dout[i];
 }
 
 void forwardBaseline(float* out, const float* inp, long N) {

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 
+#include "core/kernels/element_math.h"
 #include "core/kernels/grad_clip.h"
 
 #if defined(__F16C__)
@@ -18,15 +19,6 @@ constexpr long kChunk = 1024;  // elements converted through the stack at a time
 // Hardware conversion rounds to nearest even, as floatToF16 does (overflow to inf, subnormals).
 constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 #endif
-
-// floatToBf16 without branches, so that loops of it vectorise: round to nearest even, NaN kept
-// quiet. Returns the bf16 bits in the upper half.
-inline std::uint32_t bf16Upper(float f) {
-  const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
-  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-  const std::uint32_t quiet = (u | 0x00400000u) & 0xffff0000u;
-  return (u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
-}
 }  // namespace
 
 void widen(const std::uint16_t* in, float* out, long N, DType from) {

@@ -1,0 +1,376 @@
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/cuda/device.h"
+#include "core/cuda/kernels.h"
+#include "core/kernels/element_math.h"
+
+namespace parascope::cuda {
+
+namespace k = parascope::kernels;
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarp = 32;
+
+// Enough blocks to fill any current GPU; the element-wise kernels stride over the rest.
+unsigned blocksFor(long n) {
+  const long blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(std::clamp(blocks, 1L, 65535L));
+}
+
+void checkLaunch(const char* kernel) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    throw CudaError(std::string("launching ") + kernel + ": " + cudaGetErrorString(e));
+}
+
+__device__ long globalIndex() {
+  return static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ long gridStride() {
+  return static_cast<long>(gridDim.x) * blockDim.x;
+}
+
+__device__ float warpSum(float v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+__device__ float warpMax(float v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// A block's sum or maximum (blockDim.x a multiple of 32), returned to every thread.
+template <bool Max>
+__device__ float blockReduce(float v) {
+  __shared__ float partial[kThreads / kWarp];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  v = Max ? warpMax(v) : warpSum(v);
+  __syncthreads();  // partial[] may still be read by a previous call's threads
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  const int warps = blockDim.x / kWarp;
+  v = lane < warps ? partial[lane] : (Max ? -INFINITY : 0.0f);
+  return Max ? warpMax(v) : warpSum(v);
+}
+
+__global__ void geluForwardKernel(float* out, const float* inp, long n) {
+  for (long i = globalIndex(); i < n; i += gridStride()) out[i] = k::geluValue(inp[i]);
+}
+
+__global__ void geluBackwardKernel(float* dinp, const float* inp, const float* dout, long n) {
+  for (long i = globalIndex(); i < n; i += gridStride())
+    dinp[i] = k::geluDerivative(inp[i]) * dout[i];
+}
+
+__global__ void residualKernel(float* out, const float* a, const float* b, long n) {
+  for (long i = globalIndex(); i < n; i += gridStride()) out[i] = a[i] + b[i];
+}
+
+__global__ void biasKernel(float* out, const float* bias, long n, long C) {
+  for (long i = globalIndex(); i < n; i += gridStride()) out[i] = out[i] + bias[i % C];
+}
+
+// One warp per row: the row's mean and variance by warp sums, then the normalised row. With a
+// residual, the warp writes the row's sum first and normalises what it wrote.
+__global__ void layernormForwardKernel(float* out, float* mean, float* rstd, float* sum,
+                                       const float* a, const float* b, const float* weight,
+                                       const float* bias, int N, int C) {
+  const int row = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= N) return;
+  const long base = static_cast<long>(row) * C;
+  const float* x = b + base;
+  if (sum != nullptr) {
+    for (int i = lane; i < C; i += kWarp) sum[base + i] = a[base + i] + b[base + i];
+    __syncwarp();
+    x = sum + base;
+  }
+  float s = 0.0f;
+  for (int i = lane; i < C; i += kWarp) s += x[i];
+  const float m = warpSum(s) / C;
+  float var = 0.0f;
+  for (int i = lane; i < C; i += kWarp) var += (x[i] - m) * (x[i] - m);
+  const float r = 1.0f / sqrtf(warpSum(var) / C + 1e-5f);
+  float* o = out + base;
+  for (int i = lane; i < C; i += kWarp) o[i] = (x[i] - m) * r * weight[i] + bias[i];
+  if (lane == 0) {
+    mean[row] = m;
+    rstd[row] = r;
+  }
+}
+
+// The input gradient, one warp per row (as layernorm.cpp: dnorm = dout * weight,
+// dx = s (dnorm - mean(dnorm) - xhat mean(dnorm xhat)) [+ dresidual]).
+__global__ void layernormInputGradKernel(float* dinp, const float* dout, const float* inp,
+                                         const float* weight, const float* mean, const float* rstd,
+                                         const float* dresidual, int N, int C) {
+  const int row = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= N) return;
+  const long base = static_cast<long>(row) * C;
+  const float* x = inp + base;
+  const float* d = dout + base;
+  const float m = mean[row], s = rstd[row];
+  float dnormSum = 0.0f, dnormXhatSum = 0.0f;
+  for (int i = lane; i < C; i += kWarp) {
+    const float xhat = (x[i] - m) * s;
+    const float dnorm = d[i] * weight[i];
+    dnormSum += dnorm;
+    dnormXhatSum += dnorm * xhat;
+  }
+  const float dnormMean = warpSum(dnormSum) / C;
+  const float dnormXhatMean = warpSum(dnormXhatSum) / C;
+  for (int i = lane; i < C; i += kWarp) {
+    const float xhat = (x[i] - m) * s;
+    float dx = s * (d[i] * weight[i] - dnormMean - xhat * dnormXhatMean);
+    if (dresidual != nullptr) dx = dx + dresidual[base + i];
+    dinp[base + i] = dx;
+  }
+}
+
+// The weight and bias gradients: one thread per column adds the rows in order, the CPU's sums.
+__global__ void layernormWeightGradKernel(float* dweight, float* dbias, const float* dout,
+                                          const float* inp, const float* mean, const float* rstd,
+                                          int N, int C) {
+  const long i = globalIndex();
+  if (i >= C) return;
+  float dw = dweight[i], db = dbias[i];
+  for (int n = 0; n < N; ++n) {
+    const long at = static_cast<long>(n) * C + i;
+    const float xhat = (inp[at] - mean[n]) * rstd[n];
+    db += dout[at];
+    dw += dout[at] * xhat;
+  }
+  dweight[i] = dw;
+  dbias[i] = db;
+}
+
+__global__ void embeddingForwardKernel(float* out, const std::int32_t* tokens, const float* wte,
+                                       const float* wpe, int T, int C, long n) {
+  for (long i = globalIndex(); i < n; i += gridStride()) {
+    const long token = i / C;
+    const int c = static_cast<int>(i % C), t = static_cast<int>(token % T);
+    out[i] = wte[static_cast<long>(tokens[token]) * C + c] + wpe[static_cast<long>(t) * C + c];
+  }
+}
+
+// One thread per column of dwte and dwpe; tokens in order, so repeated tokens add as on the CPU.
+__global__ void embeddingBackwardKernel(float* dwte, float* dwpe, const float* dout,
+                                        const std::int32_t* tokens, int T, int C, long tokensN) {
+  const long c = globalIndex();
+  if (c >= C) return;
+  for (long n = 0; n < tokensN; ++n) {
+    const float d = dout[n * C + c];
+    dwte[static_cast<long>(tokens[n]) * C + c] += d;
+    dwpe[(n % T) * C + c] += d;
+  }
+}
+
+// One block per row: maximum, then the exponentials (the CPU's fastExp) and their sum.
+__global__ void crossEntropyForwardKernel(float* losses, float* probs, const float* logits,
+                                          const std::int32_t* targets, int V) {
+  const long base = static_cast<long>(blockIdx.x) * V;
+  const float* x = logits + base;
+  float* p = probs + base;
+  float maxv = -INFINITY;
+  for (int v = threadIdx.x; v < V; v += blockDim.x) maxv = fmaxf(maxv, x[v]);
+  maxv = blockReduce<true>(maxv);
+  const float target = x[targets[blockIdx.x]];
+  __syncthreads();  // every thread has read its logits and the target before probs overwrite them
+  float sum = 0.0f;
+  for (int v = threadIdx.x; v < V; v += blockDim.x) {
+    const float e = k::fastExp(x[v] - maxv);
+    p[v] = e;
+    sum += e;
+  }
+  sum = blockReduce<false>(sum);
+  const float inv = 1.0f / sum;
+  for (int v = threadIdx.x; v < V; v += blockDim.x) p[v] *= inv;
+  if (threadIdx.x == 0) losses[blockIdx.x] = logf(sum) - (target - maxv);
+}
+
+__global__ void crossEntropyBackwardKernel(float* dlogits, const float* probs,
+                                           const std::int32_t* targets, const float* dlosses, int V,
+                                           long n) {
+  for (long i = globalIndex(); i < n; i += gridStride()) {
+    const long row = i / V;
+    const float dl = dlosses[row];
+    float d = probs[i] * dl;
+    if (i % V == targets[row]) d = d - dl;
+    dlogits[i] = d;
+  }
+}
+
+__global__ void adamwKernel(float* param, const float* grad, float* m, float* v, long n,
+                            k::AdamWConstants<float> c, float gradScale) {
+  for (long i = globalIndex(); i < n; i += gridStride())
+    k::adamwElement(param[i], grad[i] * gradScale, m[i], v[i], c);
+}
+
+__device__ float widenOne(std::uint16_t h, bool bf16) {
+  return bf16 ? k::floatOfBits(static_cast<std::uint32_t>(h) << 16)
+              : __half2float(__ushort_as_half(h));
+}
+__device__ std::uint16_t narrowOne(float f, bool bf16) {
+  return bf16 ? static_cast<std::uint16_t>(k::bf16Upper(f) >> 16)
+              : __half_as_ushort(__float2half_rn(f));
+}
+
+__global__ void adamwMixedKernel(float* master, std::uint16_t* param, const std::uint16_t* grad,
+                                 float* m, float* v, long n, k::AdamWConstants<float> c,
+                                 float gradScale, bool bf16) {
+  for (long i = globalIndex(); i < n; i += gridStride()) {
+    k::adamwElement(master[i], widenOne(grad[i], bf16) * gradScale, m[i], v[i], c);
+    param[i] = narrowOne(master[i], bf16);
+  }
+}
+
+__global__ void sumOfSquaresKernel(double* sum, const float* grad, long n) {
+  double s = 0.0;
+  for (long i = globalIndex(); i < n; i += gridStride())
+    s += static_cast<double>(grad[i]) * static_cast<double>(grad[i]);
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    s += __shfl_xor_sync(0xffffffffu, s, offset);
+  if (threadIdx.x % kWarp == 0) atomicAdd(sum, s);
+}
+
+__global__ void widenKernel(const std::uint16_t* in, float* out, long n, bool bf16) {
+  for (long i = globalIndex(); i < n; i += gridStride()) out[i] = widenOne(in[i], bf16);
+}
+__global__ void narrowKernel(const float* in, std::uint16_t* out, long n, bool bf16) {
+  for (long i = globalIndex(); i < n; i += gridStride()) out[i] = narrowOne(in[i], bf16);
+}
+
+bool isBf16(DType t, const char* what) {
+  if (t != DType::BF16 && t != DType::F16)
+    throw CudaError(std::string(what) + ": 16-bit type must be bf16 or fp16, got " +
+                    std::string(dtypeName(t)));
+  return t == DType::BF16;
+}
+
+unsigned rowBlocks(int rows) {
+  constexpr int rowsPerBlock = kThreads / kWarp;
+  return static_cast<unsigned>((rows + rowsPerBlock - 1) / rowsPerBlock);
+}
+
+}  // namespace
+
+void geluForward(float* out, const float* inp, long n, cudaStream_t stream) {
+  geluForwardKernel<<<blocksFor(n), kThreads, 0, stream>>>(out, inp, n);
+  checkLaunch("gelu_forward");
+}
+
+void geluBackward(float* dinp, const float* inp, const float* dout, long n, cudaStream_t stream) {
+  geluBackwardKernel<<<blocksFor(n), kThreads, 0, stream>>>(dinp, inp, dout, n);
+  checkLaunch("gelu_backward");
+}
+
+void residualForward(float* out, const float* a, const float* b, long n, cudaStream_t stream) {
+  residualKernel<<<blocksFor(n), kThreads, 0, stream>>>(out, a, b, n);
+  checkLaunch("residual_forward");
+}
+
+void biasForward(float* out, const float* bias, long rows, long C, cudaStream_t stream) {
+  biasKernel<<<blocksFor(rows * C), kThreads, 0, stream>>>(out, bias, rows * C, C);
+  checkLaunch("bias_forward");
+}
+
+void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                      const float* bias, int N, int C, cudaStream_t stream) {
+  layernormForwardKernel<<<rowBlocks(N), kThreads, 0, stream>>>(out, mean, rstd, nullptr, nullptr,
+                                                                inp, weight, bias, N, C);
+  checkLaunch("layernorm_forward");
+}
+
+void residualLayernormForward(float* sum, float* out, float* mean, float* rstd, const float* a,
+                              const float* b, const float* weight, const float* bias, int N, int C,
+                              cudaStream_t stream) {
+  layernormForwardKernel<<<rowBlocks(N), kThreads, 0, stream>>>(out, mean, rstd, sum, a, b, weight,
+                                                                bias, N, C);
+  checkLaunch("residual_layernorm_forward");
+}
+
+void layernormBackward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, const float* mean, const float* rstd,
+                       int N, int C, const float* dresidual, cudaStream_t stream) {
+  if (dinp != nullptr) {
+    layernormInputGradKernel<<<rowBlocks(N), kThreads, 0, stream>>>(dinp, dout, inp, weight, mean,
+                                                                    rstd, dresidual, N, C);
+    checkLaunch("layernorm_backward");
+  }
+  layernormWeightGradKernel<<<blocksFor(C), kThreads, 0, stream>>>(dweight, dbias, dout, inp, mean,
+                                                                   rstd, N, C);
+  checkLaunch("layernorm_backward");
+}
+
+void embeddingForward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
+                      int B, int T, int C, cudaStream_t stream) {
+  const long n = static_cast<long>(B) * T * C;
+  embeddingForwardKernel<<<blocksFor(n), kThreads, 0, stream>>>(out, tokens, wte, wpe, T, C, n);
+  checkLaunch("embedding_forward");
+}
+
+void embeddingBackward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
+                       int B, int T, int C, cudaStream_t stream) {
+  embeddingBackwardKernel<<<blocksFor(C), kThreads, 0, stream>>>(dwte, dwpe, dout, tokens, T, C,
+                                                                 static_cast<long>(B) * T);
+  checkLaunch("embedding_backward");
+}
+
+void crossEntropyForward(float* losses, float* probs, const float* logits,
+                         const std::int32_t* targets, int N, int V, cudaStream_t stream) {
+  crossEntropyForwardKernel<<<static_cast<unsigned>(N), kThreads, 0, stream>>>(losses, probs,
+                                                                               logits, targets, V);
+  checkLaunch("cross_entropy_forward");
+}
+
+void crossEntropyBackward(float* dlogits, const float* probs, const std::int32_t* targets,
+                          const float* dlosses, int N, int V, cudaStream_t stream) {
+  const long n = static_cast<long>(N) * V;
+  crossEntropyBackwardKernel<<<blocksFor(n), kThreads, 0, stream>>>(dlogits, probs, targets,
+                                                                    dlosses, V, n);
+  checkLaunch("cross_entropy_backward");
+}
+
+void adamwUpdate(float* param, const float* grad, float* m, float* v, long n,
+                 const kernels::AdamWConstants<float>& k, float gradScale, cudaStream_t stream) {
+  adamwKernel<<<blocksFor(n), kThreads, 0, stream>>>(param, grad, m, v, n, k, gradScale);
+  checkLaunch("adamw");
+}
+
+void adamwUpdateMixed(float* master, std::uint16_t* param, const std::uint16_t* grad, float* m,
+                      float* v, long n, const kernels::AdamWConstants<float>& k, float gradScale,
+                      DType type, cudaStream_t stream) {
+  const bool bf16 = isBf16(type, "adamw");
+  adamwMixedKernel<<<blocksFor(n), kThreads, 0, stream>>>(master, param, grad, m, v, n, k,
+                                                          gradScale, bf16);
+  checkLaunch("adamw");
+}
+
+void addSumOfSquares(double* sum, const float* grad, long n, cudaStream_t stream) {
+  sumOfSquaresKernel<<<blocksFor(n), kThreads, 0, stream>>>(sum, grad, n);
+  checkLaunch("grad_norm");
+}
+
+void widen(const std::uint16_t* in, float* out, long n, DType from, cudaStream_t stream) {
+  const bool bf16 = isBf16(from, "widen");
+  widenKernel<<<blocksFor(n), kThreads, 0, stream>>>(in, out, n, bf16);
+  checkLaunch("widen");
+}
+
+void narrow(const float* in, std::uint16_t* out, long n, DType to, cudaStream_t stream) {
+  const bool bf16 = isBf16(to, "narrow");
+  narrowKernel<<<blocksFor(n), kThreads, 0, stream>>>(in, out, n, bf16);
+  checkLaunch("narrow");
+}
+
+}  // namespace parascope::cuda

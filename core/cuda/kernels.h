@@ -1,0 +1,74 @@
+// The engine's kernels on an NVIDIA GPU: the same operations, shapes and argument order as the
+// CPU kernels of core/kernels (see each one's header for the shapes), on device pointers. Every
+// function launches on `stream` and returns without waiting; a launch failure throws CudaError.
+//
+// Which bits they give, against the CPU kernel with the same inputs:
+// - element-wise kernels (GELU, residual, bias, the cross-entropy's backward, AdamW, the 16-bit
+//   conversions) compute each element with the CPU's arithmetic (core/kernels/element_math.h):
+//   the same bits;
+// - sums over a column in row order (layernorm's weight and bias gradients, the embedding's
+//   gradients): each column is one thread adding the rows in the CPU's order: the same bits;
+// - sums along a row (layernorm's statistics and input gradient, the softmax's normaliser) are
+//   tree reductions across a warp or a block: rounded differently, within a few ulp of the row;
+// - the gradient's sum of squares adds blocks' partial sums in double in any order: within
+//   1e-12 relative.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/kernels/element_math.h"
+#include "core/tensor/dtype.h"
+
+namespace parascope::cuda {
+
+void geluForward(float* out, const float* inp, long n, cudaStream_t stream);
+// dinp may be dout (replaced in place).
+void geluBackward(float* dinp, const float* inp, const float* dout, long n, cudaStream_t stream);
+
+// out = a + b (out may alias either); and out[r, :] += bias for each of `rows` rows of C.
+void residualForward(float* out, const float* a, const float* b, long n, cudaStream_t stream);
+void biasForward(float* out, const float* bias, long rows, long C, cudaStream_t stream);
+
+void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                      const float* bias, int N, int C, cudaStream_t stream);
+// sum = a + b (may alias b), out = layernorm(sum).
+void residualLayernormForward(float* sum, float* out, float* mean, float* rstd, const float* a,
+                              const float* b, const float* weight, const float* bias, int N, int C,
+                              cudaStream_t stream);
+// dinp overwritten (plus dresidual where given; null dinp: the weight half alone), dweight and
+// dbias accumulated.
+void layernormBackward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, const float* mean, const float* rstd,
+                       int N, int C, const float* dresidual, cudaStream_t stream);
+
+void embeddingForward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
+                      int B, int T, int C, cudaStream_t stream);
+// dwte and dwpe accumulated, each column's rows added in token order.
+void embeddingBackward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
+                       int B, int T, int C, cudaStream_t stream);
+
+// Softmax + cross-entropy over rows of V (probs may alias logits), and its backward (dlogits may
+// alias probs).
+void crossEntropyForward(float* losses, float* probs, const float* logits,
+                         const std::int32_t* targets, int N, int V, cudaStream_t stream);
+void crossEntropyBackward(float* dlogits, const float* probs, const std::int32_t* targets,
+                          const float* dlosses, int N, int V, cudaStream_t stream);
+
+// AdamW (core/kernels/adamw.h), the constants from kernels::adamwConstants on the host; grad is
+// read times gradScale. The mixed form keeps the f32 master and stores param rounded to `type`.
+void adamwUpdate(float* param, const float* grad, float* m, float* v, long n,
+                 const kernels::AdamWConstants<float>& k, float gradScale, cudaStream_t stream);
+void adamwUpdateMixed(float* master, std::uint16_t* param, const std::uint16_t* grad, float* m,
+                      float* v, long n, const kernels::AdamWConstants<float>& k, float gradScale,
+                      DType type, cudaStream_t stream);
+
+// *sum (device memory, one double) += the sum of grad's squares, each in double.
+void addSumOfSquares(double* sum, const float* grad, long n, cudaStream_t stream);
+
+// 16-bit (BF16 or F16) to float and back, rounding to nearest even.
+void widen(const std::uint16_t* in, float* out, long n, DType from, cudaStream_t stream);
+void narrow(const float* in, std::uint16_t* out, long n, DType to, cudaStream_t stream);
+
+}  // namespace parascope::cuda

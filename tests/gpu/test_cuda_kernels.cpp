@@ -1,0 +1,284 @@
+// Every CUDA kernel (core/cuda/kernels.h) against the CPU kernel it mirrors, on the same inputs:
+// the element-wise kernels and the column sums give the CPU's bits; the row reductions agree to
+// the tolerance stated at each check. Skips with one line where no device is visible.
+#include <QtTest>
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/cuda/device.h"
+#include "core/cuda/kernels.h"
+#include "core/kernels/adamw.h"
+#include "core/kernels/cross_entropy.h"
+#include "core/kernels/embedding.h"
+#include "core/kernels/gelu.h"
+#include "core/kernels/grad_clip.h"
+#include "core/kernels/layernorm.h"
+#include "core/kernels/precision.h"
+#include "core/kernels/residual.h"
+
+using namespace parascope;
+using Floats = std::vector<float>;
+
+namespace {
+
+Floats randomFloats(std::size_t n, unsigned seed, float scale = 1.0f) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  Floats v(n);
+  for (float& x : v) x = d(gen);
+  return v;
+}
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) QFAIL((std::string(what) + ": " + cudaGetErrorString(e)).c_str());
+}
+
+// A device copy of a host vector, read back with host().
+template <typename T>
+class DeviceVector {
+ public:
+  explicit DeviceVector(const std::vector<T>& host) : n_(host.size()) {
+    check(cudaMalloc(reinterpret_cast<void**>(&p_), bytes()), "cudaMalloc");
+    check(cudaMemcpy(p_, host.data(), bytes(), cudaMemcpyHostToDevice), "cudaMemcpy");
+  }
+  ~DeviceVector() { cudaFree(p_); }
+  DeviceVector(const DeviceVector&) = delete;
+  DeviceVector& operator=(const DeviceVector&) = delete;
+  T* get() const { return p_; }
+  std::vector<T> host() const {
+    std::vector<T> h(n_);
+    check(cudaDeviceSynchronize(), "kernel");
+    check(cudaMemcpy(h.data(), p_, bytes(), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    return h;
+  }
+
+ private:
+  std::size_t bytes() const { return n_ * sizeof(T); }
+  std::size_t n_;
+  T* p_ = nullptr;
+};
+
+template <typename T>
+bool sameBits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+// The largest |a - b| / (atol + rtol |b|) over the elements: at most 1 passes.
+double worst(const Floats& gpu, const Floats& cpu, double rtol, double atol) {
+  double w = 0;
+  for (std::size_t i = 0; i < cpu.size(); ++i)
+    w = std::max(w, std::fabs(double(gpu[i]) - cpu[i]) / (atol + rtol * std::fabs(double(cpu[i]))));
+  return w;
+}
+
+}  // namespace
+
+// The checks that need a device skip with one line without one; refusesAWideType runs anywhere.
+#define REQUIRE_DEVICE()                                                                         \
+  if (cuda::deviceCount() == 0)                                                                  \
+  QSKIP(("no CUDA device (" + cuda::whyNoDevice() + "): the kernels are built but not run here") \
+            .c_str())
+
+class TestCudaKernels : public QObject {
+  Q_OBJECT
+ private slots:
+  void elementwiseKernelsGiveTheCpusBits();
+  void layernormMatchesTheCpu();
+  void embeddingMatchesTheCpu();
+  void crossEntropyMatchesTheCpu();
+  void adamwGivesTheCpusBits();
+  void conversionsAndSumOfSquares();
+  void refusesAWideType();
+};
+
+void TestCudaKernels::elementwiseKernelsGiveTheCpusBits() {
+  REQUIRE_DEVICE();
+  const long n = 100003;  // not a multiple of any block
+  const Floats x = randomFloats(n, 1, 3.0f), d = randomFloats(n, 2), y = randomFloats(n, 3);
+  Floats cpu(n);
+  DeviceVector<float> dx(x), dd(d), dy(y), out{Floats(n)};
+
+  kernels::geluForward(cpu.data(), x.data(), n);
+  cuda::geluForward(out.get(), dx.get(), n, nullptr);
+  QVERIFY(sameBits(out.host(), cpu));
+
+  kernels::geluBackward(cpu.data(), x.data(), d.data(), n);
+  cuda::geluBackward(out.get(), dx.get(), dd.get(), n, nullptr);
+  QVERIFY(sameBits(out.host(), cpu));
+
+  kernels::residualForward(cpu.data(), x.data(), y.data(), n);
+  cuda::residualForward(out.get(), dx.get(), dy.get(), n, nullptr);
+  QVERIFY(sameBits(out.host(), cpu));
+
+  const int C = 97;
+  const long rows = n / C;
+  const Floats bias = randomFloats(C, 4);
+  DeviceVector<float> dbias(bias);
+  Floats cpuBiased(x.begin(), x.begin() + rows * C);
+  kernels::biasForward(cpuBiased.data(), bias.data(), rows, static_cast<long>(C));
+  DeviceVector<float> biased{Floats(x.begin(), x.begin() + rows * C)};
+  cuda::biasForward(biased.get(), dbias.get(), rows, C, nullptr);
+  QVERIFY(sameBits(biased.host(), cpuBiased));
+}
+
+void TestCudaKernels::layernormMatchesTheCpu() {
+  REQUIRE_DEVICE();
+  for (const int C : {768, 37}) {
+    const int N = 300;
+    const Floats a = randomFloats(N * C, 5, 2.0f), b = randomFloats(N * C, 6, 2.0f),
+                 w = randomFloats(C, 7), bias = randomFloats(C, 8), dout = randomFloats(N * C, 9),
+                 dres = randomFloats(N * C, 10);
+    Floats sum(N * C), out(N * C), mean(N), rstd(N);
+    kernels::residualLayernormForward(sum.data(), out.data(), mean.data(), rstd.data(), a.data(),
+                                      b.data(), w.data(), bias.data(), N, C);
+    DeviceVector<float> da(a), db(b), dw(w), dbias(bias), gsum{Floats(N * C)}, gout{Floats(N * C)},
+        gmean{Floats(N)}, grstd{Floats(N)};
+    cuda::residualLayernormForward(gsum.get(), gout.get(), gmean.get(), grstd.get(), da.get(),
+                                   db.get(), dw.get(), dbias.get(), N, C, nullptr);
+    QVERIFY(sameBits(gsum.host(), sum));
+    // Mean and variance are warp sums in another order than the CPU's: a few ulp of the row.
+    QVERIFY2(worst(gmean.host(), mean, 1e-5, 1e-6) <= 1, "mean");
+    QVERIFY2(worst(grstd.host(), rstd, 1e-5, 1e-6) <= 1, "rstd");
+    QVERIFY2(worst(gout.host(), out, 1e-5, 1e-5) <= 1, "layernorm output");
+
+    // Backward from the CPU's statistics, so that only the kernels' own sums differ.
+    Floats dx(N * C), dwCpu(C, 0.5f), dbCpu(C, 0.25f);
+    kernels::layernormBackward(dx.data(), dwCpu.data(), dbCpu.data(), dout.data(), sum.data(),
+                               w.data(), mean.data(), rstd.data(), N, C, dres.data());
+    DeviceVector<float> ddout(dout), ddres(dres), dsum(sum), dmean(mean), drstd(rstd),
+        gdx{Floats(N * C)}, gdw{Floats(C, 0.5f)}, gdb{Floats(C, 0.25f)};
+    cuda::layernormBackward(gdx.get(), gdw.get(), gdb.get(), ddout.get(), dsum.get(), dw.get(),
+                            dmean.get(), drstd.get(), N, C, ddres.get(), nullptr);
+    QVERIFY2(worst(gdx.host(), dx, 1e-5, 1e-5) <= 1, "layernorm input gradient");
+    // Each column's rows added in the CPU's order: the same bits.
+    QVERIFY(sameBits(gdw.host(), dwCpu));
+    QVERIFY(sameBits(gdb.host(), dbCpu));
+  }
+}
+
+void TestCudaKernels::embeddingMatchesTheCpu() {
+  REQUIRE_DEVICE();
+  const int B = 4, T = 64, C = 96, V = 50;
+  std::vector<std::int32_t> tokens(B * T);
+  std::mt19937 gen(11);
+  for (auto& t : tokens) t = static_cast<std::int32_t>(gen() % V);  // repeated tokens
+  const Floats wte = randomFloats(V * C, 12), wpe = randomFloats(T * C, 13),
+               dout = randomFloats(B * T * C, 14);
+  Floats out(B * T * C), dwte(V * C, 0.0f), dwpe(T * C, 0.0f);
+  kernels::embeddingForward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+  kernels::embeddingBackward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C);
+  DeviceVector<std::int32_t> dtokens(tokens);
+  DeviceVector<float> dwteIn(wte), dwpeIn(wpe), ddout(dout), gout{Floats(B * T * C)},
+      gdwte{Floats(V * C, 0.0f)}, gdwpe{Floats(T * C, 0.0f)};
+  cuda::embeddingForward(gout.get(), dtokens.get(), dwteIn.get(), dwpeIn.get(), B, T, C, nullptr);
+  cuda::embeddingBackward(gdwte.get(), gdwpe.get(), ddout.get(), dtokens.get(), B, T, C, nullptr);
+  QVERIFY(sameBits(gout.host(), out));
+  QVERIFY(sameBits(gdwte.host(), dwte));
+  QVERIFY(sameBits(gdwpe.host(), dwpe));
+}
+
+void TestCudaKernels::crossEntropyMatchesTheCpu() {
+  REQUIRE_DEVICE();
+  const int N = 64, V = 50304;  // GPT-2's padded vocabulary
+  const Floats logits = randomFloats(static_cast<std::size_t>(N) * V, 15, 4.0f),
+               dlosses = randomFloats(N, 16);
+  std::vector<std::int32_t> targets(N);
+  for (int n = 0; n < N; ++n) targets[n] = (n * 7919) % V;
+  Floats losses(N), probs(logits.size());
+  kernels::crossEntropyForward(losses.data(), probs.data(), logits.data(), targets.data(), N, V);
+  DeviceVector<std::int32_t> dtargets(targets);
+  DeviceVector<float> dlogits(logits), gprobs{Floats(logits.size())}, glosses{Floats(N)},
+      ddl(dlosses);
+  cuda::crossEntropyForward(glosses.get(), gprobs.get(), dlogits.get(), dtargets.get(), N, V,
+                            nullptr);
+  // The normaliser is a block sum over 50304 exponentials in another order.
+  QVERIFY2(worst(glosses.host(), losses, 1e-5, 1e-5) <= 1, "losses");
+  QVERIFY2(worst(gprobs.host(), probs, 1e-5, 1e-9) <= 1, "probabilities");
+  // Backward from the CPU's probabilities: element-wise, the same bits.
+  Floats dlogitsCpu(probs.size());
+  kernels::crossEntropyBackward(dlogitsCpu.data(), probs.data(), targets.data(), dlosses.data(), N,
+                                V);
+  DeviceVector<float> dprobs(probs), gd{Floats(probs.size())};
+  cuda::crossEntropyBackward(gd.get(), dprobs.get(), dtargets.get(), ddl.get(), N, V, nullptr);
+  QVERIFY(sameBits(gd.host(), dlogitsCpu));
+}
+
+void TestCudaKernels::adamwGivesTheCpusBits() {
+  REQUIRE_DEVICE();
+  const long n = 65537;
+  const kernels::AdamWHyper h{6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f};
+  Floats param = randomFloats(n, 17), grad = randomFloats(n, 18), m = randomFloats(n, 19, 0.1f),
+         v = randomFloats(n, 20, 0.1f);
+  for (float& x : v) x = std::fabs(x);
+  DeviceVector<float> gp(param), gg(grad), gm(m), gv(v);
+  for (int step = 1; step <= 3; ++step) {
+    kernels::adamwUpdate(param.data(), grad.data(), m.data(), v.data(), n, h, step, 0.5f,
+                         kernels::CpuLevel::Baseline);
+    cuda::adamwUpdate(gp.get(), gg.get(), gm.get(), gv.get(), n, kernels::adamwConstants(h, step),
+                      0.5f, nullptr);
+  }
+  QVERIFY(sameBits(gp.host(), param));
+  QVERIFY(sameBits(gm.host(), m));
+  QVERIFY(sameBits(gv.host(), v));
+
+  for (const DType type : {DType::BF16, DType::F16}) {
+    Floats master = randomFloats(n, 21), mm(n, 0.0f), vv(n, 0.0f);
+    std::vector<std::uint16_t> grad16(n), param16(n);
+    kernels::narrow(randomFloats(n, 22).data(), grad16.data(), n, type);
+    DeviceVector<float> gmaster(master), gmm(mm), gvv(vv);
+    DeviceVector<std::uint16_t> ggrad16(grad16), gparam16(param16);
+    kernels::adamwUpdateMixed(master.data(), param16.data(), grad16.data(), mm.data(), vv.data(), n,
+                              h, 1, 0.25f, type);
+    cuda::adamwUpdateMixed(gmaster.get(), gparam16.get(), ggrad16.get(), gmm.get(), gvv.get(), n,
+                           kernels::adamwConstants(h, 1), 0.25f, type, nullptr);
+    QVERIFY(sameBits(gmaster.host(), master));
+    QVERIFY(sameBits(gparam16.host(), param16));
+  }
+}
+
+void TestCudaKernels::conversionsAndSumOfSquares() {
+  REQUIRE_DEVICE();
+  const long n = 4099;
+  Floats x = randomFloats(n, 23, 100.0f);
+  x[0] = std::nanf("");
+  x[1] = 1e30f;  // past fp16's range: infinity
+  x[2] = 1e-7f;  // an fp16 subnormal
+  for (const DType type : {DType::BF16, DType::F16}) {
+    std::vector<std::uint16_t> cpu(n);
+    kernels::narrow(x.data(), cpu.data(), n, type);
+    DeviceVector<float> dx(x), wide{Floats(n)};
+    DeviceVector<std::uint16_t> narrowed{std::vector<std::uint16_t>(n)};
+    cuda::narrow(dx.get(), narrowed.get(), n, type, nullptr);
+    QVERIFY(sameBits(narrowed.host(), cpu));
+    Floats back(n);
+    kernels::widen(cpu.data(), back.data(), n, type);
+    cuda::widen(narrowed.get(), wide.get(), n, type, nullptr);
+    QVERIFY(sameBits(wide.host(), back));
+  }
+  const Floats g = randomFloats(1 << 20, 24);
+  DeviceVector<float> dg(g);
+  DeviceVector<double> sum(std::vector<double>{1.5});
+  cuda::addSumOfSquares(sum.get(), dg.get(), static_cast<long>(g.size()), nullptr);
+  const double cpu = 1.5 + kernels::sumOfSquares(g.data(), static_cast<long>(g.size()));
+  QVERIFY(std::fabs(sum.host()[0] - cpu) <= 1e-12 * cpu);
+}
+
+void TestCudaKernels::refusesAWideType() {
+  try {
+    cuda::narrow(nullptr, nullptr, 0, DType::F32, nullptr);
+    QFAIL("narrow to f32 was accepted");
+  } catch (const cuda::CudaError& e) {
+    QCOMPARE(std::string(e.what()),
+             std::string("narrow: 16-bit type must be bf16 or fp16, got f32"));
+  }
+}
+
+QTEST_GUILESS_MAIN(TestCudaKernels)
+#include "test_cuda_kernels.moc"
