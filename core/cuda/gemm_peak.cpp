@@ -11,15 +11,13 @@
 #include <random>
 
 #include "core/common/error.h"
+#include "core/cuda/check.h"
 #include "core/cuda/device.h"
 
 namespace parascope::cuda {
 
 namespace {
 
-void check(cudaError_t e, const char* call) {
-  if (e != cudaSuccess) throw CudaError(std::string(call) + ": " + cudaGetErrorString(e));
-}
 void check(cublasStatus_t s, const char* call) {
   if (s != CUBLAS_STATUS_SUCCESS)
     throw CudaError(std::string(call) + ": " + cublasGetStatusString(s));

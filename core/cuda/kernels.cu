@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "core/cuda/device.h"
+#include "core/cuda/check.h"
 #include "core/cuda/kernels.h"
 #include "core/kernels/element_math.h"
 
@@ -25,9 +25,7 @@ unsigned blocksFor(long n) {
 }
 
 void checkLaunch(const char* kernel) {
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess)
-    throw CudaError(std::string("launching ") + kernel + ": " + cudaGetErrorString(e));
+  check(cudaGetLastError(), (std::string("launching ") + kernel).c_str());
 }
 
 __device__ long globalIndex() {

@@ -3,6 +3,7 @@
 #include <sanitizer/asan_interface.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "core/trace/trace.h"
@@ -40,31 +41,42 @@ constexpr std::size_t kHugePage = PagePool::kGranule;
 
 // Blocks of a huge page or more are huge-page aligned and sized (the page pool's), so the kernel
 // can back them with transparent huge pages: BLAS packing walks these matrices and 4 KiB pages
-// cost it TLB misses.
+// cost it TLB misses. A device's blocks are rounded the same way, which keeps the sizes a cache
+// holds few (PyTorch's caching allocator rounds large blocks to 2 MiB too).
 std::size_t roundedSize(std::size_t bytes) {
   if (bytes >= kHugePage) return ((bytes + kHugePage - 1) / kHugePage) * kHugePage;
   return bytes == 0 ? kAlignment : ((bytes + kAlignment - 1) / kAlignment) * kAlignment;
 }
 
-// Under AddressSanitizer (no-ops otherwise) a block is poisoned while it waits in a cache and past
-// the bytes a tensor asked for, so a use after release and a read past a tensor's end are
-// reported as they would be for the system's heap, which the caches otherwise hide.
+// Under AddressSanitizer (no-ops otherwise) a host block is poisoned while it waits in a cache
+// and past the bytes a tensor asked for, so a use after release and a read past a tensor's end
+// are reported as they would be for the system's heap, which the caches otherwise hide.
 void lend(void* p, std::size_t bytes, std::size_t rounded) {
   ASAN_UNPOISON_MEMORY_REGION(p, bytes);
   const std::size_t end = (bytes + 7) / 8 * 8;  // the shadow's granule
   if (rounded > end) ASAN_POISON_MEMORY_REGION(static_cast<char*>(p) + end, rounded - end);
 }
+}  // namespace
 
-// Out of the caches for good: to the system or the page pool, whose next owner may be anyone.
-void giveBack(PagePool& pages, void* p, std::size_t rounded) {
+void* Allocator::takeFresh(std::size_t rounded) {
+  fresh_.fetch_add(1, std::memory_order_relaxed);
+  if (memory_) return memory_->allocate(rounded);
+  void* p = rounded < kHugePage ? std::aligned_alloc(kAlignment, rounded) : pages_->take(rounded);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
+// Out of the caches for good: to the device, the system or the page pool, whose next owner may
+// be anyone.
+void Allocator::giveBack(void* p, std::size_t rounded) noexcept {
+  if (memory_) return memory_->release(p, rounded);
   ASAN_UNPOISON_MEMORY_REGION(p, rounded);
   if (rounded < kHugePage) {
     std::free(p);
   } else {
-    pages.give(p, rounded);
+    pages_->give(p, rounded);
   }
 }
-}  // namespace
 
 Allocator::~Allocator() {
   releaseCached();
@@ -84,10 +96,17 @@ void* Allocator::allocate(std::size_t bytes, MemoryCategory category) {
     }
   }
   if (p == nullptr) {
-    p = rounded < kHugePage ? std::aligned_alloc(kAlignment, rounded) : pages_->take(rounded);
-    if (p == nullptr) throw std::bad_alloc();
+    try {
+      p = takeFresh(rounded);
+    } catch (const std::bad_alloc&) {
+      // Full with blocks of other sizes in the cache: give those back and ask once more, as
+      // PyTorch's caching allocator does before it reports out of memory.
+      if (cachedBytes() == 0) throw;
+      releaseCached();
+      p = takeFresh(rounded);
+    }
   }
-  lend(p, bytes, rounded);
+  if (!memory_) lend(p, bytes, rounded);
   account(p, static_cast<std::int64_t>(bytes), category);
   return p;
 }
@@ -96,13 +115,13 @@ void Allocator::deallocate(void* p, std::size_t bytes, MemoryCategory category) 
   if (p == nullptr) return;
   account(p, -static_cast<std::int64_t>(bytes), category);
   const std::size_t rounded = roundedSize(bytes);
-  ASAN_POISON_MEMORY_REGION(p, rounded);
+  if (!memory_) ASAN_POISON_MEMORY_REGION(p, rounded);
   try {
     std::lock_guard<std::mutex> lock(cacheMutex_);
     cache_[rounded].push_back(p);
     cached_ += static_cast<std::int64_t>(rounded);
   } catch (...) {  // no memory for the cache's bookkeeping: give the block back instead
-    giveBack(*pages_, p, rounded);
+    giveBack(p, rounded);
   }
 }
 
@@ -114,10 +133,20 @@ std::int64_t Allocator::cachedBytes() const {
 void Allocator::releaseCached() {
   std::lock_guard<std::mutex> lock(cacheMutex_);
   for (auto& [size, blocks] : cache_) {
-    for (void* p : blocks) giveBack(*pages_, p, size);
+    for (void* p : blocks) giveBack(p, size);
   }
   cache_.clear();
   cached_ = 0;
+}
+
+void Allocator::zero(void* p, std::size_t bytes) const {
+  if (memory_) return memory_->zero(p, bytes);
+  std::memset(p, 0, bytes);
+}
+
+void Allocator::copy(void* dst, const void* src, std::size_t bytes) const {
+  if (memory_) return memory_->copy(dst, src, bytes);
+  std::memcpy(dst, src, bytes);
 }
 
 void Allocator::account(const void* p, std::int64_t delta, MemoryCategory c) {

@@ -1,11 +1,12 @@
-// Tracked host memory. Every tensor's storage comes from an Allocator, which keeps live and peak
-// bytes per category (thread-safe counters) and reports each allocation and release to an
-// optional hook and, while tracing, as a memory counter event (trace::counter, named after the
-// category). One Allocator per rank.
+// Tracked memory, of the host or of a device. Every tensor's storage comes from an Allocator,
+// which keeps live and peak bytes per category (thread-safe counters) and reports each
+// allocation and release to an optional hook and, while tracing, as a memory counter event
+// (trace::counter, named after the category). One Allocator per rank.
 // Released blocks are kept for reuse by size (a training step allocates the same shapes every
-// time; returning them to the OS would cost page faults each step). Cached blocks are not live:
-// they are reported apart, as cachedBytes(). Blocks of 2 MiB or more come from a PagePool, its
-// own or one shared with the allocators of other layouts, and go back to it when released.
+// time; returning them to the OS would cost page faults each step, and cudaMalloc synchronises
+// the device). Cached blocks are not live: they are reported apart, as cachedBytes(). Host
+// blocks of 2 MiB or more come from a PagePool, its own or one shared with the allocators of
+// other layouts, and go back to it when released; a device's come from its DeviceMemory.
 #pragma once
 
 #include <array>
@@ -72,11 +73,32 @@ class RankMemoryTrack {
 // The name of the trace's counter of the bytes a rank keeps on a disk (its swap files).
 inline constexpr const char* kDiskCounterName = "nvme";
 
+// A device's own memory calls, which an Allocator for that device caches blocks of (for a CUDA
+// device cudaMalloc, cudaFree, cudaMemset and cudaMemcpy: core/cuda/device_memory.h).
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  virtual Device device() const = 0;
+  // Throws std::bad_alloc when the device has no room.
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void release(void* p, std::size_t bytes) noexcept = 0;
+  virtual void zero(void* p, std::size_t bytes) = 0;
+  // Either side may be the device's or the host's memory.
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+};
+
 class Allocator {
  public:
   explicit Allocator(Device device = Device::cpu(),
                      std::shared_ptr<PagePool> pages = std::make_shared<PagePool>())
       : device_(device), pages_(std::move(pages)) {}
+  // A device's memory. Its blocks are reused in the order the rank's work frees them, which the
+  // rank's one compute stream runs in: a tensor another stream still uses (a collective's
+  // buffer) stays alive, and so out of the cache, until that stream's work on it is waited for.
+  explicit Allocator(std::shared_ptr<DeviceMemory> memory)
+      : device_(memory->device()),
+        pages_(std::make_shared<PagePool>()),
+        memory_(std::move(memory)) {}
   ~Allocator();
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
@@ -97,8 +119,16 @@ class Allocator {
   void resetPeaks();
   // Bytes held for reuse, not in any tensor.
   std::int64_t cachedBytes() const;
-  // Returns every cached block: the small ones to the system, the others to the page pool.
+  // Returns every cached block: the small ones to the system, the others to the page pool, a
+  // device's to the device.
   void releaseCached();
+  // Blocks taken from the system, the page pool or the device (not the cache) so far: a training
+  // step in steady state takes none.
+  std::int64_t freshBlocks() const { return fresh_.load(std::memory_order_relaxed); }
+
+  // Zeroes, and copies into, memory of this allocator (a copy's source may be the host's).
+  void zero(void* p, std::size_t bytes) const;
+  void copy(void* dst, const void* src, std::size_t bytes) const;
 
   // Set before the allocator is shared between threads; called on the allocating thread.
   void setHook(AllocationHook hook) { hook_ = std::move(hook); }
@@ -114,9 +144,13 @@ class Allocator {
 
  private:
   void account(const void* p, std::int64_t delta, MemoryCategory c);
+  void* takeFresh(std::size_t rounded);
+  void giveBack(void* p, std::size_t rounded) noexcept;
 
   Device device_;
   std::shared_ptr<PagePool> pages_;
+  std::shared_ptr<DeviceMemory> memory_;  // null for the host
+  std::atomic<std::int64_t> fresh_{0};
   std::array<std::atomic<std::int64_t>, kMemoryCategoryCount> live_{};
   std::array<std::atomic<std::int64_t>, kMemoryCategoryCount> peak_{};
   std::atomic<std::int64_t> liveTotal_{0};

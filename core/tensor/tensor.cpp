@@ -80,7 +80,7 @@ Tensor Tensor::slice(std::int64_t begin, std::int64_t count) const {
 }
 
 void Tensor::zero() const {
-  if (numel_ > 0) std::memset(raw(), 0, nbytes());
+  if (numel_ > 0) storage_->allocator().zero(raw(), nbytes());
 }
 
 void Tensor::copyFrom(const Tensor& other) const {
@@ -89,7 +89,14 @@ void Tensor::copyFrom(const Tensor& other) const {
                                 std::string(dtypeName(other.dtype_)) + " into " +
                                 shapeString(shape_) + " " + std::string(dtypeName(dtype_)));
   }
-  if (numel_ > 0) std::memcpy(raw(), other.raw(), nbytes());
+  // A device's memory copies itself, from the host or a device; host memory copies from the
+  // host, or is copied into by the device the source is on.
+  if (numel_ == 0) return;
+  if (device().kind != Device::Kind::Cpu) {
+    storage_->allocator().copy(raw(), other.raw(), nbytes());
+  } else {
+    other.storage_->allocator().copy(raw(), other.raw(), nbytes());
+  }
 }
 
 void Tensor::checkElement(std::size_t size) const {

@@ -22,6 +22,8 @@ class TestTensor : public QObject {
   void allocatorTracksLiveAndPeakPerCategory();
   void allocatorHookSeesEveryEvent();
   void allocatorReusesReleasedBlocks();
+  void deviceBlocksAreCachedAcrossSteps();
+  void fullDeviceGivesBackItsCacheFirst();
   void pagePoolMovesPagesIntoOtherSizes();
   void pagePoolRefusesPartialGranules();
   void allocatorsSharingAPoolReuseEachOthersPages();
@@ -133,6 +135,95 @@ void TestTensor::allocatorReusesReleasedBlocks() {
 
 // Pages given back come back with their bytes: moved, not copied and not fresh (which would read
 // as zeros).
+namespace {
+// A device whose memory is the host's, with a capacity, counting its calls.
+class CountingDevice final : public DeviceMemory {
+ public:
+  explicit CountingDevice(std::size_t capacity) : capacity_(capacity) {}
+  Device device() const override { return {Device::Kind::Cuda, 0}; }
+  void* allocate(std::size_t bytes) override {
+    if (held + bytes > capacity_) throw std::bad_alloc();
+    ++allocations;
+    held += bytes;
+    return std::malloc(bytes);
+  }
+  void release(void* p, std::size_t bytes) noexcept override {
+    ++releases;
+    held -= bytes;
+    std::free(p);
+  }
+  void zero(void* p, std::size_t bytes) override {
+    ++zeros;
+    std::memset(p, 0, bytes);
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    ++copies;
+    std::memcpy(dst, src, bytes);
+  }
+  int allocations = 0, releases = 0, zeros = 0, copies = 0;
+  std::size_t held = 0;
+
+ private:
+  std::size_t capacity_;
+};
+}  // namespace
+
+// A step's tensors come from the device once; every later step reuses them, calling the device
+// not at all. Zeroing and copies in go through the device's own calls.
+void TestTensor::deviceBlocksAreCachedAcrossSteps() {
+  auto device = std::make_shared<CountingDevice>(std::size_t{64} << 20);
+  Allocator a(device);
+  QCOMPARE(a.device(), (Device{Device::Kind::Cuda, 0}));
+  auto step = [&] {
+    Tensor w = Tensor::zeros({1000}, DType::F32, MemoryCategory::Parameter, a);
+    Tensor x = Tensor::empty({3, 1 << 20}, DType::BF16, MemoryCategory::Activation, a);
+    Tensor g = Tensor::empty({1000}, DType::F32, MemoryCategory::Gradient, a);
+    QCOMPARE(a.liveBytes(MemoryCategory::Activation), std::int64_t{6} << 20);
+    QCOMPARE(a.liveTotal(), 8000 + (std::int64_t{6} << 20));
+  };
+  step();
+  QCOMPARE(device->allocations, 3);
+  QCOMPARE(a.freshBlocks(), 3);
+  QCOMPARE(device->zeros, 1);
+  for (int i = 0; i < 5; ++i) step();
+  QCOMPARE(device->allocations, 3);
+  QCOMPARE(a.freshBlocks(), 3);
+  QCOMPARE(device->zeros, 6);
+  QCOMPARE(a.liveTotal(), 0);
+  QCOMPARE(a.peakBytes(MemoryCategory::Activation), std::int64_t{6} << 20);
+  // 4000 bytes rounded to 4032, 6 MiB a multiple of 2 MiB already.
+  QCOMPARE(a.cachedBytes(), 2 * 4032 + (std::int64_t{6} << 20));
+
+  Tensor host = Tensor::zeros({4}, DType::F32, MemoryCategory::Workspace);
+  host.data<float>()[2] = 5.0f;
+  Tensor onDevice = Tensor::empty({4}, DType::F32, MemoryCategory::Workspace, a);
+  onDevice.copyFrom(host);
+  QCOMPARE(device->copies, 1);
+  Tensor back = Tensor::zeros({4}, DType::F32, MemoryCategory::Workspace);
+  back.copyFrom(onDevice);  // the device copies out of its own memory
+  QCOMPARE(device->copies, 2);
+  QCOMPARE(back.data<float>()[2], 5.0f);
+  a.releaseCached();
+  QCOMPARE(device->releases, 3);
+}
+
+// A device full of cached blocks of other sizes gives them back and is asked again; one with no
+// room even then refuses, its counters unchanged.
+void TestTensor::fullDeviceGivesBackItsCacheFirst() {
+  auto device = std::make_shared<CountingDevice>(std::size_t{8} << 20);
+  Allocator a(device);
+  { Tensor big = Tensor::empty({6 << 18}, DType::F32, MemoryCategory::Activation, a); }
+  QCOMPARE(a.cachedBytes(), std::int64_t{6} << 20);
+  Tensor other = Tensor::empty({4 << 18}, DType::F32, MemoryCategory::Activation, a);
+  QCOMPARE(device->releases, 1);
+  QCOMPARE(a.cachedBytes(), 0);
+  QCOMPARE(device->held, std::size_t{4} << 20);
+  QVERIFY_THROWS_EXCEPTION(std::bad_alloc,
+                           Tensor::empty({6 << 18}, DType::F32, MemoryCategory::Activation, a));
+  QCOMPARE(a.liveTotal(), std::int64_t{4} << 20);
+  QCOMPARE(device->held, std::size_t{4} << 20);
+}
+
 void TestTensor::pagePoolMovesPagesIntoOtherSizes() {
   constexpr std::size_t g = PagePool::kGranule;
   PagePool pool;

@@ -1,6 +1,7 @@
-// Every CUDA kernel (core/cuda/kernels.h) against the CPU kernel it mirrors, on the same inputs:
-// the element-wise kernels and the column sums give the CPU's bits; the row reductions agree to
-// the tolerance stated at each check. Skips with one line where no device is visible.
+// Every CUDA kernel (core/cuda/kernels.h) against the CPU kernel it mirrors, on the same inputs
+// (the element-wise kernels and the column sums give the CPU's bits, the row reductions agree to
+// the tolerance stated at each check), and the tracked allocator on device memory. The checks
+// that need a device skip with one line where none is visible.
 #include <QtTest>
 
 #include <cuda_runtime_api.h>
@@ -12,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "core/common/error.h"
 #include "core/cuda/device.h"
+#include "core/cuda/device_memory.h"
 #include "core/cuda/kernels.h"
 #include "core/kernels/adamw.h"
 #include "core/kernels/cross_entropy.h"
@@ -22,6 +25,7 @@
 #include "core/kernels/layernorm.h"
 #include "core/kernels/precision.h"
 #include "core/kernels/residual.h"
+#include "core/tensor/tensor.h"
 
 using namespace parascope;
 using Floats = std::vector<float>;
@@ -96,6 +100,8 @@ class TestCudaKernels : public QObject {
   void adamwGivesTheCpusBits();
   void conversionsAndSumOfSquares();
   void refusesAWideType();
+  void allocatorCachesDeviceMemory();
+  void refusesAMissingDevice();
 };
 
 void TestCudaKernels::elementwiseKernelsGiveTheCpusBits() {
@@ -277,6 +283,44 @@ void TestCudaKernels::refusesAWideType() {
   } catch (const cuda::CudaError& e) {
     QCOMPARE(std::string(e.what()),
              std::string("narrow: 16-bit type must be bf16 or fp16, got f32"));
+  }
+}
+
+// A step's tensors take device memory once; later steps take none, and the device's free memory
+// stays where the first step left it. Zeroing and copies go through the device.
+void TestCudaKernels::allocatorCachesDeviceMemory() {
+  REQUIRE_DEVICE();
+  Allocator a(cuda::deviceMemory(0));
+  auto step = [&] {
+    Tensor w = Tensor::zeros({1000}, DType::F32, MemoryCategory::Parameter, a);
+    Tensor x = Tensor::empty({3, 1 << 20}, DType::BF16, MemoryCategory::Activation, a);
+    Tensor host = Tensor::empty({1000}, DType::F32, MemoryCategory::Workspace);
+    host.copyFrom(w);
+    QCOMPARE(host.data<float>()[999], 0.0f);
+  };
+  step();
+  const std::int64_t fresh = a.freshBlocks();
+  QCOMPARE(fresh, 2);
+  std::size_t freeBefore = 0, freeAfter = 0, total = 0;
+  check(cudaMemGetInfo(&freeBefore, &total), "cudaMemGetInfo");
+  for (int i = 0; i < 10; ++i) step();
+  check(cudaMemGetInfo(&freeAfter, &total), "cudaMemGetInfo");
+  QCOMPARE(a.freshBlocks(), fresh);
+  QCOMPARE(freeAfter, freeBefore);
+  QCOMPARE(a.peakBytes(MemoryCategory::Activation), std::int64_t{6} << 20);
+  a.releaseCached();
+  QCOMPARE(a.cachedBytes(), 0);
+}
+
+void TestCudaKernels::refusesAMissingDevice() {
+  const int count = cuda::deviceCount();
+  try {
+    cuda::deviceMemory(count);
+    QFAIL("a device past the last was accepted");
+  } catch (const UserError& e) {
+    const std::string prefix = "CUDA device " + std::to_string(count) + " does not exist (" +
+                               std::to_string(count) + " visible";
+    QVERIFY2(std::string(e.what()).rfind(prefix, 0) == 0, e.what());
   }
 }
 

@@ -1,0 +1,65 @@
+#include "core/cuda/device_memory.h"
+
+#include <cuda_runtime_api.h>
+
+#include <new>
+#include <string>
+
+#include "core/common/error.h"
+#include "core/cuda/check.h"
+#include "core/cuda/device.h"
+
+namespace parascope::cuda {
+
+namespace {
+
+class CudaMemory final : public DeviceMemory {
+ public:
+  explicit CudaMemory(int index) : index_(index) {}
+  Device device() const override { return {Device::Kind::Cuda, index_}; }
+
+  void* allocate(std::size_t bytes) override {
+    check(cudaSetDevice(index_), "cudaSetDevice");
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // clear it: the allocator may free its cache and ask again
+      throw std::bad_alloc();
+    }
+    check(e, "cudaMalloc");
+    return p;
+  }
+
+  void release(void* p, std::size_t /*bytes*/) noexcept override {
+    // cudaFree fails only for a pointer that is not the device's or a device already lost; there
+    // is nothing left to do for either while memory is being given back.
+    cudaSetDevice(index_);
+    cudaFree(p);
+  }
+
+  void zero(void* p, std::size_t bytes) override {
+    check(cudaSetDevice(index_), "cudaSetDevice");
+    check(cudaMemset(p, 0, bytes), "cudaMemset");
+  }
+
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    check(cudaSetDevice(index_), "cudaSetDevice");
+    check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+  }
+
+ private:
+  int index_;
+};
+
+}  // namespace
+
+std::shared_ptr<DeviceMemory> deviceMemory(int index) {
+  const int count = deviceCount();
+  if (index < 0 || index >= count)
+    throw UserError("CUDA device " + std::to_string(index) + " does not exist (" +
+                    std::to_string(count) + " visible" +
+                    (count == 0 ? ": " + whyNoDevice() : std::string()) + ")");
+  return std::make_shared<CudaMemory>(index);
+}
+
+}  // namespace parascope::cuda
