@@ -11,6 +11,7 @@
 #include <random>
 
 #include "core/common/error.h"
+#include "core/cuda/blas.h"
 #include "core/cuda/check.h"
 #include "core/cuda/device.h"
 
@@ -18,34 +19,14 @@ namespace parascope::cuda {
 
 namespace {
 
-void check(cublasStatus_t s, const char* call) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw CudaError(std::string(call) + ": " + cublasGetStatusString(s));
-}
 #define PARASCOPE_CUDA_CHECK(call) check((call), #call)
-
-struct Precision {
-  cudaDataType_t type;
-  cublasComputeType_t compute;
-  std::size_t bytes;
-};
-
-Precision precisionOf(GemmPrecision p) {
-  switch (p) {
-    case GemmPrecision::F32: return {CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, 4};
-    case GemmPrecision::TF32: return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4};
-    case GemmPrecision::BF16: return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2};
-    case GemmPrecision::F16: return {CUDA_R_16F, CUBLAS_COMPUTE_32F, 2};
-  }
-  return {CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, 4};
-}
 
 // n * n random values in [-1, 1) in the storage format of `p`, as bytes. The 16-bit formats are
 // built from their fields (sign, exponent -8..-1, random mantissa) so no conversion library is
 // needed and every value is exactly representable.
 std::vector<std::uint8_t> randomMatrix(GemmPrecision p, std::size_t elements, unsigned seed) {
   std::mt19937 rng(seed);
-  const std::size_t bytes = precisionOf(p).bytes;
+  const std::size_t bytes = gemmTypes(p).bytes;
   std::vector<std::uint8_t> out(elements * bytes);
   std::uniform_int_distribution<int> exponent(-8, -1);
   for (std::size_t i = 0; i < elements; ++i) {
@@ -107,7 +88,7 @@ GemmRate measureGemm(int device, GemmPrecision precision, int n, int reps) {
     throw UserError("GEMM peak: CUDA device " + std::to_string(device) + " does not exist (" +
                     std::to_string(deviceCount()) + " visible)");
   PARASCOPE_CUDA_CHECK(cudaSetDevice(device));
-  const Precision p = precisionOf(precision);
+  const GemmTypes p = gemmTypes(precision);
   const std::size_t elements = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
   Resources r;
   PARASCOPE_CUDA_CHECK(cudaMalloc(&r.a, elements * p.bytes));
@@ -123,8 +104,8 @@ GemmRate measureGemm(int device, GemmPrecision precision, int n, int reps) {
   const float alpha = 1.0F, beta = 0.0F;
   auto gemm = [&] {
     PARASCOPE_CUDA_CHECK(cublasGemmEx(r.handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, r.a,
-                                      p.type, n, r.b, p.type, n, &beta, r.c, p.type, n, p.compute,
-                                      CUBLAS_GEMM_DEFAULT));
+                                      p.storage, n, r.b, p.storage, n, &beta, r.c, p.storage, n,
+                                      p.compute, CUBLAS_GEMM_DEFAULT));
   };
   gemm();
   gemm();

@@ -77,6 +77,48 @@ __global__ void biasKernel(float* out, const float* bias, long n, long C) {
   for (long i = globalIndex(); i < n; i += gridStride()) out[i] = out[i] + bias[i % C];
 }
 
+__global__ void biasBackwardKernel(float* dbias, const float* dout, long rows, long C) {
+  const long i = globalIndex();
+  if (i >= C) return;
+  float db = dbias[i];
+  for (long n = 0; n < rows; ++n) db = db + dout[n * C + i];
+  dbias[i] = db;
+}
+
+// One warp per row of scores, as attention.cpp: the maximum over the visible keys, their
+// exponentials (fastExp) normalised, zeros past the diagonal.
+__global__ void causalSoftmaxForwardKernel(float* att, int rows, int T) {
+  const int row = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= rows) return;
+  float* r = att + static_cast<long>(row) * T;
+  const int t = row % T;
+  float maxv = -INFINITY;
+  for (int j = lane; j <= t; j += kWarp) maxv = fmaxf(maxv, r[j]);
+  maxv = warpMax(maxv);
+  float sum = 0.0f;
+  for (int j = lane; j <= t; j += kWarp) {
+    const float e = k::fastExp(r[j] - maxv);
+    r[j] = e;
+    sum += e;
+  }
+  const float inv = 1.0f / warpSum(sum);
+  for (int j = lane; j < T; j += kWarp) r[j] = j <= t ? r[j] * inv : 0.0f;
+}
+
+__global__ void causalSoftmaxBackwardKernel(float* dp, const float* p, int rows, int T) {
+  const int row = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= rows) return;
+  float* d = dp + static_cast<long>(row) * T;
+  const float* pr = p + static_cast<long>(row) * T;
+  const int t = row % T;
+  float dot = 0.0f;
+  for (int j = lane; j <= t; j += kWarp) dot += pr[j] * d[j];
+  dot = warpSum(dot);
+  for (int j = lane; j < T; j += kWarp) d[j] = j <= t ? pr[j] * (d[j] - dot) : 0.0f;
+}
+
 // One warp per row: the row's mean and variance by warp sums, then the normalised row. With a
 // residual, the warp writes the row's sum first and normalises what it wrote.
 __global__ void layernormForwardKernel(float* out, float* mean, float* rstd, float* sum,
@@ -280,6 +322,21 @@ void residualForward(float* out, const float* a, const float* b, long n, cudaStr
 void biasForward(float* out, const float* bias, long rows, long C, cudaStream_t stream) {
   biasKernel<<<blocksFor(rows * C), kThreads, 0, stream>>>(out, bias, rows * C, C);
   checkLaunch("bias_forward");
+}
+
+void biasBackward(float* dbias, const float* dout, long rows, long C, cudaStream_t stream) {
+  biasBackwardKernel<<<blocksFor(C), kThreads, 0, stream>>>(dbias, dout, rows, C);
+  checkLaunch("bias_backward");
+}
+
+void causalSoftmaxForward(float* att, int rows, int T, cudaStream_t stream) {
+  causalSoftmaxForwardKernel<<<rowBlocks(rows), kThreads, 0, stream>>>(att, rows, T);
+  checkLaunch("attention_forward");
+}
+
+void causalSoftmaxBackward(float* dp, const float* p, int rows, int T, cudaStream_t stream) {
+  causalSoftmaxBackwardKernel<<<rowBlocks(rows), kThreads, 0, stream>>>(dp, p, rows, T);
+  checkLaunch("attention_backward");
 }
 
 void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight,

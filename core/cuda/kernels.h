@@ -6,9 +6,10 @@
 // - element-wise kernels (GELU, residual, bias, the cross-entropy's backward, AdamW, the 16-bit
 //   conversions) compute each element with the CPU's arithmetic (core/kernels/element_math.h):
 //   the same bits;
-// - sums over a column in row order (layernorm's weight and bias gradients, the embedding's
-//   gradients): each column is one thread adding the rows in the CPU's order: the same bits;
-// - sums along a row (layernorm's statistics and input gradient, the softmax's normaliser) are
+// - sums over a column in row order (the bias's, layernorm's weight and bias gradients, the
+//   embedding's gradients): each column is one thread adding the rows in the CPU's order: the
+//   same bits;
+// - sums along a row (layernorm's statistics and input gradient, the softmaxes' normalisers) are
 //   tree reductions across a warp or a block: rounded differently, within a few ulp of the row;
 // - the gradient's sum of squares adds blocks' partial sums in double in any order: within
 //   1e-12 relative.
@@ -30,6 +31,14 @@ void geluBackward(float* dinp, const float* inp, const float* dout, long n, cuda
 // out = a + b (out may alias either); and out[r, :] += bias for each of `rows` rows of C.
 void residualForward(float* out, const float* a, const float* b, long n, cudaStream_t stream);
 void biasForward(float* out, const float* bias, long rows, long C, cudaStream_t stream);
+// dbias (C) += the rows of dout (rows, C), in order.
+void biasBackward(float* dbias, const float* dout, long rows, long C, cudaStream_t stream);
+
+// Attention's causal softmax over `rows` rows of T scores (row r is query position r % T): the
+// probabilities in place, zeros past the diagonal. And its backward, in place over dP with the
+// probabilities p: dS = p (dP - rowsum(p dP)), zeros past the diagonal.
+void causalSoftmaxForward(float* att, int rows, int T, cudaStream_t stream);
+void causalSoftmaxBackward(float* dp, const float* p, int rows, int T, cudaStream_t stream);
 
 void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                       const float* bias, int N, int C, cudaStream_t stream);

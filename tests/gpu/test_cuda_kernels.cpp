@@ -14,15 +14,18 @@
 #include <vector>
 
 #include "core/common/error.h"
+#include "core/cuda/blas.h"
 #include "core/cuda/device.h"
 #include "core/cuda/device_memory.h"
 #include "core/cuda/kernels.h"
 #include "core/kernels/adamw.h"
+#include "core/kernels/attention.h"
 #include "core/kernels/cross_entropy.h"
 #include "core/kernels/embedding.h"
 #include "core/kernels/gelu.h"
 #include "core/kernels/grad_clip.h"
 #include "core/kernels/layernorm.h"
+#include "core/kernels/matmul.h"
 #include "core/kernels/precision.h"
 #include "core/kernels/residual.h"
 #include "core/tensor/tensor.h"
@@ -99,6 +102,8 @@ class TestCudaKernels : public QObject {
   void crossEntropyMatchesTheCpu();
   void adamwGivesTheCpusBits();
   void conversionsAndSumOfSquares();
+  void matmulMatchesTheCpu();
+  void attentionMatchesTheCpu();
   void refusesAWideType();
   void allocatorCachesDeviceMemory();
   void refusesAMissingDevice();
@@ -274,6 +279,76 @@ void TestCudaKernels::conversionsAndSumOfSquares() {
   cuda::addSumOfSquares(sum.get(), dg.get(), static_cast<long>(g.size()), nullptr);
   const double cpu = 1.5 + kernels::sumOfSquares(g.data(), static_cast<long>(g.size()));
   QVERIFY(std::fabs(sum.host()[0] - cpu) <= 1e-12 * cpu);
+}
+
+// GPT-2-small's MLP product shapes. fp32 without TF32: the same sums in another order, within
+// 1e-5 relative and 1e-6 absolute for weights of GPT-2's scale (0.02). bf16: against the CPU's
+// f32 product of the bf16-rounded inputs, within bf16's 1.6e-2.
+void TestCudaKernels::matmulMatchesTheCpu() {
+  REQUIRE_DEVICE();
+  const int N = 512, C = 768, OC = 3072;
+  const Floats x = randomFloats(N * C, 30), w = randomFloats(OC * C, 31, 0.02f),
+               bias = randomFloats(OC, 32, 0.02f), dout = randomFloats(N * OC, 33, 0.01f);
+  Floats out(N * OC), dx(N * C), dw(OC * C, 0.5f), db(OC, 0.25f);
+  kernels::matmulForward(out.data(), x.data(), w.data(), bias.data(), N, C, OC);
+  kernels::matmulBackward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), N, C,
+                          OC);
+  cuda::Blas blas(nullptr, cuda::GemmPrecision::F32);
+  DeviceVector<float> gx(x), gw(w), gbias(bias), gdout(dout), gout{Floats(N * OC)},
+      gdx{Floats(N * C)}, gdw{Floats(OC * C, 0.5f)}, gdb{Floats(OC, 0.25f)};
+  blas.matmulForward(gout.get(), gx.get(), gw.get(), gbias.get(), N, C, OC);
+  blas.matmulBackward(gdx.get(), gdw.get(), gdout.get(), gx.get(), gw.get(), N, C, OC);
+  cuda::biasBackward(gdb.get(), gdout.get(), N, OC, nullptr);
+  QVERIFY2(worst(gout.host(), out, 1e-5, 1e-6) <= 1, "forward");
+  QVERIFY2(worst(gdx.host(), dx, 1e-5, 1e-6) <= 1, "input gradient");
+  QVERIFY2(worst(gdw.host(), dw, 1e-5, 1e-6) <= 1, "weight gradient");
+  QVERIFY(sameBits(gdb.host(), db));  // a column sum in the CPU's order
+
+  for (const DType type : {DType::BF16, DType::F16}) {
+    auto rounded = [type](const Floats& v) {
+      std::vector<std::uint16_t> h(v.size());
+      kernels::narrow(v.data(), h.data(), static_cast<long>(v.size()), type);
+      return h;
+    };
+    auto widened = [type](const std::vector<std::uint16_t>& h) {
+      Floats v(h.size());
+      kernels::widen(h.data(), v.data(), static_cast<long>(h.size()), type);
+      return v;
+    };
+    const std::vector<std::uint16_t> x16 = rounded(x), w16 = rounded(w), b16 = rounded(bias);
+    Floats ref(N * OC);
+    kernels::matmulForward(ref.data(), widened(x16).data(), widened(w16).data(),
+                           widened(b16).data(), N, C, OC);
+    cuda::Blas half(nullptr,
+                    type == DType::BF16 ? cuda::GemmPrecision::BF16 : cuda::GemmPrecision::F16);
+    DeviceVector<std::uint16_t> hx(x16), hw(w16), hb(b16), hout{std::vector<std::uint16_t>(N * OC)};
+    half.matmulForward(hout.get(), hx.get(), hw.get(), hb.get(), N, C, OC);
+    QVERIFY2(worst(widened(hout.host()), ref, 1.6e-2, 1e-3) <= 1, "16-bit forward");
+  }
+}
+
+// Attention's products and causal softmax against attention.cpp, fp32 without TF32: the
+// probabilities within 1e-5 relative (their normaliser is a warp sum), outputs and gradients
+// within 1e-5 relative and 1e-6 absolute.
+void TestCudaKernels::attentionMatchesTheCpu() {
+  REQUIRE_DEVICE();
+  const int B = 2, T = 128, C = 256, NH = 4;
+  const Floats qkv = randomFloats(B * T * 3 * C, 34), dout = randomFloats(B * T * C, 35);
+  Floats out(B * T * C), att(B * NH * T * T), dqkv(B * T * 3 * C), scratch(T * T);
+  kernels::attentionForward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+  kernels::attentionBackward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T,
+                             C, NH);
+  cuda::Blas blas(nullptr, cuda::GemmPrecision::F32);
+  DeviceVector<float> gqkv(qkv), gdout(dout), gout{Floats(B * T * C)}, gatt{Floats(att.size())},
+      gdqkv{Floats(dqkv.size())}, gscratch{Floats(NH * T * T)};
+  blas.attentionForward(gout.get(), gatt.get(), gqkv.get(), B, T, C, NH);
+  QVERIFY2(worst(gatt.host(), att, 1e-5, 1e-7) <= 1, "probabilities");
+  QVERIFY2(worst(gout.host(), out, 1e-5, 1e-6) <= 1, "output");
+  // Backward from the CPU's probabilities, so that only the backward's own sums differ.
+  DeviceVector<float> cpuAtt(att);
+  blas.attentionBackward(gdqkv.get(), gscratch.get(), gdout.get(), gqkv.get(), cpuAtt.get(), B, T,
+                         C, NH);
+  QVERIFY2(worst(gdqkv.host(), dqkv, 1e-5, 1e-6) <= 1, "qkv gradient");
 }
 
 void TestCudaKernels::refusesAWideType() {

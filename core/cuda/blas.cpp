@@ -1,0 +1,222 @@
+#include "core/cuda/blas.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/cuda/check.h"
+#include "core/cuda/kernels.h"
+
+namespace parascope::cuda {
+
+namespace {
+
+// cuBLASLt's room for split-K and other algorithms' partial results; 32 MiB as PyTorch gives
+// it on Hopper.
+constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
+
+cublasOperation_t op(bool trans) {
+  return trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+}
+
+}  // namespace
+
+GemmTypes gemmTypes(GemmPrecision p) {
+  switch (p) {
+    case GemmPrecision::F32: return {CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, 4};
+    case GemmPrecision::TF32: return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4};
+    case GemmPrecision::BF16: return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2};
+    case GemmPrecision::F16: return {CUDA_R_16F, CUBLAS_COMPUTE_32F, 2};
+  }
+  return {CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, 4};
+}
+
+struct Blas::Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~Plan() {
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+Blas::Blas(cudaStream_t stream, GemmPrecision precision)
+    : stream_(stream), precision_(precision), types_(gemmTypes(precision)) {
+  try {
+    check(cublasLtCreate(&lt_), "cublasLtCreate");
+    check(cublasCreate(&handle_), "cublasCreate");
+    check(cublasSetStream(handle_, stream_), "cublasSetStream");
+    check(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc (cuBLASLt workspace)");
+    // cuBLAS's own workspace too, so that a captured or timed product never allocates.
+    check(cublasSetWorkspace(handle_, workspace_, kWorkspaceBytes), "cublasSetWorkspace");
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+Blas::~Blas() {
+  release();
+}
+
+void Blas::release() noexcept {
+  plans_.clear();
+  if (handle_) cublasDestroy(handle_);
+  if (lt_) cublasLtDestroy(lt_);
+  cudaFree(workspace_);
+  handle_ = nullptr;
+  lt_ = nullptr;
+  workspace_ = nullptr;
+}
+
+// A product's descriptors and the heuristic's first algorithm, once per shape: a training step
+// repeats a few shapes, and the heuristic costs more than launching.
+const Blas::Plan& Blas::plan(int m, int n, int k, bool transA, bool transB, bool bias,
+                             bool accumulate) {
+  const Key key{m, n, k, transA, transB, bias, accumulate};
+  if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
+  auto p = std::make_unique<Plan>();
+  check(cublasLtMatmulDescCreate(&p->op, types_.compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  const cublasOperation_t ta = op(transA), tb = op(transB);
+  check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)),
+        "cublasLtMatmulDescSetAttribute(TRANSA)");
+  check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)),
+        "cublasLtMatmulDescSetAttribute(TRANSB)");
+  if (bias) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                         sizeof(epilogue)),
+          "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+    const cudaDataType_t biasType = types_.storage;
+    check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+                                         sizeof(biasType)),
+          "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");
+  }
+  // Column-major shapes as stored: op(A) is m x k, op(B) k x n.
+  check(cublasLtMatrixLayoutCreate(&p->a, types_.storage, transA ? k : m, transA ? m : k,
+                                   transA ? k : m),
+        "cublasLtMatrixLayoutCreate(A)");
+  check(cublasLtMatrixLayoutCreate(&p->b, types_.storage, transB ? n : k, transB ? k : n,
+                                   transB ? n : k),
+        "cublasLtMatrixLayoutCreate(B)");
+  check(cublasLtMatrixLayoutCreate(&p->c, types_.storage, m, n, m),
+        "cublasLtMatrixLayoutCreate(C)");
+  cublasLtMatmulPreference_t pref = nullptr;
+  check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  const std::size_t workspace = kWorkspaceBytes;
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                       sizeof(workspace));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t s =
+      cublasLtMatmulAlgoGetHeuristic(lt_, p->op, p->a, p->b, p->c, p->c, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  check(s, "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0)
+    throw CudaError("cuBLASLt has no algorithm for a " + std::to_string(m) + " x " +
+                    std::to_string(n) + " x " + std::to_string(k) + " " +
+                    std::string(precisionName(precision_)) + " product");
+  p->algo = result.algo;
+  return *plans_.emplace(key, std::move(p)).first->second;
+}
+
+// Row-major X (r x c) is column-major X^T (c x r), so each row-major product below is its
+// transpose in column-major terms: out^T = W inp^T and so on.
+void Blas::matmulForward(void* out, const void* inp, const void* weight, const void* bias, int N,
+                         int C, int OC) {
+  // out^T (OC x N) = (W^T)^T inp^T: W row-major (OC, C) is column-major C x OC, transposed.
+  const Plan& p = plan(OC, N, C, true, false, bias != nullptr, false);
+  if (bias != nullptr)
+    check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                         sizeof(bias)),
+          "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  const float one = 1.0f, zero = 0.0f;
+  check(cublasLtMatmul(lt_, p.op, &one, weight, p.a, inp, p.b, &zero, out, p.c, out, p.c, &p.algo,
+                       workspace_, kWorkspaceBytes, stream_),
+        "cublasLtMatmul (matmul_forward)");
+}
+
+void Blas::matmulBackward(void* dinp, void* dweight, const void* dout, const void* inp,
+                          const void* weight, int N, int C, int OC) {
+  const float one = 1.0f, zero = 0.0f;
+  if (dinp != nullptr) {
+    // dinp^T (C x N) = W^T (C x OC, W as stored) dout^T (OC x N, dout as stored).
+    const Plan& p = plan(C, N, OC, false, false, false, false);
+    check(cublasLtMatmul(lt_, p.op, &one, weight, p.a, dout, p.b, &zero, dinp, p.c, dinp, p.c,
+                         &p.algo, workspace_, kWorkspaceBytes, stream_),
+          "cublasLtMatmul (matmul_backward, input)");
+  }
+  if (dweight != nullptr) {
+    // dW^T (C x OC) += inp^T (C x N, inp as stored) dout (N x OC: dout as stored, transposed).
+    const Plan& p = plan(C, OC, N, false, true, false, true);
+    check(cublasLtMatmul(lt_, p.op, &one, inp, p.a, dout, p.b, &one, dweight, p.c, dweight, p.c,
+                         &p.algo, workspace_, kWorkspaceBytes, stream_),
+          "cublasLtMatmul (matmul_backward, weight)");
+  }
+}
+
+void Blas::batched(bool transA, bool transB, int m, int n, int k, float alpha, const float* A,
+                   int lda, long strideA, const float* B, int ldb, long strideB, float beta,
+                   float* C, int ldc, long strideC, int batch) {
+  // f32 storage whatever the model's precision (attention's probabilities stay f32 here); TF32
+  // where the model's f32 products use it.
+  const cublasComputeType_t compute = precision_ == GemmPrecision::TF32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F_PEDANTIC;
+  check(cublasGemmStridedBatchedEx(handle_, op(transA), op(transB), m, n, k, &alpha, A, CUDA_R_32F,
+                                   lda, strideA, B, CUDA_R_32F, ldb, strideB, &beta, C, CUDA_R_32F,
+                                   ldc, strideC, batch, compute, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmStridedBatchedEx (attention)");
+}
+
+void Blas::attentionForward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+  const int hs = C / NH, C3 = 3 * C;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const long TT = static_cast<long>(T) * T;
+  for (int b = 0; b < B; ++b) {
+    const float* q = qkv + static_cast<long>(b) * T * C3;
+    const float* k = q + C;
+    float* p = att + static_cast<long>(b) * NH * TT;
+    // S = scale Q K^T per head; column-major S^T = K Q^T with K, Q (T x hs, ld 3C) as stored.
+    batched(true, false, T, T, hs, scale, k, C3, hs, q, C3, hs, 0.0f, p, T, TT, NH);
+  }
+  causalSoftmaxForward(att, B * NH * T, T, stream_);
+  for (int b = 0; b < B; ++b) {
+    const float* v = qkv + static_cast<long>(b) * T * C3 + 2 * C;
+    const float* p = att + static_cast<long>(b) * NH * TT;
+    // out = P V; column-major out^T (hs x T, ld C) = V^T (V as stored) P^T (P as stored).
+    batched(false, false, hs, T, T, 1.0f, v, C3, hs, p, T, TT, 0.0f,
+            out + static_cast<long>(b) * T * C, C, hs, NH);
+  }
+}
+
+void Blas::attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                             const float* att, int B, int T, int C, int NH) {
+  const int hs = C / NH, C3 = 3 * C;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const long TT = static_cast<long>(T) * T;
+  for (int b = 0; b < B; ++b) {
+    const float* q = qkv + static_cast<long>(b) * T * C3;
+    const float* k = q + C;
+    const float* v = q + 2 * C;
+    float* dq = dqkv + static_cast<long>(b) * T * C3;
+    float* dk = dq + C;
+    float* dv = dq + 2 * C;
+    const float* p = att + static_cast<long>(b) * NH * TT;
+    const float* d = dout + static_cast<long>(b) * T * C;
+    // dP = dOut V^T: column-major dP^T = V dOut^T.
+    batched(true, false, T, T, hs, 1.0f, v, C3, hs, d, C, hs, 0.0f, scratch, T, TT, NH);
+    // dV = P^T dOut: column-major dV^T = dOut^T P.
+    batched(false, true, hs, T, T, 1.0f, d, C, hs, p, T, TT, 0.0f, dv, C3, hs, NH);
+    // dS = P (dP - rowsum(P dP)), zero where masked, in place.
+    causalSoftmaxBackward(scratch, p, NH * T, T, stream_);
+    // dQ = scale dS K: column-major dQ^T = K^T dS^T.
+    batched(false, false, hs, T, T, scale, k, C3, hs, scratch, T, TT, 0.0f, dq, C3, hs, NH);
+    // dK = scale dS^T Q: column-major dK^T = Q^T dS.
+    batched(false, true, hs, T, T, scale, q, C3, hs, scratch, T, TT, 0.0f, dk, C3, hs, NH);
+  }
+}
+
+}  // namespace parascope::cuda

@@ -1,0 +1,75 @@
+// The engine's matrix products on a GPU: the model's GEMMs through cuBLASLt (with the bias added
+// in its epilogue) and causal attention's per-head products through cuBLAS's strided batches,
+// with the same shapes, layouts and argument order as the CPU kernels (core/kernels/matmul.h,
+// attention.h). One Blas per rank, on the rank's compute stream; calls launch and return.
+#pragma once
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "core/cuda/gemm_peak.h"
+
+namespace parascope::cuda {
+
+// The cuBLAS types of a precision: the matrices' storage type and the compute type.
+struct GemmTypes {
+  cudaDataType_t storage;
+  cublasComputeType_t compute;
+  std::size_t bytes;  // per element stored
+};
+GemmTypes gemmTypes(GemmPrecision p);
+
+class Blas {
+ public:
+  // Matrices are f32 for F32 and TF32 (TF32 rounds the inputs to 10 mantissa bits on the tensor
+  // cores, as torch.backends.cuda.matmul.allow_tf32), 16-bit for BF16 and F16 (fp32
+  // accumulation). Throws CudaError when cuBLAS cannot start.
+  Blas(cudaStream_t stream, GemmPrecision precision);
+  ~Blas();
+  Blas(const Blas&) = delete;
+  Blas& operator=(const Blas&) = delete;
+
+  GemmPrecision precision() const { return precision_; }
+
+  // out (N, OC) = inp (N, C) weight (OC, C)^T [+ bias (OC)], row-major, in the precision's
+  // storage type.
+  void matmulForward(void* out, const void* inp, const void* weight, const void* bias, int N, int C,
+                     int OC);
+  // dinp (N, C) = dout weight (overwritten); dweight (OC, C) += dout^T inp. Either may be null.
+  // The bias gradient is a column sum (kernels.h: biasBackward).
+  void matmulBackward(void* dinp, void* dweight, const void* dout, const void* inp,
+                      const void* weight, int N, int C, int OC);
+
+  // Causal multi-head attention, f32, as kernels::attentionForward: qkv (B, T, 3C) with heads
+  // interleaved, att (B, NH, T, T) the probabilities kept for backward, out (B, T, C).
+  void attentionForward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
+  // dqkv (B, T, 3C) overwritten; scratch holds NH * T * T floats.
+  void attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                         const float* att, int B, int T, int C, int NH);
+
+ private:
+  struct Plan;  // a product's descriptors and chosen algorithm, kept per shape
+  void release() noexcept;
+  using Key = std::tuple<int, int, int, bool, bool, bool, bool>;  // m n k transA transB bias beta
+  const Plan& plan(int m, int n, int k, bool transA, bool transB, bool bias, bool accumulate);
+  // C (m x n, column-major) = alpha op(A) op(B) + beta C, batched over `batch` strided products.
+  void batched(bool transA, bool transB, int m, int n, int k, float alpha, const float* A, int lda,
+               long strideA, const float* B, int ldb, long strideB, float beta, float* C, int ldc,
+               long strideC, int batch);
+
+  cudaStream_t stream_;
+  GemmPrecision precision_;
+  GemmTypes types_;
+  cublasLtHandle_t lt_ = nullptr;
+  cublasHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+  std::map<Key, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace parascope::cuda
