@@ -129,8 +129,8 @@ void Blas::matmulForward(void* out, const void* inp, const void* weight, const v
   // out^T (OC x N) = (W^T)^T inp^T: W row-major (OC, C) is column-major C x OC, transposed.
   const Plan& p = plan(OC, N, C, true, false, bias != nullptr, false);
   if (bias != nullptr)
-    check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                         sizeof(bias)),
+    check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                         static_cast<const void*>(&bias), sizeof(bias)),
           "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
   const float one = 1.0f, zero = 0.0f;
   check(cublasLtMatmul(lt_, p.op, &one, weight, p.a, inp, p.b, &zero, out, p.c, out, p.c, &p.algo,

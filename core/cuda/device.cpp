@@ -1,5 +1,7 @@
 #include "core/cuda/device.h"
 
+#include "core/common/error.h"
+
 #include <cuda_runtime.h>
 
 namespace parascope::cuda {
@@ -45,6 +47,13 @@ std::string whyNoDevice() {
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) return cudaGetErrorString(e);
   return n == 0 ? "no CUDA device visible" : "";
+}
+
+void requireDevice(int index, const std::string& what) {
+  const int count = deviceCount();
+  if (index < 0 || index >= count)
+    throw UserError(what + ": CUDA device " + std::to_string(index) + " does not exist (" +
+                    std::to_string(count) + " visible)");
 }
 
 }  // namespace parascope::cuda

@@ -31,6 +31,10 @@ int deviceCount();
 // Every visible device; empty without a GPU or driver.
 std::vector<DeviceInfo> visibleDevices();
 
+// Throws UserError "<what>: CUDA device <index> does not exist (<n> visible)" unless this
+// process sees device `index`.
+void requireDevice(int index, const std::string& what);
+
 // Why no device is visible ("no CUDA-capable device is detected", "CUDA driver version is
 // insufficient ..."): the runtime's own words, for the one line a GPU-less run prints.
 std::string whyNoDevice();

@@ -3,9 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <new>
-#include <string>
 
-#include "core/common/error.h"
 #include "core/cuda/check.h"
 #include "core/cuda/device.h"
 
@@ -54,11 +52,7 @@ class CudaMemory final : public DeviceMemory {
 }  // namespace
 
 std::shared_ptr<DeviceMemory> deviceMemory(int index) {
-  const int count = deviceCount();
-  if (index < 0 || index >= count)
-    throw UserError("CUDA device " + std::to_string(index) + " does not exist (" +
-                    std::to_string(count) + " visible" +
-                    (count == 0 ? ": " + whyNoDevice() : std::string()) + ")");
+  requireDevice(index, "device memory");
   return std::make_shared<CudaMemory>(index);
 }
 

@@ -84,9 +84,7 @@ GemmRate measureGemm(int device, GemmPrecision precision, int n, int reps) {
   if (n < 1 || reps < 1)
     throw UserError("GEMM peak: size and repetitions must be at least 1 (got size " +
                     std::to_string(n) + ", " + std::to_string(reps) + " repetitions)");
-  if (device < 0 || device >= deviceCount())
-    throw UserError("GEMM peak: CUDA device " + std::to_string(device) + " does not exist (" +
-                    std::to_string(deviceCount()) + " visible)");
+  requireDevice(device, "GEMM peak");
   PARASCOPE_CUDA_CHECK(cudaSetDevice(device));
   const GemmTypes p = gemmTypes(precision);
   const std::size_t elements = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);

@@ -69,6 +69,10 @@ __global__ void geluBackwardKernel(float* dinp, const float* inp, const float* d
     dinp[i] = k::geluDerivative(inp[i]) * dout[i];
 }
 
+__global__ void fillKernel(float* p, float value, long n) {
+  for (long i = globalIndex(); i < n; i += gridStride()) p[i] = value;
+}
+
 __global__ void residualKernel(float* out, const float* a, const float* b, long n) {
   for (long i = globalIndex(); i < n; i += gridStride()) out[i] = a[i] + b[i];
 }
@@ -312,6 +316,11 @@ void geluForward(float* out, const float* inp, long n, cudaStream_t stream) {
 void geluBackward(float* dinp, const float* inp, const float* dout, long n, cudaStream_t stream) {
   geluBackwardKernel<<<blocksFor(n), kThreads, 0, stream>>>(dinp, inp, dout, n);
   checkLaunch("gelu_backward");
+}
+
+void fill(float* p, float value, long n, cudaStream_t stream) {
+  fillKernel<<<blocksFor(n), kThreads, 0, stream>>>(p, value, n);
+  checkLaunch("fill");
 }
 
 void residualForward(float* out, const float* a, const float* b, long n, cudaStream_t stream) {

@@ -28,6 +28,9 @@ void geluForward(float* out, const float* inp, long n, cudaStream_t stream);
 // dinp may be dout (replaced in place).
 void geluBackward(float* dinp, const float* inp, const float* dout, long n, cudaStream_t stream);
 
+// p[0 .. n) = value.
+void fill(float* p, float value, long n, cudaStream_t stream);
+
 // out = a + b (out may alias either); and out[r, :] += bias for each of `rows` rows of C.
 void residualForward(float* out, const float* a, const float* b, long n, cudaStream_t stream);
 void biasForward(float* out, const float* bias, long rows, long C, cudaStream_t stream);

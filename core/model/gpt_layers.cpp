@@ -80,38 +80,38 @@ class SharedGrad {
 // LayerNorm backward split into its halves: the input half through the fused kernel, its weight
 // and bias sums (unwanted there) into a scratch row pair; the weight half computes those sums
 // alone, to the bit the fused kernel's.
-Tensor layernormInputGrad(Allocator& a, const Tensor& dout, const Tensor& inp, const Tensor& mean,
-                          const Tensor& rstd, const Parameter& weight, int C,
+Tensor layernormInputGrad(const KernelOps& ops, Allocator& a, const Tensor& dout, const Tensor& inp,
+                          const Tensor& mean, const Tensor& rstd, const Parameter& weight, int C,
                           const Tensor& dresidual) {
   const int rows = static_cast<int>(inp.numel() / C);
   Tensor dinp = activation(a, {rows, C});
   Tensor unused = Tensor::zeros({2, C}, DType::F32, MemoryCategory::Workspace, a);
-  layernormBackward(f(dinp), f(unused), f(unused) + C, f(dout), f(inp), f(weight.value), f(mean),
-                    f(rstd), rows, C, residualGrad(dresidual));
+  ops.layernormBackward(f(dinp), f(unused), f(unused) + C, f(dout), f(inp), f(weight.value),
+                        f(mean), f(rstd), rows, C, residualGrad(dresidual));
   return dinp;
 }
 // The weight and bias gradients, shared over the group.
-void layernormWeightGrad(TensorParallelRegion& region, Allocator& a, const Tensor& dout,
-                         const Tensor& inp, const Tensor& mean, const Tensor& rstd,
-                         Parameter* weight, Parameter* bias, int C) {
+void layernormWeightGrad(const KernelOps& ops, TensorParallelRegion& region, Allocator& a,
+                         const Tensor& dout, const Tensor& inp, const Tensor& mean,
+                         const Tensor& rstd, Parameter* weight, Parameter* bias, int C) {
   const int rows = static_cast<int>(inp.numel() / C);
   SharedGrad dw(region, weight, a), db(region, bias, a);
-  layernormBackward<float>(nullptr, dw.target(), db.target(), f(dout), f(inp), f(weight->value),
-                           f(mean), f(rstd), rows, C);
+  ops.layernormBackward(nullptr, dw.target(), db.target(), f(dout), f(inp), f(weight->value),
+                        f(mean), f(rstd), rows, C, nullptr);
   dw.finish();
   db.finish();
 }
 
 // Both halves from one kernel call, for a backward that is not split: the input gradient, and the
 // weight and bias gradients shared over the group.
-Tensor layernormGrad(TensorParallelRegion& region, Allocator& a, const Tensor& dout,
-                     const Tensor& inp, const Tensor& mean, const Tensor& rstd, Parameter* weight,
-                     Parameter* bias, int C, const Tensor& dresidual) {
+Tensor layernormGrad(const KernelOps& ops, TensorParallelRegion& region, Allocator& a,
+                     const Tensor& dout, const Tensor& inp, const Tensor& mean, const Tensor& rstd,
+                     Parameter* weight, Parameter* bias, int C, const Tensor& dresidual) {
   const int rows = static_cast<int>(inp.numel() / C);
   Tensor dinp = activation(a, {rows, C});
   SharedGrad dw(region, weight, a), db(region, bias, a);
-  layernormBackward(f(dinp), dw.target(), db.target(), f(dout), f(inp), f(weight->value), f(mean),
-                    f(rstd), rows, C, residualGrad(dresidual));
+  ops.layernormBackward(f(dinp), dw.target(), db.target(), f(dout), f(inp), f(weight->value),
+                        f(mean), f(rstd), rows, C, residualGrad(dresidual));
   dw.finish();
   db.finish();
   return dinp;
@@ -122,7 +122,7 @@ Tensor layernormGrad(TensorParallelRegion& region, Allocator& a, const Tensor& d
 class Embedding final : public Layer {
  public:
   Embedding(Model& m, const GptConfig& c, std::shared_ptr<TensorParallelRegion> r)
-      : alloc_(m.allocator()), c_(c), region_(std::move(r)) {
+      : alloc_(m.allocator()), ops_(m.ops()), c_(c), region_(std::move(r)) {
     wte_ = m.find("wte.weight");
     wpe_ = m.find("wpe.weight");
   }
@@ -148,6 +148,7 @@ class Embedding final : public Layer {
   }
   std::string name_ = "embedding";
   Allocator& alloc_;
+  const KernelOps& ops_;
   GptConfig c_;
   std::shared_ptr<TensorParallelRegion> region_;
   Parameter* wte_;
@@ -161,18 +162,13 @@ Tensor Embedding::forward(const Tensor& x, const Batch& batch, Activations& keep
     throw UserError("sequence length " + std::to_string(T) + " exceeds model.context_length " +
                     std::to_string(c_.contextLength));
   }
+  // A device's tokens were checked on the host before they were copied there (uploadBatch).
+  if (x.device().kind == Device::Kind::Cpu) checkTokens(x, c_);
   const auto* tokens = x.data<std::int32_t>();
-  for (int n = 0; n < N; ++n) {
-    if (tokens[n] < 0 || tokens[n] >= V) {
-      throw UserError("token id " + std::to_string(tokens[n]) + " at position " +
-                      std::to_string(n) + " is outside the vocabulary [0, " + std::to_string(V) +
-                      ")");
-    }
-  }
   keep.saved = {x};
   if (region_->size() == 1) {
     Tensor out = activation(alloc_, {N, C});
-    embeddingForward(f(out), tokens, f(wte_->value), f(wpe_->value), B, T, C);
+    ops_.embeddingForward(f(out), tokens, f(wte_->value), f(wpe_->value), B, T, C);
     return out;
   }
   const int part = V / region_->size(), first = region_->rank() * part;
@@ -189,7 +185,7 @@ Tensor Embedding::backward(const Tensor& dy, const Batch& batch, Activations& ke
   const int C = c_.hiddenSize, N = rowsOf(batch);
   const auto* tokens = x.data<std::int32_t>();
   if (region_->size() == 1) {
-    embeddingBackward(f(wte_->grad), f(wpe_->grad), f(dy), tokens, B, T, C);
+    ops_.embeddingBackward(f(wte_->grad), f(wpe_->grad), f(dy), tokens, B, T, C);
     return {};
   }
   SharedGrad dwpe(*region_, wpe_, alloc_);
@@ -206,6 +202,7 @@ class Block final : public Layer {
   Block(Model& m, const GptConfig& c, std::shared_ptr<TensorParallelRegion> r, int index)
       : name_("block." + std::to_string(index)),
         alloc_(m.allocator()),
+        ops_(m.ops()),
         c_(c),
         region_(std::move(r)) {
     const std::string p = "h." + std::to_string(index) + ".";
@@ -275,6 +272,7 @@ class Block final : public Layer {
 
   std::string name_;
   Allocator& alloc_;
+  const KernelOps& ops_;
   GptConfig c_;
   std::shared_ptr<TensorParallelRegion> region_;
   std::vector<Parameter*> params_;
@@ -288,27 +286,29 @@ Tensor Block::forward(const Tensor& x, const Batch& batch, Activations& keep) {
   TensorParallelRegion& region = *region_;
   Tensor ln1 = activation(alloc_, {rows, C}), ln1m = activation(alloc_, {rows}),
          ln1r = activation(alloc_, {rows});
-  layernormForward(f(ln1), f(ln1m), f(ln1r), f(x), value(Ln1W), value(Ln1B), rows, C);
+  ops_.layernormForward(f(ln1), f(ln1m), f(ln1r), f(x), value(Ln1W), value(Ln1B), rows, C);
   Tensor qkv = activation(alloc_, {N, 3 * Cl});
-  matmulForward(f(qkv), f(region.enter(ln1)), value(QkvW), value(QkvB), N, C, 3 * Cl);
+  ops_.matmulForward(f(qkv), f(region.enter(ln1)), value(QkvW), value(QkvB), N, C, 3 * Cl);
   Tensor att = activation(alloc_, {B, NH, T, T}), atty = activation(alloc_, {N, Cl});
-  attentionForward(f(atty), f(att), f(qkv), B, T, Cl, NH);
+  ops_.attentionForward(f(atty), f(att), f(qkv), B, T, Cl, NH);
   Tensor proj = activation(alloc_, {N, C});
-  matmulForward(f(proj), f(atty), value(ProjW), fusedBias() ? value(ProjB) : nullptr, N, Cl, C);
+  ops_.matmulForward(f(proj), f(atty), value(ProjW), fusedBias() ? value(ProjB) : nullptr, N, Cl,
+                     C);
   Tensor x2 = region.leave(proj);
   rowParallelBias(x2, ProjB);
   Tensor ln2 = activation(alloc_, {rows, C}), ln2m = activation(alloc_, {rows}),
          ln2r = activation(alloc_, {rows});
-  residualLayernormForward(f(x2), f(ln2), f(ln2m), f(ln2r), f(x), f(x2), value(Ln2W), value(Ln2B),
-                           rows, C);
+  ops_.residualLayernormForward(f(x2), f(ln2), f(ln2m), f(ln2r), f(x), f(x2), value(Ln2W),
+                                value(Ln2B), rows, C);
   Tensor fc = activation(alloc_, {N, Fl}), gelu = activation(alloc_, {N, Fl});
-  matmulForward(f(fc), f(region.enter(ln2)), value(FcW), value(FcB), N, C, Fl);
-  geluForward(f(gelu), f(fc), static_cast<long>(N) * Fl);
+  ops_.matmulForward(f(fc), f(region.enter(ln2)), value(FcW), value(FcB), N, C, Fl);
+  ops_.geluForward(f(gelu), f(fc), static_cast<long>(N) * Fl);
   Tensor mlp = activation(alloc_, {N, C});
-  matmulForward(f(mlp), f(gelu), value(FcProjW), fusedBias() ? value(FcProjB) : nullptr, N, Fl, C);
+  ops_.matmulForward(f(mlp), f(gelu), value(FcProjW), fusedBias() ? value(FcProjB) : nullptr, N, Fl,
+                     C);
   Tensor out = region.leave(mlp);
   rowParallelBias(out, FcProjB);
-  residualForward(f(out), f(x2), f(out), static_cast<long>(rows) * C);
+  ops_.residualForward(f(out), f(x2), f(out), static_cast<long>(rows) * C);
   // Under sequence parallelism the gathered layernorm outputs are gathered again in backward
   // rather than kept (Megatron's choice: t times less activation memory for two all-gathers).
   // Selective recompute (Megatron's) keeps only qkv for the attention core.
@@ -320,14 +320,14 @@ Tensor Block::forward(const Tensor& x, const Batch& batch, Activations& keep) {
 void Block::rowParallelBias(const Tensor& out, P bias) {
   if (fusedBias()) return;
   const int C = c_.hiddenSize;
-  biasForward(f(out), value(bias), out.numel() / C, static_cast<long>(C));
+  ops_.biasForward(f(out), value(bias), out.numel() / C, static_cast<long>(C));
 }
 
 void Block::rowParallelBiasGrad(const Tensor& d, P bias) {
   if (fusedBias()) return;  // the weight GEMM's backward accumulates it
   const int C = c_.hiddenSize;
   SharedGrad db(*region_, params_[bias], alloc_);
-  biasBackward(db.target(), f(d), d.numel() / C, static_cast<long>(C));
+  ops_.biasBackward(db.target(), f(d), d.numel() / C, static_cast<long>(C));
   db.finish();
 }
 
@@ -337,7 +337,7 @@ void Block::restoreAttention(Activations& keep, int B, int T) {
   const int t = region_->size(), Cl = c_.hiddenSize / t, NH = c_.numHeads / t;
   s[kAtt] = activation(alloc_, {B, NH, T, T});
   s[kAttY] = activation(alloc_, {B * T, Cl});
-  attentionForward(f(s[kAttY]), f(s[kAtt]), f(s[kQkv]), B, T, Cl, NH);
+  ops_.attentionForward(f(s[kAttY]), f(s[kAtt]), f(s[kQkv]), B, T, Cl, NH);
 }
 
 // The input-gradient half (zero-bubble B): every GEMM's input gradient, attention and the
@@ -353,30 +353,30 @@ Tensor Block::inputHalf(const Tensor& dy, const Batch& batch, Activations& keep,
   // MLP branch: out = x2 + leave(gelu(fc(enter(ln2(x2)))) W2^T) + b2.
   const Tensor dyFull = region.leaveBackward(dy);
   Tensor dfc = activation(alloc_, {N, Fl});
-  matmulBackward<float>(f(dfc), nullptr, nullptr, f(dyFull), f(s[kGelu]), value(FcProjW), N, Fl, C);
-  geluBackward(f(dfc), f(s[kFc]), f(dfc), static_cast<long>(N) * Fl);
+  ops_.matmulBackward(f(dfc), nullptr, nullptr, f(dyFull), f(s[kGelu]), value(FcProjW), N, Fl, C);
+  ops_.geluBackward(f(dfc), f(s[kFc]), f(dfc), static_cast<long>(N) * Fl);
   Tensor dln2Full = activation(alloc_, {N, C});
   // The GEMM's input (the gathered layernorm output) only feeds the weight gradient: not needed.
-  matmulBackward<float>(f(dln2Full), nullptr, nullptr, f(dfc), nullptr, value(FcW), N, C, Fl);
+  ops_.matmulBackward(f(dln2Full), nullptr, nullptr, f(dfc), nullptr, value(FcW), N, C, Fl);
   const Tensor dln2 = region.enterBackward(dln2Full);
   // dx2 = the layernorm's input gradient + dy (the residual), in one pass.
-  Tensor dx2 = whole ? layernormGrad(region, alloc_, dln2, s[kX2], s[kLn2Mean], s[kLn2Rstd],
+  Tensor dx2 = whole ? layernormGrad(ops_, region, alloc_, dln2, s[kX2], s[kLn2Mean], s[kLn2Rstd],
                                      params_[Ln2W], params_[Ln2B], C, dy)
-                     : layernormInputGrad(alloc_, dln2, s[kX2], s[kLn2Mean], s[kLn2Rstd],
+                     : layernormInputGrad(ops_, alloc_, dln2, s[kX2], s[kLn2Mean], s[kLn2Rstd],
                                           *params_[Ln2W], C, dy);
   // Attention branch: x2 = x + leave(attn(enter(ln1(x)) Wqkv^T) Wproj^T) + bproj.
   const Tensor dx2Full = region.leaveBackward(dx2);
   Tensor datty = activation(alloc_, {N, Cl});
-  matmulBackward<float>(f(datty), nullptr, nullptr, f(dx2Full), f(s[kAttY]), value(ProjW), N, Cl,
-                        C);
-  Tensor dqkv = activation(alloc_, {N, 3 * Cl}), scratch = activation(alloc_, {T, T});
-  attentionBackward(f(dqkv), f(scratch), f(datty), f(s[kQkv]), f(s[kAtt]), B, T, Cl, NH);
+  ops_.matmulBackward(f(datty), nullptr, nullptr, f(dx2Full), f(s[kAttY]), value(ProjW), N, Cl, C);
+  Tensor dqkv = activation(alloc_, {N, 3 * Cl}),
+         scratch = activation(alloc_, {ops_.attentionScratch(T, NH)});
+  ops_.attentionBackward(f(dqkv), f(scratch), f(datty), f(s[kQkv]), f(s[kAtt]), B, T, Cl, NH);
   Tensor dln1Full = activation(alloc_, {N, C});
-  matmulBackward<float>(f(dln1Full), nullptr, nullptr, f(dqkv), nullptr, value(QkvW), N, C, 3 * Cl);
+  ops_.matmulBackward(f(dln1Full), nullptr, nullptr, f(dqkv), nullptr, value(QkvW), N, C, 3 * Cl);
   const Tensor dln1 = region.enterBackward(dln1Full);
-  Tensor dx = whole ? layernormGrad(region, alloc_, dln1, s[kX], s[kLn1Mean], s[kLn1Rstd],
+  Tensor dx = whole ? layernormGrad(ops_, region, alloc_, dln1, s[kX], s[kLn1Mean], s[kLn1Rstd],
                                     params_[Ln1W], params_[Ln1B], C, dx2)
-                    : layernormInputGrad(alloc_, dln1, s[kX], s[kLn1Mean], s[kLn1Rstd],
+                    : layernormInputGrad(ops_, alloc_, dln1, s[kX], s[kLn1Mean], s[kLn1Rstd],
                                          *params_[Ln1W], C, dx2);
   // What the weight half does not need goes now (the attention probabilities are the largest).
   s[kAtt] = s[kFc] = s[kQkv] = Tensor();
@@ -394,22 +394,22 @@ void Block::weightHalf(const Batch& batch, Activations& keep, bool whole) {
   float* fcProjBias = fusedBias() ? grad(FcProjB) : nullptr;
   float* projBias = fusedBias() ? grad(ProjB) : nullptr;
   rowParallelBiasGrad(s[kDy], FcProjB);
-  matmulBackward<float>(nullptr, grad(FcProjW), fcProjBias, f(s[kDyFull]), f(s[kGelu]),
-                        value(FcProjW), N, Fl, C);
-  matmulBackward<float>(nullptr, grad(FcW), grad(FcB), f(s[kDfc]), f(region.enter(s[kLn2])),
-                        value(FcW), N, C, Fl);
+  ops_.matmulBackward(nullptr, grad(FcProjW), fcProjBias, f(s[kDyFull]), f(s[kGelu]),
+                      value(FcProjW), N, Fl, C);
+  ops_.matmulBackward(nullptr, grad(FcW), grad(FcB), f(s[kDfc]), f(region.enter(s[kLn2])),
+                      value(FcW), N, C, Fl);
   if (!whole) {
-    layernormWeightGrad(region, alloc_, s[kDln2], s[kX2], s[kLn2Mean], s[kLn2Rstd], params_[Ln2W],
-                        params_[Ln2B], C);
+    layernormWeightGrad(ops_, region, alloc_, s[kDln2], s[kX2], s[kLn2Mean], s[kLn2Rstd],
+                        params_[Ln2W], params_[Ln2B], C);
   }
   rowParallelBiasGrad(s[kDx2], ProjB);
-  matmulBackward<float>(nullptr, grad(ProjW), projBias, f(s[kDx2Full]), f(s[kAttY]), value(ProjW),
-                        N, Cl, C);
-  matmulBackward<float>(nullptr, grad(QkvW), grad(QkvB), f(s[kDqkv]), f(region.enter(s[kLn1])),
-                        value(QkvW), N, C, 3 * Cl);
+  ops_.matmulBackward(nullptr, grad(ProjW), projBias, f(s[kDx2Full]), f(s[kAttY]), value(ProjW), N,
+                      Cl, C);
+  ops_.matmulBackward(nullptr, grad(QkvW), grad(QkvB), f(s[kDqkv]), f(region.enter(s[kLn1])),
+                      value(QkvW), N, C, 3 * Cl);
   if (!whole) {
-    layernormWeightGrad(region, alloc_, s[kDln1], s[kX], s[kLn1Mean], s[kLn1Rstd], params_[Ln1W],
-                        params_[Ln1B], C);
+    layernormWeightGrad(ops_, region, alloc_, s[kDln1], s[kX], s[kLn1Mean], s[kLn1Rstd],
+                        params_[Ln1W], params_[Ln1B], C);
   }
   keep.clear();
 }
@@ -421,7 +421,7 @@ void Block::weightHalf(const Batch& batch, Activations& keep, bool whole) {
 class Head final : public LossLayer {
  public:
   Head(Model& m, const GptConfig& c, std::shared_ptr<TensorParallelRegion> r)
-      : alloc_(m.allocator()), c_(c), region_(std::move(r)) {
+      : alloc_(m.allocator()), ops_(m.ops()), c_(c), region_(std::move(r)) {
     lnw_ = m.find("ln_f.weight");
     lnb_ = m.find("ln_f.bias");
     wte_ = m.find("wte.weight");
@@ -456,6 +456,7 @@ class Head final : public LossLayer {
   void weightHalf(const Batch& batch, Activations& keep, bool whole);
   std::string name_ = "head";
   Allocator& alloc_;
+  const KernelOps& ops_;
   GptConfig c_;
   std::shared_ptr<TensorParallelRegion> region_;
   Parameter *lnw_, *lnb_, *wte_;
@@ -466,13 +467,14 @@ Tensor Head::forward(const Tensor& x, const Batch& batch, Activations& keep) {
   const int rows = static_cast<int>(x.numel() / C);
   Tensor ln = activation(alloc_, {rows, C}), mean = activation(alloc_, {rows}),
          rstd = activation(alloc_, {rows});
-  layernormForward(f(ln), f(mean), f(rstd), f(x), f(lnw_->value), f(lnb_->value), rows, C);
+  ops_.layernormForward(f(ln), f(mean), f(rstd), f(x), f(lnw_->value), f(lnb_->value), rows, C);
   Tensor probs = activation(alloc_, {N, Vl});
-  matmulForward<float>(f(probs), f(region_->enter(ln)), f(wte_->value), nullptr, N, C, Vl);
+  ops_.matmulForward(f(probs), f(region_->enter(ln)), f(wte_->value), nullptr, N, C, Vl);
   Tensor losses;
   if (region_->size() == 1) {
     losses = activation(alloc_, {N});
-    crossEntropyForward(f(losses), f(probs), f(probs), batch.targets.data<std::int32_t>(), N, Vl);
+    ops_.crossEntropyForward(f(losses), f(probs), f(probs), batch.targets.data<std::int32_t>(), N,
+                             Vl);
   } else {
     losses = crossEntropySplit(probs, batch);
   }
@@ -521,8 +523,8 @@ Tensor Head::inputHalf(const Batch& batch, Activations& keep, bool whole) {
   // dlogits overwrite the saved probabilities: (p - [v == target]) * weight.
   if (region_->size() == 1) {
     Tensor dlosses = activation(alloc_, {N});
-    for (int n = 0; n < N; ++n) f(dlosses)[n] = batch.lossWeight;
-    crossEntropyBackward(f(s[kProbs]), f(s[kProbs]), targets, f(dlosses), N, Vl);
+    ops_.fill(f(dlosses), batch.lossWeight, N);
+    ops_.crossEntropyBackward(f(s[kProbs]), f(s[kProbs]), targets, f(dlosses), N, Vl);
   } else {
     for (int n = 0; n < N; ++n) {
       float* d = f(s[kProbs]) + static_cast<long>(n) * Vl;
@@ -532,12 +534,12 @@ Tensor Head::inputHalf(const Batch& batch, Activations& keep, bool whole) {
     }
   }
   Tensor dln = activation(alloc_, {N, C});
-  matmulBackward<float>(f(dln), nullptr, nullptr, f(s[kProbs]), nullptr, f(wte_->value), N, C, Vl);
+  ops_.matmulBackward(f(dln), nullptr, nullptr, f(s[kProbs]), nullptr, f(wte_->value), N, C, Vl);
   const Tensor dlnLocal = region_->enterBackward(dln);
-  Tensor dx =
-      whole ? layernormGrad(*region_, alloc_, dlnLocal, s[kX], s[kMean], s[kRstd], lnw_, lnb_, C,
-                            Tensor())
-            : layernormInputGrad(alloc_, dlnLocal, s[kX], s[kMean], s[kRstd], *lnw_, C, Tensor());
+  Tensor dx = whole ? layernormGrad(ops_, *region_, alloc_, dlnLocal, s[kX], s[kMean], s[kRstd],
+                                    lnw_, lnb_, C, Tensor())
+                    : layernormInputGrad(ops_, alloc_, dlnLocal, s[kX], s[kMean], s[kRstd], *lnw_,
+                                         C, Tensor());
   s.push_back(dlnLocal);
   return dx;
 }
@@ -545,17 +547,22 @@ Tensor Head::inputHalf(const Batch& batch, Activations& keep, bool whole) {
 void Head::weightHalf(const Batch& batch, Activations& keep, bool whole) {
   const auto& s = keep.saved;
   const int C = c_.hiddenSize, Vl = vocabPart(), N = rowsOf(batch);
-  matmulBackward<float>(nullptr, f(wte_->grad), nullptr, f(s[kProbs]), f(region_->enter(s[kLn])),
-                        f(wte_->value), N, C, Vl);
+  ops_.matmulBackward(nullptr, f(wte_->grad), nullptr, f(s[kProbs]), f(region_->enter(s[kLn])),
+                      f(wte_->value), N, C, Vl);
   if (!whole)
-    layernormWeightGrad(*region_, alloc_, s[kDln], s[kX], s[kMean], s[kRstd], lnw_, lnb_, C);
+    layernormWeightGrad(ops_, *region_, alloc_, s[kDln], s[kX], s[kMean], s[kRstd], lnw_, lnb_, C);
   keep.clear();
 }
 
 // A row's prediction is the lowest vocabulary index with the highest probability over all
 // ranks, as a scan of the whole vocabulary finds it.
 std::int64_t Head::correct(const Batch& batch, const Activations& keep) const {
-  const Tensor& probs = keep.saved[kProbs];
+  Tensor probs = keep.saved[kProbs];
+  if (probs.device().kind != Device::Kind::Cpu) {
+    Tensor host = Tensor::empty(probs.shape(), DType::F32, MemoryCategory::Workspace);
+    host.copyFrom(probs);
+    probs = host;
+  }
   const int N = static_cast<int>(probs.dim(0)), Vl = vocabPart(), first = firstVocab();
   std::vector<float> best(static_cast<std::size_t>(N));
   std::vector<std::int32_t> index(static_cast<std::size_t>(N));
@@ -571,7 +578,12 @@ std::int64_t Head::correct(const Batch& batch, const Activations& keep) const {
   for (std::size_t n = 0; n < index.size(); ++n)
     if (best[n] != top[n]) index[n] = INT_MAX;
   region_->allReduce(index.data(), index.size(), DType::I32, ReduceOp::Min);
-  const auto* targets = batch.targets.data<std::int32_t>();
+  Tensor targetTensor = batch.targets;
+  if (targetTensor.device().kind != Device::Kind::Cpu) {
+    targetTensor = Tensor::empty(batch.targets.shape(), DType::I32, MemoryCategory::Workspace);
+    targetTensor.copyFrom(batch.targets);
+  }
+  const auto* targets = targetTensor.data<std::int32_t>();
   std::int64_t hits = 0;
   for (int n = 0; n < N; ++n) hits += index[static_cast<std::size_t>(n)] == targets[n];
   return hits;
@@ -579,12 +591,37 @@ std::int64_t Head::correct(const Batch& batch, const Activations& keep) const {
 
 }  // namespace
 
+void checkTokens(const Tensor& tokens, const GptConfig& c) {
+  const auto* t = tokens.data<std::int32_t>();
+  for (std::int64_t n = 0; n < tokens.numel(); ++n) {
+    if (t[n] < 0 || t[n] >= c.vocabSize) {
+      throw UserError("token id " + std::to_string(t[n]) + " at position " + std::to_string(n) +
+                      " is outside the vocabulary [0, " + std::to_string(c.vocabSize) + ")");
+    }
+  }
+}
+
+Batch uploadBatch(const Batch& batch, const GptConfig& c, Allocator& device) {
+  checkTokens(batch.inputs, c);
+  Batch out = batch;
+  for (Tensor* t : {&out.inputs, &out.targets}) {
+    if (!t->defined()) continue;
+    Tensor there = Tensor::empty(t->shape(), t->dtype(), MemoryCategory::Workspace, device);
+    there.copyFrom(*t);
+    *t = there;
+  }
+  return out;
+}
+
 void buildGptTensorParallel(Model& m, const GptConfig& c,
                             const std::shared_ptr<TensorParallelRegion>& region,
                             const std::vector<int>& layers) {
   validate(c);
   const int t = region->size(), r = region->rank();
   validateTensorParallel(c, t, region->sequenceParallel());
+  if (t > 1 && m.ops().device().kind != Device::Kind::Cpu)
+    throw UserError("tensor_model_parallel_size " + std::to_string(t) +
+                    ": tensor parallelism runs on the CPU only so far (device: cpu)");
   GptSplits splits;  // whole on one rank
   if (t > 1) {
     splits.vocabulary = {0, t, r, 1};

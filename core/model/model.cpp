@@ -7,9 +7,37 @@
 
 namespace parascope {
 
+namespace {
+// The losses a forward pass left, summed on the host (a device's copied there first).
+double sumOfLosses(const Tensor& losses) {
+  Tensor host = losses;
+  if (losses.device().kind != Device::Kind::Cpu) {
+    host = Tensor::empty(losses.shape(), DType::F32, MemoryCategory::Workspace);
+    host.copyFrom(losses);
+  }
+  double sum = 0;
+  const float* l = host.data<float>();
+  for (std::int64_t i = 0; i < host.numel(); ++i) sum += l[i];
+  return sum;
+}
+}  // namespace
+
 Model::Model(Allocator& allocator, DType compute, ModelStorage storage)
-    : allocator_(&allocator), compute_(compute), storage_(storage) {
+    : allocator_(&allocator),
+      // The CPU's kernels live as long as the program: not owned.
+      ops_(std::shared_ptr<void>(), &kernels::cpuOps()),
+      compute_(compute),
+      storage_(storage) {
   if (!isFloating(compute)) throw std::logic_error("model compute type must be floating");
+}
+
+void Model::setOps(std::shared_ptr<const kernels::KernelOps> ops) {
+  if (!layers_.empty()) throw std::logic_error("a model's kernels are set before its layers");
+  if (ops->device() != allocator_->device())
+    throw std::logic_error("a model's kernels must run where its allocator's memory is");
+  if (ops->device().kind != Device::Kind::Cpu && mixedPrecision())
+    throw std::logic_error("mixed precision runs on the CPU only so far");
+  ops_ = std::move(ops);
 }
 
 Parameter& Model::addParameter(const std::string& name, const Shape& shape, ParameterInit init,
@@ -44,8 +72,16 @@ std::int64_t Model::parameterCount() const {
 
 void Model::initialize(std::uint64_t seed) {
   if (!storage_.values) return;
+  const bool host = allocator_->device().kind == Device::Kind::Cpu;
   for (const Parameter& p : parameters_) {
-    p.initialValues(seed, p.storedValue());
+    if (host) {
+      p.initialValues(seed, p.storedValue());
+    } else {
+      // Drawn on the host, as every rank draws them, then copied to the device.
+      Tensor drawn = Tensor::empty(p.shape, p.storage, MemoryCategory::Workspace);
+      p.initialValues(seed, drawn);
+      p.storedValue().copyFrom(drawn);
+    }
     if (storage_.gradients) p.storedGrad().zero();
   }
 }
@@ -175,8 +211,7 @@ MicroBatchResult Model::forwardBackward(const Batch& batch) {
   for (std::size_t i = 0; i < layers_.size(); ++i) x = forwardLayer(i, x, batch, keep[i]);
   MicroBatchResult r;
   r.targets = x.numel();
-  const float* losses = x.data<float>();
-  for (std::int64_t i = 0; i < r.targets; ++i) r.lossSum += losses[i];
+  r.lossSum = sumOfLosses(x);
   Tensor dy;
   for (std::size_t i = layers_.size(); i-- > 0;) {
     for (const LayerHook& hook : backwardHooks_) hook(i, false);
@@ -196,8 +231,7 @@ MicroBatchResult Model::evaluate(const Batch& batch) {
   }
   MicroBatchResult r;
   r.targets = x.numel();
-  const float* losses = x.data<float>();
-  for (std::int64_t i = 0; i < r.targets; ++i) r.lossSum += losses[i];
+  r.lossSum = sumOfLosses(x);
   if (auto* head = dynamic_cast<const LossLayer*>(layers_.back().get())) {
     r.correct = head->correct(batch, keep.back());
   }

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/kernels/ops.h"
 #include "core/model/layer.h"
 #include "core/model/parameter.h"
 
@@ -55,6 +56,10 @@ class Model {
   Parameter* find(const std::string& name);
   std::int64_t parameterCount() const;  // of the logical model, however it is split
   Allocator& allocator() const { return *allocator_; }
+  // The kernels its layers run: the CPU's unless set, before any layer is added, to those of the
+  // allocator's device (f32 only there so far).
+  const kernels::KernelOps& ops() const { return *ops_; }
+  void setOps(std::shared_ptr<const kernels::KernelOps> ops);
   DType computeType() const { return compute_; }
   bool mixedPrecision() const { return compute_ != DType::F32; }
 
@@ -107,6 +112,7 @@ class Model {
 
  private:
   Allocator* allocator_;
+  std::shared_ptr<const kernels::KernelOps> ops_;
   std::deque<Parameter> parameters_;  // deque: layers keep pointers into it
   // find()'s index: a model of a thousand parameters is built in linear time, not quadratic.
   std::unordered_map<std::string, Parameter*> byName_;

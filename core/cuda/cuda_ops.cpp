@@ -1,0 +1,100 @@
+#include "core/cuda/cuda_ops.h"
+
+#include "core/cuda/blas.h"
+#include "core/cuda/check.h"
+#include "core/cuda/device.h"
+#include "core/cuda/kernels.h"
+
+namespace parascope::cuda {
+
+namespace {
+
+class CudaOps final : public kernels::KernelOps {
+ public:
+  CudaOps(int index, cudaStream_t stream, GemmPrecision precision)
+      : index_(index), stream_(stream), blas_(stream, precision) {}
+  Device device() const override { return {Device::Kind::Cuda, index_}; }
+
+  void embeddingForward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
+                        int B, int T, int C) const override {
+    cuda::embeddingForward(out, tokens, wte, wpe, B, T, C, stream_);
+  }
+  void embeddingBackward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
+                         int B, int T, int C) const override {
+    cuda::embeddingBackward(dwte, dwpe, dout, tokens, B, T, C, stream_);
+  }
+  void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                        const float* bias, int N, int C) const override {
+    cuda::layernormForward(out, mean, rstd, inp, weight, bias, N, C, stream_);
+  }
+  void residualLayernormForward(float* sum, float* out, float* mean, float* rstd, const float* a,
+                                const float* b, const float* weight, const float* bias, int N,
+                                int C) const override {
+    cuda::residualLayernormForward(sum, out, mean, rstd, a, b, weight, bias, N, C, stream_);
+  }
+  void layernormBackward(float* dinp, float* dweight, float* dbias, const float* dout,
+                         const float* inp, const float* weight, const float* mean,
+                         const float* rstd, int N, int C, const float* dresidual) const override {
+    cuda::layernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, dresidual,
+                            stream_);
+  }
+  void matmulForward(float* out, const float* inp, const float* weight, const float* bias, int N,
+                     int C, int OC) const override {
+    blas_.matmulForward(out, inp, weight, bias, N, C, OC);
+  }
+  void matmulBackward(float* dinp, float* dweight, float* dbias, const float* dout,
+                      const float* inp, const float* weight, int N, int C, int OC) const override {
+    blas_.matmulBackward(dinp, dweight, dout, inp, weight, N, C, OC);
+    if (dbias != nullptr) cuda::biasBackward(dbias, dout, N, OC, stream_);
+  }
+  long attentionScratch(int T, int NH) const override { return static_cast<long>(NH) * T * T; }
+  void attentionForward(float* out, float* att, const float* qkv, int B, int T, int C,
+                        int NH) const override {
+    blas_.attentionForward(out, att, qkv, B, T, C, NH);
+  }
+  void attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                         const float* att, int B, int T, int C, int NH) const override {
+    blas_.attentionBackward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+  }
+  void geluForward(float* out, const float* inp, long N) const override {
+    cuda::geluForward(out, inp, N, stream_);
+  }
+  void geluBackward(float* dinp, const float* inp, const float* dout, long N) const override {
+    cuda::geluBackward(dinp, inp, dout, N, stream_);
+  }
+  void residualForward(float* out, const float* a, const float* b, long N) const override {
+    cuda::residualForward(out, a, b, N, stream_);
+  }
+  void biasForward(float* out, const float* bias, long rows, long C) const override {
+    cuda::biasForward(out, bias, rows, C, stream_);
+  }
+  void biasBackward(float* dbias, const float* dout, long rows, long C) const override {
+    cuda::biasBackward(dbias, dout, rows, C, stream_);
+  }
+  void crossEntropyForward(float* losses, float* probs, const float* logits,
+                           const std::int32_t* targets, int N, int V) const override {
+    cuda::crossEntropyForward(losses, probs, logits, targets, N, V, stream_);
+  }
+  void crossEntropyBackward(float* dlogits, const float* probs, const std::int32_t* targets,
+                            const float* dlosses, int N, int V) const override {
+    cuda::crossEntropyBackward(dlogits, probs, targets, dlosses, N, V, stream_);
+  }
+  void fill(float* p, float value, long n) const override { cuda::fill(p, value, n, stream_); }
+
+ private:
+  int index_;
+  cudaStream_t stream_;
+  // A product's plan cache changes under const calls; one rank's thread makes them all.
+  mutable Blas blas_;
+};
+
+}  // namespace
+
+std::shared_ptr<const kernels::KernelOps> cudaOps(int index, cudaStream_t stream,
+                                                  GemmPrecision precision) {
+  requireDevice(index, "kernels");
+  check(cudaSetDevice(index), "cudaSetDevice");
+  return std::make_shared<CudaOps>(index, stream, precision);
+}
+
+}  // namespace parascope::cuda

@@ -1,0 +1,19 @@
+// The model's kernels on a CUDA device (kernels/ops.h): the CUDA kernels and the cuBLAS
+// products, launched on one stream, the rank's compute stream.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+#include "core/cuda/gemm_peak.h"
+#include "core/kernels/ops.h"
+
+namespace parascope::cuda {
+
+// Kernels on device `index`, launched on `stream` (null: the device's default stream), the f32
+// products in `precision` (F32 or TF32). Throws UserError for a device this process does not see.
+std::shared_ptr<const kernels::KernelOps> cudaOps(int index, cudaStream_t stream,
+                                                  GemmPrecision precision);
+
+}  // namespace parascope::cuda

@@ -1,0 +1,93 @@
+#include "core/kernels/ops.h"
+
+#include <algorithm>
+
+#include "core/kernels/attention.h"
+#include "core/kernels/cross_entropy.h"
+#include "core/kernels/embedding.h"
+#include "core/kernels/gelu.h"
+#include "core/kernels/layernorm.h"
+#include "core/kernels/matmul.h"
+#include "core/kernels/residual.h"
+
+namespace parascope::kernels {
+
+namespace {
+
+class CpuOps final : public KernelOps {
+ public:
+  Device device() const override { return Device::cpu(); }
+  void embeddingForward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
+                        int B, int T, int C) const override {
+    kernels::embeddingForward(out, tokens, wte, wpe, B, T, C);
+  }
+  void embeddingBackward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
+                         int B, int T, int C) const override {
+    kernels::embeddingBackward(dwte, dwpe, dout, tokens, B, T, C);
+  }
+  void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                        const float* bias, int N, int C) const override {
+    kernels::layernormForward(out, mean, rstd, inp, weight, bias, N, C);
+  }
+  void residualLayernormForward(float* sum, float* out, float* mean, float* rstd, const float* a,
+                                const float* b, const float* weight, const float* bias, int N,
+                                int C) const override {
+    kernels::residualLayernormForward(sum, out, mean, rstd, a, b, weight, bias, N, C);
+  }
+  void layernormBackward(float* dinp, float* dweight, float* dbias, const float* dout,
+                         const float* inp, const float* weight, const float* mean,
+                         const float* rstd, int N, int C, const float* dresidual) const override {
+    kernels::layernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
+                               dresidual);
+  }
+  void matmulForward(float* out, const float* inp, const float* weight, const float* bias, int N,
+                     int C, int OC) const override {
+    kernels::matmulForward(out, inp, weight, bias, N, C, OC);
+  }
+  void matmulBackward(float* dinp, float* dweight, float* dbias, const float* dout,
+                      const float* inp, const float* weight, int N, int C, int OC) const override {
+    kernels::matmulBackward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  }
+  long attentionScratch(int T, int /*NH*/) const override { return static_cast<long>(T) * T; }
+  void attentionForward(float* out, float* att, const float* qkv, int B, int T, int C,
+                        int NH) const override {
+    kernels::attentionForward(out, att, qkv, B, T, C, NH);
+  }
+  void attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                         const float* att, int B, int T, int C, int NH) const override {
+    kernels::attentionBackward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+  }
+  void geluForward(float* out, const float* inp, long N) const override {
+    kernels::geluForward(out, inp, N);
+  }
+  void geluBackward(float* dinp, const float* inp, const float* dout, long N) const override {
+    kernels::geluBackward(dinp, inp, dout, N);
+  }
+  void residualForward(float* out, const float* a, const float* b, long N) const override {
+    kernels::residualForward(out, a, b, N);
+  }
+  void biasForward(float* out, const float* bias, long rows, long C) const override {
+    kernels::biasForward(out, bias, rows, C);
+  }
+  void biasBackward(float* dbias, const float* dout, long rows, long C) const override {
+    kernels::biasBackward(dbias, dout, rows, C);
+  }
+  void crossEntropyForward(float* losses, float* probs, const float* logits,
+                           const std::int32_t* targets, int N, int V) const override {
+    kernels::crossEntropyForward(losses, probs, logits, targets, N, V);
+  }
+  void crossEntropyBackward(float* dlogits, const float* probs, const std::int32_t* targets,
+                            const float* dlosses, int N, int V) const override {
+    kernels::crossEntropyBackward(dlogits, probs, targets, dlosses, N, V);
+  }
+  void fill(float* p, float value, long n) const override { std::fill(p, p + n, value); }
+};
+
+}  // namespace
+
+const KernelOps& cpuOps() {
+  static const CpuOps ops;
+  return ops;
+}
+
+}  // namespace parascope::kernels

@@ -1,0 +1,58 @@
+// The kernels a model's layers call, for the device their tensors are on: one interface, so that
+// a layer's order of operations is written once for the CPU and the GPU. Each function is the
+// kernel of the same name in this folder (see its header for shapes and which arguments are
+// accumulated into); pointers are the device's memory. The CPU's are the kernels themselves;
+// a CUDA device's (core/cuda/cuda_ops.h) launch on the rank's compute stream.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor/allocator.h"
+
+namespace parascope::kernels {
+
+class KernelOps {
+ public:
+  virtual ~KernelOps() = default;
+  virtual Device device() const = 0;
+
+  virtual void embeddingForward(float* out, const std::int32_t* tokens, const float* wte,
+                                const float* wpe, int B, int T, int C) const = 0;
+  virtual void embeddingBackward(float* dwte, float* dwpe, const float* dout,
+                                 const std::int32_t* tokens, int B, int T, int C) const = 0;
+  virtual void layernormForward(float* out, float* mean, float* rstd, const float* inp,
+                                const float* weight, const float* bias, int N, int C) const = 0;
+  virtual void residualLayernormForward(float* sum, float* out, float* mean, float* rstd,
+                                        const float* a, const float* b, const float* weight,
+                                        const float* bias, int N, int C) const = 0;
+  virtual void layernormBackward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                 const float* inp, const float* weight, const float* mean,
+                                 const float* rstd, int N, int C, const float* dresidual) const = 0;
+  virtual void matmulForward(float* out, const float* inp, const float* weight, const float* bias,
+                             int N, int C, int OC) const = 0;
+  virtual void matmulBackward(float* dinp, float* dweight, float* dbias, const float* dout,
+                              const float* inp, const float* weight, int N, int C,
+                              int OC) const = 0;
+  // The scratch attentionBackward needs, in floats.
+  virtual long attentionScratch(int T, int NH) const = 0;
+  virtual void attentionForward(float* out, float* att, const float* qkv, int B, int T, int C,
+                                int NH) const = 0;
+  virtual void attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                                 const float* att, int B, int T, int C, int NH) const = 0;
+  virtual void geluForward(float* out, const float* inp, long N) const = 0;
+  virtual void geluBackward(float* dinp, const float* inp, const float* dout, long N) const = 0;
+  virtual void residualForward(float* out, const float* a, const float* b, long N) const = 0;
+  virtual void biasForward(float* out, const float* bias, long rows, long C) const = 0;
+  virtual void biasBackward(float* dbias, const float* dout, long rows, long C) const = 0;
+  virtual void crossEntropyForward(float* losses, float* probs, const float* logits,
+                                   const std::int32_t* targets, int N, int V) const = 0;
+  virtual void crossEntropyBackward(float* dlogits, const float* probs, const std::int32_t* targets,
+                                    const float* dlosses, int N, int V) const = 0;
+  // p[0 .. n) = value.
+  virtual void fill(float* p, float value, long n) const = 0;
+};
+
+// The CPU's kernels, shared by every CPU model.
+const KernelOps& cpuOps();
+
+}  // namespace parascope::kernels
