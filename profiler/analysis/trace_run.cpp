@@ -20,6 +20,15 @@ struct RunShape {
   double flopsPerToken = 0;
 };
 
+// A threads run's config holds its world; an mpirun's may leave it to the world it ran on.
+TrainConfig parseRecorded(const nlohmann::json& doc, int worldSize) {
+  try {
+    return parseTrainConfig(doc);
+  } catch (const UserError&) {
+    return parseTrainConfig(doc, worldSize);
+  }
+}
+
 std::optional<RunShape> shapeOf(const std::string& configText, int worldSize) {
   if (configText.empty()) return std::nullopt;
   const nlohmann::json doc = nlohmann::json::parse(configText, nullptr, false);
@@ -37,13 +46,7 @@ std::optional<RunShape> shapeOf(const std::string& configText, int worldSize) {
                              std::to_string(p.servers) + " + " + std::to_string(p.workers);
       return s;
     }
-    // A threads run's config holds its world; an mpirun's may leave it to the world it ran on.
-    TrainConfig c;
-    try {
-      c = parseTrainConfig(doc);
-    } catch (const UserError&) {
-      c = parseTrainConfig(doc, worldSize);
-    }
+    const TrainConfig c = parseRecorded(doc, worldSize);
     s.tokensPerStep = static_cast<double>(c.globalBatch) * c.model.kind->targetsPerSample(c.model);
     s.flopsPerToken = modelFlopsPerToken(c);
     s.strategy = describeStrategy(c);
@@ -144,6 +147,17 @@ std::optional<TraceRun> traceRun(const TraceAnalysis& a) {
   }
   for (auto& [rank, r] : stepless) run.rankSteps.push_back(r);
   return run;
+}
+
+std::optional<TrainConfig> recordedTrainConfig(const TraceData& trace) {
+  if (trace.runConfig.empty()) return std::nullopt;
+  const nlohmann::json doc = nlohmann::json::parse(trace.runConfig, nullptr, false);
+  if (doc.is_discarded() || isPsConfig(doc)) return std::nullopt;
+  try {
+    return parseRecorded(doc, trace.worldSize);
+  } catch (const UserError&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace parascope::profiler

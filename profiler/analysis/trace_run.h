@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config/config.h"
 #include "core/train/step_report.h"
 #include "profiler/analysis/trace_analysis.h"
 
@@ -28,5 +29,9 @@ struct TraceRun {
 // Empty when the trace is not a run this build recorded and can read (no config, a config it
 // refuses, or no step spans).
 std::optional<TraceRun> traceRun(const TraceAnalysis& analysis);
+
+// The config a collective run recorded in its trace started with; none for a trace without
+// one, a parameter-server run's, or one this build no longer reads.
+std::optional<TrainConfig> recordedTrainConfig(const TraceData& trace);
 
 }  // namespace parascope::profiler

@@ -2,7 +2,8 @@
 // communication operation on small synthetic traces, segments picked by step, the model under
 // QAbstractItemModelTester and sorted by a proxy, and the workbench's Compare tab diffing two
 // opened trace files; recorded runs opened as traces (a GPT with parameter servers and the same
-// GPT trained collectively) are rows of the Compare table, measured from their traces.
+// GPT trained collectively) are rows of the Compare table, measured from their traces; and an
+// opened trace's memory is predicted for the config it recorded, never for the panel's.
 #include <QAbstractItemModelTester>
 #include <QComboBox>
 #include <QHeaderView>
@@ -16,12 +17,16 @@
 #include <vector>
 
 #include "core/config/ps_config.h"
+#include "core/plan/memory_estimate.h"
 #include "core/ps/ps_run.h"
+#include "core/train/trainer.h"
 #include "profiler/analysis/trace_diff.h"
 #include "profiler/io/chrome_export.h"
 #include "profiler/io/chrome_import.h"
 #include "profiler/run_trace.h"
 #include "ui/views/diff_model.h"
+#include "ui/views/memory_peak_model.h"
+#include "ui/views/memory_view.h"
 #include "ui/views/segment_model.h"
 #include "ui/workbench/workbench_window.h"
 
@@ -123,6 +128,7 @@ class TestDiffModel : public QObject {
   void modelShowsAndSorts();
   void windowDiffsOpenedTraces();
   void recordedRunsAreRowsOfTheCompareTable();
+  void openedTracesArePredictedByTheirOwnConfig();
 
  private:
   QTemporaryDir cacheHome_;
@@ -386,6 +392,64 @@ void TestDiffModel::recordedRunsAreRowsOfTheCompareTable() {
   QCOMPARE(rows.at("serve_pull").bRanks, 0);
   QCOMPARE(rows.at("pull").aRanks, 2);
   QCOMPARE(rows.at("allreduce_update").bRanks, 2);
+}
+
+// The Memory tab's predictions beside an opened trace: those of the config the trace recorded
+// (here a GPT far smaller than the strategy panel's GPT-mini), and none for a trace whose run
+// has no collective config (parameter servers): the panel's strategy is not what it ran.
+void TestDiffModel::openedTracesArePredictedByTheirOwnConfig() {
+  QTemporaryDir dir;
+  const QString small = dir.filePath(QStringLiteral("small.json"));
+  const QString ps = dir.filePath(QStringLiteral("ps.json"));
+  const nlohmann::json doc = {{"model",
+                               {{"type", "gpt"},
+                                {"vocab_size", 256},
+                                {"context_length", 16},
+                                {"hidden_size", 32},
+                                {"num_attention_heads", 2},
+                                {"num_layers", 2},
+                                {"mlp_ratio", 4}}},
+                              {"data", {{"type", "text"}, {"path", "/usr/share/games/fortunes"}}},
+                              {"train_micro_batch_size_per_gpu", 4},
+                              {"train_iters", 2}};
+  const parascope::TrainConfig config = parascope::parseTrainConfig(doc);
+  {
+    parascope::profiler::RunTrace trace(small.toStdString());
+    trace.describe(doc);
+    trace.begin(nullptr, 1);
+    parascope::Trainer trainer(config);
+    trainer.step();
+    trainer.step();
+    trace.end(-1);
+  }
+  recordGptRun("sync", ps);
+
+  parascope::ui::WorkbenchWindow window;
+  QSignalSpy shown(&window, &parascope::ui::WorkbenchWindow::traceShown);
+  using M = parascope::ui::MemoryPeakModel;
+  const M* peaks = window.memoryView()->peakModel();
+  auto predictedParameters = [&] {
+    for (int row = 0; row < peaks->rowCount(); ++row) {
+      if (peaks->index(row, M::Category).data(Qt::UserRole).toString() == "parameter")
+        return peaks->index(row, M::Predicted).data(Qt::UserRole).toDouble();
+    }
+    return -2.0;  // no parameter row
+  };
+  window.showTraces({small});
+  QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+  const std::vector<parascope::MemoryEstimate> estimate = parascope::estimateRankMemory(
+      config, parascope::dataBytesInMemory(config.data), config.parallel.worldSize());
+  double expected = -1;
+  for (const parascope::MemoryItem& item : estimate.at(0).items)
+    if (item.name == "parameters") expected = item.bytes;
+  QVERIFY(expected > 0);
+  QCOMPARE(predictedParameters(), expected);
+
+  window.showTraces({ps});
+  QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 2, 60000);
+  QVERIFY(peaks->rowCount() > 0);
+  for (int row = 0; row < peaks->rowCount(); ++row)
+    QCOMPARE(peaks->index(row, M::Predicted).data().toString(), QString());
 }
 
 QTEST_MAIN(TestDiffModel)

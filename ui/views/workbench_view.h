@@ -24,7 +24,8 @@ namespace parascope::ui {
 // What a replaced trace brings.
 struct ShownTrace {
   std::shared_ptr<const profiler::TraceAnalysis> analysis;  // never null
-  // The strategy the trace ran last (the session's, else the strategy panel's), if known.
+  // The strategy the trace ran last, if known: for the workbench's own run the session's, else
+  // the strategy panel's; for an opened trace the config it recorded.
   std::optional<parascope::TrainConfig> config;
   // The memory estimate of `config`, by rank, then by item name ("parameters", ...).
   std::map<int, std::map<std::string, double>> predictedMemory;

@@ -525,7 +525,7 @@ void WorkbenchWindow::showTabAnalysis(int tab) {
                : (tab <= static_cast<int>(traceTabList_.size())
                       ? traceTabList_[static_cast<std::size_t>(tab - 1)].analysis
                       : nullptr);
-  showAnalysis(analysis ? analysis : std::make_shared<const profiler::TraceAnalysis>());
+  showAnalysis(analysis ? analysis : std::make_shared<const profiler::TraceAnalysis>(), tab == 0);
 }
 
 void WorkbenchWindow::analyse(const QString& slot, const QStringList& files,
@@ -569,7 +569,7 @@ void WorkbenchWindow::analysed(const QString& slot,
       traceRowDone(slot, analysis.get());
     }
   }
-  if (traceTabs_->currentIndex() == tab) showAnalysis(analysis);
+  if (traceTabs_->currentIndex() == tab) showAnalysis(analysis, tab == 0);
   shownOne(slot);
 }
 
@@ -636,7 +636,8 @@ void WorkbenchWindow::shownOne(const QString& slot) {
   emit traceShown(slot == kAnalysisJob);
 }
 
-void WorkbenchWindow::showAnalysis(const std::shared_ptr<const profiler::TraceAnalysis>& analysis) {
+void WorkbenchWindow::showAnalysis(const std::shared_ptr<const profiler::TraceAnalysis>& analysis,
+                                   bool ownRun) {
   ShownTrace shown;
   shown.analysis = analysis;
   // The ended run switched live: the prediction is the last layout's, so are the peaks beside it.
@@ -649,10 +650,16 @@ void WorkbenchWindow::showAnalysis(const std::shared_ptr<const profiler::TraceAn
         shown.fromNs = shown.fromNs == INT64_MIN ? e.startNs : std::min(shown.fromNs, e.startNs);
     }
   }
-  // The strategy the trace ran last: the session's, else the panel's. Each rank is predicted
-  // by its pipeline stage's estimate (stages hold different layers); the peaks from a switch
-  // on by the steps' alone (the switch's rebuilding is before them).
-  shown.config = session_ ? std::optional(session_->config()) : panel_->config();
+  // The strategy the trace ran last: for the workbench's own run the session's, else the panel's;
+  // for an opened trace the config it recorded (a trace without one is predicted by none, never
+  // by whatever the panel holds). Each rank is predicted by its pipeline stage's estimate
+  // (stages hold different layers); the peaks from a switch on by the steps' alone (the
+  // switch's rebuilding is before them).
+  if (ownRun) {
+    shown.config = session_ ? std::optional(session_->config()) : panel_->config();
+  } else if (analysis->trace) {
+    shown.config = profiler::recordedTrainConfig(*analysis->trace);
+  }
   if (shown.config) {
     const int ranks = shown.config->parallel.worldSize();
     const std::vector<MemoryEstimate> stages =

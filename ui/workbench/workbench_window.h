@@ -198,7 +198,9 @@ class WorkbenchWindow : public QMainWindow {
   void showRunningStrategy();
   // One of what `slot`'s traceShown waits for is shown (or failed).
   void shownOne(const QString& slot);
-  void showAnalysis(const std::shared_ptr<const profiler::TraceAnalysis>& analysis);
+  // ownRun: the workbench's own run (the Run tab), whose strategy is the session's or the
+  // panel's; any other trace is predicted by the config it recorded, if any.
+  void showAnalysis(const std::shared_ptr<const profiler::TraceAnalysis>& analysis, bool ownRun);
   // Analyses the traces in `files` off the GUI thread, or the run's `trace` in memory when
   // given (then `files` only names it).
   void analyse(const QString& slot, const QStringList& files,
