@@ -131,6 +131,33 @@ void checkTrainable(const TrainConfig& c) {
                     " (context parallelism) is modeled by the planner (parascope-cli plan and "
                     "simulate) but not trained by this engine; valid for training: unset, or 1");
   c.model.kind->checkTrainable(c.model);
+  checkDeviceSupport(c, c.device);
+}
+
+void checkDeviceSupport(const TrainConfig& c, Device device) {
+  if (device.kind == Device::Kind::Cpu) return;
+#if !PARASCOPE_HAVE_CUDA
+  throw UserError(
+      "config: device \"cuda\" needs a build with CUDA (this one was built without the CUDA "
+      "toolkit); valid here: \"cpu\"");
+#endif
+  std::vector<std::string> refused;
+  if (c.model.kind->name() != std::string_view("gpt"))
+    refused.push_back("model.type \"" + std::string(c.model.kind->name()) + "\"");
+  if (c.parallel.worldSize() > 1)
+    refused.push_back(std::to_string(c.parallel.worldSize()) + " ranks");
+  if (c.parallel.compute != DType::F32)
+    refused.push_back(std::string(dtypeName(c.parallel.compute)) + " mixed precision");
+  if (c.parallel.zeroStage > 0)
+    refused.push_back("ZeRO stage " + std::to_string(c.parallel.zeroStage));
+  if (c.pipeline.enabled) refused.push_back("a pipeline schedule");
+  if (!c.saveWeights.empty()) refused.push_back("save_weights");
+  if (!c.initWeights.empty()) refused.push_back("init_weights");
+  if (refused.empty()) return;
+  std::string list;
+  for (const std::string& r : refused) list += (list.empty() ? "" : ", ") + r;
+  throw UserError("config: device \"cuda\" trains the GPT on one rank in fp32 so far; not: " +
+                  list);
 }
 
 TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
@@ -189,6 +216,7 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {
   c.memoryLimitBytes = r.integer("memory_limit_bytes");
   c.saveWeights = r.string("save_weights");
   c.initWeights = r.string("init_weights");
+  if (r.choice("device") == "cuda") c.device = {Device::Kind::Cuda, 0};
   r.finish();
   resolvePipeline(c);
   c.document = j;

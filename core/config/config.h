@@ -20,6 +20,7 @@
 #include "core/model/mlp.h"
 #include "core/parallel/pipeline_layout.h"
 #include "core/parallel/strategy.h"
+#include "core/tensor/allocator.h"
 
 namespace parascope {
 
@@ -63,6 +64,7 @@ struct TrainConfig {
   std::int64_t memoryLimitBytes = 0;  // memory_limit_bytes: per rank, tracked memory; 0 = none
   std::string saveWeights;            // safetensors path written after training; empty = none
   std::string initWeights;  // safetensors of the full weights a fresh run starts from; empty = none
+  Device device;            // device: where the ranks compute (a CUDA device: the first GPU)
   // The validated document this config was read from (overrides applied): what a checkpoint
   // records and a strategy switch edits.
   nlohmann::json document;
@@ -81,6 +83,11 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize = 0);
 // parallelism, and the model kind's own: ModelKind::checkTrainable). Called before a run or a
 // switch builds anything.
 void checkTrainable(const TrainConfig& config);
+
+// UserError for a run on `device` that it does not train yet: on a GPU, anything but the GPT on
+// one rank in fp32 (all of what is refused named in one line), or any GPU in a build without
+// CUDA. Nothing for the CPU.
+void checkDeviceSupport(const TrainConfig& config, Device device);
 
 // Reads a config file under the JSON limits (core/common/bounded_json.h): a missing, oversized
 // or special file, a syntax error (with line and column), a duplicate key or a document that is

@@ -237,6 +237,9 @@ std::vector<ConfigKey> buildKeys() {
               "state, activations, buffers, workspace; not the data set) may hold. A run whose "
               "estimate exceeds it is refused before it starts, naming the offload that would "
               "fit (`docs/offload.md`); an allocation past it fails the run. 0: no limit"),
+      choice("device", "cpu", {"cpu", "cuda"},
+             "where the ranks compute: `cuda` trains on the first GPU, so far the GPT on one "
+             "rank in fp32 (`docs/gpu.md`), in a build with the CUDA toolkit"),
       string("save_weights", train.saveWeights,
              "write the trained weights to this safetensors file"),
       string("init_weights", train.initWeights,

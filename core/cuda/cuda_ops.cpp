@@ -12,7 +12,12 @@ namespace {
 class CudaOps final : public kernels::KernelOps {
  public:
   CudaOps(int index, cudaStream_t stream, GemmPrecision precision)
-      : index_(index), stream_(stream), blas_(stream, precision) {}
+      : index_(index), stream_(stream), blas_(stream, precision) {
+    check(cudaMalloc(reinterpret_cast<void**>(&sum_), sizeof(double)), "cudaMalloc");
+  }
+  ~CudaOps() override { cudaFree(sum_); }
+  CudaOps(const CudaOps&) = delete;
+  CudaOps& operator=(const CudaOps&) = delete;
   Device device() const override { return {Device::Kind::Cuda, index_}; }
 
   void embeddingForward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
@@ -80,12 +85,31 @@ class CudaOps final : public kernels::KernelOps {
     cuda::crossEntropyBackward(dlogits, probs, targets, dlosses, N, V, stream_);
   }
   void fill(float* p, float value, long n) const override { cuda::fill(p, value, n, stream_); }
+  void adamwUpdate(float* param, const float* grad, float* m, float* v, long n,
+                   const kernels::AdamWHyper& h, int step, float gradScale) const override {
+    cuda::adamwUpdate(param, grad, m, v, n, kernels::adamwConstants(h, step), gradScale, stream_);
+  }
+  // One parameter's sum at a time, each waited for: a norm is one number per step, and the few
+  // dozen round trips cost far less than the step.
+  double sumOfSquares(const float* grad, long n) const override {
+    check(cudaMemsetAsync(sum_, 0, sizeof(double), stream_), "cudaMemsetAsync");
+    cuda::addSumOfSquares(sum_, grad, n, stream_);
+    double host = 0;
+    check(cudaMemcpyAsync(&host, sum_, sizeof(double), cudaMemcpyDeviceToHost, stream_),
+          "cudaMemcpyAsync");
+    synchronize();
+    return host;
+  }
+  void synchronize() const override {
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
 
  private:
   int index_;
   cudaStream_t stream_;
   // A product's plan cache changes under const calls; one rank's thread makes them all.
   mutable Blas blas_;
+  double* sum_ = nullptr;  // sumOfSquares' result on the device
 };
 
 }  // namespace

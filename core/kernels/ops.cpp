@@ -6,6 +6,7 @@
 #include "core/kernels/cross_entropy.h"
 #include "core/kernels/embedding.h"
 #include "core/kernels/gelu.h"
+#include "core/kernels/grad_clip.h"
 #include "core/kernels/layernorm.h"
 #include "core/kernels/matmul.h"
 #include "core/kernels/residual.h"
@@ -81,6 +82,14 @@ class CpuOps final : public KernelOps {
     kernels::crossEntropyBackward(dlogits, probs, targets, dlosses, N, V);
   }
   void fill(float* p, float value, long n) const override { std::fill(p, p + n, value); }
+  void adamwUpdate(float* param, const float* grad, float* m, float* v, long n, const AdamWHyper& h,
+                   int step, float gradScale) const override {
+    kernels::adamwUpdate<float>(param, grad, m, v, n, h, step, gradScale);
+  }
+  double sumOfSquares(const float* grad, long n) const override {
+    return kernels::sumOfSquares(grad, n);
+  }
+  void synchronize() const override {}
 };
 
 }  // namespace

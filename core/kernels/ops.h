@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "core/kernels/adamw.h"
 #include "core/tensor/allocator.h"
 
 namespace parascope::kernels {
@@ -50,6 +51,13 @@ class KernelOps {
                                     const float* dlosses, int N, int V) const = 0;
   // p[0 .. n) = value.
   virtual void fill(float* p, float value, long n) const = 0;
+  // The optimizer's: AdamW on f32 parameters (step 1-based, grad read times gradScale), and the
+  // sum of a gradient's squares (in double) for its norm, returned to the host.
+  virtual void adamwUpdate(float* param, const float* grad, float* m, float* v, long n,
+                           const AdamWHyper& h, int step, float gradScale) const = 0;
+  virtual double sumOfSquares(const float* grad, long n) const = 0;
+  // Returns once everything launched so far has run (the CPU's return after running).
+  virtual void synchronize() const = 0;
 };
 
 // The CPU's kernels, shared by every CPU model.

@@ -20,6 +20,11 @@
 #include "core/state/checkpoint.h"
 #include "core/trace/trace.h"
 
+#if PARASCOPE_HAVE_CUDA
+#include "core/cuda/device.h"
+#include "core/cuda/device_memory.h"
+#endif
+
 namespace parascope {
 
 namespace {
@@ -231,6 +236,7 @@ TrainConfig Session::resolveSwitch(const nlohmann::json& requested, bool batchNa
 
 // What a switch may change is how the run is spread; what it trains on and how must stay.
 void Session::checkSwitch(const TrainConfig& next) const {
+  if (onGpu()) throw UserError("switch: not supported yet for a run on a GPU");
   try {
     checkTrainable(next);
     checkSwitchKeeps(config(), next);
@@ -277,6 +283,7 @@ void Session::switchStrategy(const TrainConfig& next) {
 
 void Session::saveCheckpoint(const std::string& dir) {
   if (dir.empty()) throw UserError("save checkpoint: the directory is empty");
+  if (onGpu()) throw UserError("save checkpoint: not supported yet for a run on a GPU");
   {
     std::lock_guard lock(mutex_);
     saveDir_ = dir;
@@ -569,18 +576,42 @@ MemoryEstimate Session::runEstimate(bool mpi) const {
 // same config, so under MPI all refuse together.
 void Session::checkBeforeStart(bool mpi) const {
   checkTrainable(config_);
+  if (onGpu()) {
+    // What a GPU run cannot do yet, before any work: its state stays on the device.
+    if (mpi)
+      throw UserError("config: device \"cuda\" runs in one process so far, not under mpirun");
+    if (!options_.saveDir.empty() || !options_.load.empty())
+      throw UserError(
+          "checkpoints (--save, --load, --resume): not supported yet for a run on a GPU");
+#if PARASCOPE_HAVE_CUDA
+    if (cuda::deviceCount() <= config_.device.index)
+      throw UserError("config: device \"cuda\": no CUDA device is visible (" + cuda::whyNoDevice() +
+                      ")");
+#endif
+  }
   if (!config_.saveWeights.empty()) {
     checkOutputPath(config_.saveWeights, "save_weights",
                     {{"init_weights", config_.initWeights}, {"--load", options_.load}});
   }
   const MemoryEstimate estimate = runEstimate(mpi);
-  checkMemory(estimate, availableMemoryBytes());
+  // A GPU run's tensors are in the device's memory, not the host's.
+  checkMemory(estimate, onGpu() ? gpuMemoryBytes() : availableMemoryBytes());
   checkSwap(config_, estimate);
   checkMemoryLimit(config_, estimate);
+  if (onGpu()) return;
   // The address-space limit is this process's: its own ranks' threads (one under MPI).
   MemoryEstimate own = estimate;
   own.ranksSharingMemory = mpi ? 1 : estimate.ranksSharingMemory;
   checkAddressSpace(own, own.ranksSharingMemory, availableAddressSpaceBytes());
+}
+
+double Session::gpuMemoryBytes() const {
+#if PARASCOPE_HAVE_CUDA
+  const std::vector<cuda::DeviceInfo> devices = cuda::visibleDevices();
+  const auto i = static_cast<std::size_t>(config_.device.index);
+  if (i < devices.size()) return static_cast<double>(devices[i].memoryBytes);
+#endif
+  return -1;  // unknown: checkMemory checks nothing
 }
 
 void Session::runRank(Communicator& world, RankSlot& slot) {
@@ -605,6 +636,18 @@ PagePool& Session::pages() const {
   return options_.world && options_.allocator ? options_.allocator->pages() : *pages_;
 }
 
+bool Session::onGpu() const {
+  return config_.device.kind != Device::Kind::Cpu;
+}
+
+// A rank's memory: the host's, sharing the session's page pool, or the GPU's.
+std::unique_ptr<Allocator> Session::makeAllocator() const {
+#if PARASCOPE_HAVE_CUDA
+  if (onGpu()) return std::make_unique<Allocator>(cuda::deviceMemory(config_.device.index));
+#endif
+  return std::make_unique<Allocator>(Device::cpu(), pages_);
+}
+
 // One layout's ranks, from its first step boundary to the end of the run or a switch.
 void Session::runLayout(int ranks) {
   slots_.clear();
@@ -614,7 +657,7 @@ void Session::runLayout(int ranks) {
     if (options_.world && options_.allocator) {
       slot.allocator = options_.allocator;
     } else {
-      slot.own = std::make_unique<Allocator>(Device::cpu(), pages_);
+      slot.own = makeAllocator();
       slot.own->setLimit(config_.memoryLimitBytes);
       slot.own->setTrack(
           memoryTrack(options_.world ? options_.world->rank() : static_cast<int>(i)));

@@ -116,6 +116,9 @@ class Session {
 
   MemoryEstimate runEstimate(bool mpi) const;
   void checkBeforeStart(bool mpi) const;
+  bool onGpu() const;  // the config's device is a GPU
+  double gpuMemoryBytes() const;
+  std::unique_ptr<Allocator> makeAllocator() const;
   std::string outOfMemoryReason(bool mpi) const;
   std::shared_ptr<RankMemoryTrack> memoryTrack(int rank);
   PagePool& pages() const;

@@ -30,9 +30,9 @@ void AdamW::step(double lr, double gradScale) {
     h.lr = static_cast<float>(lr);
     if (!p.decay) h.weightDecay = 0.0f;
     if (master_.empty()) {
-      kernels::adamwUpdate(p.value.data<float>(), p.grad.data<float>(), m_[i].data<float>(),
-                           v_[i].data<float>(), p.numel(), h, steps_,
-                           static_cast<float>(gradScale));
+      model_.ops().adamwUpdate(p.value.data<float>(), p.grad.data<float>(), m_[i].data<float>(),
+                               v_[i].data<float>(), p.numel(), h, steps_,
+                               static_cast<float>(gradScale));
     } else {
       kernels::adamwUpdateMixed(master_[i].data<float>(), p.lowValue.data<std::uint16_t>(),
                                 p.lowGrad.data<std::uint16_t>(), m_[i].data<float>(),

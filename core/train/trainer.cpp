@@ -17,7 +17,27 @@
 #include "core/trace/trace.h"
 #include "core/train/grad_norm.h"
 
+#if PARASCOPE_HAVE_CUDA
+#include "core/cuda/cuda_ops.h"
+#endif
+
 namespace parascope {
+
+namespace {
+
+// The kernels of the allocator's device: the CPU's, or a CUDA device's on its default stream
+// (which the device memory's copies are ordered with).
+std::shared_ptr<const kernels::KernelOps> kernelsFor(Device device) {
+#if PARASCOPE_HAVE_CUDA
+  if (device.kind == Device::Kind::Cuda)
+    return cuda::cudaOps(device.index, nullptr, cuda::GemmPrecision::F32);
+#endif
+  if (device.kind != Device::Kind::Cpu)
+    throw UserError("this build has no CUDA (it was built without the CUDA toolkit)");
+  return {std::shared_ptr<void>(), &kernels::cpuOps()};
+}
+
+}  // namespace
 
 Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communicator& world,
                  bool initialize)
@@ -26,8 +46,10 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
   // ZeRO's storage (flat_layout.h) replaces the model's own: the model allocates none of it.
   const ParallelStrategy& s = config.parallel;
   const bool flat = s.data > 1 || s.zeroStage >= 1;
+  checkDeviceSupport(config, allocator.device());
   model_ = std::make_unique<Model>(allocator, s.compute,
                                    ModelStorage{.values = s.zeroStage == 0, .gradients = !flat});
+  if (allocator.device().kind != Device::Kind::Cpu) model_->setOps(kernelsFor(allocator.device()));
   if (world.size() > 1 || config.parallel.worldSize() > 1)
     mesh_ = DeviceMesh(world, config.parallel);
   BuiltModel built = config_.model.kind->build(*model_, config_, mesh_.tensor(), allocator,
@@ -201,7 +223,7 @@ StepReport Trainer::step() {
     const std::int64_t first = static_cast<std::int64_t>(steps_) * c.globalBatch +
                                (static_cast<std::int64_t>(k) * dp + d) * c.microBatch;
     const trace::Span load("data_load", trace::Category::DataLoad, trace::lane::kData);
-    Batch b = dataset_->batch(Split::Train, first, c.microBatch, model_->allocator());
+    Batch b = hostBatch(Split::Train, first, c.microBatch);
     b.lossWeight = lossScale / static_cast<float>(targetsPerStep);
     return b;
   };
@@ -233,8 +255,24 @@ StepReport Trainer::step() {
     r.pipelineBusySeconds = stats.busySeconds;
     r.pipelineIdleSeconds = stats.idleSeconds();
   }
+  model_->ops().synchronize();  // a device's step ends when its last kernel has run
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
+}
+
+// The training state as RankState and the whole model are read in host memory; a GPU run's stays
+// on the device (copying it out is not written yet).
+void Trainer::requireHostState(const char* what) const {
+  if (model_->allocator().device().kind != Device::Kind::Cpu)
+    throw UserError(std::string(what) + ": not supported yet for a run on a GPU");
+}
+
+// A model on a device reads its batch there: built in host memory, checked and copied.
+Batch Trainer::hostBatch(Split split, std::int64_t first, int rows) {
+  if (model_->allocator().device().kind == Device::Kind::Cpu)
+    return dataset_->batch(split, first, rows, model_->allocator());
+  return uploadBatch(dataset_->batch(split, first, rows, defaultAllocator()), config_.model.gpt,
+                     model_->allocator());
 }
 
 int Trainer::tiedEmbedding() const {
@@ -323,7 +361,7 @@ EvalReport Trainer::evaluate() {
   auto batches = [&](int k) {
     const std::int64_t first = firsts[static_cast<std::size_t>(k)];
     const int n = static_cast<int>(std::min<std::int64_t>(rows, total - first));
-    return dataset_->batch(Split::Validation, first, n, model_->allocator());
+    return hostBatch(Split::Validation, first, n);
   };
   const MicroBatchResult m = executor_->evaluate(batches, static_cast<int>(firsts.size()));
   EvalReport r;
@@ -341,6 +379,7 @@ EvalReport Trainer::evaluate() {
 }
 
 void Trainer::gatherParameters() {
+  requireHostState("reading the whole model");
   if (gatherer_) gatherer_->gatherAll();
   model_->materializeValues();
 }
@@ -437,6 +476,7 @@ void addSlices(std::vector<StateSlice>& out, const Parameter& p, StateField fiel
 }  // namespace
 
 RankState Trainer::state() {
+  requireHostState("checkpoints and live switches");
   RankState s;
   s.tensors = logicalTensors(config_);
   s.counters.step = steps_;

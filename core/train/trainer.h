@@ -87,6 +87,8 @@ class Trainer {
   void setUpDataParallel(std::optional<std::uint64_t> seed);
   DataParallelWork dataParallelWork(const std::vector<LayerRange>& chunks) const;
   StepSetup stepSetup();
+  Batch hostBatch(Split split, std::int64_t first, int rows);
+  void requireHostState(const char* what) const;
   int tiedEmbedding() const;  // index of wte.weight in the model's parameters, or -1
   double sumTiedEmbedding();  // the seconds it took (0 where there is nothing to sum)
   double reduceOverData(double value);

@@ -81,7 +81,7 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
       << QStringList{"train", "--config", path("bad-key.json")}
       << "error: config: unknown key 'modle'; allowed here: aio, backend, "
          "bf16, communication_data_type, context_parallel_size, data, data_parallel_size, "
-         "eval_interval, eval_iters, fp16, gradient_accumulation_steps, "
+         "device, eval_interval, eval_iters, fp16, gradient_accumulation_steps, "
          "gradient_clipping, init_weights, log_interval, memory_limit_bytes, model, optimizer, "
          "parallel, "
          "pipeline_model_parallel_layout, pipeline_model_parallel_size, "
@@ -101,6 +101,29 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
                               << "error: data.path: '" + path("empty.txt") +
                                      "' holds no text (0 bytes in 1 files); need at least 258 "
                                      "bytes\n";
+  // What a GPU does not train yet, all of it in one line, on any machine; and checkpoints of a
+  // run it does train, refused before a directory is made. A build without CUDA refuses both
+  // for that.
+#if PARASCOPE_HAVE_CUDA
+  const QString strategy =
+      "error: config: device \"cuda\" trains the GPT on one rank in fp32 so "
+      "far; not: 2 ranks, bf16 mixed precision\n";
+  const QString checkpoints =
+      "error: checkpoints (--save, --load, --resume): not supported yet for a run on a GPU\n";
+#else
+  const QString strategy =
+      "error: config: device \"cuda\" needs a build with CUDA (this one was "
+      "built without the CUDA toolkit); valid here: \"cpu\"\n";
+  const QString checkpoints = strategy;
+#endif
+  QTest::newRow("gpu strategy") << QStringList{"train", "device=cuda", "data_parallel_size=2",
+                                               "bf16.enabled=true"}
+                                << strategy;
+  QTest::newRow("gpu checkpoints")
+      << QStringList{"train", "device=cuda", "--save", path("gpu-checkpoints")} << checkpoints;
+  QTest::newRow("device") << QStringList{"train", "device=gpu"}
+                          << "error: config: device = \"gpu\" is not supported; allowed: cpu, "
+                             "cuda\n";
 }
 
 void TestCli::configErrorsExitTwoWithOneLine() {
@@ -110,6 +133,7 @@ void TestCli::configErrorsExitTwoWithOneLine() {
   QCOMPARE(r.code, 2);
   QCOMPARE(r.err, message);
   QCOMPARE(run({"frobnicate"}).code, 2);
+  QVERIFY(!fs::exists(dir_ / "gpu-checkpoints"));
 }
 
 void TestCli::trainPrintsJsonLines() {
