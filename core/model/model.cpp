@@ -7,8 +7,6 @@
 
 namespace parascope {
 
-namespace {
-// The losses a forward pass left, summed on the host (a device's copied there first).
 double sumOfLosses(const Tensor& losses) {
   Tensor host = losses;
   if (losses.device().kind != Device::Kind::Cpu) {
@@ -20,7 +18,6 @@ double sumOfLosses(const Tensor& losses) {
   for (std::int64_t i = 0; i < host.numel(); ++i) sum += l[i];
   return sum;
 }
-}  // namespace
 
 Model::Model(Allocator& allocator, DType compute, ModelStorage storage)
     : allocator_(&allocator),

@@ -26,6 +26,10 @@ struct MicroBatchResult {
   std::int64_t correct = 0;  // targets predicted right (classification; 0 for forward+backward)
 };
 
+// The per-target losses a forward pass left (f32), summed in order in double on the host; a
+// device's are copied there first.
+double sumOfLosses(const Tensor& losses);
+
 // What addParameter allocates. ZeRO keeps parameters (ZeRO-1 and up) and gradients (any flat
 // layout) in storage of its own, a flat buffer, a shard or whole buckets while they are in use,
 // and initialises it there: a model built for it holds none, so the whole model is never held

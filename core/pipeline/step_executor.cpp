@@ -242,10 +242,7 @@ void StepExecutor::forward(const Instruction& in) {
     y = chunk.forward(mb, x, b);
   }
   if (s == lastStage()) {
-    double sum = 0;  // per micro-batch first, as Model::forwardBackward sums
-    const float* losses = y.data<float>();
-    for (std::int64_t i = 0; i < y.numel(); ++i) sum += losses[i];
-    result_.lossSum += sum;
+    result_.lossSum += sumOfLosses(y);  // per micro-batch first, as Model::forwardBackward sums
     result_.targets += y.numel();
     return;
   }
