@@ -32,13 +32,19 @@
 #include "core/session/run_metrics.h"
 #include "profiler/tracer.h"
 
+#if PARASCOPE_HAVE_CUDA
+#include "core/cuda/device.h"
+#include "core/cuda/gemm_peak.h"
+#endif
+
 namespace parascope::bench {
 
 namespace {
 
 // The same model trained by PyTorch (one thread; with ranks > 1 DistributedDataParallel over
 // gloo, one process and thread per rank), run as a child process; its JSON line.
-nlohmann::json runPyTorch(const BenchStepOptions& o, const GptConfig& g, int batch, int ranks = 1) {
+nlohmann::json runPyTorch(const BenchStepOptions& o, const GptConfig& g, int batch, int ranks = 1,
+                          const std::string& device = "cpu") {
   const std::string script =
       o.pytorchScript.empty() ? shippedFile("tests/tools/torch_gpt_step.py") : o.pytorchScript;
   const std::vector<std::string> cmd = {"/usr/bin/python3", script,
@@ -50,12 +56,14 @@ nlohmann::json runPyTorch(const BenchStepOptions& o, const GptConfig& g, int bat
                                         "--heads",          std::to_string(g.numHeads),
                                         "--context",        std::to_string(g.contextLength),
                                         "--batch",          std::to_string(batch),
-                                        "--vocab",          std::to_string(g.vocabSize)};
+                                        "--vocab",          std::to_string(g.vocabSize),
+                                        "--device",         device};
   const ProcessOutput run = runCapturingOutput(cmd);
   const std::size_t last = run.out.rfind('{');
   if (run.exitStatus != 0 || last == std::string::npos) {
     throw UserError("--pytorch: '" + commandLine(cmd) +
-                    "' failed (needs Debian's python3-torch: apt-get install python3-torch)");
+                    "' failed (needs Debian's python3-torch: " + "apt-get install python3-torch" +
+                    (device == "cuda" ? ", or a PyTorch built with CUDA" : "") + ")");
   }
   return nlohmann::json::parse(run.out.substr(last));
 }
@@ -198,15 +206,84 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
   }
 }
 
+#if PARASCOPE_HAVE_CUDA
+// The GPT on one GPU (`device: "cuda"`): throughput, MFU against the GPU's fp32 GEMM peak (cuBLAS,
+// TF32 off, measured in the same run), peak memory by category, and PyTorch training the same
+// model on the same GPU in fp32.
+void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
+  const std::vector<cuda::DeviceInfo> devices = cuda::visibleDevices();
+  if (devices.empty())
+    throw UserError("bench step --device cuda: no CUDA device is visible (" + cuda::whyNoDevice() +
+                    ")");
+  const cuda::DeviceInfo& gpu = devices.front();
+  const cuda::GemmRate peak = cuda::measureGemm(gpu.index, cuda::GemmPrecision::F32, 8192, 5);
+  const BenchRun run = runBenchSession(config, o.warmup, o.steps, 0, nullptr);
+  const double median = run.medianSeconds;
+  const double tokensPerSecond =
+      parascope::tokensPerSecond(static_cast<double>(run.tokensPerStep), median);
+  const double flopsPerToken = config.model.gpt.flopsPerToken();
+  const double mfu = modelFlopsUtilization(tokensPerSecond, flopsPerToken, peak.flopsPerSecond, 1);
+  std::int64_t peakBytes = 0;  // each category's peak, added: at most what was live at once
+  for (const std::int64_t b : run.ranks[0].peak) peakBytes += b;
+  nlohmann::json torch;
+  if (o.pytorch) torch = runPyTorch(o, config.model.gpt, config.microBatch, 1, "cuda");
+  const GptConfig& g = config.model.gpt;
+  if (o.json) {
+    std::printf("%s\n", nlohmann::json{{"bench", "step_gpu"},
+                                       {"device", gpu.name},
+                                       {"tokens_per_step", run.tokensPerStep},
+                                       {"step_time_median_s", median},
+                                       {"tokens_per_s", tokensPerSecond},
+                                       {"model_flops_per_token", flopsPerToken},
+                                       {"fp32_gemm_peak_tflops", peak.flopsPerSecond / 1e12},
+                                       {"mfu", mfu},
+                                       {"peak_memory_bytes", peakBytes}}
+                            .dump()
+                            .c_str());
+    if (o.pytorch) {
+      const double rate = torch["tokens_per_s"].get<double>();
+      std::printf("%s\n", nlohmann::json{{"bench", "step_gpu_pytorch"},
+                                         {"version", torch["version"]},
+                                         {"tokens_per_s", rate},
+                                         {"step_time_median_s", torch["step_time_median_s"]},
+                                         {"max_memory_allocated_bytes",
+                                          torch["max_memory_allocated_bytes"]},
+                                         {"speedup", tokensPerSecond / rate}}
+                              .dump()
+                              .c_str());
+    }
+    return;
+  }
+  std::printf("GPT: %d layers, width %d, %d heads, context %d, vocab %d; micro-batch %d; fp32\n",
+              g.numLayers, g.hiddenSize, g.numHeads, g.contextLength, g.vocabSize,
+              config.microBatch);
+  std::printf("device               %s (compute capability %d.%d)\n", gpu.name.c_str(), gpu.major,
+              gpu.minor);
+  std::printf("steps measured       %d (after %d warm-up)\n", o.steps, o.warmup);
+  std::printf("step time            %.2f ms median\n", median * 1e3);
+  std::printf("throughput           %.0f tokens/s\n", tokensPerSecond);
+  std::printf("fp32 GEMM peak       %.1f TFLOP/s (cuBLAS, TF32 off, n = 8192)\n",
+              peak.flopsPerSecond / 1e12);
+  std::printf("MFU                  %.1f%% of the fp32 GEMM peak\n", 100.0 * mfu);
+  std::printf("peak memory          %.1f MiB (the categories' peaks added)\n",
+              static_cast<double>(peakBytes) / (1 << 20));
+  if (o.pytorch) {
+    const double rate = torch["tokens_per_s"].get<double>();
+    std::printf("\nPyTorch %s, same model, same GPU, fp32:\n",
+                torch["version"].get<std::string>().c_str());
+    std::printf("throughput           %.0f tokens/s (%.2f ms/step)\n", rate,
+                torch["step_time_median_s"].get<double>() * 1e3);
+    std::printf("peak memory          %.1f MiB (max_memory_allocated)\n",
+                torch["max_memory_allocated_bytes"].get<double>() / (1 << 20));
+    std::printf("ParaScope / PyTorch  %.2fx\n", tokensPerSecond / rate);
+  }
+}
+#endif
+
 }  // namespace
 
 void runBenchStep(const BenchStepOptions& o) {
   kernels::setBlasThreads(1);
-  // Measured in this run (the workbench's cached peak is not used): a benchmark stands alone.
-  const double peak = kernels::measureSgemmPeak();
-  const kernels::FmaPeak fma = kernels::measureFmaPeak();
-  const std::string blasCore = kernels::blasCoreName();
-  const double stream = kernels::measureStreamBandwidth();
   nlohmann::json doc = {{"model", {{"type", "gpt"}}},
                         {"train_micro_batch_size_per_gpu", 8},
                         {"train_iters", o.warmup + o.steps},
@@ -225,8 +302,21 @@ void runBenchStep(const BenchStepOptions& o) {
     const int interleavedChunks = schedule == "interleaved" ? 2 : 1;
     doc["virtual_pipeline_model_parallel_size"] = o.vpp > 0 ? o.vpp : interleavedChunks;
   }
+  doc["device"] = o.device;
   for (const auto& a : o.overrides) applyOverride(doc, a);
   const TrainConfig config = parseTrainConfig(doc);
+  checkTrainable(config);
+#if PARASCOPE_HAVE_CUDA
+  if (config.device.kind == Device::Kind::Cuda) {
+    runBenchStepGpu(o, config);
+    return;
+  }
+#endif
+  // Measured in this run (the workbench's cached peak is not used): a benchmark stands alone.
+  const double peak = kernels::measureSgemmPeak();
+  const kernels::FmaPeak fma = kernels::measureFmaPeak();
+  const std::string blasCore = kernels::blasCoreName();
+  const double stream = kernels::measureStreamBandwidth();
   if (config.pipeline.enabled) {
     runBenchStepPipeline(config, o.steps, o.warmup, o.json, peak);
     return;

@@ -48,6 +48,11 @@ mapfile -t gpu_targets < <(ctest --test-dir build-gpu -N -L gpu |
 step build-gpu cmake --build build-gpu --parallel "$(nproc)" -- -k 0 parascope-cli "${gpu_targets[@]}"
 step gpu-suite ctest --test-dir build-gpu -L gpu --output-on-failure -V
 step bench-gpu build-gpu/app/parascope-cli bench gpu --pytorch --json
+# The GPT on the GPU beside PyTorch on the same GPU, fp32: GPT-2 small's shape (12 layers, width
+# 768, 12 heads, context 1024, vocabulary 50304), micro-batch 16.
+step bench-step-gpu build-gpu/app/parascope-cli bench step --device cuda --pytorch --json \
+  --steps 10 model.num_layers=12 model.hidden_size=768 model.num_attention_heads=12 \
+  model.context_length=1024 model.vocab_size=50304 train_micro_batch_size_per_gpu=16
 # The other suites, on this machine's toolchain and libraries.
 step build cmake --build build-gpu --parallel "$(nproc)" -- -k 0
 step suite ctest --test-dir build-gpu -LE "gpu|mpi" --parallel "$(nproc)" --output-on-failure \

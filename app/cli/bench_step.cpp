@@ -21,6 +21,10 @@ void registerBenchStepCommand(CLI::App& bench) {
                   "The PyTorch side of --pytorch (default: tests/tools/torch_gpt_step.py in this "
                   "executable's tree)")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--device", o->device,
+                  "cpu, or cuda: the GPT on the first GPU in fp32, MFU against that GPU's fp32 "
+                  "GEMM peak, --pytorch on the same GPU")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--dp", o->dp, "Data-parallel ranks (in-process threads)")
       ->check(CLI::Range(1, 256));
   cmd->add_option("--tp", o->tp, "Tensor-parallel ranks (in-process threads)")

@@ -2,11 +2,14 @@
 """Trains the same GPT as ParaScope's bench step with PyTorch and prints one JSON line: tokens/s
 and step times. One rank trains on one CPU thread; with --ranks N > 1 it trains with
 DistributedDataParallel over gloo, N processes with one thread each, and rank 0 prints the
-global tokens/s. `parascope-cli bench step [--dp N] --pytorch` runs it side by side with its own
-measurement. Needs Debian's python3-torch (/usr/bin/python3).
+global tokens/s. With --device cuda it trains on the first GPU in fp32 with TF32 off, as
+ParaScope's `device: "cuda"` does, each step timed to its last kernel, and also prints the peak
+of torch.cuda.max_memory_allocated. `parascope-cli bench step [--dp N] [--device cuda] --pytorch`
+runs it side by side with its own measurement. Needs Debian's python3-torch (/usr/bin/python3),
+or a PyTorch with CUDA for --device cuda.
 
 usage: torch_gpt_step.py [--ranks N] [--steps N] [--warmup N] [--layers L] [--width C]
-                         [--heads H] [--context T] [--batch B] [--vocab V]
+                         [--heads H] [--context T] [--batch B] [--vocab V] [--device cpu|cuda]
 """
 import argparse
 import json
@@ -35,29 +38,41 @@ def train(rank, a, port):
     torch.manual_seed(0)
     cfg = dict(vocab_size=a.vocab, context_length=a.context, hidden_size=a.width,
                num_attention_heads=a.heads, num_layers=a.layers, mlp_ratio=4)
-    model = GPT(cfg)
+    device = torch.device(a.device)
+    if a.device == "cuda":
+        # fp32 products as ParaScope's GPU run computes them (no TF32 rounding of the inputs).
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    model = GPT(cfg).to(device)
     if a.ranks > 1:
         model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=25)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
     times = []
     for i in range(a.warmup + a.steps):
-        tokens = torch.randint(0, a.vocab, (a.batch, a.context + 1))
+        tokens = torch.randint(0, a.vocab, (a.batch, a.context + 1), device=device)
         if a.ranks > 1:
             dist.barrier()
+        if a.device == "cuda":
+            torch.cuda.synchronize()
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss = model(tokens[:, :-1], tokens[:, 1:])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        if a.device == "cuda":
+            torch.cuda.synchronize()
         if i >= a.warmup:
             times.append(time.perf_counter() - start)
     if rank == 0:
         median = statistics.median(times)
-        print(json.dumps({"framework": "pytorch-ddp" if a.ranks > 1 else "pytorch",
-                          "version": torch.__version__, "ranks": a.ranks, "threads_per_rank": 1,
-                          "step_time_median_s": median, "step_time_min_s": min(times),
-                          "tokens_per_s": a.ranks * a.batch * a.context / median}), flush=True)
+        line = {"framework": "pytorch-ddp" if a.ranks > 1 else "pytorch",
+                "version": torch.__version__, "ranks": a.ranks, "threads_per_rank": 1,
+                "device": a.device, "step_time_median_s": median, "step_time_min_s": min(times),
+                "tokens_per_s": a.ranks * a.batch * a.context / median}
+        if a.device == "cuda":
+            line["max_memory_allocated_bytes"] = torch.cuda.max_memory_allocated()
+        print(json.dumps(line), flush=True)
     if a.ranks > 1:
         dist.destroy_process_group()
 
@@ -73,7 +88,10 @@ def main():
     p.add_argument("--context", type=int, default=128)
     p.add_argument("--batch", type=int, default=8, help="micro-batch per rank")
     p.add_argument("--vocab", type=int, default=256)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     a = p.parse_args()
+    if a.device == "cuda" and a.ranks != 1:
+        p.error("--device cuda trains one rank")
     if a.ranks == 1:
         train(0, a, 0)
     else:
