@@ -260,13 +260,21 @@ __global__ void adamwKernel(float* param, const float* grad, float* m, float* v,
     k::adamwElement(param[i], grad[i] * gradScale, m[i], v[i], c);
 }
 
+// fp16 NaNs as the CPU's conversions give them (core/tensor/dtype.h), the sign kept; the
+// hardware's conversions give one canonical NaN instead.
 __device__ float widenOne(std::uint16_t h, bool bf16) {
-  return bf16 ? k::floatOfBits(static_cast<std::uint32_t>(h) << 16)
-              : __half2float(__ushort_as_half(h));
+  if (bf16) return k::floatOfBits(static_cast<std::uint32_t>(h) << 16);
+  if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0)  // NaN: sign and payload kept
+    return k::floatOfBits(static_cast<std::uint32_t>(h & 0x8000u) << 16 | 0x7f800000u |
+                          static_cast<std::uint32_t>(h & 0x3ffu) << 13);
+  return __half2float(__ushort_as_half(h));
 }
 __device__ std::uint16_t narrowOne(float f, bool bf16) {
-  return bf16 ? static_cast<std::uint16_t>(k::bf16Upper(f) >> 16)
-              : __half_as_ushort(__float2half_rn(f));
+  if (bf16) return static_cast<std::uint16_t>(k::bf16Upper(f) >> 16);
+  const std::uint32_t u = k::bitsOf(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)  // NaN: quiet, sign kept
+    return static_cast<std::uint16_t>((u >> 16 & 0x8000u) | 0x7e00u);
+  return __half_as_ushort(__float2half_rn(f));
 }
 
 __global__ void adamwMixedKernel(float* master, std::uint16_t* param, const std::uint16_t* grad,

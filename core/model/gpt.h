@@ -75,10 +75,11 @@ void addGptParameters(Model& model, const GptConfig& c, const std::vector<int>& 
 // True if `layers` (as buildGpt takes them) holds layer index i.
 bool holdsLayer(const std::vector<int>& layers, int i);
 
-// Throws UserError naming the first token id outside [0, vocab_size) and its position.
-void checkTokens(const Tensor& tokens, const GptConfig& c);
-// A host batch for a model on another device: its tokens checked on the host, then it and the
-// targets copied to `device`'s memory (Workspace).
+// Throws UserError naming the first id outside [0, vocab_size) and its position ("<what> 7 at
+// position 3 is outside the vocabulary [0, 4)").
+void checkTokens(const Tensor& tokens, const GptConfig& c, const char* what = "token id");
+// A host batch for a model on another device: its tokens and targets checked on the host (the
+// device's kernels index rows with them), then copied to `device`'s memory (Workspace).
 Batch uploadBatch(const Batch& batch, const GptConfig& c, Allocator& device);
 
 }  // namespace parascope

@@ -591,18 +591,20 @@ std::int64_t Head::correct(const Batch& batch, const Activations& keep) const {
 
 }  // namespace
 
-void checkTokens(const Tensor& tokens, const GptConfig& c) {
+void checkTokens(const Tensor& tokens, const GptConfig& c, const char* what) {
   const auto* t = tokens.data<std::int32_t>();
   for (std::int64_t n = 0; n < tokens.numel(); ++n) {
     if (t[n] < 0 || t[n] >= c.vocabSize) {
-      throw UserError("token id " + std::to_string(t[n]) + " at position " + std::to_string(n) +
-                      " is outside the vocabulary [0, " + std::to_string(c.vocabSize) + ")");
+      throw UserError(std::string(what) + " " + std::to_string(t[n]) + " at position " +
+                      std::to_string(n) + " is outside the vocabulary [0, " +
+                      std::to_string(c.vocabSize) + ")");
     }
   }
 }
 
 Batch uploadBatch(const Batch& batch, const GptConfig& c, Allocator& device) {
   checkTokens(batch.inputs, c);
+  if (batch.targets.defined()) checkTokens(batch.targets, c, "target id");
   Batch out = batch;
   for (Tensor* t : {&out.inputs, &out.targets}) {
     if (!t->defined()) continue;

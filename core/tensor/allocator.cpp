@@ -59,10 +59,14 @@ void lend(void* p, std::size_t bytes, std::size_t rounded) {
 }  // namespace
 
 void* Allocator::takeFresh(std::size_t rounded) {
-  fresh_.fetch_add(1, std::memory_order_relaxed);
-  if (memory_) return memory_->allocate(rounded);
-  void* p = rounded < kHugePage ? std::aligned_alloc(kAlignment, rounded) : pages_->take(rounded);
-  if (p == nullptr) throw std::bad_alloc();
+  void* p = nullptr;
+  if (memory_) {
+    p = memory_->allocate(rounded);
+  } else {
+    p = rounded < kHugePage ? std::aligned_alloc(kAlignment, rounded) : pages_->take(rounded);
+    if (p == nullptr) throw std::bad_alloc();
+  }
+  fresh_.fetch_add(1, std::memory_order_relaxed);  // taken: a refused request is not a block
   return p;
 }
 

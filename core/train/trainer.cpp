@@ -184,6 +184,7 @@ void Trainer::update(StepReport& r, double gradNorm) {
   } else {
     optimizer_->step(r.lr, factor);
   }
+  model_->ops().synchronize();  // a device's update ends when its kernels have run
   r.optimizerSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - gatherWait;
 }

@@ -218,10 +218,12 @@ void TestTensor::fullDeviceGivesBackItsCacheFirst() {
   QCOMPARE(device->releases, 1);
   QCOMPARE(a.cachedBytes(), 0);
   QCOMPARE(device->held, std::size_t{4} << 20);
+  QCOMPARE(a.freshBlocks(), 2);  // the refused first request took none
   QVERIFY_THROWS_EXCEPTION(std::bad_alloc,
                            Tensor::empty({6 << 18}, DType::F32, MemoryCategory::Activation, a));
   QCOMPARE(a.liveTotal(), std::int64_t{4} << 20);
   QCOMPARE(device->held, std::size_t{4} << 20);
+  QCOMPARE(a.freshBlocks(), 2);
 }
 
 void TestTensor::pagePoolMovesPagesIntoOtherSizes() {

@@ -130,7 +130,7 @@ void TestGpuGpt::forwardBackwardMatchesTheCpu() {
 }
 
 // Tokens are checked on the host before they go to a device, with the message the CPU model
-// gives; nothing is copied.
+// gives, and targets too (the device's kernels index rows with them); nothing is copied.
 void TestGpuGpt::uploadRefusesTokensOutsideTheVocabulary() {
   GptConfig c;
   Batch batch = randomBatch(c, 2, 4);
@@ -142,6 +142,16 @@ void TestGpuGpt::uploadRefusesTokensOutsideTheVocabulary() {
   } catch (const UserError& e) {
     QCOMPARE(std::string(e.what()),
              std::string("token id 256 at position 70 is outside the vocabulary [0, 256)"));
+  }
+  QCOMPARE(target.peakTotal(), 0);
+  batch.inputs.data<std::int32_t>()[70] = 3;
+  batch.targets.data<std::int32_t>()[5] = -1;
+  try {
+    uploadBatch(batch, c, target);
+    QFAIL("a target outside the vocabulary was uploaded");
+  } catch (const UserError& e) {
+    QCOMPARE(std::string(e.what()),
+             std::string("target id -1 at position 5 is outside the vocabulary [0, 256)"));
   }
   QCOMPARE(target.peakTotal(), 0);
 }
