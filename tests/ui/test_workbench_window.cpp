@@ -185,6 +185,9 @@ void TestWorkbenchWindow::invalidEditsKeepApplyDisabled() {
   StrategyPanel* panel = window.panel();
   QVERIFY(panel->applyButton()->isEnabled());
   QVERIFY(window.action(QStringLiteral("start"))->isEnabled());
+  QVERIFY2(panel->message().startsWith(QStringLiteral("Valid: 1 rank")) &&
+               !panel->message().contains(QStringLiteral("1 ranks")),
+           qPrintable(panel->message()));
   auto spin = [panel](const char* key) {
     return qobject_cast<QSpinBox*>(panel->field(QString::fromLatin1(key)));
   };

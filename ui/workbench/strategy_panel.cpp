@@ -23,6 +23,11 @@ namespace parascope::ui {
 
 namespace {
 
+// "1 rank", "4 ranks".
+QString rankCount(int n) {
+  return n == 1 ? QStringLiteral("1 rank") : QStringLiteral("%1 ranks").arg(n);
+}
+
 using nlohmann::json;
 
 // Model presets: the model block and the data it trains on.
@@ -372,7 +377,7 @@ void StrategyPanel::validate() {
       if (config_->parallel.worldSize() != world_->value()) {
         config_ = parseTrainConfig(config_->document, world_->value());
       }
-      QString valid = tr("Valid: %1 ranks").arg(config_->parallel.worldSize());
+      QString valid = tr("Valid: %1").arg(rankCount(config_->parallel.worldSize()));
       if (config_->gradientAccumulation != asked) {
         valid += tr("; the switch keeps the global batch of %1 with gradient accumulation %2")
                      .arg(config_->globalBatch)
@@ -381,7 +386,7 @@ void StrategyPanel::validate() {
       message_->setText(valid);
     } else {
       config_ = parseTrainConfig(doc, world_->value());
-      message_->setText(tr("Valid: %1 ranks").arg(config_->parallel.worldSize()));
+      message_->setText(tr("Valid: %1").arg(rankCount(config_->parallel.worldSize())));
     }
     message_->setStyleSheet(QStringLiteral("color: palette(text);"));
     showMemory(*config_);
@@ -551,8 +556,8 @@ void StrategyPanel::showMemory(const TrainConfig& c) {
   }
   // The panel is narrow: the reasons are the label's tooltip, the figures its text.
   memory_->setToolTip(why);
-  text += tr("<br>All %1 ranks: %2")
-              .arg(m.ranksSharingMemory)
+  text += tr("<br>All %1: %2")
+              .arg(rankCount(m.ranksSharingMemory))
               .arg(QString::fromStdString(formatBytes(m.totalBytes())));
   if (c.parallel.pipeline > 1) {
     // The schedule's own facts (ScheduleInfo), at the papers' unit durations until a run
