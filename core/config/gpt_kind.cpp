@@ -234,9 +234,11 @@ class GptKind final : public ModelKind {
     block.forwardPeak = kept + RC + 2 * gathered + ring;
     block.inputGradient = RC;
     // The input half restores what selective recompute dropped, then allocates dfc, dln2 and
-    // dln1 in full rows, dx2 and dx, datty, dqkv and attention's T x keys scratch; under sequence
+    // dln1 in full rows, dx2 and dx, datty, dqkv and attention's scratch; under sequence
     // parallelism also the gathered dy and dx2 and the scattered dln2 and dln1.
-    block.inputHalfPeak = dropped + fc + 2 * NC + 2 * RC + core + qkv + T * keys + 2 * ring +
+    // The scratch is one head's on the CPU and every head's on a GPU (KernelOps::attentionScratch).
+    const double scratch = T * keys * (c.device.kind == Device::Kind::Cpu ? 1.0 : heads);
+    block.inputHalfPeak = dropped + fc + 2 * NC + 2 * RC + core + qkv + scratch + 2 * ring +
                           (sp ? 2 * NC + 2 * RC : 0);
     // It frees the probabilities, qkv, fc and its scratch; the weight half gets what its
     // products need: ln1, ln2, the attention output, x2, gelu, dfc, dqkv, dln2, dx2, dln1 (and

@@ -185,6 +185,7 @@ class TestMemoryEstimate : public QObject {
   void activationsAreTheAllocatorsPeak_data();
   void activationsAreTheAllocatorsPeak();
   void classifierActivationsAreTheAllocatorsPeak();
+  void gpuAttentionScratchHoldsEveryHead();
   void modelStateIsTheAllocatorsPeak_data();
   void modelStateIsTheAllocatorsPeak();
   void stepPeaksLeaveConstructionOut_data();
@@ -264,6 +265,18 @@ void TestMemoryEstimate::classifierActivationsAreTheAllocatorsPeak() {
       QCOMPARE(static_cast<double>(measure(config, Completion::Threads)[0][activation]), estimate);
     }
   }
+}
+
+// On a GPU attention's backward keeps every head's T x T scratch at once (the CPU one head's at
+// a time): the estimate's activation peak, in the block's input half, grows by the other heads'.
+void TestMemoryEstimate::gpuAttentionScratchHoldsEveryHead() {
+  const auto activation = static_cast<std::size_t>(MemoryCategory::Activation);
+  nlohmann::json doc = {{"model", {{"type", "gpt"}, {"num_attention_heads", 8}}}};
+  const double cpu = estimateMemory(parseTrainConfig(doc), 0, 1).items[activation].bytes;
+  doc["device"] = "cuda";
+  const double gpu = estimateMemory(parseTrainConfig(doc), 0, 1).items[activation].bytes;
+  const double T = 128;
+  QCOMPARE(gpu - cpu, (8 - 1) * T * T * 4);
 }
 
 void TestMemoryEstimate::modelStateIsTheAllocatorsPeak_data() {
