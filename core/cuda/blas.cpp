@@ -18,6 +18,19 @@ cublasOperation_t op(bool trans) {
   return trans ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
+// Attention's sizes, as attention.cpp has them: head size, qkv's row stride, the scores' scale,
+// and one head's T x T block.
+struct AttentionShape {
+  int hs, C3;
+  float scale;
+  long TT;
+  AttentionShape(int T, int C, int NH)
+      : hs(C / NH),
+        C3(3 * C),
+        scale(1.0f / std::sqrt(static_cast<float>(hs))),
+        TT(static_cast<long>(T) * T) {}
+};
+
 }  // namespace
 
 GemmTypes gemmTypes(GemmPrecision p) {
@@ -172,9 +185,7 @@ void Blas::batched(bool transA, bool transB, int m, int n, int k, float alpha, c
 }
 
 void Blas::attentionForward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
-  const int hs = C / NH, C3 = 3 * C;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const long TT = static_cast<long>(T) * T;
+  const auto [hs, C3, scale, TT] = AttentionShape(T, C, NH);
   for (int b = 0; b < B; ++b) {
     const float* q = qkv + static_cast<long>(b) * T * C3;
     const float* k = q + C;
@@ -194,9 +205,7 @@ void Blas::attentionForward(float* out, float* att, const float* qkv, int B, int
 
 void Blas::attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                              const float* att, int B, int T, int C, int NH) {
-  const int hs = C / NH, C3 = 3 * C;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const long TT = static_cast<long>(T) * T;
+  const auto [hs, C3, scale, TT] = AttentionShape(T, C, NH);
   for (int b = 0; b < B; ++b) {
     const float* q = qkv + static_cast<long>(b) * T * C3;
     const float* k = q + C;

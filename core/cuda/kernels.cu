@@ -35,6 +35,12 @@ __device__ long gridStride() {
   return static_cast<long>(gridDim.x) * blockDim.x;
 }
 
+// The row of a kernel that gives each warp one row (rowBlocks below); every lane of a warp has
+// the same, so a warp past the last row leaves whole.
+__device__ int warpRow() {
+  return static_cast<int>(blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp);
+}
+
 __device__ float warpSum(float v) {
   for (int offset = kWarp / 2; offset > 0; offset /= 2)
     v += __shfl_xor_sync(0xffffffffu, v, offset);
@@ -92,7 +98,7 @@ __global__ void biasBackwardKernel(float* dbias, const float* dout, long rows, l
 // One warp per row of scores, as attention.cpp: the maximum over the visible keys, their
 // exponentials (fastExp) normalised, zeros past the diagonal.
 __global__ void causalSoftmaxForwardKernel(float* att, int rows, int T) {
-  const int row = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+  const int row = warpRow();
   const int lane = threadIdx.x % kWarp;
   if (row >= rows) return;
   float* r = att + static_cast<long>(row) * T;
@@ -111,7 +117,7 @@ __global__ void causalSoftmaxForwardKernel(float* att, int rows, int T) {
 }
 
 __global__ void causalSoftmaxBackwardKernel(float* dp, const float* p, int rows, int T) {
-  const int row = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+  const int row = warpRow();
   const int lane = threadIdx.x % kWarp;
   if (row >= rows) return;
   float* d = dp + static_cast<long>(row) * T;
@@ -128,7 +134,7 @@ __global__ void causalSoftmaxBackwardKernel(float* dp, const float* p, int rows,
 __global__ void layernormForwardKernel(float* out, float* mean, float* rstd, float* sum,
                                        const float* a, const float* b, const float* weight,
                                        const float* bias, int N, int C) {
-  const int row = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+  const int row = warpRow();
   const int lane = threadIdx.x % kWarp;
   if (row >= N) return;
   const long base = static_cast<long>(row) * C;
@@ -157,7 +163,7 @@ __global__ void layernormForwardKernel(float* out, float* mean, float* rstd, flo
 __global__ void layernormInputGradKernel(float* dinp, const float* dout, const float* inp,
                                          const float* weight, const float* mean, const float* rstd,
                                          const float* dresidual, int N, int C) {
-  const int row = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+  const int row = warpRow();
   const int lane = threadIdx.x % kWarp;
   if (row >= N) return;
   const long base = static_cast<long>(row) * C;

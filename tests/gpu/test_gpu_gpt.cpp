@@ -134,25 +134,21 @@ void TestGpuGpt::forwardBackwardMatchesTheCpu() {
 void TestGpuGpt::uploadRefusesTokensOutsideTheVocabulary() {
   GptConfig c;
   Batch batch = randomBatch(c, 2, 4);
-  batch.inputs.data<std::int32_t>()[70] = 256;
   Allocator target;
-  try {
-    uploadBatch(batch, c, target);
-    QFAIL("a token outside the vocabulary was uploaded");
-  } catch (const UserError& e) {
-    QCOMPARE(std::string(e.what()),
-             std::string("token id 256 at position 70 is outside the vocabulary [0, 256)"));
-  }
-  QCOMPARE(target.peakTotal(), 0);
+  auto refusal = [&] {
+    try {
+      uploadBatch(batch, c, target);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("uploaded");
+  };
+  batch.inputs.data<std::int32_t>()[70] = 256;
+  QCOMPARE(refusal(),
+           std::string("token id 256 at position 70 is outside the vocabulary [0, 256)"));
   batch.inputs.data<std::int32_t>()[70] = 3;
   batch.targets.data<std::int32_t>()[5] = -1;
-  try {
-    uploadBatch(batch, c, target);
-    QFAIL("a target outside the vocabulary was uploaded");
-  } catch (const UserError& e) {
-    QCOMPARE(std::string(e.what()),
-             std::string("target id -1 at position 5 is outside the vocabulary [0, 256)"));
-  }
+  QCOMPARE(refusal(), std::string("target id -1 at position 5 is outside the vocabulary [0, 256)"));
   QCOMPARE(target.peakTotal(), 0);
 }
 
