@@ -47,7 +47,7 @@ class Collector final : public SessionObserver {
 }  // namespace
 
 BenchRun runBenchSession(const TrainConfig& config, int warmup, int steps, int traced,
-                         profiler::Tracer* tracer) {
+                         profiler::Tracer* tracer, std::shared_ptr<RunRecorder> recorder) {
   TrainConfig c = config;
   c.trainIters = warmup + steps + traced;
   BenchRun run;
@@ -55,6 +55,7 @@ BenchRun runBenchSession(const TrainConfig& config, int warmup, int steps, int t
   Collector collector(run, warmup, steps, tracer);
   SessionOptions options;
   options.evaluate = false;  // steps only
+  options.recorder = std::move(recorder);
   Session session(c, std::move(options));
   session.addObserver(collector);
   session.run();

@@ -4,9 +4,11 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/config/config.h"
+#include "core/session/run_recorder.h"
 #include "profiler/tracer.h"
 
 namespace parascope::bench {
@@ -27,8 +29,9 @@ struct BenchRun {
 };
 
 // `warmup` + `steps` + `traced` steps; `tracer` (if given) is installed for the traced steps
-// only. Throws the session's failure.
+// only, `recorder` (if given) records the whole run as `train --trace` does. Throws the session's
+// failure.
 BenchRun runBenchSession(const TrainConfig& config, int warmup, int steps, int traced,
-                         profiler::Tracer* tracer);
+                         profiler::Tracer* tracer, std::shared_ptr<RunRecorder> recorder = {});
 
 }  // namespace parascope::bench

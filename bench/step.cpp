@@ -20,6 +20,7 @@
 #include "bench/session.h"
 #include "bench/step_pipeline.h"
 #include "core/common/error.h"
+#include "core/common/scratch_directory.h"
 #include "core/common/shipped_file.h"
 #include "core/common/subprocess.h"
 #include "core/config/config_keys.h"
@@ -30,6 +31,9 @@
 #include "core/kernels/stream_bandwidth.h"
 #include "core/parallel/schedule.h"
 #include "core/session/run_metrics.h"
+#include "profiler/analysis/breakdown.h"
+#include "profiler/io/chrome_import.h"
+#include "profiler/run_trace.h"
 #include "profiler/tracer.h"
 
 #if PARASCOPE_HAVE_CUDA
@@ -207,9 +211,43 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
 }
 
 #if PARASCOPE_HAVE_CUDA
+struct GpuTracing {
+  double medianSeconds = 0;  // of the traced run's measured steps
+  double overhead = 0;       // its median over the untraced run's, less 1
+  double gpuEventsPerStep = 0;
+  double busy = 0;  // the share of the measured steps' time the GPU ran something
+};
+
+// The same steps recorded as `train --trace` records a GPU run, CUPTI's activity included: what
+// tracing costs a step, and how busy the GPU was in the steps measured.
+GpuTracing measureGpuTracing(const TrainConfig& config, const BenchStepOptions& o,
+                             double untracedMedian) {
+  const ScratchDirectory scratch("", "parascope-bench-step", "bench step");
+  const std::string path = scratch.path() + "/gpu-trace.json";
+  GpuTracing t;
+  t.medianSeconds = runBenchSession(config, o.warmup, o.steps, 0, nullptr,
+                                    std::make_shared<profiler::RunTrace>(path))
+                        .medianSeconds;
+  t.overhead = t.medianSeconds / untracedMedian - 1;
+  const profiler::TraceData trace = profiler::importChromeTrace(path);
+  std::int64_t window = 0, idle = 0;
+  for (const profiler::StepBreakdown& b : profiler::computeBreakdown(trace)) {
+    if (!b.gpu || b.step <= o.warmup) continue;
+    window += b.windowNs();
+    idle += b.idleNs;
+  }
+  std::int64_t events = 0;
+  for (const trace::Event& e : trace.events) events += trace::lane::isGpu(e.lane) ? 1 : 0;
+  if (window > 0) {
+    t.busy = 1.0 - static_cast<double>(idle) / static_cast<double>(window);
+    t.gpuEventsPerStep = static_cast<double>(events) / (o.warmup + o.steps);
+  }
+  return t;
+}
+
 // The GPT on one GPU (`device: "cuda"`): throughput, MFU against the GPU's fp32 GEMM peak (cuBLAS,
-// TF32 off, measured in the same run), peak memory by category, and PyTorch training the same
-// model on the same GPU in fp32.
+// TF32 off, measured in the same run), peak memory by category, what CUPTI tracing costs, and
+// PyTorch training the same model on the same GPU in fp32.
 void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
   const std::vector<cuda::DeviceInfo> devices = cuda::visibleDevices();
   if (devices.empty())
@@ -221,6 +259,7 @@ void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
   const double median = run.medianSeconds;
   const double tokensPerSecond =
       parascope::tokensPerSecond(static_cast<double>(run.tokensPerStep), median);
+  const GpuTracing tracing = measureGpuTracing(config, o, median);
   const double flopsPerToken = config.model.gpt.flopsPerToken();
   const double mfu = modelFlopsUtilization(tokensPerSecond, flopsPerToken, peak.flopsPerSecond, 1);
   std::int64_t peakBytes = 0;  // each category's peak, added: at most what was live at once
@@ -237,7 +276,11 @@ void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
                                        {"model_flops_per_token", flopsPerToken},
                                        {"fp32_gemm_peak_tflops", peak.flopsPerSecond / 1e12},
                                        {"mfu", mfu},
-                                       {"peak_memory_bytes", peakBytes}}
+                                       {"peak_memory_bytes", peakBytes},
+                                       {"traced_step_time_median_s", tracing.medianSeconds},
+                                       {"tracing_overhead", tracing.overhead},
+                                       {"gpu_events_per_step", tracing.gpuEventsPerStep},
+                                       {"gpu_busy", tracing.busy}}
                             .dump()
                             .c_str());
     if (o.pytorch) {
@@ -267,6 +310,14 @@ void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
   std::printf("MFU                  %.1f%% of the fp32 GEMM peak\n", 100.0 * mfu);
   std::printf("peak memory          %.1f MiB (the categories' peaks added)\n",
               static_cast<double>(peakBytes) / (1 << 20));
+  if (tracing.gpuEventsPerStep > 0) {
+    std::printf("traced (CUPTI)       %.2f ms median, %+.1f%% step time; %.0f GPU events/step\n",
+                tracing.medianSeconds * 1e3, 100.0 * tracing.overhead, tracing.gpuEventsPerStep);
+    std::printf("GPU busy             %.1f%% of the traced steps (kernels, copies, memsets)\n",
+                100.0 * tracing.busy);
+  } else {
+    std::printf("traced (CUPTI)       no GPU activity collected (the reason is above)\n");
+  }
   if (o.pytorch) {
     const double rate = torch["tokens_per_s"].get<double>();
     std::printf("\nPyTorch %s, same model, same GPU, fp32:\n",

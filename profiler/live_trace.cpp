@@ -24,6 +24,10 @@ LiveTrace::~LiveTrace() {
   stopDraining();
 }
 
+void LiveTrace::recordDevice(int /*cudaIndex*/) {
+  gpu_ = true;  // CUPTI's records name their device
+}
+
 void LiveTrace::begin(parascope::Communicator* mpiWorld, int worldSize) {
   profiler::ClockOffset offset;
   if (mpiWorld) offset = profiler::estimateClockOffset(*mpiWorld);
@@ -31,6 +35,11 @@ void LiveTrace::begin(parascope::Communicator* mpiWorld, int worldSize) {
   tracer_->setWorldSize(worldSize);
   tracer_->setClockOffset(offset.offsetNs, offset.worldResidualNs);
   tracer_->install();
+  if (gpu_) {
+    cupti_ = std::make_unique<CuptiCollector>(*tracer_, makeCuptiActivitySource(),
+                                              mpiWorld != nullptr ? mpiWorld->rank() : 0);
+    cupti_->start();  // or host-only, said in one line
+  }
   drainer_ = std::thread([this] { drainLoop(); });
 }
 
@@ -41,6 +50,7 @@ void LiveTrace::drainLoop() {
     if (stopping_) break;
     lock.unlock();
     try {
+      if (cupti_) cupti_->flush();
       const profiler::TraceData part = tracer_->drain();
       whole_.merge(part);
       publish(part);
@@ -73,6 +83,7 @@ void LiveTrace::stopDraining() {
   }
   wake_.notify_all();
   if (drainer_.joinable()) drainer_.join();
+  if (cupti_) cupti_->stop();
   if (tracer_) tracer_->uninstall();
 }
 

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/session/run_recorder.h"
+#include "profiler/cupti/cupti_collector.h"
 #include "profiler/trace_data.h"
 #include "profiler/tracer.h"
 
@@ -24,6 +25,7 @@ class LiveTrace final : public parascope::RunRecorder {
   ~LiveTrace() override;  // a run that never ended writes nothing
 
   void describe(const nlohmann::json& config) override { config_ = config.dump(); }
+  void recordDevice(int cudaIndex) override;
   void begin(parascope::Communicator* mpiWorld, int worldSize) override;
   std::string end(int rank) override;
 
@@ -45,8 +47,10 @@ class LiveTrace final : public parascope::RunRecorder {
   std::string path_;
   std::string config_;  // the run's, written into the file
   std::unique_ptr<profiler::Tracer> tracer_;
-  profiler::TraceData whole_;  // drain thread's until it is joined, then end()'s
-  std::mutex mutex_;           // guards pending_, stopping_, failure_ and ended_
+  bool gpu_ = false;                       // recordDevice was called: collect with CUPTI
+  std::unique_ptr<CuptiCollector> cupti_;  // flushed by the drain thread
+  profiler::TraceData whole_;              // drain thread's until it is joined, then end()'s
+  std::mutex mutex_;                       // guards pending_, stopping_, failure_ and ended_
   std::shared_ptr<const profiler::TraceData> ended_;
   std::condition_variable wake_;
   profiler::TraceData pending_;

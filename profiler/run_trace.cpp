@@ -6,7 +6,9 @@ namespace parascope::profiler {
 void RunTrace::begin(Communicator* mpiWorld, int worldSize) {
   ClockOffset offset;
   if (mpiWorld) offset = estimateClockOffset(*mpiWorld);
-  recording_ = std::make_unique<TraceRecording>(path_, worldSize);
+  recording_ =
+      std::make_unique<TraceRecording>(path_, worldSize, gpu_ ? makeCuptiActivitySource() : nullptr,
+                                       mpiWorld != nullptr ? mpiWorld->rank() : 0);
   recording_->setClockOffset(offset);
   recording_->setRunConfig(config_);
 }

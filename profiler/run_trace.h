@@ -15,12 +15,14 @@ class RunTrace final : public RunRecorder {
  public:
   explicit RunTrace(std::string path) : path_(std::move(path)) {}
   void describe(const nlohmann::json& config) override { config_ = config.dump(); }
+  void recordDevice(int /*cudaIndex*/) override { gpu_ = true; }  // CUPTI's records name it
   void begin(Communicator* mpiWorld, int worldSize) override;
   std::string end(int rank) override;
 
  private:
   std::string path_;
   std::string config_;
+  bool gpu_ = false;
   std::unique_ptr<TraceRecording> recording_;
 };
 

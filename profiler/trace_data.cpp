@@ -35,6 +35,7 @@ void TraceData::merge(const TraceData& other) {
   worldSize = std::max(worldSize, other.worldSize);
   for (const auto& [k, v] : other.rankNames) rankNames.emplace(k, v);
   for (const auto& [k, v] : other.laneNames) laneNames.emplace(k, v);
+  for (const auto& [k, v] : other.gpuDevices) gpuDevices.emplace(k, v);
   clockResidualNs = std::max(clockResidualNs, other.clockResidualNs);
   if (runConfig.empty()) runConfig = other.runConfig;
 }
@@ -69,6 +70,7 @@ std::string TraceData::firstDifference(const TraceData& other) const {
   }
   if (rankNames != other.rankNames) return "rank names";
   if (laneNames != other.laneNames) return "lane names";
+  if (gpuDevices != other.gpuDevices) return "GPU devices";
   if (worldSize != other.worldSize) return "world size";
   if (clockResidualNs != other.clockResidualNs) return "clock residual";
   if (runConfig != other.runConfig) return "run config";
@@ -97,7 +99,10 @@ std::string TraceData::laneName(std::int32_t rank, std::int32_t laneId) const {
     default: break;
   }
   if (trace::lane::isGpu(laneId)) {
-    return "stream " + std::to_string(laneId - trace::lane::kFirstGpuStream);
+    const std::string stream = "stream " + std::to_string(laneId - trace::lane::kFirstGpuStream);
+    auto device = gpuDevices.find(rank);
+    return device != gpuDevices.end() ? "GPU " + std::to_string(device->second) + " " + stream
+                                      : stream;
   }
   return "lane " + std::to_string(laneId);
 }

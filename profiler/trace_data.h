@@ -43,6 +43,9 @@ struct TraceData {
   std::map<std::int32_t, std::string> rankNames;                           // rank -> label
   std::map<std::pair<std::int32_t, std::int32_t>, std::string> laneNames;  // (rank, lane)
   std::int64_t clockResidualNs = -1;  // cross-rank alignment residual, -1 unknown
+  // rank -> the CUDA device its GPU lanes ran on (CUPTI's device id), for the ranks that have
+  // GPU activity; exported as each GPU event's "device", as Kineto writes it.
+  std::map<std::int32_t, std::int32_t> gpuDevices;
   // The recorded run's starting config as JSON text (the session's validated document); empty
   // for traces of other tools. What a prediction of the run is computed from.
   std::string runConfig;

@@ -32,10 +32,16 @@ void checkWritable(const std::string& path) {
 }
 }  // namespace
 
-TraceRecording::TraceRecording(std::string path, int worldSize) : path_(std::move(path)) {
+TraceRecording::TraceRecording(std::string path, int worldSize, std::unique_ptr<ActivitySource> gpu,
+                               std::int32_t rank)
+    : path_(std::move(path)) {
   checkWritable(path_);
   tracer_.setWorldSize(worldSize);
   tracer_.install();
+  if (gpu) {
+    cupti_ = std::make_unique<CuptiCollector>(tracer_, std::move(gpu), rank);
+    cupti_->start();
+  }
   drainer_ = std::thread([this] { drainLoop(); });
 }
 
@@ -58,6 +64,7 @@ void TraceRecording::drainLoop() {
     wake_.wait_for(lock, kDrainInterval, [this] { return stopping_; });
     if (stopping_) break;
     lock.unlock();
+    if (cupti_) cupti_->flush();
     TraceData part = tracer_.drain();
     lock.lock();
     data_.merge(part);
@@ -71,6 +78,7 @@ void TraceRecording::stop() {
   }
   wake_.notify_all();
   if (drainer_.joinable()) drainer_.join();
+  if (cupti_) cupti_->stop();
   tracer_.uninstall();
 }
 

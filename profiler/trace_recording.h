@@ -12,14 +12,18 @@
 #include <thread>
 
 #include "profiler/clock_sync.h"
+#include "profiler/cupti/cupti_collector.h"
 #include "profiler/tracer.h"
 
 namespace parascope::profiler {
 
 class TraceRecording {
  public:
-  // Starts recording; `worldSize` goes into the file's distributedInfo.
-  TraceRecording(std::string path, int worldSize);
+  // Starts recording; `worldSize` goes into the file's distributedInfo. With `gpu`, a GPU's
+  // activity is recorded too, on `rank` (CuptiCollector), flushed by the drain thread; a
+  // source that cannot start leaves the recording host-only with one line saying why.
+  TraceRecording(std::string path, int worldSize, std::unique_ptr<ActivitySource> gpu = nullptr,
+                 std::int32_t rank = 0);
   ~TraceRecording();  // stops; without finish() nothing is written (the run failed)
   TraceRecording(const TraceRecording&) = delete;
   TraceRecording& operator=(const TraceRecording&) = delete;
@@ -40,7 +44,8 @@ class TraceRecording {
 
   std::string path_;
   Tracer tracer_;
-  std::mutex mutex_;  // guards data_ and stopping_
+  std::unique_ptr<CuptiCollector> cupti_;  // after tracer_: stopped before it goes
+  std::mutex mutex_;                       // guards data_ and stopping_
   std::condition_variable wake_;
   TraceData data_;
   bool stopping_ = false;

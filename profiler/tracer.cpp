@@ -172,6 +172,11 @@ void Tracer::setLaneName(std::int32_t rank, std::int32_t laneId, std::string nam
   external_.laneNames[{rank, laneId}] = std::move(name);
 }
 
+void Tracer::setGpuDevice(std::int32_t rank, std::int32_t device) {
+  std::lock_guard lock(mutex_);
+  external_.gpuDevices[rank] = device;
+}
+
 void Tracer::setWorldSize(int worldSize) {
   std::lock_guard lock(mutex_);
   external_.worldSize = std::max(1, worldSize);
@@ -215,6 +220,7 @@ TraceData Tracer::read(bool consume) {
   out.worldSize = external_.worldSize;
   out.laneNames = external_.laneNames;
   out.rankNames = external_.rankNames;
+  out.gpuDevices = external_.gpuDevices;
   out.clockResidualNs = external_.clockResidualNs;
   out.sortByTime();
   return out;

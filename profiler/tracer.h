@@ -57,6 +57,8 @@ class Tracer final : public trace::Recorder {
   void addEvents(std::span<const Event> events);
   void setLaneName(std::int32_t rank, std::int32_t laneId, std::string name);
   void setWorldSize(int worldSize);
+  // The CUDA device whose activity `rank`'s GPU lanes hold (TraceData::gpuDevices).
+  void setGpuDevice(std::int32_t rank, std::int32_t device);
   // Added to every timestamp on collection: this process's offset to the aligned clock.
   void setClockOffset(std::int64_t offsetNs, std::int64_t residualNs);
 

@@ -53,6 +53,9 @@ step bench-gpu build-gpu/app/parascope-cli bench gpu --pytorch --json
 step bench-step-gpu build-gpu/app/parascope-cli bench step --device cuda --pytorch --json \
   --steps 10 model.num_layers=12 model.hidden_size=768 model.num_attention_heads=12 \
   model.context_length=1024 model.vocab_size=50304 train_micro_batch_size_per_gpu=16
+# A GPU run recorded as a user records one, CUPTI's activity in it: the file opens in Perfetto.
+step train-trace-gpu build-gpu/app/parascope-cli train device=cuda train_iters=4 \
+  --trace "$out/gpu-trace.json"
 # The other suites, on this machine's toolchain and libraries.
 step build cmake --build build-gpu --parallel "$(nproc)" -- -k 0
 step suite ctest --test-dir build-gpu -LE "gpu|mpi" --parallel "$(nproc)" --output-on-failure \

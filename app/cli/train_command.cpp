@@ -24,6 +24,7 @@
 #include "core/config/ps_config.h"
 #include "core/plan/memory_estimate.h"
 #include "core/plan/search.h"
+#include "core/session/run_metrics.h"
 #include "core/session/run_summary.h"
 #include "core/session/session.h"
 #include "core/session/switch_plan.h"
@@ -74,21 +75,25 @@ class Printer final : public SessionObserver {
 
   void onStep(const StepReport& r) override {
     const double rate = static_cast<double>(r.tokens) / r.seconds;
+    // On a GPU, MFU against the peak measured before the run (StartReport::devicePeakFlops).
+    const double mfu = devicePeakFlops_ > 0
+                           ? modelFlopsUtilization(rate, flopsPerToken_, devicePeakFlops_, 1)
+                           : 0.0;
     if (json_) {
-      std::printf("%s\n", nlohmann::json{{"event", "step"},
-                                         {"step", r.step},
-                                         {"total_steps", r.totalSteps},
-                                         {"loss_nats", r.loss},
-                                         {"lr", r.lr},
-                                         {"grad_norm", r.gradNorm},
-                                         {"step_time_s", r.seconds},
-                                         {"optimizer_time_s", r.optimizerSeconds},
-                                         {"swap_bytes", r.swapBytes},
-                                         {"targets_per_s", rate},
-                                         {"loss_scale", r.lossScale},
-                                         {"skipped", r.skipped}}
-                              .dump()
-                              .c_str());
+      nlohmann::json line{{"event", "step"},
+                          {"step", r.step},
+                          {"total_steps", r.totalSteps},
+                          {"loss_nats", r.loss},
+                          {"lr", r.lr},
+                          {"grad_norm", r.gradNorm},
+                          {"step_time_s", r.seconds},
+                          {"optimizer_time_s", r.optimizerSeconds},
+                          {"swap_bytes", r.swapBytes},
+                          {"targets_per_s", rate},
+                          {"loss_scale", r.lossScale},
+                          {"skipped", r.skipped}};
+      if (devicePeakFlops_ > 0) line["mfu"] = mfu;
+      std::printf("%s\n", line.dump().c_str());
       std::fflush(stdout);
       return;
     }
@@ -108,8 +113,10 @@ class Printer final : public SessionObserver {
     } else if (r.skipped || r.step % c_.logInterval == 0 || r.step == 1 || r.step == r.totalSteps) {
       char norm[32] = "overflow";  // inf or NaN
       if (std::isfinite(r.gradNorm)) std::snprintf(norm, sizeof norm, "%.3f", r.gradNorm);
-      std::printf("step %5d/%d  loss %.4f  lr %.2e  grad-norm %s  %s %.0f%s\n", r.step,
-                  r.totalSteps, r.loss, r.lr, norm, unit().c_str(), smoothedRate_,
+      char mfuText[32] = "";
+      if (devicePeakFlops_ > 0) std::snprintf(mfuText, sizeof mfuText, "  MFU %.1f%%", 100 * mfu);
+      std::printf("step %5d/%d  loss %.4f  lr %.2e  grad-norm %s  %s %.0f%s%s\n", r.step,
+                  r.totalSteps, r.loss, r.lr, norm, unit().c_str(), smoothedRate_, mfuText,
                   lossScaleText(r).c_str());
       std::fflush(stdout);
     }
@@ -145,6 +152,8 @@ class Printer final : public SessionObserver {
   }
   std::string unit() const { return std::string(c_.model.kind->target()) + "/s"; }
   TrainConfig c_;  // the layout running now
+  double devicePeakFlops_ = 0;
+  double flopsPerToken_ = 0;
   bool json_;
   bool tty_;
   bool tracing_;
@@ -154,6 +163,8 @@ class Printer final : public SessionObserver {
 void Printer::onStart(const StartReport& s) {
   const TrainConfig& config = s.config;
   const ParallelStrategy& p = config.parallel;
+  devicePeakFlops_ = s.devicePeakFlops;
+  flopsPerToken_ = s.flopsPerToken;
   if (json_) {
     // The strategy under its config keys (config_keys.h), defaults and derivations filled in.
     nlohmann::json line = {{"event", "start"},
@@ -165,6 +176,10 @@ void Printer::onStart(const StartReport& s) {
                            {"backend", rankBackendName(p.backend)},
                            {"train_iters", config.trainIters}};
     for (const auto& [key, value] : strategySettings(config)) line[key] = value;
+    if (!s.deviceName.empty()) {
+      line["device_name"] = s.deviceName;
+      line["fp32_gemm_peak_tflops"] = s.devicePeakFlops / 1e12;
+    }
     std::printf("%s\n", line.dump().c_str());
   } else {
     std::printf(
@@ -172,6 +187,10 @@ void Printer::onStart(const StartReport& s) {
         "steps\n",
         s.model.c_str(), s.data.c_str(), config.globalBatch, config.microBatch,
         config.gradientAccumulation, p.data, config.trainIters);
+    if (!s.deviceName.empty()) {
+      std::printf("device: %s, fp32 GEMM peak %.1f TFLOP/s (cuBLAS, TF32 off; MFU's denominator)\n",
+                  s.deviceName.c_str(), s.devicePeakFlops / 1e12);
+    }
     if (p.worldSize() > 1) {
       std::printf(
           "ranks: %d = %d tensor-parallel%s x %d data-parallel x %d pipeline (%s), ZeRO stage %d\n",

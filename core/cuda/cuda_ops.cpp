@@ -4,6 +4,7 @@
 #include "core/cuda/check.h"
 #include "core/cuda/device.h"
 #include "core/cuda/kernels.h"
+#include "core/trace/trace.h"
 
 namespace parascope::cuda {
 
@@ -22,76 +23,97 @@ class CudaOps final : public kernels::KernelOps {
 
   void embeddingForward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
                         int B, int T, int C) const override {
+    const trace::LaunchSpan span("embedding_forward", trace::Category::Compute);
     cuda::embeddingForward(out, tokens, wte, wpe, B, T, C, stream_);
   }
   void embeddingBackward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
                          int B, int T, int C) const override {
+    const trace::LaunchSpan span("embedding_backward", trace::Category::Compute);
     cuda::embeddingBackward(dwte, dwpe, dout, tokens, B, T, C, stream_);
   }
   void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                         const float* bias, int N, int C) const override {
+    const trace::LaunchSpan span("layernorm_forward", trace::Category::Compute);
     cuda::layernormForward(out, mean, rstd, inp, weight, bias, N, C, stream_);
   }
   void residualLayernormForward(float* sum, float* out, float* mean, float* rstd, const float* a,
                                 const float* b, const float* weight, const float* bias, int N,
                                 int C) const override {
+    const trace::LaunchSpan span("residual_layernorm_forward", trace::Category::Compute);
     cuda::residualLayernormForward(sum, out, mean, rstd, a, b, weight, bias, N, C, stream_);
   }
   void layernormBackward(float* dinp, float* dweight, float* dbias, const float* dout,
                          const float* inp, const float* weight, const float* mean,
                          const float* rstd, int N, int C, const float* dresidual) const override {
+    const trace::LaunchSpan span("layernorm_backward", trace::Category::Compute);
     cuda::layernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, dresidual,
                             stream_);
   }
   void matmulForward(float* out, const float* inp, const float* weight, const float* bias, int N,
                      int C, int OC) const override {
+    const trace::LaunchSpan span("matmul_forward", trace::Category::Compute);
     blas_.matmulForward(out, inp, weight, bias, N, C, OC);
   }
   void matmulBackward(float* dinp, float* dweight, float* dbias, const float* dout,
                       const float* inp, const float* weight, int N, int C, int OC) const override {
+    const trace::LaunchSpan span("matmul_backward", trace::Category::Compute);
     blas_.matmulBackward(dinp, dweight, dout, inp, weight, N, C, OC);
     if (dbias != nullptr) cuda::biasBackward(dbias, dout, N, OC, stream_);
   }
   long attentionScratch(int T, int NH) const override { return static_cast<long>(NH) * T * T; }
   void attentionForward(float* out, float* att, const float* qkv, int B, int T, int C,
                         int NH) const override {
+    const trace::LaunchSpan span("attention_forward", trace::Category::Compute);
     blas_.attentionForward(out, att, qkv, B, T, C, NH);
   }
   void attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                          const float* att, int B, int T, int C, int NH) const override {
+    const trace::LaunchSpan span("attention_backward", trace::Category::Compute);
     blas_.attentionBackward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
   }
   void geluForward(float* out, const float* inp, long N) const override {
+    const trace::LaunchSpan span("gelu_forward", trace::Category::Compute);
     cuda::geluForward(out, inp, N, stream_);
   }
   void geluBackward(float* dinp, const float* inp, const float* dout, long N) const override {
+    const trace::LaunchSpan span("gelu_backward", trace::Category::Compute);
     cuda::geluBackward(dinp, inp, dout, N, stream_);
   }
   void residualForward(float* out, const float* a, const float* b, long N) const override {
+    const trace::LaunchSpan span("residual_forward", trace::Category::Compute);
     cuda::residualForward(out, a, b, N, stream_);
   }
   void biasForward(float* out, const float* bias, long rows, long C) const override {
+    const trace::LaunchSpan span("bias_forward", trace::Category::Compute);
     cuda::biasForward(out, bias, rows, C, stream_);
   }
   void biasBackward(float* dbias, const float* dout, long rows, long C) const override {
+    const trace::LaunchSpan span("bias_backward", trace::Category::Compute);
     cuda::biasBackward(dbias, dout, rows, C, stream_);
   }
   void crossEntropyForward(float* losses, float* probs, const float* logits,
                            const std::int32_t* targets, int N, int V) const override {
+    const trace::LaunchSpan span("cross_entropy_forward", trace::Category::Compute);
     cuda::crossEntropyForward(losses, probs, logits, targets, N, V, stream_);
   }
   void crossEntropyBackward(float* dlogits, const float* probs, const std::int32_t* targets,
                             const float* dlosses, int N, int V) const override {
+    const trace::LaunchSpan span("cross_entropy_backward", trace::Category::Compute);
     cuda::crossEntropyBackward(dlogits, probs, targets, dlosses, N, V, stream_);
   }
-  void fill(float* p, float value, long n) const override { cuda::fill(p, value, n, stream_); }
+  void fill(float* p, float value, long n) const override {
+    const trace::LaunchSpan span("fill", trace::Category::Compute);
+    cuda::fill(p, value, n, stream_);
+  }
   void adamwUpdate(float* param, const float* grad, float* m, float* v, long n,
                    const kernels::AdamWHyper& h, int step, float gradScale) const override {
+    const trace::LaunchSpan span("adamw", trace::Category::Optimizer);
     cuda::adamwUpdate(param, grad, m, v, n, kernels::adamwConstants(h, step), gradScale, stream_);
   }
   // One parameter's sum at a time, each waited for: a norm is one number per step, and the few
   // dozen round trips cost far less than the step.
   double sumOfSquares(const float* grad, long n) const override {
+    const trace::LaunchSpan span("grad_norm", trace::Category::Optimizer);
     check(cudaMemsetAsync(sum_, 0, sizeof(double), stream_), "cudaMemsetAsync");
     cuda::addSumOfSquares(sum_, grad, n, stream_);
     double host = 0;
@@ -101,6 +123,7 @@ class CudaOps final : public kernels::KernelOps {
     return host;
   }
   void synchronize() const override {
+    const trace::Span span("synchronize", trace::Category::Sync);
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
 

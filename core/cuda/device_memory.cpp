@@ -6,6 +6,7 @@
 
 #include "core/cuda/check.h"
 #include "core/cuda/device.h"
+#include "core/trace/trace.h"
 
 namespace parascope::cuda {
 
@@ -36,11 +37,13 @@ class CudaMemory final : public DeviceMemory {
   }
 
   void zero(void* p, std::size_t bytes) override {
+    const trace::LaunchSpan span("memset", trace::Category::Memset);
     check(cudaSetDevice(index_), "cudaSetDevice");
     check(cudaMemset(p, 0, bytes), "cudaMemset");
   }
 
   void copy(void* dst, const void* src, std::size_t bytes) override {
+    const trace::LaunchSpan span("memcpy", trace::Category::Memcpy);
     check(cudaSetDevice(index_), "cudaSetDevice");
     check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
   }

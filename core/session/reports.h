@@ -19,6 +19,11 @@ struct StartReport {
   double flopsPerToken = 0;     // model FLOPs per target (GPT: 6 N + 12 L T C; 0 for the MLP)
   int worldSize = 1;
   int firstStep = 0;  // steps already done when the session starts (0 for a fresh run)
+  // A run on a GPU: its name, and its fp32 GEMM peak (cuBLAS, TF32 off) measured on the idle
+  // device just before the run, MFU's denominator there. Empty and 0 on the CPU, whose peak
+  // each front end knows (kernels::SgemmPeakCache).
+  std::string deviceName;
+  double devicePeakFlops = 0;
 };
 
 // A live strategy switch (Session::switchStrategy), published once it has taken effect.

@@ -20,6 +20,10 @@ class RunRecorder {
   // writes files keeps it in them, so that the run can be compared with a prediction and
   // calibrated from later (core/plan). Nothing by default.
   virtual void describe(const nlohmann::json& config) { (void)config; }
+  // The CUDA device this process's ranks compute on, just before begin, for runs on a GPU: a
+  // recorder that can collects its activity (kernels, copies) linked to the spans that launched
+  // it. Nothing by default.
+  virtual void recordDevice(int cudaIndex) { (void)cudaIndex; }
   // After every rank of this process finished; rank: this process's rank under MPI, -1
   // in-process. Writes the file(s) and returns the path written.
   virtual std::string end(int rank) = 0;

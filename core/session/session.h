@@ -118,6 +118,7 @@ class Session {
   void checkBeforeStart(bool mpi) const;
   bool onGpu() const;  // the config's device is a GPU
   double gpuMemoryBytes() const;
+  void measureDevicePeak();
   std::unique_ptr<Allocator> makeAllocator() const;
   std::string outOfMemoryReason(bool mpi) const;
   std::shared_ptr<RankMemoryTrack> memoryTrack(int rank);
@@ -175,8 +176,10 @@ class Session {
   // The save rank 0 has begun and not committed (its directory and step): discarded when the run
   // ends, all ranks done, so a failed or stopped save leaves no staging copy.
   std::optional<std::pair<std::string, int>> saving_;
-  int boundary_ = 0;      // the next layout's first boundary (StepGate::next)
-  bool started_ = false;  // a layout has run: the next one continues the run
+  int boundary_ = 0;            // the next layout's first boundary (StepGate::next)
+  std::string deviceName_;      // a GPU run's device (StartReport::deviceName)
+  double devicePeakFlops_ = 0;  // and its fp32 GEMM peak
+  bool started_ = false;        // a layout has run: the next one continues the run
   std::string lastCheckpoint_;
   std::atomic<Ending> ending_{Ending::Done};
 };

@@ -168,6 +168,24 @@ class ScopedCorrelation {
   Recorder* rec_;
 };
 
+// The host span of code that launches device work (a kernel, a copy): the span starts the flow
+// to every activity launched in it, which the GPU's collector links through the same id.
+// Costs one id only while tracing.
+class LaunchSpan {
+ public:
+  LaunchSpan(const char* name, Category category) noexcept
+      : id_(recorder() != nullptr ? newCorrelationId() : 0), span_(name, category), scope_(id_) {
+    if (id_ != 0) span_.correlation(id_).flags(flag::kFlowSource);
+  }
+  LaunchSpan(const LaunchSpan&) = delete;
+  LaunchSpan& operator=(const LaunchSpan&) = delete;
+
+ private:
+  std::uint64_t id_;
+  Span span_;                // ends after the scope below is popped
+  ScopedCorrelation scope_;  // declared last: popped first
+};
+
 namespace detail {
 // An event of this thread's context from given times (raw ticks), to an installed recorder.
 inline void recordTo(Recorder& r, const char* name, Category category, EventKind kind,

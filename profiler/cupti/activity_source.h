@@ -42,6 +42,8 @@ class ActivitySource {
   // Hands every completed record to `sink`, in no particular order.
   virtual void flush(const std::function<void(const ActivityRecord&)>& sink) = 0;
   virtual void stop() = 0;
+  // Records lost so far because no buffer was free (the pool's bound); 0 for a lossless source.
+  virtual std::uint64_t droppedRecords() const { return 0; }
   // Links device work launched from this thread meanwhile to the host's id.
   virtual void pushExternalId(std::uint64_t id) = 0;
   virtual void popExternalId() = 0;

@@ -9,13 +9,16 @@
 
 #include "core/trace/clock.h"
 #include "profiler/cupti/activity_source.h"
+#include "profiler/cupti/buffer_pool.h"
 #include "profiler/cupti/cupti_decode.h"
 
 namespace parascope::profiler {
 
 namespace {
 
+// CUPTI's buffers: 16 of 4 MiB at most (about 400k kernel records), returned by each flush.
 constexpr std::size_t kBufferBytes = std::size_t{4} << 20;
+constexpr std::size_t kMaxBuffers = 16;
 
 std::string cuptiError(CUptiResult r, const char* call, const char* file, int line) {
   const char* text = "unknown";
@@ -134,7 +137,10 @@ namespace {
 
 class CuptiActivitySource final : public ActivitySource {
  public:
-  ~CuptiActivitySource() override { stop(); }
+  ~CuptiActivitySource() override {
+    stop();
+    if (instance_ == this) instance_ = nullptr;
+  }
 
   bool start(std::string* whyNot) override {
     instance_ = this;
@@ -171,6 +177,11 @@ class CuptiActivitySource final : public ActivitySource {
     started_ = false;
   }
 
+  std::uint64_t droppedRecords() const override {
+    std::lock_guard lock(mutex_);
+    return dropped_;
+  }
+
   void pushExternalId(std::uint64_t id) override {
     if (started_)
       cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
@@ -195,31 +206,41 @@ class CuptiActivitySource final : public ActivitySource {
     for (CUpti_ActivityKind kind : kKinds) cuptiActivityDisable(kind);
   }
 
+  // No free buffer: CUPTI drops what it would have written and counts it (bufferCompleted).
   static void CUPTIAPI bufferRequested(std::uint8_t** buffer, std::size_t* size,
                                        std::size_t* maxRecords) {
-    *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, kBufferBytes));
-    *size = *buffer ? kBufferBytes : 0;
+    *buffer = instance_ != nullptr ? instance_->pool_.take() : nullptr;
+    *size = *buffer != nullptr ? kBufferBytes : 0;
     *maxRecords = 0;
   }
 
-  // Runs on CUPTI's thread; decodes under the queue lock and frees the buffer.
-  static void CUPTIAPI bufferCompleted(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t,
-                                       std::size_t validSize) {
+  // Runs on CUPTI's thread; decodes under the queue lock and gives the buffer back.
+  static void CUPTIAPI bufferCompleted(CUcontext context, std::uint32_t streamId,
+                                       std::uint8_t* buffer, std::size_t, std::size_t validSize) {
     CuptiActivitySource* self = instance_;
     CUpti_Activity* record = nullptr;
-    if (self) {
+    if (self == nullptr) {
+      std::free(buffer);
+      return;
+    }
+    {
       std::lock_guard lock(self->mutex_);
       while (cuptiActivityGetNextRecord(buffer, validSize, &record) == CUPTI_SUCCESS) {
         ActivityRecord r;
         if (decodeCuptiRecord(record, self->offsetNs_, &r)) self->records_.push_back(std::move(r));
       }
+      std::size_t dropped = 0;
+      if (cuptiActivityGetNumDroppedRecords(context, streamId, &dropped) == CUPTI_SUCCESS)
+        self->dropped_ += dropped;
     }
-    std::free(buffer);
+    self->pool_.give(buffer);
   }
 
   static inline CuptiActivitySource* instance_ = nullptr;
-  std::mutex mutex_;
+  ActivityBufferPool pool_{kBufferBytes, kMaxBuffers};
+  mutable std::mutex mutex_;
   std::vector<ActivityRecord> records_;
+  std::uint64_t dropped_ = 0;  // guarded by mutex_
   std::int64_t offsetNs_ = 0;
   bool started_ = false;
 };

@@ -3,23 +3,9 @@
 
 #include <cstdio>
 
+#include "profiler/io/foreign_events.h"
+
 namespace parascope::profiler {
-
-namespace {
-
-bool containsNoCase(const std::string& s, const char* needle) {
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    std::size_t k = 0;
-    while (needle[k] && i + k < s.size() &&
-           (s[i + k] >= 'A' && s[i + k] <= 'Z' ? s[i + k] + 32 : s[i + k]) == needle[k]) {
-      ++k;
-    }
-    if (!needle[k]) return true;
-  }
-  return false;
-}
-
-}  // namespace
 
 std::int32_t ActivityConverter::rankOf(const ActivityRecord& r) const {
   if (auto it = streamRanks_.find(r.streamId); it != streamRanks_.end()) return it->second;
@@ -131,20 +117,38 @@ bool CuptiCollector::start() {
 
 void CuptiCollector::flush() {
   std::lock_guard lock(mutex_);
-  if (!active_) return;
+  if (active_) moveRecords();
+}
+
+void CuptiCollector::moveRecords() {
   std::vector<ActivityRecord> batch;
   source_->flush([&](const ActivityRecord& r) { batch.push_back(r); });
   const auto events = converter_.convert(batch);
   tracer_.addEvents(events);
+  using K = ActivityRecord::Kind;
+  for (const ActivityRecord& r : batch) {
+    if (r.kind != K::Kernel && r.kind != K::Memcpy && r.kind != K::Memset) continue;
+    const std::int32_t rank = converter_.rankOf(r);
+    auto [it, added] = devices_.try_emplace(rank, r.deviceId);
+    if (added || it->second != r.deviceId) {
+      it->second = r.deviceId;
+      tracer_.setGpuDevice(rank, static_cast<std::int32_t>(r.deviceId));
+    }
+  }
 }
 
 void CuptiCollector::stop() {
-  if (!active_) return;
-  flush();
   std::lock_guard lock(mutex_);
+  if (!active_) return;
   tracer_.setCorrelationSink(nullptr);
-  source_->stop();
+  source_->stop();  // its last buffers come back into its queue
+  moveRecords();
   active_ = false;
+  if (const std::uint64_t lost = source_->droppedRecords()) {
+    log_("profiler: " + std::to_string(lost) +
+         " GPU activity records were dropped (every CUPTI buffer was full); the GPU lanes are "
+         "incomplete");
+  }
 }
 
 }  // namespace parascope::profiler

@@ -33,9 +33,9 @@ class ActivityConverter {
   // External-correlation records must be seen before the records they explain; flush order
   // does not guarantee that, so convert() takes a whole batch and maps first.
   std::vector<trace::Event> convert(const std::vector<ActivityRecord>& batch);
+  std::int32_t rankOf(const ActivityRecord& r) const;
 
  private:
-  std::int32_t rankOf(const ActivityRecord& r) const;
   trace::Event toEvent(const ActivityRecord& r) const;
 
   std::int32_t defaultRank_;
@@ -56,20 +56,24 @@ class CuptiCollector {
 
   // True when GPU activity is being collected; false means host-only (already reported).
   bool start();
-  // Moves completed device records into the tracer; cheap to call at each step end.
+  // Moves completed device records into the tracer, and the device each rank's GPU work ran on;
+  // cheap to call at each step end.
   void flush();
+  // Flushes and stops; says once how many records the source dropped, if any.
   void stop();
   bool active() const { return active_; }
   ActivityConverter& converter() { return converter_; }
 
  private:
   class Link;
+  void moveRecords();  // under mutex_
   Tracer& tracer_;
   std::unique_ptr<ActivitySource> source_;
   std::unique_ptr<Link> link_;
   ActivityConverter converter_;
   Log log_;
   std::mutex mutex_;
+  std::map<std::int32_t, std::uint32_t> devices_;  // rank -> device, as told to the tracer
   bool active_ = false;
   bool reported_ = false;
 };

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "core/common/error.h"
+#include "profiler/io/foreign_events.h"
 #include "profiler/io/trace_file.h"
 
 namespace parascope::profiler {
@@ -20,7 +21,8 @@ namespace {
 
 class EventWriter {
  public:
-  explicit EventWriter(TraceFileWriter& out) : out_(out), b_(out.buffer()) {}
+  EventWriter(TraceFileWriter& out, const TraceData& trace)
+      : out_(out), b_(out.buffer()), trace_(trace) {}
 
   void integer(std::int64_t v) {
     char tmp[24];
@@ -59,7 +61,7 @@ class EventWriter {
     firstEvent = false;
     b_.push_back(ph);
     raw("\",\"cat\":");
-    string(trace::categoryName(e.category));
+    string(exportCategory(e));
     raw(",\"name\":");
     string(e.name);
     raw(",\"pid\":");
@@ -86,6 +88,12 @@ class EventWriter {
     }
     if (e.flags & trace::flag::kFlowSource) field("flow_source", 1, first);
     if (e.flags & trace::flag::kReceive) field("receive", 1, first);
+    // Kineto's fields of GPU work: the device and stream it ran on.
+    if (trace::lane::isGpu(e.lane) && e.kind != EventKind::Counter) {
+      if (auto d = trace_.gpuDevices.find(e.rank); d != trace_.gpuDevices.end())
+        field("device", d->second, first);
+      field("stream", e.lane - trace::lane::kFirstGpuStream, first);
+    }
   }
   void otherArgs(std::string_view others, bool& first) {
     if (others.empty()) return;
@@ -129,6 +137,7 @@ class EventWriter {
  private:
   TraceFileWriter& out_;
   std::string& b_;
+  const TraceData& trace_;
 };
 
 void writeMetadata(EventWriter& w, const TraceData& trace, const std::vector<const Event*>& events,
@@ -211,7 +220,7 @@ void writeFlows(EventWriter& w, const std::vector<const Event*>& events, bool& f
 std::size_t writeFile(const TraceData& trace, const std::vector<const Event*>& events,
                       std::int32_t rank, const std::string& path) {
   TraceFileWriter out(path);
-  EventWriter w(out);
+  EventWriter w(out, trace);
   w.raw("{\"schemaVersion\":1,\"parascopeVersion\":1,\"displayTimeUnit\":\"ns\",");
   w.raw("\"distributedInfo\":{\"backend\":\"parascope\",\"rank\":");
   w.integer(rank);

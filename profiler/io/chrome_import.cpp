@@ -265,6 +265,7 @@ constexpr std::size_t kMaxArgsBytes = 4096;
 // Args as read: what ParaScope models, and the rest as JSON text.
 struct Args {
   std::optional<std::int64_t> bytes, peer, group, step, microBatch, stage, instruction, stream;
+  std::optional<std::int64_t> device;  // the GPU that ran our event (TraceData::gpuDevices)
   std::optional<std::uint64_t> correlation;
   bool flowSource = false, receive = false;
   std::string_view metaName;  // "name" of process_name / thread_name metadata
@@ -398,6 +399,7 @@ class Importer {
   std::vector<bool> laneFixed_;
   std::vector<std::pair<std::size_t, KinetoCollective>> collectives_;  // event index, args
   std::map<std::uint32_t, std::string> processNames_;
+  std::map<std::uint32_t, std::int32_t> processDevices_;  // ours: pid -> its GPU events' device
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::string> threadNames_;
 };
 
@@ -794,8 +796,13 @@ void Importer::parseArgs(od::object obj, Args& a, bool collectNumbers) {
       if (collectNumbers && appendValue(v, member, 0)) keepOther(k, member, a);
       continue;
     }
-    // The fields of ParaScope's own events; anything else is kept as well as read.
-    if (k == "bytes")
+    // The fields of ParaScope's own events; anything else is kept as well as read. Ours carry
+    // the device and stream of GPU work for Kineto's readers; the lane already says the stream.
+    if (ours_ && k == "device")
+      a.device = integer(v, "device");
+    else if (ours_ && k == "stream")
+      continue;
+    else if (k == "bytes")
       a.bytes = integer(v, "bytes");
     else if (k == "peer")
       a.peer = integer(v, "peer");
@@ -959,8 +966,11 @@ void Importer::addEvent(RawEvent& r) {
   e.microBatch = toInt32(a.microBatch, "micro_batch");
   e.stage = toInt32(a.stage, "stage");
   e.instruction = toInt32(a.instruction, "instruction");
+  if (ours_ && a.device) processDevices_[key(r.pid)] = toInt32(a.device, "device");
   e.correlation = a.correlation.value_or(0);
-  if (a.flowSource || (m.flowSource && e.correlation != 0)) e.flags |= trace::flag::kFlowSource;
+  // Ours say which events start flows; a foreign launch does by its category.
+  if (a.flowSource || (!ours_ && m.flowSource && e.correlation != 0))
+    e.flags |= trace::flag::kFlowSource;
   if (a.receive) e.flags |= trace::flag::kReceive;
   const bool gpuLane = !ours_ && m.gpu && a.stream;
   if (gpuLane) e.lane = trace::lane::gpuStream(static_cast<std::uint32_t>(*a.stream));
@@ -1105,6 +1115,7 @@ void Importer::resolve() {
     }
   }
   if (ours_) {
+    for (const auto& [pid, device] : processDevices_) out_.gpuDevices[parseId(pid, "pid")] = device;
     for (const auto& [k, name] : threadNames_) {
       out_.laneNames[{parseId(k.first, "pid"), parseId(k.second, "tid")}] = name;
     }

@@ -7,16 +7,16 @@
 
 namespace parascope::profiler {
 
-namespace {
-
-bool startsWith(std::string_view s, std::string_view p) {
-  return s.substr(0, p.size()) == p;
-}
-
 bool containsNoCase(std::string_view s, std::string_view needle) {
   auto it = std::search(s.begin(), s.end(), needle.begin(), needle.end(),
                         [](char a, char b) { return (a >= 'A' && a <= 'Z' ? a + 32 : a) == b; });
   return it != s.end();
+}
+
+namespace {
+
+bool startsWith(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
 }
 
 bool isCommunicationOp(std::string_view name) {
@@ -82,6 +82,27 @@ ForeignMapping mapForeignEvent(std::string_view cat, std::string_view name) {
     m.category = Category::Host;  // python_function, Trace, cpu_instant_event, ...
   }
   return m;
+}
+
+std::string_view exportCategory(const Event& e) {
+  const std::string_view ours = trace::categoryName(e.category);
+  if (e.kind != EventKind::Span) return ours;
+  const bool nccl = containsNoCase(e.name, "nccl");
+  if (trace::lane::isGpu(e.lane)) {
+    switch (e.category) {
+      case Category::Compute: return nccl ? ours : "kernel";
+      case Category::Communication: return nccl ? "kernel" : ours;
+      case Category::Memcpy: return "gpu_memcpy";
+      case Category::Memset: return "gpu_memset";
+      default: return ours;
+    }
+  }
+  if (e.lane != trace::lane::kRuntime) return ours;
+  switch (e.category) {
+    case Category::Runtime: return containsNoCase(e.name, "synchronize") ? ours : "cuda_runtime";
+    case Category::Sync: return "cuda_sync";
+    default: return ours;
+  }
 }
 
 void tagStepsFromSpans(TraceData& trace) {

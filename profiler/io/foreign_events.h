@@ -21,6 +21,14 @@ struct ForeignMapping {
 
 ForeignMapping mapForeignEvent(std::string_view cat, std::string_view name);
 
+// The category a trace file gives one of our events: Kineto's where Kineto has one that
+// mapForeignEvent maps back to the same category (a kernel, copy or memset on a GPU stream; a
+// CUDA runtime call or synchronisation CUPTI saw), so that Perfetto and PyTorch's trace tools
+// read ParaScope's GPU traces as their own; categoryName() otherwise.
+std::string_view exportCategory(const Event& e);
+
+bool containsNoCase(std::string_view s, std::string_view needle);
+
 // What recent Kineto traces say about a collective on `record_param_comms` (args "Collective
 // name", "In msg nelems", "Out msg nelems", "dtype", "Group size", "Process Group Ranks" or
 // "Global rank start"/"stride", "In split size"/"Out split size"), kept until the importer

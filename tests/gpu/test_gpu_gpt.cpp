@@ -4,14 +4,18 @@
 // loss agrees within 1e-5 relative, every gradient within 1e-4 of its parameter's largest CPU
 // gradient, and the losses of three steps within 1e-4. Skips with one line where no device is
 // visible; the checks of what is refused before any work run anywhere.
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
+#include <set>
 #include <string>
+#include <tuple>
 
 #include "core/common/error.h"
 #include "core/cuda/cuda_ops.h"
@@ -20,6 +24,8 @@
 #include "core/model/gpt.h"
 #include "core/model/model.h"
 #include "core/train/trainer.h"
+#include "profiler/io/chrome_import.h"
+#include "profiler/trace_recording.h"
 
 using namespace parascope;
 
@@ -82,6 +88,7 @@ class TestGpuGpt : public QObject {
   void uploadRefusesTokensOutsideTheVocabulary();
   void trainerMatchesTheCpu();
   void trainerRefusesWhatAGpuDoesNotRunYet();
+  void tracedStepLinksEveryKernelToItsLaunch();
 };
 
 void TestGpuGpt::forwardBackwardMatchesTheCpu() {
@@ -207,6 +214,58 @@ void TestGpuGpt::trainerRefusesWhatAGpuDoesNotRunYet() {
     QCOMPARE(message(smallGpt()), std::string("kernels: CUDA device 0 does not exist (0 visible)"));
     QCOMPARE(device.peakTotal(), 0);
   }
+}
+
+// A traced training step on the GPU, recorded as `train --trace` records one: every kernel, copy
+// and memset CUPTI saw is in the file once, linked to the host span that launched it and
+// starting after it (50 us allowed for the clocks' offset), and every launching span launched
+// something.
+void TestGpuGpt::tracedStepLinksEveryKernelToItsLaunch() {
+#ifndef PARASCOPE_HAVE_CUPTI
+  QSKIP("built without CUPTI");
+#else
+  if (cuda::deviceCount() == 0)
+    QSKIP(("no CUDA device (" + cuda::whyNoDevice() + "): GPU tracing is built but not run here")
+              .c_str());
+  const TrainConfig c = smallGpt();
+  Allocator memory(cuda::deviceMemory(0));
+  Trainer gpu(c, memory);
+  gpu.step();  // plans and blocks made before the traced step
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("step.json").toStdString();
+  {
+    profiler::TraceRecording recording(path, 1, profiler::makeCuptiActivitySource(), 0);
+    gpu.step();
+    recording.finish();
+  }
+  const profiler::TraceData t = profiler::importChromeTrace(path);
+  using trace::Category;
+  namespace lane = trace::lane;
+  std::map<std::uint64_t, const trace::Event*> launches;
+  for (const trace::Event& e : t.events) {
+    if ((e.flags & trace::flag::kFlowSource) && !lane::isGpu(e.lane) && e.lane != lane::kRuntime)
+      launches.emplace(e.correlation, &e);
+  }
+  QVERIFY(!launches.empty());
+  std::set<std::uint64_t> launched;
+  std::set<std::tuple<std::string, std::int64_t, std::int64_t, std::int32_t> > seen;
+  for (const trace::Event& e : t.events) {
+    if (!lane::isGpu(e.lane) || e.kind != trace::EventKind::Span) continue;
+    if (e.category != Category::Compute && e.category != Category::Memcpy &&
+        e.category != Category::Memset)
+      continue;
+    const auto it = launches.find(e.correlation);
+    QVERIFY2(it != launches.end(), (std::string(e.name) + " has no launching span").c_str());
+    QVERIFY2(e.startNs >= it->second->startNs - 50'000,
+             (std::string(e.name) + " starts before " + it->second->name).c_str());
+    QVERIFY2(seen.emplace(e.name, e.startNs, e.endNs, e.lane).second,
+             (std::string(e.name) + " is in the trace twice").c_str());
+    launched.insert(e.correlation);
+  }
+  for (const auto& [id, span] : launches)
+    QVERIFY2(launched.count(id) == 1, (std::string(span->name) + " launched nothing").c_str());
+  QCOMPARE(t.gpuDevices.at(0), 0);
+#endif
 }
 
 QTEST_GUILESS_MAIN(TestGpuGpt)

@@ -25,13 +25,14 @@ TraceData richTrace() {
   t.clockResidualNs = 1234;
   t.rankNames[0] = "rank 0 (host a)";
   t.laneNames[{1, lane::gpuStream(7)}] = "stream 7";
+  t.gpuDevices[1] = 3;
   const char* names[] = {"matmul", "allReduce \"ring\"", "back\\slash\nnewline",
                          "caf\xc3\xa9 \xe2\x82\xac", "tab\there"};
   std::int64_t base = 1'700'000'000'123'456'789;  // ~ wall-clock ns: 1.7e15 us
   for (int i = 0; i < 40; ++i) {
     Event e;
     e.rank = i % 3;
-    e.lane = i % 5 == 0 ? lane::gpuStream(7) : i % 4;
+    e.lane = i % 5 == 0 ? lane::gpuStream(7) : i % 9 == 4 ? lane::kRuntime : i % 4;
     e.name = t.strings.intern(names[i % 5]);
     e.category = static_cast<Category>(i % parascope::trace::kCategoryCount);
     e.kind = i % 7 == 0 ? EventKind::Counter : i % 11 == 0 ? EventKind::Instant : EventKind::Span;
@@ -48,6 +49,15 @@ TraceData richTrace() {
     e.flags = static_cast<std::uint8_t>(i % 4);
     t.events.push_back(e);
   }
+  Event kernel;  // GPU work as the CUPTI collector records it
+  kernel.rank = 1;
+  kernel.lane = lane::gpuStream(7);
+  kernel.name = t.strings.intern("matmul");
+  kernel.category = Category::Compute;
+  kernel.startNs = base + 50'000;
+  kernel.endNs = kernel.startNs + 2'000;
+  kernel.correlation = 0xF000000000000003ULL;
+  t.events.push_back(kernel);
   t.events.front().startNs = t.events.front().endNs = -5;  // negative times survive too
   t.sortByTime();
   return t;
@@ -139,6 +149,14 @@ void TestChromeIo::roundTripMergedIsExact() {
   QCOMPARE(back.rankNames.at(1), std::string("rank 1"));
   QCOMPARE(back.laneName(1, lane::gpuStream(7)), std::string("stream 7"));
   QCOMPARE(back.laneName(0, lane::kCommunication), std::string("communication"));
+  QCOMPARE(back.gpuDevices, t.gpuDevices);
+  // GPU work and CUDA calls in Kineto's categories and fields, for Perfetto and PyTorch's tools.
+  const std::string text = readAll(p);
+  QVERIFY(text.find(R"("cat":"kernel","name":"matmul","pid":1,"tid":1048583)") !=
+          std::string::npos);
+  QVERIFY(text.find(R"("device":3,"stream":7)") != std::string::npos);
+  QVERIFY(text.find(R"("cat":"gpu_memcpy")") != std::string::npos);
+  QVERIFY(text.find(R"("cat":"cuda_runtime")") != std::string::npos);
 }
 
 void TestChromeIo::roundTripGzip() {
@@ -211,6 +229,7 @@ void TestChromeIo::kinetoConventions() {
   mem.kind = EventKind::Counter;
   mem.bytes = 4096;
   t.events = {launch, kernel, mem};
+  t.gpuDevices[0] = 0;
   const std::string p = path("kineto.json");
   const std::string expected =
       R"({"schemaVersion":1,"parascopeVersion":1,"displayTimeUnit":"ns",)"
@@ -227,7 +246,7 @@ void TestChromeIo::kinetoConventions() {
       "\n"
       R"({"ph":"M","name":"thread_sort_index","pid":0,"tid":0,"args":{"sort_index":0}},)"
       "\n"
-      R"({"ph":"M","name":"thread_name","pid":0,"tid":1048579,"args":{"name":"stream 3"}},)"
+      R"({"ph":"M","name":"thread_name","pid":0,"tid":1048579,"args":{"name":"GPU 0 stream 3"}},)"
       "\n"
       R"({"ph":"M","name":"thread_sort_index","pid":0,"tid":1048579,)"
       R"("args":{"sort_index":1048579}},)"
@@ -235,8 +254,8 @@ void TestChromeIo::kinetoConventions() {
       R"({"ph":"X","cat":"runtime","name":"launch","pid":0,"tid":0,"ts":1.000,"dur":0.500,)"
       R"("args":{"correlation":42,"flow_source":1}},)"
       "\n"
-      R"({"ph":"X","cat":"compute","name":"gemm","pid":0,"tid":1048579,"ts":2.000,"dur":0.500,)"
-      R"("args":{"correlation":42}},)"
+      R"({"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":1048579,"ts":2.000,"dur":0.500,)"
+      R"("args":{"correlation":42,"device":0,"stream":3}},)"
       "\n"
       R"({"ph":"C","cat":"memory","name":"activation","pid":0,"tid":0,"ts":0.000,)"
       R"("args":{"bytes":4096},"tags":{}},)"

@@ -6,8 +6,18 @@
 
 #include <thread>
 
+#include <QTemporaryDir>
+
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "core/trace/clock.h"
 #include "core/trace/trace.h"
+#include "profiler/cupti/buffer_pool.h"
 #include "profiler/cupti/cupti_collector.h"
+#include "profiler/io/chrome_import.h"
+#include "profiler/trace_recording.h"
 #ifdef PARASCOPE_HAVE_CUPTI
 #include "profiler/cupti/cupti_decode.h"
 #endif
@@ -18,26 +28,39 @@ using K = ActivityRecord::Kind;
 
 namespace {
 
+// Records, ids and counts under one lock: a recording's drain thread flushes while a test adds.
 class FakeSource final : public ActivitySource {
  public:
   explicit FakeSource(bool works) : works_(works) {}
   bool start(std::string* whyNot) override {
+    std::lock_guard lock(mutex);
     ++starts;
     if (!works_) *whyNot = "CUPTI_ERROR_NO_DEVICE";
     return works_;
   }
   void flush(const std::function<void(const ActivityRecord&)>& sink) override {
+    std::lock_guard lock(mutex);
     for (const auto& r : pending) sink(r);
     pending.clear();
   }
   void stop() override { stopped = true; }
-  void pushExternalId(std::uint64_t id) override { pushed.push_back(id); }
+  std::uint64_t droppedRecords() const override { return dropped; }
+  void pushExternalId(std::uint64_t id) override {
+    std::lock_guard lock(mutex);
+    pushed.push_back(id);
+  }
   void popExternalId() override { ++pops; }
+  void add(std::vector<ActivityRecord> records) {
+    std::lock_guard lock(mutex);
+    for (auto& r : records) pending.push_back(std::move(r));
+  }
 
+  std::mutex mutex;
   std::vector<ActivityRecord> pending;
   std::vector<std::uint64_t> pushed;
   int pops = 0;
   int starts = 0;
+  std::uint64_t dropped = 0;
   bool stopped = false;
 
  private:
@@ -73,6 +96,9 @@ class TestCupti : public QObject {
   void syntheticRecordsBecomeEvents();
   void correlationScopesReachTheSource();
   void decodesRawCuptiRecords();
+  void bufferPoolIsBounded();
+  void droppedRecordsAreReportedOnce();
+  void recordedGpuRunIsAKinetoTrace();
 };
 
 void TestCupti::unavailableSourceFallsBackToHostOnce() {
@@ -258,6 +284,107 @@ void TestCupti::decodesRawCuptiRecords() {
   unknown.kind = CUPTI_ACTIVITY_KIND_MARKER;
   QVERIFY(!decodeCuptiRecord(reinterpret_cast<const CUpti_Activity*>(&unknown), 0, &r));
 #endif
+}
+
+void TestCupti::bufferPoolIsBounded() {
+  ActivityBufferPool pool(64, 2);
+  std::uint8_t* a = pool.take();
+  std::uint8_t* b = pool.take();
+  QVERIFY(a != nullptr && b != nullptr && a != b);
+  QCOMPARE(reinterpret_cast<std::uintptr_t>(a) % 8, std::uintptr_t{0});
+  QCOMPARE(pool.take(), static_cast<std::uint8_t*>(nullptr));  // both out: CUPTI drops
+  QCOMPARE(pool.refused(), std::size_t{1});
+  pool.give(a);
+  QCOMPARE(pool.take(), a);  // reused, not a new one
+  QCOMPARE(pool.allocated(), std::size_t{2});
+  pool.give(a);
+  pool.give(b);
+}
+
+void TestCupti::droppedRecordsAreReportedOnce() {
+  Tracer tracer;
+  auto source = std::make_unique<FakeSource>(true);
+  source->dropped = 1234;
+  std::vector<std::string> log;
+  CuptiCollector cupti(tracer, std::move(source), 0,
+                       [&](const std::string& l) { log.push_back(l); });
+  QVERIFY(cupti.start());
+  cupti.stop();
+  cupti.stop();
+  QCOMPARE(log.size(), std::size_t{1});
+  QCOMPARE(QString::fromStdString(log[0]),
+           QString("profiler: 1234 GPU activity records were dropped (every CUPTI buffer was "
+                   "full); the GPU lanes are incomplete"));
+}
+
+// A run recorded with a GPU's activity (train --trace on a device): the kernel a host span
+// launched, its launch call, a copy nobody's span launched, and a wait, in the file in Kineto's
+// categories and fields, with flows from the span to its launch call (1) and kernel (2), and
+// read back as they were.
+void TestCupti::recordedGpuRunIsAKinetoTrace() {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("gpu.json").toStdString();
+  auto source = std::make_unique<FakeSource>(true);
+  FakeSource* fake = source.get();
+  TraceRecording recording(path, 1, std::move(source), 0);
+  { const trace::LaunchSpan launch("gelu_forward", trace::Category::Compute); }
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lock(fake->mutex);
+    QCOMPARE(fake->pushed.size(), std::size_t{1});
+    id = fake->pushed[0];
+  }
+  QCOMPARE(fake->pops, 1);
+  const std::int64_t t = trace::steadyNs();
+  ActivityRecord ext;
+  ext.kind = K::ExternalCorrelation;
+  ext.correlationId = 21;
+  ext.externalId = id;
+  ActivityRecord kernel = rec(K::Kernel, 21, t + 1'000, t + 9'000, "gelu_kernel", 7);
+  kernel.deviceId = 1;
+  ActivityRecord copy = rec(K::Memcpy, 22, t + 10'000, t + 12'000, "Memcpy DtoH", 7);
+  copy.deviceId = 1;
+  copy.bytes = 4096;
+  fake->add({kernel, ext, rec(K::Runtime, 21, t - 500, t - 100, "cudaLaunchKernel"), copy,
+             rec(K::Synchronization, 23, t + 12'000, t + 12'500, "synchronize")});
+  QCOMPARE(QString::fromStdString(recording.finish()), QString::fromStdString(path));
+
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string file = text.str();
+  for (const char* expected :
+       {R"("cat":"kernel","name":"gelu_kernel","pid":0,"tid":1048583)", R"("device":1,"stream":7)",
+        R"("cat":"cuda_runtime","name":"cudaLaunchKernel","pid":0,"tid":4)",
+        R"("cat":"gpu_memcpy","name":"Memcpy DtoH")", R"("cat":"cuda_sync","name":"synchronize")",
+        R"({"ph":"s","cat":"ac2g","name":"ac2g","id":1,"pid":0,"tid":0,)",
+        R"({"ph":"f","bp":"e","cat":"ac2g","name":"ac2g","id":2,"pid":0,"tid":1048583,)"}) {
+    QVERIFY2(file.find(expected) != std::string::npos, expected);
+  }
+
+  const TraceData back = importChromeTrace(path);
+  QCOMPARE(back.events.size(), std::size_t{5});
+  const Event* span = find(back, "gelu_forward");
+  QCOMPARE(span->correlation, id);
+  QCOMPARE(span->flags, trace::flag::kFlowSource);
+  QCOMPARE(span->lane, trace::lane::kCompute);
+  const Event* k = find(back, "gelu_kernel");
+  QCOMPARE(static_cast<int>(k->category), static_cast<int>(trace::Category::Compute));
+  QCOMPARE(k->lane, trace::lane::gpuStream(7));
+  QCOMPARE(k->correlation, id);
+  QVERIFY(k->startNs >= span->endNs);
+  const Event* call = find(back, "cudaLaunchKernel");
+  QCOMPARE(static_cast<int>(call->category), static_cast<int>(trace::Category::Runtime));
+  QCOMPARE(call->correlation, id);
+  QCOMPARE(call->flags, std::uint8_t{0});
+  const Event* c = find(back, "Memcpy DtoH");
+  QCOMPARE(static_cast<int>(c->category), static_cast<int>(trace::Category::Memcpy));
+  QCOMPARE(c->bytes, std::int64_t{4096});
+  QCOMPARE(c->correlation, kCuptiCorrelationBit | 22);
+  QCOMPARE(static_cast<int>(find(back, "synchronize")->category),
+           static_cast<int>(trace::Category::Sync));
+  QCOMPARE(back.gpuDevices, (std::map<std::int32_t, std::int32_t>{{0, 1}}));
+  QCOMPARE(back.laneName(0, trace::lane::gpuStream(7)), std::string("GPU 1 stream 7"));
 }
 
 QTEST_GUILESS_MAIN(TestCupti)

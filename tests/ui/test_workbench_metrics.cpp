@@ -77,6 +77,7 @@ class TestWorkbenchMetrics : public QObject {
   void initTestCase();
   void compareMfuIsTheDefinition();
   void aFinishedRowTakesNoLiveSteps();
+  void aGpuRowIsAgainstItsOwnPeak();
   void chartsMfuAgainstTheCachedPeak();
   void stalePeakIsRaised();
   void aBatchOfStepsIsOneChangePerSeries();
@@ -145,6 +146,27 @@ void TestWorkbenchMetrics::aFinishedRowTakesNoLiveSteps() {
   EXACT(model.value(1, SegmentModel::Steps), 2.0);
   EXACT(model.value(1, SegmentModel::TokensPerSecond), parascope::tokensPerSecond(2000, 0.5));
   QVERIFY(std::isnan(model.value(1, SegmentModel::PeakMemory)));  // no rank reports given
+}
+
+// A GPU run's row (StartReport::devicePeakFlops) is measured against its GPU's peak from the
+// start; the CPU's peak, known later, goes to the CPU run's row only.
+void TestWorkbenchMetrics::aGpuRowIsAgainstItsOwnPeak() {
+  SegmentModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  parascope::StepReport r;
+  r.step = 1;
+  r.tokens = 1000;
+  r.seconds = 0.5;
+  model.begin("1 rank", 1, 3e6, 4e9);
+  model.addStep(r);
+  EXACT(model.value(0, SegmentModel::Mfu), parascope::modelFlopsUtilization(2000, 3e6, 4e9, 1));
+  EXACT(model.value(0, SegmentModel::Mfu), 1.5);  // 6 GFLOP/s on 4 GFLOP/s
+  model.begin("D2", kRanks, 3e6);
+  model.addStep(r);
+  QVERIFY(std::isnan(model.value(1, SegmentModel::Mfu)));
+  model.setPeakFlops(1.5e9);
+  EXACT(model.value(0, SegmentModel::Mfu), 1.5);
+  EXACT(model.value(1, SegmentModel::Mfu), 2.0);
 }
 
 // Each step's MFU point is 100 x the definition of that step's tokens/s point, against the

@@ -27,9 +27,11 @@ const char* kHeaders[SegmentModel::Count] = {"Strategy", "Ranks",        "Steps"
                                              "Bubble",   "Exposed comm", "Loss trend / step"};
 }  // namespace
 
-void SegmentModel::begin(const std::string& strategy, int ranks, double flopsPerToken) {
+void SegmentModel::begin(const std::string& strategy, int ranks, double flopsPerToken,
+                         double devicePeakFlops) {
   live_ = rowCount();
   append(strategy, ranks, flopsPerToken);
+  segments_.back().devicePeakFlops = devicePeakFlops;
 }
 
 void SegmentModel::append(const std::string& strategy, int ranks, double flopsPerToken) {
@@ -99,7 +101,9 @@ double SegmentModel::value(int row, Column c) const {
     case Ranks: return s.ranks;
     case Steps: return s.metrics.steps();
     case TokensPerSecond: return s.metrics.tokensPerSecond();
-    case Mfu: return s.metrics.mfu(s.flopsPerToken, peakFlops_, s.ranks);
+    case Mfu:
+      return s.metrics.mfu(s.flopsPerToken, s.devicePeakFlops > 0 ? s.devicePeakFlops : peakFlops_,
+                           s.ranks);
     case PeakMemory: return s.rankReports > 0 ? static_cast<double>(s.peakBytes) : kNaN;
     case Bubble: return s.metrics.bubbleFraction();
     case ExposedComm: return s.metrics.exposedCommFraction();

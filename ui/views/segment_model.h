@@ -33,15 +33,18 @@ class SegmentModel : public QAbstractTableModel {
   explicit SegmentModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
 
   // A new segment of the running session from the next step on; flopsPerToken: the model's
-  // (StartReport). addRankStep and addStep feed it until the next begin.
-  void begin(const std::string& strategy, int ranks, double flopsPerToken);
+  // (StartReport). addRankStep and addStep feed it until the next begin. devicePeakFlops: a GPU
+  // run's own peak (StartReport::devicePeakFlops), its MFU's denominator; 0 on the CPU, whose
+  // peak is setPeakFlops'.
+  void begin(const std::string& strategy, int ranks, double flopsPerToken,
+             double devicePeakFlops = 0);
   // A whole segment measured elsewhere (a recorded run's trace): a row of its own, which the
   // running session's steps never reach.
   void addFinished(const std::string& strategy, int ranks, double flopsPerToken,
                    const std::vector<parascope::StepReport>& rankSteps,
                    const std::vector<parascope::StepReport>& steps);
-  // One rank's peak, FLOP/s, for every segment's MFU (core/kernels/sgemm_peak.h); MFU has no
-  // value while it is 0.
+  // One CPU rank's peak, FLOP/s, for the MFU of every segment that ran on the CPU
+  // (core/kernels/sgemm_peak.h); their MFU has no value while it is 0.
   void setPeakFlops(double peakFlops);
   void addRankStep(const parascope::StepReport& r);
   void addStep(const parascope::StepReport& r);
@@ -63,6 +66,7 @@ class SegmentModel : public QAbstractTableModel {
     std::string strategy;
     int ranks = 1;
     double flopsPerToken = 0;
+    double devicePeakFlops = 0;  // a GPU run's; 0: the CPU's peakFlops_
     parascope::RunMetrics metrics;
     std::int64_t peakBytes = 0;  // the largest per-rank total over the segment
     int rankReports = 0;

@@ -1058,7 +1058,9 @@ void WorkbenchWindow::handle(const SessionReport& report) {
           [this](const StartReport& r) {
             world_ = r.worldSize;
             flopsPerToken_ = r.flopsPerToken;
-            segments_->begin(describeStrategy(r.config), r.worldSize, r.flopsPerToken);
+            devicePeakFlops_ = r.devicePeakFlops;
+            segments_->begin(describeStrategy(r.config), r.worldSize, r.flopsPerToken,
+                             r.devicePeakFlops);
             runSegments_ = {{segments_->rowCount(), describeStrategy(r.config), r.config}};
             setStatus(tr("Running %1: %2 on %3 ranks")
                           .arg(QString::fromStdString(r.model),
@@ -1081,8 +1083,12 @@ void WorkbenchWindow::handle(const SessionReport& report) {
             }
             stepMetrics_.addStep(r);
             const double rate = stepMetrics_.tokensPerSecond();
-            double mfu = stepMetrics_.mfu(flopsPerToken_, peakFlops_, world_);
-            if (mfu > 1) {
+            // A GPU run's MFU is against its own peak, measured as it started; only a CPU run's
+            // rate can tell that the CPU's cached peak is stale.
+            const bool onGpu = devicePeakFlops_ > 0;
+            double mfu =
+                stepMetrics_.mfu(flopsPerToken_, onGpu ? devicePeakFlops_ : peakFlops_, world_);
+            if (mfu > 1 && !onGpu) {
               // The cached peak is stale (measured while the machine was busy): a peak is a
               // maximum, so what a rank achieved raises it, here and in the cache.
               setPeakFlops(kernels::SgemmPeakCache::thisMachine().raise(

@@ -332,7 +332,8 @@ class WorkbenchWindow : public QMainWindow {
   std::unique_ptr<parascope::Switcher> switcher_;
   bool paused_ = false;
   double flopsPerToken_ = 0;
-  double peakFlops_ = 0;  // one rank's sgemm peak, FLOP/s, for MFU; 0 until known
+  double peakFlops_ = 0;        // one rank's sgemm peak, FLOP/s, for MFU; 0 until known
+  double devicePeakFlops_ = 0;  // the running session's GPU's (StartReport); 0 on the CPU
   std::optional<parascope::SystemDescription> system_;
   Calibrator calibrator_;
   bool calibrating_ = false;
