@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -13,7 +15,14 @@
 #include "core/config/config.h"
 #include "core/io/safetensors.h"
 #include "core/kernels/matmul.h"
+#include "core/model/gpt.h"
 #include "core/plan/memory_estimate.h"
+#include "core/train/trainer.h"
+
+#if PARASCOPE_HAVE_CUDA
+#include "core/cuda/device.h"
+#include "core/cuda/device_memory.h"
+#endif
 
 namespace parascope::cli {
 
@@ -21,8 +30,25 @@ namespace {
 
 struct GradOptions {
   std::string config, weights, tokens, out;
+  std::string device;  // empty: the config's
   bool json = false;
 };
+
+// A GPU's memory for the model, after checking the device is there; null on the CPU.
+std::unique_ptr<Allocator> deviceAllocator(const TrainConfig& config) {
+  if (config.device.kind == Device::Kind::Cpu) return nullptr;
+#if PARASCOPE_HAVE_CUDA
+  const std::vector<cuda::DeviceInfo> devices = cuda::visibleDevices();
+  if (devices.size() <= static_cast<std::size_t>(config.device.index))
+    throw UserError("grad --device cuda: no CUDA device is visible (" + cuda::whyNoDevice() + ")");
+  checkMemory(
+      estimateMemory(config, 0, 1),
+      static_cast<double>(devices[static_cast<std::size_t>(config.device.index)].memoryBytes));
+  return std::make_unique<Allocator>(cuda::deviceMemory(config.device.index));
+#else
+  return nullptr;  // checkTrainable refused the device already
+#endif
+}
 
 // T.bin: int32 little-endian token ids, B x (T + 1) with B the micro-batch and T the context.
 Batch readTokens(const std::string& path, int B, int T, int vocab) {
@@ -63,27 +89,37 @@ void runGrad(const GradOptions& o) {
   // Before any work, not after the gradients are computed; never over what it reads.
   checkOutputPath(o.out, "--out",
                   {{"--config", o.config}, {"--weights", o.weights}, {"--tokens", o.tokens}});
-  const TrainConfig config = parseTrainConfig(readJsonFile(o.config));
+  nlohmann::json doc = readJsonFile(o.config);
+  if (!o.device.empty()) doc["device"] = o.device;
+  const TrainConfig config = parseTrainConfig(doc);
   if (config.model.kind != &gptModelKind()) {
     throw UserError("grad: model.type must be \"gpt\" (token batches); got \"" +
                     std::string(config.model.kind->name()) + "\"");
   }
   // One rank, no data set: the model, its gradients and one micro-batch's activations.
   checkTrainable(config);
-  checkMemory(estimateMemory(config, 0, 1), availableMemoryBytes());
+  const std::unique_ptr<Allocator> device = deviceAllocator(config);
+  if (!device) checkMemory(estimateMemory(config, 0, 1), availableMemoryBytes());
   kernels::setBlasThreads(1);
   const GptConfig& g = config.model.gpt;
-  Model model;
+  Model model(device ? *device : defaultAllocator());
+  if (device) model.setOps(kernelsFor(config.device));
   buildGpt(model, g);
   loadWeights(model, o.weights);
-  const Batch batch = readTokens(o.tokens, config.microBatch, g.contextLength, g.vocabSize);
+  Batch batch = readTokens(o.tokens, config.microBatch, g.contextLength, g.vocabSize);
+  if (device) batch = uploadBatch(batch, g, *device);
   const MicroBatchResult r = model.forwardBackward(batch);
+  model.ops().synchronize();
   const auto loss = static_cast<float>(r.lossSum / static_cast<double>(r.targets));
   Tensor lossTensor = Tensor::empty({}, DType::F32, MemoryCategory::Workspace);
   *lossTensor.data<float>() = loss;
   std::vector<std::pair<std::string, Tensor>> out;
   out.emplace_back("loss", lossTensor);
-  for (const Parameter& p : model.parameters()) out.emplace_back(p.name, p.grad);
+  for (const Parameter& p : model.parameters()) {
+    Tensor host = Tensor::empty(p.shape, DType::F32, MemoryCategory::Workspace);
+    host.copyFrom(p.grad);  // from the device, where the model is on one
+    out.emplace_back(p.name, host);
+  }
   writeSafetensors(o.out, out, {{"format", "pt"}, {"content", "gradients"}});
   if (o.json) {
     std::printf("%s\n",
@@ -107,6 +143,8 @@ void registerGradCommand(CLI::App& app) {
   cmd->add_option("--weights", o->weights, "Weights (safetensors)")->required();
   cmd->add_option("--tokens", o->tokens, "int32 token ids, B x (T+1)")->required();
   cmd->add_option("--out", o->out, "Output gradients (safetensors)")->required();
+  cmd->add_option("--device", o->device,
+                  "Where to compute: cpu or cuda (the first GPU); default: the config's device");
   cmd->add_flag("--json", o->json, "Print one JSON object per line");
   cmd->callback([o] { runGrad(*o); });
 }

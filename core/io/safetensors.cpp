@@ -295,8 +295,11 @@ void loadWeights(Model& model, const std::string& path) {
     if (t.dtype() == DType::F32) {
       p.value.copyFrom(t);
     } else {
+      // Widened on the host, then copied to where the parameter is (a GPU's memory, maybe).
+      Tensor wide = Tensor::empty(p.shape, DType::F32, MemoryCategory::Workspace);
       convertToFloat(t.data<std::uint16_t>(),
-                     {p.value.data<float>(), static_cast<std::size_t>(t.numel())}, t.dtype());
+                     {wide.data<float>(), static_cast<std::size_t>(t.numel())}, t.dtype());
+      p.value.copyFrom(wide);
     }
     file.tensors.erase(it);
   }
@@ -308,7 +311,14 @@ void loadWeights(Model& model, const std::string& path) {
 
 void saveWeights(const Model& model, const std::string& path) {
   std::vector<std::pair<std::string, Tensor>> tensors;
-  for (const Parameter& p : model.parameters()) tensors.emplace_back(p.name, p.value);
+  for (const Parameter& p : model.parameters()) {
+    Tensor host = p.value;
+    if (p.value.device().kind != Device::Kind::Cpu) {  // written from the host
+      host = Tensor::empty(p.shape, DType::F32, MemoryCategory::Workspace);
+      host.copyFrom(p.value);
+    }
+    tensors.emplace_back(p.name, host);
+  }
   writeSafetensors(path, tensors, {{"format", "pt"}});
 }
 

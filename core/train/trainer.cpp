@@ -23,10 +23,7 @@
 
 namespace parascope {
 
-namespace {
-
-// The kernels of the allocator's device: the CPU's, or a CUDA device's on its default stream
-// (which the device memory's copies are ordered with).
+// On a CUDA device, its default stream: the device memory's copies are ordered with it.
 std::shared_ptr<const kernels::KernelOps> kernelsFor(Device device) {
 #if PARASCOPE_HAVE_CUDA
   if (device.kind == Device::Kind::Cuda)
@@ -36,8 +33,6 @@ std::shared_ptr<const kernels::KernelOps> kernelsFor(Device device) {
     throw UserError("this build has no CUDA (it was built without the CUDA toolkit)");
   return {std::shared_ptr<void>(), &kernels::cpuOps()};
 }
-
-}  // namespace
 
 Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communicator& world,
                  bool initialize)

@@ -34,6 +34,9 @@
 
 namespace parascope {
 
+// The kernels of a device: the CPU's, or a CUDA device's (a build without CUDA refuses one).
+std::shared_ptr<const kernels::KernelOps> kernelsFor(Device device);
+
 class Trainer {
  public:
   // Throws UserError for data that does not fit the model (e.g. bytes beyond the vocabulary).

@@ -29,6 +29,7 @@ class TestCli : public QObject {
   void autoParallelRunsThePlansChoice();
   void gradReproducesPyTorch();
   void gradRejectsWrongTokenFile();
+  void gradOnTheGpuMatchesTheReference();
 
  private:
   using Result = parascope::test::CliResult;
@@ -337,6 +338,53 @@ void TestCli::gradRejectsWrongTokenFile() {
                       ": 4 bytes, expected 272 = 4 (train_micro_batch_size_per_gpu) x 17 "
                       "(context_length + 1) int32 token ids\n");
   QVERIFY(!fs::exists(dir_ / "x.safetensors"));
+}
+
+// The same gradients on the GPU (after gradReproducesPyTorch wrote the weights and tokens): each
+// within 1e-4 of its tensor's largest reference gradient, the loss within 1e-5, since the GPU's
+// sums run in other orders. Without a device, or a build without CUDA, refused in one line
+// before any file is written.
+void TestCli::gradOnTheGpuMatchesTheReference() {
+  const QStringList args = {"grad",
+                            "--config",
+                            path("gpt.json"),
+                            "--weights",
+                            path("w.safetensors"),
+                            "--tokens",
+                            path("tokens.bin"),
+                            "--out",
+                            path("gpu.safetensors"),
+                            "--device",
+                            "cuda"};
+  const Result r = run(args);
+#if !PARASCOPE_HAVE_CUDA
+  QCOMPARE(r.code, 2);
+  QVERIFY2(r.err.contains("needs a build with CUDA"), qPrintable(r.err));
+#else
+  if (r.code != 0) {
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.startsWith("error: grad --device cuda: no CUDA device is visible ("),
+             qPrintable(r.err));
+    QVERIFY(!fs::exists(dir_ / "gpu.safetensors"));
+    QSKIP("no CUDA device: the refusal is checked, the GPU's gradients are not");
+  }
+  const SafetensorsFile ref =
+      readSafetensors(PARASCOPE_SOURCE_DIR "/tests/fixtures/gpt_reference.safetensors");
+  const SafetensorsFile g = readSafetensors((dir_ / "gpu.safetensors").string());
+  const float loss = *g.tensors.at("loss").data<float>();
+  QVERIFY(std::fabs(loss - *ref.tensors.at("loss").data<float>()) < 1e-5f);
+  for (const auto& [name, got] : g.tensors) {
+    if (name == "loss") continue;
+    const Tensor& want = ref.tensors.at("grad/" + name);
+    float largest = 0;
+    for (std::int64_t i = 0; i < want.numel(); ++i)
+      largest = std::max(largest, std::fabs(want.data<float>()[i]));
+    for (std::int64_t i = 0; i < want.numel(); ++i) {
+      QVERIFY2(std::fabs(got.data<float>()[i] - want.data<float>()[i]) <= 1e-4f * largest,
+               name.c_str());
+    }
+  }
+#endif
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -25,6 +25,7 @@ class Block(nn.Module):
     def __init__(self, c, nh, ratio):
         super().__init__()
         self.nh = nh
+        self.sdpa = False  # PyTorch 2's fused attention instead of the products written out
         self.ln_1 = nn.LayerNorm(c)
         self.attn = nn.Module()
         self.attn.c_attn = nn.Linear(c, 3 * c)
@@ -40,10 +41,14 @@ class Block(nn.Module):
         q = q.view(B, T, self.nh, C // self.nh).transpose(1, 2)
         k = k.view(B, T, self.nh, C // self.nh).transpose(1, 2)
         v = v.view(B, T, self.nh, C // self.nh).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(C // self.nh)
-        mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
-        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        if self.sdpa:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(C // self.nh)
+            mask = torch.tril(torch.ones(T, T, dtype=torch.bool, device=x.device))
+            att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+            y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
         x = x + self.attn.c_proj(y)
         return x + self.mlp.c_proj(F.gelu(self.mlp.c_fc(self.ln_2(x)), approximate="tanh"))
 
@@ -60,7 +65,7 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets):
         T = idx.shape[1]
-        x = self.wte(idx) + self.wpe(torch.arange(T))
+        x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
         for block in self.h:
             x = block(x)
         logits = self.ln_f(x) @ self.wte.weight.t()  # tied LM head

@@ -4,14 +4,19 @@ and step times. One rank trains on one CPU thread; with --ranks N > 1 it trains 
 DistributedDataParallel over gloo, N processes with one thread each, and rank 0 prints the
 global tokens/s. With --device cuda it trains on the first GPU in fp32 with TF32 off, as
 ParaScope's `device: "cuda"` does, each step timed to its last kernel, and also prints the peak
-of torch.cuda.max_memory_allocated. `parascope-cli bench step [--dp N] [--device cuda] --pytorch`
+of torch.cuda.max_memory_allocated. On a GPU, --precision bf16 trains under autocast to bf16,
+and --mode picks how: eager (the attention's products written out, AdamW's loop), sdpa
+(scaled_dot_product_attention and the fused AdamW) or compile (the same under torch.compile);
+sdpa and compile need PyTorch 2. `parascope-cli bench step [--dp N] [--device cuda] --pytorch`
 runs it side by side with its own measurement. Needs Debian's python3-torch (/usr/bin/python3),
 or a PyTorch with CUDA for --device cuda.
 
 usage: torch_gpt_step.py [--ranks N] [--steps N] [--warmup N] [--layers L] [--width C]
                          [--heads H] [--context T] [--batch B] [--vocab V] [--device cpu|cuda]
+                         [--precision fp32|bf16] [--mode eager|sdpa|compile]
 """
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -44,9 +49,18 @@ def train(rank, a, port):
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     model = GPT(cfg).to(device)
+    fused = a.mode != "eager"
+    for block in model.h:
+        block.sdpa = fused
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1,
+                            **({"fused": True} if fused else {}))
+    step_model = torch.compile(model) if a.mode == "compile" else model
     if a.ranks > 1:
-        model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=25)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
+        step_model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=25)
+    def autocast():
+        if a.precision == "bf16":
+            return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
     times = []
     for i in range(a.warmup + a.steps):
         tokens = torch.randint(0, a.vocab, (a.batch, a.context + 1), device=device)
@@ -56,7 +70,8 @@ def train(rank, a, port):
             torch.cuda.synchronize()
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = model(tokens[:, :-1], tokens[:, 1:])
+        with autocast():
+            loss = step_model(tokens[:, :-1], tokens[:, 1:])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -68,7 +83,8 @@ def train(rank, a, port):
         median = statistics.median(times)
         line = {"framework": "pytorch-ddp" if a.ranks > 1 else "pytorch",
                 "version": torch.__version__, "ranks": a.ranks, "threads_per_rank": 1,
-                "device": a.device, "step_time_median_s": median, "step_time_min_s": min(times),
+                "device": a.device, "precision": a.precision, "mode": a.mode,
+                "step_time_median_s": median, "step_time_min_s": min(times),
                 "tokens_per_s": a.ranks * a.batch * a.context / median}
         if a.device == "cuda":
             line["max_memory_allocated_bytes"] = torch.cuda.max_memory_allocated()
@@ -89,9 +105,13 @@ def main():
     p.add_argument("--batch", type=int, default=8, help="micro-batch per rank")
     p.add_argument("--vocab", type=int, default=256)
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    p.add_argument("--mode", choices=["eager", "sdpa", "compile"], default="eager")
     a = p.parse_args()
     if a.device == "cuda" and a.ranks != 1:
         p.error("--device cuda trains one rank")
+    if a.device == "cpu" and (a.precision != "fp32" or a.mode != "eager"):
+        p.error("--precision bf16 and --mode sdpa / compile are for --device cuda")
     if a.ranks == 1:
         train(0, a, 0)
     else:
