@@ -85,7 +85,7 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize = 0);
 void checkTrainable(const TrainConfig& config);
 
 // UserError for a run on `device` that it does not train yet: on a GPU, anything but the GPT on
-// one rank in fp32 (all of what is refused named in one line), or any GPU in a build without
+// one rank (all of what is refused named in one line), or any GPU in a build without
 // CUDA. Nothing for the CPU.
 void checkDeviceSupport(const TrainConfig& config, Device device);
 

@@ -110,12 +110,31 @@ class CudaOps final : public kernels::KernelOps {
     const trace::LaunchSpan span("adamw", trace::Category::Optimizer);
     cuda::adamwUpdate(param, grad, m, v, n, kernels::adamwConstants(h, step), gradScale, stream_);
   }
+  void widen(const std::uint16_t* in, float* out, long n, DType type) const override {
+    const trace::LaunchSpan span("widen", trace::Category::Compute);
+    cuda::widen(in, out, n, type, stream_);
+  }
+  void roundTo(float* x, long n, DType type) const override {
+    const trace::LaunchSpan span("round_to", trace::Category::Compute);
+    cuda::roundTo(x, n, type, stream_);
+  }
+  void accumulateRounded(std::uint16_t* acc, const float* add, long n, DType type) const override {
+    const trace::LaunchSpan span("accumulate_rounded", trace::Category::Compute);
+    cuda::accumulateRounded(acc, add, n, type, stream_);
+  }
+  void adamwUpdateMixed(float* master, std::uint16_t* param, const std::uint16_t* grad, float* m,
+                        float* v, long n, const kernels::AdamWHyper& h, int step, float gradScale,
+                        DType type) const override {
+    const trace::LaunchSpan span("adamw", trace::Category::Optimizer);
+    cuda::adamwUpdateMixed(master, param, grad, m, v, n, kernels::adamwConstants(h, step),
+                           gradScale, type, stream_);
+  }
   // One parameter's sum at a time, each waited for: a norm is one number per step, and the few
   // dozen round trips cost far less than the step.
-  double sumOfSquares(const float* grad, long n) const override {
+  double sumOfSquares(const void* grad, long n, DType type) const override {
     const trace::LaunchSpan span("grad_norm", trace::Category::Optimizer);
     check(cudaMemsetAsync(sum_, 0, sizeof(double), stream_), "cudaMemsetAsync");
-    cuda::addSumOfSquares(sum_, grad, n, stream_);
+    cuda::addSumOfSquares(sum_, grad, n, type, stream_);
     double host = 0;
     check(cudaMemcpyAsync(&host, sum_, sizeof(double), cudaMemcpyDeviceToHost, stream_),
           "cudaMemcpyAsync");

@@ -292,10 +292,14 @@ __global__ void adamwMixedKernel(float* master, std::uint16_t* param, const std:
   }
 }
 
-__global__ void sumOfSquaresKernel(double* sum, const float* grad, long n) {
+// grad as floats, or 16-bit values widened (`low`, bf16 or fp16).
+__global__ void sumOfSquaresKernel(double* sum, const void* grad, long n, bool low, bool bf16) {
   double s = 0.0;
-  for (long i = globalIndex(); i < n; i += gridStride())
-    s += static_cast<double>(grad[i]) * static_cast<double>(grad[i]);
+  for (long i = globalIndex(); i < n; i += gridStride()) {
+    const float g = low ? widenOne(static_cast<const std::uint16_t*>(grad)[i], bf16)
+                        : static_cast<const float*>(grad)[i];
+    s += static_cast<double>(g) * static_cast<double>(g);
+  }
   for (int offset = kWarp / 2; offset > 0; offset /= 2)
     s += __shfl_xor_sync(0xffffffffu, s, offset);
   if (threadIdx.x % kWarp == 0) atomicAdd(sum, s);
@@ -306,6 +310,14 @@ __global__ void widenKernel(const std::uint16_t* in, float* out, long n, bool bf
 }
 __global__ void narrowKernel(const float* in, std::uint16_t* out, long n, bool bf16) {
   for (long i = globalIndex(); i < n; i += gridStride()) out[i] = narrowOne(in[i], bf16);
+}
+__global__ void roundToKernel(float* x, long n, bool bf16) {
+  for (long i = globalIndex(); i < n; i += gridStride())
+    x[i] = widenOne(narrowOne(x[i], bf16), bf16);
+}
+__global__ void accumulateRoundedKernel(std::uint16_t* acc, const float* add, long n, bool bf16) {
+  for (long i = globalIndex(); i < n; i += gridStride())
+    acc[i] = narrowOne(widenOne(acc[i], bf16) + add[i], bf16);
 }
 
 bool isBf16(DType t, const char* what) {
@@ -434,8 +446,10 @@ void adamwUpdateMixed(float* master, std::uint16_t* param, const std::uint16_t* 
   checkLaunch("adamw");
 }
 
-void addSumOfSquares(double* sum, const float* grad, long n, cudaStream_t stream) {
-  sumOfSquaresKernel<<<blocksFor(n), kThreads, 0, stream>>>(sum, grad, n);
+void addSumOfSquares(double* sum, const void* grad, long n, DType type, cudaStream_t stream) {
+  const bool low = type != DType::F32;
+  const bool bf16 = low && isBf16(type, "grad_norm");
+  sumOfSquaresKernel<<<blocksFor(n), kThreads, 0, stream>>>(sum, grad, n, low, bf16);
   checkLaunch("grad_norm");
 }
 
@@ -449,6 +463,20 @@ void narrow(const float* in, std::uint16_t* out, long n, DType to, cudaStream_t 
   const bool bf16 = isBf16(to, "narrow");
   narrowKernel<<<blocksFor(n), kThreads, 0, stream>>>(in, out, n, bf16);
   checkLaunch("narrow");
+}
+
+void roundTo(float* x, long n, DType type, cudaStream_t stream) {
+  if (type == DType::F32) return;
+  const bool bf16 = isBf16(type, "roundTo");
+  roundToKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, n, bf16);
+  checkLaunch("roundTo");
+}
+
+void accumulateRounded(std::uint16_t* acc, const float* add, long n, DType type,
+                       cudaStream_t stream) {
+  const bool bf16 = isBf16(type, "accumulateRounded");
+  accumulateRoundedKernel<<<blocksFor(n), kThreads, 0, stream>>>(acc, add, n, bf16);
+  checkLaunch("accumulateRounded");
 }
 
 }  // namespace parascope::cuda

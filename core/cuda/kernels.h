@@ -76,11 +76,17 @@ void adamwUpdateMixed(float* master, std::uint16_t* param, const std::uint16_t* 
                       float* v, long n, const kernels::AdamWConstants<float>& k, float gradScale,
                       DType type, cudaStream_t stream);
 
-// *sum (device memory, one double) += the sum of grad's squares, each in double.
-void addSumOfSquares(double* sum, const float* grad, long n, cudaStream_t stream);
+// *sum (device memory, one double) += the sum of grad's squares, each in double; grad in `type`
+// (F32, BF16 or F16).
+void addSumOfSquares(double* sum, const void* grad, long n, DType type, cudaStream_t stream);
 
 // 16-bit (BF16 or F16) to float and back, rounding to nearest even.
 void widen(const std::uint16_t* in, float* out, long n, DType from, cudaStream_t stream);
 void narrow(const float* in, std::uint16_t* out, long n, DType to, cudaStream_t stream);
+// Every element replaced by the nearest value of `type`; acc = round(acc + add) in `type`
+// (kernels::roundTo, kernels::accumulateRounded).
+void roundTo(float* x, long n, DType type, cudaStream_t stream);
+void accumulateRounded(std::uint16_t* acc, const float* add, long n, DType type,
+                       cudaStream_t stream);
 
 }  // namespace parascope::cuda

@@ -9,6 +9,7 @@
 #include "core/kernels/grad_clip.h"
 #include "core/kernels/layernorm.h"
 #include "core/kernels/matmul.h"
+#include "core/kernels/precision.h"
 #include "core/kernels/residual.h"
 
 namespace parascope::kernels {
@@ -86,8 +87,20 @@ class CpuOps final : public KernelOps {
                    int step, float gradScale) const override {
     kernels::adamwUpdate<float>(param, grad, m, v, n, h, step, gradScale);
   }
-  double sumOfSquares(const float* grad, long n) const override {
-    return kernels::sumOfSquares(grad, n);
+  void widen(const std::uint16_t* in, float* out, long n, DType type) const override {
+    kernels::widen(in, out, n, type);
+  }
+  void roundTo(float* x, long n, DType type) const override { kernels::roundTo(x, n, type); }
+  void accumulateRounded(std::uint16_t* acc, const float* add, long n, DType type) const override {
+    kernels::accumulateRounded(acc, add, n, type);
+  }
+  void adamwUpdateMixed(float* master, std::uint16_t* param, const std::uint16_t* grad, float* m,
+                        float* v, long n, const AdamWHyper& h, int step, float gradScale,
+                        DType type) const override {
+    kernels::adamwUpdateMixed(master, param, grad, m, v, n, h, step, gradScale, type);
+  }
+  double sumOfSquares(const void* grad, long n, DType type) const override {
+    return kernels::sumOfSquaresAny(grad, n, type);
   }
   void synchronize() const override {}
 };

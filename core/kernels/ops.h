@@ -51,11 +51,23 @@ class KernelOps {
                                     const float* dlosses, int N, int V) const = 0;
   // p[0 .. n) = value.
   virtual void fill(float* p, float value, long n) const = 0;
-  // The optimizer's: AdamW on f32 parameters (step 1-based, grad read times gradScale), and the
-  // sum of a gradient's squares (in double) for its norm, returned to the host.
+  // Mixed precision's conversions (precision.h): a 16-bit (`type`: BF16 or F16) stored value
+  // widened into an f32 working copy; f32 values rounded in place to `type`'s; an f32 gradient
+  // added into a 16-bit one, rounded once.
+  virtual void widen(const std::uint16_t* in, float* out, long n, DType type) const = 0;
+  virtual void roundTo(float* x, long n, DType type) const = 0;
+  virtual void accumulateRounded(std::uint16_t* acc, const float* add, long n,
+                                 DType type) const = 0;
+  // The optimizer's: AdamW on f32 parameters (step 1-based, grad read times gradScale); the same
+  // on an f32 master with the parameter and its gradient stored in `type`; and the sum of a
+  // gradient's squares (in double; stored in `type`, F32 or 16-bit) for its norm, returned to
+  // the host.
   virtual void adamwUpdate(float* param, const float* grad, float* m, float* v, long n,
                            const AdamWHyper& h, int step, float gradScale) const = 0;
-  virtual double sumOfSquares(const float* grad, long n) const = 0;
+  virtual void adamwUpdateMixed(float* master, std::uint16_t* param, const std::uint16_t* grad,
+                                float* m, float* v, long n, const AdamWHyper& h, int step,
+                                float gradScale, DType type) const = 0;
+  virtual double sumOfSquares(const void* grad, long n, DType type) const = 0;
   // Returns once everything launched so far has run (the CPU's return after running).
   virtual void synchronize() const = 0;
 };

@@ -89,7 +89,7 @@ void Model::zeroGrad() {
 
 void Model::roundToCompute(Tensor& t) const {
   if (!t.defined() || t.dtype() != DType::F32) return;
-  kernels::roundTo(t.data<float>(), t.numel(), compute_);
+  ops_->roundTo(t.data<float>(), t.numel(), compute_);
 }
 
 void Model::beginWorkingCopies(std::size_t i, bool backward) {
@@ -97,8 +97,7 @@ void Model::beginWorkingCopies(std::size_t i, bool backward) {
   for (Parameter* p : layers_[i]->parameters()) {
     if (!p->value.defined()) {  // not held by materializeValues() or an earlier entry
       p->value = Tensor::empty(p->shape, DType::F32, MemoryCategory::Workspace, *allocator_);
-      kernels::widen(p->lowValue.data<std::uint16_t>(), p->value.data<float>(), p->numel(),
-                     compute_);
+      ops_->widen(p->lowValue.data<std::uint16_t>(), p->value.data<float>(), p->numel(), compute_);
       working_.push_back(p);
     }
     if (backward && !p->grad.defined()) {
@@ -112,8 +111,8 @@ void Model::endWorkingCopies(bool backward) {
   if (backward) {
     const trace::Span span("gradients_to_low_precision", trace::Category::Compute);
     for (Parameter* p : workingGrads_) {
-      kernels::accumulateRounded(p->lowGrad.data<std::uint16_t>(), p->grad.data<float>(),
-                                 p->numel(), compute_);
+      ops_->accumulateRounded(p->lowGrad.data<std::uint16_t>(), p->grad.data<float>(), p->numel(),
+                              compute_);
       p->grad = Tensor();
     }
     workingGrads_.clear();
@@ -192,7 +191,7 @@ void Model::materializeValues() {
   for (Parameter& p : parameters_) {
     if (p.value.defined()) continue;
     p.value = Tensor::empty(p.shape, DType::F32, MemoryCategory::Workspace, *allocator_);
-    kernels::widen(p.lowValue.data<std::uint16_t>(), p.value.data<float>(), p.numel(), compute_);
+    ops_->widen(p.lowValue.data<std::uint16_t>(), p.value.data<float>(), p.numel(), compute_);
     held_.push_back(&p);
   }
 }

@@ -32,11 +32,9 @@ double globalGradientNorm(const Model& model, const GradientReducer* reducer, De
     for (std::size_t i = 0; i < params.size(); ++i) {
       if (static_cast<int>(i) == skip) continue;
       const Parameter& p = params[i];
-      // f32 gradients through the model's kernels (on its device); 16-bit ones on the CPU.
+      // Through the model's kernels, on its device.
       (p.split.whole() ? whole : split) +=
-          p.storage == DType::F32
-              ? model.ops().sumOfSquares(p.storedGrad().data<float>(), p.numel())
-              : kernels::sumOfSquaresAny(p.storedGrad().raw(), p.numel(), p.storage);
+          model.ops().sumOfSquares(p.storedGrad().raw(), p.numel(), p.storage);
     }
   }
   split = sumOver(mesh.tensor(), split);

@@ -16,7 +16,8 @@ AdamW::AdamW(Model& model, const kernels::AdamWHyper& hyper) : model_(model), hy
     if (model.mixedPrecision()) {  // the master starts as the stored (rounded) parameter
       Tensor& master = master_.emplace_back(
           Tensor::empty(p.shape, DType::F32, MemoryCategory::OptimizerState, model.allocator()));
-      kernels::widen(p.lowValue.data<std::uint16_t>(), master.data<float>(), p.numel(), p.storage);
+      model.ops().widen(p.lowValue.data<std::uint16_t>(), master.data<float>(), p.numel(),
+                        p.storage);
     }
   }
 }
@@ -34,10 +35,10 @@ void AdamW::step(double lr, double gradScale) {
                                v_[i].data<float>(), p.numel(), h, steps_,
                                static_cast<float>(gradScale));
     } else {
-      kernels::adamwUpdateMixed(master_[i].data<float>(), p.lowValue.data<std::uint16_t>(),
-                                p.lowGrad.data<std::uint16_t>(), m_[i].data<float>(),
-                                v_[i].data<float>(), p.numel(), h, steps_,
-                                static_cast<float>(gradScale), p.storage);
+      model_.ops().adamwUpdateMixed(master_[i].data<float>(), p.lowValue.data<std::uint16_t>(),
+                                    p.lowGrad.data<std::uint16_t>(), m_[i].data<float>(),
+                                    v_[i].data<float>(), p.numel(), h, steps_,
+                                    static_cast<float>(gradScale), p.storage);
     }
     ++i;
   }

@@ -139,12 +139,15 @@ double Trainer::reduceOverData(double value) {
 
 namespace {
 
+// Written on the host and copied, wherever the gradient is.
 void setInfinity(const Tensor& t) {
+  const Tensor inf = Tensor::empty({1}, t.dtype(), MemoryCategory::Workspace);
   if (t.dtype() == DType::F32) {
-    t.data<float>()[0] = std::numeric_limits<float>::infinity();
+    inf.data<float>()[0] = std::numeric_limits<float>::infinity();
   } else {
-    t.data<std::uint16_t>()[0] = t.dtype() == DType::BF16 ? 0x7f80 : 0x7c00;
+    inf.data<std::uint16_t>()[0] = t.dtype() == DType::BF16 ? 0x7f80 : 0x7c00;
   }
+  t.slice(0, 1).copyFrom(inf);
 }
 
 }  // namespace

@@ -107,8 +107,8 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
   // for that.
 #if PARASCOPE_HAVE_CUDA
   const QString strategy =
-      "error: config: device \"cuda\" trains the GPT on one rank in fp32 so "
-      "far; not: 2 ranks, bf16 mixed precision\n";
+      "error: config: device \"cuda\" trains the GPT on one rank so far; not: 2 ranks, ZeRO "
+      "stage 1\n";
   const QString checkpoints =
       "error: checkpoints (--save, --load, --resume): not supported yet for a run on a GPU\n";
 #else
@@ -118,7 +118,7 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
   const QString checkpoints = strategy;
 #endif
   QTest::newRow("gpu strategy") << QStringList{"train", "device=cuda", "data_parallel_size=2",
-                                               "bf16.enabled=true"}
+                                               "zero_optimization.stage=1"}
                                 << strategy;
   QTest::newRow("gpu checkpoints")
       << QStringList{"train", "device=cuda", "--save", path("gpu-checkpoints")} << checkpoints;

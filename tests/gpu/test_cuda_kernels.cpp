@@ -272,11 +272,34 @@ void TestCudaKernels::conversionsAndSumOfSquares() {
     kernels::widen(cpu.data(), back.data(), n, type);
     cuda::widen(narrowed.get(), wide.get(), n, type, nullptr);
     QVERIFY(sameBits(wide.host(), back));
+    // Mixed precision's in-place rounding and rounded accumulation: the CPU's bits.
+    Floats rounded = x;
+    kernels::roundTo(rounded.data(), n, type);
+    DeviceVector<float> dr(x);
+    cuda::roundTo(dr.get(), n, type, nullptr);
+    QVERIFY(sameBits(dr.host(), rounded));
+    const Floats add = randomFloats(n, 25, 3.0f);
+    std::vector<std::uint16_t> acc = cpu;
+    kernels::accumulateRounded(acc.data(), add.data(), n, type);
+    DeviceVector<float> dadd(add);
+    cuda::accumulateRounded(narrowed.get(), dadd.get(), n, type, nullptr);
+    // But for the NaN at 0: a GPU's addition gives its one canonical NaN, the CPU's keeps the
+    // operand's.
+    std::vector<std::uint16_t> got = narrowed.host();
+    QVERIFY(sameBits(std::vector<std::uint16_t>(got.begin() + 1, got.end()),
+                     std::vector<std::uint16_t>(acc.begin() + 1, acc.end())));
+    // A 16-bit gradient's sum of squares, each element widened (the NaN and infinity dropped).
+    const std::vector<std::uint16_t> finite(acc.begin() + 3, acc.end());
+    DeviceVector<std::uint16_t> dlow(finite);
+    DeviceVector<double> lowSum(std::vector<double>{0.0});
+    cuda::addSumOfSquares(lowSum.get(), dlow.get(), n - 3, type, nullptr);
+    const double cpuLow = kernels::sumOfSquaresAny(finite.data(), n - 3, type);
+    QVERIFY(std::fabs(lowSum.host()[0] - cpuLow) <= 1e-12 * cpuLow);
   }
   const Floats g = randomFloats(1 << 20, 24);
   DeviceVector<float> dg(g);
   DeviceVector<double> sum(std::vector<double>{1.5});
-  cuda::addSumOfSquares(sum.get(), dg.get(), static_cast<long>(g.size()), nullptr);
+  cuda::addSumOfSquares(sum.get(), dg.get(), static_cast<long>(g.size()), DType::F32, nullptr);
   const double cpu = 1.5 + kernels::sumOfSquares(g.data(), static_cast<long>(g.size()));
   QVERIFY(std::fabs(sum.host()[0] - cpu) <= 1e-12 * cpu);
 }
