@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -67,6 +68,8 @@ struct CommRecord {
 // wait/test or of a blocking operation). Meant for a tracer; keep it cheap.
 using CommObserver = std::function<void(const CommRecord&)>;
 
+class DeviceBuffers;
+
 struct CommOptions {
   // An operation that waits longer than this for a peer fails naming the missing ranks.
   std::chrono::milliseconds timeout{60000};
@@ -74,6 +77,9 @@ struct CommOptions {
   // roots or operations fail with an error instead of corrupting memory (the in-process
   // backend always checks). Also lets a timeout name the ranks that did not arrive.
   bool checkMismatch = false;
+  // In-process ranks sharing a GPU: how their device buffers are copied and reduced
+  // (device_buffers.h); null when every buffer is host memory.
+  std::shared_ptr<const DeviceBuffers> deviceBuffers;
 };
 
 // A communication failure (peer failed, exited, timed out, or disagreed on the arguments).

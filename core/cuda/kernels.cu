@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "core/cuda/check.h"
 #include "core/cuda/kernels.h"
@@ -327,6 +328,60 @@ bool isBf16(DType t, const char* what) {
   return t == DType::BF16;
 }
 
+struct ReduceTargets {
+  const void* src[kMaxReduceBuffers];
+  void* dst[kMaxReduceBuffers];
+  int nsrc = 0, ndst = 0;
+};
+
+// Storage type S, accumulated as A: f32, i32 and i64 as themselves, bf16 / fp16 (stored as
+// 16-bit words) in f32.
+template <typename S, typename A>
+__device__ A loadAs(const void* p, long i, bool bf16) {
+  if constexpr (sizeof(S) == 2 && sizeof(A) == 4) {
+    return widenOne(static_cast<const std::uint16_t*>(p)[i], bf16);
+  } else {
+    return static_cast<const S*>(p)[i];
+  }
+}
+template <typename S, typename A>
+__device__ void storeAs(void* p, long i, A v, bool bf16) {
+  if constexpr (sizeof(S) == 2 && sizeof(A) == 4) {
+    static_cast<std::uint16_t*>(p)[i] = narrowOne(v, bf16);
+  } else {
+    static_cast<S*>(p)[i] = v;
+  }
+}
+template <typename A>
+__device__ A addAs(A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+
+// reduce_kernels.cpp's fold per element: every source read before any destination is written.
+template <typename S, typename A>
+__global__ void reduceKernel(ReduceTargets t, long n, ReduceOp op, int divisor, bool bf16) {
+  for (long i = globalIndex(); i < n; i += gridStride()) {
+    A acc = loadAs<S, A>(t.src[0], i, bf16);
+    for (int s = 1; s < t.nsrc; ++s) {
+      const A x = loadAs<S, A>(t.src[s], i, bf16);
+      if (op == ReduceOp::Max) {
+        acc = x > acc ? x : acc;
+      } else if (op == ReduceOp::Min) {
+        acc = x < acc ? x : acc;
+      } else {
+        acc = addAs(acc, x);
+      }
+    }
+    if (op == ReduceOp::Avg) acc = acc / static_cast<A>(divisor);
+    for (int d = 0; d < t.ndst; ++d) storeAs<S, A>(t.dst[d], i, acc, bf16);
+  }
+}
+
 unsigned rowBlocks(int rows) {
   constexpr int rowsPerBlock = kThreads / kWarp;
   return static_cast<unsigned>((rows + rowsPerBlock - 1) / rowsPerBlock);
@@ -463,6 +518,41 @@ void narrow(const float* in, std::uint16_t* out, long n, DType to, cudaStream_t 
   const bool bf16 = isBf16(to, "narrow");
   narrowKernel<<<blocksFor(n), kThreads, 0, stream>>>(in, out, n, bf16);
   checkLaunch("narrow");
+}
+
+void reduceBuffers(void* const* dsts, int ndst, const void* const* srcs, int nsrc, long count,
+                   DType type, ReduceOp op, int divisor, cudaStream_t stream) {
+  if (nsrc < 1 || nsrc > kMaxReduceBuffers || ndst < 1 || ndst > kMaxReduceBuffers) {
+    throw CudaError("reduce: " + std::to_string(nsrc) + " sources and " + std::to_string(ndst) +
+                    " destinations; a GPU's in-process ranks reduce 1 to " +
+                    std::to_string(kMaxReduceBuffers) + " of each");
+  }
+  if (count == 0) return;
+  ReduceTargets t;
+  std::copy(srcs, srcs + nsrc, t.src);
+  std::copy(dsts, dsts + ndst, t.dst);
+  t.nsrc = nsrc;
+  t.ndst = ndst;
+  const unsigned blocks = blocksFor(count);
+  switch (type) {
+    case DType::F32:
+      reduceKernel<float, float><<<blocks, kThreads, 0, stream>>>(t, count, op, divisor, false);
+      break;
+    case DType::BF16:
+    case DType::F16:
+      reduceKernel<std::uint16_t, float>
+          <<<blocks, kThreads, 0, stream>>>(t, count, op, divisor, type == DType::BF16);
+      break;
+    case DType::I32:
+      reduceKernel<std::int32_t, std::int32_t>
+          <<<blocks, kThreads, 0, stream>>>(t, count, op, divisor, false);
+      break;
+    case DType::I64:
+      reduceKernel<std::int64_t, std::int64_t>
+          <<<blocks, kThreads, 0, stream>>>(t, count, op, divisor, false);
+      break;
+  }
+  checkLaunch("reduce");
 }
 
 void roundTo(float* x, long n, DType type, cudaStream_t stream) {

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 
+#include "core/comm/comm_types.h"
 #include "core/kernels/element_math.h"
 #include "core/tensor/dtype.h"
 
@@ -88,5 +89,13 @@ void narrow(const float* in, std::uint16_t* out, long n, DType to, cudaStream_t 
 void roundTo(float* x, long n, DType type, cudaStream_t stream);
 void accumulateRounded(std::uint16_t* acc, const float* add, long n, DType type,
                        cudaStream_t stream);
+
+// In-process ranks sharing a GPU (core/comm/device_buffers.h): reduceBuffers' contract
+// (core/comm/reduce_kernels.h) on device buffers, each element's sources combined in the order
+// given, bf16 / fp16 in f32 and rounded once, integers with wrap-around; every destination gets
+// the result and may alias a source. At most kMaxReduceBuffers sources and destinations.
+inline constexpr int kMaxReduceBuffers = 8;
+void reduceBuffers(void* const* dsts, int ndst, const void* const* srcs, int nsrc, long count,
+                   DType type, ReduceOp op, int divisor, cudaStream_t stream);
 
 }  // namespace parascope::cuda

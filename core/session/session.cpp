@@ -22,6 +22,7 @@
 
 #if PARASCOPE_HAVE_CUDA
 #include "core/cuda/device.h"
+#include "core/cuda/device_buffers.h"
 #include "core/cuda/device_memory.h"
 #include "core/cuda/gemm_peak.h"
 #endif
@@ -682,9 +683,17 @@ void Session::runLayout(int ranks) {
     Communicator single;  // the size-1 world
     runRank(single, slots_[0]);
   } else {
-    runInProcess(ranks, [&](Communicator& world) {
-      runRank(world, slots_[static_cast<std::size_t>(world.rank())]);
-    });
+    CommOptions comm;
+#if PARASCOPE_HAVE_CUDA
+    // Ranks sharing the GPU copy and reduce each other's buffers there.
+    if (onGpu()) comm.deviceBuffers = cuda::deviceBuffers(config_.device.index);
+#endif
+    runInProcess(
+        ranks,
+        [&](Communicator& world) {
+          runRank(world, slots_[static_cast<std::size_t>(world.rank())]);
+        },
+        comm);
   }
 }
 

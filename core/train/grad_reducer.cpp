@@ -190,7 +190,7 @@ std::pair<double, double> GradientReducer::squaresBySplit(int skip) const {
       n = part.count;
     }
     (p.split.whole() ? whole : split) +=
-        kernels::sumOfSquaresAny(reduced_.slice(at, n).raw(), n, storage_);
+        model_.ops().sumOfSquares(reduced_.slice(at, n).raw(), n, storage_);
   }
   return {whole, split};
 }

@@ -107,8 +107,8 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
   // for that.
 #if PARASCOPE_HAVE_CUDA
   const QString strategy =
-      "error: config: device \"cuda\" trains the GPT on one rank so far; not: 2 ranks, ZeRO "
-      "stage 1\n";
+      "error: config: device \"cuda\" trains the GPT with data parallelism so far; not: "
+      "tensor_model_parallel_size 2, ZeRO stage 1\n";
   const QString checkpoints =
       "error: checkpoints (--save, --load, --resume): not supported yet for a run on a GPU\n";
 #else
@@ -117,7 +117,8 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
       "built without the CUDA toolkit); valid here: \"cpu\"\n";
   const QString checkpoints = strategy;
 #endif
-  QTest::newRow("gpu strategy") << QStringList{"train", "device=cuda", "data_parallel_size=2",
+  QTest::newRow("gpu strategy") << QStringList{"train", "device=cuda",
+                                               "tensor_model_parallel_size=2",
                                                "zero_optimization.stage=1"}
                                 << strategy;
   QTest::newRow("gpu checkpoints")

@@ -7,13 +7,17 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <type_traits>
 
 #include "collective_suite.h"
 #include "core/comm/adjoint.h"
+#include "core/comm/device_buffers.h"
 #include "core/comm/launch.h"
+#include "core/comm/reduce_kernels.h"
 #include "core/common/error.h"
 #include "tests/input_probes.h"
 
@@ -82,6 +86,56 @@ std::string show(const T& v) {
                                std::to_string(__LINE__));                \
   } while (0)
 
+// A device whose memory the host cannot read: host memory at addresses with bit 62 set, which
+// no load reaches (x86-64 and AArch64 fault on them), so a collective that touched a device
+// buffer directly instead of through DeviceBuffers would crash the suite. Its copies and
+// reductions take the tag off and do what the host backend does.
+constexpr std::uintptr_t kDeviceTag = std::uintptr_t{1} << 62;
+template <typename T>
+T* tagged(T* p) {
+  return reinterpret_cast<T*>(reinterpret_cast<std::uintptr_t>(p) | kDeviceTag);
+}
+template <typename T>
+T* untagged(T* p) {
+  return reinterpret_cast<T*>(reinterpret_cast<std::uintptr_t>(p) & ~kDeviceTag);
+}
+
+class UnreadableDevice final : public DeviceBuffers {
+ public:
+  bool holds(const void* p) const override {
+    return (reinterpret_cast<std::uintptr_t>(p) & kDeviceTag) != 0;
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) const override {
+    ++copies;
+    std::memcpy(untagged(dst), untagged(src), bytes);
+  }
+  void reduce(void* const* dsts, int ndst, const void* const* srcs, int nsrc, std::size_t count,
+              DType type, ReduceOp op, int divisor) const override {
+    ++reductions;
+    std::vector<void*> d(dsts, dsts + ndst);
+    std::vector<const void*> s(srcs, srcs + nsrc);
+    for (void*& p : d) p = untagged(p);
+    for (const void*& p : s) p = untagged(p);
+    reduceBuffers(d.data(), ndst, s.data(), nsrc, count, type, op, divisor);
+  }
+  std::shared_ptr<void> allocate(std::size_t bytes) const override {
+    return {tagged(std::malloc(bytes)), [](void* p) { std::free(untagged(p)); }};
+  }
+  mutable std::atomic<long> copies{0}, reductions{0};
+};
+
+class UnreadableMemory final : public BufferMemory {
+ public:
+  void* allocate(std::size_t bytes) override { return tagged(std::malloc(bytes)); }
+  void release(void* p) override { std::free(untagged(p)); }
+  void upload(void* device, const void* host, std::size_t bytes) override {
+    std::memcpy(untagged(device), host, bytes);
+  }
+  void download(void* host, const void* device, std::size_t bytes) override {
+    std::memcpy(host, untagged(device), bytes);
+  }
+};
+
 }  // namespace
 
 class TestCommThreads : public QObject {
@@ -89,6 +143,7 @@ class TestCommThreads : public QObject {
  private slots:
   void collectives_data();
   void collectives();
+  void deviceBuffersGoThroughTheirDevice();
   void splitGroups();
   void manyInFlight();
   void rankOrder();
@@ -117,6 +172,41 @@ void TestCommThreads::collectives() {
   onRanks(ranks, [ranks](Communicator& c) {
     runCollectives(c, ranks > 4 ? smallSizes() : defaultSizes());
   });
+}
+
+// Ranks sharing a GPU: the suite's buffers all in a device's memory, every operation (sends and
+// receives to oneself included) copies and reduces them through DeviceBuffers only; a reduction
+// over one rank's device buffer and another's host buffer is refused on both.
+void TestCommThreads::deviceBuffersGoThroughTheirDevice() {
+  for (int n : {1, 2, 3, 4}) {
+    auto device = std::make_shared<UnreadableDevice>();
+    CommOptions options;
+    options.deviceBuffers = device;
+    UnreadableMemory memory;
+    onRanks(
+        n, [&](Communicator& c) { runCollectives(c, smallSizes(), &memory); }, options);
+    QVERIFY(device->copies > 0);
+    QVERIFY(n == 1 || device->reductions > 0);
+  }
+  CommOptions options;
+  options.deviceBuffers = std::make_shared<UnreadableDevice>();
+  UnreadableMemory memory;
+  try {
+    runInProcess(
+        2,
+        [&](Communicator& c) {
+          float host[4] = {1, 2, 3, 4};
+          const std::unique_ptr<void, std::function<void(void*)>> device(
+              memory.allocate(sizeof host), [&](void* p) { memory.release(p); });
+          memory.upload(device.get(), host, sizeof host);
+          float* buffer = c.rank() == 0 ? static_cast<float*>(device.get()) : host;
+          c.allReduce(buffer, buffer, 4, DType::F32, ReduceOp::Sum);
+        },
+        options);
+    QFAIL("a reduction over host and device buffers went through");
+  } catch (const CommError& e) {
+    QVERIFY2(has(e.what(), "a reduction over host and device buffers at once"), e.what());
+  }
 }
 
 void TestCommThreads::splitGroups() {

@@ -23,6 +23,7 @@
 #include "core/cuda/device_memory.h"
 #include "core/model/gpt.h"
 #include "core/model/model.h"
+#include "core/session/session.h"
 #include "core/train/trainer.h"
 #include "profiler/io/chrome_import.h"
 #include "profiler/trace_recording.h"
@@ -89,6 +90,7 @@ class TestGpuGpt : public QObject {
   void trainerMatchesTheCpu();
   void mixedPrecisionMatchesTheCpu_data();
   void mixedPrecisionMatchesTheCpu();
+  void dataParallelRanksShareTheGpu();
   void trainerRefusesWhatAGpuDoesNotRunYet();
   void tracedStepLinksEveryKernelToItsLaunch();
 };
@@ -226,6 +228,42 @@ void TestGpuGpt::mixedPrecisionMatchesTheCpu() {
   }
 }
 
+// Data parallelism on one GPU: two in-process ranks, each with its own device memory and
+// kernels, reducing their gradients through the GPU (core/cuda/device_buffers.h). Three steps
+// match one GPU rank accumulating the same global batch, and the CPU's two ranks, within 1e-4.
+void TestGpuGpt::dataParallelRanksShareTheGpu() {
+  if (cuda::deviceCount() == 0)
+    QSKIP(("no CUDA device (" + cuda::whyNoDevice() +
+           "): data parallelism on a GPU is built but not run here")
+              .c_str());
+  const auto losses = [](const nlohmann::json& extra) {
+    struct Steps final : SessionObserver {
+      std::vector<double> losses;
+      void onStep(const StepReport& r) override { losses.push_back(r.loss); }
+    } steps;
+    SessionOptions options;
+    options.evaluate = false;
+    Session session(smallGpt(extra), std::move(options));
+    session.addObserver(steps);
+    session.run();
+    if (const auto failure = session.error()) throw std::runtime_error(failure->reason);
+    return steps.losses;
+  };
+  const std::vector<double> d2 =
+      losses({{"device", "cuda"}, {"data_parallel_size", 2}, {"gradient_accumulation_steps", 2}});
+  const std::vector<double> d1 = losses({{"device", "cuda"}, {"gradient_accumulation_steps", 4}});
+  const std::vector<double> cpu = losses({{"data_parallel_size", 2}});
+  QCOMPARE(d2.size(), std::size_t{3});
+  QCOMPARE(d1.size(), d2.size());
+  QCOMPARE(cpu.size(), d2.size());
+  for (std::size_t i = 0; i < d2.size(); ++i) {
+    QVERIFY2(std::fabs(d2[i] - d1[i]) <= 1e-4 * std::fabs(d1[i]),
+             (std::to_string(d2[i]) + " vs " + std::to_string(d1[i])).c_str());
+    QVERIFY2(std::fabs(d2[i] - cpu[i]) <= 1e-4 * std::fabs(cpu[i]),
+             (std::to_string(d2[i]) + " vs " + std::to_string(cpu[i])).c_str());
+  }
+}
+
 // What a GPU does not run yet is refused before the model is built, all of it in one line; a
 // run it does train, with no device visible, names the missing device.
 void TestGpuGpt::trainerRefusesWhatAGpuDoesNotRunYet() {
@@ -241,8 +279,8 @@ void TestGpuGpt::trainerRefusesWhatAGpuDoesNotRunYet() {
   QCOMPARE(message(smallGpt({{"bf16", {{"enabled", true}}},
                              {"zero_optimization", {{"stage", 1}}},
                              {"save_weights", "w.safetensors"}})),
-           std::string("config: device \"cuda\" trains the GPT on one rank so far; not: ZeRO "
-                       "stage 1, save_weights"));
+           std::string("config: device \"cuda\" trains the GPT with data parallelism so far; "
+                       "not: ZeRO stage 1, save_weights"));
   QCOMPARE(device.peakTotal(), 0);
   if (cuda::deviceCount() == 0) {
     QCOMPARE(message(smallGpt()), std::string("kernels: CUDA device 0 does not exist (0 visible)"));

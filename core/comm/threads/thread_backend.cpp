@@ -118,6 +118,7 @@ ThreadComm::ThreadComm(std::shared_ptr<ThreadGroup> group, int rank)
     : CommBackend(group->name, group->world->options()),
       group_(std::move(group)),
       rank_(rank),
+      device_(group_->world->options().deviceBuffers.get()),
       sources_(static_cast<std::size_t>(size())),
       outputs_(static_cast<std::size_t>(size())) {}
 
@@ -365,7 +366,7 @@ std::shared_ptr<CommRequest> ThreadComm::startPointToPoint(const CommArgs& a) {
     request->complete(std::make_exception_ptr(CommError(message)));
     return request;
   }
-  if (s.count > 0) std::memcpy(r.recv, s.send, s.count * dtypeSize(s.dtype));
+  copyBuffer(r.recv, s.send, s.count * dtypeSize(s.dtype));
   other.request->complete(nullptr);
   request->complete(nullptr);
   return request;

@@ -16,11 +16,41 @@ const char* at(const void* p, std::size_t bytes) {
   return static_cast<const char*>(p) + bytes;
 }
 
-void copyBytes(void* dst, const void* src, std::size_t bytes) {
-  if (bytes > 0 && dst != src) std::memcpy(dst, src, bytes);
+}  // namespace
+
+void ThreadComm::copyBuffer(void* dst, const void* src, std::size_t bytes) const {
+  if (bytes == 0 || dst == src) return;
+  if (device_ != nullptr && (device_->holds(dst) || device_->holds(src))) {
+    device_->copy(dst, src, bytes);
+  } else {
+    std::memcpy(dst, src, bytes);
+  }
 }
 
-}  // namespace
+void ThreadComm::reduceInto(void* const* dsts, int ndst, const void* const* srcs, int nsrc,
+                            std::size_t count, DType type, ReduceOp op, int divisor) const {
+  if (count == 0) return;
+  if (device_ != nullptr) {
+    const bool onDevice = device_->holds(dsts[0]);
+    bool mixed = false;
+    for (int i = 0; i < ndst; ++i) mixed |= device_->holds(dsts[i]) != onDevice;
+    for (int i = 0; i < nsrc; ++i) mixed |= device_->holds(srcs[i]) != onDevice;
+    if (mixed) {
+      throw CommError(prefix(CommOp::AllReduce) +
+                      ": a reduction over host and device buffers at once; every rank's buffers "
+                      "must be in the same memory");
+    }
+    if (onDevice) {
+      device_->reduce(dsts, ndst, srcs, nsrc, count, type, op, divisor);
+      return;
+    }
+  }
+  if (ndst == 1) {
+    reduceBuffers(dsts[0], srcs, nsrc, count, type, op, divisor);
+  } else {
+    reduceBuffers(dsts, ndst, srcs, nsrc, count, type, op, divisor);
+  }
+}
 
 void ThreadComm::execute(const CommArgs& a) {
   if (group_->broken.load()) {
@@ -50,14 +80,22 @@ void ThreadComm::execute(const CommArgs& a) {
 }
 
 const void* ThreadComm::scratchCopy(const void* src, std::size_t bytes) {
+  if (device_ != nullptr && device_->holds(src)) {  // peers read it where the input is
+    if (deviceScratchBytes_ < bytes) {
+      deviceScratch_ = device_->allocate(bytes);
+      deviceScratchBytes_ = bytes;
+    }
+    copyBuffer(deviceScratch_.get(), src, bytes);
+    return deviceScratch_.get();
+  }
   if (scratch_.size() < bytes) scratch_.resize(bytes);
-  copyBytes(scratch_.data(), src, bytes);
+  copyBuffer(scratch_.data(), src, bytes);
   return scratch_.data();
 }
 
 void ThreadComm::broadcast(const CommArgs& a) {
   publish(a, a.send);
-  if (rank_ != a.root) copyBytes(a.recv, slot(a.root).src, a.count * dtypeSize(a.dtype));
+  if (rank_ != a.root) copyBuffer(a.recv, slot(a.root).src, a.count * dtypeSize(a.dtype));
   barrier(a.op, true);
 }
 
@@ -67,9 +105,8 @@ void ThreadComm::reduce(const CommArgs& a) {
   const std::size_t es = dtypeSize(a.dtype);
   const ElementRange c = chunkOf(a.count, size(), rank_, a.dtype);
   for (int p = 0; p < size(); ++p) sources_[p] = at(slot(p).src, c.begin * es);
-  if (c.count > 0)
-    reduceBuffers(at(slot(a.root).args.recv, c.begin * es), sources_.data(), size(), c.count,
-                  a.dtype, a.reduce, size());
+  void* dst = at(slot(a.root).args.recv, c.begin * es);
+  reduceInto(&dst, 1, sources_.data(), size(), c.count, a.dtype, a.reduce, size());
   barrier(a.op, true);
 }
 
@@ -78,7 +115,7 @@ void ThreadComm::allReduceDirect(const CommArgs& a) {
   const std::size_t bytes = a.count * dtypeSize(a.dtype);
   publish(a, a.send == a.recv && size() > 1 ? scratchCopy(a.send, bytes) : a.send);
   for (int p = 0; p < size(); ++p) sources_[p] = slot(p).src;
-  reduceBuffers(a.recv, sources_.data(), size(), a.count, a.dtype, a.reduce, size());
+  reduceInto(&a.recv, 1, sources_.data(), size(), a.count, a.dtype, a.reduce, size());
   barrier(a.op, true);
 }
 
@@ -93,9 +130,8 @@ void ThreadComm::allReduceChunked(const CommArgs& a) {
     sources_[p] = at(slot(p).src, mine.begin * es);
     outputs_[p] = at(slot(p).args.recv, mine.begin * es);
   }
-  if (mine.count > 0)
-    reduceBuffers(outputs_.data(), size(), sources_.data(), size(), mine.count, a.dtype, a.reduce,
-                  size());
+  reduceInto(outputs_.data(), size(), sources_.data(), size(), mine.count, a.dtype, a.reduce,
+             size());
   barrier(a.op, true);
 }
 
@@ -103,7 +139,7 @@ void ThreadComm::allReduceChunked(const CommArgs& a) {
 void ThreadComm::gather(const CommArgs& a) {
   publish(a, a.send);
   const std::size_t bytes = a.count * dtypeSize(a.dtype);
-  copyBytes(at(slot(a.root).args.recv, bytes * static_cast<std::size_t>(rank_)), a.send, bytes);
+  copyBuffer(at(slot(a.root).args.recv, bytes * static_cast<std::size_t>(rank_)), a.send, bytes);
   barrier(a.op, true);
 }
 
@@ -111,7 +147,7 @@ void ThreadComm::gather(const CommArgs& a) {
 void ThreadComm::scatter(const CommArgs& a) {
   publish(a, a.send);
   const std::size_t bytes = a.count * dtypeSize(a.dtype);
-  copyBytes(a.recv, at(slot(a.root).src, bytes * static_cast<std::size_t>(rank_)), bytes);
+  copyBuffer(a.recv, at(slot(a.root).src, bytes * static_cast<std::size_t>(rank_)), bytes);
   barrier(a.op, true);
 }
 
@@ -120,8 +156,8 @@ void ThreadComm::allGather(const CommArgs& a) {
   publish(a, a.send);
   const std::size_t bytes = a.count * dtypeSize(a.dtype);
   for (int p = 0; p < size(); ++p)
-    copyBytes(at(a.recv, bytes * static_cast<std::size_t>(p)), p == rank_ ? a.send : slot(p).src,
-              bytes);
+    copyBuffer(at(a.recv, bytes * static_cast<std::size_t>(p)), p == rank_ ? a.send : slot(p).src,
+               bytes);
   barrier(a.op, true);
 }
 
@@ -130,7 +166,7 @@ void ThreadComm::reduceScatter(const CommArgs& a) {
   publish(a, a.send);
   const std::size_t offset = a.count * dtypeSize(a.dtype) * static_cast<std::size_t>(rank_);
   for (int p = 0; p < size(); ++p) sources_[p] = at(slot(p).src, offset);
-  reduceBuffers(a.recv, sources_.data(), size(), a.count, a.dtype, a.reduce, size());
+  reduceInto(&a.recv, 1, sources_.data(), size(), a.count, a.dtype, a.reduce, size());
   barrier(a.op, true);
 }
 
@@ -141,7 +177,7 @@ void ThreadComm::allToAll(const CommArgs& a) {
   publish(a, a.send == a.recv && size() > 1 ? scratchCopy(a.send, total) : a.send);
   const std::size_t mine = bytes * static_cast<std::size_t>(rank_);
   for (int p = 0; p < size(); ++p)
-    copyBytes(at(a.recv, bytes * static_cast<std::size_t>(p)), at(slot(p).src, mine), bytes);
+    copyBuffer(at(a.recv, bytes * static_cast<std::size_t>(p)), at(slot(p).src, mine), bytes);
   barrier(a.op, true);
 }
 

@@ -20,6 +20,7 @@
 
 #include "core/comm/comm_backend.h"
 #include "core/comm/comm_bytes.h"
+#include "core/comm/device_buffers.h"
 #include "core/comm/threads/thread_world.h"
 
 namespace parascope {
@@ -116,6 +117,11 @@ class ThreadComm final : public CommBackend {
   void reduceScatter(const CommArgs& a);
   void allToAll(const CommArgs& a);
   const void* scratchCopy(const void* src, std::size_t bytes);
+  // This operation's copies and reductions: host memory's, or through the world's DeviceBuffers
+  // where the buffers are a GPU's.
+  void copyBuffer(void* dst, const void* src, std::size_t bytes) const;
+  void reduceInto(void* const* dsts, int ndst, const void* const* srcs, int nsrc, std::size_t count,
+                  DType type, ReduceOp op, int divisor) const;
   // thread_backend.cpp
   void publish(const CommArgs& a, const void* src, bool isSplit = false);
   void barrier(CommOp op, bool afterData);
@@ -135,6 +141,9 @@ class ThreadComm final : public CommBackend {
   int rank_;
   std::uint64_t step_ = 0;  // barriers passed; equal on every rank between operations
   std::vector<std::byte> scratch_;
+  const DeviceBuffers* device_;  // the world's (CommOptions::deviceBuffers), or null
+  std::shared_ptr<void> deviceScratch_;
+  std::size_t deviceScratchBytes_ = 0;
   std::vector<const void*> sources_;
   std::vector<void*> outputs_;
 
