@@ -144,28 +144,26 @@ void checkDeviceSupport(const TrainConfig& c, Device device) {
   std::vector<std::string> refused;
   if (c.model.kind->name() != std::string_view("gpt"))
     refused.push_back("model.type \"" + std::string(c.model.kind->name()) + "\"");
-  // Data-parallel ranks share the GPU (in-process; NCCL takes one rank per GPU), each reducing
-  // the others' buffers there: at most kMaxGpuRanks of them.
+  // Data-parallel and pipeline ranks share the GPU (in-process; NCCL takes one rank per GPU),
+  // each copying and reducing the others' buffers there: at most kMaxGpuRanks of them.
   const ParallelStrategy& s = c.parallel;
   if (s.tensor > 1) refused.push_back("tensor_model_parallel_size " + std::to_string(s.tensor));
-  if (s.pipeline > 1)
-    refused.push_back("pipeline_model_parallel_size " + std::to_string(s.pipeline));
   if (s.context > 1) refused.push_back("context_parallel_size " + std::to_string(s.context));
-  if (s.data > kMaxGpuRanks)
-    refused.push_back("data_parallel_size " + std::to_string(s.data) + " (at most " +
-                      std::to_string(kMaxGpuRanks) + " ranks share a GPU)");
+  if (s.worldSize() > kMaxGpuRanks)
+    refused.push_back(std::to_string(s.worldSize()) + " ranks (at most " +
+                      std::to_string(kMaxGpuRanks) + " share a GPU)");
   if (s.gradComm != s.compute)
     refused.push_back("communication_data_type " + std::string(dtypeName(s.gradComm)));
   if (c.parallel.zeroStage > 0)
     refused.push_back("ZeRO stage " + std::to_string(c.parallel.zeroStage));
-  if (c.pipeline.enabled) refused.push_back("a pipeline schedule");
   if (!c.saveWeights.empty()) refused.push_back("save_weights");
   if (!c.initWeights.empty()) refused.push_back("init_weights");
   if (refused.empty()) return;
   std::string list;
   for (const std::string& r : refused) list += (list.empty() ? "" : ", ") + r;
-  throw UserError("config: device \"cuda\" trains the GPT with data parallelism so far; not: " +
-                  list);
+  throw UserError(
+      "config: device \"cuda\" trains the GPT with data and pipeline parallelism so far; not: " +
+      list);
 }
 
 TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize) {

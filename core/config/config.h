@@ -84,13 +84,13 @@ TrainConfig parseTrainConfig(const nlohmann::json& j, int worldSize = 0);
 // switch builds anything.
 void checkTrainable(const TrainConfig& config);
 
-// In-process data-parallel ranks that may share one GPU (core/cuda/kernels.h's
-// kMaxReduceBuffers: a reduction's sources are one per rank).
+// In-process ranks that may share one GPU (core/cuda/kernels.h's kMaxReduceBuffers: a
+// reduction's sources are one per rank).
 inline constexpr int kMaxGpuRanks = 8;
 
 // UserError for a run on `device` that it does not train yet: on a GPU, anything but the GPT
-// with data parallelism (all of what is refused named in one line), or any GPU in a build
-// without CUDA. Nothing for the CPU.
+// with data and pipeline parallelism (all of what is refused named in one line), or any GPU in a
+// build without CUDA. Nothing for the CPU.
 void checkDeviceSupport(const TrainConfig& config, Device device);
 
 // Reads a config file under the JSON limits (core/common/bounded_json.h): a missing, oversized

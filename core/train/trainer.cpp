@@ -321,15 +321,15 @@ double Trainer::sumTiedEmbedding() {
   pipe.recv(theirs.raw(), n, type, peer);
   sent.wait();
   // a + b == b + a, and under mixed precision round(a + b) == round(b + a): both copies agree.
+  // Through the model's kernels, on its device.
+  const kernels::KernelOps& ops = model_->ops();
   if (type == DType::F32) {
-    float* g = grad.data<float>();
-    const float* t = theirs.data<float>();
-    for (std::size_t i = 0; i < n; ++i) g[i] += t[i];
+    ops.residualForward(grad.data<float>(), grad.data<float>(), theirs.data<float>(), wte.numel());
   } else {
     Tensor wide =
         Tensor::empty(wte.shape, DType::F32, MemoryCategory::CommBuffer, model_->allocator());
-    kernels::widen(theirs.data<std::uint16_t>(), wide.data<float>(), wte.numel(), type);
-    kernels::accumulateRounded(grad.data<std::uint16_t>(), wide.data<float>(), wte.numel(), type);
+    ops.widen(theirs.data<std::uint16_t>(), wide.data<float>(), wte.numel(), type);
+    ops.accumulateRounded(grad.data<std::uint16_t>(), wide.data<float>(), wte.numel(), type);
   }
   if (sharded && part.count > 0)
     reducer_->gradients()

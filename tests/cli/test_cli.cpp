@@ -107,8 +107,8 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
   // for that.
 #if PARASCOPE_HAVE_CUDA
   const QString strategy =
-      "error: config: device \"cuda\" trains the GPT with data parallelism so far; not: "
-      "tensor_model_parallel_size 2, ZeRO stage 1\n";
+      "error: config: device \"cuda\" trains the GPT with data and pipeline parallelism so "
+      "far; not: tensor_model_parallel_size 2, ZeRO stage 1\n";
   const QString checkpoints =
       "error: checkpoints (--save, --load, --resume): not supported yet for a run on a GPU\n";
 #else

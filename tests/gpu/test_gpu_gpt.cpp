@@ -90,7 +90,8 @@ class TestGpuGpt : public QObject {
   void trainerMatchesTheCpu();
   void mixedPrecisionMatchesTheCpu_data();
   void mixedPrecisionMatchesTheCpu();
-  void dataParallelRanksShareTheGpu();
+  void strategiesOnOneGpuMatchOneRank_data();
+  void strategiesOnOneGpuMatchOneRank();
   void trainerRefusesWhatAGpuDoesNotRunYet();
   void tracedStepLinksEveryKernelToItsLaunch();
 };
@@ -228,39 +229,56 @@ void TestGpuGpt::mixedPrecisionMatchesTheCpu() {
   }
 }
 
-// Data parallelism on one GPU: two in-process ranks, each with its own device memory and
-// kernels, reducing their gradients through the GPU (core/cuda/device_buffers.h). Three steps
-// match one GPU rank accumulating the same global batch, and the CPU's two ranks, within 1e-4.
-void TestGpuGpt::dataParallelRanksShareTheGpu() {
+void TestGpuGpt::strategiesOnOneGpuMatchOneRank_data() {
+  QTest::addColumn<QString>("strategy");
+  QTest::newRow("D2") << R"({"data_parallel_size": 2, "gradient_accumulation_steps": 2})";
+  QTest::newRow("P2 1f1b") << R"({"pipeline_model_parallel_size": 2})";
+  QTest::newRow("P2 zb-h1")
+      << R"({"pipeline_model_parallel_size": 2, "pipeline_schedule": "zb-h1"})";
+  QTest::newRow("D2 P2 bf16") << R"({"data_parallel_size": 2, "pipeline_model_parallel_size": 2,
+                                     "gradient_accumulation_steps": 2, "bf16": {"enabled": true}})";
+}
+
+// Ranks sharing one GPU in-process, each with its own device memory and kernels, copying and
+// reducing each other's buffers through the GPU (core/cuda/device_buffers.h). Three steps match
+// one GPU rank accumulating the same global batch (16 sequences), and the same strategy on the
+// CPU, within 1e-4 (bf16: within 1.6e-2).
+void TestGpuGpt::strategiesOnOneGpuMatchOneRank() {
+  QFETCH(QString, strategy);
   if (cuda::deviceCount() == 0)
     QSKIP(("no CUDA device (" + cuda::whyNoDevice() +
-           "): data parallelism on a GPU is built but not run here")
+           "): strategies on a GPU are built but not run here")
               .c_str());
-  const auto losses = [](const nlohmann::json& extra) {
+  const auto losses = [](nlohmann::json doc) {
     struct Steps final : SessionObserver {
       std::vector<double> losses;
       void onStep(const StepReport& r) override { losses.push_back(r.loss); }
     } steps;
     SessionOptions options;
     options.evaluate = false;
-    Session session(smallGpt(extra), std::move(options));
+    Session session(smallGpt(doc), std::move(options));
     session.addObserver(steps);
     session.run();
     if (const auto failure = session.error()) throw std::runtime_error(failure->reason);
     return steps.losses;
   };
-  const std::vector<double> d2 =
-      losses({{"device", "cuda"}, {"data_parallel_size", 2}, {"gradient_accumulation_steps", 2}});
-  const std::vector<double> d1 = losses({{"device", "cuda"}, {"gradient_accumulation_steps", 4}});
-  const std::vector<double> cpu = losses({{"data_parallel_size", 2}});
-  QCOMPARE(d2.size(), std::size_t{3});
-  QCOMPARE(d1.size(), d2.size());
-  QCOMPARE(cpu.size(), d2.size());
-  for (std::size_t i = 0; i < d2.size(); ++i) {
-    QVERIFY2(std::fabs(d2[i] - d1[i]) <= 1e-4 * std::fabs(d1[i]),
-             (std::to_string(d2[i]) + " vs " + std::to_string(d1[i])).c_str());
-    QVERIFY2(std::fabs(d2[i] - cpu[i]) <= 1e-4 * std::fabs(cpu[i]),
-             (std::to_string(d2[i]) + " vs " + std::to_string(cpu[i])).c_str());
+  nlohmann::json layout = nlohmann::json::parse(strategy.toStdString());
+  if (!layout.contains("gradient_accumulation_steps")) layout["gradient_accumulation_steps"] = 4;
+  const bool bf16 = layout.contains("bf16");
+  nlohmann::json one = {{"device", "cuda"}, {"gradient_accumulation_steps", 4}};
+  if (bf16) one["bf16"] = layout["bf16"];
+  const std::vector<double> cpu = losses(layout);
+  layout["device"] = "cuda";
+  const std::vector<double> gpu = losses(layout), single = losses(one);
+  const double tolerance = bf16 ? 1.6e-2 : 1e-4;
+  QCOMPARE(gpu.size(), std::size_t{3});
+  QCOMPARE(single.size(), gpu.size());
+  QCOMPARE(cpu.size(), gpu.size());
+  for (std::size_t i = 0; i < gpu.size(); ++i) {
+    QVERIFY2(std::fabs(gpu[i] - single[i]) <= tolerance * std::fabs(single[i]),
+             (std::to_string(gpu[i]) + " vs one rank's " + std::to_string(single[i])).c_str());
+    QVERIFY2(std::fabs(gpu[i] - cpu[i]) <= tolerance * std::fabs(cpu[i]),
+             (std::to_string(gpu[i]) + " vs the CPU's " + std::to_string(cpu[i])).c_str());
   }
 }
 
@@ -279,8 +297,8 @@ void TestGpuGpt::trainerRefusesWhatAGpuDoesNotRunYet() {
   QCOMPARE(message(smallGpt({{"bf16", {{"enabled", true}}},
                              {"zero_optimization", {{"stage", 1}}},
                              {"save_weights", "w.safetensors"}})),
-           std::string("config: device \"cuda\" trains the GPT with data parallelism so far; "
-                       "not: ZeRO stage 1, save_weights"));
+           std::string("config: device \"cuda\" trains the GPT with data and pipeline "
+                       "parallelism so far; not: ZeRO stage 1, save_weights"));
   QCOMPARE(device.peakTotal(), 0);
   if (cuda::deviceCount() == 0) {
     QCOMPARE(message(smallGpt()), std::string("kernels: CUDA device 0 does not exist (0 visible)"));
