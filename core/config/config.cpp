@@ -156,8 +156,6 @@ void checkDeviceSupport(const TrainConfig& c, Device device) {
     refused.push_back("communication_data_type " + std::string(dtypeName(s.gradComm)));
   if (c.parallel.zeroStage > 0)
     refused.push_back("ZeRO stage " + std::to_string(c.parallel.zeroStage));
-  if (!c.saveWeights.empty()) refused.push_back("save_weights");
-  if (!c.initWeights.empty()) refused.push_back("init_weights");
   if (refused.empty()) return;
   std::string list;
   for (const std::string& r : refused) list += (list.empty() ? "" : ", ") + r;

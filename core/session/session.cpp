@@ -238,7 +238,6 @@ TrainConfig Session::resolveSwitch(const nlohmann::json& requested, bool batchNa
 
 // What a switch may change is how the run is spread; what it trains on and how must stay.
 void Session::checkSwitch(const TrainConfig& next) const {
-  if (onGpu()) throw UserError("switch: not supported yet for a run on a GPU");
   try {
     checkTrainable(next);
     checkSwitchKeeps(config(), next);
@@ -255,10 +254,10 @@ void Session::checkSwitch(const TrainConfig& next) const {
   try {
     const MemoryEstimate estimate =
         estimateMemory(next, dataBytesInMemory(next.data), next.parallel.worldSize());
-    checkMemory(estimate, availableMemoryBytes());
+    checkMemory(estimate, onGpu() ? gpuMemoryBytes() : availableMemoryBytes());
     checkSwap(next, estimate);
     checkMemoryLimit(next, estimate);
-    if (!options_.world) {
+    if (!options_.world && !onGpu()) {
       checkAddressSpace(estimate, next.parallel.worldSize(), availableAddressSpaceBytes());
     }
   } catch (const UserError& e) {
@@ -285,7 +284,6 @@ void Session::switchStrategy(const TrainConfig& next) {
 
 void Session::saveCheckpoint(const std::string& dir) {
   if (dir.empty()) throw UserError("save checkpoint: the directory is empty");
-  if (onGpu()) throw UserError("save checkpoint: not supported yet for a run on a GPU");
   {
     std::lock_guard lock(mutex_);
     saveDir_ = dir;
@@ -355,6 +353,7 @@ void Session::saveState(Communicator& world, Trainer& trainer, const std::string
     if (s.owned) owned.push_back(s);
   }
   const ShardWritten written = writeShard(stagingDirectory(dir, step), world.rank(), owned);
+  trainer.releaseState();
   // Each rank's shard travels to rank 0 as a manifest of its own.
   CheckpointManifest mine;
   mine.files.push_back(written.file);
@@ -400,6 +399,7 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
     } else {
       switchBytes_ += copyState(*switchIndex_, slot.trainer->state());
     }
+    slot.trainer->stateWritten();
     slot.trainer->restoreCounters(switchCounters_);
     barrier(world);  // every rank has copied: the old layout can go
     if (world.rank() == 0 || options_.world) {
@@ -439,6 +439,7 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
       reader.read(s);
       bytes += s.count * static_cast<std::int64_t>(dtypeSize(s.dtype));
     }
+    slot.trainer->stateWritten();
     slot.trainer->restoreCounters(reader.manifest().counters);
     // In-process the report counts every rank's bytes; under MPI each process reports its own.
     loadBytes_ += bytes;
@@ -456,7 +457,10 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
   // init_weights: opened for the first layout only (a switch copies the running state).
   const bool fromFile = initWeights_ != nullptr;
   slot.trainer = std::make_unique<Trainer>(config, *slot.allocator, world, !fromFile);
-  if (fromFile) loadInitialWeights(*initWeights_, slot.trainer->state());
+  if (fromFile) {
+    loadInitialWeights(*initWeights_, slot.trainer->state());
+    slot.trainer->stateWritten();
+  }
   return *slot.trainer;
 }
 
@@ -581,12 +585,9 @@ MemoryEstimate Session::runEstimate(bool mpi) const {
 void Session::checkBeforeStart(bool mpi) const {
   checkTrainable(config_);
   if (onGpu()) {
-    // What a GPU run cannot do yet, before any work: its state stays on the device.
+    // A GPU run's ranks are one process's, sharing its device.
     if (mpi)
       throw UserError("config: device \"cuda\" runs in one process so far, not under mpirun");
-    if (!options_.saveDir.empty() || !options_.load.empty())
-      throw UserError(
-          "checkpoints (--save, --load, --resume): not supported yet for a run on a GPU");
 #if PARASCOPE_HAVE_CUDA
     if (cuda::deviceCount() <= config_.device.index)
       throw UserError("config: device \"cuda\": no CUDA device is visible (" + cuda::whyNoDevice() +

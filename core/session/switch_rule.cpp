@@ -19,8 +19,8 @@ TrainConfig resolveSwitch(const TrainConfig& running, nlohmann::json requested, 
 }
 
 void checkSwitchKeeps(const TrainConfig& running, const TrainConfig& next) {
-  const char* kept[] = {"model", "data",        "optimizer",   "scheduler", "gradient_clipping",
-                        "seed",  "train_iters", "save_weights"};
+  const char* kept[] = {"model", "data",        "optimizer",    "scheduler", "gradient_clipping",
+                        "seed",  "train_iters", "save_weights", "device"};
   for (const char* key : kept) {
     const nlohmann::json a = running.document.value(key, nlohmann::json());
     const nlohmann::json b = next.document.value(key, nlohmann::json());

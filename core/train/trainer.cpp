@@ -259,8 +259,8 @@ StepReport Trainer::step() {
   return r;
 }
 
-// The training state as RankState and the whole model are read in host memory; a GPU run's stays
-// on the device (copying it out is not written yet).
+// What is read in host memory only (ZeRO's state, the whole model's values under tensor
+// parallelism); a GPU run does not have it.
 void Trainer::requireHostState(const char* what) const {
   if (model_->allocator().device().kind != Device::Kind::Cpu)
     throw UserError(std::string(what) + ": not supported yet for a run on a GPU");
@@ -378,7 +378,6 @@ EvalReport Trainer::evaluate() {
 }
 
 void Trainer::gatherParameters() {
-  requireHostState("reading the whole model");
   if (gatherer_) gatherer_->gatherAll();
   model_->materializeValues();
 }
@@ -443,14 +442,24 @@ void Trainer::saveWeights() {
   if (mesh_.tensor().size() > 1) {
     values = gatherParameterValues(*model_, mesh_.tensor());
   } else {
-    for (const Parameter& p : model_->parameters()) values.emplace_back(p.name, p.value);
+    for (const Parameter& p : model_->parameters()) {
+      Tensor value = p.value;
+      if (value.device().kind != Device::Kind::Cpu) {  // written from the host
+        value = Tensor::empty(p.shape, DType::F32, MemoryCategory::Workspace);
+        value.copyFrom(p.value);
+      }
+      values.emplace_back(p.name, value);
+    }
   }
   // Every stage's first tensor and data rank holds its layers' values; the pipeline group
   // through world rank 0 brings them together there.
   const MeshCoordinates at = mesh_.coordinates();
   if (at.tensor != 0 || at.data != 0) return;
   if (mesh_.pipeline().size() > 1) {
-    values = collectStages(std::move(values), mesh_.pipeline(), model_->allocator());
+    // Received into the host's memory, from which the file is written.
+    Allocator& host = model_->allocator().device().kind == Device::Kind::Cpu ? model_->allocator()
+                                                                             : defaultAllocator();
+    values = collectStages(std::move(values), mesh_.pipeline(), host);
   }
   if (mesh_.world().rank() == 0) writeSafetensors(config_.saveWeights, values, {{"format", "pt"}});
 }
@@ -474,8 +483,25 @@ void addSlices(std::vector<StateSlice>& out, const Parameter& p, StateField fiel
 
 }  // namespace
 
+void* Trainer::stateView(const Tensor& t) {
+  if (t.device().kind == Device::Kind::Cpu) return t.raw();
+  Tensor host = Tensor::empty(t.shape(), t.dtype(), MemoryCategory::Workspace);
+  host.copyFrom(t);
+  staged_.emplace_back(t, host);
+  return host.raw();
+}
+
+void Trainer::stateWritten() {
+  for (const auto& [device, host] : staged_) device.copyFrom(host);
+  staged_.clear();
+}
+
+void Trainer::releaseState() {
+  staged_.clear();
+}
+
 RankState Trainer::state() {
-  requireHostState("checkpoints and live switches");
+  staged_.clear();
   RankState s;
   s.tensors = logicalTensors(config_);
   s.counters.step = steps_;
@@ -502,15 +528,16 @@ RankState Trainer::state() {
       const bool owned = at.data == 0 && !replica(p);
       const std::int64_t n = p.numel();
       const Tensor master = mixed ? optimizer_->master(i) : p.value;
-      addSlices(s.slices, p, StateField::Param, 0, n, master.raw(), DType::F32, owned);
-      if (mixed) addSlices(s.slices, p, StateField::Param, 0, n, p.lowValue.raw(), low, false);
-      addSlices(s.slices, p, StateField::ExpAvg, 0, n, optimizer_->expAvg(i).raw(), DType::F32,
+      addSlices(s.slices, p, StateField::Param, 0, n, stateView(master), DType::F32, owned);
+      if (mixed) addSlices(s.slices, p, StateField::Param, 0, n, stateView(p.lowValue), low, false);
+      addSlices(s.slices, p, StateField::ExpAvg, 0, n, stateView(optimizer_->expAvg(i)), DType::F32,
                 owned);
-      addSlices(s.slices, p, StateField::ExpAvgSq, 0, n, optimizer_->expAvgSq(i).raw(), DType::F32,
-                owned);
+      addSlices(s.slices, p, StateField::ExpAvgSq, 0, n, stateView(optimizer_->expAvgSq(i)),
+                DType::F32, owned);
     }
     return s;
   }
+  requireHostState("ZeRO's state");
   // ZeRO: this rank's segments of the flat space hold its moments (and master); the stored
   // parameters are the whole flat space, or with ZeRO-3 the same segments of the shard.
   sharded_->stageIn();  // a swapped state into memory until the next step (sharded_optimizer.h)

@@ -69,7 +69,12 @@ class Trainer {
   // parameter's f32 value (the master under mixed precision), AdamW's moments, and under mixed
   // precision the stored 16-bit values (written by rounding the master). The pointers stay valid
   // while the trainer lives; writing through them and then restoreCounters() continues a run.
+  // On a GPU they point into host copies made by this call: stateWritten() copies what was
+  // written back to the device, releaseState() frees the copies once only read (both do nothing
+  // on the CPU, where the slices are the state itself).
   RankState state();
+  void stateWritten();
+  void releaseState();
   void restoreCounters(const TrainingCounters& counters);
   // Fault injection for tests: in the step whose 0-based index is `step` (call once per step),
   // this rank writes +inf into the first gradient element it holds after the gradients are
@@ -92,6 +97,8 @@ class Trainer {
   StepSetup stepSetup();
   Batch hostBatch(Split split, std::int64_t first, int rows);
   void requireHostState(const char* what) const;
+  // t's memory for state(): t's own on the host, else a host copy kept in staged_.
+  void* stateView(const Tensor& t);
   int tiedEmbedding() const;  // index of wte.weight in the model's parameters, or -1
   double sumTiedEmbedding();  // the seconds it took (0 where there is nothing to sum)
   double reduceOverData(double value);
@@ -114,6 +121,7 @@ class Trainer {
   int steps_ = 0;
   int skipped_ = 0;  // overflowed steps: the lr schedule does not advance on them (DeepSpeed)
   std::vector<int> faultSteps_;
+  std::vector<std::pair<Tensor, Tensor>> staged_;  // (device tensor, its host copy), state()'s
   GradientObserver gradientObserver_;
 };
 

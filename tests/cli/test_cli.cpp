@@ -12,6 +12,10 @@
 #include "core/io/safetensors.h"
 #include "tests/cli_run.h"
 
+#if PARASCOPE_HAVE_CUDA
+#include "core/cuda/device.h"
+#endif
+
 using namespace parascope;
 namespace fs = std::filesystem;
 
@@ -29,6 +33,7 @@ class TestCli : public QObject {
   void autoParallelRunsThePlansChoice();
   void gradReproducesPyTorch();
   void gradRejectsWrongTokenFile();
+  void gpuRunWithoutADeviceMakesNoFiles();
   void gradOnTheGpuMatchesTheReference();
 
  private:
@@ -102,27 +107,21 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
                               << "error: data.path: '" + path("empty.txt") +
                                      "' holds no text (0 bytes in 1 files); need at least 258 "
                                      "bytes\n";
-  // What a GPU does not train yet, all of it in one line, on any machine; and checkpoints of a
-  // run it does train, refused before a directory is made. A build without CUDA refuses both
-  // for that.
+  // What a GPU does not train yet, all of it in one line, on any machine. A build without CUDA
+  // refuses the device for that.
 #if PARASCOPE_HAVE_CUDA
   const QString strategy =
       "error: config: device \"cuda\" trains the GPT with data and pipeline parallelism so "
       "far; not: tensor_model_parallel_size 2, ZeRO stage 1\n";
-  const QString checkpoints =
-      "error: checkpoints (--save, --load, --resume): not supported yet for a run on a GPU\n";
 #else
   const QString strategy =
       "error: config: device \"cuda\" needs a build with CUDA (this one was "
       "built without the CUDA toolkit); valid here: \"cpu\"\n";
-  const QString checkpoints = strategy;
 #endif
   QTest::newRow("gpu strategy") << QStringList{"train", "device=cuda",
                                                "tensor_model_parallel_size=2",
                                                "zero_optimization.stage=1"}
                                 << strategy;
-  QTest::newRow("gpu checkpoints")
-      << QStringList{"train", "device=cuda", "--save", path("gpu-checkpoints")} << checkpoints;
   QTest::newRow("device") << QStringList{"train", "device=gpu"}
                           << "error: config: device = \"gpu\" is not supported; allowed: cpu, "
                              "cuda\n";
@@ -135,6 +134,23 @@ void TestCli::configErrorsExitTwoWithOneLine() {
   QCOMPARE(r.code, 2);
   QCOMPARE(r.err, message);
   QCOMPARE(run({"frobnicate"}).code, 2);
+}
+
+// A GPU run where no device is visible (or the build has no CUDA) is refused in one line, with
+// the runtime's reason, before its checkpoint directory is made.
+void TestCli::gpuRunWithoutADeviceMakesNoFiles() {
+#if PARASCOPE_HAVE_CUDA
+  if (cuda::deviceCount() > 0) QSKIP("a CUDA device is visible: test_gpu_gpt runs on it");
+#endif
+  const Result r = run({"train", "device=cuda", "--save", path("gpu-checkpoints")});
+  QCOMPARE(r.code, 2);
+#if PARASCOPE_HAVE_CUDA
+  QVERIFY2(r.err.startsWith("error: config: device \"cuda\": no CUDA device is visible (") &&
+               r.err.count('\n') == 1,
+           qPrintable(r.err));
+#else
+  QVERIFY2(r.err.contains("needs a build with CUDA"), qPrintable(r.err));
+#endif
   QVERIFY(!fs::exists(dir_ / "gpu-checkpoints"));
 }
 
