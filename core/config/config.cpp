@@ -144,23 +144,25 @@ void checkDeviceSupport(const TrainConfig& c, Device device) {
   std::vector<std::string> refused;
   if (c.model.kind->name() != std::string_view("gpt"))
     refused.push_back("model.type \"" + std::string(c.model.kind->name()) + "\"");
-  // Data-parallel and pipeline ranks share the GPU (in-process; NCCL takes one rank per GPU),
-  // each copying and reducing the others' buffers there: at most kMaxGpuRanks of them.
+  // Data-, tensor- and pipeline-parallel ranks share the GPU (in-process; NCCL takes one rank per
+  // GPU), each copying and reducing the others' buffers there: at most kMaxGpuRanks of them.
   const ParallelStrategy& s = c.parallel;
-  if (s.tensor > 1) refused.push_back("tensor_model_parallel_size " + std::to_string(s.tensor));
-  if (s.context > 1) refused.push_back("context_parallel_size " + std::to_string(s.context));
   if (s.worldSize() > kMaxGpuRanks)
     refused.push_back(std::to_string(s.worldSize()) + " ranks (at most " +
                       std::to_string(kMaxGpuRanks) + " share a GPU)");
-  if (s.gradComm != s.compute)
-    refused.push_back("communication_data_type " + std::string(dtypeName(s.gradComm)));
+  if (s.gradComm != s.compute) {
+    refused.push_back(
+        "communication_data_type \"" +
+        c.document.value("communication_data_type", std::string(dtypeName(s.gradComm))) + "\"");
+  }
   if (c.parallel.zeroStage > 0)
     refused.push_back("ZeRO stage " + std::to_string(c.parallel.zeroStage));
   if (refused.empty()) return;
   std::string list;
   for (const std::string& r : refused) list += (list.empty() ? "" : ", ") + r;
   throw UserError(
-      "config: device \"cuda\" trains the GPT with data and pipeline parallelism so far; not: " +
+      "config: device \"cuda\" trains the GPT with data, tensor and pipeline parallelism so far; "
+      "not: " +
       list);
 }
 

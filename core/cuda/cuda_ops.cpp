@@ -105,6 +105,49 @@ class CudaOps final : public kernels::KernelOps {
     const trace::LaunchSpan span("fill", trace::Category::Compute);
     cuda::fill(p, value, n, stream_);
   }
+  void accumulate(float* acc, const float* add, long n) const override {
+    const trace::LaunchSpan span("accumulate", trace::Category::Compute);
+    cuda::residualForward(acc, acc, add, n, stream_);
+  }
+  void embeddingPartForward(float* out, const std::int32_t* tokens, const float* wtePart, int N,
+                            int first, int part, int C) const override {
+    const trace::LaunchSpan span("embedding_forward", trace::Category::Compute);
+    cuda::embeddingPartForward(out, tokens, wtePart, N, first, part, C, stream_);
+  }
+  void embeddingPartBackward(float* dwtePart, const float* dout, const std::int32_t* tokens, int N,
+                             int first, int part, int C) const override {
+    const trace::LaunchSpan span("embedding_backward", trace::Category::Compute);
+    cuda::embeddingPartBackward(dwtePart, dout, tokens, N, first, part, C, stream_);
+  }
+  void positionForward(float* out, const float* wpe, int rows, int row0, int T,
+                       int C) const override {
+    const trace::LaunchSpan span("position_embedding_forward", trace::Category::Compute);
+    cuda::positionForward(out, wpe, rows, row0, T, C, stream_);
+  }
+  void positionBackward(float* dwpe, const float* dout, int rows, int row0, int T,
+                        int C) const override {
+    const trace::LaunchSpan span("position_embedding_backward", trace::Category::Compute);
+    cuda::positionBackward(dwpe, dout, rows, row0, T, C, stream_);
+  }
+  void crossEntropyPartMax(float* maxima, const float* logits, int N, int V) const override {
+    const trace::LaunchSpan span("cross_entropy_max", trace::Category::Compute);
+    cuda::crossEntropyPartMax(maxima, logits, N, V, stream_);
+  }
+  void crossEntropyPartExp(float* sums, float* probs, const float* logits, const float* maxima,
+                           const std::int32_t* targets, int N, int V, int first) const override {
+    const trace::LaunchSpan span("cross_entropy_exp", trace::Category::Compute);
+    cuda::crossEntropyPartExp(sums, probs, logits, maxima, targets, N, V, first, stream_);
+  }
+  void crossEntropyPartFinish(float* losses, float* probs, const float* sums, const float* maxima,
+                              int N, int V) const override {
+    const trace::LaunchSpan span("cross_entropy_normalize", trace::Category::Compute);
+    cuda::crossEntropyPartFinish(losses, probs, sums, maxima, N, V, stream_);
+  }
+  void crossEntropyPartBackward(float* dlogits, const std::int32_t* targets, int N, int V,
+                                int first, float weight) const override {
+    const trace::LaunchSpan span("cross_entropy_backward", trace::Category::Compute);
+    cuda::crossEntropyPartBackward(dlogits, targets, N, V, first, weight, stream_);
+  }
   void adamwUpdate(float* param, const float* grad, float* m, float* v, long n,
                    const kernels::AdamWHyper& h, int step, float gradScale) const override {
     const trace::LaunchSpan span("adamw", trace::Category::Optimizer);

@@ -226,6 +226,96 @@ __global__ void embeddingBackwardKernel(float* dwte, float* dwpe, const float* d
   }
 }
 
+__global__ void embeddingPartForwardKernel(float* out, const std::int32_t* tokens,
+                                           const float* wtePart, int first, int part, int C,
+                                           long n) {
+  for (long i = globalIndex(); i < n; i += gridStride()) {
+    const long token = i / C;
+    const int local = tokens[token] - first;
+    out[i] = local >= 0 && local < part ? wtePart[static_cast<long>(local) * C + i % C] : 0.0f;
+  }
+}
+
+// One thread per column, tokens in order, as the CPU adds them.
+__global__ void embeddingPartBackwardKernel(float* dwtePart, const float* dout,
+                                            const std::int32_t* tokens, int N, int first, int part,
+                                            int C) {
+  const long c = globalIndex();
+  if (c >= C) return;
+  for (long n = 0; n < N; ++n) {
+    const int local = tokens[n] - first;
+    if (local >= 0 && local < part) dwtePart[static_cast<long>(local) * C + c] += dout[n * C + c];
+  }
+}
+
+__global__ void positionForwardKernel(float* out, const float* wpe, int row0, int T, int C,
+                                      long n) {
+  for (long i = globalIndex(); i < n; i += gridStride()) {
+    const long row = i / C;
+    out[i] = out[i] + wpe[((row0 + row) % T) * C + i % C];
+  }
+}
+
+// One thread per column, rows in order.
+__global__ void positionBackwardKernel(float* dwpe, const float* dout, int rows, int row0, int T,
+                                       int C) {
+  const long c = globalIndex();
+  if (c >= C) return;
+  for (long i = 0; i < rows; ++i) dwpe[((row0 + i) % T) * C + c] += dout[i * C + c];
+}
+
+// The vocabulary-split cross-entropy, one block per row for the reductions.
+__global__ void crossEntropyPartMaxKernel(float* maxima, const float* logits, int V) {
+  const float* x = logits + static_cast<long>(blockIdx.x) * V;
+  float m = -INFINITY;
+  for (int v = threadIdx.x; v < V; v += blockDim.x) m = fmaxf(m, x[v]);
+  m = blockReduce<true>(m);
+  if (threadIdx.x == 0) maxima[blockIdx.x] = m;
+}
+
+__global__ void crossEntropyPartExpKernel(float* sums, float* probs, const float* logits,
+                                          const float* maxima, const std::int32_t* targets, int N,
+                                          int V, int first) {
+  const long base = static_cast<long>(blockIdx.x) * V;
+  const float* x = logits + base;
+  float* p = probs + base;
+  const int local = targets[blockIdx.x] - first;
+  const float target = local >= 0 && local < V ? x[local] : 0.0f;
+  __syncthreads();  // the target's logit read before probs overwrite it
+  const float maxv = maxima[blockIdx.x];
+  float sum = 0.0f;
+  for (int v = threadIdx.x; v < V; v += blockDim.x) {
+    const float e = k::fastExp(x[v] - maxv);
+    p[v] = e;
+    sum += e;
+  }
+  sum = blockReduce<false>(sum);
+  if (threadIdx.x == 0) {
+    sums[blockIdx.x] = sum;
+    sums[N + blockIdx.x] = target;
+  }
+}
+
+__global__ void crossEntropyPartFinishKernel(float* losses, float* probs, const float* sums,
+                                             const float* maxima, int N, int V) {
+  float* p = probs + static_cast<long>(blockIdx.x) * V;
+  const float sum = sums[blockIdx.x];
+  const float inv = 1.0f / sum;
+  for (int v = threadIdx.x; v < V; v += blockDim.x) p[v] *= inv;
+  if (threadIdx.x == 0)
+    losses[blockIdx.x] = logf(sum) - (sums[N + blockIdx.x] - maxima[blockIdx.x]);
+}
+
+__global__ void crossEntropyPartBackwardKernel(float* dlogits, const std::int32_t* targets, int V,
+                                               int first, float weight, long n) {
+  for (long i = globalIndex(); i < n; i += gridStride()) {
+    const long row = i / V;
+    float d = dlogits[i] * weight;
+    if (i % V == targets[row] - first) d = d - weight;
+    dlogits[i] = d;
+  }
+}
+
 // One block per row: maximum, then the exponentials (the CPU's fastExp) and their sum.
 __global__ void crossEntropyForwardKernel(float* losses, float* probs, const float* logits,
                                           const std::int32_t* targets, int V) {
@@ -469,6 +559,62 @@ void embeddingBackward(float* dwte, float* dwpe, const float* dout, const std::i
   embeddingBackwardKernel<<<blocksFor(C), kThreads, 0, stream>>>(dwte, dwpe, dout, tokens, T, C,
                                                                  static_cast<long>(B) * T);
   checkLaunch("embedding_backward");
+}
+
+void embeddingPartForward(float* out, const std::int32_t* tokens, const float* wtePart, int N,
+                          int first, int part, int C, cudaStream_t stream) {
+  const long n = static_cast<long>(N) * C;
+  embeddingPartForwardKernel<<<blocksFor(n), kThreads, 0, stream>>>(out, tokens, wtePart, first,
+                                                                    part, C, n);
+  checkLaunch("embedding_forward");
+}
+
+void embeddingPartBackward(float* dwtePart, const float* dout, const std::int32_t* tokens, int N,
+                           int first, int part, int C, cudaStream_t stream) {
+  embeddingPartBackwardKernel<<<blocksFor(C), kThreads, 0, stream>>>(dwtePart, dout, tokens, N,
+                                                                     first, part, C);
+  checkLaunch("embedding_backward");
+}
+
+void positionForward(float* out, const float* wpe, int rows, int row0, int T, int C,
+                     cudaStream_t stream) {
+  const long n = static_cast<long>(rows) * C;
+  positionForwardKernel<<<blocksFor(n), kThreads, 0, stream>>>(out, wpe, row0, T, C, n);
+  checkLaunch("position_embedding_forward");
+}
+
+void positionBackward(float* dwpe, const float* dout, int rows, int row0, int T, int C,
+                      cudaStream_t stream) {
+  positionBackwardKernel<<<blocksFor(C), kThreads, 0, stream>>>(dwpe, dout, rows, row0, T, C);
+  checkLaunch("position_embedding_backward");
+}
+
+void crossEntropyPartMax(float* maxima, const float* logits, int N, int V, cudaStream_t stream) {
+  crossEntropyPartMaxKernel<<<static_cast<unsigned>(N), kThreads, 0, stream>>>(maxima, logits, V);
+  checkLaunch("cross_entropy_forward");
+}
+
+void crossEntropyPartExp(float* sums, float* probs, const float* logits, const float* maxima,
+                         const std::int32_t* targets, int N, int V, int first,
+                         cudaStream_t stream) {
+  crossEntropyPartExpKernel<<<static_cast<unsigned>(N), kThreads, 0, stream>>>(
+      sums, probs, logits, maxima, targets, N, V, first);
+  checkLaunch("cross_entropy_forward");
+}
+
+void crossEntropyPartFinish(float* losses, float* probs, const float* sums, const float* maxima,
+                            int N, int V, cudaStream_t stream) {
+  crossEntropyPartFinishKernel<<<static_cast<unsigned>(N), kThreads, 0, stream>>>(
+      losses, probs, sums, maxima, N, V);
+  checkLaunch("cross_entropy_forward");
+}
+
+void crossEntropyPartBackward(float* dlogits, const std::int32_t* targets, int N, int V, int first,
+                              float weight, cudaStream_t stream) {
+  const long n = static_cast<long>(N) * V;
+  crossEntropyPartBackwardKernel<<<blocksFor(n), kThreads, 0, stream>>>(dlogits, targets, V, first,
+                                                                        weight, n);
+  checkLaunch("cross_entropy_backward");
 }
 
 void crossEntropyForward(float* losses, float* probs, const float* logits,

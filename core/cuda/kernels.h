@@ -62,6 +62,26 @@ void embeddingForward(float* out, const std::int32_t* tokens, const float* wte, 
 void embeddingBackward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
                        int B, int T, int C, cudaStream_t stream);
 
+// Tensor parallelism's vocabulary split (kernels::embeddingPartForward ... positionBackward): the
+// gradients' columns one thread each, rows in order, as on the CPU.
+void embeddingPartForward(float* out, const std::int32_t* tokens, const float* wtePart, int N,
+                          int first, int part, int C, cudaStream_t stream);
+void embeddingPartBackward(float* dwtePart, const float* dout, const std::int32_t* tokens, int N,
+                           int first, int part, int C, cudaStream_t stream);
+void positionForward(float* out, const float* wpe, int rows, int row0, int T, int C,
+                     cudaStream_t stream);
+void positionBackward(float* dwpe, const float* dout, int rows, int row0, int T, int C,
+                      cudaStream_t stream);
+// The vocabulary-split cross-entropy's passes (kernels::crossEntropyPartMax ... PartBackward),
+// the row reductions a block per row.
+void crossEntropyPartMax(float* maxima, const float* logits, int N, int V, cudaStream_t stream);
+void crossEntropyPartExp(float* sums, float* probs, const float* logits, const float* maxima,
+                         const std::int32_t* targets, int N, int V, int first, cudaStream_t stream);
+void crossEntropyPartFinish(float* losses, float* probs, const float* sums, const float* maxima,
+                            int N, int V, cudaStream_t stream);
+void crossEntropyPartBackward(float* dlogits, const std::int32_t* targets, int N, int V, int first,
+                              float weight, cudaStream_t stream);
+
 // Softmax + cross-entropy over rows of V (probs may alias logits), and its backward (dlogits may
 // alias probs).
 void crossEntropyForward(float* losses, float* probs, const float* logits,

@@ -58,4 +58,53 @@ template void crossEntropyBackward<float>(float*, const float*, const std::int32
 template void crossEntropyBackward<double>(double*, const double*, const std::int32_t*,
                                            const double*, int, int);
 
+void crossEntropyPartMax(float* maxima, const float* logits, int N, int V) {
+  const trace::Span span("cross_entropy_max", trace::Category::Compute);
+  for (int n = 0; n < N; ++n) {
+    const float* l = logits + static_cast<long>(n) * V;
+    float m = l[0];
+    for (int v = 1; v < V; ++v) m = l[v] > m ? l[v] : m;
+    maxima[n] = m;
+  }
+}
+
+void crossEntropyPartExp(float* sums, float* probs, const float* logits, const float* maxima,
+                         const std::int32_t* targets, int N, int V, int first) {
+  const trace::Span span("cross_entropy_exp", trace::Category::Compute);
+  for (int n = 0; n < N; ++n) {
+    const float* l = logits + static_cast<long>(n) * V;
+    float* p = probs + static_cast<long>(n) * V;
+    const int local = targets[n] - first;
+    sums[N + n] = local >= 0 && local < V ? l[local] : 0.0f;
+    float sum = 0;
+    for (int v = 0; v < V; ++v) {
+      p[v] = fastExp(l[v] - maxima[n]);
+      sum += p[v];
+    }
+    sums[n] = sum;
+  }
+}
+
+void crossEntropyPartFinish(float* losses, float* probs, const float* sums, const float* maxima,
+                            int N, int V) {
+  const trace::Span span("cross_entropy_normalize", trace::Category::Compute);
+  for (int n = 0; n < N; ++n) {
+    float* p = probs + static_cast<long>(n) * V;
+    const float inv = 1.0f / sums[n];
+    for (int v = 0; v < V; ++v) p[v] *= inv;
+    losses[n] = std::log(sums[n]) - (sums[N + n] - maxima[n]);
+  }
+}
+
+void crossEntropyPartBackward(float* dlogits, const std::int32_t* targets, int N, int V, int first,
+                              float weight) {
+  const trace::Span span("cross_entropy_backward", trace::Category::Compute);
+  for (int n = 0; n < N; ++n) {
+    float* d = dlogits + static_cast<long>(n) * V;
+    for (int v = 0; v < V; ++v) d[v] *= weight;
+    const int local = targets[n] - first;
+    if (local >= 0 && local < V) d[local] -= weight;
+  }
+}
+
 }  // namespace parascope::kernels

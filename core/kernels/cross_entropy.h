@@ -17,4 +17,23 @@ template <typename T>
 void crossEntropyBackward(T* dlogits, const T* probs, const std::int32_t* targets, const T* dlosses,
                           int N, int V);
 
+// The vocabulary-split cross-entropy of tensor parallelism: a rank holds the logits of the
+// vocabulary rows [first, first + V) of each token, (N, V); the group combines the per-row
+// quantities between the passes (maxima with Max, sums with Sum). Each pass is a span of its own
+// (cross_entropy_max, cross_entropy_exp, cross_entropy_normalize).
+// 1. maxima (N): each row's largest logit here.
+void crossEntropyPartMax(float* maxima, const float* logits, int N, int V);
+// 2. With the group's maxima: probs = exp(logits - max) in place (probs may alias logits);
+//    sums (2, N): each row's sum of them, then its target's logit (0 where the target is
+//    another rank's).
+void crossEntropyPartExp(float* sums, float* probs, const float* logits, const float* maxima,
+                         const std::int32_t* targets, int N, int V, int first);
+// 3. With the group's sums: probs normalised in place, losses (N) = log(sum) - (target - max).
+void crossEntropyPartFinish(float* losses, float* probs, const float* sums, const float* maxima,
+                            int N, int V);
+// Backward in place: dlogits = (probs - [v == target]) * weight, weight the loss weight of every
+// target.
+void crossEntropyPartBackward(float* dlogits, const std::int32_t* targets, int N, int V, int first,
+                              float weight);
+
 }  // namespace parascope::kernels

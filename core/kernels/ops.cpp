@@ -83,6 +83,40 @@ class CpuOps final : public KernelOps {
     kernels::crossEntropyBackward(dlogits, probs, targets, dlosses, N, V);
   }
   void fill(float* p, float value, long n) const override { std::fill(p, p + n, value); }
+  void accumulate(float* acc, const float* add, long n) const override {
+    kernels::accumulate(acc, add, n, DType::F32);
+  }
+  void embeddingPartForward(float* out, const std::int32_t* tokens, const float* wtePart, int N,
+                            int first, int part, int C) const override {
+    kernels::embeddingPartForward(out, tokens, wtePart, N, first, part, C);
+  }
+  void embeddingPartBackward(float* dwtePart, const float* dout, const std::int32_t* tokens, int N,
+                             int first, int part, int C) const override {
+    kernels::embeddingPartBackward(dwtePart, dout, tokens, N, first, part, C);
+  }
+  void positionForward(float* out, const float* wpe, int rows, int row0, int T,
+                       int C) const override {
+    kernels::positionForward(out, wpe, rows, row0, T, C);
+  }
+  void positionBackward(float* dwpe, const float* dout, int rows, int row0, int T,
+                        int C) const override {
+    kernels::positionBackward(dwpe, dout, rows, row0, T, C);
+  }
+  void crossEntropyPartMax(float* maxima, const float* logits, int N, int V) const override {
+    kernels::crossEntropyPartMax(maxima, logits, N, V);
+  }
+  void crossEntropyPartExp(float* sums, float* probs, const float* logits, const float* maxima,
+                           const std::int32_t* targets, int N, int V, int first) const override {
+    kernels::crossEntropyPartExp(sums, probs, logits, maxima, targets, N, V, first);
+  }
+  void crossEntropyPartFinish(float* losses, float* probs, const float* sums, const float* maxima,
+                              int N, int V) const override {
+    kernels::crossEntropyPartFinish(losses, probs, sums, maxima, N, V);
+  }
+  void crossEntropyPartBackward(float* dlogits, const std::int32_t* targets, int N, int V,
+                                int first, float weight) const override {
+    kernels::crossEntropyPartBackward(dlogits, targets, N, V, first, weight);
+  }
   void adamwUpdate(float* param, const float* grad, float* m, float* v, long n, const AdamWHyper& h,
                    int step, float gradScale) const override {
     kernels::adamwUpdate<float>(param, grad, m, v, n, h, step, gradScale);

@@ -49,8 +49,27 @@ class KernelOps {
                                    const std::int32_t* targets, int N, int V) const = 0;
   virtual void crossEntropyBackward(float* dlogits, const float* probs, const std::int32_t* targets,
                                     const float* dlosses, int N, int V) const = 0;
-  // p[0 .. n) = value.
+  // p[0 .. n) = value; acc[0 .. n) += add (a gradient summed elsewhere, added to the stored one).
   virtual void fill(float* p, float value, long n) const = 0;
+  virtual void accumulate(float* acc, const float* add, long n) const = 0;
+  // Tensor parallelism's vocabulary-split embedding and cross-entropy (embedding.h,
+  // cross_entropy.h).
+  virtual void embeddingPartForward(float* out, const std::int32_t* tokens, const float* wtePart,
+                                    int N, int first, int part, int C) const = 0;
+  virtual void embeddingPartBackward(float* dwtePart, const float* dout, const std::int32_t* tokens,
+                                     int N, int first, int part, int C) const = 0;
+  virtual void positionForward(float* out, const float* wpe, int rows, int row0, int T,
+                               int C) const = 0;
+  virtual void positionBackward(float* dwpe, const float* dout, int rows, int row0, int T,
+                                int C) const = 0;
+  virtual void crossEntropyPartMax(float* maxima, const float* logits, int N, int V) const = 0;
+  virtual void crossEntropyPartExp(float* sums, float* probs, const float* logits,
+                                   const float* maxima, const std::int32_t* targets, int N, int V,
+                                   int first) const = 0;
+  virtual void crossEntropyPartFinish(float* losses, float* probs, const float* sums,
+                                      const float* maxima, int N, int V) const = 0;
+  virtual void crossEntropyPartBackward(float* dlogits, const std::int32_t* targets, int N, int V,
+                                        int first, float weight) const = 0;
   // Mixed precision's conversions (precision.h): a 16-bit (`type`: BF16 or F16) stored value
   // widened into an f32 working copy; f32 values rounded in place to `type`'s; an f32 gradient
   // added into a 16-bit one, rounded once.

@@ -60,7 +60,8 @@ int rowsOf(const Batch& b) {
 // otherwise every rank computes the whole increment and accumulates it directly.
 class SharedGrad {
  public:
-  SharedGrad(TensorParallelRegion& region, Parameter* p, Allocator& a) : region_(region), p_(p) {
+  SharedGrad(const KernelOps& ops, TensorParallelRegion& region, Parameter* p, Allocator& a)
+      : ops_(ops), region_(region), p_(p) {
     if (region.size() > 1 && region.sequenceParallel())
       scratch_ = Tensor::zeros(p->shape, DType::F32, MemoryCategory::Workspace, a);
   }
@@ -68,10 +69,11 @@ class SharedGrad {
   void finish() {
     if (!scratch_.defined()) return;
     region_.sumSharedGradient(f(scratch_), scratch_.numel());
-    accumulate(f(p_->grad), f(scratch_), static_cast<long>(scratch_.numel()), DType::F32);
+    ops_.accumulate(f(p_->grad), f(scratch_), static_cast<long>(scratch_.numel()));
   }
 
  private:
+  const KernelOps& ops_;
   TensorParallelRegion& region_;
   Parameter* p_;
   Tensor scratch_;
@@ -95,7 +97,7 @@ void layernormWeightGrad(const KernelOps& ops, TensorParallelRegion& region, All
                          const Tensor& dout, const Tensor& inp, const Tensor& mean,
                          const Tensor& rstd, Parameter* weight, Parameter* bias, int C) {
   const int rows = static_cast<int>(inp.numel() / C);
-  SharedGrad dw(region, weight, a), db(region, bias, a);
+  SharedGrad dw(ops, region, weight, a), db(ops, region, bias, a);
   ops.layernormBackward(nullptr, dw.target(), db.target(), f(dout), f(inp), f(weight->value),
                         f(mean), f(rstd), rows, C, nullptr);
   dw.finish();
@@ -109,7 +111,7 @@ Tensor layernormGrad(const KernelOps& ops, TensorParallelRegion& region, Allocat
                      Parameter* weight, Parameter* bias, int C, const Tensor& dresidual) {
   const int rows = static_cast<int>(inp.numel() / C);
   Tensor dinp = activation(a, {rows, C});
-  SharedGrad dw(region, weight, a), db(region, bias, a);
+  SharedGrad dw(ops, region, weight, a), db(ops, region, bias, a);
   ops.layernormBackward(f(dinp), dw.target(), db.target(), f(dout), f(inp), f(weight->value),
                         f(mean), f(rstd), rows, C, residualGrad(dresidual));
   dw.finish();
@@ -173,9 +175,9 @@ Tensor Embedding::forward(const Tensor& x, const Batch& batch, Activations& keep
   }
   const int part = V / region_->size(), first = region_->rank() * part;
   Tensor partial = activation(alloc_, {N, C});
-  embeddingPartForward(f(partial), tokens, f(wte_->value), N, first, part, C);
+  ops_.embeddingPartForward(f(partial), tokens, f(wte_->value), N, first, part, C);
   Tensor out = region_->leave(partial);
-  positionForward(f(out), f(wpe_->value), static_cast<int>(out.dim(0)), firstRow(N), T, C);
+  ops_.positionForward(f(out), f(wpe_->value), static_cast<int>(out.dim(0)), firstRow(N), T, C);
   return out;
 }
 
@@ -188,12 +190,12 @@ Tensor Embedding::backward(const Tensor& dy, const Batch& batch, Activations& ke
     ops_.embeddingBackward(f(wte_->grad), f(wpe_->grad), f(dy), tokens, B, T, C);
     return {};
   }
-  SharedGrad dwpe(*region_, wpe_, alloc_);
-  positionBackward(dwpe.target(), f(dy), static_cast<int>(dy.numel() / C), firstRow(N), T, C);
+  SharedGrad dwpe(ops_, *region_, wpe_, alloc_);
+  ops_.positionBackward(dwpe.target(), f(dy), static_cast<int>(dy.numel() / C), firstRow(N), T, C);
   dwpe.finish();
   const Tensor dfull = region_->leaveBackward(dy);
   const int part = c_.vocabSize / region_->size(), first = region_->rank() * part;
-  embeddingPartBackward(f(wte_->grad), f(dfull), tokens, N, first, part, C);
+  ops_.embeddingPartBackward(f(wte_->grad), f(dfull), tokens, N, first, part, C);
   return {};
 }
 
@@ -326,7 +328,7 @@ void Block::rowParallelBias(const Tensor& out, P bias) {
 void Block::rowParallelBiasGrad(const Tensor& d, P bias) {
   if (fusedBias()) return;  // the weight GEMM's backward accumulates it
   const int C = c_.hiddenSize;
-  SharedGrad db(*region_, params_[bias], alloc_);
+  SharedGrad db(ops_, *region_, params_[bias], alloc_);
   ops_.biasBackward(db.target(), f(d), d.numel() / C, static_cast<long>(C));
   db.finish();
 }
@@ -487,32 +489,12 @@ Tensor Head::crossEntropySplit(const Tensor& logits, const Batch& batch) {
   const auto* targets = batch.targets.data<std::int32_t>();
   // Row maxima over the whole vocabulary, then per row [sum of exp | target logit].
   Tensor maxima = activation(alloc_, {N}), sums = activation(alloc_, {2, N});
-  for (int n = 0; n < N; ++n) {
-    const float* l = f(logits) + static_cast<long>(n) * Vl;
-    float m = l[0];
-    for (int v = 1; v < Vl; ++v) m = l[v] > m ? l[v] : m;
-    f(maxima)[n] = m;
-  }
+  ops_.crossEntropyPartMax(f(maxima), f(logits), N, Vl);
   region_->allReduce(f(maxima), static_cast<std::size_t>(N), DType::F32, ReduceOp::Max);
-  for (int n = 0; n < N; ++n) {
-    float* p = f(logits) + static_cast<long>(n) * Vl;
-    const int local = targets[n] - first;
-    f(sums)[N + n] = local >= 0 && local < Vl ? p[local] : 0.0f;
-    float sum = 0;
-    for (int v = 0; v < Vl; ++v) {
-      p[v] = fastExp(p[v] - f(maxima)[n]);
-      sum += p[v];
-    }
-    f(sums)[n] = sum;
-  }
+  ops_.crossEntropyPartExp(f(sums), f(logits), f(logits), f(maxima), targets, N, Vl, first);
   region_->allReduce(f(sums), static_cast<std::size_t>(2 * N), DType::F32, ReduceOp::Sum);
   Tensor losses = activation(alloc_, {N});
-  for (int n = 0; n < N; ++n) {
-    float* p = f(logits) + static_cast<long>(n) * Vl;
-    const float inv = 1.0f / f(sums)[n];
-    for (int v = 0; v < Vl; ++v) p[v] *= inv;
-    f(losses)[n] = std::log(f(sums)[n]) - (f(sums)[N + n] - f(maxima)[n]);
-  }
+  ops_.crossEntropyPartFinish(f(losses), f(logits), f(sums), f(maxima), N, Vl);
   return losses;
 }
 
@@ -526,12 +508,7 @@ Tensor Head::inputHalf(const Batch& batch, Activations& keep, bool whole) {
     ops_.fill(f(dlosses), batch.lossWeight, N);
     ops_.crossEntropyBackward(f(s[kProbs]), f(s[kProbs]), targets, f(dlosses), N, Vl);
   } else {
-    for (int n = 0; n < N; ++n) {
-      float* d = f(s[kProbs]) + static_cast<long>(n) * Vl;
-      for (int v = 0; v < Vl; ++v) d[v] *= batch.lossWeight;
-      const int local = targets[n] - first;
-      if (local >= 0 && local < Vl) d[local] -= batch.lossWeight;
-    }
+    ops_.crossEntropyPartBackward(f(s[kProbs]), targets, N, Vl, first, batch.lossWeight);
   }
   Tensor dln = activation(alloc_, {N, C});
   ops_.matmulBackward(f(dln), nullptr, nullptr, f(s[kProbs]), nullptr, f(wte_->value), N, C, Vl);
@@ -621,9 +598,6 @@ void buildGptTensorParallel(Model& m, const GptConfig& c,
   validate(c);
   const int t = region->size(), r = region->rank();
   validateTensorParallel(c, t, region->sequenceParallel());
-  if (t > 1 && m.ops().device().kind != Device::Kind::Cpu)
-    throw UserError("tensor_model_parallel_size " + std::to_string(t) +
-                    ": tensor parallelism runs on the CPU only so far (device: cpu)");
   GptSplits splits;  // whole on one rank
   if (t > 1) {
     splits.vocabulary = {0, t, r, 1};
@@ -642,14 +616,22 @@ std::vector<std::pair<std::string, Tensor>> gatherParameterValues(const Model& m
                                                                   Communicator& group) {
   std::vector<std::pair<std::string, Tensor>> out;
   Allocator& a = model.allocator();
+  // The whole values are assembled in the host's memory, which a GPU's parts are copied to.
+  const bool host = a.device().kind == Device::Kind::Cpu;
   for (const Parameter& p : model.parameters()) {
-    Tensor full = Tensor::empty(p.fullShape, DType::F32, MemoryCategory::Workspace, a);
+    Tensor full = Tensor::empty(p.fullShape, DType::F32, MemoryCategory::Workspace,
+                                host ? a : defaultAllocator());
     if (p.split.whole()) {
       full.copyFrom(p.value);
     } else {
       const std::int64_t n = p.numel();
       Tensor parts = Tensor::empty({group.size() * n}, DType::F32, MemoryCategory::Workspace, a);
       group.allGather(f(p.value), f(parts), static_cast<std::size_t>(n), DType::F32);
+      if (!host) {
+        Tensor copy = Tensor::empty(parts.shape(), DType::F32, MemoryCategory::Workspace);
+        copy.copyFrom(parts);
+        parts = copy;
+      }
       for (int r = 0; r < group.size(); ++r) {
         TensorSplit s = p.split;
         s.index = r;

@@ -324,7 +324,7 @@ double Trainer::sumTiedEmbedding() {
   // Through the model's kernels, on its device.
   const kernels::KernelOps& ops = model_->ops();
   if (type == DType::F32) {
-    ops.residualForward(grad.data<float>(), grad.data<float>(), theirs.data<float>(), wte.numel());
+    ops.accumulate(grad.data<float>(), theirs.data<float>(), wte.numel());
   } else {
     Tensor wide =
         Tensor::empty(wte.shape, DType::F32, MemoryCategory::CommBuffer, model_->allocator());

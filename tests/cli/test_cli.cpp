@@ -111,15 +111,15 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
   // refuses the device for that.
 #if PARASCOPE_HAVE_CUDA
   const QString strategy =
-      "error: config: device \"cuda\" trains the GPT with data and pipeline parallelism so "
-      "far; not: tensor_model_parallel_size 2, ZeRO stage 1\n";
+      "error: config: device \"cuda\" trains the GPT with data, tensor and pipeline "
+      "parallelism so far; not: communication_data_type \"bf16\", ZeRO stage 1\n";
 #else
   const QString strategy =
       "error: config: device \"cuda\" needs a build with CUDA (this one was "
       "built without the CUDA toolkit); valid here: \"cpu\"\n";
 #endif
   QTest::newRow("gpu strategy") << QStringList{"train", "device=cuda",
-                                               "tensor_model_parallel_size=2",
+                                               "communication_data_type=bf16",
                                                "zero_optimization.stage=1"}
                                 << strategy;
   QTest::newRow("device") << QStringList{"train", "device=gpu"}

@@ -100,6 +100,7 @@ class TestCudaKernels : public QObject {
   void layernormMatchesTheCpu();
   void embeddingMatchesTheCpu();
   void crossEntropyMatchesTheCpu();
+  void vocabularySplitMatchesTheCpu();
   void adamwGivesTheCpusBits();
   void conversionsAndSumOfSquares();
   void matmulMatchesTheCpu();
@@ -193,6 +194,58 @@ void TestCudaKernels::embeddingMatchesTheCpu() {
   QVERIFY(sameBits(gout.host(), out));
   QVERIFY(sameBits(gdwte.host(), dwte));
   QVERIFY(sameBits(gdwpe.host(), dwpe));
+}
+
+// Tensor parallelism's vocabulary split, rank 1 of 2 (rows [V/2, V) of a 512-row table): the
+// embedding's part, the position rows from row 40 on, and the three passes of the split
+// cross-entropy (the group's reductions left out: one rank's quantities). Embedding and
+// position give the CPU's bits; the cross-entropy's row sums are held to 1e-5.
+void TestCudaKernels::vocabularySplitMatchesTheCpu() {
+  REQUIRE_DEVICE();
+  const int N = 96, C = 48, V = 256, first = 256, T = 32, row0 = 40;
+  std::vector<std::int32_t> tokens(N);
+  for (int n = 0; n < N; ++n) tokens[n] = (n * 37) % 512;  // half of them another rank's
+  const Floats wte = randomFloats(static_cast<std::size_t>(V) * C, 40),
+               wpe = randomFloats(static_cast<std::size_t>(T) * C, 41),
+               dout = randomFloats(static_cast<std::size_t>(N) * C, 42);
+  DeviceVector<std::int32_t> dtokens(tokens);
+  DeviceVector<float> dwte(wte), dwpe(wpe), ddout(dout), out{Floats(N * C)};
+  Floats cpu(N * C);
+  kernels::embeddingPartForward(cpu.data(), tokens.data(), wte.data(), N, first, V, C);
+  cuda::embeddingPartForward(out.get(), dtokens.get(), dwte.get(), N, first, V, C, nullptr);
+  QVERIFY(sameBits(out.host(), cpu));
+  kernels::positionForward(cpu.data(), wpe.data(), N, row0, T, C);
+  cuda::positionForward(out.get(), dwpe.get(), N, row0, T, C, nullptr);
+  QVERIFY(sameBits(out.host(), cpu));
+  Floats gradTable(wte.size(), 0.5f), gradPositions(wpe.size(), 0.25f);
+  DeviceVector<float> dgradTable(gradTable), dgradPositions(gradPositions);
+  kernels::embeddingPartBackward(gradTable.data(), dout.data(), tokens.data(), N, first, V, C);
+  cuda::embeddingPartBackward(dgradTable.get(), ddout.get(), dtokens.get(), N, first, V, C,
+                              nullptr);
+  QVERIFY(sameBits(dgradTable.host(), gradTable));
+  kernels::positionBackward(gradPositions.data(), dout.data(), N, row0, T, C);
+  cuda::positionBackward(dgradPositions.get(), ddout.get(), N, row0, T, C, nullptr);
+  QVERIFY(sameBits(dgradPositions.host(), gradPositions));
+
+  const Floats logits = randomFloats(static_cast<std::size_t>(N) * V, 43, 4.0f);
+  Floats maxima(N), sums(2 * N), losses(N), probs(logits);
+  kernels::crossEntropyPartMax(maxima.data(), logits.data(), N, V);
+  kernels::crossEntropyPartExp(sums.data(), probs.data(), probs.data(), maxima.data(),
+                               tokens.data(), N, V, first);
+  kernels::crossEntropyPartFinish(losses.data(), probs.data(), sums.data(), maxima.data(), N, V);
+  DeviceVector<float> dprobs(logits), dmaxima{Floats(N)}, dsums{Floats(2 * N)}, dlosses{Floats(N)};
+  cuda::crossEntropyPartMax(dmaxima.get(), dprobs.get(), N, V, nullptr);
+  QVERIFY(sameBits(dmaxima.host(), maxima));  // a maximum is exact in any order
+  cuda::crossEntropyPartExp(dsums.get(), dprobs.get(), dprobs.get(), dmaxima.get(), dtokens.get(),
+                            N, V, first, nullptr);
+  QVERIFY(worst(dsums.host(), sums, 1e-5, 0) <= 1);
+  cuda::crossEntropyPartFinish(dlosses.get(), dprobs.get(), dsums.get(), dmaxima.get(), N, V,
+                               nullptr);
+  QVERIFY(worst(dlosses.host(), losses, 1e-5, 1e-6) <= 1);
+  QVERIFY(worst(dprobs.host(), probs, 1e-5, 1e-7) <= 1);
+  kernels::crossEntropyPartBackward(probs.data(), tokens.data(), N, V, first, 0.125f);
+  cuda::crossEntropyPartBackward(dprobs.get(), dtokens.get(), N, V, first, 0.125f, nullptr);
+  QVERIFY(worst(dprobs.host(), probs, 1e-5, 1e-8) <= 1);
 }
 
 void TestCudaKernels::crossEntropyMatchesTheCpu() {

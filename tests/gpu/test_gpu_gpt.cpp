@@ -245,6 +245,12 @@ void TestGpuGpt::strategiesOnOneGpuMatchOneRank_data() {
   QTest::newRow("P2 1f1b") << R"({"pipeline_model_parallel_size": 2})";
   QTest::newRow("P2 zb-h1")
       << R"({"pipeline_model_parallel_size": 2, "pipeline_schedule": "zb-h1"})";
+  QTest::newRow("T2") << R"({"tensor_model_parallel_size": 2})";
+  QTest::newRow("T2 sequence-parallel")
+      << R"({"tensor_model_parallel_size": 2, "sequence_parallel": true})";
+  QTest::newRow("D2 T2 P2") << R"({"data_parallel_size": 2, "tensor_model_parallel_size": 2,
+                                   "pipeline_model_parallel_size": 2,
+                                   "gradient_accumulation_steps": 2})";
   QTest::newRow("D2 P2 bf16") << R"({"data_parallel_size": 2, "pipeline_model_parallel_size": 2,
                                      "gradient_accumulation_steps": 2, "bf16": {"enabled": true}})";
 }
@@ -363,9 +369,9 @@ void TestGpuGpt::trainerRefusesWhatAGpuDoesNotRunYet() {
   };
   QCOMPARE(message(smallGpt({{"bf16", {{"enabled", true}}},
                              {"zero_optimization", {{"stage", 1}}},
-                             {"tensor_model_parallel_size", 2}})),
-           std::string("config: device \"cuda\" trains the GPT with data and pipeline "
-                       "parallelism so far; not: tensor_model_parallel_size 2, ZeRO stage 1"));
+                             {"communication_data_type", "fp16"}})),
+           std::string("config: device \"cuda\" trains the GPT with data, tensor and pipeline "
+                       "parallelism so far; not: communication_data_type \"fp16\", ZeRO stage 1"));
   QCOMPARE(device.peakTotal(), 0);
   if (cuda::deviceCount() == 0) {
     QCOMPARE(message(smallGpt()), std::string("kernels: CUDA device 0 does not exist (0 visible)"));
