@@ -105,9 +105,9 @@ class CudaOps final : public kernels::KernelOps {
     const trace::LaunchSpan span("fill", trace::Category::Compute);
     cuda::fill(p, value, n, stream_);
   }
-  void accumulate(float* acc, const float* add, long n) const override {
+  void accumulate(void* acc, const void* add, long n, DType type) const override {
     const trace::LaunchSpan span("accumulate", trace::Category::Compute);
-    cuda::residualForward(acc, acc, add, n, stream_);
+    cuda::accumulate(acc, add, n, type, stream_);
   }
   void embeddingPartForward(float* out, const std::int32_t* tokens, const float* wtePart, int N,
                             int first, int part, int C) const override {

@@ -406,6 +406,11 @@ __global__ void roundToKernel(float* x, long n, bool bf16) {
   for (long i = globalIndex(); i < n; i += gridStride())
     x[i] = widenOne(narrowOne(x[i], bf16), bf16);
 }
+__global__ void accumulateLowKernel(std::uint16_t* acc, const std::uint16_t* add, long n,
+                                    bool bf16) {
+  for (long i = globalIndex(); i < n; i += gridStride())
+    acc[i] = narrowOne(widenOne(acc[i], bf16) + widenOne(add[i], bf16), bf16);
+}
 __global__ void accumulateRoundedKernel(std::uint16_t* acc, const float* add, long n, bool bf16) {
   for (long i = globalIndex(); i < n; i += gridStride())
     acc[i] = narrowOne(widenOne(acc[i], bf16) + add[i], bf16);
@@ -706,6 +711,18 @@ void roundTo(float* x, long n, DType type, cudaStream_t stream) {
   const bool bf16 = isBf16(type, "roundTo");
   roundToKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, n, bf16);
   checkLaunch("roundTo");
+}
+
+void accumulate(void* acc, const void* add, long n, DType type, cudaStream_t stream) {
+  if (type == DType::F32) {
+    auto* a = static_cast<float*>(acc);
+    residualKernel<<<blocksFor(n), kThreads, 0, stream>>>(a, a, static_cast<const float*>(add), n);
+  } else {
+    accumulateLowKernel<<<blocksFor(n), kThreads, 0, stream>>>(
+        static_cast<std::uint16_t*>(acc), static_cast<const std::uint16_t*>(add), n,
+        isBf16(type, "accumulate"));
+  }
+  checkLaunch("accumulate");
 }
 
 void accumulateRounded(std::uint16_t* acc, const float* add, long n, DType type,

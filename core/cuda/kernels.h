@@ -109,6 +109,9 @@ void narrow(const float* in, std::uint16_t* out, long n, DType to, cudaStream_t 
 void roundTo(float* x, long n, DType type, cudaStream_t stream);
 void accumulateRounded(std::uint16_t* acc, const float* add, long n, DType type,
                        cudaStream_t stream);
+// acc += add with both in `type` (F32, or 16-bit added in f32 and rounded once:
+// kernels::accumulate).
+void accumulate(void* acc, const void* add, long n, DType type, cudaStream_t stream);
 
 // In-process ranks sharing a GPU (core/comm/device_buffers.h): reduceBuffers' contract
 // (core/comm/reduce_kernels.h) on device buffers, each element's sources combined in the order

@@ -83,8 +83,8 @@ class CpuOps final : public KernelOps {
     kernels::crossEntropyBackward(dlogits, probs, targets, dlosses, N, V);
   }
   void fill(float* p, float value, long n) const override { std::fill(p, p + n, value); }
-  void accumulate(float* acc, const float* add, long n) const override {
-    kernels::accumulate(acc, add, n, DType::F32);
+  void accumulate(void* acc, const void* add, long n, DType type) const override {
+    kernels::accumulate(acc, add, n, type);
   }
   void embeddingPartForward(float* out, const std::int32_t* tokens, const float* wtePart, int N,
                             int first, int part, int C) const override {

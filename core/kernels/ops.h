@@ -49,9 +49,10 @@ class KernelOps {
                                    const std::int32_t* targets, int N, int V) const = 0;
   virtual void crossEntropyBackward(float* dlogits, const float* probs, const std::int32_t* targets,
                                     const float* dlosses, int N, int V) const = 0;
-  // p[0 .. n) = value; acc[0 .. n) += add (a gradient summed elsewhere, added to the stored one).
+  // p[0 .. n) = value; acc[0 .. n) += add, both in `type` (precision.h's accumulate: a gradient
+  // summed elsewhere added to the stored one).
   virtual void fill(float* p, float value, long n) const = 0;
-  virtual void accumulate(float* acc, const float* add, long n) const = 0;
+  virtual void accumulate(void* acc, const void* add, long n, DType type) const = 0;
   // Tensor parallelism's vocabulary-split embedding and cross-entropy (embedding.h,
   // cross_entropy.h).
   virtual void embeddingPartForward(float* out, const std::int32_t* tokens, const float* wtePart,

@@ -69,7 +69,7 @@ class SharedGrad {
   void finish() {
     if (!scratch_.defined()) return;
     region_.sumSharedGradient(f(scratch_), scratch_.numel());
-    ops_.accumulate(f(p_->grad), f(scratch_), static_cast<long>(scratch_.numel()));
+    ops_.accumulate(f(p_->grad), f(scratch_), static_cast<long>(scratch_.numel()), DType::F32);
   }
 
  private:

@@ -69,16 +69,8 @@ std::int64_t Model::parameterCount() const {
 
 void Model::initialize(std::uint64_t seed) {
   if (!storage_.values) return;
-  const bool host = allocator_->device().kind == Device::Kind::Cpu;
   for (const Parameter& p : parameters_) {
-    if (host) {
-      p.initialValues(seed, p.storedValue());
-    } else {
-      // Drawn on the host, as every rank draws them, then copied to the device.
-      Tensor drawn = Tensor::empty(p.shape, p.storage, MemoryCategory::Workspace);
-      p.initialValues(seed, drawn);
-      p.storedValue().copyFrom(drawn);
-    }
+    p.initialValues(seed, p.storedValue());
     if (storage_.gradients) p.storedGrad().zero();
   }
 }

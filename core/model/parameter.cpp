@@ -49,6 +49,12 @@ void fill(float* v, std::int64_t n, const ParameterInit& init, Rng& rng) {
 }  // namespace
 
 void Parameter::initialValues(std::uint64_t seed, const Tensor& into) const {
+  if (into.device().kind != Device::Kind::Cpu) {  // drawn on the host, as every rank draws them
+    const Tensor drawn = Tensor::empty(into.shape(), into.dtype(), MemoryCategory::Workspace);
+    initialValues(seed, drawn);
+    into.copyFrom(drawn);
+    return;
+  }
   Rng rng(mixSeed(seed, hashName(name)));
   const std::int64_t n = numel();
   if (storage == DType::F32 && split.whole()) {

@@ -82,8 +82,9 @@ struct Parameter {
   const Tensor& storedGrad() const { return storage == DType::F32 ? grad : lowGrad; }
   // Writes the initial value from (seed, name) into `into` (`shape`, the storage type: rounded to
   // nearest even under mixed precision), wherever it lives: the stored value, or ZeRO's own
-  // storage when the model holds none (ModelStorage). A split parameter gets its part of the
-  // logical tensor's values, so any split starts from the single-rank model.
+  // storage when the model holds none (ModelStorage), on the host or a GPU (drawn on the host and
+  // copied). A split parameter gets its part of the logical tensor's values, so any split starts
+  // from the single-rank model.
   void initialValues(std::uint64_t seed, const Tensor& into) const;
 };
 

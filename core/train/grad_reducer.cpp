@@ -148,8 +148,8 @@ void GradientReducer::complete(int b) {
     bucket.staging = Tensor();
   }
   if (mode_ != Mode::ReduceScatter) return;
-  kernels::accumulate(reduced_.slice(fb.shardOffset, n).raw(),
-                      bucket.storage.slice(n * comm_.rank(), n).raw(), n, storage_);
+  model_.ops().accumulate(reduced_.slice(fb.shardOffset, n).raw(),
+                          bucket.storage.slice(n * comm_.rank(), n).raw(), n, storage_);
   detachBucketGradients(model_, layout_, b);
   bucket.storage = Tensor();  // the full bucket is gone until the next backward writes it
 }

@@ -70,8 +70,6 @@ void ParameterGatherer::writeShard(std::optional<std::uint64_t> seed) {
       part = swap_->buffer(static_cast<int>(b) % buffers);
       std::memset(part, 0,
                   static_cast<std::size_t>(swap_->layout().recordBytes(static_cast<int>(b))));
-    } else {
-      part = static_cast<char*>(shard_.slice(fb.shardOffset, layout_.partSize(fb)).raw());
     }
     for (int i : fb.parameters) {
       const Parameter& p = params[static_cast<std::size_t>(i)];
@@ -83,9 +81,12 @@ void ParameterGatherer::writeShard(std::optional<std::uint64_t> seed) {
         value = Tensor::empty(p.shape, type, MemoryCategory::Workspace, model_.allocator());
         p.initialValues(*seed, value);
       }
-      std::memcpy(part + (mine.shard - fb.shardOffset) * size,
-                  value.view({p.numel()}).slice(mine.local, mine.count).raw(),
-                  static_cast<std::size_t>(mine.count * size));
+      const Tensor from = value.view({p.numel()}).slice(mine.local, mine.count);
+      if (swap_) {
+        std::memcpy(part + (mine.shard - fb.shardOffset) * size, from.raw(), from.nbytes());
+      } else {  // the shard is where the model is, a GPU's memory maybe
+        shard_.slice(mine.shard, mine.count).copyFrom(from);
+      }
     }
     if (swap_) {
       pending[b % static_cast<std::size_t>(buffers)] = swap_->write(static_cast<int>(b), part);

@@ -14,7 +14,11 @@ ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator&
                            const kernels::AdamWHyper& hyper, const ParallelStrategy& strategy,
                            std::optional<std::uint64_t> seed, const Tensor& valueShard,
                            ParameterSwap* valueSwap)
-    : layout_(layout), comm_(comm), hyper_(hyper), allocator_(&model.allocator()) {
+    : layout_(layout),
+      comm_(comm),
+      hyper_(hyper),
+      allocator_(&model.allocator()),
+      ops_(&model.ops()) {
   valueSwap_ = valueSwap;
   valuesSharded_ = valueShard.defined() || valueSwap != nullptr;
   stored_ = model.computeType();
@@ -82,7 +86,7 @@ void ShardedAdamW::widenMaster(std::int64_t begin, std::int64_t count, float* ou
     if (lo >= hi) continue;
     const auto* part =
         reinterpret_cast<const std::uint16_t*>(valuesPart(static_cast<int>(b), sweep));
-    kernels::widen(part + (lo - fb.shardOffset), out + (lo - begin), hi - lo, stored_);
+    ops_->widen(part + (lo - fb.shardOffset), out + (lo - begin), hi - lo, stored_);
   }
 }
 
@@ -129,13 +133,13 @@ void ShardedAdamW::update(const Segment& s, std::int64_t from, std::int64_t coun
       s.shardBegin - layout_.buckets[static_cast<std::size_t>(s.bucket)].shardOffset + from;
   char* part = valuesPart(s.bucket, sweep);
   if (master == nullptr) {
-    kernels::adamwUpdate(reinterpret_cast<float*>(part) + p, grads.data<float>() + g, m, v, count,
-                         h, steps_, static_cast<float>(gradScale));
+    ops_->adamwUpdate(reinterpret_cast<float*>(part) + p, grads.data<float>() + g, m, v, count, h,
+                      steps_, static_cast<float>(gradScale));
     return;
   }
-  kernels::adamwUpdateMixed(master, reinterpret_cast<std::uint16_t*>(part) + p,
-                            grads.data<std::uint16_t>() + g, m, v, count, h, steps_,
-                            static_cast<float>(gradScale), stored_);
+  ops_->adamwUpdateMixed(master, reinterpret_cast<std::uint16_t*>(part) + p,
+                         grads.data<std::uint16_t>() + g, m, v, count, h, steps_,
+                         static_cast<float>(gradScale), stored_);
 }
 
 kernels::AdamWHyper ShardedAdamW::hyperFor(const Segment& s, double lr) const {

@@ -16,6 +16,7 @@
 
 #include "core/comm/communicator.h"
 #include "core/kernels/adamw.h"
+#include "core/kernels/ops.h"
 #include "core/offload/optimizer_swap.h"
 #include "core/offload/parameter_swap.h"
 #include "core/train/flat_layout.h"
@@ -92,6 +93,7 @@ class ShardedAdamW {
   // Swapped: m_, v_ and master_ exist only while staged in.
   std::unique_ptr<OptimizerSwap> swap_;
   Allocator* allocator_;
+  const kernels::KernelOps* ops_;  // the model's: AdamW and the masters on its device
   void allocateState();
   void stageOut();
   int steps_ = 0;

@@ -259,13 +259,6 @@ StepReport Trainer::step() {
   return r;
 }
 
-// What is read in host memory only (ZeRO's state, the whole model's values under tensor
-// parallelism); a GPU run does not have it.
-void Trainer::requireHostState(const char* what) const {
-  if (model_->allocator().device().kind != Device::Kind::Cpu)
-    throw UserError(std::string(what) + ": not supported yet for a run on a GPU");
-}
-
 // A model on a device reads its batch there: built in host memory, checked and copied.
 Batch Trainer::hostBatch(Split split, std::int64_t first, int rows) {
   if (model_->allocator().device().kind == Device::Kind::Cpu)
@@ -324,7 +317,7 @@ double Trainer::sumTiedEmbedding() {
   // Through the model's kernels, on its device.
   const kernels::KernelOps& ops = model_->ops();
   if (type == DType::F32) {
-    ops.accumulate(grad.data<float>(), theirs.data<float>(), wte.numel());
+    ops.accumulate(grad.raw(), theirs.raw(), wte.numel(), type);
   } else {
     Tensor wide =
         Tensor::empty(wte.shape, DType::F32, MemoryCategory::CommBuffer, model_->allocator());
@@ -485,6 +478,9 @@ void addSlices(std::vector<StateSlice>& out, const Parameter& p, StateField fiel
 
 void* Trainer::stateView(const Tensor& t) {
   if (t.device().kind == Device::Kind::Cpu) return t.raw();
+  for (const auto& [device, host] : staged_) {  // one copy of a tensor per state()
+    if (device.raw() == t.raw() && device.nbytes() == t.nbytes()) return host.raw();
+  }
   Tensor host = Tensor::empty(t.shape(), t.dtype(), MemoryCategory::Workspace);
   host.copyFrom(t);
   staged_.emplace_back(t, host);
@@ -537,12 +533,13 @@ RankState Trainer::state() {
     }
     return s;
   }
-  requireHostState("ZeRO's state");
   // ZeRO: this rank's segments of the flat space hold its moments (and master); the stored
   // parameters are the whole flat space, or with ZeRO-3 the same segments of the shard.
   sharded_->stageIn();  // a swapped state into memory until the next step (sharded_optimizer.h)
   const ShardedAdamW& z = *sharded_;
-  auto f32 = [](const Tensor& t, std::int64_t at) { return t.data<float>() + at; };
+  auto f32 = [&](const Tensor& t, std::int64_t at) {
+    return static_cast<float*>(stateView(t)) + at;
+  };
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> ownedRanges(params.size());
   for (const ShardedAdamW::Segment& seg : z.segments()) {
     Parameter& p = params[static_cast<std::size_t>(seg.parameter)];
@@ -552,12 +549,12 @@ RankState Trainer::state() {
     ownedRanges[static_cast<std::size_t>(seg.parameter)].emplace_back(local, seg.count);
     const float* master = mixed               ? f32(z.master(), seg.shardBegin)
                           : z.valuesSharded() ? f32(z.values(), seg.shardBegin)
-                                              : p.value.data<float>() + local;
+                                              : f32(p.value, local);
     addSlices(s.slices, p, StateField::Param, local, seg.count, const_cast<float*>(master),
               DType::F32, owned);
     if (mixed && z.valuesSharded()) {
       addSlices(s.slices, p, StateField::Param, local, seg.count,
-                z.values().data<std::uint16_t>() + seg.shardBegin, low, false);
+                static_cast<std::uint16_t*>(stateView(z.values())) + seg.shardBegin, low, false);
     }
     addSlices(s.slices, p, StateField::ExpAvg, local, seg.count,
               const_cast<float*>(f32(z.expAvg(), seg.shardBegin)), DType::F32, owned);
@@ -569,7 +566,7 @@ RankState Trainer::state() {
   for (std::size_t i = 0; i < params.size(); ++i) {
     Parameter& p = params[i];
     if (mixed) {
-      addSlices(s.slices, p, StateField::Param, 0, p.numel(), p.lowValue.raw(), low, false);
+      addSlices(s.slices, p, StateField::Param, 0, p.numel(), stateView(p.lowValue), low, false);
       continue;
     }
     std::int64_t at = 0;
@@ -578,8 +575,8 @@ RankState Trainer::state() {
     ranges.emplace_back(p.numel(), 0);
     for (const auto& [begin, count] : ranges) {
       if (begin > at)
-        addSlices(s.slices, p, StateField::Param, at, begin - at, p.value.data<float>() + at,
-                  DType::F32, false);
+        addSlices(s.slices, p, StateField::Param, at, begin - at, f32(p.value, at), DType::F32,
+                  false);
       at = begin + count;
     }
   }

@@ -96,7 +96,6 @@ class Trainer {
   DataParallelWork dataParallelWork(const std::vector<LayerRange>& chunks) const;
   StepSetup stepSetup();
   Batch hostBatch(Split split, std::int64_t first, int rows);
-  void requireHostState(const char* what) const;
   // t's memory for state(): t's own on the host, else a host copy kept in staged_.
   void* stateView(const Tensor& t);
   int tiedEmbedding() const;  // index of wte.weight in the model's parameters, or -1

@@ -251,6 +251,12 @@ void TestGpuGpt::strategiesOnOneGpuMatchOneRank_data() {
   QTest::newRow("D2 T2 P2") << R"({"data_parallel_size": 2, "tensor_model_parallel_size": 2,
                                    "pipeline_model_parallel_size": 2,
                                    "gradient_accumulation_steps": 2})";
+  QTest::newRow("D2 ZeRO-1") << R"({"data_parallel_size": 2, "gradient_accumulation_steps": 2,
+                                   "zero_optimization": {"stage": 1}})";
+  QTest::newRow("D2 ZeRO-2 bf16") << R"({"data_parallel_size": 2, "gradient_accumulation_steps": 2,
+                                        "zero_optimization": {"stage": 2}, "bf16": {"enabled": true}})";
+  QTest::newRow("D2 ZeRO-3") << R"({"data_parallel_size": 2, "gradient_accumulation_steps": 2,
+                                   "zero_optimization": {"stage": 3}})";
   QTest::newRow("D2 P2 bf16") << R"({"data_parallel_size": 2, "pipeline_model_parallel_size": 2,
                                      "gradient_accumulation_steps": 2, "bf16": {"enabled": true}})";
 }
@@ -368,10 +374,11 @@ void TestGpuGpt::trainerRefusesWhatAGpuDoesNotRunYet() {
     return std::string("accepted");
   };
   QCOMPARE(message(smallGpt({{"bf16", {{"enabled", true}}},
-                             {"zero_optimization", {{"stage", 1}}},
+                             {"data_parallel_size", 9},
                              {"communication_data_type", "fp16"}})),
-           std::string("config: device \"cuda\" trains the GPT with data, tensor and pipeline "
-                       "parallelism so far; not: communication_data_type \"fp16\", ZeRO stage 1"));
+           std::string("config: device \"cuda\" runs the GPT with any parallel strategy, ZeRO and "
+                       "precision, but not yet: 9 ranks (at most 8 share a GPU), "
+                       "communication_data_type \"fp16\""));
   QCOMPARE(device.peakTotal(), 0);
   if (cuda::deviceCount() == 0) {
     QCOMPARE(message(smallGpt()), std::string("kernels: CUDA device 0 does not exist (0 visible)"));
