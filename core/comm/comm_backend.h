@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/comm/comm_types.h"
 
@@ -61,7 +62,8 @@ class CommBackend {
   CommObserver observer;
 
  protected:
-  CommBackend(std::string name, CommOptions options) : name_(std::move(name)), options_(options) {}
+  CommBackend(std::string name, CommOptions options)
+      : name_(std::move(name)), options_(std::move(options)) {}
 
  private:
   std::string name_;

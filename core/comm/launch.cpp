@@ -14,7 +14,8 @@
 
 namespace parascope {
 
-void runInProcess(int size, const std::function<void(Communicator&)>& fn, CommOptions options) {
+void runInProcess(int size, const std::function<void(Communicator&)>& fn,
+                  const CommOptions& options) {
   if (size < 1)
     throw UserError("in-process world size must be at least 1, got " + std::to_string(size));
   auto world = std::make_shared<ThreadWorld>(size, options);

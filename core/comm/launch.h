@@ -12,6 +12,7 @@ namespace parascope {
 
 // Runs fn(comm) on `size` new threads (ranks 0..size-1 of a world named "world") and joins
 // them. Throws the first rank's exception, if any; UserError if size < 1.
-void runInProcess(int size, const std::function<void(Communicator&)>& fn, CommOptions options = {});
+void runInProcess(int size, const std::function<void(Communicator&)>& fn,
+                  const CommOptions& options = {});
 
 }  // namespace parascope

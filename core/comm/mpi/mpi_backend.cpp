@@ -252,7 +252,7 @@ void MpiRequest::wait() {
 class MpiComm final : public CommBackend {
  public:
   MpiComm(MPI_Comm comm, std::string name, CommOptions options)
-      : CommBackend(std::move(name), options), comm_(comm) {
+      : CommBackend(std::move(name), std::move(options)), comm_(comm) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
@@ -576,7 +576,7 @@ void failMpiWorld(const std::string& reason, int exitCode, std::chrono::millisec
 
 Communicator mpiWorld(CommOptions options) {
   initMpi();
-  return Communicator(std::make_shared<MpiComm>(MPI_COMM_WORLD, "world", options));
+  return Communicator(std::make_shared<MpiComm>(MPI_COMM_WORLD, "world", std::move(options)));
 }
 
 }  // namespace parascope

@@ -100,7 +100,7 @@ class NcclRequest final : public CommRequest {
 class NcclComm final : public CommBackend {
  public:
   NcclComm(ncclComm_t comm, int device, std::string name, CommOptions options)
-      : CommBackend(std::move(name), options), comm_(comm), device_(device) {
+      : CommBackend(std::move(name), std::move(options)), comm_(comm), device_(device) {
     NCCLCHECK(ncclCommUserRank(comm_, &rank_));
     NCCLCHECK(ncclCommCount(comm_, &size_));
     CUDACHECK(cudaSetDevice(device_));
@@ -235,7 +235,8 @@ Communicator ncclCommunicator(Communicator& bootstrap, int device, CommOptions o
   CUDACHECK(cudaSetDevice(device));
   ncclComm_t comm = nullptr;
   NCCLCHECK(ncclCommInitRank(&comm, bootstrap.size(), id, bootstrap.rank()));
-  return Communicator(std::make_shared<NcclComm>(comm, device, bootstrap.name(), options));
+  return Communicator(
+      std::make_shared<NcclComm>(comm, device, bootstrap.name(), std::move(options)));
 }
 
 }  // namespace parascope

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <thread>
+#include <utility>
 
 namespace parascope {
 namespace {
@@ -37,7 +38,7 @@ constexpr std::chrono::milliseconds kSleepSlice{20};
 
 ThreadWorld::ThreadWorld(int size, CommOptions options)
     : size_(size),
-      options_(options),
+      options_(std::move(options)),
       wakers_(new Waker[size]),
       departed_(new std::atomic<bool>[size]) {
   for (int i = 0; i < size; ++i) departed_[i].store(false);
