@@ -7,6 +7,11 @@
 #include "core/cuda/kernels.h"
 #include "core/trace/trace.h"
 
+// The ranks' kernels and these copies are ordered by sharing the legacy default stream.
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
+#error "in-process ranks on a GPU rely on the legacy default stream, not a per-thread one"
+#endif
+
 namespace parascope::cuda {
 
 namespace {
@@ -16,6 +21,9 @@ class CudaBuffers final : public DeviceBuffers {
   explicit CudaBuffers(int index) : index_(index) {}
 
   bool holds(const void* p) const override {
+    // The device first: a thread's first CUDA call would otherwise make device 0's context its
+    // own.
+    check(cudaSetDevice(index_), "cudaSetDevice");
     cudaPointerAttributes a{};
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
       cudaGetLastError();  // not a pointer CUDA knows: host memory

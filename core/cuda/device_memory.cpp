@@ -37,12 +37,14 @@ class CudaMemory final : public DeviceMemory {
   }
 
   void zero(void* p, std::size_t bytes) override {
+    if (bytes == 0) return;
     const trace::LaunchSpan span("memset", trace::Category::Memset);
     check(cudaSetDevice(index_), "cudaSetDevice");
     check(cudaMemset(p, 0, bytes), "cudaMemset");
   }
 
   void copy(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes == 0) return;
     const trace::LaunchSpan span("memcpy", trace::Category::Memcpy);
     check(cudaSetDevice(index_), "cudaSetDevice");
     check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");

@@ -31,7 +31,8 @@ struct ActivityRecord {
   std::uint32_t correlationId = 0;  // CUPTI's, shared by a launch and its GPU work
   std::uint64_t externalId = 0;     // ExternalCorrelation: the host's id
   std::uint64_t bytes = 0;          // Memcpy / Memset
-  std::string name;                 // kernel or API name, copy direction, overhead kind
+  bool timed = true;  // false: CUPTI had not recorded its times yet (a forced flush's record)
+  std::string name;   // kernel or API name, copy direction, overhead kind
 };
 
 class ActivitySource {

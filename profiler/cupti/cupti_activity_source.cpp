@@ -3,6 +3,7 @@
 // queue that flush() drains. Every CUPTI call is checked at the call site.
 #include <cupti.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <vector>
@@ -59,6 +60,7 @@ bool decodeCuptiRecord(const CUpti_Activity* record, std::int64_t offsetNs, Acti
   auto times = [&](std::uint64_t start, std::uint64_t end) {
     r.startNs = static_cast<std::int64_t>(start) + offsetNs;
     r.endNs = static_cast<std::int64_t>(end) + offsetNs;
+    r.timed = start != CUPTI_TIMESTAMP_UNKNOWN && end != CUPTI_TIMESTAMP_UNKNOWN;
   };
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
@@ -135,33 +137,54 @@ bool decodeCuptiRecord(const CUpti_Activity* record, std::int64_t offsetNs, Acti
 
 namespace {
 
+// GPU work whose times CUPTI had not filled in when its buffer came back.
+bool incomplete(const ActivityRecord& r) {
+  using K = ActivityRecord::Kind;
+  return !r.timed && (r.kind == K::Kernel || r.kind == K::Memcpy || r.kind == K::Memset);
+}
+
+// CUPTI calls back on its own threads, possibly after a source has stopped (a buffer it still
+// held), so what the callbacks touch lives for the process: the pool the buffers come from and
+// return to, and the source (if any) their records go to.
+ActivityBufferPool& bufferPool() {
+  static ActivityBufferPool pool(kBufferBytes, kMaxBuffers);
+  return pool;
+}
+
 class CuptiActivitySource final : public ActivitySource {
  public:
-  ~CuptiActivitySource() override {
-    stop();
-    if (instance_ == this) instance_ = nullptr;
-  }
+  ~CuptiActivitySource() override { stop(); }
 
   bool start(std::string* whyNot) override {
-    instance_ = this;
+    // One queue of buffers for the process, not one per thread: in-process ranks, their
+    // communication workers and the host all call CUDA, and a buffer each would outgrow the pool.
+    std::uint8_t perThread = 0;
+    std::size_t size = sizeof perThread;
+    PARASCOPE_CUPTI(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size,
+                                              &perThread),
+                    whyNot);
     PARASCOPE_CUPTI(cuptiActivityRegisterCallbacks(&bufferRequested, &bufferCompleted), whyNot);
     std::uint64_t now = 0;
     PARASCOPE_CUPTI(cuptiGetTimestamp(&now), whyNot);
     offsetNs_ = trace::steadyNs() - static_cast<std::int64_t>(now);
+    instance_.store(this, std::memory_order_release);
     for (CUpti_ActivityKind kind : kKinds) {
       CUptiResult r = cuptiActivityEnable(kind);
       if (r != CUPTI_SUCCESS) {
         *whyNot = cuptiError(r, "cuptiActivityEnable", __FILE__, __LINE__);
         disableAll();
+        instance_.store(nullptr, std::memory_order_release);
         return false;
       }
     }
-    started_ = true;
+    started_.store(true, std::memory_order_release);
     return true;
   }
 
+  // The buffers CUPTI has completed; a forced flush, which also returns buffers whose records
+  // are not finished, is for stop() only.
   void flush(const std::function<void(const ActivityRecord&)>& sink) override {
-    if (started_) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (started_.load(std::memory_order_acquire)) cuptiActivityFlushAll(0);
     std::vector<ActivityRecord> records;
     {
       std::lock_guard lock(mutex_);
@@ -170,11 +193,15 @@ class CuptiActivitySource final : public ActivitySource {
     for (const ActivityRecord& r : records) sink(r);
   }
 
+  // Nothing new is recorded once the kinds are disabled; the forced flush then hands back every
+  // buffer, and only after it does the source stop taking their records.
   void stop() override {
-    if (!started_) return;
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (!started_.exchange(false)) return;
     disableAll();
-    started_ = false;
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    CuptiActivitySource* self = this;
+    instance_.compare_exchange_strong(self, nullptr);
+    std::lock_guard lock(mutex_);  // a callback still decoding into this source finishes first
   }
 
   std::uint64_t droppedRecords() const override {
@@ -183,12 +210,12 @@ class CuptiActivitySource final : public ActivitySource {
   }
 
   void pushExternalId(std::uint64_t id) override {
-    if (started_)
+    if (started_.load(std::memory_order_acquire))
       cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
   }
   void popExternalId() override {
     std::uint64_t id = 0;
-    if (started_)
+    if (started_.load(std::memory_order_acquire))
       cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
   }
 
@@ -209,40 +236,43 @@ class CuptiActivitySource final : public ActivitySource {
   // No free buffer: CUPTI drops what it would have written and counts it (bufferCompleted).
   static void CUPTIAPI bufferRequested(std::uint8_t** buffer, std::size_t* size,
                                        std::size_t* maxRecords) {
-    *buffer = instance_ != nullptr ? instance_->pool_.take() : nullptr;
+    *buffer = bufferPool().take();
     *size = *buffer != nullptr ? kBufferBytes : 0;
     *maxRecords = 0;
   }
 
-  // Runs on CUPTI's thread; decodes under the queue lock and gives the buffer back.
+  // Runs on CUPTI's thread; decodes under the source's lock and gives the buffer back. Records
+  // still unfinished (a forced flush's) and those CUPTI dropped count as dropped.
   static void CUPTIAPI bufferCompleted(CUcontext context, std::uint32_t streamId,
                                        std::uint8_t* buffer, std::size_t, std::size_t validSize) {
-    CuptiActivitySource* self = instance_;
-    CUpti_Activity* record = nullptr;
-    if (self == nullptr) {
-      std::free(buffer);
-      return;
-    }
-    {
+    CuptiActivitySource* self = instance_.load(std::memory_order_acquire);
+    if (self != nullptr) {
       std::lock_guard lock(self->mutex_);
-      while (cuptiActivityGetNextRecord(buffer, validSize, &record) == CUPTI_SUCCESS) {
-        ActivityRecord r;
-        if (decodeCuptiRecord(record, self->offsetNs_, &r)) self->records_.push_back(std::move(r));
+      CUpti_Activity* record = nullptr;
+      CUptiResult r = CUPTI_SUCCESS;
+      while ((r = cuptiActivityGetNextRecord(buffer, validSize, &record)) == CUPTI_SUCCESS) {
+        ActivityRecord decoded;
+        if (!decodeCuptiRecord(record, self->offsetNs_, &decoded)) continue;
+        if (incomplete(decoded)) {
+          ++self->dropped_;
+          continue;
+        }
+        self->records_.push_back(std::move(decoded));
       }
+      if (r != CUPTI_ERROR_MAX_LIMIT_REACHED) ++self->dropped_;  // the rest of the buffer
       std::size_t dropped = 0;
       if (cuptiActivityGetNumDroppedRecords(context, streamId, &dropped) == CUPTI_SUCCESS)
         self->dropped_ += dropped;
     }
-    self->pool_.give(buffer);
+    bufferPool().give(buffer);
   }
 
-  static inline CuptiActivitySource* instance_ = nullptr;
-  ActivityBufferPool pool_{kBufferBytes, kMaxBuffers};
-  mutable std::mutex mutex_;
+  static inline std::atomic<CuptiActivitySource*> instance_{nullptr};
+  mutable std::mutex mutex_;  // guards records_ and dropped_
   std::vector<ActivityRecord> records_;
-  std::uint64_t dropped_ = 0;  // guarded by mutex_
+  std::uint64_t dropped_ = 0;
   std::int64_t offsetNs_ = 0;
-  bool started_ = false;
+  std::atomic<bool> started_{false};
 };
 
 }  // namespace

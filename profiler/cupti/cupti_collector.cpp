@@ -1,13 +1,41 @@
 // CUPTI activity -> ParaScope events, and the collector's start/flush/fallback logic.
 #include "profiler/cupti/cupti_collector.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "profiler/io/foreign_events.h"
 
 namespace parascope::profiler {
 
+template <typename K, typename V>
+const V* ActivityConverter::Aged<K, V>::find(K k) const {
+  for (const auto& m : maps_) {
+    if (auto it = m.find(k); it != m.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+template <typename K, typename V>
+void ActivityConverter::Aged<K, V>::age() {
+  std::rotate(maps_.rbegin(), maps_.rbegin() + 1, maps_.rend());
+  maps_.front().clear();
+}
+
+void ActivityConverter::noteLaunch(std::uint64_t externalId, std::int32_t rank) {
+  std::lock_guard lock(launchMutex_);
+  launches_.put(externalId, rank);
+}
+
+const std::uint64_t* ActivityConverter::externalOf(const ActivityRecord& r) const {
+  return r.correlationId != 0 ? external_.find(r.correlationId) : nullptr;
+}
+
 std::int32_t ActivityConverter::rankOf(const ActivityRecord& r) const {
+  if (const std::uint64_t* ext = externalOf(r)) {
+    std::lock_guard lock(launchMutex_);
+    if (const std::int32_t* rank = launches_.find(*ext)) return *rank;
+  }
   if (auto it = streamRanks_.find(r.streamId); it != streamRanks_.end()) return it->second;
   if (auto it = deviceRanks_.find(r.deviceId); it != deviceRanks_.end()) return it->second;
   return defaultRank_;
@@ -21,11 +49,10 @@ trace::Event ActivityConverter::toEvent(const ActivityRecord& r) const {
   e.name = r.name.c_str();  // re-interned by Tracer::addEvents
   e.rank = rankOf(r);
   e.lane = trace::lane::gpuStream(r.streamId);
-  const auto ext = external_.find(r.correlationId);
-  const bool hostKnown = ext != external_.end();
-  if (r.correlationId != 0) {
-    e.correlation = hostKnown ? ext->second : (kCuptiCorrelationBit | r.correlationId);
-  }
+  const std::uint64_t* ext = externalOf(r);
+  const bool hostKnown = ext != nullptr;
+  if (r.correlationId != 0)
+    e.correlation = hostKnown ? *ext : (kCuptiCorrelationBit | r.correlationId);
   switch (r.kind) {
     case K::Kernel:
       e.category = containsNoCase(r.name, "nccl") ? trace::Category::Communication
@@ -41,7 +68,7 @@ trace::Event ActivityConverter::toEvent(const ActivityRecord& r) const {
       break;
     case K::Runtime:
     case K::Driver:
-      e.rank = defaultRank_;
+      if (!hostKnown) e.rank = defaultRank_;  // a call outside every rank's launch spans
       e.lane = trace::lane::kRuntime;
       e.category =
           containsNoCase(r.name, "synchronize") ? trace::Category::Sync : trace::Category::Runtime;
@@ -67,24 +94,36 @@ trace::Event ActivityConverter::toEvent(const ActivityRecord& r) const {
 std::vector<trace::Event> ActivityConverter::convert(const std::vector<ActivityRecord>& batch) {
   for (const ActivityRecord& r : batch) {
     if (r.kind == ActivityRecord::Kind::ExternalCorrelation)
-      external_[r.correlationId] = r.externalId;
+      external_.put(r.correlationId, r.externalId);
   }
   std::vector<trace::Event> events;
   for (const ActivityRecord& r : batch) {
     if (r.kind != ActivityRecord::Kind::ExternalCorrelation) events.push_back(toEvent(r));
   }
+  external_.age();
+  std::lock_guard lock(launchMutex_);
+  launches_.age();
   return events;
 }
 
-// Forwards the engine's correlation scopes to the activity source.
+// Forwards the engine's correlation scopes to the activity source, noting which rank (the
+// recording thread's) opened each.
 class CuptiCollector::Link final : public Tracer::CorrelationSink {
  public:
-  explicit Link(ActivitySource& source) : source_(source) {}
-  void push(std::uint64_t id) noexcept override { source_.pushExternalId(id); }
+  Link(ActivitySource& source, ActivityConverter& converter)
+      : source_(source), converter_(converter) {}
+  void push(std::uint64_t id) noexcept override {
+    try {
+      converter_.noteLaunch(id, trace::tlContext.rank);
+    } catch (...) {  // out of memory: its GPU work goes to the collector's rank
+    }
+    source_.pushExternalId(id);
+  }
   void pop() noexcept override { source_.popExternalId(); }
 
  private:
   ActivitySource& source_;
+  ActivityConverter& converter_;
 };
 
 CuptiCollector::CuptiCollector(Tracer& tracer, std::unique_ptr<ActivitySource> source,
@@ -109,7 +148,7 @@ bool CuptiCollector::start() {
     }
     return false;
   }
-  link_ = std::make_unique<Link>(*source_);
+  link_ = std::make_unique<Link>(*source_, converter_);
   tracer_.setCorrelationSink(link_.get());
   active_ = true;
   return true;

@@ -23,25 +23,48 @@ namespace parascope::profiler {
 // collide with the engine's own ids.
 inline constexpr std::uint64_t kCuptiCorrelationBit = std::uint64_t{1} << 63;
 
-// Record -> event conversion state: which CUPTI correlation belongs to which host id, and
-// which rank owns each stream (or, failing that, each device).
+// Record -> event conversion state: which CUPTI correlation belongs to which host id, which rank
+// launched under each host id (in-process ranks share a GPU and its streams), and which rank owns
+// each stream (or, failing that, each device).
 class ActivityConverter {
  public:
   explicit ActivityConverter(std::int32_t defaultRank = 0) : defaultRank_(defaultRank) {}
   void mapStream(std::uint32_t stream, std::int32_t rank) { streamRanks_[stream] = rank; }
   void mapDevice(std::uint32_t device, std::int32_t rank) { deviceRanks_[device] = rank; }
+  // The rank whose host span opened correlation scope `externalId`; any thread, any time.
+  void noteLaunch(std::uint64_t externalId, std::int32_t rank);
   // External-correlation records must be seen before the records they explain; flush order
-  // does not guarantee that, so convert() takes a whole batch and maps first.
+  // does not guarantee that, so convert() takes a whole batch and maps first. What it learns
+  // is kept for kGenerations batches: a launch's GPU work can complete a few flushes after it.
   std::vector<trace::Event> convert(const std::vector<ActivityRecord>& batch);
+  // The launching rank where known, else the stream's, the device's, the default.
   std::int32_t rankOf(const ActivityRecord& r) const;
 
+  static constexpr std::size_t kGenerations = 16;
+
  private:
+  // Maps filled over the last kGenerations batches, newest first, so that neither grows with
+  // the length of the run.
+  template <typename K, typename V>
+  class Aged {
+   public:
+    Aged() : maps_(kGenerations) {}
+    void put(K k, V v) { maps_.front()[k] = v; }
+    const V* find(K k) const;
+    void age();  // the oldest batch's entries go
+
+   private:
+    std::vector<std::unordered_map<K, V>> maps_;
+  };
   trace::Event toEvent(const ActivityRecord& r) const;
+  const std::uint64_t* externalOf(const ActivityRecord& r) const;
 
   std::int32_t defaultRank_;
   std::map<std::uint32_t, std::int32_t> streamRanks_;
   std::map<std::uint32_t, std::int32_t> deviceRanks_;
-  std::unordered_map<std::uint32_t, std::uint64_t> external_;
+  Aged<std::uint32_t, std::uint64_t> external_;
+  mutable std::mutex launchMutex_;  // guards launches_, noted from the ranks' threads
+  Aged<std::uint64_t, std::int32_t> launches_;
 };
 
 class CuptiCollector {

@@ -97,6 +97,7 @@ class TestCupti : public QObject {
   void correlationScopesReachTheSource();
   void decodesRawCuptiRecords();
   void bufferPoolIsBounded();
+  void ranksSharingAGpuGetTheirOwnWork();
   void droppedRecordsAreReportedOnce();
   void recordedGpuRunIsAKinetoTrace();
 };
@@ -299,6 +300,51 @@ void TestCupti::bufferPoolIsBounded() {
   QCOMPARE(pool.allocated(), std::size_t{2});
   pool.give(a);
   pool.give(b);
+}
+
+// In-process ranks share one GPU and its stream: each kernel goes to the rank whose span launched
+// it (the thread's rank when the scope opened), not to the collector's. What the converter
+// learned is forgotten kGenerations flushes later, so a long run does not grow it.
+void TestCupti::ranksSharingAGpuGetTheirOwnWork() {
+  Tracer tracer;
+  tracer.install();
+  auto source = std::make_unique<FakeSource>(true);
+  FakeSource* fake = source.get();
+  CuptiCollector cupti(tracer, std::move(source), 0);
+  QVERIFY(cupti.start());
+  std::uint64_t ids[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    std::thread([&, i] {
+      trace::Context c;
+      c.rank = i == 0 ? 1 : 3;
+      const trace::ScopedContext scope(c);
+      const trace::LaunchSpan launch("matmul_forward", trace::Category::Compute);
+    }).join();
+    std::lock_guard lock(fake->mutex);
+    ids[i] = fake->pushed.back();
+  }
+  ActivityRecord a, b;
+  a.kind = b.kind = K::ExternalCorrelation;
+  a.correlationId = 11;
+  a.externalId = ids[0];
+  b.correlationId = 12;
+  b.externalId = ids[1];
+  fake->add({rec(K::Kernel, 11, 100, 200, "gemm a", 7), a,
+             rec(K::Kernel, 12, 210, 300, "gemm b", 7), b,
+             rec(K::Runtime, 12, 90, 95, "cudaLaunchKernel")});
+  cupti.flush();
+  for (std::size_t i = 0; i < ActivityConverter::kGenerations; ++i) cupti.flush();
+  fake->add({rec(K::Kernel, 12, 400, 500, "gemm late", 7)});  // its mapping is forgotten by now
+  cupti.flush();
+  cupti.stop();
+  tracer.uninstall();
+  const TraceData t = tracer.collect();
+  QCOMPARE(find(t, "gemm a")->rank, 1);
+  QCOMPARE(find(t, "gemm a")->correlation, ids[0]);
+  QCOMPARE(find(t, "gemm b")->rank, 3);
+  QCOMPARE(find(t, "cudaLaunchKernel")->rank, 3);
+  QCOMPARE(find(t, "gemm late")->rank, 0);
+  QCOMPARE(find(t, "gemm late")->correlation, kCuptiCorrelationBit | 12);
 }
 
 void TestCupti::droppedRecordsAreReportedOnce() {

@@ -345,7 +345,7 @@ std::shared_ptr<CommRequest> ThreadComm::startPointToPoint(const CommArgs& a) {
   ThreadChannel& ch = group_->channels[static_cast<std::size_t>(source * n + dest)];
   request->channel = &ch;
   ThreadPost post{a.send, a.recv, a.count, a.dtype, request};
-  std::lock_guard lock(ch.mutex);
+  std::unique_lock lock(ch.mutex);
   auto& theirs = isSend ? ch.recvs : ch.sends;
   if (theirs.empty()) {
     (isSend ? ch.sends : ch.recvs).push_back(std::move(post));
@@ -353,6 +353,9 @@ std::shared_ptr<CommRequest> ThreadComm::startPointToPoint(const CommArgs& a) {
   }
   ThreadPost other = std::move(theirs.front());
   theirs.pop_front();
+  // Matched: the pair is out of the channel, so the copy (which on a GPU waits for the device)
+  // holds no lock another send or receive on it needs.
+  lock.unlock();
   const ThreadPost& s = isSend ? post : other;
   const ThreadPost& r = isSend ? other : post;
   if (s.count != r.count || s.dtype != r.dtype) {
