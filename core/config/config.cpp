@@ -155,9 +155,16 @@ void checkDeviceSupport(const TrainConfig& c, Device device) {
         "communication_data_type \"" +
         c.document.value("communication_data_type", std::string(dtypeName(s.gradComm))) + "\"");
   }
-  // ZeRO-Infinity's swap to NVMe goes through host memory; from a GPU it is not written yet.
-  if (s.swapsOptimizer()) refused.push_back("zero_optimization.offload_optimizer.device \"nvme\"");
-  if (s.swapsParameters()) refused.push_back("zero_optimization.offload_param.device \"nvme\"");
+  // ZeRO-Offload and ZeRO-Infinity move the optimizer or the parameters off the GPU, to the
+  // host or through it to NVMe; from a GPU that is not written yet (on the CPU they are there).
+  if (s.offloadOptimizer.device != OffloadDevice::None) {
+    refused.push_back("zero_optimization.offload_optimizer.device \"" +
+                      std::string(offloadDeviceName(s.offloadOptimizer.device)) + "\"");
+  }
+  if (s.offloadParam.device != OffloadDevice::None) {
+    refused.push_back("zero_optimization.offload_param.device \"" +
+                      std::string(offloadDeviceName(s.offloadParam.device)) + "\"");
+  }
   if (refused.empty()) return;
   std::string list;
   for (const std::string& r : refused) list += (list.empty() ? "" : ", ") + r;

@@ -89,8 +89,8 @@ void checkTrainable(const TrainConfig& config);
 inline constexpr int kMaxGpuRanks = 8;
 
 // UserError for a run on `device` that it does not train yet: on a GPU, other models, more ranks
-// than share one, another communication type, ZeRO-Infinity's NVMe swap (all of what is refused
-// named in one line); or any GPU in a build without CUDA. Nothing for the CPU.
+// than share one, another communication type, ZeRO-Offload and ZeRO-Infinity (all of what is
+// refused named in one line); or any GPU in a build without CUDA. Nothing for the CPU.
 void checkDeviceSupport(const TrainConfig& config, Device device);
 
 // Reads a config file under the JSON limits (core/common/bounded_json.h): a missing, oversized

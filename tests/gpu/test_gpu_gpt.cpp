@@ -373,12 +373,15 @@ void TestGpuGpt::trainerRefusesWhatAGpuDoesNotRunYet() {
     }
     return std::string("accepted");
   };
-  QCOMPARE(message(smallGpt({{"bf16", {{"enabled", true}}},
-                             {"data_parallel_size", 9},
-                             {"communication_data_type", "fp16"}})),
+  QCOMPARE(message(smallGpt(
+               {{"bf16", {{"enabled", true}}},
+                {"data_parallel_size", 9},
+                {"zero_optimization", {{"stage", 1}, {"offload_optimizer", {{"device", "cpu"}}}}},
+                {"communication_data_type", "fp16"}})),
            std::string("config: device \"cuda\" runs the GPT with any parallel strategy, ZeRO and "
                        "precision, but not yet: 9 ranks (at most 8 share a GPU), "
-                       "communication_data_type \"fp16\""));
+                       "communication_data_type \"fp16\", zero_optimization.offload_optimizer."
+                       "device \"cpu\""));
   QCOMPARE(device.peakTotal(), 0);
   if (cuda::deviceCount() == 0) {
     QCOMPARE(message(smallGpt()), std::string("kernels: CUDA device 0 does not exist (0 visible)"));
