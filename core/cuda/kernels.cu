@@ -67,6 +67,18 @@ __device__ float blockReduce(float v) {
   return Max ? warpMax(v) : warpSum(v);
 }
 
+// A block's row of exponentials p[v] = exp(x[v] - maxv) (the CPU's fastExp; p may alias x) and
+// their sum, returned to every thread.
+__device__ float rowExponentials(float* p, const float* x, float maxv, int V) {
+  float sum = 0.0f;
+  for (int v = threadIdx.x; v < V; v += blockDim.x) {
+    const float e = k::fastExp(x[v] - maxv);
+    p[v] = e;
+    sum += e;
+  }
+  return blockReduce<false>(sum);
+}
+
 __global__ void geluForwardKernel(float* out, const float* inp, long n) {
   for (long i = globalIndex(); i < n; i += gridStride()) out[i] = k::geluValue(inp[i]);
 }
@@ -282,14 +294,7 @@ __global__ void crossEntropyPartExpKernel(float* sums, float* probs, const float
   const int local = targets[blockIdx.x] - first;
   const float target = local >= 0 && local < V ? x[local] : 0.0f;
   __syncthreads();  // the target's logit read before probs overwrite it
-  const float maxv = maxima[blockIdx.x];
-  float sum = 0.0f;
-  for (int v = threadIdx.x; v < V; v += blockDim.x) {
-    const float e = k::fastExp(x[v] - maxv);
-    p[v] = e;
-    sum += e;
-  }
-  sum = blockReduce<false>(sum);
+  const float sum = rowExponentials(p, x, maxima[blockIdx.x], V);
   if (threadIdx.x == 0) {
     sums[blockIdx.x] = sum;
     sums[N + blockIdx.x] = target;
@@ -327,13 +332,7 @@ __global__ void crossEntropyForwardKernel(float* losses, float* probs, const flo
   maxv = blockReduce<true>(maxv);
   const float target = x[targets[blockIdx.x]];
   __syncthreads();  // every thread has read its logits and the target before probs overwrite them
-  float sum = 0.0f;
-  for (int v = threadIdx.x; v < V; v += blockDim.x) {
-    const float e = k::fastExp(x[v] - maxv);
-    p[v] = e;
-    sum += e;
-  }
-  sum = blockReduce<false>(sum);
+  const float sum = rowExponentials(p, x, maxv, V);
   const float inv = 1.0f / sum;
   for (int v = threadIdx.x; v < V; v += blockDim.x) p[v] *= inv;
   if (threadIdx.x == 0) losses[blockIdx.x] = logf(sum) - (target - maxv);

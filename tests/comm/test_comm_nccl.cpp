@@ -13,6 +13,7 @@
 #include "core/comm/launch.h"
 #include "core/comm/nccl/nccl_backend.h"
 #include "core/cuda/device.h"
+#include "cuda_buffer_memory.h"
 
 using namespace parascope;
 
@@ -60,29 +61,6 @@ std::string checkAllGather(Communicator& gpu, std::size_t count) {
   return "";
 }
 
-// The suite's buffers in the current GPU's memory.
-class CudaMemory final : public commtest::BufferMemory {
- public:
-  void* allocate(std::size_t bytes) override {
-    void* p = nullptr;
-    check(cudaMalloc(&p, bytes), "cudaMalloc");
-    return p;
-  }
-  void release(void* p) override { cudaFree(p); }
-  void upload(void* device, const void* host, std::size_t bytes) override {
-    check(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy up");
-  }
-  void download(void* host, const void* device, std::size_t bytes) override {
-    check(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy down");
-  }
-
- private:
-  static void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess)
-      throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-  }
-};
-
 }  // namespace
 
 class TestCommNccl : public QObject {
@@ -121,7 +99,7 @@ void TestCommNccl::collectiveSuiteOnEveryGpu() {
     CommOptions options;
     options.timeout = std::chrono::seconds(20);
     Communicator gpu = ncclCommunicator(host, host.rank(), options);
-    CudaMemory memory;
+    commtest::CudaBufferMemory memory;
     try {
       commtest::runCollectives(gpu, commtest::defaultSizes(), &memory);
     } catch (const std::exception& e) {

@@ -5,43 +5,15 @@
 // with one line where no device is visible.
 #include <QtTest>
 
-#include <cuda_runtime_api.h>
-
-#include <stdexcept>
 #include <string>
 
 #include "core/comm/launch.h"
 #include "core/cuda/device.h"
 #include "core/cuda/device_buffers.h"
 #include "tests/comm/collective_suite.h"
+#include "tests/comm/cuda_buffer_memory.h"
 
 using namespace parascope;
-
-namespace {
-
-class CudaMemory final : public commtest::BufferMemory {
- public:
-  void* allocate(std::size_t bytes) override {
-    void* p = nullptr;
-    check(cudaMalloc(&p, bytes), "cudaMalloc");
-    return p;
-  }
-  void release(void* p) override { cudaFree(p); }
-  void upload(void* device, const void* host, std::size_t bytes) override {
-    check(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy up");
-  }
-  void download(void* host, const void* device, std::size_t bytes) override {
-    check(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy down");
-  }
-
- private:
-  static void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess)
-      throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-  }
-};
-
-}  // namespace
 
 class TestGpuThreadsComm : public QObject {
   Q_OBJECT
@@ -57,7 +29,7 @@ void TestGpuThreadsComm::collectiveSuiteOnOneGpu() {
   for (int n : {2, 3, 4, 8}) {
     CommOptions options;
     options.deviceBuffers = cuda::deviceBuffers(0);
-    CudaMemory memory;
+    commtest::CudaBufferMemory memory;
     try {
       runInProcess(
           n,
