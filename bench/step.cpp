@@ -30,6 +30,7 @@
 #include "core/kernels/sgemm_peak.h"
 #include "core/kernels/stream_bandwidth.h"
 #include "core/parallel/schedule.h"
+#include "core/plan/memory_estimate.h"
 #include "core/session/run_metrics.h"
 #include "profiler/analysis/breakdown.h"
 #include "profiler/io/chrome_import.h"
@@ -48,24 +49,26 @@ namespace {
 // The same model trained by PyTorch (one thread; with ranks > 1 DistributedDataParallel over
 // gloo, one process and thread per rank), run as a child process; its JSON line.
 // On a GPU, `precision` and `mode` as torch_gpt_step.py takes them (fp32 eager elsewhere).
+// `largest`: from `batch`, doubled while it fits the GPU (the JSON line's "batch" says where).
 nlohmann::json runPyTorch(const BenchStepOptions& o, const GptConfig& g, int batch, int ranks = 1,
                           const std::string& device = "cpu", const std::string& precision = "fp32",
-                          const std::string& mode = "eager") {
+                          const std::string& mode = "eager", bool largest = false) {
   const std::string script =
       o.pytorchScript.empty() ? shippedFile("tests/tools/torch_gpt_step.py") : o.pytorchScript;
-  const std::vector<std::string> cmd = {"/usr/bin/python3", script,
-                                        "--ranks",          std::to_string(ranks),
-                                        "--steps",          std::to_string(o.steps),
-                                        "--warmup",         std::to_string(o.warmup),
-                                        "--layers",         std::to_string(g.numLayers),
-                                        "--width",          std::to_string(g.hiddenSize),
-                                        "--heads",          std::to_string(g.numHeads),
-                                        "--context",        std::to_string(g.contextLength),
-                                        "--batch",          std::to_string(batch),
-                                        "--vocab",          std::to_string(g.vocabSize),
-                                        "--device",         device,
-                                        "--precision",      precision,
-                                        "--mode",           mode};
+  std::vector<std::string> cmd = {"/usr/bin/python3", script,
+                                  "--ranks",          std::to_string(ranks),
+                                  "--steps",          std::to_string(o.steps),
+                                  "--warmup",         std::to_string(o.warmup),
+                                  "--layers",         std::to_string(g.numLayers),
+                                  "--width",          std::to_string(g.hiddenSize),
+                                  "--heads",          std::to_string(g.numHeads),
+                                  "--context",        std::to_string(g.contextLength),
+                                  "--batch",          std::to_string(batch),
+                                  "--vocab",          std::to_string(g.vocabSize),
+                                  "--device",         device,
+                                  "--precision",      precision,
+                                  "--mode",           mode};
+  if (largest) cmd.emplace_back("--largest");
   const ProcessOutput run = runCapturingOutput(cmd);
   const std::size_t last = run.out.rfind('{');
   if (run.exitStatus != 0 || last == std::string::npos) {
@@ -216,6 +219,47 @@ void runBenchStepParallel(const BenchStepOptions& o, const TrainConfig& config, 
 }
 
 #if PARASCOPE_HAVE_CUDA
+// PyTorch at a run's precision: bf16 under autocast; fp32 for fp32 and fp16, which the script
+// does not take.
+std::string torchPrecisionFor(const BenchStepOptions& o) {
+  return o.precision == "bf16" ? "bf16" : "fp32";
+}
+
+struct LargestBatch {
+  int microBatch = 0;  // ParaScope's, by its memory estimate; 0: not measured
+  double tokensPerSecond = 0;
+  std::int64_t peakBytes = 0;
+  nlohmann::json torch;  // PyTorch's line at its own largest, or null
+};
+
+// The largest micro-batch each side fits on the GPU. ParaScope's is its memory estimate's against
+// 90% of the GPU's memory (the CUDA context, cuBLAS's workspaces and the caching allocator's
+// slack hold the rest); PyTorch's is found by doubling the micro-batch until a step runs out.
+LargestBatch measureLargestBatch(const TrainConfig& config, const BenchStepOptions& o,
+                                 const cuda::DeviceInfo& gpu, const std::string& torchPrecision) {
+  LargestBatch r;
+  const double usable = 0.9 * static_cast<double>(gpu.memoryBytes);
+  r.microBatch = largestMicroBatch(config, 0, config.parallel.worldSize(), usable);
+  if (r.microBatch == 0)
+    throw UserError("bench step --largest-batch: not one sequence fits 90% of " + gpu.name +
+                    "'s memory by the estimate");
+  nlohmann::json doc = config.document;
+  doc["train_micro_batch_size_per_gpu"] = r.microBatch;
+  doc.erase("train_batch_size");
+  // Large steps: 3 measured after 1 warm-up, on both sides.
+  BenchStepOptions few = o;
+  few.warmup = 1;
+  few.steps = 3;
+  const BenchRun run = runBenchSession(parseTrainConfig(doc), few.warmup, few.steps, 0, nullptr);
+  r.tokensPerSecond =
+      parascope::tokensPerSecond(static_cast<double>(run.tokensPerStep), run.medianSeconds);
+  for (const std::int64_t b : run.ranks[0].peak) r.peakBytes += b;
+  if (o.pytorch)
+    r.torch = runPyTorch(few, config.model.gpt, config.microBatch, 1, "cuda", torchPrecision,
+                         "eager", true);
+  return r;
+}
+
 struct GpuTracing {
   double medianSeconds = 0;  // of the traced run's measured steps
   double overhead = 0;       // its median over the untraced run's, less 1
@@ -265,6 +309,8 @@ void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
   const double tokensPerSecond =
       parascope::tokensPerSecond(static_cast<double>(run.tokensPerStep), median);
   const GpuTracing tracing = measureGpuTracing(config, o, median);
+  const LargestBatch largest =
+      o.largestBatch ? measureLargestBatch(config, o, gpu, torchPrecisionFor(o)) : LargestBatch{};
   const double flopsPerToken = config.model.gpt.flopsPerToken();
   const double mfu = modelFlopsUtilization(tokensPerSecond, flopsPerToken, peak.flopsPerSecond, 1);
   std::int64_t peakBytes = 0;  // each category's peak, added: at most what was live at once
@@ -274,7 +320,7 @@ void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
   // script does not take), and what the bf16 goal is measured against: PyTorch 2's fused
   // attention and AdamW, eager and compiled. ParaScope's products are f32 ones so far, so these
   // stand beside it as the target; a PyTorch without them (1.x) leaves them out with its reason.
-  const std::string torchPrecision = o.precision == "bf16" ? "bf16" : "fp32";
+  const std::string torchPrecision = torchPrecisionFor(o);
   std::vector<std::pair<std::string, nlohmann::json>> targets;
   if (o.pytorch) {
     torch = runPyTorch(o, config.model.gpt, config.microBatch, 1, "cuda", torchPrecision);
@@ -329,6 +375,18 @@ void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
         std::printf("%s\n", line.dump().c_str());
       }
     }
+    if (largest.microBatch > 0) {
+      nlohmann::json line = {{"bench", "step_gpu_largest_batch"},
+                             {"micro_batch", largest.microBatch},
+                             {"tokens_per_s", largest.tokensPerSecond},
+                             {"peak_memory_bytes", largest.peakBytes}};
+      if (!largest.torch.is_null()) {
+        line["pytorch_micro_batch"] = largest.torch["batch"];
+        line["pytorch_tokens_per_s"] = largest.torch["tokens_per_s"];
+        line["pytorch_max_memory_allocated_bytes"] = largest.torch["max_memory_allocated_bytes"];
+      }
+      std::printf("%s\n", line.dump().c_str());
+    }
     return;
   }
   std::printf("GPT: %d layers, width %d, %d heads, context %d, vocab %d; micro-batch %d; fp32\n",
@@ -376,12 +434,31 @@ void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
                   tokensPerSecond / t["tokens_per_s"].get<double>());
     }
   }
+  if (largest.microBatch > 0) {
+    std::printf("\nAt the largest micro-batch each side fits (3 steps after 1 warm-up):\n");
+    std::printf(
+        "ParaScope            micro-batch %d (its estimate, 90%% of the GPU): %.0f tokens/s, "
+        "%.1f MiB\n",
+        largest.microBatch, largest.tokensPerSecond,
+        static_cast<double>(largest.peakBytes) / (1 << 20));
+    if (!largest.torch.is_null()) {
+      std::printf(
+          "PyTorch              micro-batch %d (doubled until out of memory): %.0f "
+          "tokens/s, %.1f MiB\n",
+          largest.torch["batch"].get<int>(), largest.torch["tokens_per_s"].get<double>(),
+          largest.torch["max_memory_allocated_bytes"].get<double>() / (1 << 20));
+    }
+  }
 }
 #endif
 
 }  // namespace
 
 void runBenchStep(const BenchStepOptions& o) {
+  if (o.largestBatch && o.device != "cuda")
+    throw UserError(
+        "bench step --largest-batch: for --device cuda (a GPU's memory); valid here: "
+        "leave it out");
   kernels::setBlasThreads(1);
   nlohmann::json doc = {{"model", {{"type", "gpt"}}},
                         {"train_micro_batch_size_per_gpu", 8},

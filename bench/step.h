@@ -24,6 +24,7 @@ struct BenchStepOptions {
   int vpp = 0;                 // model chunks per pipeline rank; 0: 2 when interleaved
   std::string pytorchScript;   // empty: tests/tools/torch_gpt_step.py of this build's tree
   std::string device = "cpu";  // "cuda": the GPT on the first GPU (config key `device`)
+  bool largestBatch = false;   // cuda: also at the largest micro-batch each side fits
   std::vector<std::string> overrides;
 };
 

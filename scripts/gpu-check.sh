@@ -60,6 +60,11 @@ step train-trace-gpu build-gpu/app/parascope-cli train device=cuda train_iters=4
 step build cmake --build build-gpu --parallel "$(nproc)" -- -k 0
 step suite ctest --test-dir build-gpu -LE "gpu|mpi" --parallel "$(nproc)" --output-on-failure \
   --timeout 300
+# Last, as it takes longest: both sides at the largest micro-batch each fits.
+step bench-step-gpu-largest build-gpu/app/parascope-cli bench step --device cuda --pytorch \
+  --largest-batch --json --steps 3 model.num_layers=12 model.hidden_size=768 \
+  model.num_attention_heads=12 model.context_length=1024 model.vocab_size=50304 \
+  train_micro_batch_size_per_gpu=16
 grep -h "^[[:space:]]*[0-9]*% tests passed\|tests failed\|QINFO\|SKIP" "$out"/gpu-suite.log \
   "$out"/suite.log >>"$summary" 2>/dev/null
 exit $failed

@@ -25,6 +25,9 @@ void registerBenchStepCommand(CLI::App& bench) {
                   "cpu, or cuda: the GPT on the first GPU in fp32, MFU against that GPU's fp32 "
                   "GEMM peak, --pytorch on the same GPU")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_flag("--largest-batch", o->largestBatch,
+                "With --device cuda: also run at the largest micro-batch that fits the GPU, "
+                "ParaScope's by its memory estimate, PyTorch's (with --pytorch) by doubling");
   cmd->add_option("--dp", o->dp, "Data-parallel ranks (in-process threads)")
       ->check(CLI::Range(1, 256));
   cmd->add_option("--tp", o->tp, "Tensor-parallel ranks (in-process threads)")

@@ -696,6 +696,28 @@ MemoryEstimate estimateMemory(const TrainConfig& c, double dataBytes, int ranksS
                                      }));
 }
 
+int largestMicroBatch(const TrainConfig& c, double dataBytes, int ranksSharingMemory,
+                      double availableBytes, int limit, double activationBytes) {
+  const auto fits = [&](int microBatch) {
+    TrainConfig at = c;
+    at.microBatch = microBatch;
+    at.globalBatch = microBatch * c.gradientAccumulation * c.parallel.data;
+    return estimateMemory(at, dataBytes, ranksSharingMemory, activationBytes).totalBytes() <=
+           availableBytes;
+  };
+  if (!fits(1)) return 0;
+  int lo = 1, hi = limit;  // fits(lo); the answer is in [lo, hi]
+  while (lo < hi) {
+    const int mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
 double dataBytesInMemory(const DataSpec& data) {
   std::error_code ec;
   double total = 0;

@@ -71,6 +71,13 @@ std::vector<MemoryEstimate> estimateRankMemory(const TrainConfig& c, double data
 MemoryEstimate estimateMemory(const TrainConfig& c, double dataBytes, int ranksSharingMemory,
                               double activationBytes = 4);
 
+// The largest micro-batch, 1 to `limit`, whose run `estimateMemory` puts within `availableBytes`,
+// everything else as in `c` (gradient accumulation and the parallel degrees kept, so the global
+// batch grows with it); 0 when not even one sequence fits. The estimate grows with the
+// micro-batch, so a bisection finds it.
+int largestMicroBatch(const TrainConfig& c, double dataBytes, int ranksSharingMemory,
+                      double availableBytes, int limit = 1 << 16, double activationBytes = 4);
+
 // The data set's size in memory once loaded, from file sizes (text: the files under data.path;
 // IDX: the sizes the gzip trailers state). 0 when the path cannot be read (loading then fails
 // with its own message).

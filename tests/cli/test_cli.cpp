@@ -121,6 +121,10 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
   QTest::newRow("gpu strategy") << QStringList{"train", "device=cuda",
                                                "communication_data_type=bf16"}
                                 << strategy;
+  QTest::newRow("largest batch on the cpu")
+      << QStringList{"bench", "step", "--largest-batch"}
+      << "error: bench step --largest-batch: for --device cuda (a GPU's memory); valid here: "
+         "leave it out\n";
   QTest::newRow("device") << QStringList{"train", "device=gpu"}
                           << "error: config: device = \"gpu\" is not supported; allowed: cpu, "
                              "cuda\n";

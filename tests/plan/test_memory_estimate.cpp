@@ -186,6 +186,7 @@ class TestMemoryEstimate : public QObject {
   void activationsAreTheAllocatorsPeak();
   void classifierActivationsAreTheAllocatorsPeak();
   void gpuAttentionScratchHoldsEveryHead();
+  void largestMicroBatchIsTheLastThatFits();
   void modelStateIsTheAllocatorsPeak_data();
   void modelStateIsTheAllocatorsPeak();
   void stepPeaksLeaveConstructionOut_data();
@@ -269,6 +270,25 @@ void TestMemoryEstimate::classifierActivationsAreTheAllocatorsPeak() {
 
 // On a GPU attention's backward keeps every head's T x T scratch at once (the CPU one head's at
 // a time): the estimate's activation peak, in the block's input half, grows by the other heads'.
+// With the memory of exactly 37 sequences per micro-batch the largest that fits is 37 (and 38 does
+// not); with one byte less than one sequence needs, none.
+void TestMemoryEstimate::largestMicroBatchIsTheLastThatFits() {
+  TrainConfig c = parseTrainConfig({{"model", {{"type", "gpt"}}},
+                                    {"data_parallel_size", 2},
+                                    {"gradient_accumulation_steps", 3}});
+  const auto total = [&](int microBatch) {
+    TrainConfig at = c;
+    at.microBatch = microBatch;
+    at.globalBatch = microBatch * 3 * 2;
+    return estimateMemory(at, 0, 2).totalBytes();
+  };
+  QVERIFY(total(38) > total(37));
+  QCOMPARE(largestMicroBatch(c, 0, 2, total(37)), 37);
+  QCOMPARE(largestMicroBatch(c, 0, 2, total(38) - 1), 37);
+  QCOMPARE(largestMicroBatch(c, 0, 2, total(1) - 1), 0);
+  QCOMPARE(largestMicroBatch(c, 0, 2, total(64), 40), 40);  // the limit
+}
+
 void TestMemoryEstimate::gpuAttentionScratchHoldsEveryHead() {
   const auto activation = static_cast<std::size_t>(MemoryCategory::Activation);
   nlohmann::json doc = {{"model", {{"type", "gpt"}, {"num_attention_heads", 8}}}};

@@ -7,13 +7,14 @@ ParaScope's `device: "cuda"` does, each step timed to its last kernel, and also 
 of torch.cuda.max_memory_allocated. On a GPU, --precision bf16 trains under autocast to bf16,
 and --mode picks how: eager (the attention's products written out, AdamW's loop), sdpa
 (scaled_dot_product_attention and the fused AdamW) or compile (the same under torch.compile);
-sdpa and compile need PyTorch 2. `parascope-cli bench step [--dp N] [--device cuda] --pytorch`
+sdpa and compile need PyTorch 2; --largest first doubles the micro-batch while a step fits the
+GPU's memory and trains at the largest that did. `parascope-cli bench step [--dp N] [--device cuda] --pytorch`
 runs it side by side with its own measurement. Needs Debian's python3-torch (/usr/bin/python3),
 or a PyTorch with CUDA for --device cuda.
 
 usage: torch_gpt_step.py [--ranks N] [--steps N] [--warmup N] [--layers L] [--width C]
                          [--heads H] [--context T] [--batch B] [--vocab V] [--device cpu|cuda]
-                         [--precision fp32|bf16] [--mode eager|sdpa|compile]
+                         [--precision fp32|bf16] [--mode eager|sdpa|compile] [--largest]
 """
 import argparse
 import contextlib
@@ -61,9 +62,8 @@ def train(rank, a, port):
         if a.precision == "bf16":
             return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
         return contextlib.nullcontext()
-    times = []
-    for i in range(a.warmup + a.steps):
-        tokens = torch.randint(0, a.vocab, (a.batch, a.context + 1), device=device)
+    def step(batch):
+        tokens = torch.randint(0, a.vocab, (batch, a.context + 1), device=device)
         if a.ranks > 1:
             dist.barrier()
         if a.device == "cuda":
@@ -77,13 +77,31 @@ def train(rank, a, port):
         opt.step()
         if a.device == "cuda":
             torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    if a.largest:
+        # Doubling the micro-batch from --batch while a step still fits the GPU's memory.
+        fits = a.batch
+        while True:
+            try:
+                step(fits * 2)
+            except torch.cuda.OutOfMemoryError:
+                break
+            fits *= 2
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        a.batch = fits
+    times = []
+    for i in range(a.warmup + a.steps):
+        elapsed = step(a.batch)
         if i >= a.warmup:
-            times.append(time.perf_counter() - start)
+            times.append(elapsed)
     if rank == 0:
         median = statistics.median(times)
         line = {"framework": "pytorch-ddp" if a.ranks > 1 else "pytorch",
                 "version": torch.__version__, "ranks": a.ranks, "threads_per_rank": 1,
-                "device": a.device, "precision": a.precision, "mode": a.mode,
+                "device": a.device, "precision": a.precision, "mode": a.mode, "batch": a.batch,
                 "step_time_median_s": median, "step_time_min_s": min(times),
                 "tokens_per_s": a.ranks * a.batch * a.context / median}
         if a.device == "cuda":
@@ -107,11 +125,13 @@ def main():
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--mode", choices=["eager", "sdpa", "compile"], default="eager")
+    p.add_argument("--largest", action="store_true",
+                   help="train at the largest power-of-two multiple of --batch that fits the GPU")
     a = p.parse_args()
     if a.device == "cuda" and a.ranks != 1:
         p.error("--device cuda trains one rank")
-    if a.device == "cpu" and (a.precision != "fp32" or a.mode != "eager"):
-        p.error("--precision bf16 and --mode sdpa / compile are for --device cuda")
+    if a.device == "cpu" and (a.precision != "fp32" or a.mode != "eager" or a.largest):
+        p.error("--precision bf16, --mode sdpa / compile and --largest are for --device cuda")
     if a.ranks == 1:
         train(0, a, 0)
     else:
