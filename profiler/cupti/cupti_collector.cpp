@@ -2,7 +2,9 @@
 #include "profiler/cupti/cupti_collector.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <new>
 
 #include "profiler/io/foreign_events.h"
 
@@ -115,15 +117,18 @@ class CuptiCollector::Link final : public Tracer::CorrelationSink {
   void push(std::uint64_t id) noexcept override {
     try {
       converter_.noteLaunch(id, trace::tlContext.rank);
-    } catch (...) {  // out of memory: its GPU work goes to the collector's rank
+    } catch (const std::bad_alloc&) {  // its GPU work goes to the collector's rank (said at stop)
+      unnoted_.fetch_add(1, std::memory_order_relaxed);
     }
     source_.pushExternalId(id);
   }
   void pop() noexcept override { source_.popExternalId(); }
+  std::uint64_t unnoted() const { return unnoted_.load(std::memory_order_relaxed); }
 
  private:
   ActivitySource& source_;
   ActivityConverter& converter_;
+  std::atomic<std::uint64_t> unnoted_{0};  // launches whose rank could not be noted
 };
 
 CuptiCollector::CuptiCollector(Tracer& tracer, std::unique_ptr<ActivitySource> source,
@@ -183,6 +188,11 @@ void CuptiCollector::stop() {
   source_->stop();  // its last buffers come back into its queue
   moveRecords();
   active_ = false;
+  if (const std::uint64_t unnoted = link_->unnoted()) {
+    log_("profiler: the launching rank of " + std::to_string(unnoted) +
+         " GPU launches could not be noted (out of memory); their work is shown on its stream's "
+         "rank or the collector's");
+  }
   if (const std::uint64_t lost = source_->droppedRecords()) {
     log_("profiler: " + std::to_string(lost) +
          " GPU activity records were dropped (every CUPTI buffer was full); the GPU lanes are "
