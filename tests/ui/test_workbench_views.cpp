@@ -99,6 +99,7 @@ class TestWorkbenchViews : public QObject {
   void pipelineViewIdealIsTheSchedules();
   void pipelineViewShowsTheLastStepOnly();
   void panelValidatesASwitchAsTheSessionDoes();
+  void panelTakesTheDevice();
   void analysisTableShowsAnalyzeRows();
   void chartAxesTickAtRoundValues();
 };
@@ -488,6 +489,34 @@ void TestWorkbenchViews::pipelineViewShowsTheLastStepOnly() {
 // While a session runs, "Valid" means Apply switches: data parallelism doubled keeps the global
 // batch by halving the accumulation (the session's rule), and an accumulation the user sets that
 // would change the global batch is refused with the session's own words.
+// The device is a field of the panel: a document's is shown, the CPU (the default) leaves the key
+// out, and what a GPU does not run yet is refused in the panel as the session would refuse it.
+void TestWorkbenchViews::panelTakesTheDevice() {
+  parascope::ui::StrategyPanel panel;
+  auto* device = qobject_cast<QComboBox*>(panel.field(QStringLiteral("device")));
+  QVERIFY(device != nullptr);
+  QCOMPARE(device->currentText(), QStringLiteral("cpu"));
+  QVERIFY(!panel.document().contains("device"));
+  panel.setDocument({{"device", "cuda"}});
+  QCOMPARE(device->currentText(), QStringLiteral("cuda"));
+  QCOMPARE(panel.document()["device"], "cuda");
+  auto* data = qobject_cast<QSpinBox*>(panel.field(QStringLiteral("data_parallel_size")));
+  auto* world = qobject_cast<QSpinBox*>(panel.field(QStringLiteral("world_size")));
+  world->setValue(9);
+  data->setValue(9);
+  const QString message = panel.findChild<QLabel*>(QStringLiteral("message"))->text();
+#if PARASCOPE_HAVE_CUDA
+  QVERIFY2(message.contains(QStringLiteral("9 ranks (at most 8 share a GPU)")),
+           qPrintable(message));
+#else
+  QVERIFY2(message.contains(QStringLiteral("needs a build with CUDA")), qPrintable(message));
+#endif
+  device->setCurrentIndex(0);
+  QVERIFY(!panel.document().contains("device"));
+  QCOMPARE(panel.findChild<QLabel*>(QStringLiteral("message"))->text(),
+           QStringLiteral("Valid: 9 ranks"));
+}
+
 void TestWorkbenchViews::panelValidatesASwitchAsTheSessionDoes() {
   const nlohmann::json doc = nlohmann::json::parse(R"({
     "model": {"type": "gpt", "vocab_size": 256, "context_length": 16, "hidden_size": 32,

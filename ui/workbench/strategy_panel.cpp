@@ -119,6 +119,7 @@ void StrategyPanel::build() {
   preset_ = new QComboBox;
   for (const Preset& p : kPresets) preset_->addItem(QString::fromLatin1(p.name));
   dataPath_ = new QLineEdit;
+  device_ = comboFor("device");
   world_ = spin(1, 256);
   data_ = spinFor("data_parallel_size");
   tensor_ = spinFor("tensor_model_parallel_size");
@@ -147,6 +148,7 @@ void StrategyPanel::build() {
   const std::pair<QWidget*, const char*> named[] = {
       {preset_, "preset"},
       {dataPath_, "data.path"},
+      {device_, "device"},
       {world_, "world_size"},
       {data_, "data_parallel_size"},
       {tensor_, "tensor_model_parallel_size"},
@@ -167,6 +169,7 @@ void StrategyPanel::build() {
   auto* form = new QFormLayout;
   form->addRow(tr("Model"), preset_);
   form->addRow(tr("Data"), dataPath_);
+  form->addRow(tr("Device"), device_);
   form->addRow(tr("World size"), world_);
   form->addRow(tr("Data parallel"), data_);
   form->addRow(tr("Tensor parallel"), tensor_);
@@ -211,7 +214,7 @@ void StrategyPanel::build() {
                       virtualStages_, bucket_, steps_}) {
     connect(s, &QSpinBox::valueChanged, this, &StrategyPanel::edited);
   }
-  for (QComboBox* c : {schedule_, zero_, recompute_, precision_, gradComm_}) {
+  for (QComboBox* c : {device_, schedule_, zero_, recompute_, precision_, gradComm_}) {
     connect(c, &QComboBox::currentIndexChanged, this, &StrategyPanel::edited);
   }
   connect(sequenceParallel_, &QCheckBox::toggled, this, &StrategyPanel::edited);
@@ -247,6 +250,7 @@ void StrategyPanel::setDocument(const json& document) {
   preset_->setCurrentIndex(preset);
   const json data = base_.value("data", json::parse(kPresets[std::min(preset, presets - 1)].data));
   dataPath_->setText(QString::fromStdString(data.value("path", "")));
+  setChoice(device_, stringAt(base_, "device"));
   // data_parallel_size's default is derived: one replica where the document names none.
   const int d = intAt(base_, "data_parallel_size", 1);
   const int t = intAt(base_, "tensor_model_parallel_size", 1);
@@ -306,6 +310,11 @@ json StrategyPanel::document() const {
   json j = base_;
   j["model"] = base_.value("model", json::parse(kPresets[0].model));
   j["data"]["path"] = dataPath_->text().toStdString();
+  if (device_->currentIndex() == 0) {  // the CPU, the default
+    j.erase("device");
+  } else {
+    j["device"] = device_->currentText().toStdString();
+  }
   j["data_parallel_size"] = data_->value();
   j["tensor_model_parallel_size"] = tensor_->value();
   j["pipeline_model_parallel_size"] = pipeline_->value();
@@ -388,6 +397,8 @@ void StrategyPanel::validate() {
       config_ = parseTrainConfig(doc, world_->value());
       message_->setText(tr("Valid: %1").arg(rankCount(config_->parallel.worldSize())));
     }
+    // What the device does not run yet, as the session would refuse it at its start.
+    checkDeviceSupport(*config_, config_->device);
     message_->setStyleSheet(QStringLiteral("color: palette(text);"));
     showMemory(*config_);
   } catch (const UserError& e) {

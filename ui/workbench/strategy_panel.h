@@ -119,6 +119,7 @@ class StrategyPanel : public QWidget {
   QCheckBox* sequenceParallel_ = nullptr;
   QComboBox* recompute_ = nullptr;
   QComboBox* precision_ = nullptr;
+  QComboBox* device_ = nullptr;
   QComboBox* gradComm_ = nullptr;
   QSpinBox* bucket_ = nullptr;
   QSpinBox* steps_ = nullptr;
