@@ -5,9 +5,21 @@
 #include <cstring>
 
 #include "core/comm/collective_traits.h"
+#include "core/comm/device_buffers.h"
 #include "core/common/error.h"
 
 namespace parascope {
+
+namespace {
+
+// Gradient buffers may be a GPU's (in-process ranks sharing one): then written through the
+// world's DeviceBuffers.
+const DeviceBuffers* deviceOf(const Communicator& comm, const void* a, const void* b) {
+  const DeviceBuffers* device = comm.options().deviceBuffers.get();
+  return device != nullptr && (device->holds(a) || device->holds(b)) ? device : nullptr;
+}
+
+}  // namespace
 
 CommOp adjointOf(CommOp op) {
   return commTraits(op).adjoint;
@@ -25,12 +37,23 @@ CommHandle adjointAsync(Communicator& comm, const CommArgs& f, const void* gradO
     case CommOp::Broadcast: {
       // Only the root's input reached the outputs: it gets the sum, the others zeros.
       auto h = comm.reduceAsync(gradOut, gradIn, f.count, f.dtype, ReduceOp::Sum, f.root);
-      if (comm.rank() != f.root && bytes > 0) std::memset(gradIn, 0, bytes);
+      if (comm.rank() != f.root && bytes > 0) {
+        if (const DeviceBuffers* device = deviceOf(comm, gradIn, gradIn)) {
+          device->zero(gradIn, bytes);
+        } else {
+          std::memset(gradIn, 0, bytes);
+        }
+      }
       return h;
     }
     case CommOp::Reduce:
-      if (comm.rank() == f.root && bytes > 0 && gradIn != gradOut)
-        std::memcpy(gradIn, gradOut, bytes);
+      if (comm.rank() == f.root && bytes > 0 && gradIn != gradOut) {
+        if (const DeviceBuffers* device = deviceOf(comm, gradIn, gradOut)) {
+          device->copy(gradIn, gradOut, bytes);
+        } else {
+          std::memcpy(gradIn, gradOut, bytes);
+        }
+      }
       return comm.broadcastAsync(gradIn, f.count, f.dtype, f.root);
     case CommOp::AllReduce: return comm.allReduceAsync(gradOut, gradIn, f.count, f.dtype, f.reduce);
     case CommOp::Gather: return comm.scatterAsync(gradOut, gradIn, f.count, f.dtype, f.root);

@@ -20,6 +20,7 @@ class DeviceBuffers {
   // Each completes before it returns, so that the barrier after it publishes the result. A copy
   // may go either way between host and device; a reduction's buffers are all the device's.
   virtual void copy(void* dst, const void* src, std::size_t bytes) const = 0;
+  virtual void zero(void* p, std::size_t bytes) const = 0;
   // reduceBuffers' contract (core/comm/reduce_kernels.h): sources combined in the order given,
   // bf16 / fp16 in f32 and rounded once, the same result written to every destination.
   virtual void reduce(void* const* dsts, int ndst, const void* const* srcs, int nsrc,

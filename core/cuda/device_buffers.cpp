@@ -40,6 +40,13 @@ class CudaBuffers final : public DeviceBuffers {
     check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
   }
 
+  void zero(void* p, std::size_t bytes) const override {
+    const trace::LaunchSpan span("memset", trace::Category::Memset);
+    check(cudaSetDevice(index_), "cudaSetDevice");
+    check(cudaMemset(p, 0, bytes), "cudaMemset");
+    check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+  }
+
   void reduce(void* const* dsts, int ndst, const void* const* srcs, int nsrc, std::size_t count,
               DType type, ReduceOp op, int divisor) const override {
     const trace::LaunchSpan span("reduce", trace::Category::Communication);

@@ -109,6 +109,7 @@ class UnreadableDevice final : public DeviceBuffers {
     ++copies;
     std::memcpy(untagged(dst), untagged(src), bytes);
   }
+  void zero(void* p, std::size_t bytes) const override { std::memset(untagged(p), 0, bytes); }
   void reduce(void* const* dsts, int ndst, const void* const* srcs, int nsrc, std::size_t count,
               DType type, ReduceOp op, int divisor) const override {
     ++reductions;
@@ -187,6 +188,35 @@ void TestCommThreads::deviceBuffersGoThroughTheirDevice() {
         n, [&](Communicator& c) { runCollectives(c, smallSizes(), &memory); }, options);
     QVERIFY(device->copies > 0);
     QVERIFY(n == 1 || device->reductions > 0);
+  }
+  // The adjoints that write gradients themselves (broadcast's zeros, reduce's copy at the root)
+  // write device buffers through the device too.
+  {
+    CommOptions options;
+    options.deviceBuffers = std::make_shared<UnreadableDevice>();
+    UnreadableMemory memory;
+    onRanks(
+        3,
+        [&](Communicator& c) {
+          const float mine[4] = {1.0f + c.rank(), 1.0f + c.rank(), 1.0f + c.rank(),
+                                 1.0f + c.rank()};
+          const std::unique_ptr<void, std::function<void(void*)>> out(
+              memory.allocate(sizeof mine), [&](void* p) { memory.release(p); });
+          const std::unique_ptr<void, std::function<void(void*)>> in(
+              memory.allocate(sizeof mine), [&](void* p) { memory.release(p); });
+          memory.upload(out.get(), mine, sizeof mine);
+          float got[4];
+          const CommArgs broadcast{CommOp::Broadcast, nullptr,       nullptr, 4,
+                                   DType::F32,        ReduceOp::Sum, 0};
+          adjointAsync(c, broadcast, out.get(), in.get()).wait();
+          memory.download(got, in.get(), sizeof got);
+          SAME(got[3], c.rank() == 0 ? 6.0f : 0.0f);
+          const CommArgs reduce{CommOp::Reduce, nullptr, nullptr, 4, DType::F32, ReduceOp::Sum, 1};
+          adjointAsync(c, reduce, out.get(), in.get()).wait();
+          memory.download(got, in.get(), sizeof got);
+          SAME(got[0], 2.0f);  // the root's gradient, broadcast
+        },
+        options);
   }
   CommOptions options;
   options.deviceBuffers = std::make_shared<UnreadableDevice>();
