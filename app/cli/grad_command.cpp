@@ -115,11 +115,7 @@ void runGrad(const GradOptions& o) {
   *lossTensor.data<float>() = loss;
   std::vector<std::pair<std::string, Tensor>> out;
   out.emplace_back("loss", lossTensor);
-  for (const Parameter& p : model.parameters()) {
-    Tensor host = Tensor::empty(p.shape, DType::F32, MemoryCategory::Workspace);
-    host.copyFrom(p.grad);  // from the device, where the model is on one
-    out.emplace_back(p.name, host);
-  }
+  for (const Parameter& p : model.parameters()) out.emplace_back(p.name, p.grad.onHost());
   writeSafetensors(o.out, out, {{"format", "pt"}, {"content", "gradients"}});
   if (o.json) {
     std::printf("%s\n",

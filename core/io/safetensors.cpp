@@ -311,14 +311,7 @@ void loadWeights(Model& model, const std::string& path) {
 
 void saveWeights(const Model& model, const std::string& path) {
   std::vector<std::pair<std::string, Tensor>> tensors;
-  for (const Parameter& p : model.parameters()) {
-    Tensor host = p.value;
-    if (p.value.device().kind != Device::Kind::Cpu) {  // written from the host
-      host = Tensor::empty(p.shape, DType::F32, MemoryCategory::Workspace);
-      host.copyFrom(p.value);
-    }
-    tensors.emplace_back(p.name, host);
-  }
+  for (const Parameter& p : model.parameters()) tensors.emplace_back(p.name, p.value.onHost());
   writeSafetensors(path, tensors, {{"format", "pt"}});
 }
 

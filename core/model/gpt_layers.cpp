@@ -534,12 +534,7 @@ void Head::weightHalf(const Batch& batch, Activations& keep, bool whole) {
 // A row's prediction is the lowest vocabulary index with the highest probability over all
 // ranks, as a scan of the whole vocabulary finds it.
 std::int64_t Head::correct(const Batch& batch, const Activations& keep) const {
-  Tensor probs = keep.saved[kProbs];
-  if (probs.device().kind != Device::Kind::Cpu) {
-    Tensor host = Tensor::empty(probs.shape(), DType::F32, MemoryCategory::Workspace);
-    host.copyFrom(probs);
-    probs = host;
-  }
+  const Tensor probs = keep.saved[kProbs].onHost();
   const int N = static_cast<int>(probs.dim(0)), Vl = vocabPart(), first = firstVocab();
   std::vector<float> best(static_cast<std::size_t>(N));
   std::vector<std::int32_t> index(static_cast<std::size_t>(N));
@@ -555,11 +550,7 @@ std::int64_t Head::correct(const Batch& batch, const Activations& keep) const {
   for (std::size_t n = 0; n < index.size(); ++n)
     if (best[n] != top[n]) index[n] = INT_MAX;
   region_->allReduce(index.data(), index.size(), DType::I32, ReduceOp::Min);
-  Tensor targetTensor = batch.targets;
-  if (targetTensor.device().kind != Device::Kind::Cpu) {
-    targetTensor = Tensor::empty(batch.targets.shape(), DType::I32, MemoryCategory::Workspace);
-    targetTensor.copyFrom(batch.targets);
-  }
+  const Tensor targetTensor = batch.targets.onHost();
   const auto* targets = targetTensor.data<std::int32_t>();
   std::int64_t hits = 0;
   for (int n = 0; n < N; ++n) hits += index[static_cast<std::size_t>(n)] == targets[n];
@@ -627,11 +618,7 @@ std::vector<std::pair<std::string, Tensor>> gatherParameterValues(const Model& m
       const std::int64_t n = p.numel();
       Tensor parts = Tensor::empty({group.size() * n}, DType::F32, MemoryCategory::Workspace, a);
       group.allGather(f(p.value), f(parts), static_cast<std::size_t>(n), DType::F32);
-      if (!host) {
-        Tensor copy = Tensor::empty(parts.shape(), DType::F32, MemoryCategory::Workspace);
-        copy.copyFrom(parts);
-        parts = copy;
-      }
+      parts = parts.onHost();
       for (int r = 0; r < group.size(); ++r) {
         TensorSplit s = p.split;
         s.index = r;

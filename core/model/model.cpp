@@ -8,11 +8,7 @@
 namespace parascope {
 
 double sumOfLosses(const Tensor& losses) {
-  Tensor host = losses;
-  if (losses.device().kind != Device::Kind::Cpu) {
-    host = Tensor::empty(losses.shape(), DType::F32, MemoryCategory::Workspace);
-    host.copyFrom(losses);
-  }
+  const Tensor host = losses.onHost();
   double sum = 0;
   const float* l = host.data<float>();
   for (std::int64_t i = 0; i < host.numel(); ++i) sum += l[i];

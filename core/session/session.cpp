@@ -25,6 +25,9 @@
 #include "core/cuda/device_buffers.h"
 #include "core/cuda/device_memory.h"
 #include "core/cuda/gemm_peak.h"
+#include "core/cuda/kernels.h"
+// The ranks allowed on one GPU are the sources a device reduction takes.
+static_assert(parascope::kMaxGpuRanks <= parascope::cuda::kMaxReduceBuffers);
 #endif
 
 namespace parascope {

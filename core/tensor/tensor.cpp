@@ -83,6 +83,13 @@ void Tensor::zero() const {
   if (numel_ > 0) storage_->allocator().zero(raw(), nbytes());
 }
 
+Tensor Tensor::onHost() const {
+  if (device().kind == Device::Kind::Cpu) return *this;
+  Tensor host = empty(shape_, dtype_, MemoryCategory::Workspace);
+  host.copyFrom(*this);
+  return host;
+}
+
 void Tensor::copyFrom(const Tensor& other) const {
   if (other.dtype_ != dtype_ || other.numel_ != numel_) {
     throw std::invalid_argument("copy from " + shapeString(other.shape_) + " " +

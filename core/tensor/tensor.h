@@ -71,6 +71,9 @@ class Tensor {
   Tensor slice(std::int64_t begin, std::int64_t count) const;
   void zero() const;
   void copyFrom(const Tensor& other) const;  // same dtype and numel
+  // Where the host can read it: this tensor in host memory, else a copy there (Workspace, the
+  // default allocator) of a device's.
+  Tensor onHost() const;
 
  private:
   void checkElement(std::size_t size) const;

@@ -435,14 +435,7 @@ void Trainer::saveWeights() {
   if (mesh_.tensor().size() > 1) {
     values = gatherParameterValues(*model_, mesh_.tensor());
   } else {
-    for (const Parameter& p : model_->parameters()) {
-      Tensor value = p.value;
-      if (value.device().kind != Device::Kind::Cpu) {  // written from the host
-        value = Tensor::empty(p.shape, DType::F32, MemoryCategory::Workspace);
-        value.copyFrom(p.value);
-      }
-      values.emplace_back(p.name, value);
-    }
+    for (const Parameter& p : model_->parameters()) values.emplace_back(p.name, p.value.onHost());
   }
   // Every stage's first tensor and data rank holds its layers' values; the pipeline group
   // through world rank 0 brings them together there.
@@ -481,10 +474,7 @@ void* Trainer::stateView(const Tensor& t) {
   for (const auto& [device, host] : staged_) {  // one copy of a tensor per state()
     if (device.raw() == t.raw() && device.nbytes() == t.nbytes()) return host.raw();
   }
-  Tensor host = Tensor::empty(t.shape(), t.dtype(), MemoryCategory::Workspace);
-  host.copyFrom(t);
-  staged_.emplace_back(t, host);
-  return host.raw();
+  return staged_.emplace_back(t, t.onHost()).second.raw();
 }
 
 void Trainer::stateWritten() {

@@ -28,6 +28,7 @@ class TestTensor : public QObject {
   void pagePoolRefusesPartialGranules();
   void allocatorsSharingAPoolReuseEachOthersPages();
   void viewsShareStorage();
+  void onHostCopiesOnlyADevicesTensor();
   void dtypeNamesParseAndRejectUnknown();
 };
 
@@ -297,6 +298,25 @@ void TestTensor::viewsShareStorage() {
   QVERIFY_THROWS_EXCEPTION(std::invalid_argument, t.view({4}));
   QVERIFY_THROWS_EXCEPTION(std::out_of_range, t.slice(4, 3));
   QVERIFY_THROWS_EXCEPTION(std::logic_error, t.data<std::uint16_t>());
+}
+
+// A host tensor is its own host view; a device's is copied out through the device, the copy
+// holding its values in host memory of the same shape and type.
+void TestTensor::onHostCopiesOnlyADevicesTensor() {
+  const Tensor host = Tensor::zeros({2, 3}, DType::F32, MemoryCategory::Workspace);
+  QCOMPARE(host.onHost().raw(), host.raw());
+  auto device = std::make_shared<CountingDevice>(std::size_t{1} << 20);
+  Allocator a(device);
+  const Tensor there = Tensor::empty({2, 3}, DType::F32, MemoryCategory::Activation, a);
+  host.data<float>()[4] = 7.0f;
+  there.copyFrom(host);
+  const int copies = device->copies;
+  const Tensor back = there.onHost();
+  QCOMPARE(device->copies, copies + 1);
+  QVERIFY(back.raw() != there.raw());
+  QCOMPARE(back.device().kind, Device::Kind::Cpu);
+  QCOMPARE(back.shape(), there.shape());
+  QCOMPARE(back.data<float>()[4], 7.0f);
 }
 
 void TestTensor::dtypeNamesParseAndRejectUnknown() {

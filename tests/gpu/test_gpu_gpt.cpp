@@ -75,12 +75,6 @@ TrainConfig smallGpt(const nlohmann::json& extra = {}) {
   return parseTrainConfig(doc);
 }
 
-Tensor onHost(const Tensor& t) {
-  Tensor h = Tensor::empty(t.shape(), t.dtype(), MemoryCategory::Workspace);
-  h.copyFrom(t);
-  return h;
-}
-
 }  // namespace
 
 class TestGpuGpt : public QObject {
@@ -122,7 +116,7 @@ void TestGpuGpt::forwardBackwardMatchesTheCpu() {
            (std::to_string(got.lossSum) + " vs " + std::to_string(expected.lossSum)).c_str());
   int checked = 0;
   for (const Parameter& p : cpu.parameters()) {
-    const Tensor g = onHost(gpu.find(p.name)->grad);
+    const Tensor g = gpu.find(p.name)->grad.onHost();
     const float* a = g.data<float>();
     const float* b = p.grad.data<float>();
     float largest = 0, worst = 0;
