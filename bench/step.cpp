@@ -55,7 +55,7 @@ nlohmann::json runPyTorch(const BenchStepOptions& o, const GptConfig& g, int bat
                           const std::string& mode = "eager", bool largest = false) {
   const std::string script =
       o.pytorchScript.empty() ? shippedFile("tests/tools/torch_gpt_step.py") : o.pytorchScript;
-  std::vector<std::string> cmd = {"/usr/bin/python3", script,
+  std::vector<std::string> cmd = {o.python,          script,
                                   "--ranks",          std::to_string(ranks),
                                   "--steps",          std::to_string(o.steps),
                                   "--warmup",         std::to_string(o.warmup),

@@ -13,17 +13,21 @@ summary="$out/summary.txt"
 : >"$summary"
 failed=0
 
-# step NAME COMMAND...: runs COMMAND with its output in OUTDIR/NAME.log; one summary line.
+# step NAME SECONDS COMMAND...: runs COMMAND with its output in OUTDIR/NAME.log, stopped after
+# SECONDS; one summary line. The limits keep one hung step from taking the others' time: the
+# whole check has to fit the few minutes a GPU machine is lent for.
 step() {
-  local name=$1 start status
-  shift
+  local name=$1 limit=$2 start status code
+  shift 2
   start=$(date +%s)
-  if "$@" >"$out/$name.log" 2>&1; then
-    status=ok
-  else
-    status="FAILED (exit $?)"
-    failed=1
-  fi
+  timeout -k 10 "$limit" "$@" >"$out/$name.log" 2>&1
+  code=$?
+  case $code in
+  0) status=ok ;;
+  124 | 137) status="FAILED (stopped after its $limit s)" ;;
+  *) status="FAILED (exit $code)" ;;
+  esac
+  ((code == 0)) || failed=1
   echo "$name: $status in $(($(date +%s) - start)) s" | tee -a "$summary"
 }
 
@@ -31,7 +35,7 @@ nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || echo "nvidia-smi: not available" >>"$s
 # zlib from the image (its header from the carried packages where the image has none).
 zlib_include=/usr/include
 [[ -f $zlib_include/zlib.h ]] || zlib_include=/opt/deps/usr/include
-step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPARASCOPE_GUI=OFF \
+step configure 60 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPARASCOPE_GUI=OFF \
   -DPARASCOPE_BUILD_TESTS=ON -DZLIB_INCLUDE_DIR="$zlib_include" \
   -DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1
 # The default session trains on Debian's fortunes corpus; where the image has none, the carried
@@ -45,23 +49,24 @@ fi
 # What the GPU checks need first, so that a failure elsewhere cannot keep them from running.
 mapfile -t gpu_targets < <(ctest --test-dir build-gpu -N -L gpu |
   awk '/Test +#/ {sub(/:.*/, "", $3); print $3}' | sort -u)
-step build-gpu cmake --build build-gpu --parallel "$(nproc)" -- -k 0 parascope-cli "${gpu_targets[@]}"
-step gpu-suite ctest --test-dir build-gpu -L gpu --output-on-failure -V
-step bench-gpu build-gpu/app/parascope-cli bench gpu --pytorch --json
+step build-gpu 300 cmake --build build-gpu --parallel "$(nproc)" -- -k 0 parascope-cli "${gpu_targets[@]}"
+step gpu-suite 240 ctest --test-dir build-gpu -L gpu --parallel 4 --output-on-failure -V
 # The GPT on the GPU beside PyTorch on the same GPU, fp32: GPT-2 small's shape (12 layers, width
 # 768, 12 heads, context 1024, vocabulary 50304), micro-batch 16.
-step bench-step-gpu build-gpu/app/parascope-cli bench step --device cuda --pytorch --json \
+step bench-step-gpu 240 build-gpu/app/parascope-cli bench step --device cuda --pytorch --json \
   --steps 10 model.num_layers=12 model.hidden_size=768 model.num_attention_heads=12 \
   model.context_length=1024 model.vocab_size=50304 train_micro_batch_size_per_gpu=16
 # A GPU run recorded as a user records one, CUPTI's activity in it: the file opens in Perfetto.
-step train-trace-gpu build-gpu/app/parascope-cli train device=cuda train_iters=4 \
+step train-trace-gpu 90 build-gpu/app/parascope-cli train device=cuda train_iters=4 \
   --trace "$out/gpu-trace.json"
+# The GEMM peaks beside PyTorch's, each precision (measured on this kind of machine before).
+step bench-gpu 90 build-gpu/app/parascope-cli bench gpu --pytorch --json
 # The other suites, on this machine's toolchain and libraries.
-step build cmake --build build-gpu --parallel "$(nproc)" -- -k 0
-step suite ctest --test-dir build-gpu -LE "gpu|mpi" --parallel "$(nproc)" --output-on-failure \
+step build 240 cmake --build build-gpu --parallel "$(nproc)" -- -k 0
+step suite 240 ctest --test-dir build-gpu -LE "gpu|mpi" --parallel "$(nproc)" --output-on-failure \
   --timeout 300
 # Last, as it takes longest: both sides at the largest micro-batch each fits.
-step bench-step-gpu-largest build-gpu/app/parascope-cli bench step --device cuda --pytorch \
+step bench-step-gpu-largest 300 build-gpu/app/parascope-cli bench step --device cuda --pytorch \
   --largest-batch --json --steps 3 model.num_layers=12 model.hidden_size=768 \
   model.num_attention_heads=12 model.context_length=1024 model.vocab_size=50304 \
   train_micro_batch_size_per_gpu=16

@@ -17,6 +17,8 @@ void registerBenchStepCommand(CLI::App& bench) {
   cmd->add_flag("--pytorch", o->pytorch,
                 "Also train the same model with PyTorch (Debian's python3-torch; with --dp, "
                 "DistributedDataParallel over gloo) and compare");
+  cmd->add_option("--python", o->python,
+                  "The Python with PyTorch for --pytorch (default: python3 on the PATH)");
   cmd->add_option("--pytorch-script", o->pytorchScript,
                   "The PyTorch side of --pytorch (default: tests/tools/torch_gpt_step.py in this "
                   "executable's tree)")

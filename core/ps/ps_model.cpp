@@ -3,6 +3,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "core/comm/communicator.h"
 #include "core/config/config.h"
 #include "core/config/pipeline_config.h"
 #include "core/kernels/matmul.h"
