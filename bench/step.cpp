@@ -55,19 +55,19 @@ nlohmann::json runPyTorch(const BenchStepOptions& o, const GptConfig& g, int bat
                           const std::string& mode = "eager", bool largest = false) {
   const std::string script =
       o.pytorchScript.empty() ? shippedFile("tests/tools/torch_gpt_step.py") : o.pytorchScript;
-  std::vector<std::string> cmd = {o.python,          script,
-                                  "--ranks",          std::to_string(ranks),
-                                  "--steps",          std::to_string(o.steps),
-                                  "--warmup",         std::to_string(o.warmup),
-                                  "--layers",         std::to_string(g.numLayers),
-                                  "--width",          std::to_string(g.hiddenSize),
-                                  "--heads",          std::to_string(g.numHeads),
-                                  "--context",        std::to_string(g.contextLength),
-                                  "--batch",          std::to_string(batch),
-                                  "--vocab",          std::to_string(g.vocabSize),
-                                  "--device",         device,
-                                  "--precision",      precision,
-                                  "--mode",           mode};
+  std::vector<std::string> cmd = {o.python,      script,
+                                  "--ranks",     std::to_string(ranks),
+                                  "--steps",     std::to_string(o.steps),
+                                  "--warmup",    std::to_string(o.warmup),
+                                  "--layers",    std::to_string(g.numLayers),
+                                  "--width",     std::to_string(g.hiddenSize),
+                                  "--heads",     std::to_string(g.numHeads),
+                                  "--context",   std::to_string(g.contextLength),
+                                  "--batch",     std::to_string(batch),
+                                  "--vocab",     std::to_string(g.vocabSize),
+                                  "--device",    device,
+                                  "--precision", precision,
+                                  "--mode",      mode};
   if (largest) cmd.emplace_back("--largest");
   const ProcessOutput run = runCapturingOutput(cmd);
   const std::size_t last = run.out.rfind('{');

@@ -21,11 +21,11 @@ struct BenchStepOptions {
   std::string schedule;  // empty: no pipeline program unless --pp > 1 (then 1f1b)
   int microbatches = 0;  // per step in a pipeline program; 0: 8 with --pp > 1
   std::string recompute = "none";
-  int vpp = 0;                 // model chunks per pipeline rank; 0: 2 when interleaved
+  int vpp = 0;                     // model chunks per pipeline rank; 0: 2 when interleaved
   std::string python = "python3";  // the Python with PyTorch, for --pytorch
-  std::string pytorchScript;   // empty: tests/tools/torch_gpt_step.py of this build's tree
-  std::string device = "cpu";  // "cuda": the GPT on the first GPU (config key `device`)
-  bool largestBatch = false;   // cuda: also at the largest micro-batch each side fits
+  std::string pytorchScript;       // empty: tests/tools/torch_gpt_step.py of this build's tree
+  std::string device = "cpu";      // "cuda": the GPT on the first GPU (config key `device`)
+  bool largestBatch = false;       // cuda: also at the largest micro-batch each side fits
   std::vector<std::string> overrides;
 };
 
