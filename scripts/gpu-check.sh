@@ -50,7 +50,8 @@ fi
 mapfile -t gpu_targets < <(ctest --test-dir build-gpu -N -L gpu |
   awk '/Test +#/ {sub(/:.*/, "", $3); print $3}' | sort -u)
 step build-gpu 300 cmake --build build-gpu --parallel "$(nproc)" -- -k 0 parascope-cli "${gpu_targets[@]}"
-step gpu-suite 180 ctest --test-dir build-gpu -L gpu --parallel 4 --output-on-failure -V
+# One suite at a time: they read the whole device's free memory and time its work.
+step gpu-suite 180 ctest --test-dir build-gpu -L gpu --output-on-failure -V
 # The GPT on the GPU beside PyTorch on the same GPU, fp32: GPT-2 small's shape (12 layers, width
 # 768, 12 heads, context 1024, vocabulary 50304), micro-batch 16.
 step bench-step-gpu 240 build-gpu/app/parascope-cli bench step --device cuda --pytorch --json \

@@ -28,8 +28,6 @@ void Model::setOps(std::shared_ptr<const kernels::KernelOps> ops) {
   if (!layers_.empty()) throw std::logic_error("a model's kernels are set before its layers");
   if (ops->device() != allocator_->device())
     throw std::logic_error("a model's kernels must run where its allocator's memory is");
-  if (ops->device().kind != Device::Kind::Cpu && mixedPrecision())
-    throw std::logic_error("mixed precision runs on the CPU only so far");
   ops_ = std::move(ops);
 }
 
