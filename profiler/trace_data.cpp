@@ -91,6 +91,7 @@ std::string TraceData::laneName(std::int32_t rank, std::int32_t laneId) const {
     case trace::lane::kCommunication: return "communication";
     case trace::lane::kHost: return "host";
     case trace::lane::kData: return "data";
+    case trace::lane::kRuntime: return "CUDA runtime";
     case trace::lane::kIo: return "I/O";
     case trace::lane::kPull: return "pull";
     case trace::lane::kPush: return "push";

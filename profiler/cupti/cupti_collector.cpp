@@ -1,9 +1,13 @@
 // CUPTI activity -> ParaScope events, and the collector's start/flush/fallback logic.
 #include "profiler/cupti/cupti_collector.h"
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <new>
 
 #include "profiler/io/foreign_events.h"
@@ -43,7 +47,21 @@ std::int32_t ActivityConverter::rankOf(const ActivityRecord& r) const {
   return defaultRank_;
 }
 
-trace::Event ActivityConverter::toEvent(const ActivityRecord& r) const {
+std::string demangledKernelName(const std::string& name) {
+  if (name.rfind("_Z", 0) != 0) return name;
+  int status = 0;
+  const std::unique_ptr<char, decltype(&std::free)> plain(
+      abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), &std::free);
+  return status == 0 && plain ? std::string(plain.get()) : name;
+}
+
+const char* ActivityConverter::kernelName(const std::string& name) {
+  auto it = kernelNames_.find(name);
+  if (it == kernelNames_.end()) it = kernelNames_.emplace(name, demangledKernelName(name)).first;
+  return it->second.c_str();
+}
+
+trace::Event ActivityConverter::toEvent(const ActivityRecord& r) {
   using K = ActivityRecord::Kind;
   trace::Event e;
   e.startNs = r.startNs;
@@ -57,6 +75,7 @@ trace::Event ActivityConverter::toEvent(const ActivityRecord& r) const {
     e.correlation = hostKnown ? *ext : (kCuptiCorrelationBit | r.correlationId);
   switch (r.kind) {
     case K::Kernel:
+      e.name = kernelName(r.name);  // lives in kernelNames_ until re-interned
       e.category = containsNoCase(r.name, "nccl") ? trace::Category::Communication
                                                   : trace::Category::Compute;
       break;

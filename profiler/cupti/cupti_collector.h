@@ -20,8 +20,11 @@
 namespace parascope::profiler {
 
 // Correlation ids from CUPTI alone (no host id known) are tagged with this bit so they never
-// collide with the engine's own ids.
-inline constexpr std::uint64_t kCuptiCorrelationBit = std::uint64_t{1} << 63;
+// collide with the engine's own ids. Bit 52, not higher: every id stays at most 2^53, which a
+// JSON reader that holds numbers as doubles (JavaScript's, Perfetto's legacy importer) reads
+// exactly; the engine's ids count up from 1 and CUPTI's are 32-bit.
+inline constexpr std::uint64_t kCuptiCorrelationBit = std::uint64_t{1} << 52;
+static_assert((kCuptiCorrelationBit | 0xffffffffu) < (std::uint64_t{1} << 53));
 
 // Record -> event conversion state: which CUPTI correlation belongs to which host id, which rank
 // launched under each host id (in-process ranks share a GPU and its streams), and which rank owns
@@ -56,7 +59,8 @@ class ActivityConverter {
    private:
     std::vector<std::unordered_map<K, V>> maps_;
   };
-  trace::Event toEvent(const ActivityRecord& r) const;
+  trace::Event toEvent(const ActivityRecord& r);
+  const char* kernelName(const std::string& name);
   const std::uint64_t* externalOf(const ActivityRecord& r) const;
 
   std::int32_t defaultRank_;
@@ -65,7 +69,15 @@ class ActivityConverter {
   Aged<std::uint32_t, std::uint64_t> external_;
   mutable std::mutex launchMutex_;  // guards launches_, noted from the ranks' threads
   Aged<std::uint64_t, std::int32_t> launches_;
+  // Kernel names as C++ reads them, by the name CUPTI gives (mangled): one entry per kernel of
+  // the program, each demangled once.
+  std::unordered_map<std::string, std::string> kernelNames_;
 };
+
+// A kernel's name as CUPTI gives it (a mangled C++ name, `_Z...`) as Kineto and Nsight show it:
+// `parascope::cuda::(anonymous namespace)::geluForwardKernel(float*, float const*, long)`. A name
+// that is not mangled, or does not demangle, is returned as it is.
+std::string demangledKernelName(const std::string& name);
 
 class CuptiCollector {
  public:

@@ -94,6 +94,7 @@ class TestCupti : public QObject {
   void unavailableSourceFallsBackToHostOnce();
   void realSourceWithoutGpuFallsBack();
   void syntheticRecordsBecomeEvents();
+  void kernelNamesReadAsCpp();
   void correlationScopesReachTheSource();
   void decodesRawCuptiRecords();
   void bufferPoolIsBounded();
@@ -206,6 +207,24 @@ void TestCupti::syntheticRecordsBecomeEvents() {
            static_cast<int>(trace::Category::Overhead));
   cupti.stop();
   QVERIFY(fake->stopped);
+}
+
+// CUPTI names a kernel by its mangled symbol; a trace shows it as C++ reads it, as Kineto's and
+// Nsight's do. Names that are not mangled (cuBLAS's, NCCL's C kernels) stay as they are. The
+// runtime calls' lane is named for them.
+void TestCupti::kernelNamesReadAsCpp() {
+  ActivityConverter converter;
+  const std::vector<Event> events = converter.convert(
+      {rec(K::Kernel, 1, 0, 10, "_ZN9parascope4cuda12_GLOBAL__N_117geluForwardKernelEPfPKfl", 7),
+       rec(K::Kernel, 2, 10, 20, "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n", 7),
+       rec(K::Kernel, 3, 20, 30, "_Znot_a_mangled_name", 7)});
+  QCOMPARE(events.size(), std::size_t{3});
+  QCOMPARE(std::string(events[0].name),
+           std::string("parascope::cuda::(anonymous namespace)::geluForwardKernel(float*, float "
+                       "const*, long)"));
+  QCOMPARE(std::string(events[1].name), std::string("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n"));
+  QCOMPARE(std::string(events[2].name), std::string("_Znot_a_mangled_name"));
+  QCOMPARE(TraceData{}.laneName(0, trace::lane::kRuntime), std::string("CUDA runtime"));
 }
 
 void TestCupti::correlationScopesReachTheSource() {
