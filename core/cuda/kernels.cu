@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <string>
 #include <type_traits>
@@ -100,12 +101,66 @@ __global__ void biasKernel(float* out, const float* bias, long n, long C) {
   for (long i = globalIndex(); i < n; i += gridStride()) out[i] = out[i] + bias[i % C];
 }
 
+// Column sums in the CPU's order (element_math.h: kColumnChunkRows), in parallel. A block takes
+// 32 columns, one per lane, so that each row's 32 values are one 128-byte load; its kSumWarps
+// warps each add up one chunk of rows from zero, and warp 0 adds those chunks' sums to the
+// columns' totals in chunk order, kSumWarps chunks a round. `addRow(part, n, c)` adds row n's
+// terms of column c to part[0..K). The totals start from `sums`, as the CPU's += does.
+constexpr int kSumWarps = 16;
+
+unsigned columnBlocks(long C) {
+  return static_cast<unsigned>((C + kWarp - 1) / kWarp);
+}
+
+template <int K>
+struct ColumnSums {
+  float* sums[K];
+};
+
+template <int K, typename AddRow>
+__device__ void chunkedColumnSums(ColumnSums<K> out, long rows, long C, const AddRow& addRow) {
+  __shared__ float partial[K][kSumWarps][kWarp];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const long c = static_cast<long>(blockIdx.x) * kWarp + lane;
+  const bool inside = c < C;
+  float total[K];
+  for (int k = 0; k < K; ++k) total[k] = inside && warp == 0 ? out.sums[k][c] : 0.0f;
+  const long chunkRows = k::kColumnChunkRows;
+  const long chunks = (rows + chunkRows - 1) / chunkRows;
+  for (long round = 0; round < chunks; round += kSumWarps) {
+    const long chunk = round + warp;
+    float part[K];
+    for (int k = 0; k < K; ++k) part[k] = 0.0f;
+    if (inside && chunk < chunks) {
+      const long end = min(rows, (chunk + 1) * chunkRows);
+      for (long n = chunk * chunkRows; n < end; ++n) addRow(part, n, c);
+    }
+    for (int k = 0; k < K; ++k) partial[k][warp][lane] = part[k];
+    __syncthreads();
+    if (warp == 0 && inside) {
+      const long here = min(static_cast<long>(kSumWarps), chunks - round);
+      for (long w = 0; w < here; ++w) {
+        for (int k = 0; k < K; ++k) total[k] = total[k] + partial[k][w][lane];
+      }
+    }
+    __syncthreads();  // partial[] is written again next round
+  }
+  if (warp == 0 && inside) {
+    for (int k = 0; k < K; ++k) out.sums[k][c] = total[k];
+  }
+}
+
+// residual.cpp's addColumnSums: each row's value.
+struct BiasRows {
+  const float* dout;
+  long C;
+  __device__ void operator()(float* part, long n, long c) const {
+    part[0] = part[0] + dout[n * C + c];
+  }
+};
+
 __global__ void biasBackwardKernel(float* dbias, const float* dout, long rows, long C) {
-  const long i = globalIndex();
-  if (i >= C) return;
-  float db = dbias[i];
-  for (long n = 0; n < rows; ++n) db = db + dout[n * C + i];
-  dbias[i] = db;
+  chunkedColumnSums<1>(ColumnSums<1>{{dbias}}, rows, C, BiasRows{dout, C});
 }
 
 // One warp per row of scores, as attention.cpp: the maximum over the visible keys, their
@@ -201,20 +256,26 @@ __global__ void layernormInputGradKernel(float* dinp, const float* dout, const f
 }
 
 // The weight and bias gradients: one thread per column adds the rows in order, the CPU's sums.
+// layernorm.cpp's column sums: the bias's term dout, the weight's dout * xhat.
+struct LayernormWeightRows {
+  const float* dout;
+  const float* inp;
+  const float* mean;
+  const float* rstd;
+  long C;
+  __device__ void operator()(float* part, long n, long c) const {
+    const long at = n * C + c;
+    const float xhat = (inp[at] - mean[n]) * rstd[n];
+    part[0] += dout[at];
+    part[1] += dout[at] * xhat;
+  }
+};
+
 __global__ void layernormWeightGradKernel(float* dweight, float* dbias, const float* dout,
                                           const float* inp, const float* mean, const float* rstd,
                                           int N, int C) {
-  const long i = globalIndex();
-  if (i >= C) return;
-  float dw = dweight[i], db = dbias[i];
-  for (int n = 0; n < N; ++n) {
-    const long at = static_cast<long>(n) * C + i;
-    const float xhat = (inp[at] - mean[n]) * rstd[n];
-    db += dout[at];
-    dw += dout[at] * xhat;
-  }
-  dweight[i] = dw;
-  dbias[i] = db;
+  chunkedColumnSums<2>(ColumnSums<2>{{dbias, dweight}}, N, C,
+                       LayernormWeightRows{dout, inp, mean, rstd, C});
 }
 
 __global__ void embeddingForwardKernel(float* out, const std::int32_t* tokens, const float* wte,
@@ -226,15 +287,43 @@ __global__ void embeddingForwardKernel(float* out, const std::int32_t* tokens, c
   }
 }
 
-// One thread per column of dwte and dwpe; tokens in order, so repeated tokens add as on the CPU.
-__global__ void embeddingBackwardKernel(float* dwte, float* dwpe, const float* dout,
-                                        const std::int32_t* tokens, int T, int C, long tokensN) {
-  const long c = globalIndex();
+// The token rows' gradients: row `tokens[n] - first` of dwte gets dout's row n, for the tokens in
+// [first, first + part), each row's additions in n's order as on the CPU. Tokens are split into
+// kTokenGroups groups by value; a warp takes 32 columns of one group and scans every position,
+// adding only its group's, so no two threads write one element and no atomics reorder the sums.
+// (The positions' tokens are the same load for every lane.)
+constexpr int kTokenGroups = 64;
+
+__global__ void tokenGradKernel(float* dwte, const float* dout, const std::int32_t* tokens, long N,
+                                int C, int first, int part) {
+  const long warp = static_cast<long>(blockIdx.x) * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+  const int group = static_cast<int>(warp % kTokenGroups);
+  const long c = (warp / kTokenGroups) * kWarp + threadIdx.x % kWarp;
   if (c >= C) return;
-  for (long n = 0; n < tokensN; ++n) {
-    const float d = dout[n * C + c];
-    dwte[static_cast<long>(tokens[n]) * C + c] += d;
-    dwpe[(n % T) * C + c] += d;
+  for (long n = 0; n < N; ++n) {
+    const int local = tokens[n] - first;
+    if (local < 0 || local >= part || local % kTokenGroups != group) continue;
+    float* row = dwte + static_cast<long>(local) * C;
+    row[c] = row[c] + dout[n * C + c];
+  }
+}
+
+unsigned tokenGradBlocks(int C) {
+  const long warps = (C + kWarp - 1) / kWarp * kTokenGroups;
+  return static_cast<unsigned>((warps * kWarp + kThreads - 1) / kThreads);
+}
+
+// The positions' gradients: dwpe's row (row0 + i) % T gets dout's row i. One thread per
+// position and column adds its rows i = p, p + T, ... in order, as the CPU does.
+__global__ void positionGradKernel(float* dwpe, const float* dout, long rows, int row0, int T,
+                                   int C) {
+  const long positions = min(rows, static_cast<long>(T));
+  for (long j = globalIndex(); j < positions * C; j += gridStride()) {
+    const long p = j / C, c = j % C;
+    float* at = dwpe + ((row0 + p) % T) * C + c;
+    float sum = *at;
+    for (long i = p; i < rows; i += T) sum = sum + dout[i * C + c];
+    *at = sum;
   }
 }
 
@@ -248,32 +337,12 @@ __global__ void embeddingPartForwardKernel(float* out, const std::int32_t* token
   }
 }
 
-// One thread per column, tokens in order, as the CPU adds them.
-__global__ void embeddingPartBackwardKernel(float* dwtePart, const float* dout,
-                                            const std::int32_t* tokens, int N, int first, int part,
-                                            int C) {
-  const long c = globalIndex();
-  if (c >= C) return;
-  for (long n = 0; n < N; ++n) {
-    const int local = tokens[n] - first;
-    if (local >= 0 && local < part) dwtePart[static_cast<long>(local) * C + c] += dout[n * C + c];
-  }
-}
-
 __global__ void positionForwardKernel(float* out, const float* wpe, int row0, int T, int C,
                                       long n) {
   for (long i = globalIndex(); i < n; i += gridStride()) {
     const long row = i / C;
     out[i] = out[i] + wpe[((row0 + row) % T) * C + i % C];
   }
-}
-
-// One thread per column, rows in order.
-__global__ void positionBackwardKernel(float* dwpe, const float* dout, int rows, int row0, int T,
-                                       int C) {
-  const long c = globalIndex();
-  if (c >= C) return;
-  for (long i = 0; i < rows; ++i) dwpe[((row0 + i) % T) * C + c] += dout[i * C + c];
 }
 
 // The vocabulary-split cross-entropy, one block per row for the reductions.
@@ -509,7 +578,7 @@ void biasForward(float* out, const float* bias, long rows, long C, cudaStream_t 
 }
 
 void biasBackward(float* dbias, const float* dout, long rows, long C, cudaStream_t stream) {
-  biasBackwardKernel<<<blocksFor(C), kThreads, 0, stream>>>(dbias, dout, rows, C);
+  biasBackwardKernel<<<columnBlocks(C), kSumWarps * kWarp, 0, stream>>>(dbias, dout, rows, C);
   checkLaunch("bias_backward");
 }
 
@@ -546,8 +615,8 @@ void layernormBackward(float* dinp, float* dweight, float* dbias, const float* d
                                                                     rstd, dresidual, N, C);
     checkLaunch("layernorm_backward");
   }
-  layernormWeightGradKernel<<<blocksFor(C), kThreads, 0, stream>>>(dweight, dbias, dout, inp, mean,
-                                                                   rstd, N, C);
+  layernormWeightGradKernel<<<columnBlocks(C), kSumWarps * kWarp, 0, stream>>>(
+      dweight, dbias, dout, inp, mean, rstd, N, C);
   checkLaunch("layernorm_backward");
 }
 
@@ -560,8 +629,11 @@ void embeddingForward(float* out, const std::int32_t* tokens, const float* wte, 
 
 void embeddingBackward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
                        int B, int T, int C, cudaStream_t stream) {
-  embeddingBackwardKernel<<<blocksFor(C), kThreads, 0, stream>>>(dwte, dwpe, dout, tokens, T, C,
-                                                                 static_cast<long>(B) * T);
+  const long n = static_cast<long>(B) * T;
+  tokenGradKernel<<<tokenGradBlocks(C), kThreads, 0, stream>>>(dwte, dout, tokens, n, C, 0,
+                                                               INT_MAX);
+  positionGradKernel<<<blocksFor(static_cast<long>(T) * C), kThreads, 0, stream>>>(dwpe, dout, n, 0,
+                                                                                   T, C);
   checkLaunch("embedding_backward");
 }
 
@@ -575,8 +647,8 @@ void embeddingPartForward(float* out, const std::int32_t* tokens, const float* w
 
 void embeddingPartBackward(float* dwtePart, const float* dout, const std::int32_t* tokens, int N,
                            int first, int part, int C, cudaStream_t stream) {
-  embeddingPartBackwardKernel<<<blocksFor(C), kThreads, 0, stream>>>(dwtePart, dout, tokens, N,
-                                                                     first, part, C);
+  tokenGradKernel<<<tokenGradBlocks(C), kThreads, 0, stream>>>(dwtePart, dout, tokens, N, C, first,
+                                                               part);
   checkLaunch("embedding_backward");
 }
 
@@ -589,7 +661,8 @@ void positionForward(float* out, const float* wpe, int rows, int row0, int T, in
 
 void positionBackward(float* dwpe, const float* dout, int rows, int row0, int T, int C,
                       cudaStream_t stream) {
-  positionBackwardKernel<<<blocksFor(C), kThreads, 0, stream>>>(dwpe, dout, rows, row0, T, C);
+  positionGradKernel<<<blocksFor(static_cast<long>(std::min(rows, T)) * C), kThreads, 0, stream>>>(
+      dwpe, dout, rows, row0, T, C);
   checkLaunch("position_embedding_backward");
 }
 

@@ -32,6 +32,13 @@ PARASCOPE_HD inline T geluDerivative(T x) {
          T(0.5) * x * sech2 * kGeluScale<T> * (T(1) + T(3) * T(0.044715) * x * x);
 }
 
+// A column sum over many rows (a bias's gradient, layernorm's weight and bias gradients) adds
+// the rows in chunks of this many: each chunk's sum starts from zero and adds its rows in order,
+// then the chunks' sums are added to the column's total in order. The CPU's loops
+// (residual.cpp, layernorm.cpp) and the CUDA kernels (kernels.cu: chunkedColumnSums) keep this
+// order, so both give the same bits; the chunks let a GPU sum them in parallel.
+inline constexpr int kColumnChunkRows = 64;
+
 // AdamW's per-step constants, computed once on the host (bias corrections in double, as Python
 // computes them before they reach PyTorch's kernel).
 template <typename T>

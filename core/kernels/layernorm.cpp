@@ -1,6 +1,10 @@
 #include "core/kernels/layernorm.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
+
+#include "core/kernels/element_math.h"
 #include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
 
@@ -62,44 +66,59 @@ void layernormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* in
   span.bytes(arrayBytes<T>(2L * N * C + 2L * N + 4L * C +
                            (dinp != nullptr ? static_cast<long>(N) * C + C : 0) +
                            (dresidual != nullptr ? static_cast<long>(N) * C : 0)));
+  // The weight and bias gradients are column sums: each chunk of kColumnChunkRows rows is
+  // added up from zero, then added to them (element_math.h), as the GPU's kernel adds them.
+  std::vector<T> chunkBias(static_cast<std::size_t>(C)), chunkWeight(static_cast<std::size_t>(C));
   for (int n = 0; n < N; ++n) {
+    if (n % kColumnChunkRows == 0) {
+      std::fill(chunkBias.begin(), chunkBias.end(), T(0));
+      std::fill(chunkWeight.begin(), chunkWeight.end(), T(0));
+    }
     const T* x = inp + static_cast<long>(n) * C;
     const T* d = dout + static_cast<long>(n) * C;
     const T m = mean[n];
     const T s = rstd[n];
+    T* pb = chunkBias.data();
+    T* pw = chunkWeight.data();
     if (dinp == nullptr) {
       // The weight half alone (zero-bubble's W): the same element-wise sums, nothing else.
       for (int i = 0; i < C; ++i) {
         const T xhat = (x[i] - m) * s;
-        dbias[i] += d[i];
-        dweight[i] += d[i] * xhat;
+        pb[i] += d[i];
+        pw[i] += d[i] * xhat;
       }
-      continue;
-    }
-    // dnorm = dout * weight; dx = s * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat))
-    T dnormMean = 0;
-    T dnormXhatMean = 0;
+    } else {
+      // dnorm = dout * weight; dx = s * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat))
+      T dnormMean = 0;
+      T dnormXhatMean = 0;
 #pragma omp simd reduction(+ : dnormMean, dnormXhatMean)
-    for (int i = 0; i < C; ++i) {
-      const T xhat = (x[i] - m) * s;
-      const T dnorm = d[i] * weight[i];
-      dnormMean += dnorm;
-      dnormXhatMean += dnorm * xhat;
-      dbias[i] += d[i];
-      dweight[i] += d[i] * xhat;
+      for (int i = 0; i < C; ++i) {
+        const T xhat = (x[i] - m) * s;
+        const T dnorm = d[i] * weight[i];
+        dnormMean += dnorm;
+        dnormXhatMean += dnorm * xhat;
+        pb[i] += d[i];
+        pw[i] += d[i] * xhat;
+      }
+      dnormMean /= C;
+      dnormXhatMean /= C;
+      T* dx = dinp + static_cast<long>(n) * C;
+      for (int i = 0; i < C; ++i) {
+        const T xhat = (x[i] - m) * s;
+        dx[i] = s * (d[i] * weight[i] - dnormMean - xhat * dnormXhatMean);
+      }
+      // Its own statement: contracted with the line above into an FMA it would not be the bits
+      // of a separate residual add.
+      if (dresidual != nullptr) {
+        const T* r = dresidual + static_cast<long>(n) * C;
+        for (int i = 0; i < C; ++i) dx[i] = dx[i] + r[i];
+      }
     }
-    dnormMean /= C;
-    dnormXhatMean /= C;
-    T* dx = dinp + static_cast<long>(n) * C;
-    for (int i = 0; i < C; ++i) {
-      const T xhat = (x[i] - m) * s;
-      dx[i] = s * (d[i] * weight[i] - dnormMean - xhat * dnormXhatMean);
-    }
-    // Its own statement: contracted with the line above into an FMA it would not be the bits of
-    // a separate residual add.
-    if (dresidual != nullptr) {
-      const T* r = dresidual + static_cast<long>(n) * C;
-      for (int i = 0; i < C; ++i) dx[i] = dx[i] + r[i];
+    if (n % kColumnChunkRows == kColumnChunkRows - 1 || n == N - 1) {
+      for (int i = 0; i < C; ++i) {
+        dbias[i] += pb[i];
+        dweight[i] += pw[i];
+      }
     }
   }
 }

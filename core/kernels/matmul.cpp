@@ -1,6 +1,7 @@
 #include "core/kernels/matmul.h"
 
 #include "core/kernels/blas.h"
+#include "core/kernels/residual.h"
 #include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
 
@@ -34,12 +35,7 @@ void matmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, 
                     (dbias != nullptr ? 2L * OC : 0)));
   if (dinp != nullptr) gemm(false, false, N, C, OC, T(1), dout, OC, weight, C, T(0), dinp, C);
   if (dweight != nullptr) gemm(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);
-  if (dbias != nullptr) {
-    for (int n = 0; n < N; ++n) {
-      const T* d = dout + static_cast<long>(n) * OC;
-      for (int j = 0; j < OC; ++j) dbias[j] += d[j];
-    }
-  }
+  if (dbias != nullptr) addColumnSums(dbias, dout, static_cast<long>(N), static_cast<long>(OC));
 }
 
 void setBlasThreads(int n) {

@@ -1,4 +1,9 @@
 #include "core/kernels/residual.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/kernels/element_math.h"
 #include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
 
@@ -32,13 +37,23 @@ void biasForward(T* out, const T* bias, long rows, long C) {
 }
 
 template <typename T>
+void addColumnSums(T* sums, const T* rows, long n, long C) {
+  std::vector<T> chunk(static_cast<std::size_t>(C));
+  for (long first = 0; first < n; first += kColumnChunkRows) {
+    std::fill(chunk.begin(), chunk.end(), T(0));
+    for (long r = first; r < std::min(n, first + kColumnChunkRows); ++r) {
+      const T* d = rows + r * C;
+      for (long i = 0; i < C; ++i) chunk[i] = chunk[i] + d[i];
+    }
+    for (long i = 0; i < C; ++i) sums[i] = sums[i] + chunk[i];
+  }
+}
+
+template <typename T>
 void biasBackward(T* dbias, const T* dout, long rows, long C) {
   trace::Span span("bias_backward", trace::Category::Compute);
   span.bytes(arrayBytes<T>(rows * C + 2 * C));
-  for (long n = 0; n < rows; ++n) {
-    const T* d = dout + n * C;
-    for (long i = 0; i < C; ++i) dbias[i] = dbias[i] + d[i];
-  }
+  addColumnSums(dbias, dout, rows, C);
 }
 
 template void residualForward<float>(float*, const float*, const float*, long);
@@ -48,6 +63,8 @@ template void residualBackward<double>(double*, double*, const double*, long);
 template void biasForward<float>(float*, const float*, long, long);
 template void biasForward<double>(double*, const double*, long, long);
 template void biasBackward<float>(float*, const float*, long, long);
+template void addColumnSums<float>(float*, const float*, long, long);
+template void addColumnSums<double>(double*, const double*, long, long);
 template void biasBackward<double>(double*, const double*, long, long);
 
 }  // namespace parascope::kernels

@@ -17,8 +17,13 @@ void residualBackward(T* da, T* db, const T* dout, long N);
 template <typename T>
 void biasForward(T* out, const T* bias, long rows, long C);
 
-// Its gradient, summed over the rows in order: dbias += sum over n of dout[n, :].
+// Its gradient, summed over the rows in chunks (element_math.h: kColumnChunkRows):
+// dbias += sum over n of dout[n, :].
 template <typename T>
 void biasBackward(T* dbias, const T* dout, long rows, long C);
+
+// The same sum, inside another kernel's span (matmulBackward's bias).
+template <typename T>
+void addColumnSums(T* sums, const T* rows, long n, long C);
 
 }  // namespace parascope::kernels

@@ -22,6 +22,7 @@
 #include "core/kernels/adamw.h"
 #include "core/kernels/attention.h"
 #include "core/kernels/cross_entropy.h"
+#include "core/kernels/element_math.h"
 #include "core/kernels/embedding.h"
 #include "core/kernels/gelu.h"
 #include "core/kernels/grad_clip.h"
@@ -166,12 +167,21 @@ void TestCudaKernels::elementwiseKernelsGiveTheCpusBits() {
   DeviceVector<float> biased{Floats(x.begin(), x.begin() + rows * C)};
   cuda::biasForward(biased.get(), dbias.get(), rows, C, nullptr);
   QVERIFY(sameBits(biased.host(), cpuBiased));
+  // The bias's gradient, a column sum in the CPU's chunks: rows past several rounds of the
+  // kernel's warps, a last chunk short, a last block of columns part empty; onto a start value.
+  const long sumRows = 2L * 16 * kernels::kColumnChunkRows + 37;
+  const Floats rowsIn = randomFloats(sumRows * C, 5);
+  Floats cpuSums(bias);
+  kernels::biasBackward(cpuSums.data(), rowsIn.data(), sumRows, static_cast<long>(C));
+  DeviceVector<float> drows(rowsIn), gpuSums(bias);
+  cuda::biasBackward(gpuSums.get(), drows.get(), sumRows, C, nullptr);
+  QVERIFY(sameBits(gpuSums.host(), cpuSums));
 }
 
 void TestCudaKernels::layernormMatchesTheCpu() {
   REQUIRE_DEVICE();
   for (const int C : {768, 37}) {
-    const int N = 300;
+    const int N = 2100;  // the column sums' 33 chunks: three rounds of the kernel's warps
     const Floats a = randomFloats(N * C, 5, 2.0f), b = randomFloats(N * C, 6, 2.0f),
                  w = randomFloats(C, 7), bias = randomFloats(C, 8), dout = randomFloats(N * C, 9),
                  dres = randomFloats(N * C, 10);
@@ -197,7 +207,7 @@ void TestCudaKernels::layernormMatchesTheCpu() {
     cuda::layernormBackward(gdx.get(), gdw.get(), gdb.get(), ddout.get(), dsum.get(), dw.get(),
                             dmean.get(), drstd.get(), N, C, ddres.get(), nullptr);
     VERIFY_WITHIN(worst(gdx.host(), dx, 1e-5, 1e-5), "layernorm input gradient");
-    // Each column's rows added in the CPU's order: the same bits.
+    // Each column's rows added in the CPU's chunks and order: the same bits.
     QVERIFY(sameBits(gdw.host(), dwCpu));
     QVERIFY(sameBits(gdb.host(), dbCpu));
   }
