@@ -9,6 +9,7 @@
 #include "profiler/analysis/bubbles.h"
 #include "profiler/analysis/comm_volume.h"
 #include "profiler/analysis/file_io.h"
+#include "profiler/analysis/gpu_kernels.h"
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/analysis/ps_load.h"
 #include "profiler/analysis/stragglers.h"
@@ -54,6 +55,50 @@ void breakdownText(const TraceData&, const Rows& rows) {
                 ms(b["window_ns"]), ms(b["compute_ns"]), ms(b["communication_ns"]),
                 ms(b["exposed_communication_ns"]), ms(b["other_ns"]), ms(b["idle_ns"]),
                 100 * b["overlap_ratio"].get<double>());
+  }
+}
+
+Rows gpuKernelRows(const TraceData& t) {
+  Rows rows;
+  for (const GpuKernelStats& k : computeGpuKernels(t)) {
+    rows.push_back({{"rank", k.rank},
+                    {"kernel", k.name},
+                    {"launches", k.launches},
+                    {"total_ns", k.totalNs},
+                    {"mean_ns", k.meanNs()},
+                    {"max_ns", k.maxNs},
+                    {"gpu_busy_ns", k.rankBusyNs},
+                    {"busy_share", k.busyShare()}});
+  }
+  return rows;
+}
+
+// The longest-running kernels of each rank; the rest in one line.
+void gpuKernelText(const TraceData&, const Rows& rows) {
+  constexpr int kShown = 12;
+  std::printf("\nGPU kernels (per rank, by total time; share = of the GPU's busy time)\n");
+  if (rows.empty()) std::printf("  (no GPU kernels recorded)\n");
+  for (std::size_t i = 0; i < rows.size();) {
+    const long long rank = count(rows[i]["rank"]);
+    std::printf("  rank %lld, GPU busy %.3f ms\n", rank, ms(rows[i]["gpu_busy_ns"]));
+    std::printf("  %9s %10s %9s %9s %6s  %s\n", "launches", "total ms", "mean us", "max us",
+                "share", "kernel");
+    int shown = 0;
+    long long restKernels = 0;
+    double restMs = 0;
+    for (; i < rows.size() && count(rows[i]["rank"]) == rank; ++i) {
+      const json& k = rows[i];
+      if (shown++ < kShown) {
+        std::printf("  %9lld %10.3f %9.1f %9.1f %5.1f%%  %s\n", count(k["launches"]),
+                    ms(k["total_ns"]), ms(k["mean_ns"]) * 1e3, ms(k["max_ns"]) * 1e3,
+                    100 * k["busy_share"].get<double>(),
+                    withoutParameters(demangledKernelName(k["kernel"].get<std::string>())).c_str());
+      } else {
+        ++restKernels;
+        restMs += ms(k["total_ns"]);
+      }
+    }
+    if (restKernels > 0) std::printf("  (%lld more kernels, %.3f ms)\n", restKernels, restMs);
   }
 }
 
@@ -270,6 +315,7 @@ void stragglerText(const TraceData&, const Rows& rows) {
 const std::vector<AnalysisTable>& analysisTables() {
   static const std::vector<AnalysisTable> tables = {
       {"breakdown", "Time per rank and step", breakdownRows, breakdownText},
+      {"gpu_kernel", "GPU kernels", gpuKernelRows, gpuKernelText},
       {"bubble", "Pipeline bubbles", bubbleRows, bubbleText},
       {"comm_matrix", "Communication matrix (bytes sent)", commMatrixRows, commMatrixText},
       {"comm_op", "Communication per operation", commOpRows, commOpText},

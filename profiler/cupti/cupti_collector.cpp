@@ -1,8 +1,6 @@
 // CUPTI activity -> ParaScope events, and the collector's start/flush/fallback logic.
 #include "profiler/cupti/cupti_collector.h"
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -10,6 +8,7 @@
 #include <memory>
 #include <new>
 
+#include "profiler/analysis/gpu_kernels.h"
 #include "profiler/io/foreign_events.h"
 
 namespace parascope::profiler {
@@ -45,14 +44,6 @@ std::int32_t ActivityConverter::rankOf(const ActivityRecord& r) const {
   if (auto it = streamRanks_.find(r.streamId); it != streamRanks_.end()) return it->second;
   if (auto it = deviceRanks_.find(r.deviceId); it != deviceRanks_.end()) return it->second;
   return defaultRank_;
-}
-
-std::string demangledKernelName(const std::string& name) {
-  if (name.rfind("_Z", 0) != 0) return name;
-  int status = 0;
-  const std::unique_ptr<char, decltype(&std::free)> plain(
-      abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), &std::free);
-  return status == 0 && plain ? std::string(plain.get()) : name;
 }
 
 const char* ActivityConverter::kernelName(const std::string& name) {

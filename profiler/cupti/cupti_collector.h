@@ -74,11 +74,6 @@ class ActivityConverter {
   std::unordered_map<std::string, std::string> kernelNames_;
 };
 
-// A kernel's name as CUPTI gives it (a mangled C++ name, `_Z...`) as Kineto and Nsight show it:
-// `parascope::cuda::(anonymous namespace)::geluForwardKernel(float*, float const*, long)`. A name
-// that is not mangled, or does not demangle, is returned as it is.
-std::string demangledKernelName(const std::string& name);
-
 class CuptiCollector {
  public:
   using Log = std::function<void(const std::string&)>;

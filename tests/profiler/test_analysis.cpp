@@ -1,11 +1,13 @@
 // Analyses on hand-built traces whose answers are worked out in the comments: breakdown,
-// overlap, pipeline bubbles, communication matrix and totals, memory peaks, stragglers, file I/O.
+// overlap, GPU kernels, pipeline bubbles, communication matrix and totals, memory peaks,
+// stragglers, file I/O.
 #include <QtTest>
 
 #include "profiler/analysis/breakdown.h"
 #include "profiler/analysis/bubbles.h"
 #include "profiler/analysis/comm_volume.h"
 #include "profiler/analysis/file_io.h"
+#include "profiler/analysis/gpu_kernels.h"
 #include "profiler/analysis/intervals.h"
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/analysis/stragglers.h"
@@ -23,6 +25,7 @@ class TestAnalysis : public QObject {
   void breakdownHost();
   void breakdownGpuCountsOnlyDeviceWork();
   void breakdownWithoutSteps();
+  void gpuKernelsByRankAndTime();
   void bubblesGpipeTwoStages();
   void commMatrixAndTotals();
   void memoryPeaks();
@@ -102,6 +105,62 @@ void TestAnalysis::breakdownGpuCountsOnlyDeviceWork() {
   QCOMPARE(rows[0].communicationNs, std::int64_t{35});         // [25,60)
   QCOMPARE(rows[0].exposedCommunicationNs, std::int64_t{30});  // [30,60)
   QCOMPARE(rows[0].idleNs, std::int64_t{100 - 50});            // busy [20,60) + [90,100)
+}
+
+// Kernels summed by name on each rank's GPU lanes, longest total first; their share is of the
+// GPU's busy time, the union of kernels, copies and memsets there (not host spans, not runtime
+// calls). The text shows demangled names without their parameters.
+void TestAnalysis::gpuKernelsByRankAndTime() {
+  TraceData t;
+  const char* gelu = "_ZN9parascope4cuda12_GLOBAL__N_117geluForwardKernelEPfPKfl";
+  add(t, {.category = Category::Compute, .start = 0, .end = 100, .name = "host span"});
+  add(t, {.category = Category::Runtime, .start = 0, .end = 5, .lane = lane::kRuntime});
+  add(t, {.category = Category::Compute,
+          .start = 10,
+          .end = 20,
+          .name = gelu,
+          .lane = lane::gpuStream(7)});
+  add(t, {.category = Category::Compute,
+          .start = 15,
+          .end = 45,
+          .name = "sgemm",
+          .lane = lane::gpuStream(8)});  // overlaps gelu: busy counts [15,20) once
+  add(t, {.category = Category::Compute,
+          .start = 50,
+          .end = 54,
+          .name = gelu,
+          .lane = lane::gpuStream(7)});
+  add(t, {.category = Category::Memcpy,
+          .start = 60,
+          .end = 70,
+          .name = "Memcpy HtoD",
+          .lane = lane::gpuStream(7)});
+  add(t, {.rank = 1,
+          .category = Category::Communication,
+          .start = 0,
+          .end = 8,
+          .name = "ncclDevKernel_AllReduce",
+          .lane = lane::gpuStream(3)});
+
+  const std::vector<GpuKernelStats> k = computeGpuKernels(t);
+  QCOMPARE(k.size(), std::size_t{3});
+  QCOMPARE(k[0].name, std::string("sgemm"));
+  QCOMPARE(k[0].totalNs, std::int64_t{30});
+  QCOMPARE(k[0].rankBusyNs, std::int64_t{49});  // [10,45) + [50,54) + [60,70)
+  QCOMPARE(k[1].name, std::string(gelu));
+  QCOMPARE(k[1].launches, std::int64_t{2});
+  QCOMPARE(k[1].totalNs, std::int64_t{14});
+  QCOMPARE(k[1].meanNs(), std::int64_t{7});
+  QCOMPARE(k[1].maxNs, std::int64_t{10});
+  QCOMPARE(k[1].busyShare(), 14.0 / 49.0);
+  QCOMPARE(k[2].rank, 1);
+  QCOMPARE(k[2].busyShare(), 1.0);
+
+  QCOMPARE(withoutParameters(demangledKernelName(gelu)),
+           std::string("parascope::cuda::(anonymous namespace)::geluForwardKernel"));
+  QCOMPARE(withoutParameters("void f<(int)2>(float*, g(int))"), std::string("void f<(int)2>"));
+  QCOMPARE(withoutParameters("sgemm"), std::string("sgemm"));
+  QCOMPARE(withoutParameters("unbalanced)"), std::string("unbalanced)"));
 }
 
 void TestAnalysis::breakdownWithoutSteps() {
