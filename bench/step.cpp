@@ -33,6 +33,7 @@
 #include "core/plan/memory_estimate.h"
 #include "core/session/run_metrics.h"
 #include "profiler/analysis/breakdown.h"
+#include "profiler/analysis/gpu_kernels.h"
 #include "profiler/io/chrome_import.h"
 #include "profiler/run_trace.h"
 #include "profiler/tracer.h"
@@ -265,7 +266,14 @@ struct GpuTracing {
   double overhead = 0;       // its median over the untraced run's, less 1
   double gpuEventsPerStep = 0;
   double busy = 0;  // the share of the measured steps' time the GPU ran something
+  // Where the GPU's time went: the traced run's kernels by name, over all its steps (CUPTI's
+  // records carry no step), longest first.
+  std::vector<profiler::GpuKernelStats> kernels;
+  int steps = 0;
 };
+
+// The kernels bench step lists, by time; the rest are summed in one line.
+constexpr std::size_t kGpuKernelsListed = 15;
 
 // The same steps recorded as `train --trace` records a GPU run, CUPTI's activity included: what
 // tracing costs a step, and how busy the GPU was in the steps measured.
@@ -291,6 +299,8 @@ GpuTracing measureGpuTracing(const TrainConfig& config, const BenchStepOptions& 
     t.busy = 1.0 - static_cast<double>(idle) / static_cast<double>(window);
     t.gpuEventsPerStep = static_cast<double>(events) / (o.warmup + o.steps);
   }
+  t.kernels = profiler::computeGpuKernels(trace);
+  t.steps = o.warmup + o.steps;
   return t;
 }
 
@@ -375,6 +385,18 @@ void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
         std::printf("%s\n", line.dump().c_str());
       }
     }
+    for (std::size_t i = 0; i < std::min(tracing.kernels.size(), kGpuKernelsListed); ++i) {
+      const profiler::GpuKernelStats& k = tracing.kernels[i];
+      std::printf("%s\n", nlohmann::json{{"bench", "step_gpu_kernel"},
+                                         {"kernel", profiler::demangledKernelName(k.name)},
+                                         {"ms_per_step", k.totalNs / 1e6 / tracing.steps},
+                                         {"launches_per_step",
+                                          static_cast<double>(k.launches) / tracing.steps},
+                                         {"mean_us", k.meanNs() / 1e3},
+                                         {"gpu_busy_share", k.busyShare()}}
+                              .dump()
+                              .c_str());
+    }
     if (largest.microBatch > 0) {
       nlohmann::json line = {{"bench", "step_gpu_largest_batch"},
                              {"micro_batch", largest.microBatch},
@@ -407,6 +429,27 @@ void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
                 tracing.medianSeconds * 1e3, 100.0 * tracing.overhead, tracing.gpuEventsPerStep);
     std::printf("GPU busy             %.1f%% of the traced steps (kernels, copies, memsets)\n",
                 100.0 * tracing.busy);
+    std::printf(
+        "\nwhere the GPU's time goes (the traced run's %d steps; share of GPU busy time):\n",
+        tracing.steps);
+    std::printf("  %10s %9s %9s %6s  %s\n", "ms/step", "launches", "mean us", "share", "kernel");
+    double restMs = 0;
+    for (std::size_t i = 0; i < tracing.kernels.size(); ++i) {
+      const profiler::GpuKernelStats& k = tracing.kernels[i];
+      const double msPerStep = k.totalNs / 1e6 / tracing.steps;
+      if (i >= kGpuKernelsListed) {
+        restMs += msPerStep;
+        continue;
+      }
+      std::printf("  %10.3f %9.1f %9.1f %5.1f%%  %s\n", msPerStep,
+                  static_cast<double>(k.launches) / tracing.steps, k.meanNs() / 1e3,
+                  100.0 * k.busyShare(),
+                  profiler::withoutParameters(profiler::demangledKernelName(k.name)).c_str());
+    }
+    if (tracing.kernels.size() > kGpuKernelsListed) {
+      std::printf("  %10.3f  (%zu more kernels)\n", restMs,
+                  tracing.kernels.size() - kGpuKernelsListed);
+    }
   } else {
     std::printf("traced (CUPTI)       no GPU activity collected (the reason is above)\n");
   }
