@@ -347,6 +347,7 @@ void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
   if (o.json) {
     std::printf("%s\n", nlohmann::json{{"bench", "step_gpu"},
                                        {"device", gpu.name},
+                                       {"precision", o.precision},
                                        {"tokens_per_step", run.tokensPerStep},
                                        {"step_time_median_s", median},
                                        {"tokens_per_s", tokensPerSecond},
@@ -411,9 +412,9 @@ void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
     }
     return;
   }
-  std::printf("GPT: %d layers, width %d, %d heads, context %d, vocab %d; micro-batch %d; fp32\n",
+  std::printf("GPT: %d layers, width %d, %d heads, context %d, vocab %d; micro-batch %d; %s\n",
               g.numLayers, g.hiddenSize, g.numHeads, g.contextLength, g.vocabSize,
-              config.microBatch);
+              config.microBatch, o.precision.c_str());
   std::printf("device               %s (compute capability %d.%d)\n", gpu.name.c_str(), gpu.major,
               gpu.minor);
   std::printf("steps measured       %d (after %d warm-up)\n", o.steps, o.warmup);
