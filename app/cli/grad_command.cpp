@@ -103,7 +103,7 @@ void runGrad(const GradOptions& o) {
   kernels::setBlasThreads(1);
   const GptConfig& g = config.model.gpt;
   Model model(device ? *device : defaultAllocator());
-  if (device) model.setOps(kernelsFor(config.device));
+  if (device) model.setOps(kernelsFor(config.device, config.parallel.compute));
   buildGpt(model, g);
   loadWeights(model, o.weights);
   Batch batch = readTokens(o.tokens, config.microBatch, g.contextLength, g.vocabSize);

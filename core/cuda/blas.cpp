@@ -39,6 +39,8 @@ GemmTypes gemmTypes(GemmPrecision p) {
     case GemmPrecision::TF32: return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4};
     case GemmPrecision::BF16: return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2};
     case GemmPrecision::F16: return {CUDA_R_16F, CUBLAS_COMPUTE_32F, 2};
+    case GemmPrecision::F32ViaBF16: return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16BF, 4};
+    case GemmPrecision::F32ViaF16: return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16F, 4};
   }
   return {CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, 4};
 }
@@ -173,11 +175,10 @@ void Blas::matmulBackward(void* dinp, void* dweight, const void* dout, const voi
 void Blas::batched(bool transA, bool transB, int m, int n, int k, float alpha, const float* A,
                    int lda, long strideA, const float* B, int ldb, long strideB, float beta,
                    float* C, int ldc, long strideC, int batch) {
-  // f32 storage whatever the model's precision (attention's probabilities stay f32 here); TF32
-  // where the model's f32 products use it.
-  const cublasComputeType_t compute = precision_ == GemmPrecision::TF32
-                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                          : CUBLAS_COMPUTE_32F_PEDANTIC;
+  // f32 storage whatever the model's precision (attention's probabilities stay f32 here), in the
+  // compute type of the model's f32 products: TF32, or 16-bit inputs under mixed precision.
+  const cublasComputeType_t compute =
+      types_.storage == CUDA_R_32F ? types_.compute : CUBLAS_COMPUTE_32F_PEDANTIC;
   check(cublasGemmStridedBatchedEx(handle_, op(transA), op(transB), m, n, k, &alpha, A, CUDA_R_32F,
                                    lda, strideA, B, CUDA_R_32F, ldb, strideB, &beta, C, CUDA_R_32F,
                                    ldc, strideC, batch, compute, CUBLAS_GEMM_DEFAULT),

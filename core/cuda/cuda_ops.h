@@ -12,7 +12,8 @@
 namespace parascope::cuda {
 
 // Kernels on device `index`, launched on `stream` (null: the device's default stream), the f32
-// products in `precision` (F32 or TF32). Throws UserError for a device this process does not see.
+// products in `precision` (F32, TF32, or F32ViaBF16 / F32ViaF16 under mixed precision). Throws
+// UserError for a device this process does not see.
 std::shared_ptr<const kernels::KernelOps> cudaOps(int index, cudaStream_t stream,
                                                   GemmPrecision precision);
 

@@ -72,6 +72,8 @@ std::string_view precisionName(GemmPrecision p) {
     case GemmPrecision::TF32: return "tf32";
     case GemmPrecision::BF16: return "bf16";
     case GemmPrecision::F16: return "fp16";
+    case GemmPrecision::F32ViaBF16: return "fp32 via bf16";
+    case GemmPrecision::F32ViaF16: return "fp32 via fp16";
   }
   return "fp32";
 }

@@ -13,6 +13,12 @@ enum class GemmPrecision {
   TF32,  // fp32 inputs on TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32)
   BF16,  // bf16 inputs and output, fp32 accumulation
   F16,   // fp16 inputs and output, fp32 accumulation
+  // fp32 storage, the inputs rounded to bf16 (fp16) on the tensor cores, fp32 accumulation
+  // (CUBLAS_COMPUTE_32F_FAST_16BF, _16F): mixed precision's products on the model's f32 working
+  // tensors, as PyTorch's autocast casts a product's operands. Not a peak of its own:
+  // allPrecisions() leaves these out.
+  F32ViaBF16,
+  F32ViaF16,
 };
 
 std::string_view precisionName(GemmPrecision p);  // "fp32", "tf32", "bf16", "fp16"

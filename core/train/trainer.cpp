@@ -23,11 +23,22 @@
 
 namespace parascope {
 
-// On a CUDA device, its default stream: the device memory's copies are ordered with it.
-std::shared_ptr<const kernels::KernelOps> kernelsFor(Device device) {
+// On a CUDA device, its default stream: the device memory's copies are ordered with it. Under
+// mixed precision a GPU's products take their f32 operands as 16-bit values on the tensor cores,
+// with f32 accumulation, as PyTorch's autocast casts them. The parameters' working copies are
+// 16-bit values already, and so is what a layer keeps or hands on; a tensor made and used inside
+// one layer's pass (a layernorm's output into its product, say) is rounded there, where the
+// CPU's product takes it unrounded: within bf16's tolerance of the CPU, not its bits.
+std::shared_ptr<const kernels::KernelOps> kernelsFor(Device device, DType compute) {
 #if PARASCOPE_HAVE_CUDA
-  if (device.kind == Device::Kind::Cuda)
-    return cuda::cudaOps(device.index, nullptr, cuda::GemmPrecision::F32);
+  if (device.kind == Device::Kind::Cuda) {
+    const cuda::GemmPrecision products = compute == DType::BF16  ? cuda::GemmPrecision::F32ViaBF16
+                                         : compute == DType::F16 ? cuda::GemmPrecision::F32ViaF16
+                                                                 : cuda::GemmPrecision::F32;
+    return cuda::cudaOps(device.index, nullptr, products);
+  }
+#else
+  (void)compute;
 #endif
   if (device.kind != Device::Kind::Cpu)
     throw UserError("this build has no CUDA (it was built without the CUDA toolkit)");
@@ -44,7 +55,8 @@ Trainer::Trainer(const TrainConfig& config, Allocator& allocator, const Communic
   checkDeviceSupport(config, allocator.device());
   model_ = std::make_unique<Model>(allocator, s.compute,
                                    ModelStorage{.values = s.zeroStage == 0, .gradients = !flat});
-  if (allocator.device().kind != Device::Kind::Cpu) model_->setOps(kernelsFor(allocator.device()));
+  if (allocator.device().kind != Device::Kind::Cpu)
+    model_->setOps(kernelsFor(allocator.device(), s.compute));
   if (world.size() > 1 || config.parallel.worldSize() > 1)
     mesh_ = DeviceMesh(world, config.parallel);
   BuiltModel built = config_.model.kind->build(*model_, config_, mesh_.tensor(), allocator,

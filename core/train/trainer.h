@@ -34,8 +34,9 @@
 
 namespace parascope {
 
-// The kernels of a device: the CPU's, or a CUDA device's (a build without CUDA refuses one).
-std::shared_ptr<const kernels::KernelOps> kernelsFor(Device device);
+// The kernels of a device: the CPU's, or a CUDA device's (a build without CUDA refuses one). A
+// GPU's products take a 16-bit `compute` type's inputs on its tensor cores.
+std::shared_ptr<const kernels::KernelOps> kernelsFor(Device device, DType compute = DType::F32);
 
 class Trainer {
  public:

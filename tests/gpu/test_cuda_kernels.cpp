@@ -464,6 +464,21 @@ void TestCudaKernels::matmulMatchesTheCpu() {
     DeviceVector<std::uint16_t> hx(x16), hw(w16), hb(b16), hout{std::vector<std::uint16_t>(N * OC)};
     half.matmulForward(hout.get(), hx.get(), hw.get(), hb.get(), N, C, OC);
     VERIFY_WITHIN(worst(widened(hout.host()), ref, 1.6e-2, 1e-3), "16-bit forward");
+
+    // Mixed precision's products: f32 storage, the inputs taken as 16-bit on the tensor cores.
+    // On inputs that are 16-bit values already the product is the f32 one in another order
+    // (1e-5 of the bound allows the tensor cores' accumulation); on f32 inputs each is rounded
+    // first, within the 16-bit type's unit roundoff of the bound (2^-8 for bf16, 2^-11 fp16).
+    cuda::Blas via(nullptr, type == DType::BF16 ? cuda::GemmPrecision::F32ViaBF16
+                                                : cuda::GemmPrecision::F32ViaF16);
+    DeviceVector<float> vx(widened(x16)), vw(widened(w16)), vb(widened(b16)), vout{Floats(N * OC)};
+    via.matmulForward(vout.get(), vx.get(), vw.get(), vb.get(), N, C, OC);
+    VERIFY_WITHIN(worstAgainstBound(vout.host(), ref, outBound, 1e-5), "16-bit inputs, f32 out");
+    DeviceVector<float> fx(x), fw(w), fb(bias), fout{Floats(N * OC)};
+    via.matmulForward(fout.get(), fx.get(), fw.get(), fb.get(), N, C, OC);
+    VERIFY_WITHIN(
+        worstAgainstBound(fout.host(), out, outBound, type == DType::BF16 ? 0x1p-8 : 0x1p-11),
+        "f32 inputs rounded on the tensor cores");
   }
 }
 
