@@ -328,8 +328,9 @@ void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
   nlohmann::json torch;
   // PyTorch at this run's precision (bf16 under autocast; fp32 for fp32 and fp16, which the
   // script does not take), and what the bf16 goal is measured against: PyTorch 2's fused
-  // attention and AdamW, eager and compiled. ParaScope's products are f32 ones so far, so these
-  // stand beside it as the target; a PyTorch without them (1.x) leaves them out with its reason.
+  // attention and AdamW, eager and compiled. ParaScope's activations are f32 tensors so far, so
+  // these stand beside it as the target; a PyTorch without them (1.x) leaves them out with its
+  // reason.
   const std::string torchPrecision = torchPrecisionFor(o);
   std::vector<std::pair<std::string, nlohmann::json>> targets;
   if (o.pytorch) {
@@ -464,8 +465,8 @@ void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
                 torch["max_memory_allocated_bytes"].get<double>() / (1 << 20));
     std::printf("ParaScope / PyTorch  %.2fx\n", tokensPerSecond / rate);
     std::printf(
-        "\nThe bf16 target (PyTorch, same model and GPU; ParaScope's products are f32 ones so "
-        "far):\n");
+        "\nThe bf16 target (PyTorch, same model and GPU; ParaScope's activations are f32 tensors "
+        "so far):\n");
     for (const auto& [mode, t] : targets) {
       const char* label = mode == "sdpa" ? "eager, SDPA + fused AdamW" : "torch.compile";
       if (t.contains("error")) {

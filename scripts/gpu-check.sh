@@ -58,7 +58,7 @@ step bench-step-gpu 240 build-gpu/app/parascope-cli bench step --device cuda --p
   --steps 10 model.num_layers=12 model.hidden_size=768 model.num_attention_heads=12 \
   model.context_length=1024 model.vocab_size=50304 train_micro_batch_size_per_gpu=16
 # The same in bf16 mixed precision, the benchmark setting: PyTorch in bf16 autocast beside
-# it (ParaScope's products are still f32 ones on bf16-rounded values).
+# it (ParaScope's products on the tensor cores, its activations still f32 tensors).
 step bench-step-gpu-bf16 180 build-gpu/app/parascope-cli bench step --device cuda --pytorch \
   --precision bf16 --json --steps 10 model.num_layers=12 model.hidden_size=768 \
   model.num_attention_heads=12 model.context_length=1024 model.vocab_size=50304 \
