@@ -304,8 +304,9 @@ GpuTracing measureGpuTracing(const TrainConfig& config, const BenchStepOptions& 
   return t;
 }
 
-// The GPT on one GPU (`device: "cuda"`): throughput, MFU against the GPU's fp32 GEMM peak (cuBLAS,
-// TF32 off, measured in the same run), peak memory by category, what CUPTI tracing costs, and
+// The GPT on one GPU (`device: "cuda"`): throughput, MFU against the GPU's dense GEMM peak in the
+// precision the products run in (cuBLAS: fp32 with TF32 off, bf16 or fp16 under mixed precision;
+// measured in the same run), peak memory by category, what CUPTI tracing costs, and
 // PyTorch training the same model on the same GPU in fp32.
 void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
   const std::vector<cuda::DeviceInfo> devices = cuda::visibleDevices();
@@ -313,7 +314,10 @@ void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
     throw UserError("bench step --device cuda: no CUDA device is visible (" + cuda::whyNoDevice() +
                     ")");
   const cuda::DeviceInfo& gpu = devices.front();
-  const cuda::GemmRate peak = cuda::measureGemm(gpu.index, cuda::GemmPrecision::F32, 8192, 5);
+  const cuda::GemmPrecision peakPrecision =
+      cuda::peakPrecision(cuda::productsFor(config.parallel.compute));
+  const cuda::GemmRate peak = cuda::measureGemm(gpu.index, peakPrecision, 8192, 5);
+  const std::string peakName(cuda::precisionName(peakPrecision));
   const BenchRun run = runBenchSession(config, o.warmup, o.steps, 0, nullptr);
   const double median = run.medianSeconds;
   const double tokensPerSecond =
@@ -353,7 +357,8 @@ void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
                                        {"step_time_median_s", median},
                                        {"tokens_per_s", tokensPerSecond},
                                        {"model_flops_per_token", flopsPerToken},
-                                       {"fp32_gemm_peak_tflops", peak.flopsPerSecond / 1e12},
+                                       {"gemm_peak_precision", peakName},
+                                       {"gemm_peak_tflops", peak.flopsPerSecond / 1e12},
                                        {"mfu", mfu},
                                        {"peak_memory_bytes", peakBytes},
                                        {"traced_step_time_median_s", tracing.medianSeconds},
@@ -421,9 +426,10 @@ void runBenchStepGpu(const BenchStepOptions& o, const TrainConfig& config) {
   std::printf("steps measured       %d (after %d warm-up)\n", o.steps, o.warmup);
   std::printf("step time            %.2f ms median\n", median * 1e3);
   std::printf("throughput           %.0f tokens/s\n", tokensPerSecond);
-  std::printf("fp32 GEMM peak       %.1f TFLOP/s (cuBLAS, TF32 off, n = 8192)\n",
-              peak.flopsPerSecond / 1e12);
-  std::printf("MFU                  %.1f%% of the fp32 GEMM peak\n", 100.0 * mfu);
+  std::printf("%-20s %.1f TFLOP/s (cuBLAS, dense, n = 8192%s)\n", (peakName + " GEMM peak").c_str(),
+              peak.flopsPerSecond / 1e12,
+              peakPrecision == cuda::GemmPrecision::F32 ? ", TF32 off" : "");
+  std::printf("MFU                  %.1f%% of the %s GEMM peak\n", 100.0 * mfu, peakName.c_str());
   std::printf("peak memory          %.1f MiB (the categories' peaks added)\n",
               static_cast<double>(peakBytes) / (1 << 20));
   if (tracing.gpuEventsPerStep > 0) {

@@ -178,7 +178,8 @@ void Printer::onStart(const StartReport& s) {
     for (const auto& [key, value] : strategySettings(config)) line[key] = value;
     if (!s.deviceName.empty()) {
       line["device_name"] = s.deviceName;
-      line["fp32_gemm_peak_tflops"] = s.devicePeakFlops / 1e12;
+      line["gemm_peak_precision"] = precisionName(p.compute);
+      line["gemm_peak_tflops"] = s.devicePeakFlops / 1e12;
     }
     std::printf("%s\n", line.dump().c_str());
   } else {
@@ -188,8 +189,8 @@ void Printer::onStart(const StartReport& s) {
         s.model.c_str(), s.data.c_str(), config.globalBatch, config.microBatch,
         config.gradientAccumulation, p.data, config.trainIters);
     if (!s.deviceName.empty()) {
-      std::printf("device: %s, fp32 GEMM peak %.1f TFLOP/s (cuBLAS, TF32 off; MFU's denominator)\n",
-                  s.deviceName.c_str(), s.devicePeakFlops / 1e12);
+      std::printf("device: %s, %s GEMM peak %.1f TFLOP/s (cuBLAS; MFU's denominator)\n",
+                  s.deviceName.c_str(), precisionName(p.compute), s.devicePeakFlops / 1e12);
     }
     if (p.worldSize() > 1) {
       std::printf(

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <random>
 
 #include "core/common/error.h"
@@ -127,6 +129,37 @@ GemmRate measureGemm(int device, GemmPrecision precision, int n, int reps) {
   const double nd = n;
   rate.flopsPerSecond = 2.0 * nd * nd * nd / best;
   return rate;
+}
+
+GemmPrecision productsFor(DType compute) {
+  return compute == DType::BF16  ? GemmPrecision::F32ViaBF16
+         : compute == DType::F16 ? GemmPrecision::F32ViaF16
+                                 : GemmPrecision::F32;
+}
+
+GemmPrecision peakPrecision(GemmPrecision products) {
+  return products == GemmPrecision::F32ViaBF16  ? GemmPrecision::BF16
+         : products == GemmPrecision::F32ViaF16 ? GemmPrecision::F16
+                                                : products;
+}
+
+double productPeak(int device, GemmPrecision products) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, GemmPrecision>, double> peaks;
+  const GemmPrecision precision = peakPrecision(products);
+  // Held while measuring: a second session on the device waits for this measurement rather than
+  // running its own beside it, which would halve both.
+  const std::scoped_lock lock(mutex);
+  const auto [it, added] = peaks.try_emplace({device, precision}, 0.0);
+  if (added) {
+    try {
+      it->second = measureGemm(device, precision, 8192, 5).flopsPerSecond;
+    } catch (...) {
+      peaks.erase(it);
+      throw;
+    }
+  }
+  return it->second;
 }
 
 }  // namespace parascope::cuda

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/tensor/dtype.h"
+
 namespace parascope::cuda {
 
 enum class GemmPrecision {
@@ -37,5 +39,20 @@ struct GemmRate {
 // less power on zeros, so a zero GEMM would overstate the rate). Throws CudaError when the
 // device, memory or cuBLAS fails, UserError for n < 1 or reps < 1.
 GemmRate measureGemm(int device, GemmPrecision precision, int n, int reps);
+
+// How a model computing in `compute` (F32, BF16 or F16 under mixed precision) multiplies on a
+// GPU: its f32 working tensors as they are (F32), or taken as 16-bit inputs (F32ViaBF16,
+// F32ViaF16).
+GemmPrecision productsFor(DType compute);
+
+// The dense peak of the multipliers `products` run on: BF16's for F32ViaBF16, F16's for
+// F32ViaF16, the precision's own otherwise. A GPU run's MFU denominator.
+GemmPrecision peakPrecision(GemmPrecision products);
+
+// measureGemm(device, peakPrecision(products), 8192, 5)'s rate in FLOP/s, measured the first
+// time a process asks for that device and precision, then kept: the sessions a process starts on
+// one GPU (a test suite's dozens, the workbench's runs) share one measurement rather than each
+// spending a second on it. Thread-safe; throws as measureGemm does, and keeps nothing then.
+double productPeak(int device, GemmPrecision products);
 
 }  // namespace parascope::cuda

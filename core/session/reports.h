@@ -19,9 +19,10 @@ struct StartReport {
   double flopsPerToken = 0;     // model FLOPs per target (GPT: 6 N + 12 L T C; 0 for the MLP)
   int worldSize = 1;
   int firstStep = 0;  // steps already done when the session starts (0 for a fresh run)
-  // A run on a GPU: its name, and its fp32 GEMM peak (cuBLAS, TF32 off) measured on the idle
-  // device just before the run, MFU's denominator there. Empty and 0 on the CPU, whose peak
-  // each front end knows (kernels::SgemmPeakCache).
+  // A run on a GPU: its name, and the dense GEMM peak of the precision its products run in
+  // (cuBLAS; fp32 with TF32 off, or bf16/fp16 under mixed precision), measured on the idle device
+  // before the process's first run on it (cuda::productPeak), MFU's denominator there. Empty and 0
+  // on the CPU, whose peak each front end knows (kernels::SgemmPeakCache).
   std::string deviceName;
   double devicePeakFlops = 0;
 };

@@ -627,7 +627,7 @@ void Session::measureDevicePeak() {
 #if PARASCOPE_HAVE_CUDA
   const int i = config_.device.index;
   deviceName_ = cuda::visibleDevices().at(static_cast<std::size_t>(i)).name;
-  devicePeakFlops_ = cuda::measureGemm(i, cuda::GemmPrecision::F32, 8192, 5).flopsPerSecond;
+  devicePeakFlops_ = cuda::productPeak(i, cuda::productsFor(config_.parallel.compute));
 #endif
 }
 

@@ -178,7 +178,7 @@ class Session {
   std::optional<std::pair<std::string, int>> saving_;
   int boundary_ = 0;            // the next layout's first boundary (StepGate::next)
   std::string deviceName_;      // a GPU run's device (StartReport::deviceName)
-  double devicePeakFlops_ = 0;  // and its fp32 GEMM peak
+  double devicePeakFlops_ = 0;  // and the GEMM peak of its products (cuda::productPeak)
   bool started_ = false;        // a layout has run: the next one continues the run
   std::string lastCheckpoint_;
   std::atomic<Ending> ending_{Ending::Done};

@@ -19,6 +19,7 @@
 
 #if PARASCOPE_HAVE_CUDA
 #include "core/cuda/cuda_ops.h"
+#include "core/cuda/gemm_peak.h"
 #endif
 
 namespace parascope {
@@ -32,10 +33,7 @@ namespace parascope {
 std::shared_ptr<const kernels::KernelOps> kernelsFor(Device device, DType compute) {
 #if PARASCOPE_HAVE_CUDA
   if (device.kind == Device::Kind::Cuda) {
-    const cuda::GemmPrecision products = compute == DType::BF16  ? cuda::GemmPrecision::F32ViaBF16
-                                         : compute == DType::F16 ? cuda::GemmPrecision::F32ViaF16
-                                                                 : cuda::GemmPrecision::F32;
-    return cuda::cudaOps(device.index, nullptr, products);
+    return cuda::cudaOps(device.index, nullptr, cuda::productsFor(compute));
   }
 #else
   (void)compute;
