@@ -1,6 +1,8 @@
 #include "core/cuda/blas.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "core/cuda/check.h"
@@ -13,6 +15,16 @@ namespace {
 // cuBLASLt's room for split-K and other algorithms' partial results; 32 MiB as PyTorch gives
 // it on Hopper.
 constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
+
+// The largest power of two up to 256 that divides p's address, which PyTorch also tells
+// cuBLASLt: an algorithm chosen for 256-byte aligned operands may use vector loads that a view
+// into a flat ZeRO or bucket buffer, aligned less, cannot take.
+std::uint32_t alignmentOf(const void* p) {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  std::uint32_t a = 1;
+  while (a < 256 && address % (2 * a) == 0) a *= 2;
+  return a;
+}
 
 cublasOperation_t op(bool trans) {
   return trans ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -86,11 +98,11 @@ void Blas::release() noexcept {
   workspace_ = nullptr;
 }
 
-// A product's descriptors and the heuristic's first algorithm, once per shape: a training step
-// repeats a few shapes, and the heuristic costs more than launching.
+// A product's descriptors and the heuristic's first algorithm, once per shape and alignment: a
+// training step repeats a few of each, and the heuristic costs more than launching.
 const Blas::Plan& Blas::plan(int m, int n, int k, bool transA, bool transB, bool bias,
-                             bool accumulate) {
-  const Key key{m, n, k, transA, transB, bias, accumulate};
+                             bool accumulate, const Alignments& alignments) {
+  const Key key{m, n, k, transA, transB, bias, accumulate, alignments};
   if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
   auto p = std::make_unique<Plan>();
   check(cublasLtMatmulDescCreate(&p->op, types_.compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
@@ -123,6 +135,14 @@ const Blas::Plan& Blas::plan(int m, int n, int k, bool transA, bool transB, bool
   const std::size_t workspace = kWorkspaceBytes;
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
                                        sizeof(workspace));
+  // C is also the product's D: every product here is in place.
+  const cublasLtMatmulPreferenceAttributes_t alignmentAttributes[] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4; ++i) {
+    const std::uint32_t a = alignments[static_cast<std::size_t>(std::min(i, 2))];
+    cublasLtMatmulPreferenceSetAttribute(pref, alignmentAttributes[i], &a, sizeof(a));
+  }
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t s =
@@ -142,7 +162,8 @@ const Blas::Plan& Blas::plan(int m, int n, int k, bool transA, bool transB, bool
 void Blas::matmulForward(void* out, const void* inp, const void* weight, const void* bias, int N,
                          int C, int OC) {
   // out^T (OC x N) = (W^T)^T inp^T: W row-major (OC, C) is column-major C x OC, transposed.
-  const Plan& p = plan(OC, N, C, true, false, bias != nullptr, false);
+  const Plan& p = plan(OC, N, C, true, false, bias != nullptr, false,
+                       {alignmentOf(weight), alignmentOf(inp), alignmentOf(out)});
   if (bias != nullptr)
     check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                          static_cast<const void*>(&bias), sizeof(bias)),
@@ -158,14 +179,16 @@ void Blas::matmulBackward(void* dinp, void* dweight, const void* dout, const voi
   const float one = 1.0f, zero = 0.0f;
   if (dinp != nullptr) {
     // dinp^T (C x N) = W^T (C x OC, W as stored) dout^T (OC x N, dout as stored).
-    const Plan& p = plan(C, N, OC, false, false, false, false);
+    const Plan& p = plan(C, N, OC, false, false, false, false,
+                         {alignmentOf(weight), alignmentOf(dout), alignmentOf(dinp)});
     check(cublasLtMatmul(lt_, p.op, &one, weight, p.a, dout, p.b, &zero, dinp, p.c, dinp, p.c,
                          &p.algo, workspace_, kWorkspaceBytes, stream_),
           "cublasLtMatmul (matmul_backward, input)");
   }
   if (dweight != nullptr) {
     // dW^T (C x OC) += inp^T (C x N, inp as stored) dout (N x OC: dout as stored, transposed).
-    const Plan& p = plan(C, OC, N, false, true, false, true);
+    const Plan& p = plan(C, OC, N, false, true, false, true,
+                         {alignmentOf(inp), alignmentOf(dout), alignmentOf(dweight)});
     check(cublasLtMatmul(lt_, p.op, &one, inp, p.a, dout, p.b, &one, dweight, p.c, dweight, p.c,
                          &p.algo, workspace_, kWorkspaceBytes, stream_),
           "cublasLtMatmul (matmul_backward, weight)");

@@ -8,7 +8,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -56,8 +58,12 @@ class Blas {
  private:
   struct Plan;  // a product's descriptors and chosen algorithm, kept per shape
   void release() noexcept;
-  using Key = std::tuple<int, int, int, bool, bool, bool, bool>;  // m n k transA transB bias beta
-  const Plan& plan(int m, int n, int k, bool transA, bool transB, bool bias, bool accumulate);
+  // The operands' alignments in bytes (a power of two up to 256): A, B and C (also D).
+  using Alignments = std::array<std::uint32_t, 3>;
+  // m n k transA transB bias beta, and the alignments the chosen algorithm may assume.
+  using Key = std::tuple<int, int, int, bool, bool, bool, bool, Alignments>;
+  const Plan& plan(int m, int n, int k, bool transA, bool transB, bool bias, bool accumulate,
+                   const Alignments& alignments);
   // C (m x n, column-major) = alpha op(A) op(B) + beta C, batched over `batch` strided products.
   void batched(bool transA, bool transB, int m, int n, int k, float alpha, const float* A, int lda,
                long strideA, const float* B, int ldb, long strideB, float beta, float* C, int ldc,
