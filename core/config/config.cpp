@@ -150,6 +150,14 @@ void checkDeviceSupport(const TrainConfig& c, Device device) {
   if (s.worldSize() > kMaxGpuRanks)
     refused.push_back(std::to_string(s.worldSize()) + " ranks (at most " +
                       std::to_string(kMaxGpuRanks) + " share a GPU)");
+  if (c.model.kind->name() == std::string_view("gpt")) {
+    const GptConfig& g = c.model.gpt;
+    const int hs = g.hiddenSize / g.numHeads;
+    if (hs > kMaxGpuHeadSize)
+      refused.push_back("attention heads of " + std::to_string(hs) +
+                        " (model.hidden_size / model.num_attention_heads; at most " +
+                        std::to_string(kMaxGpuHeadSize) + ")");
+  }
   if (s.gradComm != s.compute) {
     refused.push_back(
         "communication_data_type \"" +

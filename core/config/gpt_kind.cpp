@@ -7,6 +7,7 @@
 #include "core/config/json_reader.h"
 #include "core/config/model_kind.h"
 #include "core/data/text_dataset.h"
+#include "core/kernels/attention.h"
 #include "core/model/gpt_layers.h"
 #include "core/parallel/tensor_parallel.h"
 
@@ -217,30 +218,41 @@ class GptKind final : public ModelKind {
     embedding.weightHalfPeak = gathered;
     layers.push_back(embedding);
 
-    // Kept: both layernorms, qkv, the attention probabilities and output, x2, fc and gelu.
-    // Sequence parallelism adds the row-parallel products' full outputs until the forward ends.
+    // Kept: both layernorms, qkv, the attention core's row statistics and output, x2, fc and
+    // gelu. Sequence parallelism adds the row-parallel products' full outputs until the forward
+    // ends.
     LayerActivations block;
-    const double heads = g.numHeads / t, probabilities = B * heads * T * keys, core = N * C / t;
+    const double heads = g.numHeads / t, stats = B * heads * T * 2, core = N * C / t;
     // Under context parallelism, every rank's keys and values, gathered for the attention core
     // (transient), and in backward once more with their gradients.
     const double ring = c.parallel.context > 1 ? B * keys * (qkvWidth - C) / t : 0;
     // fc: the first MLP product's output (both halves under SwiGLU); act: the activation's.
     const double qkv = N * qkvWidth / t, fc = N * fcWidth / t, act = N * F / t;
-    const double kept = 2 * layernorm + qkv + probabilities + core + RC + fc + act;
+    const double kept = 2 * layernorm + qkv + stats + core + RC + fc + act;
     const bool selective = c.pipeline.recompute == Recompute::Selective;
-    const double dropped = selective ? probabilities + core : 0;
+    const double dropped = selective ? stats + core : 0;
+    // The attention core's scratch for a pass (KernelOps::attentionScratch): a row block's scores
+    // against every key on the CPU, with their gradients in backward; none for a GPU's fused
+    // kernels.
+    const bool cpu = c.device.kind == Device::Kind::Cpu;
+    auto scratch = [&](bool backward) {
+      return cpu ? (backward ? 2.0 : 1.0) * std::min<double>(kernels::kAttentionRowBlock, T) * keys
+                 : 0.0;
+    };
     block.output = RC;
     block.kept = kept - dropped;
-    block.forwardPeak = kept + RC + 2 * gathered + ring;
+    // The larger of the forward's end and its attention core, whose scratch goes when it returns
+    // (ln1, qkv, the statistics, the output and the scratch then live).
+    block.forwardPeak = std::max(kept + RC + 2 * gathered + ring,
+                                 layernorm + qkv + stats + core + scratch(false) + ring);
     block.inputGradient = RC;
-    // The input half restores what selective recompute dropped, then allocates dfc, dln2 and
-    // dln1 in full rows, dx2 and dx, datty, dqkv and attention's scratch; under sequence
-    // parallelism also the gathered dy and dx2 and the scattered dln2 and dln1.
-    // The scratch is one head's on the CPU and every head's on a GPU (KernelOps::attentionScratch).
-    const double scratch = T * keys * (c.device.kind == Device::Kind::Cpu ? 1.0 : heads);
-    block.inputHalfPeak = dropped + fc + 2 * NC + 2 * RC + core + qkv + scratch + 2 * ring +
+    // The input half restores what selective recompute dropped (its forward scratch gone again
+    // before anything larger), then allocates dfc, dln2 and dln1 in full rows, dx2 and dx, datty,
+    // dqkv and attention's backward scratch; under sequence parallelism also the gathered dy and
+    // dx2 and the scattered dln2 and dln1.
+    block.inputHalfPeak = dropped + fc + 2 * NC + 2 * RC + core + qkv + scratch(true) + 2 * ring +
                           (sp ? 2 * NC + 2 * RC : 0);
-    // It frees the probabilities, qkv, fc and its scratch; the weight half gets what its
+    // It frees the statistics, qkv, fc and its scratch; the weight half gets what its
     // products need: ln1, ln2, the attention output, x2, gelu, dfc, dqkv, dln2, dx2, dln1 (and
     // under sequence parallelism the gathered dy and dx2), and dy.
     block.keptForWeight = 2 * layernorm + core + fc + act + qkv + 4 * RC + 2 * gathered;

@@ -1,7 +1,6 @@
 #include "core/cuda/blas.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -29,19 +28,6 @@ std::uint32_t alignmentOf(const void* p) {
 cublasOperation_t op(bool trans) {
   return trans ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
-
-// Attention's sizes, as attention.cpp has them: head size, qkv's row stride, the scores' scale,
-// and one head's T x T block.
-struct AttentionShape {
-  int hs, C3;
-  float scale;
-  long TT;
-  AttentionShape(int T, int C, int NH)
-      : hs(C / NH),
-        C3(3 * C),
-        scale(1.0f / std::sqrt(static_cast<float>(hs))),
-        TT(static_cast<long>(T) * T) {}
-};
 
 }  // namespace
 
@@ -73,11 +59,7 @@ Blas::Blas(cudaStream_t stream, GemmPrecision precision)
     : stream_(stream), precision_(precision), types_(gemmTypes(precision)) {
   try {
     check(cublasLtCreate(&lt_), "cublasLtCreate");
-    check(cublasCreate(&handle_), "cublasCreate");
-    check(cublasSetStream(handle_, stream_), "cublasSetStream");
     check(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc (cuBLASLt workspace)");
-    // cuBLAS's own workspace too, so that a captured or timed product never allocates.
-    check(cublasSetWorkspace(handle_, workspace_, kWorkspaceBytes), "cublasSetWorkspace");
   } catch (...) {
     release();
     throw;
@@ -90,10 +72,8 @@ Blas::~Blas() {
 
 void Blas::release() noexcept {
   plans_.clear();
-  if (handle_) cublasDestroy(handle_);
   if (lt_) cublasLtDestroy(lt_);
   cudaFree(workspace_);
-  handle_ = nullptr;
   lt_ = nullptr;
   workspace_ = nullptr;
 }
@@ -192,63 +172,6 @@ void Blas::matmulBackward(void* dinp, void* dweight, const void* dout, const voi
     check(cublasLtMatmul(lt_, p.op, &one, inp, p.a, dout, p.b, &one, dweight, p.c, dweight, p.c,
                          &p.algo, workspace_, kWorkspaceBytes, stream_),
           "cublasLtMatmul (matmul_backward, weight)");
-  }
-}
-
-void Blas::batched(bool transA, bool transB, int m, int n, int k, float alpha, const float* A,
-                   int lda, long strideA, const float* B, int ldb, long strideB, float beta,
-                   float* C, int ldc, long strideC, int batch) {
-  // f32 storage whatever the model's precision (attention's probabilities stay f32 here), in the
-  // compute type of the model's f32 products: TF32, or 16-bit inputs under mixed precision.
-  const cublasComputeType_t compute =
-      types_.storage == CUDA_R_32F ? types_.compute : CUBLAS_COMPUTE_32F_PEDANTIC;
-  check(cublasGemmStridedBatchedEx(handle_, op(transA), op(transB), m, n, k, &alpha, A, CUDA_R_32F,
-                                   lda, strideA, B, CUDA_R_32F, ldb, strideB, &beta, C, CUDA_R_32F,
-                                   ldc, strideC, batch, compute, CUBLAS_GEMM_DEFAULT),
-        "cublasGemmStridedBatchedEx (attention)");
-}
-
-void Blas::attentionForward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
-  const auto [hs, C3, scale, TT] = AttentionShape(T, C, NH);
-  for (int b = 0; b < B; ++b) {
-    const float* q = qkv + static_cast<long>(b) * T * C3;
-    const float* k = q + C;
-    float* p = att + static_cast<long>(b) * NH * TT;
-    // S = scale Q K^T per head; column-major S^T = K Q^T with K, Q (T x hs, ld 3C) as stored.
-    batched(true, false, T, T, hs, scale, k, C3, hs, q, C3, hs, 0.0f, p, T, TT, NH);
-  }
-  causalSoftmaxForward(att, B * NH * T, T, stream_);
-  for (int b = 0; b < B; ++b) {
-    const float* v = qkv + static_cast<long>(b) * T * C3 + 2 * C;
-    const float* p = att + static_cast<long>(b) * NH * TT;
-    // out = P V; column-major out^T (hs x T, ld C) = V^T (V as stored) P^T (P as stored).
-    batched(false, false, hs, T, T, 1.0f, v, C3, hs, p, T, TT, 0.0f,
-            out + static_cast<long>(b) * T * C, C, hs, NH);
-  }
-}
-
-void Blas::attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                             const float* att, int B, int T, int C, int NH) {
-  const auto [hs, C3, scale, TT] = AttentionShape(T, C, NH);
-  for (int b = 0; b < B; ++b) {
-    const float* q = qkv + static_cast<long>(b) * T * C3;
-    const float* k = q + C;
-    const float* v = q + 2 * C;
-    float* dq = dqkv + static_cast<long>(b) * T * C3;
-    float* dk = dq + C;
-    float* dv = dq + 2 * C;
-    const float* p = att + static_cast<long>(b) * NH * TT;
-    const float* d = dout + static_cast<long>(b) * T * C;
-    // dP = dOut V^T: column-major dP^T = V dOut^T.
-    batched(true, false, T, T, hs, 1.0f, v, C3, hs, d, C, hs, 0.0f, scratch, T, TT, NH);
-    // dV = P^T dOut: column-major dV^T = dOut^T P.
-    batched(false, true, hs, T, T, 1.0f, d, C, hs, p, T, TT, 0.0f, dv, C3, hs, NH);
-    // dS = P (dP - rowsum(P dP)), zero where masked, in place.
-    causalSoftmaxBackward(scratch, p, NH * T, T, stream_);
-    // dQ = scale dS K: column-major dQ^T = K^T dS^T.
-    batched(false, false, hs, T, T, scale, k, C3, hs, scratch, T, TT, 0.0f, dq, C3, hs, NH);
-    // dK = scale dS^T Q: column-major dK^T = Q^T dS.
-    batched(false, true, hs, T, T, scale, q, C3, hs, scratch, T, TT, 0.0f, dk, C3, hs, NH);
   }
 }
 

@@ -1,7 +1,7 @@
 // The engine's matrix products on a GPU: the model's GEMMs through cuBLASLt (with the bias added
-// in its epilogue) and causal attention's per-head products through cuBLAS's strided batches,
-// with the same shapes, layouts and argument order as the CPU kernels (core/kernels/matmul.h,
-// attention.h). One Blas per rank, on the rank's compute stream; calls launch and return.
+// in its epilogue), with the same shapes, layouts and argument order as the CPU kernels
+// (core/kernels/matmul.h). Attention's products are inside its fused kernels (kernels.h). One
+// Blas per rank, on the rank's compute stream; calls launch and return.
 #pragma once
 
 #include <cublasLt.h>
@@ -48,13 +48,6 @@ class Blas {
   void matmulBackward(void* dinp, void* dweight, const void* dout, const void* inp,
                       const void* weight, int N, int C, int OC);
 
-  // Causal multi-head attention, f32, as kernels::attentionForward: qkv (B, T, 3C) with heads
-  // interleaved, att (B, NH, T, T) the probabilities kept for backward, out (B, T, C).
-  void attentionForward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
-  // dqkv (B, T, 3C) overwritten; scratch holds NH * T * T floats.
-  void attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                         const float* att, int B, int T, int C, int NH);
-
  private:
   struct Plan;  // a product's descriptors and chosen algorithm, kept per shape
   void release() noexcept;
@@ -64,16 +57,10 @@ class Blas {
   using Key = std::tuple<int, int, int, bool, bool, bool, bool, Alignments>;
   const Plan& plan(int m, int n, int k, bool transA, bool transB, bool bias, bool accumulate,
                    const Alignments& alignments);
-  // C (m x n, column-major) = alpha op(A) op(B) + beta C, batched over `batch` strided products.
-  void batched(bool transA, bool transB, int m, int n, int k, float alpha, const float* A, int lda,
-               long strideA, const float* B, int ldb, long strideB, float beta, float* C, int ldc,
-               long strideC, int batch);
-
   cudaStream_t stream_;
   GemmPrecision precision_;
   GemmTypes types_;
   cublasLtHandle_t lt_ = nullptr;
-  cublasHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   std::map<Key, std::unique_ptr<Plan>> plans_;
 };

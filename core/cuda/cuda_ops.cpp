@@ -60,16 +60,17 @@ class CudaOps final : public kernels::KernelOps {
     blas_.matmulBackward(dinp, dweight, dout, inp, weight, N, C, OC);
     if (dbias != nullptr) cuda::biasBackward(dbias, dout, N, OC, stream_);
   }
-  long attentionScratch(int T, int NH) const override { return static_cast<long>(NH) * T * T; }
-  void attentionForward(float* out, float* att, const float* qkv, int B, int T, int C,
-                        int NH) const override {
+  long attentionScratch(int, int, int, bool) const override { return 0; }
+  void attentionForward(float* out, float* stats, float* /*scratch*/, const float* qkv, int B,
+                        int T, int C, int NH) const override {
     const trace::LaunchSpan span("attention_forward", trace::Category::Compute);
-    blas_.attentionForward(out, att, qkv, B, T, C, NH);
+    cuda::attentionForward(out, stats, qkv, B, T, C, NH, stream_);
   }
-  void attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                         const float* att, int B, int T, int C, int NH) const override {
+  void attentionBackward(float* dqkv, float* /*scratch*/, const float* dout, const float* qkv,
+                         const float* out, const float* stats, int B, int T, int C,
+                         int NH) const override {
     const trace::LaunchSpan span("attention_backward", trace::Category::Compute);
-    blas_.attentionBackward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+    cuda::attentionBackward(dqkv, dout, qkv, out, stats, B, T, C, NH, stream_);
   }
   void geluForward(float* out, const float* inp, long N) const override {
     const trace::LaunchSpan span("gelu_forward", trace::Category::Compute);

@@ -163,38 +163,217 @@ __global__ void biasBackwardKernel(float* dbias, const float* dout, long rows, l
   chunkedColumnSums<1>(ColumnSums<1>{{dbias}}, rows, C, BiasRows{dout, C});
 }
 
-// One warp per row of scores, as attention.cpp: the maximum over the visible keys, their
-// exponentials (fastExp) normalised, zeros past the diagonal.
-__global__ void causalSoftmaxForwardKernel(float* att, int rows, int T) {
-  const int row = warpRow();
-  const int lane = threadIdx.x % kWarp;
-  if (row >= rows) return;
-  float* r = att + static_cast<long>(row) * T;
-  const int t = row % T;
-  float maxv = -INFINITY;
-  for (int j = lane; j <= t; j += kWarp) maxv = fmaxf(maxv, r[j]);
-  maxv = warpMax(maxv);
-  float sum = 0.0f;
-  for (int j = lane; j <= t; j += kWarp) {
-    const float e = k::fastExp(r[j] - maxv);
-    r[j] = e;
-    sum += e;
-  }
-  const float inv = 1.0f / warpSum(sum);
-  for (int j = lane; j < T; j += kWarp) r[j] = j <= t ? r[j] * inv : 0.0f;
+// Memory-efficient causal attention, fused (kernels::attentionForward's contract; FlashAttention's
+// scheme in f32 on the CUDA cores): a thread per query row (forward, dQ) or key row (dK, dV), a
+// block's kAttentionThreads rows zero-padded from hs to HS in shared memory, the other side
+// streamed through it in tiles of attentionTile(HS) rows. Every exponential is fastExp, as on
+// the CPU, and backward recomputes each probability from the forward's row maximum and
+// reciprocal sum. Forward keeps a running maximum per row (rescaling what it has summed when the
+// maximum grows), so its sums are in another order than the CPU's: within a few ulp.
+constexpr int kAttentionThreads = 32;
+
+__host__ __device__ constexpr int attentionTile(int HS) {
+  return HS <= 64 ? 32 : 8;  // what fits the 48 KiB of static shared memory beside the rows
 }
 
-__global__ void causalSoftmaxBackwardKernel(float* dp, const float* p, int rows, int T) {
-  const int row = warpRow();
-  const int lane = threadIdx.x % kWarp;
-  if (row >= rows) return;
-  float* d = dp + static_cast<long>(row) * T;
-  const float* pr = p + static_cast<long>(row) * T;
-  const int t = row % T;
+// Rows [r0, r0 + rows) of one of q, k, v (part 0, 1, 2) of head h, or of a (B, T, C) tensor
+// (stride C, part 0), into dst[rows][ld], zeros past hs or T.
+template <int HS>
+__device__ void loadAttentionRows(float* dst, int ld, const float* src, long stride, int part,
+                                  int C, int r0, int rows, int T, int hs) {
+  for (int e = threadIdx.x; e < rows * HS; e += blockDim.x) {
+    const int r = e / HS, d = e % HS, t = r0 + r;
+    dst[r * ld + d] = t < T && d < hs ? src[t * stride + part * C + d] : 0.0f;
+  }
+}
+
+template <int HS>
+__global__ void attentionForwardKernel(float* out, float* stats, const float* qkv, int T, int C,
+                                       int NH, float scale) {
+  constexpr int kTile = attentionTile(HS);
+  __shared__ float own[kAttentionThreads][HS + 1];  // padded: a thread's row in its own banks
+  __shared__ float kt[kTile][HS];
+  __shared__ float vt[kTile][HS];
+  const int hs = C / NH, h = blockIdx.y, b = blockIdx.z;
+  const int r0 = blockIdx.x * kAttentionThreads, i = threadIdx.x, t = r0 + i;
+  const long C3 = 3L * C;
+  const float* head = qkv + static_cast<long>(b) * T * C3 + h * hs;
+  loadAttentionRows<HS>(&own[0][0], HS + 1, head, C3, 0, C, r0, kAttentionThreads, T, hs);
+  float o[HS];
+#pragma unroll
+  for (int d = 0; d < HS; ++d) o[d] = 0.0f;
+  float m = -INFINITY, l = 0.0f;
+  const int last = min(r0 + kAttentionThreads, T) - 1;  // the block's last row sees keys to it
+  for (int j0 = 0; j0 <= last; j0 += kTile) {
+    __syncthreads();  // the rows are in, the last tile used
+    loadAttentionRows<HS>(&kt[0][0], HS, head, C3, 1, C, j0, kTile, T, hs);
+    loadAttentionRows<HS>(&vt[0][0], HS, head, C3, 2, C, j0, kTile, T, hs);
+    __syncthreads();
+    if (t >= T || j0 > t) continue;
+    float sc[kTile];
+    float tileMax = -INFINITY;
+#pragma unroll
+    for (int jj = 0; jj < kTile; ++jj) {
+      float dot = 0.0f;
+#pragma unroll
+      for (int d = 0; d < HS; ++d) dot += own[i][d] * kt[jj][d];
+      sc[jj] = scale * dot;
+      if (j0 + jj <= t) tileMax = fmaxf(tileMax, sc[jj]);
+    }
+    const float mNew = fmaxf(m, tileMax);
+    const float rescale = k::fastExp(m - mNew);  // 0 + tiny before the first tile: l, o are 0
+    l *= rescale;
+#pragma unroll
+    for (int d = 0; d < HS; ++d) o[d] *= rescale;
+#pragma unroll
+    for (int jj = 0; jj < kTile; ++jj) {
+      if (j0 + jj > t) break;
+      const float p = k::fastExp(sc[jj] - mNew);
+      l += p;
+#pragma unroll
+      for (int d = 0; d < HS; ++d) o[d] += p * vt[jj][d];
+    }
+    m = mNew;
+  }
+  if (t >= T) return;
+  const float inv = 1.0f / l;
+  float* row = out + (static_cast<long>(b) * T + t) * C + h * hs;
+#pragma unroll
+  for (int d = 0; d < HS; ++d)
+    if (d < hs) row[d] = o[d] * inv;
+  float* st = stats + ((static_cast<long>(b) * NH + h) * T + t) * 2;
+  st[0] = m;
+  st[1] = inv;
+}
+
+// rowsum(P dP) of query row t, FlashAttention's way: dOut . out over the head's columns.
+__device__ float attentionRowDot(const float* dout, const float* out, long row, int C, int h,
+                                 int hs) {
+  const float* d = dout + row * C + h * hs;
+  const float* o = out + row * C + h * hs;
   float dot = 0.0f;
-  for (int j = lane; j <= t; j += kWarp) dot += pr[j] * d[j];
-  dot = warpSum(dot);
-  for (int j = lane; j < T; j += kWarp) d[j] = j <= t ? pr[j] * (d[j] - dot) : 0.0f;
+  for (int x = 0; x < hs; ++x) dot += d[x] * o[x];
+  return dot;
+}
+
+// dQ: a thread per query row, over the key tiles it sees.
+template <int HS>
+__global__ void attentionBackwardQueryKernel(float* dqkv, const float* dout, const float* qkv,
+                                             const float* out, const float* stats, int T, int C,
+                                             int NH, float scale) {
+  constexpr int kTile = attentionTile(HS);
+  __shared__ float q[kAttentionThreads][HS + 1];
+  __shared__ float dO[kAttentionThreads][HS + 1];
+  __shared__ float kt[kTile][HS];
+  __shared__ float vt[kTile][HS];
+  const int hs = C / NH, h = blockIdx.y, b = blockIdx.z;
+  const int r0 = blockIdx.x * kAttentionThreads, i = threadIdx.x, t = r0 + i;
+  const long C3 = 3L * C, rowB = static_cast<long>(b) * T;
+  const float* head = qkv + rowB * C3 + h * hs;
+  loadAttentionRows<HS>(&q[0][0], HS + 1, head, C3, 0, C, r0, kAttentionThreads, T, hs);
+  loadAttentionRows<HS>(&dO[0][0], HS + 1, dout + rowB * C + h * hs, C, 0, 0, r0, kAttentionThreads,
+                        T, hs);
+  float m = 0.0f, inv = 0.0f, D = 0.0f;
+  if (t < T) {
+    const float* st = stats + ((static_cast<long>(b) * NH + h) * T + t) * 2;
+    m = st[0];
+    inv = st[1];
+    D = attentionRowDot(dout, out, rowB + t, C, h, hs);
+  }
+  float dq[HS];
+#pragma unroll
+  for (int d = 0; d < HS; ++d) dq[d] = 0.0f;
+  const int last = min(r0 + kAttentionThreads, T) - 1;
+  for (int j0 = 0; j0 <= last; j0 += kTile) {
+    __syncthreads();
+    loadAttentionRows<HS>(&kt[0][0], HS, head, C3, 1, C, j0, kTile, T, hs);
+    loadAttentionRows<HS>(&vt[0][0], HS, head, C3, 2, C, j0, kTile, T, hs);
+    __syncthreads();
+    if (t >= T) continue;
+      // Not unrolled: the accumulators and the rows' dot products take the registers.
+#pragma unroll 1
+    for (int jj = 0; jj < kTile; ++jj) {
+      if (j0 + jj > t) break;
+      float s = 0.0f, dp = 0.0f;
+#pragma unroll
+      for (int d = 0; d < HS; ++d) {
+        s += q[i][d] * kt[jj][d];
+        dp += dO[i][d] * vt[jj][d];
+      }
+      const float p = k::fastExp(scale * s - m) * inv;
+      const float ds = p * (dp - D);
+#pragma unroll
+      for (int d = 0; d < HS; ++d) dq[d] += ds * kt[jj][d];
+    }
+  }
+  if (t >= T) return;
+  float* row = dqkv + (rowB + t) * C3 + h * hs;
+#pragma unroll
+  for (int d = 0; d < HS; ++d)
+    if (d < hs) row[d] = scale * dq[d];
+}
+
+// dK and dV: a thread per key row, over the query tiles that see it.
+template <int HS>
+__global__ void attentionBackwardKeyKernel(float* dqkv, const float* dout, const float* qkv,
+                                           const float* out, const float* stats, int T, int C,
+                                           int NH, float scale) {
+  constexpr int kTile = attentionTile(HS);
+  __shared__ float kr[kAttentionThreads][HS + 1];
+  __shared__ float vr[kAttentionThreads][HS + 1];
+  __shared__ float qt[kTile][HS];
+  __shared__ float dt[kTile][HS];
+  __shared__ float mt[kTile], invt[kTile], Dt[kTile];
+  const int hs = C / NH, h = blockIdx.y, b = blockIdx.z;
+  const int j0 = blockIdx.x * kAttentionThreads, i = threadIdx.x, j = j0 + i;
+  const long C3 = 3L * C, rowB = static_cast<long>(b) * T;
+  const float* head = qkv + rowB * C3 + h * hs;
+  const float* headStats = stats + (static_cast<long>(b) * NH + h) * T * 2;
+  loadAttentionRows<HS>(&kr[0][0], HS + 1, head, C3, 1, C, j0, kAttentionThreads, T, hs);
+  loadAttentionRows<HS>(&vr[0][0], HS + 1, head, C3, 2, C, j0, kAttentionThreads, T, hs);
+  float dk[HS], dv[HS];
+#pragma unroll
+  for (int d = 0; d < HS; ++d) dk[d] = dv[d] = 0.0f;
+  for (int r0 = j0; r0 < T; r0 += kTile) {  // query rows before j0 see none of these keys
+    __syncthreads();
+    loadAttentionRows<HS>(&qt[0][0], HS, head, C3, 0, C, r0, kTile, T, hs);
+    loadAttentionRows<HS>(&dt[0][0], HS, dout + rowB * C + h * hs, C, 0, 0, r0, kTile, T, hs);
+    if (i < kTile && r0 + i < T) {
+      mt[i] = headStats[2L * (r0 + i)];
+      invt[i] = headStats[2L * (r0 + i) + 1];
+      Dt[i] = attentionRowDot(dout, out, rowB + r0 + i, C, h, hs);
+    }
+    __syncthreads();
+    if (j >= T) continue;
+#pragma unroll 1
+    for (int ii = 0; ii < kTile; ++ii) {
+      const int t = r0 + ii;
+      if (t >= T) break;
+      if (t < j) continue;
+      float s = 0.0f, dp = 0.0f;
+#pragma unroll
+      for (int d = 0; d < HS; ++d) {
+        s += qt[ii][d] * kr[i][d];
+        dp += dt[ii][d] * vr[i][d];
+      }
+      const float p = k::fastExp(scale * s - mt[ii]) * invt[ii];
+      const float ds = p * (dp - Dt[ii]);
+#pragma unroll
+      for (int d = 0; d < HS; ++d) {
+        dv[d] += p * dt[ii][d];
+        dk[d] += ds * qt[ii][d];
+      }
+    }
+  }
+  if (j >= T) return;
+  float* row = dqkv + (rowB + j) * C3 + h * hs;
+#pragma unroll
+  for (int d = 0; d < HS; ++d) {
+    if (d < hs) {
+      row[C + d] = scale * dk[d];
+      row[2 * C + d] = dv[d];
+    }
+  }
 }
 
 // One warp per row: the row's mean and variance by warp sums, then the normalised row. With a
@@ -582,13 +761,53 @@ void biasBackward(float* dbias, const float* dout, long rows, long C, cudaStream
   checkLaunch("bias_backward");
 }
 
-void causalSoftmaxForward(float* att, int rows, int T, cudaStream_t stream) {
-  causalSoftmaxForwardKernel<<<rowBlocks(rows), kThreads, 0, stream>>>(att, rows, T);
+namespace {
+
+// The padded head size whose kernels take `hs`.
+template <typename Launch>
+void withHeadSize(int hs, const char* kernel, Launch launch) {
+  if (hs <= 32) {
+    launch(std::integral_constant<int, 32>{});
+  } else if (hs <= 64) {
+    launch(std::integral_constant<int, 64>{});
+  } else if (hs <= kMaxAttentionHeadSize) {
+    launch(std::integral_constant<int, kMaxAttentionHeadSize>{});
+  } else {
+    throw CudaError(std::string(kernel) + ": head size " + std::to_string(hs) + " is above " +
+                    std::to_string(kMaxAttentionHeadSize));
+  }
+}
+
+dim3 attentionGrid(int B, int T, int NH) {
+  return {static_cast<unsigned>((T + kAttentionThreads - 1) / kAttentionThreads),
+          static_cast<unsigned>(NH), static_cast<unsigned>(B)};
+}
+
+}  // namespace
+
+void attentionForward(float* out, float* stats, const float* qkv, int B, int T, int C, int NH,
+                      cudaStream_t stream) {
+  const int hs = C / NH;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  withHeadSize(hs, "attention_forward", [&](auto HS) {
+    attentionForwardKernel<decltype(HS)::value>
+        <<<attentionGrid(B, T, NH), kAttentionThreads, 0, stream>>>(out, stats, qkv, T, C, NH,
+                                                                    scale);
+  });
   checkLaunch("attention_forward");
 }
 
-void causalSoftmaxBackward(float* dp, const float* p, int rows, int T, cudaStream_t stream) {
-  causalSoftmaxBackwardKernel<<<rowBlocks(rows), kThreads, 0, stream>>>(dp, p, rows, T);
+void attentionBackward(float* dqkv, const float* dout, const float* qkv, const float* out,
+                       const float* stats, int B, int T, int C, int NH, cudaStream_t stream) {
+  const int hs = C / NH;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  withHeadSize(hs, "attention_backward", [&](auto HS) {
+    const dim3 grid = attentionGrid(B, T, NH);
+    attentionBackwardQueryKernel<decltype(HS)::value>
+        <<<grid, kAttentionThreads, 0, stream>>>(dqkv, dout, qkv, out, stats, T, C, NH, scale);
+    attentionBackwardKeyKernel<decltype(HS)::value>
+        <<<grid, kAttentionThreads, 0, stream>>>(dqkv, dout, qkv, out, stats, T, C, NH, scale);
+  });
   checkLaunch("attention_backward");
 }
 

@@ -11,6 +11,8 @@
 //   same bits;
 // - sums along a row (layernorm's statistics and input gradient, the softmaxes' normalisers) are
 //   tree reductions across a warp or a block: rounded differently, within a few ulp of the row;
+// - attention's products and sums go in their own order (one thread's running sums): within a
+//   few ulp of the CPU's BLAS products;
 // - the gradient's sum of squares adds blocks' partial sums in double in any order: within
 //   1e-12 relative.
 #pragma once
@@ -38,11 +40,14 @@ void biasForward(float* out, const float* bias, long rows, long C, cudaStream_t 
 // dbias (C) += the rows of dout (rows, C), in order.
 void biasBackward(float* dbias, const float* dout, long rows, long C, cudaStream_t stream);
 
-// Attention's causal softmax over `rows` rows of T scores (row r is query position r % T): the
-// probabilities in place, zeros past the diagonal. And its backward, in place over dP with the
-// probabilities p: dS = p (dP - rowsum(p dP)), zeros past the diagonal.
-void causalSoftmaxForward(float* att, int rows, int T, cudaStream_t stream);
-void causalSoftmaxBackward(float* dp, const float* p, int rows, int T, cudaStream_t stream);
+// Memory-efficient causal attention, fused (kernels::attentionForward's shapes and statistics):
+// no scratch. Backward overwrites dqkv and takes each row's rowsum(P dP) as dOut . out, the
+// forward's output. Head sizes up to kMaxAttentionHeadSize; above it, CudaError.
+inline constexpr int kMaxAttentionHeadSize = 128;
+void attentionForward(float* out, float* stats, const float* qkv, int B, int T, int C, int NH,
+                      cudaStream_t stream);
+void attentionBackward(float* dqkv, const float* dout, const float* qkv, const float* out,
+                       const float* stats, int B, int T, int C, int NH, cudaStream_t stream);
 
 void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                       const float* bias, int N, int C, cudaStream_t stream);

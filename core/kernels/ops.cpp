@@ -50,14 +50,19 @@ class CpuOps final : public KernelOps {
                       const float* inp, const float* weight, int N, int C, int OC) const override {
     kernels::matmulBackward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
-  long attentionScratch(int T, int /*NH*/) const override { return static_cast<long>(T) * T; }
-  void attentionForward(float* out, float* att, const float* qkv, int B, int T, int C,
-                        int NH) const override {
-    kernels::attentionForward(out, att, qkv, B, T, C, NH);
+  long attentionScratch(int /*B*/, int T, int /*NH*/, bool backward) const override {
+    return kernels::attentionScratch(T, backward);
   }
+  void attentionForward(float* out, float* stats, float* scratch, const float* qkv, int B, int T,
+                        int C, int NH) const override {
+    kernels::attentionForward(out, stats, scratch, qkv, B, T, C, NH);
+  }
+  // The CPU's backward has each block's probabilities and dP at hand: it sums their product rather
+  // than reading the output.
   void attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                         const float* att, int B, int T, int C, int NH) const override {
-    kernels::attentionBackward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+                         const float* /*out*/, const float* stats, int B, int T, int C,
+                         int NH) const override {
+    kernels::attentionBackward(dqkv, scratch, dout, qkv, stats, B, T, C, NH);
   }
   void geluForward(float* out, const float* inp, long N) const override {
     kernels::geluForward(out, inp, N);

@@ -34,12 +34,16 @@ class KernelOps {
   virtual void matmulBackward(float* dinp, float* dweight, float* dbias, const float* dout,
                               const float* inp, const float* weight, int N, int C,
                               int OC) const = 0;
-  // The scratch attentionBackward needs, in floats.
-  virtual long attentionScratch(int T, int NH) const = 0;
-  virtual void attentionForward(float* out, float* att, const float* qkv, int B, int T, int C,
-                                int NH) const = 0;
+  // Memory-efficient causal attention (attention.h): forward records each query row's statistics
+  // (B, NH, T, 2) for backward instead of the probabilities. Scratch is what each pass takes
+  // (attentionScratch, in floats; none where 0, and the pointer may then be null). Backward may
+  // read the forward's output `out` (a GPU's does, for each row's rowsum(P dP) = dOut . out).
+  virtual long attentionScratch(int B, int T, int NH, bool backward) const = 0;
+  virtual void attentionForward(float* out, float* stats, float* scratch, const float* qkv, int B,
+                                int T, int C, int NH) const = 0;
   virtual void attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                                 const float* att, int B, int T, int C, int NH) const = 0;
+                                 const float* out, const float* stats, int B, int T, int C,
+                                 int NH) const = 0;
   virtual void geluForward(float* out, const float* inp, long N) const = 0;
   virtual void geluBackward(float* dinp, const float* inp, const float* dout, long N) const = 0;
   virtual void residualForward(float* out, const float* a, const float* b, long N) const = 0;

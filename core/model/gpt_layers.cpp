@@ -47,6 +47,11 @@ Tensor activation(Allocator& a, const Shape& s) {
 float* f(const Tensor& t) {
   return t.data<float>();
 }
+// Attention's scratch for one pass; none where the device's kernels take none.
+Tensor attentionScratch(const KernelOps& ops, Allocator& a, int B, int T, int NH, bool backward) {
+  const long n = ops.attentionScratch(B, T, NH, backward);
+  return n > 0 ? activation(a, {n}) : Tensor();
+}
 // A residual connection's gradient added in a layernorm's backward pass; none where undefined.
 const float* residualGrad(const Tensor& t) {
   return t.defined() ? f(t) : nullptr;
@@ -241,7 +246,7 @@ class Block final : public Layer {
     kLn1Mean,
     kLn1Rstd,
     kQkv,
-    kAtt,
+    kAttStats,
     kAttY,
     kX2,
     kLn2,
@@ -268,6 +273,7 @@ class Block final : public Layer {
   void rowParallelBias(const Tensor& out, P bias);
   void rowParallelBiasGrad(const Tensor& d, P bias);
   void restoreAttention(Activations& keep, int B, int T);
+  void attentionCore(const Tensor& out, const Tensor& stats, const Tensor& qkv, int B, int T);
   // whole: the layernorms' weight gradients come with their input gradients, in the input half.
   Tensor inputHalf(const Tensor& dy, const Batch& batch, Activations& keep, bool whole);
   void weightHalf(const Batch& batch, Activations& keep, bool whole);
@@ -291,8 +297,8 @@ Tensor Block::forward(const Tensor& x, const Batch& batch, Activations& keep) {
   ops_.layernormForward(f(ln1), f(ln1m), f(ln1r), f(x), value(Ln1W), value(Ln1B), rows, C);
   Tensor qkv = activation(alloc_, {N, 3 * Cl});
   ops_.matmulForward(f(qkv), f(region.enter(ln1)), value(QkvW), value(QkvB), N, C, 3 * Cl);
-  Tensor att = activation(alloc_, {B, NH, T, T}), atty = activation(alloc_, {N, Cl});
-  ops_.attentionForward(f(atty), f(att), f(qkv), B, T, Cl, NH);
+  Tensor stats = activation(alloc_, {B, NH, T, 2}), atty = activation(alloc_, {N, Cl});
+  attentionCore(atty, stats, qkv, B, T);
   Tensor proj = activation(alloc_, {N, C});
   ops_.matmulForward(f(proj), f(atty), value(ProjW), fusedBias() ? value(ProjB) : nullptr, N, Cl,
                      C);
@@ -314,8 +320,8 @@ Tensor Block::forward(const Tensor& x, const Batch& batch, Activations& keep) {
   // Under sequence parallelism the gathered layernorm outputs are gathered again in backward
   // rather than kept (Megatron's choice: t times less activation memory for two all-gathers).
   // Selective recompute (Megatron's) keeps only qkv for the attention core.
-  if (selective_) att = atty = Tensor();
-  keep.saved = {x, ln1, ln1m, ln1r, qkv, att, atty, x2, ln2, ln2m, ln2r, fc, gelu};
+  if (selective_) stats = atty = Tensor();
+  keep.saved = {x, ln1, ln1m, ln1r, qkv, stats, atty, x2, ln2, ln2m, ln2r, fc, gelu};
   return out;
 }
 
@@ -335,11 +341,18 @@ void Block::rowParallelBiasGrad(const Tensor& d, P bias) {
 
 void Block::restoreAttention(Activations& keep, int B, int T) {
   auto& s = keep.saved;
-  if (s[kAtt].defined()) return;
+  if (s[kAttStats].defined()) return;
   const int t = region_->size(), Cl = c_.hiddenSize / t, NH = c_.numHeads / t;
-  s[kAtt] = activation(alloc_, {B, NH, T, T});
+  s[kAttStats] = activation(alloc_, {B, NH, T, 2});
   s[kAttY] = activation(alloc_, {B * T, Cl});
-  ops_.attentionForward(f(s[kAttY]), f(s[kAtt]), f(s[kQkv]), B, T, Cl, NH);
+  attentionCore(s[kAttY], s[kAttStats], s[kQkv], B, T);
+}
+
+// The forward's scratch lives only as long as the kernel runs.
+void Block::attentionCore(const Tensor& out, const Tensor& stats, const Tensor& qkv, int B, int T) {
+  const int t = region_->size(), Cl = c_.hiddenSize / t, NH = c_.numHeads / t;
+  const Tensor scratch = attentionScratch(ops_, alloc_, B, T, NH, false);
+  ops_.attentionForward(f(out), f(stats), f(scratch), f(qkv), B, T, Cl, NH);
 }
 
 // The input-gradient half (zero-bubble B): every GEMM's input gradient, attention and the
@@ -371,8 +384,9 @@ Tensor Block::inputHalf(const Tensor& dy, const Batch& batch, Activations& keep,
   Tensor datty = activation(alloc_, {N, Cl});
   ops_.matmulBackward(f(datty), nullptr, nullptr, f(dx2Full), f(s[kAttY]), value(ProjW), N, Cl, C);
   Tensor dqkv = activation(alloc_, {N, 3 * Cl}),
-         scratch = activation(alloc_, {ops_.attentionScratch(T, NH)});
-  ops_.attentionBackward(f(dqkv), f(scratch), f(datty), f(s[kQkv]), f(s[kAtt]), B, T, Cl, NH);
+         scratch = attentionScratch(ops_, alloc_, B, T, NH, true);
+  ops_.attentionBackward(f(dqkv), f(scratch), f(datty), f(s[kQkv]), f(s[kAttY]), f(s[kAttStats]), B,
+                         T, Cl, NH);
   Tensor dln1Full = activation(alloc_, {N, C});
   ops_.matmulBackward(f(dln1Full), nullptr, nullptr, f(dqkv), nullptr, value(QkvW), N, C, 3 * Cl);
   const Tensor dln1 = region.enterBackward(dln1Full);
@@ -380,8 +394,8 @@ Tensor Block::inputHalf(const Tensor& dy, const Batch& batch, Activations& keep,
                                     params_[Ln1W], params_[Ln1B], C, dx2)
                     : layernormInputGrad(ops_, alloc_, dln1, s[kX], s[kLn1Mean], s[kLn1Rstd],
                                          *params_[Ln1W], C, dx2);
-  // What the weight half does not need goes now (the attention probabilities are the largest).
-  s[kAtt] = s[kFc] = s[kQkv] = Tensor();
+  // What the weight half does not need goes now.
+  s[kAttStats] = s[kFc] = s[kQkv] = Tensor();
   s.insert(s.end(), {dy, dyFull, dfc, dln2, dx2, dx2Full, dqkv, dln1});
   return dx;
 }

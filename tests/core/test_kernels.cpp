@@ -162,13 +162,15 @@ void TestKernels::attentionGradients() {
   Vec qkv = randomVector(B * T * 3 * C, 14);
   const Vec R = randomVector(B * T * C, 15);
   auto loss = [&] {
-    Vec out(B * T * C), att(B * NH * T * T);
-    attentionForward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+    Vec out(B * T * C), stats(B * NH * T * 2),
+        scratch(static_cast<std::size_t>(attentionScratch(T, false)));
+    attentionForward(out.data(), stats.data(), scratch.data(), qkv.data(), B, T, C, NH);
     return dot(out, R);
   };
-  Vec out(B * T * C), att(B * NH * T * T), scratch(T * T), dqkv(qkv.size());
-  attentionForward(out.data(), att.data(), qkv.data(), B, T, C, NH);
-  attentionBackward(dqkv.data(), scratch.data(), R.data(), qkv.data(), att.data(), B, T, C, NH);
+  Vec out(B * T * C), stats(B * NH * T * 2),
+      scratch(static_cast<std::size_t>(attentionScratch(T, true))), dqkv(qkv.size());
+  attentionForward(out.data(), stats.data(), scratch.data(), qkv.data(), B, T, C, NH);
+  attentionBackward(dqkv.data(), scratch.data(), R.data(), qkv.data(), stats.data(), B, T, C, NH);
   expectGradient("attention dqkv", qkv, dqkv, loss);
 }
 
@@ -176,13 +178,19 @@ void TestKernels::attentionIsCausal() {
   // Changing a later position's key or value never changes an earlier position's output.
   const int B = 1, T = 4, C = 4, NH = 2;
   Vec qkv = randomVector(T * 3 * C, 16);
-  Vec out1(T * C), out2(T * C), att(NH * T * T);
-  attentionForward(out1.data(), att.data(), qkv.data(), B, T, C, NH);
+  Vec out1(T * C), out2(T * C), stats1(NH * T * 2), stats2(NH * T * 2),
+      scratch(static_cast<std::size_t>(attentionScratch(T, false)));
+  attentionForward(out1.data(), stats1.data(), scratch.data(), qkv.data(), B, T, C, NH);
   for (int i = C; i < 3 * C; ++i) qkv[3 * 3 * C + i] += 1.0;  // k, v of position 3
-  attentionForward(out2.data(), att.data(), qkv.data(), B, T, C, NH);
+  attentionForward(out2.data(), stats2.data(), scratch.data(), qkv.data(), B, T, C, NH);
   for (int i = 0; i < 3 * C; ++i) QCOMPARE(out1[i], out2[i]);
   QVERIFY(out1[3 * C] != out2[3 * C]);
-  for (int h = 0; h < NH; ++h) QCOMPARE(att[h * T * T + 1], 0.0);  // row 0 sees only itself
+  // Row 0 sees only itself: its maximum is its own score and its one exponential is 1.
+  for (int h = 0; h < NH; ++h) QCOMPARE(stats1[static_cast<std::size_t>(h * T * 2 + 1)], 1.0);
+  for (int i = 0; i < 3 * 2 * NH; ++i) {
+    const std::size_t r = static_cast<std::size_t>(i / 6 * T * 2 + i % 6);  // rows 0-2 per head
+    QCOMPARE(stats1[r], stats2[r]);
+  }
 }
 
 // Straightforward causal attention in double, no BLAS, no blocking: out and dqkv for dout.
@@ -239,10 +247,11 @@ void TestKernels::attentionBlocksMatchNaiveReference() {
     const int B = 2, C = 8, NH = 2;
     const Vec qkv = randomVector(static_cast<std::size_t>(B * T * 3 * C), 30 + T);
     const Vec dout = randomVector(static_cast<std::size_t>(B * T * C), 60 + T);
-    Vec out(static_cast<std::size_t>(B * T * C)), att(static_cast<std::size_t>(B * NH * T * T));
-    Vec scratch(static_cast<std::size_t>(T * T)), dqkv(qkv.size(), 123.0);  // overwritten
-    attentionForward(out.data(), att.data(), qkv.data(), B, T, C, NH);
-    attentionBackward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T, C,
+    Vec out(static_cast<std::size_t>(B * T * C)), stats(static_cast<std::size_t>(B * NH * T * 2));
+    Vec scratch(static_cast<std::size_t>(attentionScratch(T, true)));
+    Vec dqkv(qkv.size(), 123.0);  // overwritten
+    attentionForward(out.data(), stats.data(), scratch.data(), qkv.data(), B, T, C, NH);
+    attentionBackward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), stats.data(), B, T, C,
                       NH);
     Vec refOut, refDqkv;
     naiveAttention(qkv, dout, B, T, C, NH, refOut, refDqkv);

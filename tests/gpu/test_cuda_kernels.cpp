@@ -134,6 +134,7 @@ class TestCudaKernels : public QObject {
   void conversionsAndSumOfSquares();
   void matmulMatchesTheCpu();
   void attentionMatchesTheCpu();
+  void attentionRefusesAWideHead();
   void refusesAWideType();
   void allocatorCachesDeviceMemory();
   void refusesAMissingDevice();
@@ -482,28 +483,44 @@ void TestCudaKernels::matmulMatchesTheCpu() {
   }
 }
 
-// Attention's products and causal softmax against attention.cpp, fp32 without TF32: the
-// probabilities within 1e-5 relative (their normaliser is a warp sum), outputs and gradients
-// within 1e-5 relative and 1e-6 absolute.
+// The fused attention kernels against attention.cpp (BLAS row blocks), fp32: outputs, row
+// statistics and gradients within 1e-5 relative and 1e-6 absolute; each sums in its own order.
+// Backward runs from the CPU's statistics and output, so that only its own sums differ. Head
+// sizes 64 (GPT-2's) and 48 (padded to 64), lengths across the kernels' tiles.
 void TestCudaKernels::attentionMatchesTheCpu() {
   REQUIRE_DEVICE();
-  const int B = 2, T = 128, C = 256, NH = 4;
-  const Floats qkv = randomFloats(B * T * 3 * C, 34), dout = randomFloats(B * T * C, 35);
-  Floats out(B * T * C), att(B * NH * T * T), dqkv(B * T * 3 * C), scratch(T * T);
-  kernels::attentionForward(out.data(), att.data(), qkv.data(), B, T, C, NH);
-  kernels::attentionBackward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T,
-                             C, NH);
-  cuda::Blas blas(nullptr, cuda::GemmPrecision::F32);
-  DeviceVector<float> gqkv(qkv), gdout(dout), gout{Floats(B * T * C)}, gatt{Floats(att.size())},
-      gdqkv{Floats(dqkv.size())}, gscratch{Floats(NH * T * T)};
-  blas.attentionForward(gout.get(), gatt.get(), gqkv.get(), B, T, C, NH);
-  VERIFY_WITHIN(worst(gatt.host(), att, 1e-5, 1e-7), "probabilities");
-  VERIFY_WITHIN(worst(gout.host(), out, 1e-5, 1e-6), "output");
-  // Backward from the CPU's probabilities, so that only the backward's own sums differ.
-  DeviceVector<float> cpuAtt(att);
-  blas.attentionBackward(gdqkv.get(), gscratch.get(), gdout.get(), gqkv.get(), cpuAtt.get(), B, T,
-                         C, NH);
-  VERIFY_WITHIN(worst(gdqkv.host(), dqkv, 1e-5, 1e-6), "qkv gradient");
+  struct Shape {
+    int B, T, C, NH;
+  };
+  for (const Shape& sh : {Shape{2, 128, 256, 4}, Shape{3, 75, 96, 2}, Shape{1, 33, 256, 2}}) {
+    const int B = sh.B, T = sh.T, C = sh.C, NH = sh.NH;
+    const QString shape = QString("B=%1 T=%2 C=%3 NH=%4").arg(B).arg(T).arg(C).arg(NH);
+    const Floats qkv = randomFloats(B * T * 3 * C, 34 + T), dout = randomFloats(B * T * C, 35 + T);
+    Floats out(B * T * C), stats(B * NH * T * 2), dqkv(B * T * 3 * C);
+    Floats scratch(static_cast<std::size_t>(kernels::attentionScratch(T, true)));
+    kernels::attentionForward(out.data(), stats.data(), scratch.data(), qkv.data(), B, T, C, NH);
+    kernels::attentionBackward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), stats.data(),
+                               B, T, C, NH);
+    DeviceVector<float> gqkv(qkv), gdout(dout), gout{Floats(out.size())},
+        gstats{Floats(stats.size())}, gdqkv{Floats(dqkv.size(), 7.0f)};  // dqkv is overwritten
+    cuda::attentionForward(gout.get(), gstats.get(), gqkv.get(), B, T, C, NH, nullptr);
+    VERIFY_WITHIN(worst(gout.host(), out, 1e-5, 1e-6), qPrintable("output, " + shape));
+    VERIFY_WITHIN(worst(gstats.host(), stats, 1e-5, 1e-7), qPrintable("statistics, " + shape));
+    DeviceVector<float> cpuOut(out), cpuStats(stats);
+    cuda::attentionBackward(gdqkv.get(), gdout.get(), gqkv.get(), cpuOut.get(), cpuStats.get(), B,
+                            T, C, NH, nullptr);
+    VERIFY_WITHIN(worst(gdqkv.host(), dqkv, 1e-5, 1e-6), qPrintable("qkv gradient, " + shape));
+  }
+}
+
+// Heads wider than the kernels take are refused with the reason, before any launch.
+void TestCudaKernels::attentionRefusesAWideHead() {
+  try {
+    cuda::attentionForward(nullptr, nullptr, nullptr, 1, 4, 2 * 136, 2, nullptr);
+    QFAIL("a head of 136 was accepted");
+  } catch (const cuda::CudaError& e) {
+    QCOMPARE(std::string(e.what()), std::string("attention_forward: head size 136 is above 128"));
+  }
 }
 
 void TestCudaKernels::refusesAWideType() {

@@ -1,8 +1,8 @@
 // Activation recompute on a small GPT (one rank, the pipeline path): the peak Activation bytes
 // of a training step from the tracked allocator, against no recompute. Selective recompute
-// drops each block's attention probabilities and output, (B, NH, T, T) + (B, T, C) floats per
-// block; full recompute keeps only each layer's input, so its peak is the inputs plus one
-// layer's forward and backward state.
+// drops each block's attention core state, its row statistics and output, (B, NH, T, 2) +
+// (B, T, C) floats per block; full recompute keeps only each layer's input, so its peak is the
+// inputs plus one layer's forward and backward state.
 #include <QtTest>
 
 #include <filesystem>
@@ -45,16 +45,16 @@ void TestPipelineRecompute::peakActivationBytesDrop() {
   const double full = static_cast<double>(peakActivationBytes("full"));
   qInfo("peak activation bytes: none %.0f, selective %.0f (%.3f), full %.0f (%.3f)", none,
         selective, selective / none, full, full / none);
-  const double attention = 4.0 * B * (static_cast<double>(NH) * T * T + T * C);
+  const double attention = 4.0 * B * (static_cast<double>(NH) * T * 2 + T * C);
   // The peak is reached while the last block's state is still whole (head backward) or after
   // one block restored its attention: L or L - 1 blocks' attention state is saved.
   QVERIFY(none - selective >= (L - 1) * attention);
   QVERIFY(none - selective <= L * attention);
   // Full recompute holds one layer's whole state at a time: at least L - 1 blocks' saved state,
-  // less the inputs it keeps, is gone. Per token a block saves 16C + 4 + NH T floats (x, ln1
-  // and its mean and rstd, qkv (3C), att, atty, x2, ln2 and its statistics, fc and gelu (4C
-  // each)); C of them is the input.
-  const double blockState = 4.0 * B * T * (15.0 * C + 4 + NH * T);
+  // less the inputs it keeps, is gone. Per token a block saves 16C + 4 + 2 NH floats (x, ln1
+  // and its mean and rstd, qkv (3C), the attention statistics and output, x2, ln2 and its
+  // statistics, fc and gelu (4C each)); C of them is the input.
+  const double blockState = 4.0 * B * T * (15.0 * C + 4 + 2.0 * NH);
   QVERIFY(none - full >= (L - 1) * blockState);
   QVERIFY(full < selective);
 }
