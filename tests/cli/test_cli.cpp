@@ -113,14 +113,22 @@ void TestCli::configErrorsExitTwoWithOneLine_data() {
   const QString strategy =
       "error: config: device \"cuda\" runs the GPT with any parallel strategy, ZeRO and "
       "precision, but not yet: communication_data_type \"bf16\"\n";
+  const QString wideHeads =
+      "error: config: device \"cuda\" runs the GPT with any parallel strategy, ZeRO and "
+      "precision, but not yet: attention heads of 136 (model.hidden_size / "
+      "model.num_attention_heads; at most 128)\n";
 #else
   const QString strategy =
       "error: config: device \"cuda\" needs a build with CUDA (this one was "
       "built without the CUDA toolkit); valid here: \"cpu\"\n";
+  const QString wideHeads = strategy;
 #endif
   QTest::newRow("gpu strategy") << QStringList{"train", "device=cuda",
                                                "communication_data_type=bf16"}
                                 << strategy;
+  QTest::newRow("gpu wide heads") << QStringList{"train", "device=cuda", "model.hidden_size=544",
+                                                 "model.num_attention_heads=4"}
+                                  << wideHeads;
   QTest::newRow("largest batch on the cpu")
       << QStringList{"bench", "step", "--largest-batch"}
       << "error: bench step --largest-batch: for --device cuda (a GPU's memory); valid here: "

@@ -484,7 +484,8 @@ void TestCudaKernels::matmulMatchesTheCpu() {
 }
 
 // The fused attention kernels against attention.cpp (BLAS row blocks), fp32: outputs, row
-// statistics and gradients within 1e-5 relative and 1e-6 absolute; each sums in its own order.
+// statistics and gradients within 1e-5 relative and 1e-6 absolute (a row's maximum is one score,
+// a dot product whose rounding is absolute where it cancels); each sums in its own order.
 // Backward runs from the CPU's statistics and output, so that only its own sums differ. Head
 // sizes 64 (GPT-2's) and 48 (padded to 64), lengths across the kernels' tiles.
 void TestCudaKernels::attentionMatchesTheCpu() {
@@ -505,7 +506,7 @@ void TestCudaKernels::attentionMatchesTheCpu() {
         gstats{Floats(stats.size())}, gdqkv{Floats(dqkv.size(), 7.0f)};  // dqkv is overwritten
     cuda::attentionForward(gout.get(), gstats.get(), gqkv.get(), B, T, C, NH, nullptr);
     VERIFY_WITHIN(worst(gout.host(), out, 1e-5, 1e-6), qPrintable("output, " + shape));
-    VERIFY_WITHIN(worst(gstats.host(), stats, 1e-5, 1e-7), qPrintable("statistics, " + shape));
+    VERIFY_WITHIN(worst(gstats.host(), stats, 1e-5, 1e-6), qPrintable("statistics, " + shape));
     DeviceVector<float> cpuOut(out), cpuStats(stats);
     cuda::attentionBackward(gdqkv.get(), gdout.get(), gqkv.get(), cpuOut.get(), cpuStats.get(), B,
                             T, C, NH, nullptr);
