@@ -231,6 +231,11 @@ class GptKind final : public ModelKind {
     const double kept = 2 * layernorm + qkv + stats + core + RC + fc + act;
     const bool selective = c.pipeline.recompute == Recompute::Selective;
     const double dropped = selective ? stats + core : 0;
+    // In Block::forward's order: ln1 with its mean and rstd, qkv, [the statistics and output],
+    // x2, ln2 with its mean and rstd, fc and gelu.
+    block.keptTensors = {RC, R, R, qkv};
+    if (!selective) block.keptTensors.insert(block.keptTensors.end(), {stats, core});
+    block.keptTensors.insert(block.keptTensors.end(), {RC, RC, R, R, fc, act});
     // The attention core's scratch for a pass (KernelOps::attentionScratch): a row block's scores
     // against every key on the CPU, with their gradients in backward; none for a GPU's fused
     // kernels.
@@ -267,6 +272,7 @@ class GptKind final : public ModelKind {
     // (split: with the row maxima and the sums of three N-element reductions).
     LayerActivations head;
     head.kept = layernorm + N * V / t;
+    head.keptTensors = {RC, R, R, N * V / t};  // ln_f with its mean and rstd, the logits
     head.output = N;
     head.forwardPeak = head.kept + std::max(gathered, t > 1 ? 4 * N : N);
     head.inputGradient = RC;

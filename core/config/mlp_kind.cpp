@@ -94,6 +94,7 @@ class MlpKind final : public ModelKind {
       LayerActivations l;
       l.output = out;
       l.kept = kept;
+      l.keptTensors = {kept};
       l.forwardPeak = kept + out;
       l.inputGradient = B * in;
       l.backwardPeak = l.inputHalfPeak = backwardScratch + B * in;

@@ -38,7 +38,11 @@ struct TrainConfig;
 // backward; its backward's input is the next layer's input gradient.
 struct LayerActivations {
   double output = 0;
-  double kept = 0;         // kept by forward for backward, besides its input
+  double kept = 0;  // kept by forward for backward, besides its input
+  // The tensors making up `kept`, in the order the layer keeps them: under mixed precision the
+  // model stores each in the compute type after the forward and widens each back to f32 before
+  // the backward, in this order (Model::narrowKept, widenKept), which decides those moments' peaks.
+  std::vector<double> keptTensors;
   double forwardPeak = 0;  // kept and output included
   double inputGradient = 0;
   double backwardPeak = 0;  // the whole backward, its input gradient included

@@ -158,6 +158,10 @@ class CudaOps final : public kernels::KernelOps {
     const trace::LaunchSpan span("widen", trace::Category::Compute);
     cuda::widen(in, out, n, type, stream_);
   }
+  void narrow(const float* in, std::uint16_t* out, long n, DType type) const override {
+    const trace::LaunchSpan span("narrow", trace::Category::Compute);
+    cuda::narrow(in, out, n, type, stream_);
+  }
   void roundTo(float* x, long n, DType type) const override {
     if (type == DType::F32) return;  // nothing to round, nothing launched
     const trace::LaunchSpan span("round_to", trace::Category::Compute);

@@ -129,6 +129,9 @@ class CpuOps final : public KernelOps {
   void widen(const std::uint16_t* in, float* out, long n, DType type) const override {
     kernels::widen(in, out, n, type);
   }
+  void narrow(const float* in, std::uint16_t* out, long n, DType type) const override {
+    kernels::narrow(in, out, n, type);
+  }
   void roundTo(float* x, long n, DType type) const override { kernels::roundTo(x, n, type); }
   void accumulateRounded(std::uint16_t* acc, const float* add, long n, DType type) const override {
     kernels::accumulateRounded(acc, add, n, type);

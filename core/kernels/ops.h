@@ -76,9 +76,10 @@ class KernelOps {
   virtual void crossEntropyPartBackward(float* dlogits, const std::int32_t* targets, int N, int V,
                                         int first, float weight) const = 0;
   // Mixed precision's conversions (precision.h): a 16-bit (`type`: BF16 or F16) stored value
-  // widened into an f32 working copy; f32 values rounded in place to `type`'s; an f32 gradient
-  // added into a 16-bit one, rounded once.
+  // widened into an f32 working copy, or an f32 one narrowed to it; f32 values rounded in place
+  // to `type`'s; an f32 gradient added into a 16-bit one, rounded once.
   virtual void widen(const std::uint16_t* in, float* out, long n, DType type) const = 0;
+  virtual void narrow(const float* in, std::uint16_t* out, long n, DType type) const = 0;
   virtual void roundTo(float* x, long n, DType type) const = 0;
   virtual void accumulateRounded(std::uint16_t* acc, const float* add, long n,
                                  DType type) const = 0;

@@ -47,10 +47,13 @@ Tensor activation(Allocator& a, const Shape& s) {
 float* f(const Tensor& t) {
   return t.data<float>();
 }
-// Attention's scratch for one pass; none where the device's kernels take none.
+// Attention's scratch for one pass; none (a null pointer) where the device's kernels take none.
 Tensor attentionScratch(const KernelOps& ops, Allocator& a, int B, int T, int NH, bool backward) {
   const long n = ops.attentionScratch(B, T, NH, backward);
   return n > 0 ? activation(a, {n}) : Tensor();
+}
+float* scratchOf(const Tensor& scratch) {
+  return scratch.defined() ? f(scratch) : nullptr;
 }
 // A residual connection's gradient added in a layernorm's backward pass; none where undefined.
 const float* residualGrad(const Tensor& t) {
@@ -352,7 +355,7 @@ void Block::restoreAttention(Activations& keep, int B, int T) {
 void Block::attentionCore(const Tensor& out, const Tensor& stats, const Tensor& qkv, int B, int T) {
   const int t = region_->size(), Cl = c_.hiddenSize / t, NH = c_.numHeads / t;
   const Tensor scratch = attentionScratch(ops_, alloc_, B, T, NH, false);
-  ops_.attentionForward(f(out), f(stats), f(scratch), f(qkv), B, T, Cl, NH);
+  ops_.attentionForward(f(out), f(stats), scratchOf(scratch), f(qkv), B, T, Cl, NH);
 }
 
 // The input-gradient half (zero-bubble B): every GEMM's input gradient, attention and the
@@ -385,8 +388,8 @@ Tensor Block::inputHalf(const Tensor& dy, const Batch& batch, Activations& keep,
   ops_.matmulBackward(f(datty), nullptr, nullptr, f(dx2Full), f(s[kAttY]), value(ProjW), N, Cl, C);
   Tensor dqkv = activation(alloc_, {N, 3 * Cl}),
          scratch = attentionScratch(ops_, alloc_, B, T, NH, true);
-  ops_.attentionBackward(f(dqkv), f(scratch), f(datty), f(s[kQkv]), f(s[kAttY]), f(s[kAttStats]), B,
-                         T, Cl, NH);
+  ops_.attentionBackward(f(dqkv), scratchOf(scratch), f(datty), f(s[kQkv]), f(s[kAttY]),
+                         f(s[kAttStats]), B, T, Cl, NH);
   Tensor dln1Full = activation(alloc_, {N, C});
   ops_.matmulBackward(f(dln1Full), nullptr, nullptr, f(dqkv), nullptr, value(QkvW), N, C, 3 * Cl);
   const Tensor dln1 = region.enterBackward(dln1Full);

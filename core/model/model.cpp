@@ -1,5 +1,6 @@
 #include "core/model/model.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "core/kernels/precision.h"
@@ -78,6 +79,46 @@ void Model::roundToCompute(Tensor& t) const {
   ops_->roundTo(t.data<float>(), t.numel(), compute_);
 }
 
+void Model::narrowKept(Activations& keep, const Tensor& x, const Tensor& y) const {
+  auto storageOf = [](const Tensor& t) { return t.defined() ? t.raw() : nullptr; };
+  std::vector<std::pair<const void*, Tensor>> narrowed;
+  for (Tensor& t : keep.saved) {
+    if (!t.defined() || t.dtype() != DType::F32) continue;
+    const void* at = t.raw();
+    if (at == storageOf(x) || at == storageOf(y)) {
+      // Held in f32 by the layers around it anyway: a copy would only add to it.
+      roundToCompute(t);
+      continue;
+    }
+    auto same = std::find_if(narrowed.begin(), narrowed.end(),
+                             [&](const auto& n) { return n.first == at; });
+    if (same == narrowed.end()) {
+      Tensor low = Tensor::empty(t.shape(), compute_, MemoryCategory::Activation, *allocator_);
+      ops_->narrow(t.data<float>(), low.data<std::uint16_t>(), t.numel(), compute_);
+      same = narrowed.insert(narrowed.end(), {at, std::move(low)});
+    }
+    t = same->second;  // the f32 tensor goes now, before the next one is narrowed
+  }
+}
+
+void Model::widenKept(Activations& keep) const {
+  if (!mixedPrecision()) return;
+  const trace::Span span("activations_to_f32", trace::Category::Compute);
+  std::vector<std::pair<const void*, Tensor>> widened;
+  for (Tensor& t : keep.saved) {
+    if (!t.defined() || t.dtype() != compute_) continue;
+    const void* at = t.raw();
+    auto same =
+        std::find_if(widened.begin(), widened.end(), [&](const auto& w) { return w.first == at; });
+    if (same == widened.end()) {
+      Tensor wide = Tensor::empty(t.shape(), DType::F32, MemoryCategory::Activation, *allocator_);
+      ops_->widen(t.data<std::uint16_t>(), wide.data<float>(), t.numel(), compute_);
+      same = widened.insert(widened.end(), {at, std::move(wide)});
+    }
+    t = same->second;
+  }
+}
+
 void Model::beginWorkingCopies(std::size_t i, bool backward) {
   const trace::Span span("parameters_to_f32", trace::Category::Compute);
   for (Parameter* p : layers_[i]->parameters()) {
@@ -114,9 +155,9 @@ Tensor Model::forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, A
   if (mixedPrecision()) {
     endWorkingCopies(false);
     const trace::Span span("round_activations", trace::Category::Compute);
-    for (Tensor& t : keep.saved) roundToCompute(t);
     // Per-target losses stay f32: the loss is reduced in f32, as autocast computes it.
     if (dynamic_cast<const LossLayer*>(layers_[i].get()) == nullptr) roundToCompute(y);
+    narrowKept(keep, x, y);
   }
   for (const LayerHook& hook : forwardHooks_) hook(i, true);
   return y;
@@ -134,6 +175,7 @@ Tensor Model::backwardLayer(std::size_t i, const Tensor& dy, const Batch& batch,
                             Activations& keep) {
   return backwardPass(i, [&] {
     if (!mixedPrecision()) return layers_[i]->backward(dy, batch, keep);
+    widenKept(keep);
     beginWorkingCopies(i, true);
     Tensor dx = layers_[i]->backward(dy, batch, keep);
     endWorkingCopies(true);
@@ -149,6 +191,7 @@ Tensor Model::backwardInputLayer(std::size_t i, const Tensor& dy, const Batch& b
     Layer& layer = *layers_[i];
     if (!mixedPrecision()) return layer.backwardInput(dy, batch, keep);
     const bool gradients = !layer.splitsBackward();
+    widenKept(keep);
     beginWorkingCopies(i, gradients);
     Tensor dx = layer.backwardInput(dy, batch, keep);
     endWorkingCopies(gradients);
@@ -215,6 +258,7 @@ MicroBatchResult Model::evaluate(const Batch& batch) {
   r.targets = x.numel();
   r.lossSum = sumOfLosses(x);
   if (auto* head = dynamic_cast<const LossLayer*>(layers_.back().get())) {
+    widenKept(keep.back());
     r.correct = head->correct(batch, keep.back());
   }
   return r;

@@ -3,8 +3,10 @@
 // Mixed precision (compute type BF16 or F16): parameters and gradients are stored in that type;
 // around each layer's pass the model gives the kernels f32 working copies of the layer's
 // parameters (and zeroed f32 gradients, added into the stored ones with round-to-nearest-even
-// afterwards), and it rounds every f32 tensor a layer keeps, outputs or returns to the compute
-// type, so the values stored between layers are exactly those of the low-precision type.
+// afterwards), and it rounds every f32 tensor a layer outputs or returns to the compute type, so
+// the values passed between layers are exactly those of the low-precision type. What a layer
+// keeps from its forward for its backward is stored in the compute type itself (half the memory
+// of f32), and widened to f32 again right before the layer's backward pass: the same values.
 #pragma once
 
 #include <deque>
@@ -99,10 +101,10 @@ class Model {
   MicroBatchResult evaluate(const Batch& batch);
 
   // One pass of layer i, for callers that schedule layers themselves (a pipeline stage): the
-  // forward or backward-pass hooks around it, and under mixed precision the working copies and
-  // the rounding described above. No gradient hooks (callers place them). backwardInputLayer adds
-  // weight gradients only for a layer that cannot split its backward; backwardWeightLayer adds
-  // them for one that can.
+  // forward or backward-pass hooks around it, and under mixed precision the working copies, the
+  // rounding and the kept tensors' storage described above. No gradient hooks (callers place them).
+  // backwardInputLayer adds weight gradients only for a layer that cannot split its backward;
+  // backwardWeightLayer adds them for one that can.
   Tensor forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, Activations& keep);
   Tensor backwardLayer(std::size_t i, const Tensor& dy, const Batch& batch, Activations& keep);
   Tensor backwardInputLayer(std::size_t i, const Tensor& dy, const Batch& batch, Activations& keep);
@@ -113,6 +115,10 @@ class Model {
   // Layers running meanwhile use these copies. Nothing to do in full precision.
   void materializeValues();
   void releaseValues();
+
+  // What forwardLayer kept, in f32 again (mixed precision stores it in the compute type): for a
+  // caller reading it outside the layer's backward, e.g. a loss layer's correct().
+  void widenKept(Activations& keep) const;
 
  private:
   Allocator* allocator_;
@@ -126,6 +132,9 @@ class Model {
   void beginWorkingCopies(std::size_t i, bool backward);
   void endWorkingCopies(bool backward);
   void roundToCompute(Tensor& t) const;
+  // Each f32 tensor the layer keeps, but its input's and output's, replaced by a compute-type
+  // copy of its rounded values, in the order kept (a tensor kept twice, once).
+  void narrowKept(Activations& keep, const Tensor& x, const Tensor& y) const;
   // Runs `pass` between the backward-pass hooks of layer i.
   template <class F>
   auto backwardPass(std::size_t i, F pass);

@@ -235,6 +235,7 @@ void StepExecutor::forward(const Instruction& in) {
     y = chunk.evaluate(x, b, s == lastStage() ? &head : nullptr);
     if (s == lastStage()) {
       if (const auto* loss = dynamic_cast<const LossLayer*>(model_.layers().back().get())) {
+        model_.widenKept(head);
         result_.correct += loss->correct(b, head);
       }
     }

@@ -85,8 +85,9 @@ class CostModel {
 };
 
 // Bytes of an activation element, which element-wise kernels, tensor-parallel collectives and
-// stage boundaries move: 4 on a CPU (its engine keeps activations in f32 under mixed precision),
-// the compute type's on a GPU (kept in bf16 or fp16, as Megatron-LM does).
+// stage boundaries move: 4 on a CPU (its engine computes activations in f32 under mixed
+// precision, storing only what layers keep in the compute type), the compute type's on a GPU (in
+// bf16 or fp16, as Megatron-LM does).
 double activationElementBytes(const DeviceDescription& device, DType compute);
 
 // The link a group of `size` ranks `stride` world ranks apart uses: in-process for the threads

@@ -361,7 +361,9 @@ class StepReplay {
 };
 
 // One rank's activations over its step (StepExecutor, PipelineStage), in elements of the
-// activation type: a chunk's forward leaves each layer's kept state and output per micro-batch
+// activation type, but what a layer keeps between its passes, which mixed precision stores in the
+// compute type where that is narrower (Model::narrowKept): a chunk's forward leaves each layer's
+// kept state and output per micro-batch
 // (full recompute only the outputs, each layer's forward running again right before its backward),
 // its backward frees them last layer first. The executor holds a chunk's output gradient for the
 // chunk's backward and its output until sent. A receive posts buffers for the peer's messages to
@@ -374,6 +376,8 @@ class ActivationReplay {
   ActivationReplay(const StrategyPlan& plan, const RankPlan& rank, Live& live, double elementBytes)
       : plan_(plan),
         bytes_(elementBytes),
+        keptBytes_(
+            std::min(elementBytes, static_cast<double>(dtypeSize(plan.config.parallel.compute)))),
         rank_(rank),
         live_(live),
         layers_(plan.config.model.kind->layerActivations(plan.config)),
@@ -408,9 +412,12 @@ class ActivationReplay {
   double heldPerMicroBatch(int chunk) const {
     const LayerRange& c = rank_.chunks[static_cast<std::size_t>(chunk)];
     double held = input(c.begin);
-    for (int l = c.begin; l < c.end; ++l)
-      held += (full_ ? 0 : at(l).kept) + (l + 1 < c.end ? at(l).output : 0);
-    return bytes_ * held;
+    double kept = 0;
+    for (int l = c.begin; l < c.end; ++l) {
+      kept += full_ ? 0 : at(l).kept;
+      held += l + 1 < c.end ? at(l).output : 0;
+    }
+    return bytes_ * held + keptBytes_ * kept;
   }
 
  private:
@@ -434,11 +441,30 @@ class ActivationReplay {
     return rank_.chunks[static_cast<std::size_t>(in.chunk)];
   }
 
+  // The kept tensors stored in the compute type one by one, each copy made before its f32
+  // tensor goes (Model::narrowKept).
+  void narrow(int layer) {
+    if (keptBytes_ == bytes_) return;
+    for (const double e : at(layer).keptTensors) {  // whole bytes: the steps add up exactly
+      live_.add(keptBytes_ * e);
+      live_.remove(bytes_ * e);
+    }
+  }
+  // And widened back before the layer's backward pass, each f32 copy made before its narrow one
+  // goes (Model::widenKept): every step adds, so the last is the largest moment.
+  void widen(int layer) {
+    if (keptBytes_ == bytes_ || at(layer).keptTensors.empty()) return;
+    live_.add((bytes_ - keptBytes_) * at(layer).kept);
+    live_.transient(keptBytes_ * at(layer).keptTensors.back());
+  }
+
   void forward(const Instruction& in) {
     const LayerRange& c = chunk(in);
     for (int l = c.begin; l < c.end; ++l) {
       add(at(l).forwardPeak);
-      remove(at(l).forwardPeak - at(l).output - (full_ ? 0 : at(l).kept));
+      remove(at(l).forwardPeak - at(l).output - at(l).kept);
+      narrow(l);
+      if (full_) live_.remove(keptBytes_ * at(l).kept);  // only the input stays
     }
     if (in.stage == lastStage_) remove(at(c.end - 1).output);  // the losses, once summed
   }
@@ -451,10 +477,13 @@ class ActivationReplay {
     const bool half = in.op == Op::BackwardInput;
     for (int l = c.end; l-- > c.begin;) {
       const LayerActivations& a = at(l);
-      if (full_) {
+      if (full_) {  // its forward again, the output dropped on return
         add(a.forwardPeak);
-        remove(a.forwardPeak - a.kept);
+        remove(a.forwardPeak - a.kept - a.output);
+        narrow(l);
+        remove(a.output);
       }
+      widen(l);
       transient(half ? a.inputHalfPeak : a.backwardPeak);
       remove(half ? a.kept - a.keptForWeight : a.kept + input(l));
       add(a.inputGradient);
@@ -499,7 +528,8 @@ class ActivationReplay {
   }
 
   const StrategyPlan& plan_;
-  double bytes_;  // of an element
+  double bytes_;      // of an element
+  double keptBytes_;  // of a kept element
   const RankPlan& rank_;
   Live& live_;                            // bytes
   std::vector<LayerActivations> layers_;  // of the whole model

@@ -61,8 +61,9 @@ struct MemoryEstimate {
 
 // `dataBytes`: what the data set holds in memory once loaded (dataBytesInMemory).
 // `ranksSharingMemory`: threads backend, the world size; under mpirun, the ranks on this node.
-// `activationBytes`: an activation element's size, 4 for this engine on a CPU (f32 activations
-// under mixed precision too), the compute type's on a GPU (cost_model.h's
+// `activationBytes`: an activation element's size, 4 for this engine (f32 activations; under
+// mixed precision what a layer keeps for its backward is stored in the compute type, which the
+// estimate takes from the config), the compute type's for a plan on GPUs (cost_model.h's
 // activationElementBytes).
 // Per pipeline rank (its data- and tensor-parallel ranks hold the same), rank 0 first.
 std::vector<MemoryEstimate> estimateRankMemory(const TrainConfig& c, double dataBytes,

@@ -207,6 +207,11 @@ void TestMemoryEstimate::activationsAreTheAllocatorsPeak_data() {
   QTest::newRow("t4 sequence parallel") << four + " sequence_parallel=true";
   QTest::newRow("selective") << "recompute_granularity=selective";
   QTest::newRow("full fp16") << "recompute_granularity=full fp16.enabled=true";
+  // Mixed precision keeps each layer's state in 16 bits between its passes: narrowed after the
+  // forward, widened before the backward, tensor by tensor.
+  QTest::newRow("selective bf16") << "recompute_granularity=selective bf16.enabled=true";
+  QTest::newRow("t2 sequence parallel fp16")
+      << "tensor_model_parallel_size=2 sequence_parallel=true fp16.enabled=true";
   QTest::newRow("d2 bf16 zero3")
       << "data_parallel_size=2 bf16.enabled=true zero_optimization.stage=3";
   // 10 and 12 micro-batches: more than the four cycles the estimate replays.
@@ -225,6 +230,7 @@ void TestMemoryEstimate::activationsAreTheAllocatorsPeak_data() {
   QTest::newRow("p2 zb-h1 t2 sequence parallel")
       << zb + " tensor_model_parallel_size=2 sequence_parallel=true";
   QTest::newRow("p2 zb-h1 full") << zb + " recompute_granularity=full";
+  QTest::newRow("p2 zb-h1 bf16") << zb + " bf16.enabled=true";
   QTest::newRow("p4 1f1b d2 zero2")
       << "model.num_layers=4 pipeline_model_parallel_size=4 data_parallel_size=2 "
          "zero_optimization.stage=2";

@@ -33,6 +33,8 @@ class TestMixedPrecision : public QObject {
   void bulkConversionsMatchScalar();
   void modelRoundsLikeTheLowType_data();
   void modelRoundsLikeTheLowType();
+  void modelKeepsTheLowType_data();
+  void modelKeepsTheLowType();
   void lossScalerFollowsDeepSpeed_data();
   void lossScalerFollowsDeepSpeed();
   void lossScalerStopsAtMinimum();
@@ -336,6 +338,39 @@ void TestMixedPrecision::modelRoundsLikeTheLowType() {
   QCOMPARE(a.liveBytes(MemoryCategory::Workspace), 4 * 6);
   m.releaseValues();
   QCOMPARE(a.liveBytes(MemoryCategory::Workspace), 0);
+}
+
+void TestMixedPrecision::modelKeepsTheLowType_data() {
+  modelRoundsLikeTheLowType_data();
+}
+
+// What a layer keeps between its passes is stored in the low type, half the bytes, but its input,
+// which the layer before holds in f32 anyway; the layer's backward sees it in f32 again, with the
+// rounded values (ScaleLayer checks them).
+void TestMixedPrecision::modelKeepsTheLowType() {
+  QFETCH(int, type);
+  const auto low = static_cast<DType>(type);
+  Allocator a;
+  Model m(a, low);
+  m.addParameter("w0", {3}, {ParameterInit::Kind::Normal, 0.7f}, true);
+  bool ok = true;
+  m.addLayer(std::make_unique<ScaleLayer>(m, "w0", low, &ok));
+  m.initialize(5);
+  Batch b;
+  b.inputs = Tensor::empty({3}, DType::F32, MemoryCategory::Activation, a);
+  const float in[3] = {1.5f, -2.25f, 0.375f};  // values of both 16-bit types
+  std::memcpy(b.inputs.raw(), in, sizeof in);
+  Activations keep;
+  const Tensor y = m.forwardLayer(0, b.inputs, b, keep);
+  QCOMPARE(keep.saved[0].dtype(), DType::F32);
+  QCOMPARE(keep.saved[0].raw(), b.inputs.raw());
+  QCOMPARE(keep.saved[1].dtype(), low);
+  // The input and the output, 12 bytes each, and the kept third in 6.
+  QCOMPARE(a.liveBytes(MemoryCategory::Activation), 12 + 12 + 6);
+  const Tensor dx = m.backwardLayer(0, y, b, keep);
+  QVERIFY(ok);
+  QCOMPARE(keep.saved[1].dtype(), DType::F32);
+  QCOMPARE(dx.dtype(), DType::F32);
 }
 
 void TestMixedPrecision::lossScalerFollowsDeepSpeed_data() {
