@@ -16,6 +16,7 @@
 
 #include "core/config/model_kind.h"
 #include "core/kernels/adamw.h"
+#include "core/kernels/flash_attention.h"
 #include "core/model/gpt.h"
 #include "core/model/mlp.h"
 #include "core/parallel/pipeline_layout.h"
@@ -88,8 +89,8 @@ void checkTrainable(const TrainConfig& config);
 // reduction's sources are one per rank).
 inline constexpr int kMaxGpuRanks = 8;
 // The largest attention head (hidden_size / num_attention_heads) a GPU's fused attention kernels
-// take (core/cuda/kernels.h: kMaxAttentionHeadSize).
-inline constexpr int kMaxGpuHeadSize = 128;
+// take.
+inline constexpr int kMaxGpuHeadSize = kernels::kFlashMaxHeadSize;
 
 // UserError for a run on `device` that it does not train yet: on a GPU, other models, more ranks
 // than share one, another communication type, ZeRO-Offload and ZeRO-Infinity (all of what is

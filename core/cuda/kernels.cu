@@ -10,6 +10,7 @@
 #include "core/cuda/check.h"
 #include "core/cuda/kernels.h"
 #include "core/kernels/element_math.h"
+#include "core/kernels/flash_attention.h"
 
 namespace parascope::cuda {
 
@@ -165,16 +166,11 @@ __global__ void biasBackwardKernel(float* dbias, const float* dout, long rows, l
 
 // Memory-efficient causal attention, fused (kernels::attentionForward's contract; FlashAttention's
 // scheme in f32 on the CUDA cores): a thread per query row (forward, dQ) or key row (dK, dV), a
-// block's kAttentionThreads rows zero-padded from hs to HS in shared memory, the other side
-// streamed through it in tiles of attentionTile(HS) rows. Every exponential is fastExp, as on
-// the CPU, and backward recomputes each probability from the forward's row maximum and
-// reciprocal sum. Forward keeps a running maximum per row (rescaling what it has summed when the
-// maximum grows), so its sums are in another order than the CPU's: within a few ulp.
-constexpr int kAttentionThreads = 32;
-
-__host__ __device__ constexpr int attentionTile(int HS) {
-  return HS <= 64 ? 32 : 8;  // what fits the 48 KiB of static shared memory beside the rows
-}
+// block's kFlashRows rows zero-padded from hs to HS in shared memory, the other side streamed
+// through it in tiles of flashTile(HS) rows. Each thread's arithmetic is
+// core/kernels/flash_attention.h's, which the CPU tests run over the same tiles.
+using k::flashTile;
+using k::kFlashRows;
 
 // Rows [r0, r0 + rows) of one of q, k, v (part 0, 1, 2) of head h, or of a (B, T, C) tensor
 // (stride C, part 0), into dst[rows][ld], zeros past hs or T.
@@ -190,50 +186,27 @@ __device__ void loadAttentionRows(float* dst, int ld, const float* src, long str
 template <int HS>
 __global__ void attentionForwardKernel(float* out, float* stats, const float* qkv, int T, int C,
                                        int NH, float scale) {
-  constexpr int kTile = attentionTile(HS);
-  __shared__ float own[kAttentionThreads][HS + 1];  // padded: a thread's row in its own banks
-  __shared__ float kt[kTile][HS];
-  __shared__ float vt[kTile][HS];
+  constexpr int kTile = flashTile(HS);
+  __shared__ float own[kFlashRows][HS + 1];  // padded: a thread's row in its own banks
+  __shared__ float kt[kTile * HS];
+  __shared__ float vt[kTile * HS];
   const int hs = C / NH, h = blockIdx.y, b = blockIdx.z;
-  const int r0 = blockIdx.x * kAttentionThreads, i = threadIdx.x, t = r0 + i;
+  const int r0 = blockIdx.x * kFlashRows, i = threadIdx.x, t = r0 + i;
   const long C3 = 3L * C;
   const float* head = qkv + static_cast<long>(b) * T * C3 + h * hs;
-  loadAttentionRows<HS>(&own[0][0], HS + 1, head, C3, 0, C, r0, kAttentionThreads, T, hs);
+  loadAttentionRows<HS>(&own[0][0], HS + 1, head, C3, 0, C, r0, kFlashRows, T, hs);
   float o[HS];
 #pragma unroll
   for (int d = 0; d < HS; ++d) o[d] = 0.0f;
   float m = -INFINITY, l = 0.0f;
-  const int last = min(r0 + kAttentionThreads, T) - 1;  // the block's last row sees keys to it
+  const int last = min(r0 + kFlashRows, T) - 1;  // the block's last row sees keys to it
   for (int j0 = 0; j0 <= last; j0 += kTile) {
     __syncthreads();  // the rows are in, the last tile used
-    loadAttentionRows<HS>(&kt[0][0], HS, head, C3, 1, C, j0, kTile, T, hs);
-    loadAttentionRows<HS>(&vt[0][0], HS, head, C3, 2, C, j0, kTile, T, hs);
+    loadAttentionRows<HS>(kt, HS, head, C3, 1, C, j0, kTile, T, hs);
+    loadAttentionRows<HS>(vt, HS, head, C3, 2, C, j0, kTile, T, hs);
     __syncthreads();
-    if (t >= T || j0 > t) continue;
-    float sc[kTile];
-    float tileMax = -INFINITY;
-#pragma unroll
-    for (int jj = 0; jj < kTile; ++jj) {
-      float dot = 0.0f;
-#pragma unroll
-      for (int d = 0; d < HS; ++d) dot += own[i][d] * kt[jj][d];
-      sc[jj] = scale * dot;
-      if (j0 + jj <= t) tileMax = fmaxf(tileMax, sc[jj]);
-    }
-    const float mNew = fmaxf(m, tileMax);
-    const float rescale = k::fastExp(m - mNew);  // 0 + tiny before the first tile: l, o are 0
-    l *= rescale;
-#pragma unroll
-    for (int d = 0; d < HS; ++d) o[d] *= rescale;
-#pragma unroll
-    for (int jj = 0; jj < kTile; ++jj) {
-      if (j0 + jj > t) break;
-      const float p = k::fastExp(sc[jj] - mNew);
-      l += p;
-#pragma unroll
-      for (int d = 0; d < HS; ++d) o[d] += p * vt[jj][d];
-    }
-    m = mNew;
+    if (t < T && j0 <= t)
+      k::flashForwardTile<HS>(own[i], kt, vt, min(kTile, t - j0 + 1), scale, m, l, o);
   }
   if (t >= T) return;
   const float inv = 1.0f / l;
@@ -246,65 +219,41 @@ __global__ void attentionForwardKernel(float* out, float* stats, const float* qk
   st[1] = inv;
 }
 
-// rowsum(P dP) of query row t, FlashAttention's way: dOut . out over the head's columns.
-__device__ float attentionRowDot(const float* dout, const float* out, long row, int C, int h,
-                                 int hs) {
-  const float* d = dout + row * C + h * hs;
-  const float* o = out + row * C + h * hs;
-  float dot = 0.0f;
-  for (int x = 0; x < hs; ++x) dot += d[x] * o[x];
-  return dot;
-}
-
 // dQ: a thread per query row, over the key tiles it sees.
 template <int HS>
 __global__ void attentionBackwardQueryKernel(float* dqkv, const float* dout, const float* qkv,
                                              const float* out, const float* stats, int T, int C,
                                              int NH, float scale) {
-  constexpr int kTile = attentionTile(HS);
-  __shared__ float q[kAttentionThreads][HS + 1];
-  __shared__ float dO[kAttentionThreads][HS + 1];
-  __shared__ float kt[kTile][HS];
-  __shared__ float vt[kTile][HS];
+  constexpr int kTile = flashTile(HS);
+  __shared__ float q[kFlashRows][HS + 1];
+  __shared__ float dO[kFlashRows][HS + 1];
+  __shared__ float kt[kTile * HS];
+  __shared__ float vt[kTile * HS];
   const int hs = C / NH, h = blockIdx.y, b = blockIdx.z;
-  const int r0 = blockIdx.x * kAttentionThreads, i = threadIdx.x, t = r0 + i;
+  const int r0 = blockIdx.x * kFlashRows, i = threadIdx.x, t = r0 + i;
   const long C3 = 3L * C, rowB = static_cast<long>(b) * T;
   const float* head = qkv + rowB * C3 + h * hs;
-  loadAttentionRows<HS>(&q[0][0], HS + 1, head, C3, 0, C, r0, kAttentionThreads, T, hs);
-  loadAttentionRows<HS>(&dO[0][0], HS + 1, dout + rowB * C + h * hs, C, 0, 0, r0, kAttentionThreads,
-                        T, hs);
+  const float* doutHead = dout + rowB * C + h * hs;
+  loadAttentionRows<HS>(&q[0][0], HS + 1, head, C3, 0, C, r0, kFlashRows, T, hs);
+  loadAttentionRows<HS>(&dO[0][0], HS + 1, doutHead, C, 0, 0, r0, kFlashRows, T, hs);
   float m = 0.0f, inv = 0.0f, D = 0.0f;
   if (t < T) {
     const float* st = stats + ((static_cast<long>(b) * NH + h) * T + t) * 2;
     m = st[0];
     inv = st[1];
-    D = attentionRowDot(dout, out, rowB + t, C, h, hs);
+    D = k::flashRowDot(doutHead + static_cast<long>(t) * C, out + (rowB + t) * C + h * hs, hs);
   }
   float dq[HS];
 #pragma unroll
   for (int d = 0; d < HS; ++d) dq[d] = 0.0f;
-  const int last = min(r0 + kAttentionThreads, T) - 1;
+  const int last = min(r0 + kFlashRows, T) - 1;
   for (int j0 = 0; j0 <= last; j0 += kTile) {
     __syncthreads();
-    loadAttentionRows<HS>(&kt[0][0], HS, head, C3, 1, C, j0, kTile, T, hs);
-    loadAttentionRows<HS>(&vt[0][0], HS, head, C3, 2, C, j0, kTile, T, hs);
+    loadAttentionRows<HS>(kt, HS, head, C3, 1, C, j0, kTile, T, hs);
+    loadAttentionRows<HS>(vt, HS, head, C3, 2, C, j0, kTile, T, hs);
     __syncthreads();
-    if (t >= T) continue;
-      // Not unrolled: the accumulators and the rows' dot products take the registers.
-#pragma unroll 1
-    for (int jj = 0; jj < kTile; ++jj) {
-      if (j0 + jj > t) break;
-      float s = 0.0f, dp = 0.0f;
-#pragma unroll
-      for (int d = 0; d < HS; ++d) {
-        s += q[i][d] * kt[jj][d];
-        dp += dO[i][d] * vt[jj][d];
-      }
-      const float p = k::fastExp(scale * s - m) * inv;
-      const float ds = p * (dp - D);
-#pragma unroll
-      for (int d = 0; d < HS; ++d) dq[d] += ds * kt[jj][d];
-    }
+    if (t < T && j0 <= t)
+      k::flashQueryGradTile<HS>(q[i], dO[i], kt, vt, min(kTile, t - j0 + 1), scale, m, inv, D, dq);
   }
   if (t >= T) return;
   float* row = dqkv + (rowB + t) * C3 + h * hs;
@@ -318,51 +267,37 @@ template <int HS>
 __global__ void attentionBackwardKeyKernel(float* dqkv, const float* dout, const float* qkv,
                                            const float* out, const float* stats, int T, int C,
                                            int NH, float scale) {
-  constexpr int kTile = attentionTile(HS);
-  __shared__ float kr[kAttentionThreads][HS + 1];
-  __shared__ float vr[kAttentionThreads][HS + 1];
-  __shared__ float qt[kTile][HS];
-  __shared__ float dt[kTile][HS];
+  constexpr int kTile = flashTile(HS);
+  __shared__ float kr[kFlashRows][HS + 1];
+  __shared__ float vr[kFlashRows][HS + 1];
+  __shared__ float qt[kTile * HS];
+  __shared__ float dt[kTile * HS];
   __shared__ float mt[kTile], invt[kTile], Dt[kTile];
   const int hs = C / NH, h = blockIdx.y, b = blockIdx.z;
-  const int j0 = blockIdx.x * kAttentionThreads, i = threadIdx.x, j = j0 + i;
+  const int j0 = blockIdx.x * kFlashRows, i = threadIdx.x, j = j0 + i;
   const long C3 = 3L * C, rowB = static_cast<long>(b) * T;
   const float* head = qkv + rowB * C3 + h * hs;
+  const float* doutHead = dout + rowB * C + h * hs;
   const float* headStats = stats + (static_cast<long>(b) * NH + h) * T * 2;
-  loadAttentionRows<HS>(&kr[0][0], HS + 1, head, C3, 1, C, j0, kAttentionThreads, T, hs);
-  loadAttentionRows<HS>(&vr[0][0], HS + 1, head, C3, 2, C, j0, kAttentionThreads, T, hs);
+  loadAttentionRows<HS>(&kr[0][0], HS + 1, head, C3, 1, C, j0, kFlashRows, T, hs);
+  loadAttentionRows<HS>(&vr[0][0], HS + 1, head, C3, 2, C, j0, kFlashRows, T, hs);
   float dk[HS], dv[HS];
 #pragma unroll
   for (int d = 0; d < HS; ++d) dk[d] = dv[d] = 0.0f;
   for (int r0 = j0; r0 < T; r0 += kTile) {  // query rows before j0 see none of these keys
     __syncthreads();
-    loadAttentionRows<HS>(&qt[0][0], HS, head, C3, 0, C, r0, kTile, T, hs);
-    loadAttentionRows<HS>(&dt[0][0], HS, dout + rowB * C + h * hs, C, 0, 0, r0, kTile, T, hs);
+    loadAttentionRows<HS>(qt, HS, head, C3, 0, C, r0, kTile, T, hs);
+    loadAttentionRows<HS>(dt, HS, doutHead, C, 0, 0, r0, kTile, T, hs);
     if (i < kTile && r0 + i < T) {
-      mt[i] = headStats[2L * (r0 + i)];
-      invt[i] = headStats[2L * (r0 + i) + 1];
-      Dt[i] = attentionRowDot(dout, out, rowB + r0 + i, C, h, hs);
+      const long t = r0 + i;
+      mt[i] = headStats[2 * t];
+      invt[i] = headStats[2 * t + 1];
+      Dt[i] = k::flashRowDot(doutHead + t * C, out + (rowB + t) * C + h * hs, hs);
     }
     __syncthreads();
-    if (j >= T) continue;
-#pragma unroll 1
-    for (int ii = 0; ii < kTile; ++ii) {
-      const int t = r0 + ii;
-      if (t >= T) break;
-      if (t < j) continue;
-      float s = 0.0f, dp = 0.0f;
-#pragma unroll
-      for (int d = 0; d < HS; ++d) {
-        s += qt[ii][d] * kr[i][d];
-        dp += dt[ii][d] * vr[i][d];
-      }
-      const float p = k::fastExp(scale * s - mt[ii]) * invt[ii];
-      const float ds = p * (dp - Dt[ii]);
-#pragma unroll
-      for (int d = 0; d < HS; ++d) {
-        dv[d] += p * dt[ii][d];
-        dk[d] += ds * qt[ii][d];
-      }
+    if (j < T) {
+      k::flashKeyGradTile<HS>(kr[i], vr[i], qt, dt, mt, invt, Dt, max(0, j - r0),
+                              min(kTile, T - r0), scale, dk, dv);
     }
   }
   if (j >= T) return;
@@ -767,11 +702,11 @@ namespace {
 template <typename Launch>
 void withHeadSize(int hs, const char* kernel, Launch launch) {
   if (hs <= 32) {
-    launch(std::integral_constant<int, 32>{});
+    launch(std::integral_constant<int, k::flashPaddedHeadSize(32)>{});
   } else if (hs <= 64) {
-    launch(std::integral_constant<int, 64>{});
+    launch(std::integral_constant<int, k::flashPaddedHeadSize(64)>{});
   } else if (hs <= kMaxAttentionHeadSize) {
-    launch(std::integral_constant<int, kMaxAttentionHeadSize>{});
+    launch(std::integral_constant<int, k::flashPaddedHeadSize(kMaxAttentionHeadSize)>{});
   } else {
     throw CudaError(std::string(kernel) + ": head size " + std::to_string(hs) + " is above " +
                     std::to_string(kMaxAttentionHeadSize));
@@ -779,8 +714,8 @@ void withHeadSize(int hs, const char* kernel, Launch launch) {
 }
 
 dim3 attentionGrid(int B, int T, int NH) {
-  return {static_cast<unsigned>((T + kAttentionThreads - 1) / kAttentionThreads),
-          static_cast<unsigned>(NH), static_cast<unsigned>(B)};
+  return {static_cast<unsigned>((T + kFlashRows - 1) / kFlashRows), static_cast<unsigned>(NH),
+          static_cast<unsigned>(B)};
 }
 
 }  // namespace
@@ -791,8 +726,7 @@ void attentionForward(float* out, float* stats, const float* qkv, int B, int T, 
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   withHeadSize(hs, "attention_forward", [&](auto HS) {
     attentionForwardKernel<decltype(HS)::value>
-        <<<attentionGrid(B, T, NH), kAttentionThreads, 0, stream>>>(out, stats, qkv, T, C, NH,
-                                                                    scale);
+        <<<attentionGrid(B, T, NH), kFlashRows, 0, stream>>>(out, stats, qkv, T, C, NH, scale);
   });
   checkLaunch("attention_forward");
 }
@@ -804,9 +738,9 @@ void attentionBackward(float* dqkv, const float* dout, const float* qkv, const f
   withHeadSize(hs, "attention_backward", [&](auto HS) {
     const dim3 grid = attentionGrid(B, T, NH);
     attentionBackwardQueryKernel<decltype(HS)::value>
-        <<<grid, kAttentionThreads, 0, stream>>>(dqkv, dout, qkv, out, stats, T, C, NH, scale);
+        <<<grid, kFlashRows, 0, stream>>>(dqkv, dout, qkv, out, stats, T, C, NH, scale);
     attentionBackwardKeyKernel<decltype(HS)::value>
-        <<<grid, kAttentionThreads, 0, stream>>>(dqkv, dout, qkv, out, stats, T, C, NH, scale);
+        <<<grid, kFlashRows, 0, stream>>>(dqkv, dout, qkv, out, stats, T, C, NH, scale);
   });
   checkLaunch("attention_backward");
 }

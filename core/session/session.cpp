@@ -28,8 +28,6 @@
 #include "core/cuda/kernels.h"
 // The ranks allowed on one GPU are the sources a device reduction takes.
 static_assert(parascope::kMaxGpuRanks <= parascope::cuda::kMaxReduceBuffers);
-// The config refuses what the fused attention kernels cannot take.
-static_assert(parascope::kMaxGpuHeadSize == parascope::cuda::kMaxAttentionHeadSize);
 #endif
 
 namespace parascope {

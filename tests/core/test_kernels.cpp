@@ -22,6 +22,7 @@
 #include "core/kernels/matmul.h"
 #include "core/kernels/residual.h"
 #include "gradcheck.h"
+#include "tests/flash_attention_reference.h"
 
 using namespace parascope::kernels;
 using parascope::testing::dot;
@@ -40,6 +41,7 @@ class TestKernels : public QObject {
   void attentionGradients();
   void attentionIsCausal();
   void attentionBlocksMatchNaiveReference();
+  void fusedAttentionMathMatchesTheBlocks();
   void residualGradients();
   void crossEntropyGradients();
   void crossEntropyValue();
@@ -260,6 +262,53 @@ void TestKernels::attentionBlocksMatchNaiveReference() {
       QVERIFY2(std::fabs(dqkv[i] - refDqkv[i]) < 1e-12,
                qPrintable(QString("T=%1 i=%2").arg(T).arg(i)));
     }
+  }
+}
+
+// The GPU's fused attention, its rows and tiles run here (tests/flash_attention_reference.h),
+// against the BLAS row blocks in f32: output, statistics and the qkv gradient (from the blocks'
+// own output and statistics) each within 1e-5 of the tensor's largest magnitude. Elementwise
+// bounds would fail without a fault: an output is a weighted sum of values that can cancel, and
+// both sides' rounding (about 6e-7 of the values' magnitude here against a double run) is
+// absolute. Head sizes 64, 48 and 16 (padded to 64 and 32) and 128 (tiles of 8), lengths across
+// the tiles and the 32-row blocks.
+void TestKernels::fusedAttentionMathMatchesTheBlocks() {
+  struct Shape {
+    int B, T, C, NH;
+  };
+  for (const Shape& sh :
+       {Shape{2, 70, 128, 2}, Shape{1, 75, 96, 2}, Shape{2, 33, 48, 3}, Shape{1, 41, 256, 2}}) {
+    const int B = sh.B, T = sh.T, C = sh.C, NH = sh.NH;
+    auto floats = [](const Vec& v) { return std::vector<float>(v.begin(), v.end()); };
+    const std::vector<float> qkv = floats(randomVector(B * T * 3 * C, 70 + T, 2.0));
+    const std::vector<float> dout = floats(randomVector(B * T * C, 80 + T));
+    std::vector<float> out(B * T * C), stats(B * NH * T * 2), dqkv(qkv.size());
+    std::vector<float> scratch(static_cast<std::size_t>(attentionScratch(T, true)));
+    attentionForward(out.data(), stats.data(), scratch.data(), qkv.data(), B, T, C, NH);
+    attentionBackward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), stats.data(), B, T, C,
+                      NH);
+    std::vector<float> fout(out.size()), fstats(stats.size()), fdqkv(dqkv.size(), 7.0f);
+    parascope::flashref::attentionForward(fout.data(), fstats.data(), qkv.data(), B, T, C, NH);
+    parascope::flashref::attentionBackward(fdqkv.data(), dout.data(), qkv.data(), out.data(),
+                                           stats.data(), B, T, C, NH);
+    auto within = [&](const std::vector<float>& got, const std::vector<float>& want,
+                      const char* what) {
+      double largest = 0;
+      for (const float w : want) largest = std::max(largest, std::fabs(double(w)));
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        QVERIFY2(std::fabs(double(got[i]) - want[i]) <= 1e-5 * largest,
+                 qPrintable(QString("%1, T=%2 C=%3: element %4 is %5, the blocks' %6")
+                                .arg(what)
+                                .arg(T)
+                                .arg(C)
+                                .arg(i)
+                                .arg(got[i])
+                                .arg(want[i])));
+      }
+    };
+    within(fout, out, "output");
+    within(fstats, stats, "statistics");
+    within(fdqkv, dqkv, "qkv gradient");
   }
 }
 
