@@ -148,7 +148,8 @@ void Model::endWorkingCopies(bool backward) {
   working_.clear();
 }
 
-Tensor Model::forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, Activations& keep) {
+Tensor Model::forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, Activations& keep,
+                           bool keepWide) {
   for (const LayerHook& hook : forwardHooks_) hook(i, false);
   if (mixedPrecision()) beginWorkingCopies(i, false);
   Tensor y = layers_[i]->forward(x, batch, keep);
@@ -157,7 +158,11 @@ Tensor Model::forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, A
     const trace::Span span("round_activations", trace::Category::Compute);
     // Per-target losses stay f32: the loss is reduced in f32, as autocast computes it.
     if (dynamic_cast<const LossLayer*>(layers_[i].get()) == nullptr) roundToCompute(y);
-    narrowKept(keep, x, y);
+    if (keepWide) {
+      for (Tensor& t : keep.saved) roundToCompute(t);
+    } else {
+      narrowKept(keep, x, y);
+    }
   }
   for (const LayerHook& hook : forwardHooks_) hook(i, true);
   return y;
@@ -233,7 +238,9 @@ void Model::releaseValues() {
 MicroBatchResult Model::forwardBackward(const Batch& batch) {
   std::vector<Activations> keep(layers_.size());
   Tensor x = batch.inputs;
-  for (std::size_t i = 0; i < layers_.size(); ++i) x = forwardLayer(i, x, batch, keep[i]);
+  // The last layer's backward comes at once.
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    x = forwardLayer(i, x, batch, keep[i], i + 1 == layers_.size());
   MicroBatchResult r;
   r.targets = x.numel();
   r.lossSum = sumOfLosses(x);
@@ -251,14 +258,13 @@ MicroBatchResult Model::evaluate(const Batch& batch) {
   std::vector<Activations> keep(layers_.size());
   Tensor x = batch.inputs;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    x = forwardLayer(i, x, batch, keep[i]);
+    x = forwardLayer(i, x, batch, keep[i], true);  // dropped, or read by correct() at once
     if (i + 1 < layers_.size()) keep[i].clear();
   }
   MicroBatchResult r;
   r.targets = x.numel();
   r.lossSum = sumOfLosses(x);
   if (auto* head = dynamic_cast<const LossLayer*>(layers_.back().get())) {
-    widenKept(keep.back());
     r.correct = head->correct(batch, keep.back());
   }
   return r;

@@ -105,7 +105,10 @@ class Model {
   // rounding and the kept tensors' storage described above. No gradient hooks (callers place them).
   // backwardInputLayer adds weight gradients only for a layer that cannot split its backward;
   // backwardWeightLayer adds them for one that can.
-  Tensor forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, Activations& keep);
+  // keepWide: what the layer keeps stays f32 (rounded) rather than stored in the compute type,
+  // for a state its backward reads at once or that is dropped: narrowing it would only cost.
+  Tensor forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, Activations& keep,
+                      bool keepWide = false);
   Tensor backwardLayer(std::size_t i, const Tensor& dy, const Batch& batch, Activations& keep);
   Tensor backwardInputLayer(std::size_t i, const Tensor& dy, const Batch& batch, Activations& keep);
   void backwardWeightLayer(std::size_t i, const Batch& batch, Activations& keep);
@@ -115,10 +118,6 @@ class Model {
   // Layers running meanwhile use these copies. Nothing to do in full precision.
   void materializeValues();
   void releaseValues();
-
-  // What forwardLayer kept, in f32 again (mixed precision stores it in the compute type): for a
-  // caller reading it outside the layer's backward, e.g. a loss layer's correct().
-  void widenKept(Activations& keep) const;
 
  private:
   Allocator* allocator_;
@@ -133,8 +132,10 @@ class Model {
   void endWorkingCopies(bool backward);
   void roundToCompute(Tensor& t) const;
   // Each f32 tensor the layer keeps, but its input's and output's, replaced by a compute-type
-  // copy of its rounded values, in the order kept (a tensor kept twice, once).
+  // copy of its rounded values, in the order kept (a tensor kept twice, once); and back to f32
+  // before the layer's backward.
   void narrowKept(Activations& keep, const Tensor& x, const Tensor& y) const;
+  void widenKept(Activations& keep) const;
   // Runs `pass` between the backward-pass hooks of layer i.
   template <class F>
   auto backwardPass(std::size_t i, F pass);

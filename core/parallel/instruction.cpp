@@ -115,4 +115,15 @@ Instruction optimizerStepOp() {
   return Instruction{};
 }
 
+bool backwardFollows(const Program& program, std::size_t i) {
+  const Instruction& forward = program.at(i);
+  for (std::size_t j = i + 1; j < program.size(); ++j) {
+    const Instruction& next = program[j];
+    if (!next.isCompute()) continue;
+    return (next.op == Op::Backward || next.op == Op::BackwardInput) &&
+           next.chunk == forward.chunk && next.microBatch == forward.microBatch;
+  }
+  return false;
+}
+
 }  // namespace parascope

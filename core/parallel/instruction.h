@@ -66,6 +66,11 @@ Instruction reduceOp(Op op, int bucket, int microBatch = -1);
 Instruction gatherOp(int stage, int chunk, int microBatch, int group);
 Instruction optimizerStepOp();
 
+// Whether the compute instruction after program[i], a Forward, is the backward (or its input
+// half) of the same chunk and micro-batch: the chunk's last layer then starts its backward at
+// once on what its forward left.
+bool backwardFollows(const Program& program, std::size_t i);
+
 // Decodes a key made by Instruction::id() back into op, stage, micro-batch and bucket (chunk
 // and peer are not part of the key and come back as -1).
 Instruction decodeInstructionId(std::uint64_t id);

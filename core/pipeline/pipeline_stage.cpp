@@ -23,7 +23,8 @@ void PipelineStage::beginStep() {
   saved_.clear();
 }
 
-Tensor PipelineStage::forward(int microBatch, const Tensor& x, const Batch& batch) {
+Tensor PipelineStage::forward(int microBatch, const Tensor& x, const Batch& batch,
+                              bool backwardNext) {
   auto [it, fresh] = saved_.try_emplace(microBatch);
   if (!fresh) {
     throw std::logic_error("pipeline stage: forward of micro-batch " + std::to_string(microBatch) +
@@ -39,9 +40,9 @@ Tensor PipelineStage::forward(int microBatch, const Tensor& x, const Batch& batc
       // Only the input stays; the layer's saved state is dropped right after it ran.
       s.inputs[at] = y;
       Activations scratch;
-      y = model_.forwardLayer(index(i), y, batch, scratch);
+      y = model_.forwardLayer(index(i), y, batch, scratch, true);
     } else {
-      y = model_.forwardLayer(index(i), y, batch, s.keep[at]);
+      y = model_.forwardLayer(index(i), y, batch, s.keep[at], backwardNext && i + 1 == size());
     }
   }
   return y;
@@ -50,7 +51,7 @@ Tensor PipelineStage::forward(int microBatch, const Tensor& x, const Batch& batc
 void PipelineStage::restore(Saved& s, int i, const Batch& batch) {
   if (recompute_ != Recompute::Full) return;
   const auto at = static_cast<std::size_t>(i);
-  model_.forwardLayer(index(i), s.inputs[at], batch, s.keep[at]);
+  model_.forwardLayer(index(i), s.inputs[at], batch, s.keep[at], true);  // its backward is next
   s.inputs[at] = Tensor();
 }
 
@@ -109,7 +110,7 @@ Tensor PipelineStage::evaluate(const Tensor& x, const Batch& batch, Activations*
   Tensor y = x;
   for (int i = 0; i < size(); ++i) {
     Activations keep;
-    y = model_.forwardLayer(index(i), y, batch, keep);
+    y = model_.forwardLayer(index(i), y, batch, keep, true);  // dropped, or read by correct()
     if (last != nullptr && i + 1 == size()) *last = std::move(keep);
   }
   return y;

@@ -23,7 +23,9 @@ class PipelineStage {
   void beginStep();  // every micro-batch's weight gradients are still to come
   // x: the stage's input (the batch's inputs for the first stage). Returns the output (the
   // per-target losses for the last stage of the model).
-  Tensor forward(int microBatch, const Tensor& x, const Batch& batch);
+  // backwardNext: this micro-batch's backward runs next (backwardFollows), so the last layer's
+  // state stays f32 under mixed precision rather than narrowed and widened back at once.
+  Tensor forward(int microBatch, const Tensor& x, const Batch& batch, bool backwardNext);
   // dy: gradient w.r.t. the output (undefined for the model's last stage). Returns the input
   // gradient (undefined for the model's first stage).
   Tensor backward(int microBatch, const Tensor& dy, const Batch& batch);

@@ -151,7 +151,7 @@ StepStats StepExecutor::run(const BatchSource& batches,
       continue;
     }
     const Clock::time_point t = Clock::now();
-    execute(in);
+    execute(in, in.op == Op::Forward && backwardFollows(program_, i));
     if (in.isCompute()) stats.busySeconds += since(t);
   }
   batchCache_.clear();
@@ -174,7 +174,7 @@ MicroBatchResult StepExecutor::evaluate(const BatchSource& batches, int count) {
   try {
     for (const Instruction& in : programs[static_cast<std::size_t>(rank_)]) {
       if (in.op == Op::OptimizerStep) continue;
-      execute(in);
+      execute(in, false);
       // A validation set can be large: a micro-batch goes once the rank's last chunk used it.
       if (in.op == Op::Forward && in.chunk + 1 == shape.chunks) batchCache_.erase(in.microBatch);
     }
@@ -203,10 +203,10 @@ double StepExecutor::fromLastStage(double value) {
   return value;
 }
 
-void StepExecutor::execute(const Instruction& in) {
+void StepExecutor::execute(const Instruction& in, bool backwardNext) {
   const int s = in.stage, mb = in.microBatch;
   switch (in.op) {
-    case Op::Forward: forward(in); return;
+    case Op::Forward: forward(in, backwardNext); return;
     case Op::Backward:
     case Op::BackwardInput: backward(in); return;
     case Op::BackwardWeight:
@@ -224,7 +224,7 @@ void StepExecutor::execute(const Instruction& in) {
   }
 }
 
-void StepExecutor::forward(const Instruction& in) {
+void StepExecutor::forward(const Instruction& in, bool backwardNext) {
   const int s = in.stage, mb = in.microBatch;
   const Batch& b = batch(mb);
   const Tensor x = s == 0 ? b.inputs : take(inputs_, s, mb);
@@ -235,12 +235,11 @@ void StepExecutor::forward(const Instruction& in) {
     y = chunk.evaluate(x, b, s == lastStage() ? &head : nullptr);
     if (s == lastStage()) {
       if (const auto* loss = dynamic_cast<const LossLayer*>(model_.layers().back().get())) {
-        model_.widenKept(head);
         result_.correct += loss->correct(b, head);
       }
     }
   } else {
-    y = chunk.forward(mb, x, b);
+    y = chunk.forward(mb, x, b, backwardNext);
   }
   if (s == lastStage()) {
     result_.lossSum += sumOfLosses(y);  // per micro-batch first, as Model::forwardBackward sums

@@ -91,8 +91,9 @@ class StepExecutor {
   int lastRank() const { return setup_.shape.rankOf(lastStage()); }
   void begin(const std::vector<Program>& programs, const BatchSource& batches);
   void finishSends();
-  void execute(const Instruction& in);
-  void forward(const Instruction& in);
+  // backwardNext: for a Forward, backwardFollows in the program being run.
+  void execute(const Instruction& in, bool backwardNext);
+  void forward(const Instruction& in, bool backwardNext);
   void backward(const Instruction& in);
   void send(const Instruction& in, Tensor t);
   Tensor receive(const Instruction& in);

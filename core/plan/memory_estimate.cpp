@@ -385,9 +385,11 @@ class ActivationReplay {
         lastStage_(plan.shape.virtualStages() - 1) {}
 
   void step() {
-    for (const Instruction& in : rank_.program) {
+    const Program& program = rank_.program;
+    for (std::size_t i = 0; i < program.size(); ++i) {
+      const Instruction& in = program[i];
       switch (in.op) {
-        case Op::Forward: forward(in); break;
+        case Op::Forward: forward(in, backwardFollows(program, i)); break;
         case Op::Backward:
         case Op::BackwardInput: backward(in); break;
         case Op::BackwardWeight: weight(in); break;
@@ -458,13 +460,20 @@ class ActivationReplay {
     live_.transient(keptBytes_ * at(layer).keptTensors.back());
   }
 
-  void forward(const Instruction& in) {
+  // A full-recompute forward drops each layer's state unnarrowed, and a chunk's last layer whose
+  // backward comes next keeps its state f32 (PipelineStage::forward).
+  void forward(const Instruction& in, bool backwardNext) {
     const LayerRange& c = chunk(in);
     for (int l = c.begin; l < c.end; ++l) {
       add(at(l).forwardPeak);
       remove(at(l).forwardPeak - at(l).output - at(l).kept);
-      narrow(l);
-      if (full_) live_.remove(keptBytes_ * at(l).kept);  // only the input stays
+      if (full_) {
+        remove(at(l).kept);  // only the input stays
+      } else if (backwardNext && l + 1 == c.end) {
+        wide_.insert(key(in));
+      } else {
+        narrow(l);
+      }
     }
     if (in.stage == lastStage_) remove(at(c.end - 1).output);  // the losses, once summed
   }
@@ -477,13 +486,12 @@ class ActivationReplay {
     const bool half = in.op == Op::BackwardInput;
     for (int l = c.end; l-- > c.begin;) {
       const LayerActivations& a = at(l);
-      if (full_) {  // its forward again, the output dropped on return
+      if (full_) {  // its forward again, its state f32 for the backward right after
         add(a.forwardPeak);
-        remove(a.forwardPeak - a.kept - a.output);
-        narrow(l);
-        remove(a.output);
+        remove(a.forwardPeak - a.kept);
+      } else if (l + 1 < c.end || wide_.erase({Op::Forward, in.stage, in.microBatch}) == 0) {
+        widen(l);
       }
-      widen(l);
       transient(half ? a.inputHalfPeak : a.backwardPeak);
       remove(half ? a.kept - a.keptForWeight : a.kept + input(l));
       add(a.inputGradient);
@@ -537,6 +545,7 @@ class ActivationReplay {
   int lastStage_;
   std::map<int, std::deque<Key>> expected_;  // per peer: its sends to this rank not yet posted
   std::set<Key> posted_;                     // receives posted ahead of their instruction
+  std::set<Key> wide_;                       // forwards whose chunk's last layer kept its state f32
   double sending_ = 0;                       // the send in flight
 };
 

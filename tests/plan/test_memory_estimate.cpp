@@ -212,6 +212,12 @@ void TestMemoryEstimate::activationsAreTheAllocatorsPeak_data() {
   QTest::newRow("selective bf16") << "recompute_granularity=selective bf16.enabled=true";
   QTest::newRow("t2 sequence parallel fp16")
       << "tensor_model_parallel_size=2 sequence_parallel=true fp16.enabled=true";
+  // A vocabulary large enough that the head's state sets the peak: its backward comes right
+  // after its forward, so it stays f32 rather than narrowed and widened back.
+  QTest::newRow("bf16 vocabulary 8192") << "bf16.enabled=true model.vocab_size=8192";
+  QTest::newRow("p2 gpipe bf16 vocabulary 8192")
+      << "pipeline_model_parallel_size=2 pipeline_schedule=gpipe bf16.enabled=true "
+         "model.vocab_size=8192";
   QTest::newRow("d2 bf16 zero3")
       << "data_parallel_size=2 bf16.enabled=true zero_optimization.stage=3";
   // 10 and 12 micro-batches: more than the four cycles the estimate replays.
