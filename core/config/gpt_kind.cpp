@@ -231,10 +231,10 @@ class GptKind final : public ModelKind {
     const double kept = 2 * layernorm + qkv + stats + core + RC + fc + act;
     const bool selective = c.pipeline.recompute == Recompute::Selective;
     const double dropped = selective ? stats + core : 0;
-    // In Block::forward's order: ln1 with its mean and rstd, qkv, [the statistics and output],
-    // x2, ln2 with its mean and rstd, fc and gelu.
+    // In Block::forward's order: ln1 with its mean and rstd, qkv, [the attention output], x2,
+    // ln2 with its mean and rstd, fc and gelu; the attention statistics stay f32.
     block.keptTensors = {RC, R, R, qkv};
-    if (!selective) block.keptTensors.insert(block.keptTensors.end(), {stats, core});
+    if (!selective) block.keptTensors.push_back(core);
     block.keptTensors.insert(block.keptTensors.end(), {RC, RC, R, R, fc, act});
     // The attention core's scratch for a pass (KernelOps::attentionScratch): a row block's scores
     // against every key on the CPU, with their gradients in backward; none for a GPU's fused

@@ -39,10 +39,16 @@ struct TrainConfig;
 struct LayerActivations {
   double output = 0;
   double kept = 0;  // kept by forward for backward, besides its input
-  // The tensors making up `kept`, in the order the layer keeps them: under mixed precision the
-  // model stores each in the compute type after the forward and widens each back to f32 before
-  // the backward, in this order (Model::narrowKept, widenKept), which decides those moments' peaks.
+  // The tensors of `kept` that mixed precision stores in the compute type, in the order the layer
+  // keeps them: the model narrows each after the forward and widens each back to f32 before the
+  // backward in this order (Model::narrowKept, widenKept), which decides those moments' peaks.
+  // The rest of `kept` (Activations::exact) stays f32.
   std::vector<double> keptTensors;
+  double narrowed() const {
+    double n = 0;
+    for (const double e : keptTensors) n += e;
+    return n;
+  }
   double forwardPeak = 0;  // kept and output included
   double inputGradient = 0;
   double backwardPeak = 0;  // the whole backward, its input gradient included

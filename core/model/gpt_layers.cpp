@@ -325,6 +325,7 @@ Tensor Block::forward(const Tensor& x, const Batch& batch, Activations& keep) {
   // Selective recompute (Megatron's) keeps only qkv for the attention core.
   if (selective_) stats = atty = Tensor();
   keep.saved = {x, ln1, ln1m, ln1r, qkv, stats, atty, x2, ln2, ln2m, ln2r, fc, gelu};
+  keep.exact = {kAttStats};
   return out;
 }
 

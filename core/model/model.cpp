@@ -82,8 +82,9 @@ void Model::roundToCompute(Tensor& t) const {
 void Model::narrowKept(Activations& keep, const Tensor& x, const Tensor& y) const {
   auto storageOf = [](const Tensor& t) { return t.defined() ? t.raw() : nullptr; };
   std::vector<std::pair<const void*, Tensor>> narrowed;
-  for (Tensor& t : keep.saved) {
-    if (!t.defined() || t.dtype() != DType::F32) continue;
+  for (std::size_t i = 0; i < keep.saved.size(); ++i) {
+    Tensor& t = keep.saved[i];
+    if (!t.defined() || t.dtype() != DType::F32 || keep.isExact(i)) continue;
     const void* at = t.raw();
     if (at == storageOf(x) || at == storageOf(y)) {
       // Held in f32 by the layers around it anyway: a copy would only add to it.
@@ -159,7 +160,8 @@ Tensor Model::forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, A
     // Per-target losses stay f32: the loss is reduced in f32, as autocast computes it.
     if (dynamic_cast<const LossLayer*>(layers_[i].get()) == nullptr) roundToCompute(y);
     if (keepWide) {
-      for (Tensor& t : keep.saved) roundToCompute(t);
+      for (std::size_t k = 0; k < keep.saved.size(); ++k)
+        if (!keep.isExact(k)) roundToCompute(keep.saved[k]);
     } else {
       narrowKept(keep, x, y);
     }

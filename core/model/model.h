@@ -131,9 +131,9 @@ class Model {
   void beginWorkingCopies(std::size_t i, bool backward);
   void endWorkingCopies(bool backward);
   void roundToCompute(Tensor& t) const;
-  // Each f32 tensor the layer keeps, but its input's and output's, replaced by a compute-type
-  // copy of its rounded values, in the order kept (a tensor kept twice, once); and back to f32
-  // before the layer's backward.
+  // Each f32 tensor the layer keeps, but its input's, its output's and the exact ones, replaced
+  // by a compute-type copy of its rounded values, in the order kept (a tensor kept twice, once);
+  // and back to f32 before the layer's backward.
   void narrowKept(Activations& keep, const Tensor& x, const Tensor& y) const;
   void widenKept(Activations& keep) const;
   // Runs `pass` between the backward-pass hooks of layer i.

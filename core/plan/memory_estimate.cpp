@@ -363,14 +363,13 @@ class StepReplay {
 // One rank's activations over its step (StepExecutor, PipelineStage), in elements of the
 // activation type, but what a layer keeps between its passes, which mixed precision stores in the
 // compute type where that is narrower (Model::narrowKept): a chunk's forward leaves each layer's
-// kept state and output per micro-batch
-// (full recompute only the outputs, each layer's forward running again right before its backward),
-// its backward frees them last layer first. The executor holds a chunk's output gradient for the
-// chunk's backward and its output until sent. A receive posts buffers for the peer's messages to
-// this rank in the peer's order up to the one it needs, so earlier ones wait in theirs. A send
-// holds its tensor until it is found complete, which is only checked at the rank's next send: the
-// replay takes every earlier send to be complete by then (its peer has posted the receive) and the
-// last to be held until the optimizer step waits for it.
+// kept state and output per micro-batch (full recompute only the outputs, each layer's forward
+// running again right before its backward), its backward frees them last layer first. The executor
+// holds a chunk's output gradient for the chunk's backward and its output until sent. A receive
+// posts buffers for the peer's messages to this rank in the peer's order up to the one it needs, so
+// earlier ones wait in theirs. A send holds its tensor until it is found complete, which is only
+// checked at the rank's next send: the replay takes every earlier send to be complete by then (its
+// peer has posted the receive) and the last to be held until the optimizer step waits for it.
 class ActivationReplay {
  public:
   ActivationReplay(const StrategyPlan& plan, const RankPlan& rank, Live& live, double elementBytes)
@@ -414,12 +413,13 @@ class ActivationReplay {
   double heldPerMicroBatch(int chunk) const {
     const LayerRange& c = rank_.chunks[static_cast<std::size_t>(chunk)];
     double held = input(c.begin);
-    double kept = 0;
+    double narrowed = 0;
     for (int l = c.begin; l < c.end; ++l) {
-      kept += full_ ? 0 : at(l).kept;
-      held += l + 1 < c.end ? at(l).output : 0;
+      const double narrow = keptBytes_ == bytes_ ? 0 : at(l).narrowed();
+      narrowed += full_ ? 0 : narrow;
+      held += (full_ ? 0 : at(l).kept - narrow) + (l + 1 < c.end ? at(l).output : 0);
     }
-    return bytes_ * held + keptBytes_ * kept;
+    return bytes_ * held + keptBytes_ * narrowed;
   }
 
  private:
@@ -456,7 +456,7 @@ class ActivationReplay {
   // goes (Model::widenKept): every step adds, so the last is the largest moment.
   void widen(int layer) {
     if (keptBytes_ == bytes_ || at(layer).keptTensors.empty()) return;
-    live_.add((bytes_ - keptBytes_) * at(layer).kept);
+    live_.add((bytes_ - keptBytes_) * at(layer).narrowed());
     live_.transient(keptBytes_ * at(layer).keptTensors.back());
   }
 

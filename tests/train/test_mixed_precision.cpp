@@ -35,6 +35,7 @@ class TestMixedPrecision : public QObject {
   void modelRoundsLikeTheLowType();
   void modelKeepsTheLowType_data();
   void modelKeepsTheLowType();
+  void modelKeepsExactTensorsAsComputed();
   void lossScalerFollowsDeepSpeed_data();
   void lossScalerFollowsDeepSpeed();
   void lossScalerStopsAtMinimum();
@@ -92,11 +93,18 @@ bool representable(const float* v, std::int64_t n, DType t) {
 }
 
 // y = x * w elementwise; keeps x and an extra unrounded y / 3, and checks in backward that the
-// model rounded what it kept and the incoming gradient.
+// model rounded what it kept and the incoming gradient. With `exactThird` it marks y / 3 exact
+// (Activations::exact) and checks that it comes back as computed instead.
 class ScaleLayer final : public Layer {
  public:
-  ScaleLayer(Model& m, const std::string& name, DType low, bool* allRounded)
-      : name_(name), w_(m.find(name)), alloc_(m.allocator()), low_(low), ok_(allRounded) {}
+  ScaleLayer(Model& m, const std::string& name, DType low, bool* allRounded,
+             bool exactThird = false)
+      : name_(name),
+        w_(m.find(name)),
+        alloc_(m.allocator()),
+        low_(low),
+        ok_(allRounded),
+        exactThird_(exactThird) {}
   const std::string& name() const override { return name_; }
   std::vector<Parameter*> parameters() const override { return {w_}; }
   Tensor forward(const Tensor& x, const Batch&, Activations& keep) override {
@@ -107,11 +115,19 @@ class ScaleLayer final : public Layer {
       third.data<float>()[i] = y.data<float>()[i] / 3.0f;
     }
     keep.saved = {x, third};
+    if (exactThird_) {
+      keep.exact = {1};
+      computedThird_.assign(third.data<float>(), third.data<float>() + third.numel());
+    }
     return y;
   }
   Tensor backward(const Tensor& dy, const Batch&, Activations& keep) override {
-    for (const Tensor& t : {keep.saved[0], keep.saved[1], dy}) {
-      *ok_ = *ok_ && representable(t.data<float>(), t.numel(), low_);
+    std::vector<Tensor> rounded = {keep.saved[0], dy};
+    if (!exactThird_) rounded.push_back(keep.saved[1]);
+    for (const Tensor& t : rounded) *ok_ = *ok_ && representable(t.data<float>(), t.numel(), low_);
+    if (exactThird_) {
+      const float* third = keep.saved[1].data<float>();
+      *ok_ = *ok_ && std::equal(computedThird_.begin(), computedThird_.end(), third);
     }
     *ok_ = *ok_ && representable(w_->value.data<float>(), w_->numel(), low_);
     const Tensor& x = keep.saved[0];
@@ -129,6 +145,8 @@ class ScaleLayer final : public Layer {
   Allocator& alloc_;
   DType low_;
   bool* ok_;
+  bool exactThird_;
+  std::vector<float> computedThird_;
 };
 
 // losses = x / 3 per element, in f32.
@@ -371,6 +389,29 @@ void TestMixedPrecision::modelKeepsTheLowType() {
   QVERIFY(ok);
   QCOMPARE(keep.saved[1].dtype(), DType::F32);
   QCOMPARE(dx.dtype(), DType::F32);
+}
+
+// A tensor the layer marks exact (attention's softmax statistics) is kept f32 as computed: not
+// rounded, not stored in 16 bits; the backward reads the forward's values (ScaleLayer checks).
+void TestMixedPrecision::modelKeepsExactTensorsAsComputed() {
+  const DType low = DType::BF16;
+  Allocator a;
+  Model m(a, low);
+  m.addParameter("w0", {3}, {ParameterInit::Kind::Normal, 0.7f}, true);
+  bool ok = true;
+  m.addLayer(std::make_unique<ScaleLayer>(m, "w0", low, &ok, true));
+  m.initialize(5);
+  Batch b;
+  b.inputs = Tensor::empty({3}, DType::F32, MemoryCategory::Activation, a);
+  const float in[3] = {1.5f, -2.25f, 0.375f};
+  std::memcpy(b.inputs.raw(), in, sizeof in);
+  Activations keep;
+  const Tensor y = m.forwardLayer(0, b.inputs, b, keep);
+  QCOMPARE(keep.saved[1].dtype(), DType::F32);
+  QCOMPARE(a.liveBytes(MemoryCategory::Activation), 12 + 12 + 12);
+  QVERIFY(!representable(keep.saved[1].data<float>(), 3, low));  // y / 3 as computed
+  m.backwardLayer(0, y, b, keep);
+  QVERIFY(ok);
 }
 
 void TestMixedPrecision::lossScalerFollowsDeepSpeed_data() {
