@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
-#include <type_traits>
 #include <vector>
 
 #include "core/kernels/flash_attention.h"
@@ -26,26 +25,19 @@ void loadRows(std::vector<float>& dst, const float* src, long stride, int r0, in
       dst[static_cast<std::size_t>(r * HS + d)] = src[(r0 + r) * stride + d];
 }
 
-// Calls f with the padded head size the kernels run hs at, as std::integral_constant.
+// The fused kernels' dispatch on the head size, as their launchers run it.
 template <typename F>
-void withPaddedHeadSize(int hs, F f) {
-  if (hs <= 32) {
-    f(std::integral_constant<int, kernels::flashPaddedHeadSize(32)>{});
-  } else if (hs <= 64) {
-    f(std::integral_constant<int, kernels::flashPaddedHeadSize(64)>{});
-  } else if (hs <= kernels::kFlashMaxHeadSize) {
-    f(std::integral_constant<int, kernels::kFlashMaxHeadSize>{});
-  } else {
+void requireHead(int hs, F f) {
+  if (!kernels::withFlashHeadSize(hs, f))
     throw std::invalid_argument("head size above the fused kernels' limit");
-  }
 }
 
 inline void attentionForward(float* out, float* stats, const float* qkv, int B, int T, int C,
                              int NH) {
   const int hs = C / NH;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const float scale = kernels::flashScale(hs);
   const long C3 = 3L * C;
-  withPaddedHeadSize(hs, [&](auto padded) {
+  requireHead(hs, [&](auto padded) {
     constexpr int HS = decltype(padded)::value;
     constexpr int kTile = kernels::flashTile(HS);
     std::vector<float> q, kt, vt;
@@ -77,9 +69,9 @@ inline void attentionForward(float* out, float* stats, const float* qkv, int B, 
 inline void attentionBackward(float* dqkv, const float* dout, const float* qkv, const float* out,
                               const float* stats, int B, int T, int C, int NH) {
   const int hs = C / NH;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const float scale = kernels::flashScale(hs);
   const long C3 = 3L * C;
-  withPaddedHeadSize(hs, [&](auto padded) {
+  requireHead(hs, [&](auto padded) {
     constexpr int HS = decltype(padded)::value;
     constexpr int kTile = kernels::flashTile(HS);
     std::vector<float> q, dO, kt, vt, k, v, qt, dt;

@@ -153,10 +153,10 @@ void checkDeviceSupport(const TrainConfig& c, Device device) {
   if (c.model.kind->name() == std::string_view("gpt")) {
     const GptConfig& g = c.model.gpt;
     const int hs = g.hiddenSize / g.numHeads;
-    if (hs > kMaxGpuHeadSize)
+    if (hs > kernels::kFlashMaxHeadSize)
       refused.push_back("attention heads of " + std::to_string(hs) +
                         " (model.hidden_size / model.num_attention_heads; at most " +
-                        std::to_string(kMaxGpuHeadSize) + ")");
+                        std::to_string(kernels::kFlashMaxHeadSize) + ")");
   }
   if (s.gradComm != s.compute) {
     refused.push_back(

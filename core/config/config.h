@@ -88,9 +88,6 @@ void checkTrainable(const TrainConfig& config);
 // In-process ranks that may share one GPU (core/cuda/kernels.h's kMaxReduceBuffers: a
 // reduction's sources are one per rank).
 inline constexpr int kMaxGpuRanks = 8;
-// The largest attention head (hidden_size / num_attention_heads) a GPU's fused attention kernels
-// take.
-inline constexpr int kMaxGpuHeadSize = kernels::kFlashMaxHeadSize;
 
 // UserError for a run on `device` that it does not train yet: on a GPU, other models, more ranks
 // than share one, another communication type, ZeRO-Offload and ZeRO-Infinity (all of what is

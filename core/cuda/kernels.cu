@@ -698,19 +698,9 @@ void biasBackward(float* dbias, const float* dout, long rows, long C, cudaStream
 
 namespace {
 
-// The padded head size whose kernels take `hs`.
-template <typename Launch>
-void withHeadSize(int hs, const char* kernel, Launch launch) {
-  if (hs <= 32) {
-    launch(std::integral_constant<int, k::flashPaddedHeadSize(32)>{});
-  } else if (hs <= 64) {
-    launch(std::integral_constant<int, k::flashPaddedHeadSize(64)>{});
-  } else if (hs <= kMaxAttentionHeadSize) {
-    launch(std::integral_constant<int, k::flashPaddedHeadSize(kMaxAttentionHeadSize)>{});
-  } else {
-    throw CudaError(std::string(kernel) + ": head size " + std::to_string(hs) + " is above " +
-                    std::to_string(kMaxAttentionHeadSize));
-  }
+CudaError wideHead(const char* kernel, int hs) {
+  return CudaError(std::string(kernel) + ": head size " + std::to_string(hs) + " is above " +
+                   std::to_string(k::kFlashMaxHeadSize));
 }
 
 dim3 attentionGrid(int B, int T, int NH) {
@@ -723,25 +713,27 @@ dim3 attentionGrid(int B, int T, int NH) {
 void attentionForward(float* out, float* stats, const float* qkv, int B, int T, int C, int NH,
                       cudaStream_t stream) {
   const int hs = C / NH;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  withHeadSize(hs, "attention_forward", [&](auto HS) {
+  const float scale = k::flashScale(hs);
+  const bool launched = k::withFlashHeadSize(hs, [&](auto HS) {
     attentionForwardKernel<decltype(HS)::value>
         <<<attentionGrid(B, T, NH), kFlashRows, 0, stream>>>(out, stats, qkv, T, C, NH, scale);
   });
+  if (!launched) throw wideHead("attention_forward", hs);
   checkLaunch("attention_forward");
 }
 
 void attentionBackward(float* dqkv, const float* dout, const float* qkv, const float* out,
                        const float* stats, int B, int T, int C, int NH, cudaStream_t stream) {
   const int hs = C / NH;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  withHeadSize(hs, "attention_backward", [&](auto HS) {
+  const float scale = k::flashScale(hs);
+  const bool launched = k::withFlashHeadSize(hs, [&](auto HS) {
     const dim3 grid = attentionGrid(B, T, NH);
     attentionBackwardQueryKernel<decltype(HS)::value>
         <<<grid, kFlashRows, 0, stream>>>(dqkv, dout, qkv, out, stats, T, C, NH, scale);
     attentionBackwardKeyKernel<decltype(HS)::value>
         <<<grid, kFlashRows, 0, stream>>>(dqkv, dout, qkv, out, stats, T, C, NH, scale);
   });
+  if (!launched) throw wideHead("attention_backward", hs);
   checkLaunch("attention_backward");
 }
 

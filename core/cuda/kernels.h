@@ -43,8 +43,7 @@ void biasBackward(float* dbias, const float* dout, long rows, long C, cudaStream
 
 // Memory-efficient causal attention, fused (kernels::attentionForward's shapes and statistics):
 // no scratch. Backward overwrites dqkv and takes each row's rowsum(P dP) as dOut . out, the
-// forward's output. Head sizes up to kMaxAttentionHeadSize; above it, CudaError.
-inline constexpr int kMaxAttentionHeadSize = kernels::kFlashMaxHeadSize;
+// forward's output. Head sizes up to kernels::kFlashMaxHeadSize; above it, CudaError.
 void attentionForward(float* out, float* stats, const float* qkv, int B, int T, int C, int NH,
                       cudaStream_t stream);
 void attentionBackward(float* dqkv, const float* dout, const float* qkv, const float* out,

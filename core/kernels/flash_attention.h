@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 
 #include "core/kernels/math.h"
 
@@ -40,11 +41,27 @@ inline constexpr int kFlashRows = 32;
 PARASCOPE_HD constexpr int flashTile(int HS) {
   return HS <= 64 ? 32 : 8;
 }
-// The head sizes the kernels are built for (a head of hs runs padded to the smallest that holds
-// it).
+// The largest head the kernels take; a GPU run with a wider one is refused in its config.
 inline constexpr int kFlashMaxHeadSize = 128;
-PARASCOPE_HD constexpr int flashPaddedHeadSize(int hs) {
-  return hs <= 32 ? 32 : hs <= 64 ? 64 : kFlashMaxHeadSize;
+
+// For the host side of the kernels and of their reference: the scores' scale 1 / sqrt(hs), and
+// f called with the padded head size that runs a head of hs (the smallest of 32, 64 and 128
+// that holds it), as std::integral_constant. False, f not called, above kFlashMaxHeadSize.
+inline float flashScale(int hs) {
+  return 1.0f / std::sqrt(static_cast<float>(hs));
+}
+template <typename F>
+bool withFlashHeadSize(int hs, F f) {
+  if (hs <= 32) {
+    f(std::integral_constant<int, 32>{});
+  } else if (hs <= 64) {
+    f(std::integral_constant<int, 64>{});
+  } else if (hs <= kFlashMaxHeadSize) {
+    f(std::integral_constant<int, kFlashMaxHeadSize>{});
+  } else {
+    return false;
+  }
+  return true;
 }
 
 // Forward: query row q against the tile's first `visible` keys (1 or more). m and l are the
