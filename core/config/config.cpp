@@ -8,6 +8,7 @@
 #include "core/config/json_reader.h"
 #include "core/config/pipeline_config.h"
 #include "core/config/strategy_config.h"
+#include "core/kernels/flash_attention.h"
 #include "core/model/gpt_layers.h"
 
 namespace parascope {

@@ -16,7 +16,6 @@
 
 #include "core/config/model_kind.h"
 #include "core/kernels/adamw.h"
-#include "core/kernels/flash_attention.h"
 #include "core/model/gpt.h"
 #include "core/model/mlp.h"
 #include "core/parallel/pipeline_layout.h"
