@@ -13,10 +13,13 @@ namespace parascope {
 namespace {
 
 // Gradient buffers may be a GPU's (in-process ranks sharing one): then written through the
-// world's DeviceBuffers.
+// world's DeviceBuffers, after the rank's kernels launched so far have run (they may still read
+// or write them).
 const DeviceBuffers* deviceOf(const Communicator& comm, const void* a, const void* b) {
   const DeviceBuffers* device = comm.options().deviceBuffers.get();
-  return device != nullptr && (device->holds(a) || device->holds(b)) ? device : nullptr;
+  if (device == nullptr || !(device->holds(a) || device->holds(b))) return nullptr;
+  device->waitFor(device->mark());
+  return device;
 }
 
 }  // namespace

@@ -3,6 +3,13 @@
 // and reduces them there through this interface (cudaMemcpy and a reduction kernel,
 // core/cuda/device_buffers.h), as it copies and reduces host memory with memcpy and
 // reduceBuffers. Set in CommOptions::deviceBuffers; without it every buffer is host memory.
+//
+// A rank's kernels run asynchronously on its compute stream. An operation over device buffers
+// therefore takes a mark of the device work the issuing thread has launched so far (mark(), at
+// issue), and the rank's part of the operation waits for it (waitFor) before any rank may read or
+// write the rank's buffers: before the first barrier of a collective, before a send or receive is
+// matched. Results need no mark: an operation's copies and reductions complete before it does,
+// and the rank's later kernels are launched after it has.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +34,10 @@ class DeviceBuffers {
                       std::size_t count, DType type, ReduceOp op, int divisor) const = 0;
   // Device memory for a scratch copy of an in-place operation's input, which peers read.
   virtual std::shared_ptr<void> allocate(std::size_t bytes) const = 0;
+  // The device work the calling thread has launched so far; waitFor(mark), on any thread,
+  // returns once it has run.
+  virtual std::shared_ptr<const void> mark() const = 0;
+  virtual void waitFor(const std::shared_ptr<const void>& mark) const = 0;
 };
 
 }  // namespace parascope

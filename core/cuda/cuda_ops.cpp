@@ -4,6 +4,7 @@
 #include "core/cuda/check.h"
 #include "core/cuda/device.h"
 #include "core/cuda/kernels.h"
+#include "core/cuda/stream.h"
 #include "core/trace/trace.h"
 
 namespace parascope::cuda {
@@ -12,8 +13,8 @@ namespace {
 
 class CudaOps final : public kernels::KernelOps {
  public:
-  CudaOps(int index, cudaStream_t stream, GemmPrecision precision)
-      : index_(index), stream_(stream), blas_(stream, precision) {
+  CudaOps(int index, GemmPrecision precision)
+      : index_(index), compute_(index), stream_(compute_.get()), blas_(stream_, precision) {
     check(cudaMalloc(reinterpret_cast<void**>(&sum_), sizeof(double)), "cudaMalloc");
   }
   ~CudaOps() override { cudaFree(sum_); }
@@ -194,9 +195,13 @@ class CudaOps final : public kernels::KernelOps {
     const trace::Span span("synchronize", trace::Category::Sync);
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
+  std::shared_ptr<void> enter() const override {
+    return std::make_shared<ComputeStream::Scope>(compute_);
+  }
 
  private:
   int index_;
+  ComputeStream compute_;
   cudaStream_t stream_;
   // A product's plan cache changes under const calls; one rank's thread makes them all.
   mutable Blas blas_;
@@ -205,11 +210,10 @@ class CudaOps final : public kernels::KernelOps {
 
 }  // namespace
 
-std::shared_ptr<const kernels::KernelOps> cudaOps(int index, cudaStream_t stream,
-                                                  GemmPrecision precision) {
+std::shared_ptr<const kernels::KernelOps> cudaOps(int index, GemmPrecision precision) {
   requireDevice(index, "kernels");
   check(cudaSetDevice(index), "cudaSetDevice");
-  return std::make_shared<CudaOps>(index, stream, precision);
+  return std::make_shared<CudaOps>(index, precision);
 }
 
 }  // namespace parascope::cuda

@@ -1,8 +1,6 @@
 // The model's kernels on a CUDA device (kernels/ops.h): the CUDA kernels and the cuBLAS
-// products, launched on one stream, the rank's compute stream.
+// products, launched on the ops' own compute stream (stream.h), one per rank.
 #pragma once
-
-#include <cuda_runtime_api.h>
 
 #include <memory>
 
@@ -11,10 +9,9 @@
 
 namespace parascope::cuda {
 
-// Kernels on device `index`, launched on `stream` (null: the device's default stream), the f32
-// products in `precision` (F32, TF32, or F32ViaBF16 / F32ViaF16 under mixed precision). Throws
-// UserError for a device this process does not see.
-std::shared_ptr<const kernels::KernelOps> cudaOps(int index, cudaStream_t stream,
-                                                  GemmPrecision precision);
+// Kernels on device `index`, on a new compute stream, the f32 products in `precision` (F32,
+// TF32, or F32ViaBF16 / F32ViaF16 under mixed precision). Throws UserError for a device this
+// process does not see.
+std::shared_ptr<const kernels::KernelOps> cudaOps(int index, GemmPrecision precision);
 
 }  // namespace parascope::cuda

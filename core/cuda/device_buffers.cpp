@@ -5,12 +5,8 @@
 #include "core/cuda/check.h"
 #include "core/cuda/device.h"
 #include "core/cuda/kernels.h"
+#include "core/cuda/stream.h"
 #include "core/trace/trace.h"
-
-// The ranks' kernels and these copies are ordered by sharing the legacy default stream.
-#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
-#error "in-process ranks on a GPU rely on the legacy default stream, not a per-thread one"
-#endif
 
 namespace parascope::cuda {
 
@@ -35,24 +31,26 @@ class CudaBuffers final : public DeviceBuffers {
   void copy(void* dst, const void* src, std::size_t bytes) const override {
     const trace::LaunchSpan span("memcpy", trace::Category::Memcpy);
     check(cudaSetDevice(index_), "cudaSetDevice");
-    check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
-    // A copy within the device returns before it is done.
-    check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+    const cudaStream_t stream = communicationStream(index_);
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   }
 
   void zero(void* p, std::size_t bytes) const override {
     const trace::LaunchSpan span("memset", trace::Category::Memset);
     check(cudaSetDevice(index_), "cudaSetDevice");
-    check(cudaMemset(p, 0, bytes), "cudaMemset");
-    check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+    const cudaStream_t stream = communicationStream(index_);
+    check(cudaMemsetAsync(p, 0, bytes, stream), "cudaMemsetAsync");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   }
 
   void reduce(void* const* dsts, int ndst, const void* const* srcs, int nsrc, std::size_t count,
               DType type, ReduceOp op, int divisor) const override {
     const trace::LaunchSpan span("reduce", trace::Category::Communication);
     check(cudaSetDevice(index_), "cudaSetDevice");
-    reduceBuffers(dsts, ndst, srcs, nsrc, static_cast<long>(count), type, op, divisor, nullptr);
-    check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+    const cudaStream_t stream = communicationStream(index_);
+    reduceBuffers(dsts, ndst, srcs, nsrc, static_cast<long>(count), type, op, divisor, stream);
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   }
 
   std::shared_ptr<void> allocate(std::size_t bytes) const override {
@@ -60,6 +58,15 @@ class CudaBuffers final : public DeviceBuffers {
     void* p = nullptr;
     check(cudaMalloc(&p, bytes), "cudaMalloc (collective scratch)");
     return {p, [](void* q) { cudaFree(q); }};
+  }
+
+  std::shared_ptr<const void> mark() const override { return markWork(index_); }
+
+  void waitFor(const std::shared_ptr<const void>& mark) const override {
+    if (!mark) return;
+    // The runtime's own type behind the pointer markWork made.
+    check(cudaEventSynchronize(static_cast<cudaEvent_t>(const_cast<void*>(mark.get()))),
+          "cudaEventSynchronize");
   }
 
  private:

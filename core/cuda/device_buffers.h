@@ -1,8 +1,8 @@
 // A CUDA device's DeviceBuffers (core/comm/device_buffers.h): the in-process ranks that share
-// the GPU copy each other's buffers with cudaMemcpy and reduce them with a kernel
-// (kernels.h's reduceBuffers). Everything runs on the device's legacy default stream, which the
-// ranks' kernels are launched on too (core/cuda/cuda_ops.h): a collective issued after a
-// rank's kernels runs after them, whichever thread issues it. Each call waits for its work.
+// the GPU copy each other's buffers with cudaMemcpyAsync and reduce them with a kernel
+// (kernels.h's reduceBuffers), on the calling thread's communication stream; each call waits
+// for its work. A mark is an event after the calling thread's compute-stream work; what orders
+// which stream is in core/cuda/stream.h.
 #pragma once
 
 #include <memory>

@@ -8,6 +8,12 @@
 #include "core/cuda/device.h"
 #include "core/trace/trace.h"
 
+// The copies and memsets below go to the legacy default stream, which the ranks' compute
+// streams wait for and which waits for them (stream.h); a per-thread default stream would not.
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
+#error "the device memory's copies rely on the legacy default stream, not a per-thread one"
+#endif
+
 namespace parascope::cuda {
 
 namespace {

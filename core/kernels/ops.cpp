@@ -145,6 +145,7 @@ class CpuOps final : public KernelOps {
     return kernels::sumOfSquaresAny(grad, n, type);
   }
   void synchronize() const override {}
+  std::shared_ptr<void> enter() const override { return nullptr; }
 };
 
 }  // namespace

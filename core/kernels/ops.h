@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "core/kernels/adamw.h"
 #include "core/tensor/allocator.h"
@@ -95,6 +96,10 @@ class KernelOps {
   virtual double sumOfSquares(const void* grad, long n, DType type) const = 0;
   // Returns once everything launched so far has run (the CPU's return after running).
   virtual void synchronize() const = 0;
+  // While the returned guard lives, the collectives the calling thread issues wait for the work
+  // these kernels have launched, rather than for all of the device's (a GPU's compute stream,
+  // core/cuda/stream.h). Null on the CPU, where a kernel has run when it returns.
+  virtual std::shared_ptr<void> enter() const = 0;
 };
 
 // The CPU's kernels, shared by every CPU model.

@@ -24,7 +24,7 @@
 
 namespace parascope {
 
-// On a CUDA device, its default stream: the device memory's copies are ordered with it. Under
+// On a CUDA device, on a compute stream of the rank's own (core/cuda/stream.h). Under
 // mixed precision a GPU's products take their f32 operands as 16-bit values on the tensor cores,
 // with f32 accumulation, as PyTorch's autocast casts them. The parameters' working copies are
 // 16-bit values already, and so is what a layer keeps or hands on; a tensor made and used inside
@@ -33,7 +33,7 @@ namespace parascope {
 std::shared_ptr<const kernels::KernelOps> kernelsFor(Device device, DType compute) {
 #if PARASCOPE_HAVE_CUDA
   if (device.kind == Device::Kind::Cuda) {
-    return cuda::cudaOps(device.index, nullptr, cuda::productsFor(compute));
+    return cuda::cudaOps(device.index, cuda::productsFor(compute));
   }
 #else
   (void)compute;
@@ -204,6 +204,7 @@ StepReport Trainer::step() {
   context.step = steps_ + 1;
   const trace::ScopedContext scoped(context);
   const trace::Span span("train_step", trace::Category::Step, trace::lane::kHost);
+  const std::shared_ptr<void> stream = model_->ops().enter();
   model_->releaseValues();
   if (gatherer_) {
     gatherer_->releaseAll();
@@ -345,6 +346,7 @@ EvalReport Trainer::evaluate() {
   // On the host lane beside the steps, not a step itself (Category::Step spans are what the
   // analyses count as steps).
   const trace::Span span("evaluate", trace::Category::Host, trace::lane::kHost);
+  const std::shared_ptr<void> stream = model_->ops().enter();
   const int rows = config_.microBatch;
   const std::int64_t available = dataset_->samples(Split::Validation);
   // Classifiers: the whole test set once; text: eval_iters fixed windows (the same every time).

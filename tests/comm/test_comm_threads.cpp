@@ -9,9 +9,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <vector>
 
 #include "collective_suite.h"
 #include "core/comm/adjoint.h"
@@ -90,6 +94,11 @@ std::string show(const T& v) {
 // no load reaches (x86-64 and AArch64 fault on them), so a collective that touched a device
 // buffer directly instead of through DeviceBuffers would crash the suite. Its copies and
 // reductions take the tag off and do what the host backend does.
+//
+// Each thread also has a stream of "kernels" (launchWrite) that land only once a mark taken
+// after them is waited for, as a compute stream runs work after its launch has returned: an
+// operation that touched a rank's buffers before waiting for that rank's mark would read what
+// was there before, or have its result overwritten by a write landing later.
 constexpr std::uintptr_t kDeviceTag = std::uintptr_t{1} << 62;
 template <typename T>
 T* tagged(T* p) {
@@ -122,7 +131,51 @@ class UnreadableDevice final : public DeviceBuffers {
   std::shared_ptr<void> allocate(std::size_t bytes) const override {
     return {tagged(std::malloc(bytes)), [](void* p) { std::free(untagged(p)); }};
   }
+  std::shared_ptr<const void> mark() const override {
+    Stream& s = mine();
+    std::lock_guard lock(s.mutex);
+    return std::make_shared<const Mark>(Mark{&s, s.writes.size()});
+  }
+  void waitFor(const std::shared_ptr<const void>& mark) const override {
+    if (!mark) return;
+    const auto& m = *static_cast<const Mark*>(mark.get());
+    std::lock_guard lock(m.stream->mutex);
+    for (; m.stream->landed < m.upTo; ++m.stream->landed) {
+      const Write& w = m.stream->writes[m.stream->landed];
+      std::memcpy(untagged(w.dst), w.bytes.data(), w.bytes.size());
+    }
+  }
+  // A kernel on the calling thread's stream writing `bytes` of `src` (host memory) to `dst`.
+  void launchWrite(void* dst, const void* src, std::size_t bytes) const {
+    Stream& s = mine();
+    std::lock_guard lock(s.mutex);
+    const auto* b = static_cast<const std::byte*>(src);
+    s.writes.push_back({dst, std::vector<std::byte>(b, b + bytes)});
+  }
   mutable std::atomic<long> copies{0}, reductions{0};
+
+ private:
+  struct Write {
+    void* dst;
+    std::vector<std::byte> bytes;
+  };
+  struct Stream {
+    std::mutex mutex;
+    std::vector<Write> writes;
+    std::size_t landed = 0;
+  };
+  struct Mark {
+    Stream* stream;
+    std::size_t upTo;
+  };
+  Stream& mine() const {
+    std::lock_guard lock(streamsMutex_);
+    std::unique_ptr<Stream>& s = streams_[std::this_thread::get_id()];
+    if (!s) s = std::make_unique<Stream>();
+    return *s;
+  }
+  mutable std::mutex streamsMutex_;
+  mutable std::map<std::thread::id, std::unique_ptr<Stream>> streams_;
 };
 
 class UnreadableMemory final : public BufferMemory {
@@ -145,6 +198,7 @@ class TestCommThreads : public QObject {
   void collectives_data();
   void collectives();
   void deviceBuffersGoThroughTheirDevice();
+  void operationsWaitForTheirRanksDeviceWork();
   void splitGroups();
   void manyInFlight();
   void rankOrder();
@@ -236,6 +290,82 @@ void TestCommThreads::deviceBuffersGoThroughTheirDevice() {
     QFAIL("a reduction over host and device buffers went through");
   } catch (const CommError& e) {
     QVERIFY2(has(e.what(), "a reduction over host and device buffers at once"), e.what());
+  }
+}
+
+// A rank's kernels run after their launch has returned. Every operation over device buffers
+// waits for the work its rank launched before issuing it, before any rank reads or writes that
+// rank's buffers: a collective run on the rank's worker behind another or on its own thread, a
+// send and its receive (whose buffer an earlier kernel still writes), an adjoint's own writes.
+void TestCommThreads::operationsWaitForTheirRanksDeviceWork() {
+  for (int n : {2, 3, 4}) {
+    auto device = std::make_shared<UnreadableDevice>();
+    CommOptions options;
+    options.deviceBuffers = device;
+    UnreadableMemory memory;
+    onRanks(
+        n,
+        [&](Communicator& c) {
+          const int r = c.rank();
+          constexpr std::size_t k = 1000;
+          using Buffer = std::unique_ptr<void, std::function<void(void*)>>;
+          auto buffer = [&](std::size_t count) {
+            Buffer b(memory.allocate(count * sizeof(float)), [&](void* p) { memory.release(p); });
+            const std::vector<float> zeros(count, 0.0f);
+            memory.upload(b.get(), zeros.data(), count * sizeof(float));
+            return b;
+          };
+          auto launch = [&](const Buffer& b, float value) {
+            const std::vector<float> v(k, value);
+            device->launchWrite(b.get(), v.data(), k * sizeof(float));
+          };
+          // What the rank's kernels see after the operation: its stream run to the end.
+          auto read = [&](const Buffer& b, std::size_t count) {
+            device->waitFor(device->mark());
+            std::vector<float> v(count);
+            memory.download(v.data(), b.get(), count * sizeof(float));
+            return v;
+          };
+          auto element = [&](const Buffer& b, std::size_t i) { return read(b, i + 1)[i]; };
+          const float mine = 1.0f + static_cast<float>(r);
+          const auto sum = static_cast<float>(n * (n + 1) / 2);
+
+          const Buffer in = buffer(k), gathered = buffer(k * n), reduced = buffer(k);
+          launch(in, mine);
+          launch(reduced, mine);
+          CommHandle first = c.allGatherAsync(in.get(), gathered.get(), k, DType::F32);
+          CommHandle second =  // queued on the worker behind the gather
+              c.allReduceAsync(reduced.get(), reduced.get(), k, DType::F32, ReduceOp::Sum);
+          first.wait();
+          second.wait();
+          const std::vector<float> g = read(gathered, k * n);
+          for (int p = 0; p < n; ++p) SAME(g[static_cast<std::size_t>(p) * k + k - 1], 1.0f + p);
+          SAME(element(reduced, k / 2), sum);
+
+          const Buffer inline_ = buffer(k);
+          launch(inline_, mine);
+          c.allReduce(inline_.get(), inline_.get(), k, DType::F32, ReduceOp::Sum);
+          SAME(element(inline_, 0), sum);
+
+          const Buffer sent = buffer(k), received = buffer(k);
+          launch(sent, mine);
+          launch(received, -7.0f);  // an earlier kernel's write the receive must follow
+          CommHandle s = c.sendAsync(sent.get(), k, DType::F32, (r + 1) % n);
+          CommHandle v = c.recvAsync(received.get(), k, DType::F32, (r + n - 1) % n);
+          s.wait();
+          v.wait();
+          SAME(element(received, k - 1), 1.0f + static_cast<float>((r + n - 1) % n));
+
+          // Broadcast's adjoint zeroes the non-roots' gradients on the rank's own thread.
+          const Buffer gradOut = buffer(k), gradIn = buffer(k);
+          launch(gradOut, mine);
+          launch(gradIn, -7.0f);
+          const CommArgs broadcast{CommOp::Broadcast, nullptr,       nullptr, k,
+                                   DType::F32,        ReduceOp::Sum, 0};
+          adjointAsync(c, broadcast, gradOut.get(), gradIn.get()).wait();
+          SAME(element(gradIn, 1), r == 0 ? sum : 0.0f);
+        },
+        options);
   }
 }
 

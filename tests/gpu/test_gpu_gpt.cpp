@@ -27,6 +27,7 @@
 #include "core/session/switch_plan.h"
 #include "core/train/trainer.h"
 #include "profiler/io/chrome_import.h"
+#include "profiler/run_trace.h"
 #include "profiler/trace_recording.h"
 
 using namespace parascope;
@@ -90,6 +91,7 @@ class TestGpuGpt : public QObject {
   void checkpointsAndSwitchesOnTheGpu();
   void trainerRefusesWhatAGpuDoesNotRunYet();
   void tracedStepLinksEveryKernelToItsLaunch();
+  void ranksRunOnComputeStreamsOfTheirOwn();
 };
 
 void TestGpuGpt::forwardBackwardMatchesTheCpu() {
@@ -106,7 +108,7 @@ void TestGpuGpt::forwardBackwardMatchesTheCpu() {
 
   Allocator memory(cuda::deviceMemory(0));
   Model gpu(memory);
-  gpu.setOps(cuda::cudaOps(0, nullptr, cuda::GemmPrecision::F32));
+  gpu.setOps(cuda::cudaOps(0, cuda::GemmPrecision::F32));
   buildGpt(gpu, c);
   gpu.initialize(11);
   const MicroBatchResult got = gpu.forwardBackward(uploadBatch(batch, c, memory));
@@ -432,6 +434,48 @@ void TestGpuGpt::tracedStepLinksEveryKernelToItsLaunch() {
   for (const auto& [id, span] : launches)
     QVERIFY2(launched.count(id) == 1, (std::string(span->name) + " launched nothing").c_str());
   QCOMPARE(t.gpuDevices.at(0), 0);
+#endif
+}
+
+// Two data-parallel ranks sharing the GPU, traced as `train --trace` traces them: each rank's
+// model kernels run on one stream of its own, and the buckets' reductions on streams that are
+// neither rank's compute stream (core/cuda/stream.h), so they can overlap the backward pass.
+void TestGpuGpt::ranksRunOnComputeStreamsOfTheirOwn() {
+#ifndef PARASCOPE_HAVE_CUPTI
+  QSKIP("built without CUPTI");
+#else
+  if (cuda::deviceCount() == 0)
+    QSKIP(("no CUDA device (" + cuda::whyNoDevice() + "): GPU streams are built but not run here")
+              .c_str());
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("d2.json").toStdString();
+  SessionOptions options;
+  options.evaluate = false;
+  options.recorder = std::make_shared<profiler::RunTrace>(path);
+  Session session(smallGpt({{"device", "cuda"}, {"data_parallel_size", 2}, {"train_iters", 2}}),
+                  std::move(options));
+  session.run();
+  if (const auto failure = session.error()) QFAIL(failure->reason.c_str());
+  const profiler::TraceData t = profiler::importChromeTrace(path);
+  std::map<std::int32_t, std::set<std::int32_t> > computeLanes;  // rank -> lanes
+  std::set<std::int32_t> reductionLanes;
+  for (const trace::Event& e : t.events) {
+    if (!trace::lane::isGpu(e.lane) || e.kind != trace::EventKind::Span ||
+        e.category != trace::Category::Compute)
+      continue;
+    if (std::string(e.name).find("reduceKernel") != std::string::npos)
+      reductionLanes.insert(e.lane);
+    else
+      computeLanes[e.rank].insert(e.lane);
+  }
+  QCOMPARE(computeLanes.size(), std::size_t{2});
+  QCOMPARE(computeLanes[0].size(), std::size_t{1});
+  QCOMPARE(computeLanes[1].size(), std::size_t{1});
+  QVERIFY(*computeLanes[0].begin() != *computeLanes[1].begin());
+  QVERIFY(!reductionLanes.empty());
+  for (const auto& [rank, lanes] : computeLanes)
+    QVERIFY2(!reductionLanes.count(*lanes.begin()),
+             ("rank " + std::to_string(rank) + " reduces on its compute stream").c_str());
 #endif
 }
 

@@ -105,9 +105,11 @@ class NcclComm final : public CommBackend {
     NCCLCHECK(ncclCommCount(comm_, &size_));
     CUDACHECK(cudaSetDevice(device_));
     CUDACHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUDACHECK(cudaEventCreateWithFlags(&launched_, cudaEventDisableTiming));
   }
   ~NcclComm() override {
     cudaStreamSynchronize(stream_);
+    cudaEventDestroy(launched_);
     cudaStreamDestroy(stream_);
     ncclCommDestroy(comm_);
   }
@@ -125,13 +127,24 @@ class NcclComm final : public CommBackend {
  private:
   void enqueue(const CommArgs& a, NcclRequest& req);
   void postHeldReceives();
+  void afterLaunchedWork();
   ncclComm_t comm_;
   // Receives posted but not yet handed to NCCL (see start()).
   std::vector<std::pair<CommArgs, std::shared_ptr<NcclRequest>>> held_;
   int device_;
   int rank_ = 0, size_ = 1;
   cudaStream_t stream_ = nullptr;
+  cudaEvent_t launched_ = nullptr;  // afterLaunchedWork's
 };
+
+// The kernels launched on this device before an operation is issued produce its inputs, or still
+// read its outputs: NCCL's stream waits for them. An event on the legacy default stream comes
+// after all of them, on every blocking stream (a rank's compute stream is one,
+// core/cuda/stream.h); the rank's later kernels wait for that event, not for NCCL.
+void NcclComm::afterLaunchedWork() {
+  CUDACHECK(cudaEventRecord(launched_, cudaStreamLegacy));
+  CUDACHECK(cudaStreamWaitEvent(stream_, launched_, 0));
+}
 
 // NCCL runs one communicator's operations in order on its stream, and a receive waits inside
 // its kernel for the matching send: a ring (every rank receives, then sends) or a send to
@@ -151,6 +164,7 @@ std::shared_ptr<CommRequest> NcclComm::start(const CommArgs& a, bool) {
     held_.emplace_back(a, req);
     return req;
   }
+  afterLaunchedWork();
   NCCLCHECK(ncclGroupStart());
   for (auto& [args, held] : held_) enqueue(args, *held);
   enqueue(a, *req);
@@ -166,6 +180,7 @@ std::shared_ptr<CommRequest> NcclComm::start(const CommArgs& a, bool) {
 
 void NcclComm::postHeldReceives() {
   CUDACHECK(cudaSetDevice(device_));
+  afterLaunchedWork();
   NCCLCHECK(ncclGroupStart());
   for (auto& [args, held] : held_) enqueue(args, *held);
   NCCLCHECK(ncclGroupEnd());

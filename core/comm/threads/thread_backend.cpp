@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <numeric>
 #include <string>
 #include <system_error>
@@ -164,6 +165,7 @@ std::shared_ptr<CommRequest> ThreadComm::start(const CommArgs& args, bool blocki
   if (isPointToPoint(args.op)) return startPointToPoint(args);
   auto request = std::make_shared<ThreadRequest>(group_->world, group_, -1, worldRank());
   request->record = makeRecord(kind(), name(), rank_, size(), args, algorithmFor(args, size()));
+  request->deviceMark = deviceMark(args);
   if (blocking && pending_.load(std::memory_order_acquire) == 0) {
     run(args, *request);
     return request;
@@ -192,6 +194,8 @@ std::shared_ptr<CommRequest> ThreadComm::start(const CommArgs& args, bool blocki
 
 void ThreadComm::run(const CommArgs& a, ThreadRequest& request) {
   try {
+    // Before the first barrier: once past it, peers read and write this rank's buffers.
+    if (request.deviceMark) device_->waitFor(request.deviceMark);
     execute(a);
     request.complete(nullptr);
   } catch (...) {
@@ -340,6 +344,7 @@ std::shared_ptr<CommRequest> ThreadComm::startPointToPoint(const CommArgs& a) {
   auto request = std::make_shared<ThreadRequest>(group_->world, group_, a.root, worldRank());
   request->record = makeRecord(kind(), name(), rank_, n, a, CommAlgorithm::Direct);
   request->isSend = isSend;
+  request->deviceMark = deviceMark(a);
   const int source = isSend ? rank_ : a.root;
   const int dest = isSend ? a.root : rank_;
   ThreadChannel& ch = group_->channels[static_cast<std::size_t>(source * n + dest)];
@@ -369,7 +374,19 @@ std::shared_ptr<CommRequest> ThreadComm::startPointToPoint(const CommArgs& a) {
     request->complete(std::make_exception_ptr(CommError(message)));
     return request;
   }
-  copyBuffer(r.recv, s.send, s.count * dtypeSize(s.dtype));
+  try {
+    // Both ranks' kernels around these buffers, launched before they posted, have run.
+    for (const ThreadPost* p : {&s, &r})
+      if (p->request->deviceMark) device_->waitFor(p->request->deviceMark);
+    copyBuffer(r.recv, s.send, s.count * dtypeSize(s.dtype));
+  } catch (const std::exception& e) {
+    const std::string message = "[send/recv] group '" + name() + "': the copy from rank " +
+                                std::to_string(source) + " to rank " + std::to_string(dest) +
+                                " failed: " + e.what();
+    other.request->complete(std::make_exception_ptr(CommError(message)));
+    request->complete(std::make_exception_ptr(CommError(message)));
+    return request;
+  }
   other.request->complete(nullptr);
   request->complete(nullptr);
   return request;

@@ -27,6 +27,11 @@ void ThreadComm::copyBuffer(void* dst, const void* src, std::size_t bytes) const
   }
 }
 
+std::shared_ptr<const void> ThreadComm::deviceMark(const CommArgs& a) const {
+  if (device_ == nullptr || !(device_->holds(a.send) || device_->holds(a.recv))) return nullptr;
+  return device_->mark();
+}
+
 void ThreadComm::reduceInto(void* const* dsts, int ndst, const void* const* srcs, int nsrc,
                             std::size_t count, DType type, ReduceOp op, int divisor) const {
   if (count == 0) return;

@@ -82,6 +82,9 @@ class ThreadRequest final : public CommRequest {
   void complete(std::exception_ptr error);
   ThreadChannel* channel = nullptr;  // point-to-point only
   bool isSend = false;
+  // The issuing rank's device work before the operation (DeviceBuffers::mark), when its buffers
+  // are a device's: waited for before any rank touches them.
+  std::shared_ptr<const void> deviceMark;
 
  private:
   bool peerGone() const;
@@ -122,6 +125,8 @@ class ThreadComm final : public CommBackend {
   void copyBuffer(void* dst, const void* src, std::size_t bytes) const;
   void reduceInto(void* const* dsts, int ndst, const void* const* srcs, int nsrc, std::size_t count,
                   DType type, ReduceOp op, int divisor) const;
+  // The mark an operation on these buffers waits for: null unless one of them is the device's.
+  std::shared_ptr<const void> deviceMark(const CommArgs& a) const;
   // thread_backend.cpp
   void publish(const CommArgs& a, const void* src, bool isSplit = false);
   void barrier(CommOp op, bool afterData);
