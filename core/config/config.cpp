@@ -164,11 +164,12 @@ void checkDeviceSupport(const TrainConfig& c, Device device) {
         "communication_data_type \"" +
         c.document.value("communication_data_type", std::string(dtypeName(s.gradComm))) + "\"");
   }
-  // ZeRO-Offload and ZeRO-Infinity move the optimizer or the parameters off the GPU, to the
-  // host or through it to NVMe; from a GPU that is not written yet (on the CPU they are there).
-  if (s.offloadOptimizer.device != OffloadDevice::None) {
-    refused.push_back("zero_optimization.offload_optimizer.device \"" +
-                      std::string(offloadDeviceName(s.offloadOptimizer.device)) + "\"");
+  // ZeRO-Offload runs from a GPU with ZeRO 1 and 2 (core/train/sharded_optimizer.h); ZeRO-3's
+  // offload and ZeRO-Infinity, through the host to NVMe, only on the CPU so far.
+  if (s.offloadOptimizer.device == OffloadDevice::Nvme) {
+    refused.push_back("zero_optimization.offload_optimizer.device \"nvme\"");
+  } else if (s.offloadOptimizer.device == OffloadDevice::Cpu && s.zeroStage >= 3) {
+    refused.push_back("zero_optimization.offload_optimizer.device \"cpu\" with ZeRO stage 3");
   }
   if (s.offloadParam.device != OffloadDevice::None) {
     refused.push_back("zero_optimization.offload_param.device \"" +

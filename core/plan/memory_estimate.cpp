@@ -559,6 +559,13 @@ struct Replayed {
   std::array<double, kMemoryCategoryCount> stepPeak{};  // MemoryItem::stepBytes
 };
 
+// ZeRO-Offload from a GPU (core/train/sharded_optimizer.h): the optimizer state in the host's
+// memory; on the CPU it stays where the model is.
+bool offloadsToHost(const TrainConfig& c) {
+  return c.device.kind != Device::Kind::Cpu &&
+         c.parallel.offloadOptimizer.device == OffloadDevice::Cpu;
+}
+
 Replayed replayRank(const StrategyPlan& plan, const RankPlan& rank, int microBatches,
                     double activationBytes) {
   const ParallelStrategy& s = plan.config.parallel;
@@ -587,6 +594,8 @@ Replayed replayRank(const StrategyPlan& plan, const RankPlan& rank, int microBat
         .add(static_cast<double>(
             optimizerSwapLayout(rank.layout.shardSize(), s.compute != DType::F32, s)
                 .memoryBytes()));
+  } else if (offloadsToHost(plan.config)) {
+    // ZeRO-Offload: none on the device (hostBytes).
   } else {
     at(MemoryCategory::OptimizerState)
         .add((s.zeroStage >= 1 ? shard : model) * (s.compute == DType::F32 ? 8 : 12));
@@ -710,6 +719,13 @@ std::vector<MemoryEstimate> estimateRankMemory(const TrainConfig& c, double data
           parameterSwapLayout(rank.layout, c.parallel.compute, c.parallel).fileBytes());
     }
     e.swapBytes = e.parameterSwapBytes;
+    if (offloadsToHost(c)) {
+      // AdamW's moments and mixed precision's f32 masters for the shard, and the host's copies
+      // of the shard's stored values and gradients.
+      const DType t = c.parallel.compute;
+      e.hostBytes = static_cast<double>(rank.layout.shardSize()) *
+                    static_cast<double>((t == DType::F32 ? 8 : 12) + 2 * dtypeSize(t));
+    }
     if (c.parallel.swapsOptimizer()) {
       e.swapBytes += static_cast<double>(
           optimizerSwapLayout(rank.layout.shardSize(), c.parallel.compute != DType::F32, c.parallel)

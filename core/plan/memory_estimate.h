@@ -49,6 +49,9 @@ struct MemoryEstimate {
   // device nvme), and of them the parameters'.
   double swapBytes = 0;
   double parameterSwapBytes = 0;
+  // In the host's memory, not the device's: ZeRO-Offload's optimizer state from a GPU, with the
+  // host's copies of the shard (offload_optimizer device cpu).
+  double hostBytes = 0;
   // ZeRO-3: the rank's part of its largest bucket, elements (what offload_param.buffer_size must
   // hold).
   std::int64_t largestParameterPart = 0;

@@ -85,6 +85,22 @@ class DeviceMemory {
   virtual void zero(void* p, std::size_t bytes) = 0;
   // Either side may be the device's or the host's memory.
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  // A copy between the host's memory and the device's that runs after the kernels the calling
+  // thread has launched, while the caller goes on; finish(handle) returns once it has run, and
+  // until then neither side may be touched. By default a copy() done at once (null handle).
+  virtual std::shared_ptr<void> copyAsync(void* dst, const void* src, std::size_t bytes) {
+    copy(dst, src, bytes);
+    return nullptr;
+  }
+  virtual void finish(const std::shared_ptr<void>& handle) { (void)handle; }
+  // Page-locks host memory that copyAsync copies from and to (pin_memory), so that a copy runs
+  // beside the caller rather than through a staging buffer; unpin before the memory is freed.
+  // By default nothing: memory the device reaches as it is.
+  virtual void pin(void* host, std::size_t bytes) {
+    (void)host;
+    (void)bytes;
+  }
+  virtual void unpin(void* host) noexcept { (void)host; }
 };
 
 class Allocator {
@@ -141,6 +157,8 @@ class Allocator {
   std::int64_t limit() const { return limit_; }
   Device device() const { return device_; }
   PagePool& pages() const { return *pages_; }
+  // The device's memory calls; null for the host's memory.
+  DeviceMemory* deviceMemory() const { return memory_.get(); }
 
  private:
   void account(const void* p, std::int64_t delta, MemoryCategory c);

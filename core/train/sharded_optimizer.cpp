@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "core/kernels/precision.h"
 #include "core/trace/trace.h"
@@ -24,6 +27,23 @@ ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator&
   stored_ = model.computeType();
   if (valueSwap == nullptr)
     values_ = valuesSharded_ ? valueShard : flattenValues(model, layout, seed);
+  if (strategy.offloadOptimizer.device == OffloadDevice::Cpu &&
+      model.allocator().deviceMemory() != nullptr) {
+    device_ = model.allocator().deviceMemory();
+    allocator_ = &defaultAllocator();
+    ops_ = &kernels::cpuOps();
+    const std::int64_t n = layout.shardSize();
+    hostValues_ = Tensor::empty({n}, stored_, MemoryCategory::Parameter, *allocator_);
+    hostGrads_ = Tensor::empty({n}, stored_, MemoryCategory::Gradient, *allocator_);
+    if (strategy.offloadOptimizer.pinMemory) {
+      for (const Tensor* t : {&hostValues_, &hostGrads_}) {
+        device_->pin(t->raw(), t->nbytes());
+        pinned_.push_back(t->raw());
+      }
+    }
+    hostValuesStale_ = true;
+    readHostValues();
+  }
   for (std::size_t b = 0; b < layout.buckets.size(); ++b) {
     for (int i : layout.buckets[b].parameters) {
       const Parameter& p = model.parameters()[static_cast<std::size_t>(i)];
@@ -56,7 +76,28 @@ ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator&
   if (sweep) sweep->finish();
 }
 
-ShardedAdamW::~ShardedAdamW() = default;
+ShardedAdamW::~ShardedAdamW() {
+  for (void* p : pinned_) device_->unpin(p);
+}
+
+char* ShardedAdamW::devicePart(const Tensor& all, bool sharded, int b) const {
+  const FlatBucket& fb = layout_.buckets[static_cast<std::size_t>(b)];
+  const std::int64_t n = layout_.partSize(fb);
+  return static_cast<char*>(
+      all.slice(sharded ? fb.shardOffset : fb.begin + n * comm_.rank(), n).raw());
+}
+
+void ShardedAdamW::readHostValues() {
+  if (!hostValuesStale_) return;
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
+    const FlatBucket& fb = layout_.buckets[b];
+    const std::int64_t n = layout_.partSize(fb);
+    device_->copy(hostValues_.slice(fb.shardOffset, n).raw(),
+                  devicePart(values_, valuesSharded_, static_cast<int>(b)),
+                  static_cast<std::size_t>(n) * dtypeSize(stored_));
+  }
+  hostValuesStale_ = false;
+}
 
 void ShardedAdamW::allocateState() {
   const std::int64_t n = layout_.shardSize();
@@ -71,6 +112,7 @@ char* ShardedAdamW::valuesPart(int b, ParameterSwap::Sweep* sweep) const {
   if (sweep != nullptr) return sweep->record(b);
   const FlatBucket& fb = layout_.buckets[static_cast<std::size_t>(b)];
   const std::int64_t n = layout_.partSize(fb);
+  if (device_ != nullptr) return static_cast<char*>(hostValues_.slice(fb.shardOffset, n).raw());
   return static_cast<char*>(
       values_.slice(valuesSharded_ ? fb.shardOffset : fb.begin + n * comm_.rank(), n).raw());
 }
@@ -91,6 +133,8 @@ void ShardedAdamW::widenMaster(std::int64_t begin, std::int64_t count, float* ou
 }
 
 void ShardedAdamW::stageIn() {
+  // What a load or a switch writes goes into the device's values.
+  if (device_ != nullptr) hostValuesStale_ = true;
   if (valueSwap_ != nullptr && !values_.defined()) {
     valueSwap_->stageIn(stored_);
     values_ = valueSwap_->staged();
@@ -142,6 +186,50 @@ void ShardedAdamW::update(const Segment& s, std::int64_t from, std::int64_t coun
                          static_cast<float>(gradScale), stored_);
 }
 
+void ShardedAdamW::stepOnHost(double lr, double gradScale, const Tensor& grads,
+                              bool gradsAreShard) {
+  readHostValues();
+  const std::size_t buckets = layout_.buckets.size();
+  std::vector<std::shared_ptr<void>> down(buckets), up(buckets);
+  auto host = [&](const Tensor& t, std::size_t b) {
+    const FlatBucket& fb = layout_.buckets[b];
+    return t.slice(fb.shardOffset, layout_.partSize(fb)).raw();
+  };
+  auto bytes = [&](std::size_t b) {
+    return static_cast<std::size_t>(layout_.partSize(layout_.buckets[b])) * dtypeSize(stored_);
+  };
+  try {
+    for (std::size_t b = 0; b < buckets; ++b) {
+      down[b] = device_->copyAsync(host(hostGrads_, b),
+                                   devicePart(grads, gradsAreShard, static_cast<int>(b)), bytes(b));
+    }
+    std::size_t next = 0;  // segments_ runs bucket by bucket
+    for (std::size_t b = 0; b < buckets; ++b) {
+      device_->finish(down[b]);
+      for (; next < segments_.size() && segments_[next].bucket == static_cast<int>(b); ++next) {
+        const Segment& s = segments_[next];
+        update(s, 0, s.count, master_.defined() ? master_.data<float>() + s.shardBegin : nullptr,
+               m_.data<float>() + s.shardBegin, v_.data<float>() + s.shardBegin, hyperFor(s, lr),
+               gradScale, hostGrads_, true, nullptr);
+      }
+      up[b] = device_->copyAsync(devicePart(values_, valuesSharded_, static_cast<int>(b)),
+                                 host(hostValues_, b), bytes(b));
+    }
+    for (const std::shared_ptr<void>& copy : up) device_->finish(copy);
+  } catch (...) {
+    // No copy may still run into or out of memory the unwinding frees. A wait that fails means
+    // the device is lost and runs none of the others; the first error is the one to report.
+    const std::exception_ptr error = std::current_exception();
+    try {
+      for (const auto* copies : {&down, &up})
+        for (const std::shared_ptr<void>& copy : *copies) device_->finish(copy);
+    } catch (...) {
+      std::rethrow_exception(error);
+    }
+    throw;
+  }
+}
+
 kernels::AdamWHyper ShardedAdamW::hyperFor(const Segment& s, double lr) const {
   kernels::AdamWHyper h = hyper_;
   h.lr = static_cast<float>(lr);
@@ -156,7 +244,9 @@ double ShardedAdamW::step(double lr, double gradScale, const Tensor& grads, bool
   std::optional<ParameterSwap::Sweep> sweep;
   if (valueSwap_ != nullptr) sweep.emplace(*valueSwap_, true);
   ParameterSwap::Sweep* parts = sweep ? &*sweep : nullptr;
-  if (swap_) {
+  if (device_ != nullptr) {
+    stepOnHost(lr, gradScale, grads, gradsAreShard);
+  } else if (swap_) {
     // Each sub-group's share of every segment, as the sub-group passes through memory.
     swap_->forEach(OptimizerSwap::Mode::Update, [&](const OptimizerSwap::Group& g) {
       for (const Segment& s : segments_) {

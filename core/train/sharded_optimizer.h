@@ -10,6 +10,15 @@
 // buffers; AdamW is element-wise, so the updates are the same to the bit. With ZeRO-3's
 // parameter shard swapped too (offload_param nvme, core/offload/parameter_swap.h) the update
 // sweeps its records in order alongside, each read ahead, updated in a buffer and written back.
+//
+// ZeRO-Offload (offload_optimizer cpu, ZeRO 1 and 2, a model in a device's memory): the state,
+// and host copies of the shard's gradients and stored values, live in host memory, and the CPU's
+// AdamW updates them, as DeepSpeed's CPU Adam. Each bucket's part of the reduced gradients is
+// copied to the host when the step begins, all of them at once, each copy running while the
+// buckets before it are updated; each bucket's updated part goes back to the device as soon as
+// it is done, while the next is updated, and is all-gathered there. The same kernel on the same
+// values: the updates are the device's to the bit (test_offload). On the host the state is
+// where the model is, and the option changes nothing.
 #pragma once
 
 #include <memory>
@@ -96,7 +105,19 @@ class ShardedAdamW {
   const kernels::KernelOps* ops_;  // the model's: AdamW and the masters on its device
   void allocateState();
   void stageOut();
+  // ZeRO-Offload's step: the updates on the host, then the parts back to the device.
+  void stepOnHost(double lr, double gradScale, const Tensor& grads, bool gradsAreShard);
+  // Bucket b's part of the shard in the device's `all` (flat, or with `sharded` the shard).
+  char* devicePart(const Tensor& all, bool sharded, int b) const;
+  void readHostValues();  // the device's values into hostValues_, if stale
   int steps_ = 0;
+  // ZeRO-Offload: the device's memory calls, the host's copies of the shard (storage type,
+  // indexed like FlatBucket::shardOffset), and whether the host's values must be read again
+  // from the device (a load or a switch wrote the device's).
+  DeviceMemory* device_ = nullptr;
+  Tensor hostValues_, hostGrads_;
+  bool hostValuesStale_ = false;
+  std::vector<void*> pinned_;  // pin_memory: host memory to unpin before it goes
 };
 
 }  // namespace parascope

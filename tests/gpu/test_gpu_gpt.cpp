@@ -76,6 +76,21 @@ TrainConfig smallGpt(const nlohmann::json& extra = {}) {
   return parseTrainConfig(doc);
 }
 
+// Each step's loss of a session of smallGpt(doc), without evaluation; throws its failure.
+std::vector<double> losses(const nlohmann::json& doc) {
+  struct Steps final : SessionObserver {
+    std::vector<double> losses;
+    void onStep(const StepReport& r) override { losses.push_back(r.loss); }
+  } steps;
+  SessionOptions options;
+  options.evaluate = false;
+  Session session(smallGpt(doc), std::move(options));
+  session.addObserver(steps);
+  session.run();
+  if (const auto failure = session.error()) throw std::runtime_error(failure->reason);
+  return steps.losses;
+}
+
 }  // namespace
 
 class TestGpuGpt : public QObject {
@@ -92,6 +107,7 @@ class TestGpuGpt : public QObject {
   void trainerRefusesWhatAGpuDoesNotRunYet();
   void tracedStepLinksEveryKernelToItsLaunch();
   void ranksRunOnComputeStreamsOfTheirOwn();
+  void zeroOffloadMatchesTheGpuBitForBit();
 };
 
 void TestGpuGpt::forwardBackwardMatchesTheCpu() {
@@ -267,19 +283,6 @@ void TestGpuGpt::strategiesOnOneGpuMatchOneRank() {
     QSKIP(("no CUDA device (" + cuda::whyNoDevice() +
            "): strategies on a GPU are built but not run here")
               .c_str());
-  const auto losses = [](nlohmann::json doc) {
-    struct Steps final : SessionObserver {
-      std::vector<double> losses;
-      void onStep(const StepReport& r) override { losses.push_back(r.loss); }
-    } steps;
-    SessionOptions options;
-    options.evaluate = false;
-    Session session(smallGpt(doc), std::move(options));
-    session.addObserver(steps);
-    session.run();
-    if (const auto failure = session.error()) throw std::runtime_error(failure->reason);
-    return steps.losses;
-  };
   nlohmann::json layout = nlohmann::json::parse(strategy.toStdString());
   if (!layout.contains("gradient_accumulation_steps")) layout["gradient_accumulation_steps"] = 4;
   const bool bf16 = layout.contains("bf16");
@@ -372,12 +375,19 @@ void TestGpuGpt::trainerRefusesWhatAGpuDoesNotRunYet() {
   QCOMPARE(message(smallGpt(
                {{"bf16", {{"enabled", true}}},
                 {"data_parallel_size", 9},
-                {"zero_optimization", {{"stage", 1}, {"offload_optimizer", {{"device", "cpu"}}}}},
+                {"zero_optimization", {{"stage", 3}, {"offload_optimizer", {{"device", "cpu"}}}}},
                 {"communication_data_type", "fp16"}})),
            std::string("config: device \"cuda\" runs the GPT with any parallel strategy, ZeRO and "
                        "precision, but not yet: 9 ranks (at most 8 share a GPU), "
                        "communication_data_type \"fp16\", zero_optimization.offload_optimizer."
-                       "device \"cpu\""));
+                       "device \"cpu\" with ZeRO stage 3"));
+  QCOMPARE(
+      message(smallGpt(
+          {{"zero_optimization",
+            {{"stage", 2}, {"offload_optimizer", {{"device", "nvme"}, {"nvme_path", "/tmp"}}}}}})),
+      std::string("config: device \"cuda\" runs the GPT with any parallel strategy, ZeRO and "
+                  "precision, but not yet: zero_optimization.offload_optimizer.device "
+                  "\"nvme\""));
   QCOMPARE(device.peakTotal(), 0);
   if (cuda::deviceCount() == 0) {
     QCOMPARE(message(smallGpt()), std::string("kernels: CUDA device 0 does not exist (0 visible)"));
@@ -477,6 +487,28 @@ void TestGpuGpt::ranksRunOnComputeStreamsOfTheirOwn() {
     QVERIFY2(!reductionLanes.count(*lanes.begin()),
              ("rank " + std::to_string(rank) + " reduces on its compute stream").c_str());
 #endif
+}
+
+// ZeRO-Offload from the GPU (offload_optimizer cpu): the CPU's AdamW computes the GPU kernel's
+// bits (test_gpu_kernels), so three steps of D2 with ZeRO 1 and ZeRO 2, bf16, pinned or not,
+// take the losses of the same run with the optimizer on the GPU, exactly.
+void TestGpuGpt::zeroOffloadMatchesTheGpuBitForBit() {
+  if (cuda::deviceCount() == 0)
+    QSKIP(("no CUDA device (" + cuda::whyNoDevice() + "): ZeRO-Offload is built but not run here")
+              .c_str());
+  for (const int stage : {1, 2}) {
+    for (const bool pinned : {false, true}) {
+      nlohmann::json doc = {{"device", "cuda"},
+                            {"data_parallel_size", 2},
+                            {"bf16", {{"enabled", true}}},
+                            {"zero_optimization", {{"stage", stage}}}};
+      const std::vector<double> onGpu = losses(doc);
+      doc["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", pinned}};
+      const std::vector<double> offloaded = losses(doc);
+      QCOMPARE(offloaded.size(), std::size_t{3});
+      QCOMPARE(offloaded, onGpu);
+    }
+  }
 }
 
 QTEST_GUILESS_MAIN(TestGpuGpt)

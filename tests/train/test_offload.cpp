@@ -12,9 +12,16 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +30,7 @@
 #include "core/offload/aio_file.h"
 #include "core/plan/memory_estimate.h"
 #include "core/session/session.h"
+#include "core/tensor/allocator.h"
 #include "dp_harness.h"
 #include "tests/input_probes.h"
 
@@ -57,23 +65,6 @@ std::vector<std::string> offloadTo(const fs::path& dir, const QString& settings)
   return o;
 }
 
-// Rank 0's record of `steps` steps of `config` on its world of in-process ranks (a pipeline's
-// last stage holds the loss: every rank's parameters are merged).
-dptest::RunRecord trainAll(const TrainConfig& config, int steps) {
-  std::mutex mutex;
-  dptest::RunRecord all;
-  runInProcess(config.parallel.worldSize(), [&](Communicator& world) {
-    const dptest::RunRecord r = dptest::train(config, steps, world);
-    std::lock_guard lock(mutex);
-    if (world.rank() == 0) {
-      all.losses = r.losses;
-      all.gradients = r.gradients;
-    }
-    for (const auto& [name, values] : r.parameters) all.parameters[name] = values;
-  });
-  return all;
-}
-
 // How a session of `config` ends: "trained N steps", or the reason it failed.
 QString outcomeOf(const TrainConfig& config) {
   Session session(config, {});
@@ -84,6 +75,59 @@ QString outcomeOf(const TrainConfig& config) {
   } catch (const UserError& e) {
     return e.what();
   }
+}
+
+// Memory apart from the host allocator's, as a GPU's is, that the CPU's kernels still reach: a
+// run on it takes ZeRO-Offload's path (core/train/sharded_optimizer.h) with the CPU's
+// arithmetic. Its asynchronous copies land only when they are finished, so a step that read the
+// host's gradients, or gathered the device's values, before finishing their copy would train on
+// stale numbers.
+class ApartMemory final : public DeviceMemory {
+ public:
+  Device device() const override { return Device::cpu(); }
+  void* allocate(std::size_t bytes) override {
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (p == nullptr) throw std::bad_alloc();
+    return p;
+  }
+  void release(void* p, std::size_t) noexcept override { std::free(p); }
+  void zero(void* p, std::size_t bytes) override { std::memset(p, 0, bytes); }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  std::shared_ptr<void> copyAsync(void* dst, const void* src, std::size_t bytes) override {
+    ++copies;
+    return std::make_shared<std::function<void()>>([=] { std::memcpy(dst, src, bytes); });
+  }
+  void finish(const std::shared_ptr<void>& handle) override {
+    if (!handle) return;
+    auto& land = *static_cast<std::function<void()>*>(handle.get());
+    if (land) land();
+    land = nullptr;
+  }
+  void pin(void*, std::size_t) override { ++pins; }
+  void unpin(void*) noexcept override { --pins; }
+  static inline std::atomic<long> copies{0}, pins{0};
+};
+
+// Rank 0's record of `steps` steps of `config` on its world of in-process ranks (a pipeline's
+// last stage holds the loss: every rank's parameters are merged); `apart`: each rank's memory an
+// ApartMemory.
+dptest::RunRecord trainAll(const TrainConfig& config, int steps, bool apart = false) {
+  std::mutex mutex;
+  dptest::RunRecord all;
+  runInProcess(config.parallel.worldSize(), [&](Communicator& world) {
+    std::optional<Allocator> memory;
+    if (apart) memory.emplace(std::make_shared<ApartMemory>());
+    const dptest::RunRecord r = dptest::train(config, steps, world, memory ? &*memory : nullptr);
+    std::lock_guard lock(mutex);
+    if (world.rank() == 0) {
+      all.losses = r.losses;
+      all.gradients = r.gradients;
+    }
+    for (const auto& [name, values] : r.parameters) all.parameters[name] = values;
+  });
+  return all;
 }
 
 }  // namespace
@@ -296,6 +340,55 @@ class TestOffload : public QObject {
     fitted.push_back("memory_limit_bytes=" + std::to_string(limit));
     QCOMPARE(outcomeOf(dptest::tinyConfig(fitted)), QString("trained 3 steps"));
     QVERIFY(fs::is_empty(swapDirectory()));
+  }
+
+  // ZeRO-Offload from a device's memory: the state and the AdamW step on the host, the
+  // gradients' parts copied there and the updated parts back, equals the optimizer in the
+  // device's memory bit for bit, and with pin_memory every pinned buffer is unpinned.
+  void zeroOffloadFromADeviceEqualsTheDevice_data() {
+    QTest::addColumn<QString>("strategy");
+    QTest::newRow("D2 ZeRO-1") << "data_parallel_size=2 zero_optimization.stage=1";
+    QTest::newRow("D2 ZeRO-2 bf16")
+        << "data_parallel_size=2 zero_optimization.stage=2 bf16.enabled=true";
+    QTest::newRow("D4 ZeRO-2 fp16, pinned")
+        << "data_parallel_size=4 zero_optimization.stage=2 fp16.enabled=true "
+           "zero_optimization.offload_optimizer.pin_memory=true";
+    QTest::newRow("D2 T2 ZeRO-1 bf16")
+        << "data_parallel_size=2 tensor_model_parallel_size=2 zero_optimization.stage=1 "
+           "bf16.enabled=true";
+    QTest::newRow("D2 P2 ZeRO-2") << "data_parallel_size=2 pipeline_model_parallel_size=2 "
+                                     "zero_optimization.stage=2";
+  }
+  void zeroOffloadFromADeviceEqualsTheDevice() {
+    QFETCH(QString, strategy);
+    const TrainConfig device = dptest::tinyConfig(split(strategy));
+    std::vector<std::string> o = split(strategy);
+    o.push_back("zero_optimization.offload_optimizer.device=cpu");
+    const TrainConfig offloaded = dptest::tinyConfig(o);
+    const dptest::RunRecord want = trainAll(device, 3, true);
+    QCOMPARE(ApartMemory::copies.load(), 0L);
+    const dptest::RunRecord got = trainAll(offloaded, 3, true);
+    QVERIFY(ApartMemory::copies.exchange(0) > 0);
+    QCOMPARE(ApartMemory::pins.load(), 0L);
+    const std::string diff = dptest::compare(want, got, 0.0, 0.0);
+    QVERIFY2(diff.empty(), diff.c_str());
+  }
+
+  // From a GPU, ZeRO-Offload's state is the host's memory, not the device's: the estimate counts
+  // it (and the host's bf16 copies of the shard's values and gradients) apart; on the CPU the
+  // state stays in the rank's memory. The D2 ZeRO-2 shard is 17,088 elements.
+  void zeroOffloadFromAGpuIsHostMemoryInTheEstimate() {
+    TrainConfig c =
+        dptest::tinyConfig({"data_parallel_size=2", "zero_optimization.stage=2",
+                            "bf16.enabled=true", "zero_optimization.offload_optimizer.device=cpu"});
+    const auto state = static_cast<std::size_t>(MemoryCategory::OptimizerState);
+    const MemoryEstimate cpu = estimateRankMemory(c, 0, 2).front();
+    QCOMPARE(cpu.items[state].residentBytes, 17088.0 * 12);
+    QCOMPARE(cpu.hostBytes, 0.0);
+    c.device = Device{Device::Kind::Cuda, 0};
+    const MemoryEstimate gpu = estimateRankMemory(c, 0, 2).front();
+    QCOMPARE(gpu.items[state].residentBytes, 0.0);
+    QCOMPARE(gpu.hostBytes, 17088.0 * (12 + 2 + 2));
   }
 
   // Offload switched on after step 2 and off after step 4 of a run: the same losses and

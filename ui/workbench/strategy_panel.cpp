@@ -537,6 +537,10 @@ void StrategyPanel::showMemory(const TrainConfig& c) {
     text += tr("<br>On disk (offload_param nvme): %1 of parameters")
                 .arg(bytesText(m.parameterSwapBytes));
   }
+  if (m.hostBytes > 0) {
+    text += tr("<br>In host memory (offload_optimizer cpu): %1 of optimizer state and its copies")
+                .arg(bytesText(m.hostBytes));
+  }
   // What the sharded items hold through the step and what comes on top at the peak, so that
   // ZeRO's numbers explain themselves (flat_layout.h, param_gatherer.h, grad_reducer.h).
   const int group = c.parallel.gradientGroup();
