@@ -42,6 +42,7 @@ void GradientReducer::beginStep() {
 }
 
 void GradientReducer::beginMicroStep(bool last) {
+  last_ = last;
   communicating_ = last || mode_ == Mode::ReduceScatter;
   armed_ = communicating_ && overlap_;
   remaining_ = uses_;
@@ -147,11 +148,13 @@ void GradientReducer::complete(int b) {
                              count);
     bucket.staging = Tensor();
   }
-  if (mode_ != Mode::ReduceScatter) return;
-  model_.ops().accumulate(reduced_.slice(fb.shardOffset, n).raw(),
-                          bucket.storage.slice(n * comm_.rank(), n).raw(), n, storage_);
-  detachBucketGradients(model_, layout_, b);
-  bucket.storage = Tensor();  // the full bucket is gone until the next backward writes it
+  if (mode_ == Mode::ReduceScatter) {
+    model_.ops().accumulate(reduced_.slice(fb.shardOffset, n).raw(),
+                            bucket.storage.slice(n * comm_.rank(), n).raw(), n, storage_);
+    detachBucketGradients(model_, layout_, b);
+    bucket.storage = Tensor();  // the full bucket is gone until the next backward writes it
+  }
+  if (last_ && onFinal_) onFinal_(b);
 }
 
 // Lets the started reductions progress (MPI moves only inside its calls) and notes when each

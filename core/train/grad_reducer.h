@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -60,6 +61,10 @@ class GradientReducer {
   // Model::parameters(), or -1); grad_norm.h sums them over the groups.
   std::pair<double, double> squaresBySplit(int skip = -1) const;
   const FlatLayout& layout() const { return layout_; }
+  // Called with each bucket once its reduced gradients are final for the step, as the optimizer
+  // step's last micro-step completes the bucket's reduction: during that backward pass with
+  // ZeRO-2, at its end with an all-reduce. ZeRO-Offload starts their copies to the host there.
+  void setOnFinal(std::function<void(int bucket)> onFinal) { onFinal_ = std::move(onFinal); }
 
  private:
   struct Bucket {
@@ -82,6 +87,8 @@ class GradientReducer {
   DType commType_;
   DType storage_;  // of gradients: f32 or the mixed-precision compute type
   bool communicating_ = false;
+  bool last_ = false;  // the micro-step is the optimizer step's last
+  std::function<void(int)> onFinal_;
   bool armed_ = false;  // start buckets during backward
   Tensor reduced_;      // flat gradients (AllReduce) or this rank's shard (ReduceScatter)
   std::vector<Bucket> buckets_;

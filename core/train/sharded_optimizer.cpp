@@ -43,6 +43,8 @@ ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator&
     }
     hostValuesStale_ = true;
     readHostValues();
+    down_.resize(layout.buckets.size());
+    started_.assign(layout.buckets.size(), 0);
   }
   for (std::size_t b = 0; b < layout.buckets.size(); ++b) {
     for (int i : layout.buckets[b].parameters) {
@@ -77,7 +79,32 @@ ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator&
 }
 
 ShardedAdamW::~ShardedAdamW() {
+  finishCopies();
   for (void* p : pinned_) device_->unpin(p);
+}
+
+void ShardedAdamW::finishCopies() noexcept {
+  for (std::size_t b = 0; b < started_.size(); ++b) {
+    if (!started_[b]) continue;
+    started_[b] = 0;
+    try {
+      device_->finish(down_[b]);
+    } catch (...) {
+      return;  // the device is lost and runs none of the others
+    }
+    down_[b] = nullptr;
+  }
+}
+
+void ShardedAdamW::gradientsFinal(int b, const Tensor& grads, bool gradsAreShard) {
+  // A step skipped on an overflow left its copy: it lands before this one starts.
+  if (started_[static_cast<std::size_t>(b)]) device_->finish(down_[static_cast<std::size_t>(b)]);
+  const FlatBucket& fb = layout_.buckets[static_cast<std::size_t>(b)];
+  const std::int64_t n = layout_.partSize(fb);
+  down_[static_cast<std::size_t>(b)] = device_->copyAsync(
+      hostGrads_.slice(fb.shardOffset, n).raw(), devicePart(grads, gradsAreShard, b),
+      static_cast<std::size_t>(n) * dtypeSize(stored_));
+  started_[static_cast<std::size_t>(b)] = 1;
 }
 
 char* ShardedAdamW::devicePart(const Tensor& all, bool sharded, int b) const {
@@ -190,39 +217,36 @@ void ShardedAdamW::stepOnHost(double lr, double gradScale, const Tensor& grads,
                               bool gradsAreShard) {
   readHostValues();
   const std::size_t buckets = layout_.buckets.size();
-  std::vector<std::shared_ptr<void>> down(buckets), up(buckets);
-  auto host = [&](const Tensor& t, std::size_t b) {
-    const FlatBucket& fb = layout_.buckets[b];
-    return t.slice(fb.shardOffset, layout_.partSize(fb)).raw();
-  };
-  auto bytes = [&](std::size_t b) {
-    return static_cast<std::size_t>(layout_.partSize(layout_.buckets[b])) * dtypeSize(stored_);
-  };
+  std::vector<std::shared_ptr<void>> up(buckets);
   try {
-    for (std::size_t b = 0; b < buckets; ++b) {
-      down[b] = device_->copyAsync(host(hostGrads_, b),
-                                   devicePart(grads, gradsAreShard, static_cast<int>(b)), bytes(b));
-    }
+    // Buckets no reduction announced (a step without a reducer's hook) start now.
+    for (std::size_t b = 0; b < buckets; ++b)
+      if (!started_[b]) gradientsFinal(static_cast<int>(b), grads, gradsAreShard);
     std::size_t next = 0;  // segments_ runs bucket by bucket
     for (std::size_t b = 0; b < buckets; ++b) {
-      device_->finish(down[b]);
+      device_->finish(down_[b]);
+      down_[b] = nullptr;
+      started_[b] = 0;
       for (; next < segments_.size() && segments_[next].bucket == static_cast<int>(b); ++next) {
         const Segment& s = segments_[next];
         update(s, 0, s.count, master_.defined() ? master_.data<float>() + s.shardBegin : nullptr,
                m_.data<float>() + s.shardBegin, v_.data<float>() + s.shardBegin, hyperFor(s, lr),
                gradScale, hostGrads_, true, nullptr);
       }
+      const FlatBucket& fb = layout_.buckets[b];
+      const std::int64_t n = layout_.partSize(fb);
       up[b] = device_->copyAsync(devicePart(values_, valuesSharded_, static_cast<int>(b)),
-                                 host(hostValues_, b), bytes(b));
+                                 hostValues_.slice(fb.shardOffset, n).raw(),
+                                 static_cast<std::size_t>(n) * dtypeSize(stored_));
     }
     for (const std::shared_ptr<void>& copy : up) device_->finish(copy);
   } catch (...) {
     // No copy may still run into or out of memory the unwinding frees. A wait that fails means
     // the device is lost and runs none of the others; the first error is the one to report.
     const std::exception_ptr error = std::current_exception();
+    finishCopies();
     try {
-      for (const auto* copies : {&down, &up})
-        for (const std::shared_ptr<void>& copy : *copies) device_->finish(copy);
+      for (const std::shared_ptr<void>& copy : up) device_->finish(copy);
     } catch (...) {
       std::rethrow_exception(error);
     }

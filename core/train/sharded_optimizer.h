@@ -13,10 +13,11 @@
 //
 // ZeRO-Offload (offload_optimizer cpu, ZeRO 1 and 2, a model in a device's memory): the state,
 // and host copies of the shard's gradients and stored values, live in host memory, and the CPU's
-// AdamW updates them, as DeepSpeed's CPU Adam. Each bucket's part of the reduced gradients is
-// copied to the host when the step begins, all of them at once, each copy running while the
-// buckets before it are updated; each bucket's updated part goes back to the device as soon as
-// it is done, while the next is updated, and is all-gathered there. The same kernel on the same
+// AdamW updates them, as DeepSpeed's CPU Adam. Each bucket's part of the reduced gradients
+// starts for the host as soon as it is final (GradientReducer::setOnFinal: during the last
+// backward pass with ZeRO-2), each copy running beside the GPU's work and the updates of the
+// buckets before it; each bucket's updated part goes back to the device as soon as it is done,
+// while the next is updated, and is all-gathered there. The same kernel on the same
 // values: the updates are the device's to the bit (test_offload). On the host the state is
 // where the model is, and the option changes nothing.
 #pragma once
@@ -58,6 +59,11 @@ class ShardedAdamW {
     return swap_ ? swap_->file().bytesRead() + swap_->file().bytesWritten() : 0;
   }
   void setSteps(int steps) { steps_ = steps; }  // a restored run's updates so far (bias correction)
+  // ZeRO-Offload: whether the state is on the host; bucket b's reduced gradients (`grads` as
+  // step() takes them) are final, and their part starts for the host (GradientReducer::
+  // setOnFinal).
+  bool offloaded() const { return device_ != nullptr; }
+  void gradientsFinal(int b, const Tensor& grads, bool gradsAreShard);
 
   struct Segment {  // one parameter's part of this rank's shard
     std::int64_t flatBegin = 0, count = 0, shardBegin = 0;
@@ -117,7 +123,11 @@ class ShardedAdamW {
   DeviceMemory* device_ = nullptr;
   Tensor hostValues_, hostGrads_;
   bool hostValuesStale_ = false;
-  std::vector<void*> pinned_;  // pin_memory: host memory to unpin before it goes
+  // This step's copies of the gradients' parts to the host, by bucket, and which are started.
+  std::vector<std::shared_ptr<void>> down_;
+  std::vector<char> started_;
+  void finishCopies() noexcept;  // waits for every started copy, for unwinding
+  std::vector<void*> pinned_;    // pin_memory: host memory to unpin before it goes
 };
 
 }  // namespace parascope
