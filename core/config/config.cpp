@@ -164,13 +164,10 @@ void checkDeviceSupport(const TrainConfig& c, Device device) {
         "communication_data_type \"" +
         c.document.value("communication_data_type", std::string(dtypeName(s.gradComm))) + "\"");
   }
-  // ZeRO-Offload runs from a GPU with ZeRO 1 and 2 (core/train/sharded_optimizer.h); ZeRO-3's
-  // offload and ZeRO-Infinity, through the host to NVMe, only on the CPU so far.
-  if (s.offloadOptimizer.device == OffloadDevice::Nvme) {
+  // ZeRO-Offload of the optimizer runs from a GPU (core/train/sharded_optimizer.h); the
+  // parameters' offload and ZeRO-Infinity, through the host to NVMe, only on the CPU so far.
+  if (s.offloadOptimizer.device == OffloadDevice::Nvme)
     refused.push_back("zero_optimization.offload_optimizer.device \"nvme\"");
-  } else if (s.offloadOptimizer.device == OffloadDevice::Cpu && s.zeroStage >= 3) {
-    refused.push_back("zero_optimization.offload_optimizer.device \"cpu\" with ZeRO stage 3");
-  }
   if (s.offloadParam.device != OffloadDevice::None) {
     refused.push_back("zero_optimization.offload_param.device \"" +
                       std::string(offloadDeviceName(s.offloadParam.device)) + "\"");

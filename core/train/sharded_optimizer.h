@@ -11,7 +11,7 @@
 // parameter shard swapped too (offload_param nvme, core/offload/parameter_swap.h) the update
 // sweeps its records in order alongside, each read ahead, updated in a buffer and written back.
 //
-// ZeRO-Offload (offload_optimizer cpu, ZeRO 1 and 2, a model in a device's memory): the state,
+// ZeRO-Offload (offload_optimizer cpu, ZeRO 1 to 3, a model in a device's memory): the state,
 // and host copies of the shard's gradients and stored values, live in host memory, and the CPU's
 // AdamW updates them, as DeepSpeed's CPU Adam. Each bucket's part of the reduced gradients
 // starts for the host as soon as it is final (GradientReducer::setOnFinal: during the last

@@ -127,18 +127,18 @@ void Trainer::setUpDataParallel(std::optional<std::uint64_t> seed) {
                                               gatherer_->shard(), gatherer_->swap());
   } else if (s.zeroStage >= 1) {
     sharded_ = std::make_unique<ShardedAdamW>(*model_, layout, dp, config_.adamw, s, seed);
-    if (sharded_->offloaded()) {
-      // Each bucket's gradients start for the host once final; under pipeline parallelism the
-      // tied embedding's are final only after the stages' sum (sumTiedEmbedding), and its
-      // bucket starts with the optimizer step.
-      const int tied = mesh_.pipeline().size() > 1 ? tiedEmbedding() : -1;
-      const int held = tied < 0 ? -1 : layout.bucketOf[static_cast<std::size_t>(tied)];
-      reducer_->setOnFinal([this, held](int b) {
-        if (b != held) sharded_->gradientsFinal(b, reducer_->gradients(), reducer_->sharded());
-      });
-    }
   } else {
     optimizer_ = std::make_unique<AdamW>(*model_, config_.adamw);
+  }
+  if (sharded_ && sharded_->offloaded()) {
+    // Each bucket's gradients start for the host once final; under pipeline parallelism the
+    // tied embedding's are final only after the stages' sum (sumTiedEmbedding), and its bucket
+    // starts with the optimizer step.
+    const int tied = mesh_.pipeline().size() > 1 ? tiedEmbedding() : -1;
+    const int held = tied < 0 ? -1 : layout.bucketOf[static_cast<std::size_t>(tied)];
+    reducer_->setOnFinal([this, held](int b) {
+      if (b != held) sharded_->gradientsFinal(b, reducer_->gradients(), reducer_->sharded());
+    });
   }
 }
 

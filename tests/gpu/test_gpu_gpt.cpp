@@ -375,12 +375,12 @@ void TestGpuGpt::trainerRefusesWhatAGpuDoesNotRunYet() {
   QCOMPARE(message(smallGpt(
                {{"bf16", {{"enabled", true}}},
                 {"data_parallel_size", 9},
-                {"zero_optimization", {{"stage", 3}, {"offload_optimizer", {{"device", "cpu"}}}}},
+                {"zero_optimization", {{"stage", 3}, {"offload_param", {{"device", "cpu"}}}}},
                 {"communication_data_type", "fp16"}})),
            std::string("config: device \"cuda\" runs the GPT with any parallel strategy, ZeRO and "
                        "precision, but not yet: 9 ranks (at most 8 share a GPU), "
-                       "communication_data_type \"fp16\", zero_optimization.offload_optimizer."
-                       "device \"cpu\" with ZeRO stage 3"));
+                       "communication_data_type \"fp16\", zero_optimization.offload_param.device "
+                       "\"cpu\""));
   QCOMPARE(
       message(smallGpt(
           {{"zero_optimization",
@@ -490,13 +490,13 @@ void TestGpuGpt::ranksRunOnComputeStreamsOfTheirOwn() {
 }
 
 // ZeRO-Offload from the GPU (offload_optimizer cpu): the CPU's AdamW computes the GPU kernel's
-// bits (test_gpu_kernels), so three steps of D2 with ZeRO 1 and ZeRO 2, bf16, pinned or not,
+// bits (test_gpu_kernels), so three steps of D2 with ZeRO 1, 2 and 3, bf16, pinned or not,
 // take the losses of the same run with the optimizer on the GPU, exactly.
 void TestGpuGpt::zeroOffloadMatchesTheGpuBitForBit() {
   if (cuda::deviceCount() == 0)
     QSKIP(("no CUDA device (" + cuda::whyNoDevice() + "): ZeRO-Offload is built but not run here")
               .c_str());
-  for (const int stage : {1, 2}) {
+  for (const int stage : {1, 2, 3}) {
     for (const bool pinned : {false, true}) {
       nlohmann::json doc = {{"device", "cuda"},
                             {"data_parallel_size", 2},

@@ -363,6 +363,8 @@ class TestOffload : public QObject {
     QTest::newRow("D2 ZeRO-1 fp16, a step overflowing")  // its copies superseded
         << "data_parallel_size=2 zero_optimization.stage=1 fp16.enabled=true "
            "fp16.initial_scale_power=18 fp16.hysteresis=1";
+    QTest::newRow("D2 ZeRO-3 bf16")
+        << "data_parallel_size=2 zero_optimization.stage=3 bf16.enabled=true";
     QTest::newRow("D2 T2 ZeRO-1 bf16")
         << "data_parallel_size=2 tensor_model_parallel_size=2 zero_optimization.stage=1 "
            "bf16.enabled=true";
