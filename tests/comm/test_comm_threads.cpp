@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -23,6 +24,7 @@
 #include "core/comm/launch.h"
 #include "core/comm/reduce_kernels.h"
 #include "core/common/error.h"
+#include "core/trace/trace.h"
 #include "tests/input_probes.h"
 
 using namespace parascope;
@@ -122,6 +124,10 @@ class UnreadableDevice final : public DeviceBuffers {
   void reduce(void* const* dsts, int ndst, const void* const* srcs, int nsrc, std::size_t count,
               DType type, ReduceOp op, int divisor) const override {
     ++reductions;
+    {
+      std::lock_guard lock(streamsMutex_);
+      reducingRanks.insert(trace::context().rank);
+    }
     std::vector<void*> d(dsts, dsts + ndst);
     std::vector<const void*> s(srcs, srcs + nsrc);
     for (void*& p : d) p = untagged(p);
@@ -153,6 +159,8 @@ class UnreadableDevice final : public DeviceBuffers {
     s.writes.push_back({dst, std::vector<std::byte>(b, b + bytes)});
   }
   mutable std::atomic<long> copies{0}, reductions{0};
+  // The trace rank of the threads that reduced: a GPU's reduction kernels are attributed to it.
+  mutable std::set<int> reducingRanks;
 
  private:
   struct Write {
@@ -297,6 +305,7 @@ void TestCommThreads::deviceBuffersGoThroughTheirDevice() {
 // waits for the work its rank launched before issuing it, before any rank reads or writes that
 // rank's buffers: a collective run on the rank's worker behind another or on its own thread, a
 // send and its receive (whose buffer an earlier kernel still writes), an adjoint's own writes.
+// The queued all-reduce runs on each rank's communication thread, under the rank's trace tags.
 void TestCommThreads::operationsWaitForTheirRanksDeviceWork() {
   for (int n : {2, 3, 4}) {
     auto device = std::make_shared<UnreadableDevice>();
@@ -366,6 +375,20 @@ void TestCommThreads::operationsWaitForTheirRanksDeviceWork() {
           SAME(element(gradIn, 1), r == 0 ? sum : 0.0f);
         },
         options);
+    // An asynchronous all-reduce runs on each rank's communication thread, under the issuing
+    // rank's trace tags: each rank reduces its chunk as itself.
+    auto tagged = std::make_shared<UnreadableDevice>();
+    options.deviceBuffers = tagged;
+    onRanks(
+        n,
+        [&](Communicator& c) {
+          const trace::ScopedContext traced({.rank = c.rank()});
+          float* buffer = static_cast<float*>(memory.allocate(64 * sizeof(float)));
+          c.allReduceAsync(buffer, buffer, 64, DType::F32, ReduceOp::Sum).wait();
+          memory.release(buffer);
+        },
+        options);
+    QCOMPARE(static_cast<int>(tagged->reducingRanks.size()), n);
   }
 }
 

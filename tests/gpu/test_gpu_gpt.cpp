@@ -449,7 +449,8 @@ void TestGpuGpt::tracedStepLinksEveryKernelToItsLaunch() {
 
 // Two data-parallel ranks sharing the GPU, traced as `train --trace` traces them: each rank's
 // model kernels run on one stream of its own, and the buckets' reductions on streams that are
-// neither rank's compute stream (core/cuda/stream.h), so they can overlap the backward pass.
+// neither rank's compute stream (core/cuda/stream.h), so they can overlap the backward pass;
+// both ranks' reductions are attributed to the rank that ran them.
 void TestGpuGpt::ranksRunOnComputeStreamsOfTheirOwn() {
 #ifndef PARASCOPE_HAVE_CUPTI
   QSKIP("built without CUPTI");
@@ -468,21 +469,25 @@ void TestGpuGpt::ranksRunOnComputeStreamsOfTheirOwn() {
   if (const auto failure = session.error()) QFAIL(failure->reason.c_str());
   const profiler::TraceData t = profiler::importChromeTrace(path);
   std::map<std::int32_t, std::set<std::int32_t> > computeLanes;  // rank -> lanes
-  std::set<std::int32_t> reductionLanes;
+  std::set<std::int32_t> reductionLanes, reducingRanks;
   for (const trace::Event& e : t.events) {
     if (!trace::lane::isGpu(e.lane) || e.kind != trace::EventKind::Span ||
         e.category != trace::Category::Compute)
       continue;
-    if (std::string(e.name).find("reduceKernel") != std::string::npos)
+    if (std::string(e.name).find("reduceKernel") != std::string::npos) {
       reductionLanes.insert(e.lane);
-    else
+      reducingRanks.insert(e.rank);
+    } else {
       computeLanes[e.rank].insert(e.lane);
+    }
   }
   QCOMPARE(computeLanes.size(), std::size_t{2});
   QCOMPARE(computeLanes[0].size(), std::size_t{1});
   QCOMPARE(computeLanes[1].size(), std::size_t{1});
   QVERIFY(*computeLanes[0].begin() != *computeLanes[1].begin());
   QVERIFY(!reductionLanes.empty());
+  // Each rank reduces its chunk on its communication thread, and the kernels are its own.
+  QCOMPARE(reducingRanks, (std::set<std::int32_t>{0, 1}));
   for (const auto& [rank, lanes] : computeLanes)
     QVERIFY2(!reductionLanes.count(*lanes.begin()),
              ("rank " + std::to_string(rank) + " reduces on its compute stream").c_str());

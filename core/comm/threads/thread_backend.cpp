@@ -173,7 +173,7 @@ std::shared_ptr<CommRequest> ThreadComm::start(const CommArgs& args, bool blocki
   pending_.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(queueMutex_);
-    queue_.emplace_back(args, request);
+    queue_.push_back({args, request, trace::context()});
     if (!worker_.joinable()) {
       try {
         worker_ = std::thread([this] { workerLoop(); });
@@ -205,7 +205,7 @@ void ThreadComm::run(const CommArgs& a, ThreadRequest& request) {
 
 void ThreadComm::workerLoop() {
   for (;;) {
-    std::pair<CommArgs, std::shared_ptr<ThreadRequest>> task;
+    Task task;
     {
       std::unique_lock lock(queueMutex_);
       queueCv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -213,7 +213,10 @@ void ThreadComm::workerLoop() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
-    run(task.first, *task.second);
+    {
+      const trace::ScopedContext traced(task.context);
+      run(task.args, *task.request);
+    }
     pending_.fetch_sub(1, std::memory_order_release);
     group_->world->notify(worldRank());
   }

@@ -22,6 +22,7 @@
 #include "core/comm/comm_bytes.h"
 #include "core/comm/device_buffers.h"
 #include "core/comm/threads/thread_world.h"
+#include "core/trace/trace.h"
 
 namespace parascope {
 
@@ -156,7 +157,14 @@ class ThreadComm final : public CommBackend {
   // when nothing is queued (pending_ == 0), which keeps the order and saves a thread hop.
   std::mutex queueMutex_;
   std::condition_variable queueCv_;
-  std::deque<std::pair<CommArgs, std::shared_ptr<ThreadRequest>>> queue_;
+  struct Task {
+    CommArgs args;
+    std::shared_ptr<ThreadRequest> request;
+    // The issuing thread's trace tags: what the worker records and launches for the operation
+    // (a GPU's copies and reductions) is the issuing rank's, in its step.
+    trace::Context context;
+  };
+  std::deque<Task> queue_;
   std::atomic<int> pending_{0};
   bool stopping_ = false;
   std::thread worker_;
