@@ -66,6 +66,13 @@ step bench-step-gpu-bf16 180 build-gpu/app/parascope-cli bench step --device cud
 # A GPU run recorded as a user records one, CUPTI's activity in it: the file opens in Perfetto.
 step train-trace-gpu 90 build-gpu/app/parascope-cli train device=cuda train_iters=4 \
   --trace "$out/gpu-trace.json"
+# Two data-parallel ranks sharing the GPU, each on its own compute stream, the bucket reductions
+# on the communication threads' streams, with ZeRO-2 and the optimizer offloaded to the host:
+# `analyze` gives each rank's GPU kernels and how much of the communication the compute hid.
+step train-trace-gpu-d2 120 build-gpu/app/parascope-cli train device=cuda train_iters=4 \
+  data_parallel_size=2 zero_optimization.stage=2 zero_optimization.offload_optimizer.device=cpu \
+  bf16.enabled=true --trace "$out/gpu-trace-d2.json"
+step analyze-gpu-d2 60 build-gpu/app/parascope-cli analyze "$out/gpu-trace-d2.json"
 # The GEMM peaks beside PyTorch's, each precision (measured on this kind of machine before).
 step bench-gpu 90 build-gpu/app/parascope-cli bench gpu --pytorch --json
 # The other suites, on this machine's toolchain and libraries.
