@@ -873,4 +873,17 @@ void checkMemory(const MemoryEstimate& e, double availableBytes) {
                   "stage or recompute");
 }
 
+void checkHostMemory(const MemoryEstimate& e, double availableBytes) {
+  const double need = e.hostBytes * e.ranksSharingMemory;
+  if (availableBytes < 0 || need <= availableBytes) return;
+  const std::string ranks = e.ranksSharingMemory > 1 ? std::to_string(e.ranksSharingMemory) +
+                                                           " ranks x " + formatBytes(e.hostBytes)
+                                                     : "one rank";
+  throw UserError("memory: offload_optimizer device cpu keeps about " + formatBytes(need) +
+                  " of optimizer state and its copies in host memory (" + ranks +
+                  "), more than the " + formatBytes(availableBytes) +
+                  " available; use more data-parallel ranks or machines (each rank keeps its "
+                  "shard), or keep the optimizer on the GPU (offload_optimizer device none)");
+}
+
 }  // namespace parascope

@@ -94,6 +94,10 @@ double availableMemoryBytes();
 // UserError "memory: the run needs about ... (largest: ...), more than the ... available; ..."
 // when the estimate exceeds `availableBytes` (ignored when negative).
 void checkMemory(const MemoryEstimate& estimate, double availableBytes);
+// UserError "memory: ..." when the host memory ZeRO-Offload keeps for the ranks of a GPU run
+// (hostBytes, times the ranks sharing the machine) exceeds `availableBytes` (ignored when
+// negative): checked beside the device's memory, before any rank allocates.
+void checkHostMemory(const MemoryEstimate& estimate, double availableBytes);
 
 // Address space an in-process rank's thread reserves beyond its tracked memory: its stack
 // (8 MiB), glibc's malloc arena (64 MiB reserved per thread) and OpenBLAS's buffer for the

@@ -258,6 +258,7 @@ void Session::checkSwitch(const TrainConfig& next) const {
     const MemoryEstimate estimate =
         estimateMemory(next, dataBytesInMemory(next.data), next.parallel.worldSize());
     checkMemory(estimate, onGpu() ? gpuMemoryBytes() : availableMemoryBytes());
+    checkHostMemory(estimate, availableMemoryBytes());
     checkSwap(next, estimate);
     checkMemoryLimit(next, estimate);
     if (!options_.world && !onGpu()) {
@@ -604,6 +605,7 @@ void Session::checkBeforeStart(bool mpi) const {
   const MemoryEstimate estimate = runEstimate(mpi);
   // A GPU run's tensors are in the device's memory, not the host's.
   checkMemory(estimate, onGpu() ? gpuMemoryBytes() : availableMemoryBytes());
+  checkHostMemory(estimate, availableMemoryBytes());
   checkSwap(config_, estimate);
   checkMemoryLimit(config_, estimate);
   if (onGpu()) return;

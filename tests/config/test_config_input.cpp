@@ -208,6 +208,28 @@ void TestConfigInput::memoryEstimateRefusesWhatCannotFit() {
                                   "use fewer in-process ranks or MPI processes"));
   checkAddressSpace(many, 64, 64.0 * (1 << 30));
   checkAddressSpace(many, 64, -1);  // no limit
+  // ZeRO-Offload from GPUs keeps every rank's optimizer shard in the host's memory: 8 ranks of
+  // the 8192-wide GPT under ZeRO-2 in bf16 hold 16 bytes per parameter there between them.
+  nlohmann::json offloaded = sharded;
+  applyOverride(offloaded, "zero_optimization.stage=2");
+  applyOverride(offloaded, "bf16.enabled=true");
+  applyOverride(offloaded, "zero_optimization.offload_optimizer.device=cpu");
+  TrainConfig gpus = parseTrainConfig(offloaded);
+  gpus.device = Device{Device::Kind::Cuda, 0};
+  const MemoryEstimate host = estimateMemory(gpus, 0, 8);
+  QCOMPARE(host.items[static_cast<std::size_t>(MemoryCategory::OptimizerState)].bytes, 0.0);
+  QCOMPARE(host.hostBytes * 8, 16 * item(e, MemoryCategory::Parameter) / 4);
+  QCOMPARE(
+      userErrorOf([&] { checkHostMemory(host, 256.0 * (1 << 30)); }),
+      QString::fromStdString(
+          "memory: offload_optimizer device cpu keeps about " + formatBytes(host.hostBytes * 8) +
+          " of optimizer state and its copies in host memory (8 ranks x " +
+          formatBytes(host.hostBytes) +
+          "), more than the 256.0 GiB available; use more data-parallel ranks or machines "
+          "(each rank keeps its shard), or keep the optimizer on the GPU (offload_optimizer "
+          "device none)"));
+  checkHostMemory(host, 1024.0 * (1 << 30));
+  checkHostMemory(e, 1.0);  // nothing offloaded: nothing in the host's memory to check
 }
 
 // Probe 5: data_parallel_size=4096 on threads.
