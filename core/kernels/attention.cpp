@@ -19,6 +19,52 @@ struct RowBlock {
       : r0(first), rows(std::min(kAttentionRowBlock, Tn - first)), cols(first + rows) {}
 };
 
+// A row's exponentials relative to its maximum, in place over [0, n), and their sum. The sum is
+// sixteen partial sums, of the elements j = i (mod 16), added pairwise in a fixed order at the
+// end: the loop vectorises (a single running sum would not, its order being fixed) and every
+// vector width adds the same numbers in the same order, so every CPU level computes the same bits.
+template <typename T>
+[[gnu::always_inline]] inline T expAndSumLoop(T* row, int n, T maxv) {
+  constexpr int kLanes = 16;
+  T acc[kLanes] = {};
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int i = 0; i < kLanes; ++i) {
+      const T e = fastExp(row[j + i] - maxv);
+      row[j + i] = e;
+      acc[i] += e;
+    }
+  }
+  for (int i = 0; j + i < n; ++i) {
+    const T e = fastExp(row[j + i] - maxv);
+    row[j + i] = e;
+    acc[i] += e;
+  }
+  for (int w = kLanes / 2; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) acc[i] += acc[i + w];
+  return acc[0];
+}
+
+float expAndSumBaseline(float* row, int n, float maxv) {
+  return expAndSumLoop(row, n, maxv);
+}
+#if defined(__x86_64__)
+PARASCOPE_TARGET_AVX2 float expAndSumAvx2(float* row, int n, float maxv) {
+  return expAndSumLoop(row, n, maxv);
+}
+PARASCOPE_TARGET_AVX512 float expAndSumAvx512(float* row, int n, float maxv) {
+  return expAndSumLoop(row, n, maxv);
+}
+#endif
+
+float expAndSum(float* row, int n, float maxv) {
+  static const CpuLevel level = cpuLevel();
+  return softmaxExpSum(row, n, maxv, level);
+}
+double expAndSum(double* row, int n, double maxv) {
+  return expAndSumLoop(row, n, maxv);
+}
+
 // The block's probabilities in place over its scores (rows x cols, leading dimension cols): each
 // row's exponentials relative to its maximum, times the reciprocal of their sum, zeros past the
 // diagonal. Forward finds each row's maximum and reciprocal and records them (record, 2 per row of
@@ -34,12 +80,7 @@ void blockProbabilities(T* s, const RowBlock& blk, T* record, const T* given) {
 #pragma omp simd reduction(max : maxv)
       for (int j = 1; j <= t; ++j) maxv = std::fmax(maxv, row[j]);
     }
-    T sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (int j = 0; j <= t; ++j) {
-      row[j] = fastExp(row[j] - maxv);
-      sum += row[j];
-    }
+    const T sum = expAndSum(row, t + 1, maxv);
     const T inv = given ? given[2L * t + 1] : T(1) / sum;
     for (int j = 0; j <= t; ++j) row[j] *= inv;
     for (int j = t + 1; j < blk.cols; ++j) row[j] = T(0);
@@ -51,6 +92,16 @@ void blockProbabilities(T* s, const RowBlock& blk, T* record, const T* given) {
 }
 
 }  // namespace
+
+float softmaxExpSum(float* row, int n, float maxv, CpuLevel level) {
+#if defined(__x86_64__)
+  if (level == CpuLevel::Avx512) return expAndSumAvx512(row, n, maxv);
+  if (level == CpuLevel::Avx2) return expAndSumAvx2(row, n, maxv);
+#else
+  (void)level;
+#endif
+  return expAndSumBaseline(row, n, maxv);
+}
 
 long attentionScratch(int Tn, bool backward) {
   return (backward ? 2L : 1L) * std::min(kAttentionRowBlock, Tn) * Tn;

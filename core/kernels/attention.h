@@ -10,6 +10,8 @@
 // attentionScratch elements, and its products go through BLAS.
 #pragma once
 
+#include "core/kernels/cpu_level.h"
+
 namespace parascope::kernels {
 
 inline constexpr int kAttentionRowBlock = 32;
@@ -25,5 +27,10 @@ void attentionForward(T* out, T* stats, T* scratch, const T* qkv, int B, int Tn,
 template <typename T>
 void attentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* stats, int B,
                        int Tn, int C, int NH);
+
+// A softmax row's exponentials relative to its maximum `maxv`, in place over row[0, n), and
+// their sum, at `level` (cpu_level.h; attention runs the CPU's). The sum is sixteen partial sums
+// added in a fixed order, so every level computes the same bits.
+float softmaxExpSum(float* row, int n, float maxv, CpuLevel level);
 
 }  // namespace parascope::kernels

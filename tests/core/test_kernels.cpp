@@ -5,6 +5,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -368,8 +369,9 @@ void TestKernels::fastMathMatchesLibrary() {
   QCOMPARE(fastTanh(0.0f), 0.0f);
 }
 
-// GELU and AdamW run at the CPU's level (AVX2, AVX-512) in every build; each level's code must
-// compute the baseline's bits, for every element, tails of a vector included, and in place.
+// GELU, AdamW and attention's softmax run at the CPU's level (AVX2, AVX-512) in every build; each
+// level's code must compute the baseline's bits, for every element, tails of a vector included,
+// and in place.
 void TestKernels::everyCpuLevelComputesTheBaselinesBits() {
   const long N = 4099;  // no multiple of any vector width
   std::vector<float> x(N), dout(N);
@@ -422,6 +424,24 @@ void TestKernels::everyCpuLevelComputesTheBaselinesBits() {
   for (const CpuLevel level : supportedCpuLevels()) {
     QVERIFY2(std::memcmp(adamw(level).data(), updated.data(), updated.size() * sizeof(float)) == 0,
              cpuLevelName(level));
+  }
+
+  // Attention's softmax rows: the exponentials and their sum, rows shorter than, equal to and
+  // past the sixteen partial sums, with a tail.
+  for (const int n : {1, 7, 16, 17, 100, 129, 4099}) {
+    const float maxv = *std::max_element(x.begin(), x.begin() + n);
+    std::vector<float> want(x.begin(), x.begin() + n);
+    const float sum = softmaxExpSum(want.data(), n, maxv, CpuLevel::Baseline);
+    for (const CpuLevel level : supportedCpuLevels()) {
+      std::vector<float> got(x.begin(), x.begin() + n);
+      const float s = softmaxExpSum(got.data(), n, maxv, level);
+      QVERIFY2(std::memcmp(&s, &sum, sizeof s) == 0 &&
+                   std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0,
+               qPrintable(QString("%1, row of %2").arg(cpuLevelName(level)).arg(n)));
+    }
+    double exact = 0;
+    for (int j = 0; j < n; ++j) exact += std::exp(static_cast<double>(x[j]) - maxv);
+    QVERIFY(std::fabs(sum - exact) <= 1e-6 * exact);
   }
   qInfo("levels checked: %s; the kernels run at %s", qPrintable(levels), cpuLevelName(cpuLevel()));
 }
