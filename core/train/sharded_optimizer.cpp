@@ -137,11 +137,9 @@ void ShardedAdamW::allocateState() {
 
 char* ShardedAdamW::valuesPart(int b, ParameterSwap::Sweep* sweep) const {
   if (sweep != nullptr) return sweep->record(b);
+  if (device_ == nullptr) return devicePart(values_, valuesSharded_, b);
   const FlatBucket& fb = layout_.buckets[static_cast<std::size_t>(b)];
-  const std::int64_t n = layout_.partSize(fb);
-  if (device_ != nullptr) return static_cast<char*>(hostValues_.slice(fb.shardOffset, n).raw());
-  return static_cast<char*>(
-      values_.slice(valuesSharded_ ? fb.shardOffset : fb.begin + n * comm_.rank(), n).raw());
+  return static_cast<char*>(hostValues_.slice(fb.shardOffset, layout_.partSize(fb)).raw());
 }
 
 // The master starts as the stored (rounded) parameters: shard elements [begin, begin + count),

@@ -93,7 +93,8 @@ class ShardedAdamW {
               float* v, const kernels::AdamWHyper& h, double gradScale, const Tensor& grads,
               bool gradsAreShard, ParameterSwap::Sweep* sweep);
   kernels::AdamWHyper hyperFor(const Segment& s, double lr) const;
-  // Bucket b's part of the stored values: in memory, or in the sweep's buffer.
+  // Bucket b's part of the stored values: in memory, in the sweep's buffer, or under ZeRO-Offload
+  // the host's copy.
   char* valuesPart(int b, ParameterSwap::Sweep* sweep) const;
   void widenMaster(std::int64_t begin, std::int64_t count, float* out,
                    ParameterSwap::Sweep* sweep) const;
@@ -113,7 +114,8 @@ class ShardedAdamW {
   void stageOut();
   // ZeRO-Offload's step: the updates on the host, then the parts back to the device.
   void stepOnHost(double lr, double gradScale, const Tensor& grads, bool gradsAreShard);
-  // Bucket b's part of the shard in the device's `all` (flat, or with `sharded` the shard).
+  // Bucket b's part of the shard in `all` (flat, or with `sharded` the shard), in the model's
+  // memory.
   char* devicePart(const Tensor& all, bool sharded, int b) const;
   void readHostValues();  // the device's values into hostValues_, if stale
   int steps_ = 0;
