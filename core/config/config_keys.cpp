@@ -357,8 +357,10 @@ std::vector<ConfigKey> buildKeys() {
              std::string(offloadDeviceName(parallel.offloadOptimizer.device)),
              {"none", "cpu", "nvme"},
              "where this rank's ZeRO shard of AdamW's moments and (mixed precision) f32 master "
-             "lives: none; cpu, host memory, where this engine's ranks already keep it; nvme, "
-             "files under `nvme_path`, streamed through memory in sub-groups at each step. "
+             "lives: none; cpu, host memory (from a GPU ZeRO-Offload: the CPU's AdamW updates it, "
+             "the gradients and parameters streamed by bucket; a CPU run's ranks keep it there "
+             "already); nvme, files under `nvme_path`, streamed through memory in sub-groups at "
+             "each step. "
              "Needs `stage` 1 or more"),
       derived(string("zero_optimization.offload_optimizer.nvme_path", nullptr,
                      "(nvme) an existing, writable directory on a filesystem with direct I/O "
