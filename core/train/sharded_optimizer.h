@@ -14,12 +14,12 @@
 // ZeRO-Offload (offload_optimizer cpu, ZeRO 1 to 3, a model in a device's memory): the state,
 // and host copies of the shard's gradients and stored values, live in host memory, and the CPU's
 // AdamW updates them, as DeepSpeed's CPU Adam. Each bucket's part of the reduced gradients
-// starts for the host as soon as it is final (GradientReducer::setOnFinal: during the last
-// backward pass with ZeRO-2), each copy running beside the GPU's work and the updates of the
-// buckets before it; each bucket's updated part goes back to the device as soon as it is done,
-// while the next is updated, and is all-gathered there. The same kernel on the same
-// values: the updates are the device's to the bit (test_offload). On the host the state is
-// where the model is, and the option changes nothing.
+// starts for the host when the step begins or, into pinned memory, as soon as it is final
+// (GradientReducer::setOnFinal: during the last backward pass with ZeRO-2), each copy running
+// beside the GPU's work and the updates of the buckets before it; each bucket's updated part goes
+// back to the device as soon as it is done, while the next is updated, and is all-gathered there.
+// The same kernel on the same values: the updates are the device's to the bit (test_offload). On
+// the host the state is where the model is, and the option changes nothing.
 #pragma once
 
 #include <memory>

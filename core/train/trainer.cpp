@@ -130,10 +130,11 @@ void Trainer::setUpDataParallel(std::optional<std::uint64_t> seed) {
   } else {
     optimizer_ = std::make_unique<AdamW>(*model_, config_.adamw);
   }
-  if (sharded_ && sharded_->offloaded()) {
+  if (sharded_ && sharded_->offloaded() && s.offloadOptimizer.pinMemory) {
     // Each bucket's gradients start for the host once final; under pipeline parallelism the
     // tied embedding's are final only after the stages' sum (sumTiedEmbedding), and its bucket
-    // starts with the optimizer step.
+    // starts with the optimizer step. Only into pinned memory: a copy into pageable memory
+    // returns when it is done, and would stop the rank's launches until the device caught up.
     const int tied = mesh_.pipeline().size() > 1 ? tiedEmbedding() : -1;
     const int held = tied < 0 ? -1 : layout.bucketOf[static_cast<std::size_t>(tied)];
     reducer_->setOnFinal([this, held](int b) {

@@ -348,10 +348,10 @@ class TestOffload : public QObject {
   }
 
   // ZeRO-Offload from a device's memory: the state and the AdamW step on the host, the
-  // gradients' parts copied there as they become final and the updated parts back, equals the
-  // optimizer in the device's memory bit for bit, also where fp16 overflows in the first step
-  // (2^18: both ranks skip it, and its copies are superseded); with pin_memory every pinned buffer
-  // is unpinned.
+  // gradients' parts copied there when the step begins (into pinned memory, as each becomes
+  // final) and the updated parts back, equals the optimizer in the device's memory bit for bit,
+  // also where fp16 overflows in the first step (2^18: both ranks skip it, and its copies are
+  // superseded); every pinned buffer is unpinned.
   void zeroOffloadFromADeviceEqualsTheDevice_data() {
     QTest::addColumn<QString>("strategy");
     QTest::newRow("D2 ZeRO-1") << "data_parallel_size=2 zero_optimization.stage=1";
@@ -360,16 +360,21 @@ class TestOffload : public QObject {
     QTest::newRow("D4 ZeRO-2 fp16, pinned")
         << "data_parallel_size=4 zero_optimization.stage=2 fp16.enabled=true "
            "zero_optimization.offload_optimizer.pin_memory=true";
-    QTest::newRow("D2 ZeRO-1 fp16, a step overflowing")  // its copies superseded
+    QTest::newRow("D2 ZeRO-1 fp16, a step overflowing, pinned")  // its copies superseded
         << "data_parallel_size=2 zero_optimization.stage=1 fp16.enabled=true "
-           "fp16.initial_scale_power=18 fp16.hysteresis=1";
-    QTest::newRow("D2 ZeRO-3 bf16")
-        << "data_parallel_size=2 zero_optimization.stage=3 bf16.enabled=true";
+           "fp16.initial_scale_power=18 fp16.hysteresis=1 "
+           "zero_optimization.offload_optimizer.pin_memory=true";
+    QTest::newRow("D2 ZeRO-3 bf16, pinned")
+        << "data_parallel_size=2 zero_optimization.stage=3 bf16.enabled=true "
+           "zero_optimization.offload_optimizer.pin_memory=true";
     QTest::newRow("D2 T2 ZeRO-1 bf16")
         << "data_parallel_size=2 tensor_model_parallel_size=2 zero_optimization.stage=1 "
            "bf16.enabled=true";
     QTest::newRow("D2 P2 ZeRO-2") << "data_parallel_size=2 pipeline_model_parallel_size=2 "
                                      "zero_optimization.stage=2";
+    QTest::newRow("D2 P2 ZeRO-2, pinned")
+        << "data_parallel_size=2 pipeline_model_parallel_size=2 zero_optimization.stage=2 "
+           "zero_optimization.offload_optimizer.pin_memory=true";
   }
   void zeroOffloadFromADeviceEqualsTheDevice() {
     QFETCH(QString, strategy);
