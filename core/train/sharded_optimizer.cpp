@@ -1,7 +1,10 @@
 #include "core/train/sharded_optimizer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -32,14 +35,23 @@ ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator&
     device_ = model.allocator().deviceMemory();
     allocator_ = &defaultAllocator();
     ops_ = &kernels::cpuOps();
+    // The host's copies of the shard's values and gradients, each on whole pages of their own
+    // inside one block: page-locking works on pages, and a page two registrations shared (another
+    // rank's buffers, say) would refuse the second.
     const std::int64_t n = layout.shardSize();
-    hostValues_ = Tensor::empty({n}, stored_, MemoryCategory::Parameter, *allocator_);
-    hostGrads_ = Tensor::empty({n}, stored_, MemoryCategory::Gradient, *allocator_);
+    const auto size = static_cast<std::int64_t>(dtypeSize(stored_));
+    const std::int64_t page = sysconf(_SC_PAGESIZE) / size;  // in elements
+    const std::int64_t part = (n + page - 1) / page * page;
+    hostBlock_ =
+        Tensor::empty({2 * part + 2 * page}, stored_, MemoryCategory::OptimizerState, *allocator_);
+    const auto at = reinterpret_cast<std::uintptr_t>(hostBlock_.raw());
+    const auto pageBytes = static_cast<std::uintptr_t>(page * size);
+    const auto lead = static_cast<std::int64_t>((pageBytes - at % pageBytes) % pageBytes) / size;
+    hostValues_ = hostBlock_.slice(lead, n);
+    hostGrads_ = hostBlock_.slice(lead + part, n);
     if (strategy.offloadOptimizer.pinMemory) {
-      for (const Tensor* t : {&hostValues_, &hostGrads_}) {
-        device_->pin(t->raw(), t->nbytes());
-        pinned_.push_back(t->raw());
-      }
+      device_->pin(hostValues_.raw(), static_cast<std::size_t>(2 * part * size));
+      pinned_ = hostValues_.raw();
     }
     hostValuesStale_ = true;
     readHostValues();
@@ -80,7 +92,7 @@ ShardedAdamW::ShardedAdamW(Model& model, const FlatLayout& layout, Communicator&
 
 ShardedAdamW::~ShardedAdamW() {
   finishCopies();
-  for (void* p : pinned_) device_->unpin(p);
+  if (pinned_ != nullptr) device_->unpin(pinned_);
 }
 
 void ShardedAdamW::finishCopies() noexcept {

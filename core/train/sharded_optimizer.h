@@ -123,13 +123,13 @@ class ShardedAdamW {
   // indexed like FlatBucket::shardOffset), and whether the host's values must be read again
   // from the device (a load or a switch wrote the device's).
   DeviceMemory* device_ = nullptr;
-  Tensor hostValues_, hostGrads_;
+  Tensor hostBlock_, hostValues_, hostGrads_;  // the two copies are views of the block
   bool hostValuesStale_ = false;
   // This step's copies of the gradients' parts to the host, by bucket, and which are started.
   std::vector<std::shared_ptr<void>> down_;
   std::vector<char> started_;
   void finishCopies() noexcept;  // waits for every started copy, for unwinding
-  std::vector<void*> pinned_;    // pin_memory: host memory to unpin before it goes
+  void* pinned_ = nullptr;       // pin_memory: the pages to unpin before the block goes
 };
 
 }  // namespace parascope
