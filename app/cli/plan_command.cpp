@@ -142,7 +142,8 @@ void runSimulate(const SimulateOptions& o) {
                                        {"pipeline_span_s", sim.pipelineSeconds},
                                        {"tokens_per_s", plan.targetsPerStep / sim.stepSeconds},
                                        {"idle_fraction_by_pipeline_rank", idle},
-                                       {"memory_per_rank_bytes", bytes}}
+                                       {"memory_per_rank_bytes", bytes},
+                                       {"host_memory_per_rank_bytes", memory.hostBytes}}
                             .dump()
                             .c_str());
   } else {
@@ -158,6 +159,12 @@ void runSimulate(const SimulateOptions& o) {
     for (const MemoryItem& item : memory.items)
       std::printf(" %s %s;", item.name.c_str(), formatBytes(item.bytes).c_str());
     std::printf("\n");
+    if (memory.hostBytes > 0) {
+      std::printf(
+          "host memory per rank (offload_optimizer cpu): %s of optimizer state and its "
+          "copies\n",
+          formatBytes(memory.hostBytes).c_str());
+    }
   }
   if (!o.compare.empty()) {
     const profiler::TraceData measured = profiler::importChromeTrace(o.compare);

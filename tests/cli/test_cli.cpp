@@ -30,6 +30,7 @@ class TestCli : public QObject {
   void word2vecPrintsJsonLines();
   void word2vecRefusalsExitTwo();
   void planRanksWhatSimulatePredicts();
+  void simulatePutsZeroOffloadInHostMemory();
   void autoParallelRunsThePlansChoice();
   void gradReproducesPyTorch();
   void gradRejectsWrongTokenFile();
@@ -282,6 +283,32 @@ void TestCli::planRanksWhatSimulatePredicts() {
         nlohmann::json::parse(simulated.out.split('\n').front().toStdString());
     QCOMPARE(prediction["step_s"].get<double>(), c["step_time_s"].get<double>());
   }
+}
+
+// ZeRO-Offload from a GPU: simulate moves the optimizer state (bf16: 12 bytes an element of the
+// shard) off the device into host memory, with the host's copies of the shard's values and
+// gradients (2 + 2 bytes), in --json and in words.
+void TestCli::simulatePutsZeroOffloadInHostMemory() {
+  auto predict = [&](QStringList extra) {
+    const Result r = run(QStringList{"simulate", "--json", "device=cuda", "bf16.enabled=true",
+                                     "zero_optimization.stage=1"} +
+                         extra);
+    if (r.code != 0) throw std::runtime_error(r.err.toStdString());
+    return nlohmann::json::parse(r.out.split('\n').front().toStdString());
+  };
+  const nlohmann::json onDevice = predict({});
+  const nlohmann::json offloaded = predict({"zero_optimization.offload_optimizer.device=cpu"});
+  const double state = onDevice["memory_per_rank_bytes"]["optimizer state"].get<double>();
+  QVERIFY(state > 0);
+  QCOMPARE(onDevice["host_memory_per_rank_bytes"].get<double>(), 0.0);
+  QCOMPARE(offloaded["memory_per_rank_bytes"]["optimizer state"].get<double>(), 0.0);
+  QCOMPARE(offloaded["host_memory_per_rank_bytes"].get<double>(), state / 12 * 16);
+  const Result words =
+      run({"simulate", "device=cuda", "bf16.enabled=true", "zero_optimization.stage=1",
+           "zero_optimization.offload_optimizer.device=cpu"});
+  QCOMPARE(words.code, 0);
+  QVERIFY2(words.out.contains("host memory per rank (offload_optimizer cpu): "),
+           qPrintable(words.out));
 }
 
 // parallel.auto: train prints the plan's choice for the world, then runs exactly that strategy,
