@@ -33,6 +33,7 @@
 #include "core/kernels/residual.h"
 #include "core/tensor/tensor.h"
 #include "tests/flash_attention_reference.h"
+#include "tests/gpu/require_device.h"
 
 using namespace parascope;
 using Floats = std::vector<float>;
@@ -126,11 +127,8 @@ Floats magnitudes(const Floats& v) {
                                   .c_str());                                        \
   } while (false)
 
-// The checks that need a device skip with one line without one; refusesAWideType runs anywhere.
-#define REQUIRE_DEVICE()                                                                         \
-  if (cuda::deviceCount() == 0)                                                                  \
-  QSKIP(("no CUDA device (" + cuda::whyNoDevice() + "): the kernels are built but not run here") \
-            .c_str())
+// The checks that need a device skip with one line without one (REQUIRE_DEVICE); refusesAWideType
+// runs anywhere.
 
 class TestCudaKernels : public QObject {
   Q_OBJECT
@@ -152,7 +150,7 @@ class TestCudaKernels : public QObject {
 };
 
 void TestCudaKernels::elementwiseKernelsGiveTheCpusBits() {
-  REQUIRE_DEVICE();
+  REQUIRE_DEVICE("the kernels are built");
   const long n = 100003;  // not a multiple of any block
   const Floats x = randomFloats(n, 1, 3.0f), d = randomFloats(n, 2), y = randomFloats(n, 3);
   Floats cpu(n);
@@ -191,7 +189,7 @@ void TestCudaKernels::elementwiseKernelsGiveTheCpusBits() {
 }
 
 void TestCudaKernels::layernormMatchesTheCpu() {
-  REQUIRE_DEVICE();
+  REQUIRE_DEVICE("the kernels are built");
   for (const int C : {768, 37}) {
     const int N = 2100;  // the column sums' 33 chunks: three rounds of the kernel's warps
     const Floats a = randomFloats(N * C, 5, 2.0f), b = randomFloats(N * C, 6, 2.0f),
@@ -226,7 +224,7 @@ void TestCudaKernels::layernormMatchesTheCpu() {
 }
 
 void TestCudaKernels::embeddingMatchesTheCpu() {
-  REQUIRE_DEVICE();
+  REQUIRE_DEVICE("the kernels are built");
   const int B = 4, T = 64, C = 96, V = 50;
   std::vector<std::int32_t> tokens(B * T);
   std::mt19937 gen(11);
@@ -251,7 +249,7 @@ void TestCudaKernels::embeddingMatchesTheCpu() {
 // cross-entropy (the group's reductions left out: one rank's quantities). Embedding and
 // position give the CPU's bits; the cross-entropy's row sums are held to 1e-5.
 void TestCudaKernels::vocabularySplitMatchesTheCpu() {
-  REQUIRE_DEVICE();
+  REQUIRE_DEVICE("the kernels are built");
   const int N = 96, C = 48, V = 256, first = 256, T = 32, row0 = 40;
   std::vector<std::int32_t> tokens(N);
   for (int n = 0; n < N; ++n) tokens[n] = (n * 37) % 512;  // half of them another rank's
@@ -299,7 +297,7 @@ void TestCudaKernels::vocabularySplitMatchesTheCpu() {
 }
 
 void TestCudaKernels::crossEntropyMatchesTheCpu() {
-  REQUIRE_DEVICE();
+  REQUIRE_DEVICE("the kernels are built");
   const int N = 64, V = 50304;  // GPT-2's padded vocabulary
   const Floats logits = randomFloats(static_cast<std::size_t>(N) * V, 15, 4.0f),
                dlosses = randomFloats(N, 16);
@@ -341,7 +339,7 @@ void TestCudaKernels::crossEntropyMatchesTheCpu() {
 }
 
 void TestCudaKernels::adamwGivesTheCpusBits() {
-  REQUIRE_DEVICE();
+  REQUIRE_DEVICE("the kernels are built");
   const long n = 65537;
   const kernels::AdamWHyper h{6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f};
   Floats param = randomFloats(n, 17), grad = randomFloats(n, 18), m = randomFloats(n, 19, 0.1f),
@@ -374,7 +372,7 @@ void TestCudaKernels::adamwGivesTheCpusBits() {
 }
 
 void TestCudaKernels::conversionsAndSumOfSquares() {
-  REQUIRE_DEVICE();
+  REQUIRE_DEVICE("the kernels are built");
   const long n = 4099;
   Floats x = randomFloats(n, 23, 100.0f);
   x[0] = std::nanf("");
@@ -430,7 +428,7 @@ void TestCudaKernels::conversionsAndSumOfSquares() {
 // bound, while TF32's 10-bit inputs would miss it several times over. bf16: against the CPU's
 // f32 product of the bf16-rounded inputs, within bf16's 1.6e-2.
 void TestCudaKernels::matmulMatchesTheCpu() {
-  REQUIRE_DEVICE();
+  REQUIRE_DEVICE("the kernels are built");
   const int N = 512, C = 768, OC = 3072;
   const Floats x = randomFloats(N * C, 30), w = randomFloats(OC * C, 31, 0.02f),
                bias = randomFloats(OC, 32, 0.02f), dout = randomFloats(N * OC, 33, 0.01f);
@@ -500,7 +498,7 @@ void TestCudaKernels::matmulMatchesTheCpu() {
 // Backward runs from the CPU's statistics and output, so that only its own sums differ. Head
 // sizes 64 (GPT-2's) and 48 (padded to 64), lengths across the kernels' tiles.
 void TestCudaKernels::attentionMatchesTheCpu() {
-  REQUIRE_DEVICE();
+  REQUIRE_DEVICE("the kernels are built");
   struct Shape {
     int B, T, C, NH;
   };
@@ -529,7 +527,7 @@ void TestCudaKernels::attentionMatchesTheCpu() {
 // tests/flash_attention_reference.h runs on the host, both without multiply-add contraction: the
 // same bits, for every element (head sizes 64, 48 padded to 64, 16 padded to 32, and 128).
 void TestCudaKernels::attentionIsTheReferencesBits() {
-  REQUIRE_DEVICE();
+  REQUIRE_DEVICE("the kernels are built");
   struct Shape {
     int B, T, C, NH;
   };
@@ -577,7 +575,7 @@ void TestCudaKernels::refusesAWideType() {
 // stays where the first step left it (the gpu suites run one at a time: another process's
 // allocations would move it). Zeroing and copies go through the device.
 void TestCudaKernels::allocatorCachesDeviceMemory() {
-  REQUIRE_DEVICE();
+  REQUIRE_DEVICE("the kernels are built");
   Allocator a(cuda::deviceMemory(0));
   auto step = [&] {
     Tensor w = Tensor::zeros({1000}, DType::F32, MemoryCategory::Parameter, a);

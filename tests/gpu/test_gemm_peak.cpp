@@ -5,6 +5,7 @@
 #include "core/common/error.h"
 #include "core/cuda/device.h"
 #include "core/cuda/gemm_peak.h"
+#include "tests/gpu/require_device.h"
 
 using namespace parascope;
 
@@ -45,9 +46,7 @@ void TestGemmPeak::precisionsHaveTheirNames() {
 }
 
 void TestGemmPeak::ratesFollowTheirDefinition() {
-  if (cuda::deviceCount() == 0)
-    QSKIP(("no CUDA device (" + cuda::whyNoDevice() + "): the probe is built but not run here")
-              .c_str());
+  REQUIRE_DEVICE("the probe is built");
   for (cuda::GemmPrecision p : cuda::allPrecisions()) {
     const cuda::GemmRate r = cuda::measureGemm(0, p, 1024, 3);
     QCOMPARE(r.n, 1024);

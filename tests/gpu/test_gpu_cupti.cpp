@@ -14,6 +14,7 @@
 #include "core/cuda/device.h"
 #include "core/trace/trace.h"
 #include "profiler/cupti/cupti_collector.h"
+#include "tests/gpu/require_device.h"
 
 using namespace parascope;
 using namespace parascope::profiler;
@@ -36,9 +37,7 @@ class TestGpuCupti : public QObject {
 };
 
 void TestGpuCupti::stepWorkBecomesLinkedEvents() {
-  if (cuda::deviceCount() == 0)
-    QSKIP(
-        ("no CUDA device (" + cuda::whyNoDevice() + "): CUPTI is built but not run here").c_str());
+  REQUIRE_DEVICE("CUPTI is built");
   constexpr int n = 512;
   constexpr std::size_t bytes = std::size_t{n} * n * sizeof(float);
   CHECK_CUDA(cudaSetDevice(0));

@@ -29,6 +29,7 @@
 #include "profiler/io/chrome_import.h"
 #include "profiler/run_trace.h"
 #include "profiler/trace_recording.h"
+#include "tests/gpu/require_device.h"
 
 using namespace parascope;
 
@@ -111,9 +112,7 @@ class TestGpuGpt : public QObject {
 };
 
 void TestGpuGpt::forwardBackwardMatchesTheCpu() {
-  if (cuda::deviceCount() == 0)
-    QSKIP(("no CUDA device (" + cuda::whyNoDevice() + "): the GPU GPT is built but not run here")
-              .c_str());
+  REQUIRE_DEVICE("the GPU GPT is built");
   GptConfig c;  // GPT-mini: 4 layers, width 256, 4 heads, context 128, vocab 256
   const Batch batch = randomBatch(c, 8, 3);
 
@@ -182,10 +181,7 @@ void TestGpuGpt::uploadRefusesTokensOutsideTheVocabulary() {
 // CPU from the same seed: the same losses within 1e-4 relative; from the second step on the
 // device's memory takes no new blocks.
 void TestGpuGpt::trainerMatchesTheCpu() {
-  if (cuda::deviceCount() == 0)
-    QSKIP(
-        ("no CUDA device (" + cuda::whyNoDevice() + "): the GPU trainer is built but not run here")
-            .c_str());
+  REQUIRE_DEVICE("the GPU trainer is built");
   const TrainConfig c = smallGpt();
   Trainer cpu(c);
   Allocator memory(cuda::deviceMemory(0));
@@ -231,11 +227,7 @@ void TestGpuGpt::mixedPrecisionMatchesTheCpu_data() {
 // steps skipped.
 void TestGpuGpt::mixedPrecisionMatchesTheCpu() {
   QFETCH(QString, precision);
-  if (cuda::deviceCount() == 0)
-    QSKIP(("no CUDA device (" + cuda::whyNoDevice() +
-           "): GPU mixed precision is built but not run "
-           "here")
-              .c_str());
+  REQUIRE_DEVICE("GPU mixed precision is built");
   const TrainConfig c = smallGpt({{precision.toStdString(), {{"enabled", true}}}});
   Trainer cpu(c);
   Allocator memory(cuda::deviceMemory(0));
@@ -279,10 +271,7 @@ void TestGpuGpt::strategiesOnOneGpuMatchOneRank_data() {
 // CPU, within 1e-4 (bf16: within 1.6e-2).
 void TestGpuGpt::strategiesOnOneGpuMatchOneRank() {
   QFETCH(QString, strategy);
-  if (cuda::deviceCount() == 0)
-    QSKIP(("no CUDA device (" + cuda::whyNoDevice() +
-           "): strategies on a GPU are built but not run here")
-              .c_str());
+  REQUIRE_DEVICE("strategies on a GPU are built");
   nlohmann::json layout = nlohmann::json::parse(strategy.toStdString());
   if (!layout.contains("gradient_accumulation_steps")) layout["gradient_accumulation_steps"] = 4;
   const bool bf16 = layout.contains("bf16");
@@ -307,10 +296,7 @@ void TestGpuGpt::strategiesOnOneGpuMatchOneRank() {
 // step 2, both take the straight run's losses (within 1e-5 and 1e-4: the resumed run is the same
 // arithmetic, the switched one sums in other orders).
 void TestGpuGpt::checkpointsAndSwitchesOnTheGpu() {
-  if (cuda::deviceCount() == 0)
-    QSKIP(("no CUDA device (" + cuda::whyNoDevice() +
-           "): a GPU run's checkpoints and switches are built but not run here")
-              .c_str());
+  REQUIRE_DEVICE("a GPU run's checkpoints and switches are built");
   struct Steps final : SessionObserver {
     std::vector<double> losses;
     void onStep(const StepReport& r) override { losses.push_back(r.loss); }
@@ -403,9 +389,7 @@ void TestGpuGpt::tracedStepLinksEveryKernelToItsLaunch() {
 #ifndef PARASCOPE_HAVE_CUPTI
   QSKIP("built without CUPTI");
 #else
-  if (cuda::deviceCount() == 0)
-    QSKIP(("no CUDA device (" + cuda::whyNoDevice() + "): GPU tracing is built but not run here")
-              .c_str());
+  REQUIRE_DEVICE("GPU tracing is built");
   const TrainConfig c = smallGpt();
   Allocator memory(cuda::deviceMemory(0));
   Trainer gpu(c, memory);
@@ -455,9 +439,7 @@ void TestGpuGpt::ranksRunOnComputeStreamsOfTheirOwn() {
 #ifndef PARASCOPE_HAVE_CUPTI
   QSKIP("built without CUPTI");
 #else
-  if (cuda::deviceCount() == 0)
-    QSKIP(("no CUDA device (" + cuda::whyNoDevice() + "): GPU streams are built but not run here")
-              .c_str());
+  REQUIRE_DEVICE("GPU streams are built");
   QTemporaryDir dir;
   const std::string path = dir.filePath("d2.json").toStdString();
   SessionOptions options;
@@ -498,9 +480,7 @@ void TestGpuGpt::ranksRunOnComputeStreamsOfTheirOwn() {
 // bits (test_gpu_kernels), so three steps of D2 with ZeRO 1, 2 and 3, bf16, pinned or not,
 // take the losses of the same run with the optimizer on the GPU, exactly.
 void TestGpuGpt::zeroOffloadMatchesTheGpuBitForBit() {
-  if (cuda::deviceCount() == 0)
-    QSKIP(("no CUDA device (" + cuda::whyNoDevice() + "): ZeRO-Offload is built but not run here")
-              .c_str());
+  REQUIRE_DEVICE("ZeRO-Offload is built");
   for (const int stage : {1, 2, 3}) {
     for (const bool pinned : {false, true}) {
       nlohmann::json doc = {{"device", "cuda"},

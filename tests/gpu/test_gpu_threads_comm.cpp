@@ -20,6 +20,7 @@
 #include "core/cuda/stream.h"
 #include "tests/comm/collective_suite.h"
 #include "tests/comm/cuda_buffer_memory.h"
+#include "tests/gpu/require_device.h"
 
 using namespace parascope;
 
@@ -30,17 +31,8 @@ class TestGpuThreadsComm : public QObject {
   void collectivesWaitForEachRanksKernels();
 };
 
-namespace {
-
-std::string noDevice() {
-  return "no CUDA device (" + cuda::whyNoDevice() +
-         "): in-process ranks on a GPU are built but not run here";
-}
-
-}  // namespace
-
 void TestGpuThreadsComm::collectiveSuiteOnOneGpu() {
-  if (cuda::deviceCount() == 0) QSKIP(noDevice().c_str());
+  REQUIRE_DEVICE("in-process ranks on a GPU are built");
   for (int n : {2, 3, 4, 8}) {
     CommOptions options;
     options.deviceBuffers = cuda::deviceBuffers(0);
@@ -66,7 +58,7 @@ void TestGpuThreadsComm::collectiveSuiteOnOneGpu() {
 // the rank's worker, a blocking one on its own thread, and a ring of sends and receives whose
 // receive buffers a fill still writes.
 void TestGpuThreadsComm::collectivesWaitForEachRanksKernels() {
-  if (cuda::deviceCount() == 0) QSKIP(noDevice().c_str());
+  REQUIRE_DEVICE("in-process ranks on a GPU are built");
   constexpr long kCount = 1L << 26;
   constexpr int kFills = 8;
   for (int n : {2, 4}) {
