@@ -8,6 +8,7 @@
 #include "core/config/model_kind.h"
 #include "core/data/text_dataset.h"
 #include "core/kernels/attention.h"
+#include "core/model/gpt.h"
 #include "core/model/gpt_layers.h"
 #include "core/parallel/tensor_parallel.h"
 
@@ -267,21 +268,33 @@ class GptKind final : public ModelKind {
         std::max(block.inputHalfPeak, block.keptForWeight - block.kept + RC + gathered);
     for (int i = 0; i < g.numLayers; ++i) layers.push_back(block);
 
-    // Kept: the final layernorm and the logits of the local vocabulary shard, which become the
-    // probabilities and then their gradient in place. Forward's last allocations are the losses
-    // (split: with the row maxima and the sums of three N-element reductions).
+    // Kept: the final layernorm and the probabilities of the local vocabulary shard, which the
+    // backward turns into the logits' gradient. In f32 they are the logits themselves, become the
+    // probabilities and then the gradient in place. Under mixed precision they are stored in the
+    // compute type, and the f32 logits (their gradient in backward) are a chunk of rows at a time
+    // (headChunkRows); the weight products need the layernorm's output gathered again under
+    // sequence parallelism. Forward allocates the probabilities, the losses, the gathered
+    // layernorm output and the chunk, and for each chunk, split, its row maxima and sums.
     LayerActivations head;
-    head.kept = layernorm + N * V / t;
-    head.keptTensors = {RC, R, R, N * V / t};  // ln_f with its mean and rstd, the logits
+    const double part = V / t, probabilities = N * part;
+    const bool low = c.parallel.compute != DType::F32;
+    const double rows = low ? headChunkRows(static_cast<int>(N), static_cast<int>(part)) : N;
+    const double chunk = low ? rows * part : 0;
+    head.kept = layernorm + probabilities;
+    head.keptLow = low ? probabilities : 0;
+    head.keptTensors = {RC, R, R};  // ln_f with its mean and rstd
+    if (!low) head.keptTensors.push_back(probabilities);
     head.output = N;
-    head.forwardPeak = head.kept + std::max(gathered, t > 1 ? 4 * N : N);
+    head.forwardPeak = head.kept + N + gathered + chunk + (t > 1 ? 3 * rows : 0);
     head.inputGradient = RC;
-    // dln in full rows (scattered under sequence parallelism), then dx; dln stays for the
-    // weight half.
-    head.inputHalfPeak = NC + RC + (sp ? RC : 0);
+    // dln in full rows with the chunk (and, for the whole backward, the gathered layernorm
+    // output), then dln scattered under sequence parallelism and dx; dln stays for the weight
+    // half, which holds the chunk and the gathered output again.
+    const double layernormPhase = NC + RC + (sp ? RC : 0);
+    head.inputHalfPeak = std::max(NC + chunk, layernormPhase);
+    head.backwardPeak = std::max(NC + gathered + chunk, layernormPhase);
     head.keptForWeight = head.kept + RC;
-    head.weightHalfPeak = gathered;
-    head.backwardPeak = std::max(head.inputHalfPeak, 2 * RC + gathered);
+    head.weightHalfPeak = gathered + chunk;
     layers.push_back(head);
     return layers;
   }

@@ -49,6 +49,10 @@ struct LayerActivations {
     for (const double e : keptTensors) n += e;
     return n;
   }
+  // Of `kept`, what the layer stores in the compute type itself under mixed precision, narrowed
+  // or not (the GPT head's probabilities). `kept`, `forwardPeak` and `keptForWeight` count these
+  // as elements like the rest; the estimate takes each at the compute type's size.
+  double keptLow = 0;
   double forwardPeak = 0;  // kept and output included
   double inputGradient = 0;
   double backwardPeak = 0;  // the whole backward, its input gradient included

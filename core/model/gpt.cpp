@@ -22,6 +22,13 @@ double GptConfig::flopsPerToken() const {
          12.0 * numLayers * contextLength * hiddenSize;
 }
 
+int headChunkRows(int rows, int vocabulary) {
+  constexpr long kMostBytes = 256L << 20;
+  const long eighth = (static_cast<long>(rows) + 7) / 8;
+  const long fit = kMostBytes / (4L * std::max(vocabulary, 1));
+  return static_cast<int>(std::max(1L, std::min(eighth, fit)));
+}
+
 void validate(const GptConfig& c) {
   auto need = [](bool ok, const std::string& what) {
     if (!ok) throw UserError("config: " + what);

@@ -437,11 +437,19 @@ void Block::weightHalf(const Batch& batch, Activations& keep, bool whole) {
 // Final layernorm, logits against this rank's vocabulary rows, and the cross-entropy. On one rank
 // that is the fused softmax + cross-entropy kernel; split, the row maximum, the softmax
 // denominator and the target's logit are each combined over the group, so every rank ends with
-// every row's loss.
+// every row's loss. The probabilities are kept for the backward pass, which turns them into the
+// logits' gradient. In f32 they are kept whole and become that gradient in place. Under mixed
+// precision they are kept in the compute type, rounded as every kept activation is, and the f32
+// logits, then their gradient, exist for a chunk of rows at a time (headChunkRows): the whole
+// N x V f32 logits would be the largest part of a GPT-2-sized model's activation peak.
 class Head final : public LossLayer {
  public:
   Head(Model& m, const GptConfig& c, std::shared_ptr<TensorParallelRegion> r)
-      : alloc_(m.allocator()), ops_(m.ops()), c_(c), region_(std::move(r)) {
+      : alloc_(m.allocator()),
+        ops_(m.ops()),
+        c_(c),
+        compute_(m.computeType()),
+        region_(std::move(r)) {
     lnw_ = m.find("ln_f.weight");
     lnb_ = m.find("ln_f.bias");
     wte_ = m.find("wte.weight");
@@ -449,35 +457,40 @@ class Head final : public LossLayer {
   const std::string& name() const override { return name_; }
   std::vector<Parameter*> parameters() const override { return {lnw_, lnb_, wte_}; }
   Tensor forward(const Tensor& x, const Batch& batch, Activations& keep) override;
-  // As the block's: the two halves, the layernorm's gradients from one kernel call.
+  // As the block's: the two halves, the layernorm's gradients from one kernel call, and each
+  // chunk's logit gradient computed once for both of its products.
   Tensor backward(const Tensor&, const Batch& batch, Activations& keep) override {
     Tensor dx = inputHalf(batch, keep, true);
-    weightHalf(batch, keep, true);
+    keep.clear();
     return dx;
   }
-  // The input half keeps the logits' gradient (in place of the probabilities) and dln; the
-  // weight half runs the V x C GEMM of the tied embedding's gradient.
+  // The input half keeps dln and the probabilities (in f32: the logits' gradient in their
+  // place); the weight half runs the V x C GEMM of the tied embedding's gradient.
   bool splitsBackward() const override { return true; }
   Tensor backwardInput(const Tensor&, const Batch& batch, Activations& keep) override {
     return inputHalf(batch, keep, false);
   }
-  void backwardWeight(const Batch& batch, Activations& keep) override {
-    weightHalf(batch, keep, false);
-  }
+  void backwardWeight(const Batch& batch, Activations& keep) override;
   std::int64_t correct(const Batch& batch, const Activations& keep) const override;
 
  private:
   enum Saved { kX, kLn, kMean, kRstd, kProbs, kDln };
   int vocabPart() const { return c_.vocabSize / region_->size(); }
   int firstVocab() const { return region_->rank() * vocabPart(); }
-  // Logits (N, vocabPart) -> probabilities in place; returns the losses (N).
-  Tensor crossEntropySplit(const Tensor& logits, const Batch& batch);
+  bool lowProbabilities() const { return compute_ != DType::F32; }
+  int chunkRows(int N) const { return lowProbabilities() ? headChunkRows(N, vocabPart()) : N; }
+  // Rows [row, row + n): their logits -> probabilities in place, and their losses.
+  void crossEntropyRows(float* losses, float* logits, const Batch& batch, int row, int n);
+  // The logits' gradient, (p - [v == target]) * weight, chunk by chunk: into dln's rows (when
+  // given; in f32 the probabilities become the gradient in place then) and into the tied
+  // embedding's gradient (when `weight`).
+  void logitGradient(const Batch& batch, const Activations& keep, float* dln, bool weight);
   Tensor inputHalf(const Batch& batch, Activations& keep, bool whole);
-  void weightHalf(const Batch& batch, Activations& keep, bool whole);
   std::string name_ = "head";
   Allocator& alloc_;
   const KernelOps& ops_;
   GptConfig c_;
+  DType compute_;
   std::shared_ptr<TensorParallelRegion> region_;
   Parameter *lnw_, *lnb_, *wte_;
 };
@@ -488,48 +501,78 @@ Tensor Head::forward(const Tensor& x, const Batch& batch, Activations& keep) {
   Tensor ln = activation(alloc_, {rows, C}), mean = activation(alloc_, {rows}),
          rstd = activation(alloc_, {rows});
   ops_.layernormForward(f(ln), f(mean), f(rstd), f(x), f(lnw_->value), f(lnb_->value), rows, C);
-  Tensor probs = activation(alloc_, {N, Vl});
-  ops_.matmulForward(f(probs), f(region_->enter(ln)), f(wte_->value), nullptr, N, C, Vl);
-  Tensor losses;
-  if (region_->size() == 1) {
-    losses = activation(alloc_, {N});
-    ops_.crossEntropyForward(f(losses), f(probs), f(probs), batch.targets.data<std::int32_t>(), N,
-                             Vl);
-  } else {
-    losses = crossEntropySplit(probs, batch);
+  const bool low = lowProbabilities();
+  Tensor probs =
+      Tensor::empty({N, Vl}, low ? compute_ : DType::F32, MemoryCategory::Activation, alloc_);
+  Tensor losses = activation(alloc_, {N});
+  {
+    const Tensor lnRows = region_->enter(ln);
+    const int chunk = chunkRows(N);
+    const Tensor logits = low ? activation(alloc_, {chunk, Vl}) : Tensor();
+    for (int row = 0; row < N; row += chunk) {
+      const int n = std::min(chunk, N - row);
+      const long at = static_cast<long>(row) * Vl;
+      float* l = low ? f(logits) : f(probs) + at;
+      ops_.matmulForward(l, f(lnRows) + static_cast<long>(row) * C, f(wte_->value), nullptr, n, C,
+                         Vl);
+      crossEntropyRows(f(losses) + row, l, batch, row, n);
+      if (low)
+        ops_.narrow(l, probs.data<std::uint16_t>() + at, static_cast<long>(n) * Vl, compute_);
+    }
   }
   keep.saved = {x, ln, mean, rstd, probs};
+  if (low) keep.exact = {kProbs};  // stored in the compute type already
   return losses;
 }
 
-Tensor Head::crossEntropySplit(const Tensor& logits, const Batch& batch) {
-  const int Vl = vocabPart(), N = rowsOf(batch), first = firstVocab();
-  const auto* targets = batch.targets.data<std::int32_t>();
+void Head::crossEntropyRows(float* losses, float* logits, const Batch& batch, int row, int n) {
+  const int Vl = vocabPart();
+  const auto* targets = batch.targets.data<std::int32_t>() + row;
+  if (region_->size() == 1) {
+    ops_.crossEntropyForward(losses, logits, logits, targets, n, Vl);
+    return;
+  }
   // Row maxima over the whole vocabulary, then per row [sum of exp | target logit].
-  Tensor maxima = activation(alloc_, {N}), sums = activation(alloc_, {2, N});
-  ops_.crossEntropyPartMax(f(maxima), f(logits), N, Vl);
-  region_->allReduce(f(maxima), static_cast<std::size_t>(N), DType::F32, ReduceOp::Max);
-  ops_.crossEntropyPartExp(f(sums), f(logits), f(logits), f(maxima), targets, N, Vl, first);
-  region_->allReduce(f(sums), static_cast<std::size_t>(2 * N), DType::F32, ReduceOp::Sum);
-  Tensor losses = activation(alloc_, {N});
-  ops_.crossEntropyPartFinish(f(losses), f(logits), f(sums), f(maxima), N, Vl);
-  return losses;
+  Tensor maxima = activation(alloc_, {n}), sums = activation(alloc_, {2, n});
+  ops_.crossEntropyPartMax(f(maxima), logits, n, Vl);
+  region_->allReduce(f(maxima), static_cast<std::size_t>(n), DType::F32, ReduceOp::Max);
+  ops_.crossEntropyPartExp(f(sums), logits, logits, f(maxima), targets, n, Vl, firstVocab());
+  region_->allReduce(f(sums), static_cast<std::size_t>(2 * n), DType::F32, ReduceOp::Sum);
+  ops_.crossEntropyPartFinish(losses, logits, f(sums), f(maxima), n, Vl);
+}
+
+void Head::logitGradient(const Batch& batch, const Activations& keep, float* dln, bool weight) {
+  const auto& s = keep.saved;
+  const int C = c_.hiddenSize, Vl = vocabPart(), N = rowsOf(batch), first = firstVocab();
+  const auto* targets = batch.targets.data<std::int32_t>();
+  const bool low = s[kProbs].dtype() != DType::F32;
+  const Tensor lnRows = weight ? region_->enter(s[kLn]) : Tensor();
+  const int chunk = chunkRows(N);
+  const Tensor gradient = low ? activation(alloc_, {chunk, Vl}) : Tensor();
+  for (int row = 0; row < N; row += chunk) {
+    const int n = std::min(chunk, N - row);
+    const long at = static_cast<long>(row) * Vl;
+    float* d = low ? f(gradient) : f(s[kProbs]) + at;
+    if (low)
+      ops_.widen(s[kProbs].data<std::uint16_t>() + at, d, static_cast<long>(n) * Vl, compute_);
+    if (low || dln != nullptr)
+      ops_.crossEntropyPartBackward(d, targets + row, n, Vl, first, batch.lossWeight);
+    if (dln != nullptr) {
+      ops_.matmulBackward(dln + static_cast<long>(row) * C, nullptr, nullptr, d, nullptr,
+                          f(wte_->value), n, C, Vl);
+    }
+    if (weight) {
+      ops_.matmulBackward(nullptr, f(wte_->grad), nullptr, d,
+                          f(lnRows) + static_cast<long>(row) * C, f(wte_->value), n, C, Vl);
+    }
+  }
 }
 
 Tensor Head::inputHalf(const Batch& batch, Activations& keep, bool whole) {
   auto& s = keep.saved;
-  const int C = c_.hiddenSize, Vl = vocabPart(), N = rowsOf(batch), first = firstVocab();
-  const auto* targets = batch.targets.data<std::int32_t>();
-  // dlogits overwrite the saved probabilities: (p - [v == target]) * weight.
-  if (region_->size() == 1) {
-    Tensor dlosses = activation(alloc_, {N});
-    ops_.fill(f(dlosses), batch.lossWeight, N);
-    ops_.crossEntropyBackward(f(s[kProbs]), f(s[kProbs]), targets, f(dlosses), N, Vl);
-  } else {
-    ops_.crossEntropyPartBackward(f(s[kProbs]), targets, N, Vl, first, batch.lossWeight);
-  }
+  const int C = c_.hiddenSize, N = rowsOf(batch);
   Tensor dln = activation(alloc_, {N, C});
-  ops_.matmulBackward(f(dln), nullptr, nullptr, f(s[kProbs]), nullptr, f(wte_->value), N, C, Vl);
+  logitGradient(batch, keep, f(dln), whole);
   const Tensor dlnLocal = region_->enterBackward(dln);
   Tensor dx = whole ? layernormGrad(ops_, *region_, alloc_, dlnLocal, s[kX], s[kMean], s[kRstd],
                                     lnw_, lnb_, C, Tensor())
@@ -539,13 +582,11 @@ Tensor Head::inputHalf(const Batch& batch, Activations& keep, bool whole) {
   return dx;
 }
 
-void Head::weightHalf(const Batch& batch, Activations& keep, bool whole) {
+void Head::backwardWeight(const Batch& batch, Activations& keep) {
   const auto& s = keep.saved;
-  const int C = c_.hiddenSize, Vl = vocabPart(), N = rowsOf(batch);
-  ops_.matmulBackward(nullptr, f(wte_->grad), nullptr, f(s[kProbs]), f(region_->enter(s[kLn])),
-                      f(wte_->value), N, C, Vl);
-  if (!whole)
-    layernormWeightGrad(ops_, *region_, alloc_, s[kDln], s[kX], s[kMean], s[kRstd], lnw_, lnb_, C);
+  logitGradient(batch, keep, nullptr, true);
+  layernormWeightGrad(ops_, *region_, alloc_, s[kDln], s[kX], s[kMean], s[kRstd], lnw_, lnb_,
+                      c_.hiddenSize);
   keep.clear();
 }
 
@@ -554,10 +595,13 @@ void Head::weightHalf(const Batch& batch, Activations& keep, bool whole) {
 std::int64_t Head::correct(const Batch& batch, const Activations& keep) const {
   const Tensor probs = keep.saved[kProbs].onHost();
   const int N = static_cast<int>(probs.dim(0)), Vl = vocabPart(), first = firstVocab();
-  std::vector<float> best(static_cast<std::size_t>(N));
+  const bool low = probs.dtype() != DType::F32;
+  std::vector<float> best(static_cast<std::size_t>(N)), wide(low ? Vl : 0);
   std::vector<std::int32_t> index(static_cast<std::size_t>(N));
   for (int n = 0; n < N; ++n) {
-    const float* p = f(probs) + static_cast<long>(n) * Vl;
+    const long at = static_cast<long>(n) * Vl;
+    if (low) widen(probs.data<std::uint16_t>() + at, wide.data(), Vl, probs.dtype());
+    const float* p = low ? wide.data() : f(probs) + at;
     int b = 0;
     for (int v = 1; v < Vl; ++v) b = p[v] > p[b] ? v : b;
     best[static_cast<std::size_t>(n)] = p[b];

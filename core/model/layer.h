@@ -25,9 +25,11 @@ struct Batch {
 };
 
 // What a layer keeps between its forward and backward pass for one micro-batch. `exact` holds
-// the indices into `saved` of f32 tensors mixed precision must keep as computed, neither rounded
-// nor stored in 16 bits (attention's softmax statistics: a row maximum rounded to bf16 would scale
-// every probability the backward recomputes from it by up to 3% at a maximum of 10).
+// the indices into `saved` of tensors mixed precision must leave as the layer kept them: f32 ones
+// neither rounded nor stored in 16 bits (attention's softmax statistics: a row maximum rounded to
+// bf16 would scale every probability the backward recomputes from it by up to 3% at a maximum of
+// 10), and ones the layer stores in the compute type itself and widens part by part (the head's
+// probabilities).
 struct Activations {
   std::vector<Tensor> saved;
   std::vector<std::size_t> exact;

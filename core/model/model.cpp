@@ -106,8 +106,9 @@ void Model::widenKept(Activations& keep) const {
   if (!mixedPrecision()) return;
   const trace::Span span("activations_to_f32", trace::Category::Compute);
   std::vector<std::pair<const void*, Tensor>> widened;
-  for (Tensor& t : keep.saved) {
-    if (!t.defined() || t.dtype() != compute_) continue;
+  for (std::size_t i = 0; i < keep.saved.size(); ++i) {
+    Tensor& t = keep.saved[i];
+    if (!t.defined() || t.dtype() != compute_ || keep.isExact(i)) continue;
     const void* at = t.raw();
     auto same =
         std::find_if(widened.begin(), widened.end(), [&](const auto& w) { return w.first == at; });

@@ -413,13 +413,14 @@ class ActivationReplay {
   double heldPerMicroBatch(int chunk) const {
     const LayerRange& c = rank_.chunks[static_cast<std::size_t>(chunk)];
     double held = input(c.begin);
-    double narrowed = 0;
+    double narrowed = 0, saved = 0;
     for (int l = c.begin; l < c.end; ++l) {
       const double narrow = keptBytes_ == bytes_ ? 0 : at(l).narrowed();
       narrowed += full_ ? 0 : narrow;
+      saved += full_ ? 0 : lowSaving(l);
       held += (full_ ? 0 : at(l).kept - narrow) + (l + 1 < c.end ? at(l).output : 0);
     }
-    return bytes_ * held + keptBytes_ * narrowed;
+    return bytes_ * held + keptBytes_ * narrowed - saved;
   }
 
  private:
@@ -429,6 +430,13 @@ class ActivationReplay {
   void remove(double elements) { live_.remove(bytes_ * elements); }
   void transient(double elements) { live_.transient(bytes_ * elements); }
   const LayerActivations& at(int layer) const { return layers_[static_cast<std::size_t>(layer)]; }
+  // What layer's kept elements stored in the compute type save against as many f32 ones: to be
+  // taken off every figure that counts its kept state (kept, forwardPeak, keptForWeight).
+  double lowSaving(int layer) const { return (bytes_ - keptBytes_) * at(layer).keptLow; }
+  void addWithKept(int layer, double elements) { live_.add(bytes_ * elements - lowSaving(layer)); }
+  void removeWithKept(int layer, double elements) {
+    live_.remove(bytes_ * elements - lowSaving(layer));
+  }
   double input(int layer) const { return layer > 0 ? at(layer - 1).output : 0; }
   // The gradient a layer's backward starts from: the next layer's input gradient.
   double outputGradient(int layer) const {
@@ -465,10 +473,10 @@ class ActivationReplay {
   void forward(const Instruction& in, bool backwardNext) {
     const LayerRange& c = chunk(in);
     for (int l = c.begin; l < c.end; ++l) {
-      add(at(l).forwardPeak);
+      addWithKept(l, at(l).forwardPeak);
       remove(at(l).forwardPeak - at(l).output - at(l).kept);
       if (full_) {
-        remove(at(l).kept);  // only the input stays
+        removeWithKept(l, at(l).kept);  // only the input stays
       } else if (backwardNext && l + 1 == c.end) {
         wide_.insert(key(in));
       } else {
@@ -487,13 +495,17 @@ class ActivationReplay {
     for (int l = c.end; l-- > c.begin;) {
       const LayerActivations& a = at(l);
       if (full_) {  // its forward again, its state f32 for the backward right after
-        add(a.forwardPeak);
+        addWithKept(l, a.forwardPeak);
         remove(a.forwardPeak - a.kept);
       } else if (l + 1 < c.end || wide_.erase({Op::Forward, in.stage, in.microBatch}) == 0) {
         widen(l);
       }
       transient(half ? a.inputHalfPeak : a.backwardPeak);
-      remove(half ? a.kept - a.keptForWeight : a.kept + input(l));
+      if (half) {
+        remove(a.kept - a.keptForWeight);
+      } else {
+        removeWithKept(l, a.kept + input(l));
+      }
       add(a.inputGradient);
       if (l + 1 < c.end && !(half && a.keepsOutputGradient)) remove(outputGradient(l));
     }
@@ -506,7 +518,8 @@ class ActivationReplay {
     for (int l = c.end; l-- > c.begin;) {
       const LayerActivations& a = at(l);
       transient(a.weightHalfPeak);
-      remove(a.keptForWeight + input(l) + (a.keepsOutputGradient ? outputGradient(l) : 0));
+      removeWithKept(l,
+                     a.keptForWeight + input(l) + (a.keepsOutputGradient ? outputGradient(l) : 0));
     }
   }
 

@@ -334,25 +334,29 @@ double modelStateLowerBound(const TrainConfig& c, double parameters) {
 }
 
 // Activation bytes rank 0 holds at its peak, at least: `held` forwards, each leaving every layer
-// of its chunk's kept state (none under full recompute) and output (the chunk's last layer's
-// is sent, or is the losses).
+// of its chunk's kept state (none under full recompute; what mixed precision stores in the
+// compute type at that size) and output (the chunk's last layer's is sent, or is the losses).
 double activationLowerBound(const TrainConfig& c, double elementBytes, int held) {
   const std::vector<LayerActivations> layers = c.model.kind->layerActivations(c);
   const std::vector<LayerRange> stages = stagesOf(c, layers.size());
   const int p = c.parallel.pipeline;
   const std::vector<int> own = rankLayers(stages, p, 0);
   const bool full = c.pipeline.recompute == Recompute::Full;
+  const double keptBytes =
+      std::min(elementBytes, static_cast<double>(dtypeSize(c.parallel.compute)));
   double least = std::numeric_limits<double>::infinity();
   for (const LayerRange& chunk : rankChunkRanges(stages, p, 0)) {
     double left = 0;
     for (int i = chunk.begin; i < chunk.end; ++i) {
       const LayerActivations& a =
           layers[static_cast<std::size_t>(own[static_cast<std::size_t>(i)])];
-      left += (full ? 0 : a.kept) + (i + 1 < chunk.end ? a.output : 0);
+      const double low = full ? 0 : a.narrowed() + a.keptLow;
+      left += ((full ? 0 : a.kept) - low + (i + 1 < chunk.end ? a.output : 0)) * elementBytes +
+              low * keptBytes;
     }
     least = std::min(least, left);
   }
-  return held * least * elementBytes;
+  return held * least;
 }
 
 MemoryEstimate deviceMemory(const TrainConfig& c, const SystemDescription& system) {

@@ -212,12 +212,23 @@ void TestMemoryEstimate::activationsAreTheAllocatorsPeak_data() {
   QTest::newRow("selective bf16") << "recompute_granularity=selective bf16.enabled=true";
   QTest::newRow("t2 sequence parallel fp16")
       << "tensor_model_parallel_size=2 sequence_parallel=true fp16.enabled=true";
-  // A vocabulary large enough that the head's state sets the peak: its backward comes right
-  // after its forward, so it stays f32 rather than narrowed and widened back.
-  QTest::newRow("bf16 vocabulary 8192") << "bf16.enabled=true model.vocab_size=8192";
+  // A vocabulary large enough that the head's state sets the peak: its probabilities in 16 bits,
+  // its f32 logits and their gradient four of its 32 rows at a time, split over the tensor group,
+  // gathered again under sequence parallelism, kept for zero-bubble's weight half.
+  const QString large = " bf16.enabled=true model.vocab_size=8192";
+  QTest::newRow("bf16 vocabulary 8192") << large;
   QTest::newRow("p2 gpipe bf16 vocabulary 8192")
-      << "pipeline_model_parallel_size=2 pipeline_schedule=gpipe bf16.enabled=true "
+      << "pipeline_model_parallel_size=2 pipeline_schedule=gpipe" + large;
+  QTest::newRow("t2 bf16 vocabulary 8192") << "tensor_model_parallel_size=2" + large;
+  QTest::newRow("t2 sequence parallel fp16 vocabulary 8192")
+      << "tensor_model_parallel_size=2 sequence_parallel=true fp16.enabled=true "
          "model.vocab_size=8192";
+  QTest::newRow("p2 zb-h1 bf16 vocabulary 8192")
+      << "pipeline_model_parallel_size=2 pipeline_schedule=zb-h1" + large;
+  QTest::newRow("full bf16 vocabulary 8192") << "recompute_granularity=full" + large;
+  QTest::newRow("f32 vocabulary 8192") << "model.vocab_size=8192";
+  QTest::newRow("t2 sequence parallel vocabulary 8192")
+      << "tensor_model_parallel_size=2 sequence_parallel=true model.vocab_size=8192";
   QTest::newRow("d2 bf16 zero3")
       << "data_parallel_size=2 bf16.enabled=true zero_optimization.stage=3";
   // 10 and 12 micro-batches: more than the four cycles the estimate replays.

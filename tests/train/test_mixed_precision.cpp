@@ -14,7 +14,9 @@
 
 #include "core/comm/launch.h"
 #include "core/common/error.h"
+#include "core/kernels/ops.h"
 #include "core/kernels/precision.h"
+#include "core/model/gpt.h"
 #include "core/session/rank_hooks.h"
 #include "core/train/loss_scaler.h"
 #include "dp_harness.h"
@@ -36,6 +38,8 @@ class TestMixedPrecision : public QObject {
   void modelKeepsTheLowType_data();
   void modelKeepsTheLowType();
   void modelKeepsExactTensorsAsComputed();
+  void gptHeadWorksInChunksOfRows_data();
+  void gptHeadWorksInChunksOfRows();
   void lossScalerFollowsDeepSpeed_data();
   void lossScalerFollowsDeepSpeed();
   void lossScalerStopsAtMinimum();
@@ -412,6 +416,114 @@ void TestMixedPrecision::modelKeepsExactTensorsAsComputed() {
   QVERIFY(!representable(keep.saved[1].data<float>(), 3, low));  // y / 3 as computed
   m.backwardLayer(0, y, b, keep);
   QVERIFY(ok);
+}
+
+void TestMixedPrecision::gptHeadWorksInChunksOfRows_data() {
+  modelRoundsLikeTheLowType_data();
+}
+
+// The GPT head under mixed precision keeps its probabilities in the compute type and computes its
+// f32 logits, and their gradient, three of its 24 rows at a time. Against the head computed whole
+// by the same kernels (every row's logits and cross-entropy, the probabilities and the kept
+// layernorm state rounded, the gradient's products over all rows at once): the losses within
+// f32 rounding and every gradient within one rounding of the compute type. Products of other
+// shapes may sum in another order (OpenBLAS's kernels for small matrices), so bits may differ.
+void TestMixedPrecision::gptHeadWorksInChunksOfRows() {
+  QFETCH(int, type);
+  const auto low = static_cast<DType>(type);
+  GptConfig g;
+  g.vocabSize = 1000;
+  g.contextLength = 8;
+  g.hiddenSize = 32;
+  g.numHeads = 2;
+  g.numLayers = 1;
+  const int B = 3, N = B * g.contextLength, C = g.hiddenSize, V = g.vocabSize;
+  QCOMPARE(headChunkRows(N, V), 3);
+  Allocator a;
+  Model m(a, low);
+  buildGpt(m, g);
+  m.initialize(11);
+  Batch batch;
+  batch.inputs = Tensor::empty({B, g.contextLength}, DType::I32, MemoryCategory::Workspace, a);
+  batch.targets = Tensor::empty({B, g.contextLength}, DType::I32, MemoryCategory::Workspace, a);
+  auto* targets = batch.targets.data<std::int32_t>();
+  for (int n = 0; n < N; ++n) {
+    batch.inputs.data<std::int32_t>()[n] = (n * 37 + 5) % V;
+    targets[n] = (n * 101 + 3) % V;
+  }
+  batch.lossWeight = 1.0f / static_cast<float>(N);
+  const std::size_t head = m.layers().size() - 1;
+  std::vector<Activations> keep(m.layers().size());
+  Tensor x = batch.inputs, headInput;
+  for (std::size_t i = 0; i < m.layers().size(); ++i) {
+    if (i == head) headInput = x;
+    x = m.forwardLayer(i, x, batch, keep[i]);
+  }
+  const Tensor& probabilities = keep[head].saved[4];
+  QCOMPARE(probabilities.dtype(), low);
+  QCOMPARE(probabilities.numel(), static_cast<std::int64_t>(N) * V);
+  m.zeroGrad();
+  const Tensor dx = m.backwardLayer(head, Tensor(), batch, keep[head]);
+
+  m.materializeValues();
+  const kernels::KernelOps& ops = m.ops();
+  auto value = [&](const char* name) { return m.find(name)->value.data<float>(); };
+  std::vector<float> ln(N * C), mean(N), rstd(N), p(static_cast<std::size_t>(N) * V), losses(N);
+  ops.layernormForward(ln.data(), mean.data(), rstd.data(), headInput.data<float>(),
+                       value("ln_f.weight"), value("ln_f.bias"), N, C);
+  ops.matmulForward(p.data(), ln.data(), value("wte.weight"), nullptr, N, C, V);
+  ops.crossEntropyForward(losses.data(), p.data(), p.data(), targets, N, V);
+  // Within `relative` of the reference, or one fp16 subnormal's spacing (2^-24) of it.
+  // `sumError`: an f32 sum's own error bound per element, where the chunks sum in another order.
+  auto near = [](const float* got, const std::vector<float>& want, float relative, const char* what,
+                 const std::vector<float>& sumError = {}) {
+    int same = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      same += floatBits(got[i]) == floatBits(want[i]);
+      const float bound =
+          relative * std::abs(want[i]) + 0x1p-24f + (sumError.empty() ? 0.0f : sumError[i]);
+      if (!(std::abs(got[i] - want[i]) <= bound)) {
+        qWarning("%s %zu: %g, whole %g", what, i, static_cast<double>(got[i]),
+                 static_cast<double>(want[i]));
+        return false;
+      }
+    }
+    qInfo("%s: %d of %zu the same bits", what, same, want.size());
+    return true;
+  };
+  QVERIFY(near(x.data<float>(), losses, 1e-6f, "losses"));
+
+  for (std::vector<float>* kept : {&ln, &mean, &rstd, &p})
+    kernels::roundTo(kept->data(), static_cast<long>(kept->size()), low);
+  std::vector<float> dlosses(N, batch.lossWeight), dln(N * C), dinp(N * C), dwte(V * C), dw(C),
+      db(C);
+  ops.crossEntropyBackward(p.data(), p.data(), targets, dlosses.data(), N, V);
+  ops.matmulBackward(dln.data(), dwte.data(), nullptr, p.data(), ln.data(), value("wte.weight"), N,
+                     C, V);
+  // The tied embedding's gradient sums N products, in chunks in the model: two such sums differ
+  // by up to N f32 epsilons of the sum of their magnitudes, where the terms cancel.
+  std::vector<float> dwteError(V * C);
+  for (std::vector<float>* t : {&p, &ln})
+    for (float& e : *t) e = std::abs(e);
+  ops.matmulBackward(nullptr, dwteError.data(), nullptr, p.data(), ln.data(), value("wte.weight"),
+                     N, C, V);
+  for (float& e : dwteError) e *= static_cast<float>(N) * 0x1p-23f;
+  ops.layernormBackward(dinp.data(), dw.data(), db.data(), dln.data(), headInput.data<float>(),
+                        value("ln_f.weight"), mean.data(), rstd.data(), N, C, nullptr);
+  for (std::vector<float>* wanted : {&dinp, &dw, &db, &dwte})
+    kernels::roundTo(wanted->data(), static_cast<long>(wanted->size()), low);
+  const float spacing = low == DType::BF16 ? 0x1p-7f : 0x1p-10f;
+  QVERIFY(near(dx.data<float>(), dinp, spacing, "input gradient"));
+  auto stored = [&](const char* name) {
+    const Tensor& t = m.find(name)->lowGrad;
+    std::vector<float> wide(static_cast<std::size_t>(t.numel()));
+    convertToFloat(t.data<std::uint16_t>(), wide, low);
+    return wide;
+  };
+  QVERIFY(near(stored("ln_f.weight").data(), dw, spacing, "ln_f.weight gradient"));
+  QVERIFY(near(stored("ln_f.bias").data(), db, spacing, "ln_f.bias gradient"));
+  QVERIFY(near(stored("wte.weight").data(), dwte, spacing, "wte.weight gradient", dwteError));
+  m.releaseValues();
 }
 
 void TestMixedPrecision::lossScalerFollowsDeepSpeed_data() {
