@@ -59,7 +59,9 @@ template void crossEntropyBackward<double>(double*, const double*, const std::in
                                            const double*, int, int);
 
 void crossEntropyPartMax(float* maxima, const float* logits, int N, int V) {
-  const trace::Span span("cross_entropy_max", trace::Category::Compute);
+  // Reads logits; writes maxima.
+  trace::Span span("cross_entropy_max", trace::Category::Compute);
+  span.bytes(arrayBytes<float>(static_cast<long>(N) * V + N));
   for (int n = 0; n < N; ++n) {
     const float* l = logits + static_cast<long>(n) * V;
     float m = l[0];
@@ -70,7 +72,9 @@ void crossEntropyPartMax(float* maxima, const float* logits, int N, int V) {
 
 void crossEntropyPartExp(float* sums, float* probs, const float* logits, const float* maxima,
                          const std::int32_t* targets, int N, int V, int first) {
-  const trace::Span span("cross_entropy_exp", trace::Category::Compute);
+  // Reads logits, maxima and targets; writes probs and sums.
+  trace::Span span("cross_entropy_exp", trace::Category::Compute);
+  span.bytes(arrayBytes<float>(2L * N * V + 3L * N) + 4L * N);
   for (int n = 0; n < N; ++n) {
     const float* l = logits + static_cast<long>(n) * V;
     float* p = probs + static_cast<long>(n) * V;
@@ -87,7 +91,9 @@ void crossEntropyPartExp(float* sums, float* probs, const float* logits, const f
 
 void crossEntropyPartFinish(float* losses, float* probs, const float* sums, const float* maxima,
                             int N, int V) {
-  const trace::Span span("cross_entropy_normalize", trace::Category::Compute);
+  // Reads probs, sums and maxima; writes probs and losses.
+  trace::Span span("cross_entropy_normalize", trace::Category::Compute);
+  span.bytes(arrayBytes<float>(2L * N * V + 4L * N));
   for (int n = 0; n < N; ++n) {
     float* p = probs + static_cast<long>(n) * V;
     const float inv = 1.0f / sums[n];
@@ -98,7 +104,9 @@ void crossEntropyPartFinish(float* losses, float* probs, const float* sums, cons
 
 void crossEntropyPartBackward(float* dlogits, const std::int32_t* targets, int N, int V, int first,
                               float weight) {
-  const trace::Span span("cross_entropy_backward", trace::Category::Compute);
+  // Reads dlogits (the probabilities) and targets; writes dlogits.
+  trace::Span span("cross_entropy_backward", trace::Category::Compute);
+  span.bytes(arrayBytes<float>(2L * N * V) + 4L * N);
   for (int n = 0; n < N; ++n) {
     float* d = dlogits + static_cast<long>(n) * V;
     for (int v = 0; v < V; ++v) d[v] *= weight;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/kernels/adamw.h"
+#include "core/kernels/cross_entropy.h"
 #include "core/kernels/gelu.h"
 #include "core/kernels/layernorm.h"
 #include "core/kernels/matmul.h"
@@ -232,6 +233,13 @@ void TestTracer::kernelSpansSayTheBytesTheyMove() {
                               mean.data(), rstd.data(), N, C, a.data());
   k::matmulForward<float>(y.data(), a.data(), weight.data(), nullptr, N, C, OC);
   k::adamwUpdate<float>(a.data(), b.data(), m.data(), v.data(), N * C, {}, 1, 1.0f);
+  // The vocabulary-split cross-entropy's passes over logits (N, C), against targets (N).
+  const std::vector<std::int32_t> targets(N, 2);
+  std::vector<float> sums(2 * N);
+  k::crossEntropyPartMax(mean.data(), a.data(), N, C);
+  k::crossEntropyPartExp(sums.data(), a.data(), a.data(), mean.data(), targets.data(), N, C, 0);
+  k::crossEntropyPartFinish(rstd.data(), a.data(), sums.data(), mean.data(), N, C);
+  k::crossEntropyPartBackward(a.data(), targets.data(), N, C, 0, 0.5f);
   tracer.uninstall();
   std::map<std::string, std::int64_t> bytes;
   for (const parascope::profiler::Event& e : tracer.collect().events) bytes[e.name] = e.bytes;
@@ -245,6 +253,11 @@ void TestTracer::kernelSpansSayTheBytesTheyMove() {
   QCOMPARE(bytes.at("layernorm_backward"), std::int64_t{4 * (4 * N * C + 2 * N + 5 * C)});
   QCOMPARE(bytes.at("matmul_forward"), std::int64_t{4 * (N * C + OC * C + N * OC)});
   QCOMPARE(bytes.at("adamw"), std::int64_t{4 * 7 * N * C});
+  QCOMPARE(bytes.at("cross_entropy_max"), std::int64_t{4 * (N * C + N)});
+  // Logits and targets read, probabilities written, maxima read, the sums' two rows written.
+  QCOMPARE(bytes.at("cross_entropy_exp"), std::int64_t{4 * (2 * N * C + 4 * N)});
+  QCOMPARE(bytes.at("cross_entropy_normalize"), std::int64_t{4 * (2 * N * C + 4 * N)});
+  QCOMPARE(bytes.at("cross_entropy_backward"), std::int64_t{4 * (2 * N * C + N)});
 }
 
 QTEST_GUILESS_MAIN(TestTracer)
