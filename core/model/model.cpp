@@ -79,15 +79,15 @@ void Model::roundToCompute(Tensor& t) const {
   ops_->roundTo(t.data<float>(), t.numel(), compute_);
 }
 
-void Model::narrowKept(Activations& keep, const Tensor& x, const Tensor& y) const {
+void Model::narrowKept(Activations& keep, const Batch& batch, const Tensor& y) const {
   auto storageOf = [](const Tensor& t) { return t.defined() ? t.raw() : nullptr; };
   std::vector<std::pair<const void*, Tensor>> narrowed;
   for (std::size_t i = 0; i < keep.saved.size(); ++i) {
     Tensor& t = keep.saved[i];
     if (!t.defined() || t.dtype() != DType::F32 || keep.isExact(i)) continue;
     const void* at = t.raw();
-    if (at == storageOf(x) || at == storageOf(y)) {
-      // Held in f32 by the layers around it anyway: a copy would only add to it.
+    if (at == storageOf(batch.inputs) || at == storageOf(y)) {
+      // Held in f32 by the step or the next layer anyway: a copy would only add to it.
       roundToCompute(t);
       continue;
     }
@@ -98,7 +98,9 @@ void Model::narrowKept(Activations& keep, const Tensor& x, const Tensor& y) cons
       ops_->narrow(t.data<float>(), low.data<std::uint16_t>(), t.numel(), compute_);
       same = narrowed.insert(narrowed.end(), {at, std::move(low)});
     }
-    t = same->second;  // the f32 tensor goes now, before the next one is narrowed
+    // The f32 tensor goes now, before the next one is narrowed; the layer's input when its
+    // caller moves on (after the layer, or after the pipeline chunk it entered).
+    t = same->second;
   }
 }
 
@@ -164,7 +166,7 @@ Tensor Model::forwardLayer(std::size_t i, const Tensor& x, const Batch& batch, A
       for (std::size_t k = 0; k < keep.saved.size(); ++k)
         if (!keep.isExact(k)) roundToCompute(keep.saved[k]);
     } else {
-      narrowKept(keep, x, y);
+      narrowKept(keep, batch, y);
     }
   }
   for (const LayerHook& hook : forwardHooks_) hook(i, true);

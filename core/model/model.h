@@ -131,10 +131,10 @@ class Model {
   void beginWorkingCopies(std::size_t i, bool backward);
   void endWorkingCopies(bool backward);
   void roundToCompute(Tensor& t) const;
-  // Each f32 tensor the layer keeps, but its input's, its output's and the exact ones, replaced
-  // by a compute-type copy of its rounded values, in the order kept (a tensor kept twice, once);
-  // and back to f32 before the layer's backward.
-  void narrowKept(Activations& keep, const Tensor& x, const Tensor& y) const;
+  // Each f32 tensor the layer keeps, its input included, but the batch's inputs, its output and
+  // the exact ones, replaced by a compute-type copy of its rounded values, in the order kept (a
+  // tensor kept twice, once); and back to f32 before the layer's backward.
+  void narrowKept(Activations& keep, const Batch& batch, const Tensor& y) const;
   void widenKept(Activations& keep) const;
   // Runs `pass` between the backward-pass hooks of layer i.
   template <class F>

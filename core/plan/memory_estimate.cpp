@@ -409,16 +409,16 @@ class ActivationReplay {
   }
 
   // Bytes a chunk's forward leaves per micro-batch until its backward: its input and each
-  // layer's state and output, but the last layer's (sent, or the losses).
+  // layer's state and output, but the last layer's (sent, or the losses); under mixed precision
+  // the inputs (the outputs before them) stored in the compute type with the rest of the state.
   double heldPerMicroBatch(int chunk) const {
     const LayerRange& c = rank_.chunks[static_cast<std::size_t>(chunk)];
-    double held = input(c.begin);
-    double narrowed = 0, saved = 0;
+    double held = 0, narrowed = 0, saved = 0;
     for (int l = c.begin; l < c.end; ++l) {
-      const double narrow = keptBytes_ == bytes_ ? 0 : at(l).narrowed();
-      narrowed += full_ ? 0 : narrow;
+      const double narrow = narrowing() && !full_ ? at(l).narrowed() + input(l) : 0;
+      narrowed += narrow;
       saved += full_ ? 0 : lowSaving(l);
-      held += (full_ ? 0 : at(l).kept - narrow) + (l + 1 < c.end ? at(l).output : 0);
+      held += (full_ ? 0 : at(l).kept) + input(l) - narrow;
     }
     return bytes_ * held + keptBytes_ * narrowed - saved;
   }
@@ -451,10 +451,12 @@ class ActivationReplay {
     return rank_.chunks[static_cast<std::size_t>(in.chunk)];
   }
 
-  // The kept tensors stored in the compute type one by one, each copy made before its f32
-  // tensor goes (Model::narrowKept).
+  bool narrowing() const { return keptBytes_ != bytes_; }
+  // The layer's input and kept tensors stored in the compute type one by one, in the order kept
+  // (the input first), each copy made before its f32 tensor goes (Model::narrowKept); the
+  // input's f32 goes when its caller drops it, which forward() decides.
   void narrow(int layer) {
-    if (keptBytes_ == bytes_) return;
+    live_.add(keptBytes_ * input(layer));
     for (const double e : at(layer).keptTensors) {  // whole bytes: the steps add up exactly
       live_.add(keptBytes_ * e);
       live_.remove(bytes_ * e);
@@ -463,15 +465,19 @@ class ActivationReplay {
   // And widened back before the layer's backward pass, each f32 copy made before its narrow one
   // goes (Model::widenKept): every step adds, so the last is the largest moment.
   void widen(int layer) {
-    if (keptBytes_ == bytes_ || at(layer).keptTensors.empty()) return;
-    live_.add((bytes_ - keptBytes_) * at(layer).narrowed());
-    live_.transient(keptBytes_ * at(layer).keptTensors.back());
+    const std::vector<double>& kept = at(layer).keptTensors;
+    const double in = input(layer);
+    if (!narrowing() || (kept.empty() && in == 0)) return;
+    live_.add((bytes_ - keptBytes_) * (at(layer).narrowed() + in));
+    live_.transient(keptBytes_ * (kept.empty() ? in : kept.back()));
   }
 
   // A full-recompute forward drops each layer's state unnarrowed, and a chunk's last layer whose
-  // backward comes next keeps its state f32 (PipelineStage::forward).
+  // backward comes next keeps its state f32 (PipelineStage::forward). A narrowed layer's f32
+  // input goes as the layer returns, the chunk's own as the chunk does (StepExecutor::forward).
   void forward(const Instruction& in, bool backwardNext) {
     const LayerRange& c = chunk(in);
+    bool chunkInputNarrowed = false;
     for (int l = c.begin; l < c.end; ++l) {
       addWithKept(l, at(l).forwardPeak);
       remove(at(l).forwardPeak - at(l).output - at(l).kept);
@@ -479,10 +485,13 @@ class ActivationReplay {
         removeWithKept(l, at(l).kept);  // only the input stays
       } else if (backwardNext && l + 1 == c.end) {
         wide_.insert(key(in));
-      } else {
+      } else if (narrowing()) {
         narrow(l);
+        if (l > c.begin) remove(input(l));
+        chunkInputNarrowed = chunkInputNarrowed || l == c.begin;
       }
     }
+    if (chunkInputNarrowed) remove(input(c.begin));
     if (in.stage == lastStage_) remove(at(c.end - 1).output);  // the losses, once summed
   }
 

@@ -334,8 +334,8 @@ double modelStateLowerBound(const TrainConfig& c, double parameters) {
 }
 
 // Activation bytes rank 0 holds at its peak, at least: `held` forwards, each leaving every layer
-// of its chunk's kept state (none under full recompute; what mixed precision stores in the
-// compute type at that size) and output (the chunk's last layer's is sent, or is the losses).
+// of its chunk's kept state (none under full recompute) and output (the chunk's last layer's is
+// sent, or is the losses), what mixed precision stores in the compute type at that size.
 double activationLowerBound(const TrainConfig& c, double elementBytes, int held) {
   const std::vector<LayerActivations> layers = c.model.kind->layerActivations(c);
   const std::vector<LayerRange> stages = stagesOf(c, layers.size());
@@ -350,9 +350,10 @@ double activationLowerBound(const TrainConfig& c, double elementBytes, int held)
     for (int i = chunk.begin; i < chunk.end; ++i) {
       const LayerActivations& a =
           layers[static_cast<std::size_t>(own[static_cast<std::size_t>(i)])];
-      const double low = full ? 0 : a.narrowed() + a.keptLow;
-      left += ((full ? 0 : a.kept) - low + (i + 1 < chunk.end ? a.output : 0)) * elementBytes +
-              low * keptBytes;
+      // Without full recompute the outputs are the next layers' inputs, narrowed like the state.
+      const double output = i + 1 < chunk.end ? a.output : 0;
+      const double low = full ? 0 : a.narrowed() + a.keptLow + output;
+      left += ((full ? 0 : a.kept) + output - low) * elementBytes + low * keptBytes;
     }
     least = std::min(least, left);
   }

@@ -14,6 +14,7 @@
 
 #include "core/comm/launch.h"
 #include "core/common/error.h"
+#include "core/kernels/matmul.h"
 #include "core/kernels/ops.h"
 #include "core/kernels/precision.h"
 #include "core/model/gpt.h"
@@ -38,6 +39,7 @@ class TestMixedPrecision : public QObject {
   void modelKeepsTheLowType_data();
   void modelKeepsTheLowType();
   void modelKeepsExactTensorsAsComputed();
+  void modelKeepsALayersInputInTheLowType();
   void gptHeadWorksInChunksOfRows_data();
   void gptHeadWorksInChunksOfRows();
   void lossScalerFollowsDeepSpeed_data();
@@ -418,6 +420,35 @@ void TestMixedPrecision::modelKeepsExactTensorsAsComputed() {
   QVERIFY(ok);
 }
 
+// A layer's input, the layer before's output, is kept in the low type too: its f32 copy goes
+// once the caller drops it. The batch's inputs, which the step holds, stay f32 (above).
+void TestMixedPrecision::modelKeepsALayersInputInTheLowType() {
+  const DType low = DType::BF16;
+  Allocator a;
+  Model m(a, low);
+  m.addParameter("w0", {3}, {ParameterInit::Kind::Normal, 0.7f}, true);
+  m.addParameter("w1", {3}, {ParameterInit::Kind::Normal, 0.7f}, true);
+  bool ok = true;
+  m.addLayer(std::make_unique<ScaleLayer>(m, "w0", low, &ok));
+  m.addLayer(std::make_unique<ScaleLayer>(m, "w1", low, &ok));
+  m.initialize(5);
+  Batch b;
+  b.inputs = Tensor::empty({3}, DType::F32, MemoryCategory::Activation, a);
+  const float in[3] = {1.5f, -2.25f, 0.375f};
+  std::memcpy(b.inputs.raw(), in, sizeof in);
+  std::vector<Activations> keep(2);
+  Tensor y = m.forwardLayer(0, b.inputs, b, keep[0]);
+  y = m.forwardLayer(1, y, b, keep[1]);
+  QCOMPARE(keep[0].saved[0].dtype(), DType::F32);
+  QCOMPARE(keep[1].saved[0].dtype(), low);
+  // The batch's 12 bytes, each layer's third in 6, the first's output in 6, the second's in 12.
+  QCOMPARE(a.liveBytes(MemoryCategory::Activation), 12 + 6 + 6 + 6 + 12);
+  const Tensor dy = m.backwardLayer(1, y, b, keep[1]);
+  QCOMPARE(keep[1].saved[0].dtype(), DType::F32);
+  m.backwardLayer(0, dy, b, keep[0]);
+  QVERIFY(ok);  // each backward read the rounded values in f32
+}
+
 void TestMixedPrecision::gptHeadWorksInChunksOfRows_data() {
   modelRoundsLikeTheLowType_data();
 }
@@ -430,6 +461,7 @@ void TestMixedPrecision::gptHeadWorksInChunksOfRows_data() {
 // shapes may sum in another order (OpenBLAS's kernels for small matrices), so bits may differ.
 void TestMixedPrecision::gptHeadWorksInChunksOfRows() {
   QFETCH(int, type);
+  kernels::setBlasThreads(1);  // as a rank runs its products
   const auto low = static_cast<DType>(type);
   GptConfig g;
   g.vocabSize = 1000;
