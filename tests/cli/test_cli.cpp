@@ -290,8 +290,9 @@ void TestCli::planRanksWhatSimulatePredicts() {
 // gradients (2 + 2 bytes), in --json and in words.
 void TestCli::simulatePutsZeroOffloadInHostMemory() {
   auto predict = [&](QStringList extra) {
-    const Result r = run(QStringList{"simulate", "--json", "device=cuda", "bf16.enabled=true",
-                                     "zero_optimization.stage=1"} +
+    // A named system: this machine's would be calibrated first, and its memory is not the point.
+    const Result r = run(QStringList{"simulate", "--json", "--system", "a100-80gb", "device=cuda",
+                                     "bf16.enabled=true", "zero_optimization.stage=1"} +
                          extra);
     if (r.code != 0) throw std::runtime_error(r.err.toStdString());
     return nlohmann::json::parse(r.out.split('\n').front().toStdString());
@@ -304,8 +305,8 @@ void TestCli::simulatePutsZeroOffloadInHostMemory() {
   QCOMPARE(offloaded["memory_per_rank_bytes"]["optimizer state"].get<double>(), 0.0);
   QCOMPARE(offloaded["host_memory_per_rank_bytes"].get<double>(), state / 12 * 16);
   const Result words =
-      run({"simulate", "device=cuda", "bf16.enabled=true", "zero_optimization.stage=1",
-           "zero_optimization.offload_optimizer.device=cpu"});
+      run({"simulate", "--system", "a100-80gb", "device=cuda", "bf16.enabled=true",
+           "zero_optimization.stage=1", "zero_optimization.offload_optimizer.device=cpu"});
   QCOMPARE(words.code, 0);
   QVERIFY2(words.out.contains("host memory per rank (offload_optimizer cpu): "),
            qPrintable(words.out));
