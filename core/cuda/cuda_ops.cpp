@@ -98,15 +98,6 @@ class CudaOps final : public kernels::KernelOps {
     const trace::LaunchSpan span("cross_entropy_forward", trace::Category::Compute);
     cuda::crossEntropyForward(losses, probs, logits, targets, N, V, stream_);
   }
-  void crossEntropyBackward(float* dlogits, const float* probs, const std::int32_t* targets,
-                            const float* dlosses, int N, int V) const override {
-    const trace::LaunchSpan span("cross_entropy_backward", trace::Category::Compute);
-    cuda::crossEntropyBackward(dlogits, probs, targets, dlosses, N, V, stream_);
-  }
-  void fill(float* p, float value, long n) const override {
-    const trace::LaunchSpan span("fill", trace::Category::Compute);
-    cuda::fill(p, value, n, stream_);
-  }
   void accumulate(void* acc, const void* add, long n, DType type) const override {
     const trace::LaunchSpan span("accumulate", trace::Category::Compute);
     cuda::accumulate(acc, add, n, type, stream_);

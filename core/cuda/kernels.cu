@@ -521,18 +521,6 @@ __global__ void crossEntropyForwardKernel(float* losses, float* probs, const flo
   if (threadIdx.x == 0) losses[blockIdx.x] = logf(sum) - (target - maxv);
 }
 
-__global__ void crossEntropyBackwardKernel(float* dlogits, const float* probs,
-                                           const std::int32_t* targets, const float* dlosses, int V,
-                                           long n) {
-  for (long i = globalIndex(); i < n; i += gridStride()) {
-    const long row = i / V;
-    const float dl = dlosses[row];
-    float d = probs[i] * dl;
-    if (i % V == targets[row]) d = d - dl;
-    dlogits[i] = d;
-  }
-}
-
 __global__ void adamwKernel(float* param, const float* grad, float* m, float* v, long n,
                             k::AdamWConstants<float> c, float gradScale) {
   for (long i = globalIndex(); i < n; i += gridStride())
@@ -844,14 +832,6 @@ void crossEntropyForward(float* losses, float* probs, const float* logits,
   crossEntropyForwardKernel<<<static_cast<unsigned>(N), kThreads, 0, stream>>>(losses, probs,
                                                                                logits, targets, V);
   checkLaunch("cross_entropy_forward");
-}
-
-void crossEntropyBackward(float* dlogits, const float* probs, const std::int32_t* targets,
-                          const float* dlosses, int N, int V, cudaStream_t stream) {
-  const long n = static_cast<long>(N) * V;
-  crossEntropyBackwardKernel<<<blocksFor(n), kThreads, 0, stream>>>(dlogits, probs, targets,
-                                                                    dlosses, V, n);
-  checkLaunch("cross_entropy_backward");
 }
 
 void adamwUpdate(float* param, const float* grad, float* m, float* v, long n,

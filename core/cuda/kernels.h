@@ -32,7 +32,7 @@ void geluForward(float* out, const float* inp, long n, cudaStream_t stream);
 // dinp may be dout (replaced in place).
 void geluBackward(float* dinp, const float* inp, const float* dout, long n, cudaStream_t stream);
 
-// p[0 .. n) = value.
+// p[0 .. n) = value: the gpu suites' work that is still running when a collective is issued.
 void fill(float* p, float value, long n, cudaStream_t stream);
 
 // out = a + b (out may alias either); and out[r, :] += bias for each of `rows` rows of C.
@@ -87,12 +87,10 @@ void crossEntropyPartFinish(float* losses, float* probs, const float* sums, cons
 void crossEntropyPartBackward(float* dlogits, const std::int32_t* targets, int N, int V, int first,
                               float weight, cudaStream_t stream);
 
-// Softmax + cross-entropy over rows of V (probs may alias logits), and its backward (dlogits may
-// alias probs).
+// Softmax + cross-entropy over rows of V (probs may alias logits); its backward is
+// crossEntropyPartBackward's over the whole vocabulary.
 void crossEntropyForward(float* losses, float* probs, const float* logits,
                          const std::int32_t* targets, int N, int V, cudaStream_t stream);
-void crossEntropyBackward(float* dlogits, const float* probs, const std::int32_t* targets,
-                          const float* dlosses, int N, int V, cudaStream_t stream);
 
 // AdamW (core/kernels/adamw.h), the constants from kernels::adamwConstants on the host; grad is
 // read times gradScale. The mixed form keeps the f32 master and stores param rounded to `type`.

@@ -83,11 +83,6 @@ class CpuOps final : public KernelOps {
                            const std::int32_t* targets, int N, int V) const override {
     kernels::crossEntropyForward(losses, probs, logits, targets, N, V);
   }
-  void crossEntropyBackward(float* dlogits, const float* probs, const std::int32_t* targets,
-                            const float* dlosses, int N, int V) const override {
-    kernels::crossEntropyBackward(dlogits, probs, targets, dlosses, N, V);
-  }
-  void fill(float* p, float value, long n) const override { std::fill(p, p + n, value); }
   void accumulate(void* acc, const void* add, long n, DType type) const override {
     kernels::accumulate(acc, add, n, type);
   }

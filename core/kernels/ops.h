@@ -52,11 +52,8 @@ class KernelOps {
   virtual void biasBackward(float* dbias, const float* dout, long rows, long C) const = 0;
   virtual void crossEntropyForward(float* losses, float* probs, const float* logits,
                                    const std::int32_t* targets, int N, int V) const = 0;
-  virtual void crossEntropyBackward(float* dlogits, const float* probs, const std::int32_t* targets,
-                                    const float* dlosses, int N, int V) const = 0;
-  // p[0 .. n) = value; acc[0 .. n) += add, both in `type` (precision.h's accumulate: a gradient
-  // summed elsewhere added to the stored one).
-  virtual void fill(float* p, float value, long n) const = 0;
+  // acc[0 .. n) += add, both in `type` (precision.h's accumulate: a gradient summed elsewhere
+  // added to the stored one).
   virtual void accumulate(void* acc, const void* add, long n, DType type) const = 0;
   // Tensor parallelism's vocabulary-split embedding and cross-entropy (embedding.h,
   // cross_entropy.h).
