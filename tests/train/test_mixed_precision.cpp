@@ -156,6 +156,14 @@ class ScaleLayer final : public Layer {
   std::vector<float> computedThird_;
 };
 
+// ScaleLayers on parameters w0 and w1 of 3 elements each, in that order.
+void addScaleLayers(Model& m, DType low, bool* allRounded) {
+  for (const char* name : {"w0", "w1"})
+    m.addParameter(name, {3}, {ParameterInit::Kind::Normal, 0.7f}, true);
+  for (const char* name : {"w0", "w1"})
+    m.addLayer(std::make_unique<ScaleLayer>(m, name, low, allRounded));
+}
+
 // losses = x / 3 per element, in f32.
 class ThirdLoss final : public LossLayer {
  public:
@@ -308,11 +316,8 @@ void TestMixedPrecision::modelRoundsLikeTheLowType() {
   auto r = [low](float v) { return rounded(v, low); };
   Allocator a;
   Model m(a, low);
-  m.addParameter("w0", {3}, {ParameterInit::Kind::Normal, 0.7f}, true);
-  m.addParameter("w1", {3}, {ParameterInit::Kind::Normal, 0.7f}, true);
   bool ok = true;
-  m.addLayer(std::make_unique<ScaleLayer>(m, "w0", low, &ok));
-  m.addLayer(std::make_unique<ScaleLayer>(m, "w1", low, &ok));
+  addScaleLayers(m, low, &ok);
   m.addLayer(std::make_unique<ThirdLoss>(a));
   m.initialize(5);
   QCOMPARE(a.liveBytes(MemoryCategory::Parameter), 2 * 6);
@@ -427,11 +432,8 @@ void TestMixedPrecision::modelKeepsALayersInputInTheLowType() {
   const DType low = DType::BF16;
   Allocator a;
   Model m(a, low);
-  m.addParameter("w0", {3}, {ParameterInit::Kind::Normal, 0.7f}, true);
-  m.addParameter("w1", {3}, {ParameterInit::Kind::Normal, 0.7f}, true);
   bool ok = true;
-  m.addLayer(std::make_unique<ScaleLayer>(m, "w0", low, &ok));
-  m.addLayer(std::make_unique<ScaleLayer>(m, "w1", low, &ok));
+  addScaleLayers(m, low, &ok);
   m.initialize(5);
   Batch b;
   b.inputs = Tensor::empty({3}, DType::F32, MemoryCategory::Activation, a);
