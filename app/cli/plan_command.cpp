@@ -84,10 +84,7 @@ void printComparison(const PredictionError& e, bool json) {
     return;
   }
   std::printf("measured step %.3f s (median), predicted %.3f s (%+.1f%%)\n", e.measuredStepSeconds,
-              e.predictedStepSeconds,
-              e.measuredStepSeconds > 0
-                  ? 100 * (e.predictedStepSeconds - e.measuredStepSeconds) / e.measuredStepSeconds
-                  : 0.0);
+              e.predictedStepSeconds, 100 * e.stepError());
   std::printf("%-13s %6s %12s %12s %8s\n", "op", "count", "measured", "predicted", "error");
   for (const OpError& op : e.ops) {
     std::printf("%-13s %6d %10.2fms %10.2fms %+7.1f%%\n", op.op.c_str(), op.instructions,

@@ -24,6 +24,10 @@ double OpError::error() const {
   return relative(predictedSeconds, measuredSeconds);
 }
 
+double PredictionError::stepError() const {
+  return relative(predictedStepSeconds, measuredStepSeconds);
+}
+
 PredictionError comparePrediction(const StrategyPlan& plan, const Simulation& simulation,
                                   const std::vector<trace::Event>& measured) {
   const int perPipelineRank = plan.ranksPerPipelineRank();

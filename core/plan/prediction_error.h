@@ -35,6 +35,7 @@ struct PredictionError {
   std::vector<OpError> ops;                    // in Op order, those the programs hold
   double measuredStepSeconds = 0;              // median of the measured train_step spans
   double predictedStepSeconds = 0;
+  double stepError() const;  // (predicted - measured) / measured; 0 without a measurement
 };
 
 // `measured`: events of a traced run of plan.config (any number of steps, every rank).

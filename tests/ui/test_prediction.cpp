@@ -170,6 +170,7 @@ class TestPrediction : public QObject {
   void predictedRanksFollowTheirMeasuredRank();
   void hoverShowsBothDurations();
   void windowPredictsTheEndedRun();
+  void farOffStepsPointAtTheDescription();
   void windowPredictsEachSegment();
 
  private:
@@ -419,6 +420,10 @@ void TestPrediction::windowPredictsTheEndedRun() {
   const Simulation simulation = simulateStep(plan, CostModel(machine(), plan));
   const profiler::TraceData run = profiler::importChromeTraces({window.tracePath().toStdString()});
   const PredictionError expected = comparePrediction(plan, simulation, run.events);
+  // The hint points at the description exactly when the step is off by more than half.
+  qInfo("step predicted %+.0f%% off", 100 * expected.stepError());
+  QCOMPARE(tab->hint().contains(QStringLiteral("measures it again")),
+           std::abs(expected.stepError()) > kStaleDescriptionError);
   const PredictionModel& m = *tab->instructionModel();
   QCOMPARE(m.rowCount(), static_cast<int>(expected.instructions.size()));
   for (int row = 0; row < m.rowCount(); ++row) {
@@ -464,6 +469,30 @@ void TestPrediction::windowPredictsTheEndedRun() {
   beside->trigger();
   QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 2, 60000);
   QCOMPARE(headerRanks(timeline->rows()), (std::vector<std::int32_t>{0, 1}));
+}
+
+// The segment whose step is the most mispredicted, beyond the bound, either way; none within it,
+// unmeasured or unpredicted.
+void TestPrediction::farOffStepsPointAtTheDescription() {
+  auto segment = [](int n, double measured, double predicted, std::string failure = {}) {
+    PredictedSegment p;
+    p.segment.segment = n;
+    p.failure = std::move(failure);
+    p.comparison.measuredStepSeconds = measured;
+    p.comparison.predictedStepSeconds = predicted;
+    return p;
+  };
+  const std::vector<PredictedSegment> close = {segment(1, 0.196, 0.202), segment(2, 0.2, 0.12),
+                                               segment(3, 0, 5.0), segment(4, 0.1, 0, "no plan")};
+  QCOMPARE(mostMispredicted(close, kStaleDescriptionError), nullptr);
+  QCOMPARE(close[1].comparison.stepError(), -0.4);
+  const std::vector<PredictedSegment> far = {segment(1, 0.196, 0.202), segment(2, 0.2, 0.08),
+                                             segment(3, 0.1963, 0.6289)};
+  const PredictedSegment* worst = mostMispredicted(far, kStaleDescriptionError);
+  QVERIFY(worst != nullptr);
+  QCOMPARE(worst->segment.segment, 3);  // +220%, beyond segment 2's -60%
+  const std::vector<PredictedSegment> under = {far[1]};
+  QCOMPARE(mostMispredicted(under, kStaleDescriptionError), &under[0]);  // -60% counts too
 }
 
 // A live switch splits the run: each segment is predicted under its own strategy and compared

@@ -127,12 +127,8 @@ void PredictionOpModel::setSegments(const std::vector<PredictedSegment>& segment
     if (!s.failure.empty()) continue;
     const QString strategy = QString::fromStdString(s.segment.strategy);
     const PredictionError& c = s.comparison;
-    const bool stepMeasured = c.measuredStepSeconds > 0;
     rows_.push_back({s.segment.segment, strategy, QStringLiteral("step"), 0, c.measuredStepSeconds,
-                     c.predictedStepSeconds, stepMeasured,
-                     stepMeasured
-                         ? (c.predictedStepSeconds - c.measuredStepSeconds) / c.measuredStepSeconds
-                         : 0});
+                     c.predictedStepSeconds, c.measuredStepSeconds > 0, c.stepError()});
     // An op is measured when one of its instructions is, even if in no time (a send).
     std::set<std::string> measured;
     for (const InstructionError& e : c.instructions) {

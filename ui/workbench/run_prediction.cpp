@@ -1,6 +1,7 @@
 // An ended run's segments predicted; see run_prediction.h.
 #include "ui/workbench/run_prediction.h"
 
+#include <cmath>
 #include <exception>
 
 #include "core/plan/simulator.h"
@@ -39,6 +40,17 @@ std::vector<PredictedSegment> predictRun(const SystemDescription& system,
     out.push_back(std::move(result));
   }
   return out;
+}
+
+const PredictedSegment* mostMispredicted(const std::vector<PredictedSegment>& predictions,
+                                         double beyond) {
+  const PredictedSegment* worst = nullptr;
+  for (const PredictedSegment& p : predictions) {
+    if (!p.failure.empty() || p.comparison.measuredStepSeconds <= 0) continue;
+    const double error = std::abs(p.comparison.stepError());
+    if (error > beyond && (!worst || error > std::abs(worst->comparison.stepError()))) worst = &p;
+  }
+  return worst;
 }
 
 }  // namespace parascope::ui

@@ -31,6 +31,17 @@ struct PredictedSegment {
   PredictionError comparison;
 };
 
+// A whole step's relative error beyond which the workbench suggests calibrating this machine
+// again: a calibration taken on a quiet machine predicts the default session's step within a
+// few percent, one taken under a test run's load by +220%.
+inline constexpr double kStaleDescriptionError = 0.5;
+
+// The predicted segment whose whole step is the most mispredicted, when by more than `beyond`
+// (0.5: by half its measured time); null otherwise. A description of this machine calibrated
+// while other work held its cores mispredicts every step so.
+const PredictedSegment* mostMispredicted(const std::vector<PredictedSegment>& predictions,
+                                         double beyond);
+
 // `measured`: the run's trace. A segment that cannot be planned or simulated gets its failure;
 // an unwritable predicted trace throws.
 std::vector<PredictedSegment> predictRun(const SystemDescription& system,

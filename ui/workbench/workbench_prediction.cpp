@@ -84,6 +84,20 @@ void WorkbenchWindow::showPredictionHint() {
                 .arg(p.segment.segment)
                 .arg(QString::fromStdString(p.segment.strategy), QString::fromStdString(p.failure));
   }
+  // Calibrated on a quiet machine, a step is predicted within a few percent; off by more than
+  // half, the description itself is the likelier culprit than the strategy.
+  if (const PredictedSegment* worst = mostMispredicted(predictions_, kStaleDescriptionError)) {
+    const PredictionError& c = worst->comparison;
+    hint += QStringLiteral("\n") +
+            tr("Segment %1's step is predicted %2% off (%3 ms against %4 ms measured): a "
+               "description of this machine measured while other work held its cores "
+               "mispredicts every step so. Session > Calibrate this machine measures it again; "
+               "let nothing else run meanwhile.")
+                .arg(worst->segment.segment)
+                .arg(QString::asprintf("%+.0f", 100 * c.stepError()))
+                .arg(1e3 * c.predictedStepSeconds, 0, 'f', 1)
+                .arg(1e3 * c.measuredStepSeconds, 0, 'f', 1);
+  }
   prediction_->setHint(hint);
 }
 
