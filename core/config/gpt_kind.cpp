@@ -278,7 +278,8 @@ class GptKind final : public ModelKind {
     LayerActivations head;
     const double part = V / t, probabilities = N * part;
     const bool low = c.parallel.compute != DType::F32;
-    const double rows = low ? headChunkRows(static_cast<int>(N), static_cast<int>(part)) : N;
+    const double rows =
+        headChunkRows(static_cast<int>(N), static_cast<int>(part), c.parallel.compute);
     const double chunk = low ? rows * part : 0;
     head.kept = layernorm + probabilities;
     head.keptLow = low ? probabilities : 0;

@@ -22,7 +22,8 @@ double GptConfig::flopsPerToken() const {
          12.0 * numLayers * contextLength * hiddenSize;
 }
 
-int headChunkRows(int rows, int vocabulary) {
+int headChunkRows(int rows, int vocabulary, DType compute) {
+  if (compute == DType::F32) return rows;
   constexpr long kMostBytes = 256L << 20;
   const long eighth = (static_cast<long>(rows) + 7) / 8;
   const long fit = kMostBytes / (4L * std::max(vocabulary, 1));

@@ -53,11 +53,13 @@ struct GptConfig {
 // Throws UserError if the shape is inconsistent (width not divisible by heads, ...).
 void validate(const GptConfig& c);
 
-// Under mixed precision the head keeps its probabilities in the compute type and holds the f32
-// logits, then their gradient, for this many of its `rows` token rows at a time, against
-// `vocabulary` entries (a tensor rank's part): an eighth of the rows, at most 256 MiB of f32, at
-// least one row. The memory estimate (gpt_kind.cpp) sizes the head's chunk with it.
-int headChunkRows(int rows, int vocabulary);
+// The head holds its f32 logits, then their gradient, for this many of its `rows` token rows at a
+// time, against `vocabulary` entries (a tensor rank's part). In f32, all of them: the
+// probabilities are kept whole in their place. Under mixed precision (`compute` BF16 or F16) the
+// probabilities are kept in the compute type and the rows go by chunks of an eighth, at most
+// 256 MiB of f32, at least one row. The memory estimate (gpt_kind.cpp) sizes the head's chunk
+// with it.
+int headChunkRows(int rows, int vocabulary, DType compute);
 
 // Builds the parameters (uninitialised: call Model::initialize) and the layers, for one rank:
 // the layers own their size-1 tensor group.

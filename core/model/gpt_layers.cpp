@@ -478,7 +478,7 @@ class Head final : public LossLayer {
   int vocabPart() const { return c_.vocabSize / region_->size(); }
   int firstVocab() const { return region_->rank() * vocabPart(); }
   bool lowProbabilities() const { return compute_ != DType::F32; }
-  int chunkRows(int N) const { return lowProbabilities() ? headChunkRows(N, vocabPart()) : N; }
+  int chunkRows(int N) const { return headChunkRows(N, vocabPart(), compute_); }
   // Rows [row, row + n): their logits -> probabilities in place, and their losses.
   void crossEntropyRows(float* losses, float* logits, const Batch& batch, int row, int n);
   // The logits' gradient, (p - [v == target]) * weight, chunk by chunk: into dln's rows (when

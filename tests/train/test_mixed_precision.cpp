@@ -473,7 +473,7 @@ void TestMixedPrecision::gptHeadWorksInChunksOfRows() {
   g.numHeads = 2;
   g.numLayers = 1;
   const int B = 3, N = B * g.contextLength, C = g.hiddenSize, V = g.vocabSize;
-  QCOMPARE(headChunkRows(N, V), 3);
+  QCOMPARE(headChunkRows(N, V, low), 3);
   Allocator a;
   Model m(a, low);
   buildGpt(m, g);
