@@ -33,7 +33,8 @@ namespace {
 
 constexpr const char* kCacheFormat = "parascope-system";
 // 2: the description measures the disk; a cache without one is calibrated again.
-constexpr int kCacheVersion = 2;
+// 3: the machine is named by its sgemm library's kernels (sgemm_library.h), not OpenBLAS's alone.
+constexpr int kCacheVersion = 3;
 
 nlohmann::json baseConfig() {
   nlohmann::json doc = readJsonFile(shippedFile("resources/configs/default.json"));
@@ -357,7 +358,7 @@ bool cacheSystem(const SystemDescription& system) {
   const nlohmann::ordered_json j = {{"format", kCacheFormat},
                                     {"version", kCacheVersion},
                                     {"cpu", machine.cpu},
-                                    {"blas_core", machine.blasCore},
+                                    {"sgemm_kernels", machine.kernels},
                                     {"system", systemToJson(system)}};
   const std::string text = j.dump(2) + "\n";
   try {
@@ -380,7 +381,7 @@ std::optional<SystemDescription> cachedMachine() {
     const nlohmann::json j = parseBoundedJson(
         readBoundedFile(path, kConfigJsonLimits.maxBytes, "system cache"), path, kConfigJsonLimits);
     if (j.value("format", "") == kCacheFormat && j.value("version", 0) == kCacheVersion &&
-        j.value("cpu", "") == machine.cpu && j.value("blas_core", "") == machine.blasCore)
+        j.value("cpu", "") == machine.cpu && j.value("sgemm_kernels", "") == machine.kernels)
       return parseSystem(j.at("system"), path);
   } catch (const std::exception&) {
     return std::nullopt;  // missing, unreadable or of an older schema: as if there were none

@@ -26,7 +26,7 @@ std::string systemCachePath();
 // costs a calibration next time, nothing else).
 bool cacheSystem(const SystemDescription& system);
 
-// The cached description when it is this machine's (same CPU and OpenBLAS kernels).
+// The cached description when it is this machine's (same CPU and sgemm kernels).
 std::optional<SystemDescription> cachedMachine();
 
 // The cached description when it is this machine's, else calibrated now and cached, with one

@@ -8,7 +8,7 @@ packages=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev libxkbcommon-dev libvulkan-dev
   qt6-svg-dev
   xvfb xauth
-  libopenblas-dev libopenmpi-dev openmpi-bin
+  libopenblas-dev libdnnl-dev libopenmpi-dev openmpi-bin
   nlohmann-json3-dev zlib1g-dev libisal-dev libcli11-dev libsimdjson-dev libaio-dev
   clang-22 libclang-rt-22-dev lld-22 clang-tidy-22
   fortunes dataset-fashion-mnist

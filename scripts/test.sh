@@ -3,8 +3,9 @@
 # CTest, and exit non-zero on any failure. Each suite runs once under AddressSanitizer and
 # UndefinedBehaviorSanitizer, and again under ThreadSanitizer where it runs threads; the
 # optimised build without sanitizers runs what they cannot or need not (the MPI jobs, the
-# workbench's window, the learning runs) and the numeric suites, once with this CPU's OpenBLAS kernels and again with each other kernel
-# family the CPU can execute; clang-tidy checks every product source.
+# workbench's window, the learning runs) and the numeric suites, once with the kernels chosen for
+# this CPU and again with each other family of matrix-product kernels the CPU can execute;
+# clang-tidy checks every product source.
 #   scripts/test.sh                 all of the above
 #   scripts/test.sh --no-sanitize   without the sanitizer builds: every suite in the optimised
 #                                   build (the quick local loop)
@@ -58,24 +59,35 @@ done
 rm -rf "$shots" "$config_home" "$cache_home"
 phase "window under Xvfb"
 
-# OpenBLAS picks its GEMM kernels for the CPU at run time, and kernel families round
-# differently; a numeric test must pass whichever it picks, not only this machine's. So the
-# numeric suites (both backends) run again with each family forced that this CPU can execute:
-# SkylakeX (AVX-512), Haswell and Zen (AVX2, different blocking), Sandybridge (AVX), Nehalem and
-# Prescott (SSE only; /proc/cpuinfo calls SSE3 "pni"). test_kernels checks that the forced
-# family is the one in use.
+# The single-precision products run on oneDNN, which picks its kernels by the instructions the CPU
+# has; OpenBLAS, their other library (PARASCOPE_SGEMM=openblas), picks a kernel family for the CPU.
+# Kernels round differently, and a numeric test must pass whichever runs, not only this machine's.
+# So the numeric suites (both backends) run again with oneDNN limited to each narrower instruction
+# set this CPU can execute (DNNL_MAX_CPU_ISA: AVX2, AVX, SSE4.1; the run above had the widest),
+# and on OpenBLAS with each of its families forced that this CPU can execute: SkylakeX (AVX-512),
+# Haswell and Zen (AVX2, different blocking), Sandybridge (AVX), Nehalem and Prescott (SSE only;
+# /proc/cpuinfo calls SSE3 "pni"). test_kernels checks that the forced library and kernels are the
+# ones in use.
 flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
 needs() { for f in "$@"; do [[ "$flags" == *" $f "* ]] || return 1; done; }
-declare -A required=([SkylakeX]="avx512f avx512bw avx512dq avx512vl" [Haswell]="avx2 fma"
+declare -A required=([AVX2]="avx2 fma" [AVX]="avx" [SSE41]="sse4_1"
+  [SkylakeX]="avx512f avx512bw avx512dq avx512vl" [Haswell]="avx2 fma"
   [Zen]="avx2 fma" [Sandybridge]="avx" [Nehalem]="ssse3 sse4_1 sse4_2" [Prescott]="pni")
+runs=()
+for isa in AVX2 AVX SSE41; do runs+=("DNNL_MAX_CPU_ISA=$isa"); done
 for core in SkylakeX Haswell Zen Sandybridge Nehalem Prescott; do
+  runs+=("PARASCOPE_SGEMM=openblas OPENBLAS_CORETYPE=$core")
+done
+for run in "${runs[@]}"; do
+  kernels=${run##*=}
   # shellcheck disable=SC2086  # the list of flags splits into words on purpose
-  if ! needs ${required[$core]}; then
-    echo "test.sh: skipping OPENBLAS_CORETYPE=$core: this CPU lacks ${required[$core]}"
+  if ! needs ${required[$kernels]}; then
+    echo "test.sh: skipping $run: this CPU lacks ${required[$kernels]}"
     continue
   fi
-  echo "test.sh: numeric suites with OPENBLAS_CORETYPE=$core"
-  (cd build && OPENBLAS_CORETYPE=$core ctest --output-on-failure --timeout 900 -j "$jobs" -L numeric)
+  echo "test.sh: numeric suites with $run"
+  # shellcheck disable=SC2086  # the assignments split into words on purpose
+  (cd build && env $run ctest --output-on-failure --timeout 900 -j "$jobs" -L numeric)
 done
 
 phase "numeric suites under each kernel family"

@@ -2,8 +2,6 @@
 // build's flags, the widest this CPU runs chosen at run time.
 #include "core/kernels/fma_peak.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -118,11 +116,6 @@ FmaPeak measureFmaPeak(const SecondsClock& clock) {
   }
   (void)sink;
   return {probe.isa, probe.lanes, best};
-}
-
-std::string blasCoreName() {
-  const char* name = openblas_get_corename();
-  return name != nullptr ? name : "";
 }
 
 }  // namespace parascope::kernels

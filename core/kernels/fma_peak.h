@@ -30,7 +30,4 @@ struct FmaPeak {
 // and just after each sample.
 FmaPeak measureFmaPeak(const SecondsClock& clock = steadySeconds);
 
-// The name OpenBLAS gives the kernel family it runs (OPENBLAS_CORETYPE or its own choice).
-std::string blasCoreName();
-
 }  // namespace parascope::kernels

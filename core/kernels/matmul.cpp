@@ -38,10 +38,6 @@ void matmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, 
   if (dbias != nullptr) addColumnSums(dbias, dout, static_cast<long>(N), static_cast<long>(OC));
 }
 
-void setBlasThreads(int n) {
-  openblas_set_num_threads(n);
-}
-
 template void matmulForward<float>(float*, const float*, const float*, const float*, int, int, int);
 template void matmulForward<double>(double*, const double*, const double*, const double*, int, int,
                                     int);

@@ -19,20 +19,18 @@
 #include "core/common/output_file.h"
 #include "core/kernels/blas.h"
 #include "core/kernels/matmul.h"
+#include "core/kernels/sgemm_library.h"
 
 namespace parascope::kernels {
 
 namespace {
 
 constexpr const char* kFormat = "parascope-sgemm-peak";
-constexpr int kVersion = 1;
+// 2: the products' library and kernels (sgemm_library.h) instead of OpenBLAS's alone.
+constexpr int kVersion = 2;
 constexpr JsonLimits kCacheLimits{std::size_t{64} << 10, 4};
 // Bounds the probe's time even with a clock that does not advance: each sample sleeps 1 ms.
 constexpr int kMaxSamples = 1000;
-
-std::string orEmpty(const char* s) {
-  return s != nullptr ? std::string(s) : std::string();
-}
 
 std::string cpuModelName() {
   std::ifstream in("/proc/cpuinfo");
@@ -88,8 +86,7 @@ std::string sgemmPeakCachePath() {
 }
 
 SgemmPeakCache SgemmPeakCache::thisMachine() {
-  return {sgemmPeakCachePath(), cpuModelName(), orEmpty(openblas_get_corename()),
-          orEmpty(openblas_get_config())};
+  return {sgemmPeakCachePath(), cpuModelName(), sgemmKernels(), sgemmBuild()};
 }
 
 std::optional<double> SgemmPeakCache::read() const {
@@ -99,8 +96,8 @@ std::optional<double> SgemmPeakCache::read() const {
         readBoundedFile(path, kCacheLimits.maxBytes, "sgemm peak cache"), path, kCacheLimits);
     const bool ours =
         j.is_object() && j.value("format", "") == kFormat && j.value("version", 0) == kVersion &&
-        j.value("cpu", "") == cpu && j.value("blas_core", "") == blasCore &&
-        j.value("blas_config", "") == blasConfig && j.value("sgemm_size", 0) == kSgemmPeakSize;
+        j.value("cpu", "") == cpu && j.value("sgemm_kernels", "") == kernels &&
+        j.value("sgemm_build", "") == build && j.value("sgemm_size", 0) == kSgemmPeakSize;
     if (!ours) return std::nullopt;
     const double flops = j.value("flops_per_second", 0.0);
     if (std::isfinite(flops) && flops > 0) return flops;
@@ -118,8 +115,8 @@ double SgemmPeakCache::raise(double flops) const {
   if (!std::isfinite(flops) || flops <= cached) return cached;
   if (path.empty()) return flops;
   const nlohmann::json j = {
-      {"format", kFormat},        {"version", kVersion},       {"cpu", cpu},
-      {"blas_core", blasCore},    {"blas_config", blasConfig}, {"sgemm_size", kSgemmPeakSize},
+      {"format", kFormat},        {"version", kVersion},  {"cpu", cpu},
+      {"sgemm_kernels", kernels}, {"sgemm_build", build}, {"sgemm_size", kSgemmPeakSize},
       {"flops_per_second", flops}};
   const std::string text = j.dump(2) + "\n";
   try {

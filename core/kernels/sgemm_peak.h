@@ -1,7 +1,8 @@
-// This machine's peak in the unit MFU is measured in on this CPU engine: one thread's OpenBLAS
-// sgemm rate, FLOP/s (ranks are threads with one BLAS thread each, so R ranks peak at R times
-// it). One probe, robust against a machine busy with other work, and a per-machine cache so the
-// probe runs once per machine, not at every start. Not a model kernel.
+// This machine's peak in the unit MFU is measured in on this CPU engine: one thread's sgemm rate
+// with the library the products use (sgemm_library.h), FLOP/s (ranks are threads with one BLAS
+// thread each, so R ranks peak at R times it). One probe, robust against a machine busy with other
+// work, and a per-machine cache so the probe runs once per machine, not at every start. Not a model
+// kernel.
 #pragma once
 
 #include <functional>
@@ -30,18 +31,19 @@ double steadySeconds();
 double measureSgemmPeak(const SecondsClock& clock = steadySeconds);
 
 // The cached peak, a JSON object in one file:
-//   {"format": "parascope-sgemm-peak", "version": 1, "cpu": "<model name>",
-//    "blas_core": "<openblas_get_corename()>", "blas_config": "<openblas_get_config()>",
-//    "sgemm_size": 512, "flops_per_second": 1.04e11}
-// It holds one machine's peak: the CPU (/proc/cpuinfo's model name) and OpenBLAS's kernel family
-// and build (which choose the sgemm code at run time, whatever flags ParaScope was built with).
+//   {"format": "parascope-sgemm-peak", "version": 2, "cpu": "<model name>",
+//    "sgemm_kernels": "<sgemmKernels()>", "sgemm_build": "<sgemmBuild()>",
+//    "sgemm_size": 512, "flops_per_second": 2.4e11}
+// It holds one machine's peak: the CPU (/proc/cpuinfo's model name) and the products' library,
+// kernels and build (which choose the sgemm code at run time, whatever flags ParaScope was built
+// with).
 // A file that is missing, unreadable, malformed, of another format, version or probe size, or of
 // another machine reads as no peak and is replaced when a peak is stored.
 struct SgemmPeakCache {
   std::string path;  // empty: nothing is cached
-  std::string cpu, blasCore, blasConfig;
+  std::string cpu, kernels, build;
 
-  // sgemmPeakCachePath() and this machine's CPU and OpenBLAS.
+  // sgemmPeakCachePath() and this machine's CPU and sgemm library.
   static SgemmPeakCache thisMachine();
   std::optional<double> read() const;
   // Stores the larger of the cached peak and `flops` (a peak is a maximum: a measurement above

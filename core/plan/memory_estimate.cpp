@@ -25,6 +25,7 @@
 #include <tuple>
 
 #include "core/common/error.h"
+#include "core/kernels/sgemm_library.h"
 #include "core/offload/optimizer_swap.h"
 #include "core/parallel/schedule.h"
 #include "core/plan/strategy_plan.h"
@@ -844,8 +845,13 @@ double availableAddressSpaceBytes() {
   return -1;
 }
 
+double addressSpacePerRankThread() {
+  return kernels::sgemmLibrary() == kernels::SgemmLibrary::OneDnn ? 96.0 * (1 << 20)
+                                                                  : 192.0 * (1 << 20);
+}
+
 void checkAddressSpace(const MemoryEstimate& estimate, int threads, double availableBytes) {
-  const double threadBytes = kAddressSpacePerRankThread * threads;
+  const double threadBytes = addressSpacePerRankThread() * threads;
   const double needed = estimate.totalBytes() + threadBytes;
   if (availableBytes < 0 || needed <= availableBytes) return;
   throw UserError("address space: the run needs about " + formatBytes(needed) + " (" +

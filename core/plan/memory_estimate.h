@@ -100,16 +100,18 @@ void checkMemory(const MemoryEstimate& estimate, double availableBytes);
 void checkHostMemory(const MemoryEstimate& estimate, double availableBytes);
 
 // Address space an in-process rank's thread reserves beyond its tracked memory: its stack
-// (8 MiB), glibc's malloc arena (64 MiB reserved per thread) and OpenBLAS's buffer for the
-// products it runs (84 MiB measured per thread calling sgemm, VmSize; 96 MiB with margin).
-// Reserved, not resident: it matters only under an address-space limit (ulimit -v).
-inline constexpr double kAddressSpacePerRankThread = 96.0 * (1 << 20);
+// (8 MiB), glibc's malloc arena and its products' buffers. Measured as VmSize per thread, 8
+// threads each after three 512^3 products: 63 MiB with oneDNN (its buffers come and go with each
+// product), 175 MiB with OpenBLAS (PARASCOPE_SGEMM=openblas keeps a buffer per calling thread).
+// With margin, 96 MiB or 192 MiB by the library in use (core/kernels/sgemm_library.h). Reserved,
+// not resident: it matters only under an address-space limit (ulimit -v).
+double addressSpacePerRankThread();
 
 // The address space this process may still map under RLIMIT_AS (its limit less VmSize);
 // negative when unlimited or unknown.
 double availableAddressSpaceBytes();
 
-// UserError "address space: ..." when `estimate` plus kAddressSpacePerRankThread for each of
+// UserError "address space: ..." when `estimate` plus addressSpacePerRankThread() for each of
 // `threads` rank threads exceeds `availableBytes` (ignored when negative): under ulimit -v,
 // ranks that could not map their buffers spun in OpenBLAS's allocator instead of failing.
 void checkAddressSpace(const MemoryEstimate& estimate, int threads, double availableBytes);

@@ -200,9 +200,10 @@ void TestConfigInput::memoryEstimateRefusesWhatCannotFit() {
   const double tracked = many.totalBytes();
   QCOMPARE(userErrorOf([&] { checkAddressSpace(many, 64, 4.0 * (1 << 30)); }),
            QString::fromStdString("address space: the run needs about " +
-                                  formatBytes(tracked + 64 * 96.0 * (1 << 20)) + " (" +
-                                  formatBytes(tracked) +
-                                  " of memory and 6.0 GiB for 64 rank threads' stacks, malloc "
+                                  formatBytes(tracked + 64 * addressSpacePerRankThread()) + " (" +
+                                  formatBytes(tracked) + " of memory and " +
+                                  formatBytes(64 * addressSpacePerRankThread()) +
+                                  " for 64 rank threads' stacks, malloc "
                                   "arenas and BLAS buffers), more than the 4.0 GiB the "
                                   "address-space limit (ulimit -v) leaves; raise the limit, or "
                                   "use fewer in-process ranks or MPI processes"));

@@ -1,6 +1,7 @@
 // Every kernel's backward against central finite differences in double precision, plus the
 // float fast paths (exp, tanh) against the standard library and the optimizer against
-// hand-computed steps; and that OpenBLAS runs the kernel family OPENBLAS_CORETYPE asks for.
+// hand-computed steps; and that the products run the library PARASCOPE_SGEMM asks for, with the
+// kernels OPENBLAS_CORETYPE or DNNL_MAX_CPU_ISA ask for.
 #include <QtTest>
 
 #include <cblas.h>
@@ -22,6 +23,7 @@
 #include "core/kernels/math.h"
 #include "core/kernels/matmul.h"
 #include "core/kernels/residual.h"
+#include "core/kernels/sgemm_library.h"
 #include "gradcheck.h"
 #include "tests/flash_attention_reference.h"
 
@@ -51,6 +53,8 @@ class TestKernels : public QObject {
   void adamwMatchesHandComputedStep();
   void clipFactorFollowsTorch();
   void openblasRunsForcedCoreType();
+  void productsRunTheForcedLibraryAndKernels();
+  void sgemmLibraryNamesAreCheckedAgainstTheBuild();
 };
 
 void TestKernels::matmulGradients() {
@@ -479,6 +483,45 @@ void TestKernels::openblasRunsForcedCoreType() {
   const char* forced = std::getenv("OPENBLAS_CORETYPE");
   if (forced == nullptr || *forced == '\0') QSKIP("OPENBLAS_CORETYPE is not set");
   QCOMPARE(QString(openblas_get_corename()).toLower(), QString(forced).toLower());
+}
+
+// scripts/test.sh reruns the numeric suites with each library for the products, and oneDNN with
+// each instruction set it may use (DNNL_MAX_CPU_ISA): each rerun must run what it asked for.
+void TestKernels::productsRunTheForcedLibraryAndKernels() {
+  const char* library = std::getenv("PARASCOPE_SGEMM");
+  if (library != nullptr && *library != '\0') {
+    QCOMPARE(QString(sgemmLibraryName(sgemmLibrary())), QString(library));
+  }
+  const char* isa = std::getenv("DNNL_MAX_CPU_ISA");
+  if (sgemmLibrary() == SgemmLibrary::OneDnn && isa != nullptr && *isa != '\0') {
+    QCOMPARE(QString::fromStdString(sgemmKernels()), "oneDNN " + QString(isa).toLower());
+  }
+  if (sgemmLibrary() == SgemmLibrary::OpenBlas) {
+    QCOMPARE(QString::fromStdString(sgemmKernels()),
+             QString("OpenBLAS ") + openblas_get_corename());
+  }
+}
+
+void TestKernels::sgemmLibraryNamesAreCheckedAgainstTheBuild() {
+  const SgemmLibrary preferred = haveOneDnn() ? SgemmLibrary::OneDnn : SgemmLibrary::OpenBlas;
+  std::string complaint;
+  QCOMPARE(sgemmLibraryFor(nullptr, &complaint), preferred);
+  QCOMPARE(sgemmLibraryFor("", &complaint), preferred);
+  QCOMPARE(sgemmLibraryFor("openblas", &complaint), SgemmLibrary::OpenBlas);
+  QCOMPARE(complaint, std::string());
+  QCOMPARE(sgemmLibraryFor("onednn", &complaint), preferred);
+  QCOMPARE(complaint, haveOneDnn() ? std::string()
+                                   : std::string("parascope: PARASCOPE_SGEMM=onednn is not a "
+                                                 "library of this build (allowed: openblas); "
+                                                 "using openblas"));
+  complaint.clear();
+  QCOMPARE(sgemmLibraryFor("mkl", &complaint), preferred);
+  QCOMPARE(complaint, haveOneDnn() ? std::string("parascope: PARASCOPE_SGEMM=mkl is not a library "
+                                                 "of this build (allowed: onednn, openblas); "
+                                                 "using onednn")
+                                   : std::string("parascope: PARASCOPE_SGEMM=mkl is not a library "
+                                                 "of this build (allowed: openblas); using "
+                                                 "openblas"));
 }
 
 QTEST_GUILESS_MAIN(TestKernels)

@@ -58,10 +58,10 @@ void writeFile(const std::string& path, const std::string& text) {
 // A valid entry of the cache format for `cache`'s machine, with one key changed.
 QByteArray entryWith(const SgemmPeakCache& cache, const char* key, const nlohmann::json& value) {
   nlohmann::json j = {{"format", "parascope-sgemm-peak"},
-                      {"version", 1},
+                      {"version", 2},
                       {"cpu", cache.cpu},
-                      {"blas_core", cache.blasCore},
-                      {"blas_config", cache.blasConfig},
+                      {"sgemm_kernels", cache.kernels},
+                      {"sgemm_build", cache.build},
                       {"sgemm_size", kSgemmPeakSize},
                       {"flops_per_second", 1e11}};
   j[key] = value;
@@ -151,7 +151,7 @@ void TestSgemmPeak::cachePathFollowsXdg() {
 void TestSgemmPeak::cacheRoundTripsAndKeepsTheMaximum() {
   const SgemmPeakCache cache = SgemmPeakCache::thisMachine();
   QCOMPARE(QString::fromStdString(cache.path), QString::fromStdString(path_));
-  QVERIFY(!cache.cpu.empty() && !cache.blasCore.empty() && !cache.blasConfig.empty());
+  QVERIFY(!cache.cpu.empty() && !cache.kernels.empty() && !cache.build.empty());
   QVERIFY(!cache.read().has_value());
   const double peak = 1.0 / 3 * 3e11;  // not a round number: the file must keep every bit
   QVERIFY(cache.raise(peak) == peak);
@@ -159,7 +159,8 @@ void TestSgemmPeak::cacheRoundTripsAndKeepsTheMaximum() {
   const nlohmann::json file = nlohmann::json::parse(readFile(path_));
   QCOMPARE(file["format"].get<std::string>(), std::string("parascope-sgemm-peak"));
   QCOMPARE(file["cpu"].get<std::string>(), cache.cpu);
-  QCOMPARE(file["blas_core"].get<std::string>(), cache.blasCore);
+  QCOMPARE(file["sgemm_kernels"].get<std::string>(), cache.kernels);
+  QCOMPARE(file["sgemm_build"].get<std::string>(), cache.build);
   QCOMPARE(file["sgemm_size"].get<int>(), kSgemmPeakSize);
   // A lower measurement leaves the peak; a higher one raises it.
   QVERIFY(cache.raise(peak / 2) == peak);
@@ -187,10 +188,10 @@ void TestSgemmPeak::ignoresAndReplacesAForeignOrCorruptFile_data() {
   QTest::newRow("peak is negative") << entryWith(cache, "flops_per_second", -1e11);
   QTest::newRow("cpu is a number") << entryWith(cache, "cpu", 7);
   QTest::newRow("another CPU") << entryWith(cache, "cpu", "Another CPU @ 1.00GHz");
-  QTest::newRow("another OpenBLAS core") << entryWith(cache, "blas_core", "Prescott");
-  QTest::newRow("another OpenBLAS build") << entryWith(cache, "blas_config", "OpenBLAS 0.0.1");
+  QTest::newRow("other kernels") << entryWith(cache, "sgemm_kernels", "OpenBLAS Prescott");
+  QTest::newRow("another library build") << entryWith(cache, "sgemm_build", "OpenBLAS 0.0.1");
   QTest::newRow("another probe size") << entryWith(cache, "sgemm_size", 64);
-  QTest::newRow("another version") << entryWith(cache, "version", 2);
+  QTest::newRow("another version") << entryWith(cache, "version", 1);
   QTest::newRow("another format") << entryWith(cache, "format", "something-else");
   QTest::newRow("larger than a cache can be") << QByteArray(1 << 20, ' ') + "{}";
 }

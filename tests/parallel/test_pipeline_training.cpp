@@ -210,7 +210,7 @@ void TestPipelineTraining::matchesOneRank_data() {
 // values, match one rank's at rtol 1e-5 / atol 4e-5. Why that holds on any CPU: stages,
 // schedules and recompute run the same fp32 kernels on the same rows (recompute repeats them
 // exactly); micro-batches, data-parallel ranks and the tied embedding's two halves only reorder
-// additions, whatever kernels OpenBLAS picks; AdamW cannot amplify that (dp_harness.h).
+// additions, whatever GEMM kernels run; AdamW cannot amplify that (dp_harness.h).
 void TestPipelineTraining::matchesOneRank() {
   QFETCH(int, layers);
   QFETCH(QStringList, overrides);

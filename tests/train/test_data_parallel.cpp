@@ -179,7 +179,7 @@ void TestDataParallel::matchesOneRank_data() {
 // Each step's loss and every reduced gradient, then the final parameters, of every rank match
 // one rank's at rtol 1e-5 / atol 4e-5. Why that holds on any CPU: D ranks, accumulation and
 // buckets only change the order of fp32 additions (GEMMs over fewer rows, sums across ranks),
-// whatever kernels OpenBLAS picks, an error of about 1e-7 of the summands; AdamW with the
+// whatever GEMM kernels run, an error of about 1e-7 of the summands; AdamW with the
 // harness's eps cannot amplify it (dp_harness.h). A wrong reduction changes whole gradients.
 void TestDataParallel::matchesOneRank() {
   QFETCH(QStringList, overrides);

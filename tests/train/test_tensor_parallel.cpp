@@ -145,8 +145,8 @@ void TestTensorParallel::trainingMatchesOneRank_data() {
 // Three optimizer steps (AdamW, clipping) on a tensor x data mesh: each step's loss and every
 // logical gradient, then every logical parameter, match one rank with the same global batch.
 // Why rtol 1e-5 / atol 4e-5 holds on any CPU: split matmuls and the tensor group's sums only
-// reorder fp32 additions (relative error ~1e-7 of the summands, whichever GEMM kernels OpenBLAS
-// picks), and the harness's eps 1e-2 keeps AdamW from amplifying that (dp_harness.h).
+// reorder fp32 additions (relative error ~1e-7 of the summands, whichever GEMM kernels run),
+// and the harness's eps 1e-2 keeps AdamW from amplifying that (dp_harness.h).
 void TestTensorParallel::trainingMatchesOneRank() {
   QFETCH(int, tensor);
   QFETCH(int, data);
