@@ -567,7 +567,13 @@ void runBenchStep(const BenchStepOptions& o) {
   nlohmann::json torch;
   if (o.pytorch) torch = runPyTorch(o, config.model.gpt, config.microBatch);
   const double torchTokensPerSecond = o.pytorch ? torch["tokens_per_s"].get<double>() : 0.0;
-  const double torchMfu = modelFlopsUtilization(torchTokensPerSecond, flopsPerToken, peak, 1);
+  // PyTorch's products run on its BLAS, OpenBLAS for Debian's (libblas.so.3), at that library's
+  // peak: its MFU against that, and against ours.
+  const double torchPeak =
+      o.pytorch ? kernels::measureSgemmPeak(kernels::SgemmLibrary::OpenBlas) : 0.0;
+  const std::string torchKernels = kernels::sgemmKernels(kernels::SgemmLibrary::OpenBlas);
+  const double torchMfu = modelFlopsUtilization(torchTokensPerSecond, flopsPerToken, torchPeak, 1);
+  const double torchMfuOfOurs = modelFlopsUtilization(torchTokensPerSecond, flopsPerToken, peak, 1);
   // The most a step bound by these sgemm kernels could reach: every model FLOP at their peak.
   const double boundTokensPerSecond = peak / flopsPerToken;
   double tracedStepMs = 0;
@@ -600,7 +606,10 @@ void runBenchStep(const BenchStepOptions& o) {
                       {"version", torch["version"]},
                       {"tokens_per_s", torchTokensPerSecond},
                       {"step_time_median_s", torch["step_time_median_s"]},
+                      {"sgemm_kernels", torchKernels},
+                      {"sgemm_peak_gflops", torchPeak / 1e9},
                       {"mfu", torchMfu},
+                      {"mfu_of_parascope_sgemm_peak", torchMfuOfOurs},
                       {"mfu_of_fma_peak", modelFlopsPerSecond(torchTokensPerSecond, flopsPerToken) /
                                               fma.flopsPerSecond},
                       {"speedup", tokensPerSecond / torchTokensPerSecond},
@@ -647,9 +656,11 @@ void runBenchStep(const BenchStepOptions& o) {
                 torch["version"].get<std::string>().c_str());
     std::printf("throughput           %.0f tokens/s (%.2f ms/step)\n", torchTokensPerSecond,
                 torch["step_time_median_s"].get<double>() * 1e3);
+    std::printf("sgemm peak (1 thr)   %.2f GFLOP/s (%s, the BLAS Debian's PyTorch calls)\n",
+                torchPeak / 1e9, torchKernels.c_str());
     std::printf(
-        "MFU                  %.1f%% of single-thread sgemm peak, %.1f%% of the FMA peak\n",
-        100.0 * torchMfu,
+        "MFU                  %.1f%% of that sgemm peak, %.1f%% of ours, %.1f%% of the FMA peak\n",
+        100.0 * torchMfu, 100.0 * torchMfuOfOurs,
         100.0 * modelFlopsPerSecond(torchTokensPerSecond, flopsPerToken) / fma.flopsPerSecond);
     std::printf("ParaScope / PyTorch  %.2fx; at most %.2fx with every FLOP at the sgemm peak\n",
                 tokensPerSecond / torchTokensPerSecond,

@@ -112,6 +112,7 @@ void attentionForward(T* out, T* stats, T* scratch, const T* qkv, int B, int Tn,
   // Reads qkv; writes out and the row statistics (the scores stay in cache).
   trace::Span span("attention_forward", trace::Category::Compute);
   span.bytes(arrayBytes<T>(static_cast<long>(B) * Tn * (4L * C + 2L * NH)));
+  const ProductSignals held;  // once for its many small products
   const int hs = C / NH;
   const int C3 = 3 * C;
   const T scale = T(1) / std::sqrt(static_cast<T>(hs));
@@ -141,6 +142,7 @@ void attentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T
   // Reads dout, qkv and the statistics; writes dqkv (the blocks' scores stay in cache).
   trace::Span span("attention_backward", trace::Category::Compute);
   span.bytes(arrayBytes<T>(static_cast<long>(B) * Tn * (7L * C + 2L * NH)));
+  const ProductSignals held;  // once for its many small products
   const int hs = C / NH;
   const int C3 = 3 * C;
   const T scale = T(1) / std::sqrt(static_cast<T>(hs));

@@ -4,12 +4,35 @@
 
 #include <cblas.h>
 
+#include "core/kernels/sgemm_library.h"
+
 namespace parascope::kernels {
 
 // C[M,N] = alpha * op(A) op(B) + beta * C, op(X) = X or X^T, by the library sgemmLibrary() chose
 // (sgemm_library.h).
 void sgemm(bool transA, bool transB, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc);
+// The same on a given library: the sgemm peak of the one another framework calls.
+void sgemmOn(SgemmLibrary library, bool transA, bool transB, int M, int N, int K, float alpha,
+             const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc);
+
+// While one exists on a thread, signals wait there (a process's go to another thread). oneDNN 2's
+// JIT sgemm kernels point the stack pointer into the heap while they run (fixed upstream in 3.11,
+// not in the 2.x a distribution ships), so a signal handled meanwhile, such as the stop request,
+// would have its frame written there and corrupt the heap. Each oneDNN product makes one; a kernel
+// that runs many small products makes one for all of them (a change of the signal mask costs
+// about 0.3 us). Nests; does nothing when the products run on OpenBLAS.
+class ProductSignals {
+ public:
+  // Products on `library`.
+  explicit ProductSignals(SgemmLibrary library = sgemmLibrary());
+  ~ProductSignals();
+  ProductSignals(const ProductSignals&) = delete;
+  ProductSignals& operator=(const ProductSignals&) = delete;
+
+ private:
+  bool held_ = false;
+};
 
 inline void gemm(bool transA, bool transB, int M, int N, int K, float alpha, const float* A,
                  int lda, const float* B, int ldb, float beta, float* C, int ldc) {

@@ -34,6 +34,10 @@ namespace {
 // default).
 std::atomic<int> blasThreads{0};
 
+// This thread's ProductSignals that exist, and the signal mask the first one found.
+thread_local int signalHolds = 0;
+thread_local sigset_t maskBeforeHolds;
+
 #if PARASCOPE_HAVE_ONEDNN
 const char* isaName(dnnl_cpu_isa_t isa) {
   switch (isa) {
@@ -93,8 +97,12 @@ SgemmLibrary sgemmLibrary() {
 }
 
 std::string sgemmKernels() {
+  return sgemmKernels(sgemmLibrary());
+}
+
+std::string sgemmKernels(SgemmLibrary library) {
 #if PARASCOPE_HAVE_ONEDNN
-  if (sgemmLibrary() == SgemmLibrary::OneDnn) {
+  if (library == SgemmLibrary::OneDnn) {
     return std::string("oneDNN ") + isaName(dnnl_get_effective_cpu_isa());
   }
 #endif
@@ -114,6 +122,17 @@ std::string sgemmBuild() {
   return config != nullptr ? config : "OpenBLAS";
 }
 
+ProductSignals::ProductSignals(SgemmLibrary library) : held_(library == SgemmLibrary::OneDnn) {
+  if (!held_ || signalHolds++ > 0) return;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &maskBeforeHolds);
+}
+
+ProductSignals::~ProductSignals() {
+  if (held_ && --signalHolds == 0) pthread_sigmask(SIG_SETMASK, &maskBeforeHolds, nullptr);
+}
+
 void setBlasThreads(int n) {
   openblas_set_num_threads(n);
   blasThreads.store(n, std::memory_order_relaxed);
@@ -121,8 +140,13 @@ void setBlasThreads(int n) {
 
 void sgemm(bool transA, bool transB, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc) {
+  sgemmOn(sgemmLibrary(), transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void sgemmOn(SgemmLibrary library, bool transA, bool transB, int M, int N, int K, float alpha,
+             const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc) {
 #if PARASCOPE_HAVE_ONEDNN
-  if (sgemmLibrary() == SgemmLibrary::OneDnn) {
+  if (library == SgemmLibrary::OneDnn) {
     // OpenMP's thread count belongs to each calling thread (each rank's): set it on a thread's
     // first product and whenever setBlasThreads changed it since.
     thread_local int applied = 0;
@@ -130,17 +154,12 @@ void sgemm(bool transA, bool transB, int M, int N, int K, float alpha, const flo
       omp_set_num_threads(want);
       applied = want;
     }
-    // oneDNN 2's JIT sgemm kernels point the stack pointer into the heap while they run (fixed
-    // upstream in 3.11, not in the 2.x a distribution ships): a signal handled on this thread
-    // meanwhile, such as the stop request, would have its frame written there and corrupt the
-    // heap. Signals wait until the product ends (another thread takes a process's signal). About
-    // 0.3 us per product.
-    sigset_t all, previous;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &previous);
-    const dnnl_status_t status = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha,
-                                            A, lda, B, ldb, beta, C, ldc);
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    dnnl_status_t status = dnnl_success;
+    {
+      const ProductSignals held(library);
+      status = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
+                          beta, C, ldc);
+    }
     // Its buffers are allocated for each product: C is unwritten when that fails.
     if (status == dnnl_out_of_memory) throw std::bad_alloc();
     if (status != dnnl_success) {

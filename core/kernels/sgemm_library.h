@@ -27,6 +27,7 @@ SgemmLibrary sgemmLibrary();
 // DNNL_MAX_CPU_ISA or the CPU's) or "OpenBLAS Haswell" (its kernel family, OPENBLAS_CORETYPE or
 // its own choice).
 std::string sgemmKernels();
+std::string sgemmKernels(SgemmLibrary library);
 // The library's version and build, e.g. "oneDNN 2.6.3 (OpenMP)" or openblas_get_config().
 std::string sgemmBuild();
 

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "core/kernels/sgemm_library.h"
+
 namespace parascope::kernels {
 
 // The probe times C = A B^T with A, B, C of n x n floats, n = kSgemmPeakSize (2 n^3 FLOPs): large
@@ -29,6 +31,8 @@ double steadySeconds();
 // the best sample is the peak. Sets BLAS to one thread, as training does. `clock` is read just
 // before and just after each sample.
 double measureSgemmPeak(const SecondsClock& clock = steadySeconds);
+// The same on a given library's kernels (OpenBLAS's: the BLAS Debian's PyTorch calls).
+double measureSgemmPeak(SgemmLibrary library, const SecondsClock& clock = steadySeconds);
 
 // The cached peak, a JSON object in one file:
 //   {"format": "parascope-sgemm-peak", "version": 2, "cpu": "<model name>",

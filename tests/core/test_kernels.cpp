@@ -6,7 +6,11 @@
 
 #include <cblas.h>
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -15,6 +19,7 @@
 
 #include "core/kernels/adamw.h"
 #include "core/kernels/attention.h"
+#include "core/kernels/blas.h"
 #include "core/kernels/cross_entropy.h"
 #include "core/kernels/embedding.h"
 #include "core/kernels/gelu.h"
@@ -54,6 +59,7 @@ class TestKernels : public QObject {
   void clipFactorFollowsTorch();
   void openblasRunsForcedCoreType();
   void productsRunTheForcedLibraryAndKernels();
+  void productsHoldSignalsBack();
   void sgemmLibraryNamesAreCheckedAgainstTheBuild();
 };
 
@@ -500,6 +506,40 @@ void TestKernels::productsRunTheForcedLibraryAndKernels() {
     QCOMPARE(QString::fromStdString(sgemmKernels()),
              QString("OpenBLAS ") + openblas_get_corename());
   }
+}
+
+namespace {
+std::atomic<int> signalsHandled{0};
+extern "C" void countSignal(int) {
+  signalsHandled.fetch_add(1);
+}
+}  // namespace
+
+// oneDNN's products hold this thread's signals back until the outermost hold ends (blas.h); on
+// OpenBLAS a signal is handled at once.
+void TestKernels::productsHoldSignalsBack() {
+  struct sigaction count {};
+  struct sigaction previous {};
+  count.sa_handler = countSignal;
+  sigemptyset(&count.sa_mask);
+  QCOMPARE(sigaction(SIGUSR1, &count, &previous), 0);
+  signalsHandled = 0;
+  {
+    const ProductSignals outer(SgemmLibrary::OneDnn);
+    {
+      const ProductSignals inner(SgemmLibrary::OneDnn);
+      pthread_kill(pthread_self(), SIGUSR1);
+      QCOMPARE(signalsHandled.load(), 0);
+    }
+    QCOMPARE(signalsHandled.load(), 0);
+  }
+  QCOMPARE(signalsHandled.load(), 1);
+  {
+    const ProductSignals openblas(SgemmLibrary::OpenBlas);
+    pthread_kill(pthread_self(), SIGUSR1);
+    QCOMPARE(signalsHandled.load(), 2);
+  }
+  sigaction(SIGUSR1, &previous, nullptr);
 }
 
 void TestKernels::sgemmLibraryNamesAreCheckedAgainstTheBuild() {

@@ -119,6 +119,10 @@ void TestSgemmPeak::keepsTheFastSample() {
   QVERIFY2(clock.now >= kSgemmPeakBudgetSeconds, qPrintable(QString::number(clock.now)));
   QVERIFY(clock.now - clock.lastDuration - kGap < kSgemmPeakBudgetSeconds);
   QCOMPARE(clock.reads, 1 + 2 * clock.samples);
+  // The same on OpenBLAS, whichever library the products use (bench step's PyTorch peak).
+  FakeClock openblas{durations};
+  QVERIFY(measureSgemmPeak(SgemmLibrary::OpenBlas, std::ref(openblas)) == peak);
+  QCOMPARE(openblas.samples, clock.samples);
 }
 
 void TestSgemmPeak::measuresThisMachine() {
