@@ -26,7 +26,6 @@
 #include "core/config/config_keys.h"
 #include "core/kernels/cpu_level.h"
 #include "core/kernels/fma_peak.h"
-#include "core/kernels/matmul.h"
 #include "core/kernels/sgemm_library.h"
 #include "core/kernels/sgemm_peak.h"
 #include "core/kernels/stream_bandwidth.h"

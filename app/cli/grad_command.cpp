@@ -14,7 +14,7 @@
 #include "core/common/output_file.h"
 #include "core/config/config.h"
 #include "core/io/safetensors.h"
-#include "core/kernels/matmul.h"
+#include "core/kernels/sgemm_library.h"
 #include "core/model/gpt.h"
 #include "core/plan/memory_estimate.h"
 #include "core/train/trainer.h"

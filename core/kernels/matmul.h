@@ -14,7 +14,4 @@ template <typename T>
 void matmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
                     int N, int C, int OC);
 
-// Threads BLAS may use in calls from this process. Training uses 1: ranks are threads.
-void setBlasThreads(int n);
-
 }  // namespace parascope::kernels

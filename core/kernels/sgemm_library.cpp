@@ -24,7 +24,6 @@ extern "C" void omp_set_num_threads(int threads);
 #endif
 
 #include "core/kernels/blas.h"
-#include "core/kernels/matmul.h"
 
 namespace parascope::kernels {
 
@@ -154,12 +153,9 @@ void sgemmOn(SgemmLibrary library, bool transA, bool transB, int M, int N, int K
       omp_set_num_threads(want);
       applied = want;
     }
-    dnnl_status_t status = dnnl_success;
-    {
-      const ProductSignals held(library);
-      status = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
-                          beta, C, ldc);
-    }
+    const ProductSignals held(library);
+    const dnnl_status_t status = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha,
+                                            A, lda, B, ldb, beta, C, ldc);
     // Its buffers are allocated for each product: C is unwritten when that fails.
     if (status == dnnl_out_of_memory) throw std::bad_alloc();
     if (status != dnnl_success) {

@@ -31,4 +31,8 @@ std::string sgemmKernels(SgemmLibrary library);
 // The library's version and build, e.g. "oneDNN 2.6.3 (OpenMP)" or openblas_get_config().
 std::string sgemmBuild();
 
+// Threads each product may use, on either library, in calls from any thread of this process.
+// Training uses 1: ranks are threads.
+void setBlasThreads(int n);
+
 }  // namespace parascope::kernels

@@ -18,7 +18,6 @@
 #include "core/common/bounded_json.h"
 #include "core/common/output_file.h"
 #include "core/kernels/blas.h"
-#include "core/kernels/matmul.h"
 #include "core/kernels/sgemm_library.h"
 
 namespace parascope::kernels {

@@ -6,7 +6,7 @@
 #include "core/comm/communicator.h"
 #include "core/config/config.h"
 #include "core/config/pipeline_config.h"
-#include "core/kernels/matmul.h"
+#include "core/kernels/sgemm_library.h"
 #include "core/model/model.h"
 #include "core/ps/ps_protocol.h"
 #include "core/ps/skip_gram.h"
