@@ -422,6 +422,7 @@ Trainer& Session::buildTrainer(Communicator& world, RankSlot& slot, const TrainC
       retiring_.clear();
       switchIndex_.reset();
       switching_ = false;
+      pages().setHugePages(true);
       publish([&](SessionObserver& o) { o.onSwitch(r); });
     }
     barrier(world);  // no rank goes on before the old layout is freed
@@ -766,6 +767,9 @@ FinishedReport Session::run() {
       // old state follows once copied.
       for (RankSlot& slot : slots_) slot.allocator->releaseCached();
       switchReusedFrom_ = pages().reusedBytes();
+      // The new layout's memory beyond what the pool holds is faulted in while the switch is
+      // waited on: in 4 KiB pages, which fault in fastest (PagePool::setHugePages).
+      pages().setHugePages(false);
       switching_ = true;
       retiring_ = std::move(slots_);
       std::lock_guard lock(mutex_);
@@ -792,6 +796,7 @@ FinishedReport Session::run() {
   retiring_.clear();
   switchIndex_.reset();
   switching_ = false;
+  pages().setHugePages(true);
   slots_.clear();
   loading_.reset();
   initWeights_.reset();

@@ -11,7 +11,7 @@ namespace {
 
 // A fresh mapping of `bytes`, kGranule-aligned: mmap aligns to pages only, so map a granule more
 // and unmap the ends.
-char* mapAligned(std::size_t bytes) {
+char* mapAligned(std::size_t bytes, bool hugePages) {
   const std::size_t granule = PagePool::kGranule;
   void* raw =
       mmap(nullptr, bytes + granule, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -22,7 +22,7 @@ char* mapAligned(std::size_t bytes) {
   if (head > 0) munmap(base, head);
   munmap(base + head + bytes, granule - head);
   char* p = base + head;
-  madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
+  if (hugePages) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
   return p;
 }
 
@@ -43,7 +43,7 @@ void* PagePool::take(std::size_t bytes) {
     reused_ += static_cast<std::int64_t>(bytes);
     return p;
   }
-  char* p = mapAligned(bytes);
+  char* p = mapAligned(bytes, hugePages_.load(std::memory_order_relaxed));
   // Fill it from the end of the newest blocks: moving a block's tail leaves its head in place.
   std::size_t filled = 0;
   while (filled < bytes && !blocks_.empty()) {

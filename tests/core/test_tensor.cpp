@@ -2,6 +2,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -26,6 +27,7 @@ class TestTensor : public QObject {
   void fullDeviceGivesBackItsCacheFirst();
   void pagePoolMovesPagesIntoOtherSizes();
   void pagePoolRefusesPartialGranules();
+  void pagePoolAdvisesHugePagesUnlessTold();
   void allocatorsSharingAPoolReuseEachOthersPages();
   void viewsShareStorage();
   void onHostCopiesOnlyADevicesTensor();
@@ -268,6 +270,49 @@ void TestTensor::pagePoolRefusesPartialGranules() {
   QVERIFY_THROWS_EXCEPTION(std::bad_alloc, pool.take(0));
   QVERIFY_THROWS_EXCEPTION(std::bad_alloc, pool.take(PagePool::kGranule + 4096));
   QCOMPARE(pool.heldBytes(), 0);
+}
+
+namespace {
+// The VmFlags of the mapping holding `p` (from /proc/self/smaps), e.g. "rd wr mr mw me ac hg".
+QString mappingFlags(const void* p) {
+  QFile smaps("/proc/self/smaps");
+  if (!smaps.open(QIODevice::ReadOnly | QIODevice::Text)) return "(no smaps)";
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  bool inside = false;
+  for (const QByteArray& line : smaps.readAll().split('\n')) {
+    const QList<QByteArray> words = line.simplified().split(' ');
+    const QList<QByteArray> range = words.front().split('-');
+    bool first = false, second = false;
+    if (range.size() == 2) {
+      const std::uintptr_t begin = range[0].toULongLong(&first, 16);
+      const std::uintptr_t end = range[1].toULongLong(&second, 16);
+      if (first && second) inside = begin <= address && address < end;
+    }
+    if (inside && words.front() == "VmFlags:") return QString::fromLatin1(line.mid(9).trimmed());
+  }
+  return "(not mapped)";
+}
+}  // namespace
+
+// Fresh blocks are advised for huge pages ("hg") while the pool is left to its default.
+void TestTensor::pagePoolAdvisesHugePagesUnlessTold() {
+  constexpr std::size_t g = PagePool::kGranule;
+  PagePool pool;
+  void* huge = pool.take(g);
+  pool.setHugePages(false);
+  void* small = pool.take(2 * g);
+  pool.setHugePages(true);
+  void* again = pool.take(3 * g);
+  const QStringList hugeFlags = mappingFlags(huge).split(' ');
+  const QStringList smallFlags = mappingFlags(small).split(' ');
+  const QStringList againFlags = mappingFlags(again).split(' ');
+  QVERIFY2(hugeFlags.contains("hg"), qPrintable(hugeFlags.join(' ')));
+  QVERIFY2(!smallFlags.contains("hg"), qPrintable(smallFlags.join(' ')));
+  QVERIFY2(smallFlags.contains("wr"), qPrintable(smallFlags.join(' ')));
+  QVERIFY2(againFlags.contains("hg"), qPrintable(againFlags.join(' ')));
+  pool.give(huge, g);
+  pool.give(small, 2 * g);
+  pool.give(again, 3 * g);
 }
 
 // A layout's allocator gone, the next one's tensors of other sizes land on its pages.
