@@ -35,7 +35,7 @@ class PagePool {
   void release() noexcept;
 
   // Whether fresh pages are advised for transparent huge pages (by default they are: the
-  // products walk them with fewer TLB misses, about 1% of a GPT-mini step). A huge page costs
+  // products walk them with fewer TLB misses: 0.2-1.2% of a GPT-mini step). A huge page costs
   // more to fault in where the kernel must assemble 2 MiB of free memory for it: on a virtual
   // machine whose host takes back the guest's free memory (free page reporting), 0.8-1.7 GB/s
   // against 2.5 GB/s for 4 KiB pages, and a live switch waits for its faults. Mappings already
