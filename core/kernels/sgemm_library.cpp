@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <string_view>
 
 #include <cblas.h>
 #include <pthread.h>
@@ -38,20 +39,11 @@ thread_local int signalHolds = 0;
 thread_local sigset_t maskBeforeHolds;
 
 #if PARASCOPE_HAVE_ONEDNN
-const char* isaName(dnnl_cpu_isa_t isa) {
-  switch (isa) {
-    case dnnl_cpu_isa_sse41: return "sse41";
-    case dnnl_cpu_isa_avx: return "avx";
-    case dnnl_cpu_isa_avx2: return "avx2";
-    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
-    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
-    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
-    case dnnl_cpu_isa_avx512_core: return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-    default: return "reference";
-  }
+// The instruction set as oneDNN names it, less its "cpu_isa_" prefix: "avx512_core_bf16".
+std::string isaName(dnnl_cpu_isa_t isa) {
+  const std::string name = dnnl_cpu_isa2str(isa);
+  constexpr std::string_view kPrefix = "cpu_isa_";
+  return name.starts_with(kPrefix) ? name.substr(kPrefix.size()) : name;
 }
 #endif
 
@@ -102,7 +94,7 @@ std::string sgemmKernels() {
 std::string sgemmKernels(SgemmLibrary library) {
 #if PARASCOPE_HAVE_ONEDNN
   if (library == SgemmLibrary::OneDnn) {
-    return std::string("oneDNN ") + isaName(dnnl_get_effective_cpu_isa());
+    return "oneDNN " + isaName(dnnl_get_effective_cpu_isa());
   }
 #endif
   const char* core = openblas_get_corename();
