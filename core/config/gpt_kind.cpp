@@ -237,12 +237,13 @@ class GptKind final : public ModelKind {
     block.keptTensors = {RC, R, R, qkv};
     if (!selective) block.keptTensors.push_back(core);
     block.keptTensors.insert(block.keptTensors.end(), {RC, RC, R, R, fc, act});
-    // The attention core's scratch for a pass (KernelOps::attentionScratch): a row block's scores
-    // against every key on the CPU, with their gradients in backward; none for a GPU's fused
-    // kernels.
+    // The attention core's scratch for a pass (KernelOps::attentionScratch): on the CPU a row
+    // block's scores against every key (with their gradients in backward) and a head's keys and
+    // values copied for its products; none for a GPU's fused kernels.
     const bool cpu = c.device.kind == Device::Kind::Cpu;
     auto scratch = [&](bool backward) {
-      return cpu ? (backward ? 2.0 : 1.0) * std::min<double>(kernels::kAttentionRowBlock, T) * keys
+      return cpu ? static_cast<double>(
+                       kernels::attentionScratch(static_cast<int>(keys), g.headSize(), backward))
                  : 0.0;
     };
     block.output = RC;

@@ -61,7 +61,7 @@ class CudaOps final : public kernels::KernelOps {
     blas_.matmulBackward(dinp, dweight, dout, inp, weight, N, C, OC);
     if (dbias != nullptr) cuda::biasBackward(dbias, dout, N, OC, stream_);
   }
-  long attentionScratch(int, int, int, bool) const override { return 0; }
+  long attentionScratch(int, int, int, int, bool) const override { return 0; }
   void attentionForward(float* out, float* stats, float* /*scratch*/, const float* qkv, int B,
                         int T, int C, int NH) const override {
     const trace::LaunchSpan span("attention_forward", trace::Category::Compute);

@@ -12,7 +12,7 @@
 // - sums along a row (layernorm's statistics and input gradient, the softmaxes' normalisers) are
 //   tree reductions across a warp or a block: rounded differently, within a few ulp of the row;
 // - attention's products and sums go in their own order (one thread's running sums): within a
-//   few ulp of the CPU's BLAS products;
+//   few ulp of the CPU's row-block products;
 // - the gradient's sum of squares adds blocks' partial sums in double in any order: within
 //   1e-12 relative.
 #pragma once

@@ -5,9 +5,13 @@
 // sum, all backward needs to recompute the row's probabilities with the forward's bits. Scores
 // are scaled by 1/sqrt(hs).
 //
-// Both passes go by blocks of kAttentionRowBlock query rows, each against only the keys at or
-// before its last row: the block's scores (and in backward their gradients) live in `scratch`,
-// attentionScratch elements, and its products go through BLAS.
+// Both passes go head by head, and within a head by blocks of kAttentionRowBlock query rows, each
+// against only the keys at or before its last row; the block's scores (and in backward their
+// gradients) live in `scratch`, beside the head's keys and values copied once into the layouts
+// its products read. The products are the kernel's own, register-blocked for these small shapes
+// (a library's sgemm spends more on each call than on the arithmetic): at the CPU's level, one
+// multiply-add per term where the level has them (AVX2 and AVX-512 then give the same bits), a
+// multiply and an add at the baseline.
 #pragma once
 
 #include "core/kernels/cpu_level.h"
@@ -16,10 +20,11 @@ namespace parascope::kernels {
 
 inline constexpr int kAttentionRowBlock = 32;
 
-// The scratch attentionForward (backward false) or attentionBackward takes, in elements: one row
-// block's scores against every key, and in backward their gradients beside them.
-long attentionScratch(int Tn, bool backward);
+// The scratch attentionForward (backward false) or attentionBackward takes for sequences of Tn
+// tokens and heads of hs, in elements.
+long attentionScratch(int Tn, int hs, bool backward);
 
+// float runs at the CPU's level (cpu_level.h); double, for the gradient checks, at the baseline.
 template <typename T>
 void attentionForward(T* out, T* stats, T* scratch, const T* qkv, int B, int Tn, int C, int NH);
 
@@ -28,9 +33,22 @@ template <typename T>
 void attentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* stats, int B,
                        int Tn, int C, int NH);
 
-// A softmax row's exponentials relative to its maximum `maxv`, in place over row[0, n), and
-// their sum, at `level` (cpu_level.h; attention runs the CPU's). The sum is sixteen partial sums
-// added in a fixed order, so every level computes the same bits.
-float softmaxExpSum(float* row, int n, float maxv, CpuLevel level);
+// The same at a given level (one this CPU runs), untraced: the tests compare the levels.
+void attentionForward(float* out, float* stats, float* scratch, const float* qkv, int B, int Tn,
+                      int C, int NH, CpuLevel level);
+void attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                       const float* stats, int B, int Tn, int C, int NH, CpuLevel level);
+
+// A row block's probabilities in place over its scores (rows x cols, leading dimension ld; the
+// block's row i is row first + i of the sequence and sees its keys 0 .. first + i): each row's
+// exponentials relative to its maximum, times the reciprocal of their sum, zeros after its last
+// key. Forward records each row's maximum and reciprocal in record (2 per row of the sequence,
+// record[2 t] and record[2 t + 1]); backward gives them back in given and gets the forward's bits
+// again; one of the two is null. Rows go by blocks of 16 elements, so ld is at least cols rounded
+// up to a multiple of 16, and a row is written (zeros after its last key) up to that multiple
+// where it is past cols. At `level` (cpu_level.h; attention runs the CPU's): sums are sixteen
+// partial sums added in a fixed order, so every level computes the same bits.
+void softmaxBlock(float* s, long ld, int first, int rows, int cols, float* record,
+                  const float* given, CpuLevel level);
 
 }  // namespace parascope::kernels

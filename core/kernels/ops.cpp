@@ -50,8 +50,8 @@ class CpuOps final : public KernelOps {
                       const float* inp, const float* weight, int N, int C, int OC) const override {
     kernels::matmulBackward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
-  long attentionScratch(int /*B*/, int T, int /*NH*/, bool backward) const override {
-    return kernels::attentionScratch(T, backward);
+  long attentionScratch(int /*B*/, int T, int C, int NH, bool backward) const override {
+    return kernels::attentionScratch(T, C / NH, backward);
   }
   void attentionForward(float* out, float* stats, float* scratch, const float* qkv, int B, int T,
                         int C, int NH) const override {

@@ -39,7 +39,7 @@ class KernelOps {
   // (B, NH, T, 2) for backward instead of the probabilities. Scratch is what each pass takes
   // (attentionScratch, in floats; none where 0, and the pointer may then be null). Backward may
   // read the forward's output `out` (a GPU's does, for each row's rowsum(P dP) = dOut . out).
-  virtual long attentionScratch(int B, int T, int NH, bool backward) const = 0;
+  virtual long attentionScratch(int B, int T, int C, int NH, bool backward) const = 0;
   virtual void attentionForward(float* out, float* stats, float* scratch, const float* qkv, int B,
                                 int T, int C, int NH) const = 0;
   virtual void attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,

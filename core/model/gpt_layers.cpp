@@ -48,8 +48,9 @@ float* f(const Tensor& t) {
   return t.data<float>();
 }
 // Attention's scratch for one pass; none (a null pointer) where the device's kernels take none.
-Tensor attentionScratch(const KernelOps& ops, Allocator& a, int B, int T, int NH, bool backward) {
-  const long n = ops.attentionScratch(B, T, NH, backward);
+Tensor attentionScratch(const KernelOps& ops, Allocator& a, int B, int T, int C, int NH,
+                        bool backward) {
+  const long n = ops.attentionScratch(B, T, C, NH, backward);
   return n > 0 ? activation(a, {n}) : Tensor();
 }
 float* scratchOf(const Tensor& scratch) {
@@ -355,7 +356,7 @@ void Block::restoreAttention(Activations& keep, int B, int T) {
 // The forward's scratch lives only as long as the kernel runs.
 void Block::attentionCore(const Tensor& out, const Tensor& stats, const Tensor& qkv, int B, int T) {
   const int t = region_->size(), Cl = c_.hiddenSize / t, NH = c_.numHeads / t;
-  const Tensor scratch = attentionScratch(ops_, alloc_, B, T, NH, false);
+  const Tensor scratch = attentionScratch(ops_, alloc_, B, T, Cl, NH, false);
   ops_.attentionForward(f(out), f(stats), scratchOf(scratch), f(qkv), B, T, Cl, NH);
 }
 
@@ -388,7 +389,7 @@ Tensor Block::inputHalf(const Tensor& dy, const Batch& batch, Activations& keep,
   Tensor datty = activation(alloc_, {N, Cl});
   ops_.matmulBackward(f(datty), nullptr, nullptr, f(dx2Full), f(s[kAttY]), value(ProjW), N, Cl, C);
   Tensor dqkv = activation(alloc_, {N, 3 * Cl}),
-         scratch = attentionScratch(ops_, alloc_, B, T, NH, true);
+         scratch = attentionScratch(ops_, alloc_, B, T, Cl, NH, true);
   ops_.attentionBackward(f(dqkv), scratchOf(scratch), f(datty), f(s[kQkv]), f(s[kAttY]),
                          f(s[kAttStats]), B, T, Cl, NH);
   Tensor dln1Full = activation(alloc_, {N, C});

@@ -50,6 +50,7 @@ class TestKernels : public QObject {
   void attentionIsCausal();
   void attentionBlocksMatchNaiveReference();
   void fusedAttentionMathMatchesTheBlocks();
+  void attentionEveryLevelMatchesTheNaiveReference();
   void residualGradients();
   void crossEntropyGradients();
   void crossEntropyValue();
@@ -176,12 +177,12 @@ void TestKernels::attentionGradients() {
   const Vec R = randomVector(B * T * C, 15);
   auto loss = [&] {
     Vec out(B * T * C), stats(B * NH * T * 2),
-        scratch(static_cast<std::size_t>(attentionScratch(T, false)));
+        scratch(static_cast<std::size_t>(attentionScratch(T, C / NH, false)));
     attentionForward(out.data(), stats.data(), scratch.data(), qkv.data(), B, T, C, NH);
     return dot(out, R);
   };
   Vec out(B * T * C), stats(B * NH * T * 2),
-      scratch(static_cast<std::size_t>(attentionScratch(T, true))), dqkv(qkv.size());
+      scratch(static_cast<std::size_t>(attentionScratch(T, C / NH, true))), dqkv(qkv.size());
   attentionForward(out.data(), stats.data(), scratch.data(), qkv.data(), B, T, C, NH);
   attentionBackward(dqkv.data(), scratch.data(), R.data(), qkv.data(), stats.data(), B, T, C, NH);
   expectGradient("attention dqkv", qkv, dqkv, loss);
@@ -192,7 +193,7 @@ void TestKernels::attentionIsCausal() {
   const int B = 1, T = 4, C = 4, NH = 2;
   Vec qkv = randomVector(T * 3 * C, 16);
   Vec out1(T * C), out2(T * C), stats1(NH * T * 2), stats2(NH * T * 2),
-      scratch(static_cast<std::size_t>(attentionScratch(T, false)));
+      scratch(static_cast<std::size_t>(attentionScratch(T, C / NH, false)));
   attentionForward(out1.data(), stats1.data(), scratch.data(), qkv.data(), B, T, C, NH);
   for (int i = C; i < 3 * C; ++i) qkv[3 * 3 * C + i] += 1.0;  // k, v of position 3
   attentionForward(out2.data(), stats2.data(), scratch.data(), qkv.data(), B, T, C, NH);
@@ -261,7 +262,7 @@ void TestKernels::attentionBlocksMatchNaiveReference() {
     const Vec qkv = randomVector(static_cast<std::size_t>(B * T * 3 * C), 30 + T);
     const Vec dout = randomVector(static_cast<std::size_t>(B * T * C), 60 + T);
     Vec out(static_cast<std::size_t>(B * T * C)), stats(static_cast<std::size_t>(B * NH * T * 2));
-    Vec scratch(static_cast<std::size_t>(attentionScratch(T, true)));
+    Vec scratch(static_cast<std::size_t>(attentionScratch(T, C / NH, true)));
     Vec dqkv(qkv.size(), 123.0);  // overwritten
     attentionForward(out.data(), stats.data(), scratch.data(), qkv.data(), B, T, C, NH);
     attentionBackward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), stats.data(), B, T, C,
@@ -277,7 +278,7 @@ void TestKernels::attentionBlocksMatchNaiveReference() {
 }
 
 // The GPU's fused attention, its rows and tiles run here (tests/flash_attention_reference.h),
-// against the BLAS row blocks in f32: output, statistics and the qkv gradient (from the blocks'
+// against the CPU's row blocks in f32: output, statistics and the qkv gradient (from the blocks'
 // own output and statistics) each within 1e-5 of the tensor's largest magnitude. Elementwise
 // bounds would fail without a fault: an output is a weighted sum of values that can cancel, and
 // both sides' rounding (about 6e-7 of the values' magnitude here against a double run) is
@@ -294,7 +295,7 @@ void TestKernels::fusedAttentionMathMatchesTheBlocks() {
     const std::vector<float> qkv = floats(randomVector(B * T * 3 * C, 70 + T, 2.0));
     const std::vector<float> dout = floats(randomVector(B * T * C, 80 + T));
     std::vector<float> out(B * T * C), stats(B * NH * T * 2), dqkv(qkv.size());
-    std::vector<float> scratch(static_cast<std::size_t>(attentionScratch(T, true)));
+    std::vector<float> scratch(static_cast<std::size_t>(attentionScratch(T, C / NH, true)));
     attentionForward(out.data(), stats.data(), scratch.data(), qkv.data(), B, T, C, NH);
     attentionBackward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), stats.data(), B, T, C,
                       NH);
@@ -320,6 +321,57 @@ void TestKernels::fusedAttentionMathMatchesTheBlocks() {
     within(fout, out, "output");
     within(fstats, stats, "statistics");
     within(fdqkv, dqkv, "qkv gradient");
+  }
+}
+
+// The float kernel at every level this CPU runs against straightforward attention in double:
+// output and qkv gradient each within 1e-5 of the tensor's largest magnitude (the bound
+// fusedAttentionMathMatchesTheBlocks explains). Head sizes 64 (read where they lie) and 24 and 5
+// (copied, padded to 32 and 16; tiles past the last column), lengths across the 32-row blocks and
+// the product tiles' rows. AVX2 and AVX-512 run one multiply-add per term in the same order: the
+// same bits.
+void TestKernels::attentionEveryLevelMatchesTheNaiveReference() {
+  struct Shape {
+    int B, T, C, NH;
+  };
+  for (const Shape& sh : {Shape{2, 70, 128, 2}, Shape{1, 130, 48, 2}, Shape{2, 33, 10, 2},
+                          Shape{1, 1, 64, 1}, Shape{2, 7, 72, 3}}) {
+    const int B = sh.B, T = sh.T, C = sh.C, NH = sh.NH;
+    const Vec qkv = randomVector(B * T * 3 * C, 90 + T, 2.0);
+    const Vec dout = randomVector(B * T * C, 91 + T);
+    Vec refOut, refDqkv;
+    naiveAttention(qkv, dout, B, T, C, NH, refOut, refDqkv);
+    const std::vector<float> fqkv(qkv.begin(), qkv.end()), fdout(dout.begin(), dout.end());
+    std::vector<std::vector<float>> fma;  // the levels with multiply-adds: out, then dqkv
+    for (const CpuLevel level : supportedCpuLevels()) {
+      std::vector<float> out(B * T * C), stats(B * NH * T * 2), dqkv(qkv.size(), 7.0f);
+      std::vector<float> scratch(static_cast<std::size_t>(attentionScratch(T, C / NH, true)));
+      attentionForward(out.data(), stats.data(), scratch.data(), fqkv.data(), B, T, C, NH, level);
+      attentionBackward(dqkv.data(), scratch.data(), fdout.data(), fqkv.data(), stats.data(), B, T,
+                        C, NH, level);
+      const QString where =
+          QString("%1, B=%2 T=%3 C=%4 NH=%5").arg(cpuLevelName(level)).arg(B).arg(T).arg(C).arg(NH);
+      auto within = [&](const std::vector<float>& got, const Vec& want, const char* what) {
+        double largest = 0;
+        for (const double w : want) largest = std::max(largest, std::fabs(w));
+        for (std::size_t i = 0; i < want.size(); ++i) {
+          QVERIFY2(std::fabs(got[i] - want[i]) <= 1e-5 * largest,
+                   qPrintable(QString("%1, %2: element %3 is %4, in double %5")
+                                  .arg(where, what)
+                                  .arg(i)
+                                  .arg(got[i])
+                                  .arg(want[i])));
+        }
+      };
+      within(out, refOut, "output");
+      within(dqkv, refDqkv, "qkv gradient");
+      if (level == CpuLevel::Baseline) continue;
+      if (fma.empty()) {
+        fma = {out, dqkv};
+      } else {
+        QVERIFY2(out == fma[0] && dqkv == fma[1], qPrintable(where + ": not AVX2's bits"));
+      }
+    }
   }
 }
 
@@ -436,22 +488,51 @@ void TestKernels::everyCpuLevelComputesTheBaselinesBits() {
              cpuLevelName(level));
   }
 
-  // Attention's softmax rows: the exponentials and their sum, rows shorter than, equal to and
-  // past the sixteen partial sums, with a tail.
-  for (const int n : {1, 7, 16, 17, 100, 129, 4099}) {
-    const float maxv = *std::max_element(x.begin(), x.begin() + n);
-    std::vector<float> want(x.begin(), x.begin() + n);
-    const float sum = softmaxExpSum(want.data(), n, maxv, CpuLevel::Baseline);
+  // Attention's softmax over row blocks: rows shorter than, equal to and past the sixteen partial
+  // sums, with tails, leading dimensions wider than the block, forward (recording each row's
+  // maximum and reciprocal) and backward (given them). Each row sums to one and matches softmax in
+  // double.
+  struct Block {
+    int first, rows, cols;
+  };
+  for (const Block& blk : {Block{0, 18, 18}, Block{99, 31, 130}, Block{4098, 1, 4099}}) {
+    const long ld = (blk.cols + 15) / 16 * 16 + 16;
+    const int n = blk.first + blk.rows;
+    std::vector<float> scores(static_cast<std::size_t>(blk.rows * ld));
+    for (int i = 0; i < blk.rows; ++i)
+      std::copy(x.begin() + i, x.begin() + i + blk.cols, scores.begin() + i * ld);
+    auto run = [&](CpuLevel level, std::vector<float>* record, const std::vector<float>* given) {
+      std::vector<float> s = scores;
+      softmaxBlock(s.data(), ld, blk.first, blk.rows, blk.cols, record ? record->data() : nullptr,
+                   given ? given->data() : nullptr, level);
+      return s;
+    };
+    std::vector<float> stats(2 * n);
+    const std::vector<float> want = run(CpuLevel::Baseline, &stats, nullptr);
+    const QString where = QString("rows %1 to %2").arg(blk.first).arg(n - 1);
     for (const CpuLevel level : supportedCpuLevels()) {
-      std::vector<float> got(x.begin(), x.begin() + n);
-      const float s = softmaxExpSum(got.data(), n, maxv, level);
-      QVERIFY2(std::memcmp(&s, &sum, sizeof s) == 0 &&
-                   std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0,
-               qPrintable(QString("%1, row of %2").arg(cpuLevelName(level)).arg(n)));
+      std::vector<float> levelStats(2 * n);
+      const std::vector<float> got = run(level, &levelStats, nullptr);
+      const std::vector<float> again = run(level, nullptr, &stats);
+      QVERIFY2(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0 &&
+                   std::memcmp(levelStats.data(), stats.data(), stats.size() * sizeof(float)) == 0,
+               qPrintable(QString("%1, forward, %2").arg(cpuLevelName(level), where)));
+      QVERIFY2(std::memcmp(again.data(), want.data(), want.size() * sizeof(float)) == 0,
+               qPrintable(QString("%1, backward, %2").arg(cpuLevelName(level), where)));
     }
-    double exact = 0;
-    for (int j = 0; j < n; ++j) exact += std::exp(static_cast<double>(x[j]) - maxv);
-    QVERIFY(std::fabs(sum - exact) <= 1e-6 * exact);
+    for (int i = 0; i < blk.rows; ++i) {
+      const int t = blk.first + i;
+      const float* row = want.data() + i * ld;
+      double maxv = -1e300, sum = 0, total = 0;
+      for (int j = 0; j <= t; ++j) maxv = std::max(maxv, double(scores[i * ld + j]));
+      for (int j = 0; j <= t; ++j) sum += std::exp(scores[i * ld + j] - maxv);
+      for (int j = 0; j <= t; ++j) {
+        QVERIFY(std::fabs(row[j] - std::exp(scores[i * ld + j] - maxv) / sum) <= 1e-6);
+        total += row[j];
+      }
+      for (int j = t + 1; j < blk.cols; ++j) QCOMPARE(row[j], 0.0f);
+      QVERIFY2(std::fabs(total - 1) <= 1e-5, qPrintable(where));
+    }
   }
   qInfo("levels checked: %s; the kernels run at %s", qPrintable(levels), cpuLevelName(cpuLevel()));
 }

@@ -505,7 +505,7 @@ void TestCudaKernels::attentionMatchesTheCpu() {
     const QString shape = QString("B=%1 T=%2 C=%3 NH=%4").arg(B).arg(T).arg(C).arg(NH);
     const Floats qkv = randomFloats(B * T * 3 * C, 34 + T), dout = randomFloats(B * T * C, 35 + T);
     Floats out(B * T * C), stats(B * NH * T * 2), dqkv(B * T * 3 * C);
-    Floats scratch(static_cast<std::size_t>(kernels::attentionScratch(T, true)));
+    Floats scratch(static_cast<std::size_t>(kernels::attentionScratch(T, C / NH, true)));
     kernels::attentionForward(out.data(), stats.data(), scratch.data(), qkv.data(), B, T, C, NH);
     kernels::attentionBackward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), stats.data(),
                                B, T, C, NH);

@@ -314,16 +314,16 @@ void TestMemoryEstimate::largestMicroBatchIsTheLastThatFits() {
 }
 
 // The activation peak is in a block's backward, where the CPU's attention holds one row block's
-// scores and their gradients against every key (2 x 32 x T floats) and a GPU's fused kernels
-// hold nothing.
+// scores and their gradients against every key (2 x 32 x T floats), a head's K and V transposed
+// (2 x hs x T) and its K, Q and dOut rows (3 x T x hs), and a GPU's fused kernels hold nothing.
 void TestMemoryEstimate::attentionScratchIsTheCpusAlone() {
   const auto activation = static_cast<std::size_t>(MemoryCategory::Activation);
   nlohmann::json doc = {{"model", {{"type", "gpt"}, {"num_attention_heads", 8}}}};
   const double cpu = estimateMemory(parseTrainConfig(doc), 0, 1).items[activation].bytes;
   doc["device"] = "cuda";
   const double gpu = estimateMemory(parseTrainConfig(doc), 0, 1).items[activation].bytes;
-  const double T = 128;
-  QCOMPARE(cpu - gpu, 2 * kernels::kAttentionRowBlock * T * 4);
+  const double T = 128, hs = 256 / 8;  // both whole vectors already: no padding
+  QCOMPARE(cpu - gpu, (2 * kernels::kAttentionRowBlock * T + 2 * hs * T + 3 * T * hs) * 4);
 }
 
 void TestMemoryEstimate::modelStateIsTheAllocatorsPeak_data() {
