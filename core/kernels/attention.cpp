@@ -210,14 +210,13 @@ template <typename T>
       for (int w = kLanes / 2; w >= 1; w /= 2)
         for (int i = 0; i < w; ++i) top[i] = top[i + w] > top[i] ? top[i + w] : top[i];
       const T maxv = top[0];
-      T acc[kLanes] = {};
-      for (int j = 0; j < whole; j += kLanes) {
-        for (int i = 0; i < kLanes; ++i) {
-          const T x = fastExp(row[j + i] - maxv), e = j + i < n ? x : T(0);
-          row[j + i] = e;
-          acc[i] += e;
-        }
+      for (int j = 0; j < whole; ++j) {
+        const T e = fastExp(row[j] - maxv);
+        row[j] = j < n ? e : T(0);
       }
+      T acc[kLanes] = {};
+      for (int j = 0; j < whole; j += kLanes)
+        for (int i = 0; i < kLanes; ++i) acc[i] += row[j + i];
       const T inv = T(1) / foldSum(acc);
       for (int j = 0; j < whole; ++j) row[j] *= inv;
       record[2L * t] = maxv;

@@ -10,9 +10,13 @@ namespace {
 
 // The loops, inlined into each level's function below and vectorised there for its target. The
 // kernels library is built without floating-point contraction, so a multiply and an add round
-// twice at every level and every level computes the same bits.
+// twice at every level and every level computes the same bits. Each element is a long chain of
+// dependent operations (tanh's exponential, its polynomial, a division): eight vectors in flight
+// keep the units busy where one leaves them waiting on its chain (forward 0.49 -> 0.28 ns per
+// element on one Zen 5 core, backward 0.66 -> 0.34).
 template <typename T>
 [[gnu::always_inline]] inline void forwardLoop(T* out, const T* inp, long N) {
+#pragma clang loop interleave_count(8)
   for (long i = 0; i < N; ++i) out[i] = geluValue(inp[i]);
 }
 
@@ -21,6 +25,7 @@ template <typename T>
   // Callers pass dinp == dout (the gradient replaced in place): each element is read before it
   // is written, so the loop vectorises, which the compiler's overlap check would refuse.
 #pragma omp simd
+#pragma clang loop interleave_count(8)
   for (long i = 0; i < N; ++i) dinp[i] = geluDerivative(inp[i]) * dout[i];
 }
 
