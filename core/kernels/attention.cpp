@@ -365,6 +365,20 @@ void copyTransposed(T* dst, const T* src, long ld, int Tn, int hs) {
   for (int d = 0; d < hs; ++d) std::fill(dst + d * Tnp + Tn, dst + (d + 1) * Tnp, T(0));
 }
 
+// Asks for rows [r0, r0 + rows) of a head's part of a tensor (hs elements each, ld apart) to come
+// into the cache. The backward's operands were written long before it runs, and a head's part of
+// each row is 64 elements a row of thousands apart: the hardware's prefetchers do not follow
+// that, and reading them as each product or copy first needs them waits on memory each time.
+template <typename T>
+void prefetchRows(const T* src, long ld, int r0, int rows, int hs) {
+  constexpr int kLine = 64 / sizeof(T);
+  for (int i = r0; i < r0 + rows; ++i) {
+    const T* row = src + i * ld;
+    for (int d = 0; d < hs; d += kLine) __builtin_prefetch(row + d);
+    __builtin_prefetch(row + hs - 1);
+  }
+}
+
 template <typename T>
 void forwardAt(T* out, T* stats, T* scratch, const T* qkv, int B, int Tn, int C, int NH,
                const Level<T>& level) {
@@ -429,10 +443,18 @@ void backwardAt(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* stats
       // The last row block first: it sees every key, so it writes dK and dV (nothing to zero
       // first) and the blocks above it add theirs.
       const int last = (Tn - 1) / kAttentionRowBlock * kAttentionRowBlock;
+      // Each block also asks for its rows of the next head's operands, ahead of their use.
+      const int nb = h + 1 < NH ? b : b + 1, nh = h + 1 < NH ? h + 1 : 0;
+      const T* next = qkv + static_cast<long>(nb) * Tn * C3 + nh * hs;
+      const T* nextDout = dout + static_cast<long>(nb) * Tn * C + nh * hs;
       for (int r0 = last; r0 >= 0; r0 -= kAttentionRowBlock) {
         const RowBlock blk(r0, Tn);
         const int rows = blk.rows, cols = blk.cols;
         const bool add = r0 != last;
+        if (nb < B) {
+          for (int part = 0; part < 3; ++part) prefetchRows(next + part * C, C3, r0, rows, hs);
+          prefetchRows(nextDout, C, r0, rows, hs);
+        }
         // The forward's probabilities again: its product, then its exponentials and reciprocal.
         level.product({rows, cols, hs, q + static_cast<long>(r0) * C3, C3, 1, kt, Tnp, p, Tnp,
                        scale, false, Causal::Columns, r0});
