@@ -7,6 +7,7 @@
 #include "app/cli/commands.h"
 #include "core/comm/mpi/mpi_backend.h"
 #include "core/common/error.h"
+#include "core/common/malloc_arena.h"
 #include "core/common/printable.h"
 #include "core/common/stop_signal.h"
 
@@ -44,6 +45,7 @@ void refuseEmptyValues(CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  parascope::shareMallocArenas();
   CLI::App app{"ParaScope: train, benchmark and inspect parallel training, headless."};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every subcommand");

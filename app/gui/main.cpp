@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "app/gui/modes.h"
+#include "core/common/malloc_arena.h"
 
 namespace {
 
@@ -26,6 +27,7 @@ bool hasPlatform(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  parascope::shareMallocArenas();
   // Without one, Qt's default platform aborts with several lines about plugins; say what is
   // missing in one line instead.
   if (!hasPlatform(argc, argv)) {
