@@ -42,6 +42,7 @@ class TestKernels : public QObject {
   Q_OBJECT
  private slots:
   void matmulGradients();
+  void weightGradientOfWideOutputsAddsEveryRow();
   void embeddingGradients();
   void layernormGradients();
   void residualLayernormIsBothKernelsToTheBit();
@@ -83,6 +84,41 @@ void TestKernels::matmulGradients() {
   Vec dw1(OC * C, 0.0), db1(OC, 0.0);
   matmulBackward<double>(nullptr, dw1.data(), db1.data(), R.data(), x.data(), w.data(), N, C, OC);
   for (int i = 0; i < OC; ++i) QCOMPARE(db[i], 2 * db1[i]);
+}
+
+// Outputs a multiple of 1024 wide take the weight gradient through spaced copies of 256 rows at a
+// time (matmul.cpp): rows across and past those blocks (N = 600), added to the gradient there
+// already, in float against the sum in double within 1e-5 of the largest magnitude.
+void TestKernels::weightGradientOfWideOutputsAddsEveryRow() {
+  const int N = 600, C = 24;
+  for (const int OC : {1024, 2048, 1000}) {
+    const Vec dout = randomVector(static_cast<std::size_t>(N) * OC, 40 + OC);
+    const Vec inp = randomVector(static_cast<std::size_t>(N) * C, 41);
+    const Vec before = randomVector(static_cast<std::size_t>(OC) * C, 42);
+    const std::vector<float> fdout(dout.begin(), dout.end()), finp(inp.begin(), inp.end());
+    std::vector<float> dw(before.begin(), before.end());
+    matmulBackward(static_cast<float*>(nullptr), dw.data(), static_cast<float*>(nullptr),
+                   fdout.data(), finp.data(), static_cast<const float*>(nullptr), N, C, OC);
+    Vec want = before;
+    double largest = 0;
+    for (int o = 0; o < OC; ++o) {
+      for (int c = 0; c < C; ++c) {
+        double sum = 0;
+        for (int n = 0; n < N; ++n)
+          sum += dout[static_cast<std::size_t>(n) * OC + o] * inp[n * C + c];
+        want[static_cast<std::size_t>(o) * C + c] += sum;
+        largest = std::max(largest, std::fabs(want[static_cast<std::size_t>(o) * C + c]));
+      }
+    }
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      QVERIFY2(std::fabs(dw[i] - want[i]) <= 1e-5 * largest,
+               qPrintable(QString("OC=%1: element %2 is %3, in double %4")
+                              .arg(OC)
+                              .arg(i)
+                              .arg(dw[i])
+                              .arg(want[i])));
+    }
+  }
 }
 
 void TestKernels::embeddingGradients() {
