@@ -1,6 +1,8 @@
 #include "core/kernels/cross_entropy.h"
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "core/kernels/math.h"
 #include "core/kernels/traffic.h"
@@ -8,29 +10,82 @@
 
 namespace parascope::kernels {
 
+namespace {
+
+// The forward's rows, inlined into each level's function below and vectorised there for its
+// target (cpu_level.h). The maximum and the sum go by sixteen lanes (elements j = i mod 16),
+// folded pairwise in a fixed order, so every level computes the same bits.
+template <typename T>
+[[gnu::always_inline]] inline void forwardRows(T* losses, T* probs, const T* logits,
+                                               const std::int32_t* targets, int N, int V) {
+  constexpr int kLanes = 16;
+  const int whole = V / kLanes * kLanes, rest = V - whole;
+  for (int n = 0; n < N; ++n) {
+    const T* x = logits + static_cast<long>(n) * V;
+    T* p = probs + static_cast<long>(n) * V;
+    T top[kLanes];
+    std::fill(top, top + kLanes, x[0]);
+    for (int v = 0; v < whole; v += kLanes)
+      for (int i = 0; i < kLanes; ++i) top[i] = x[v + i] > top[i] ? x[v + i] : top[i];
+    for (int i = 0; i < rest; ++i) top[i] = x[whole + i] > top[i] ? x[whole + i] : top[i];
+    for (int w = kLanes / 2; w >= 1; w /= 2)
+      for (int i = 0; i < w; ++i) top[i] = top[i + w] > top[i] ? top[i + w] : top[i];
+    const T maxv = top[0];
+    const T target = x[targets[n]];  // read before p, which may be x, is written
+    // In place where p is x: each element is read before it is written.
+#pragma omp simd
+    for (int v = 0; v < V; ++v) p[v] = fastExp(x[v] - maxv);
+    T acc[kLanes] = {};
+    for (int v = 0; v < whole; v += kLanes)
+      for (int i = 0; i < kLanes; ++i) acc[i] += p[v + i];
+    for (int i = 0; i < rest; ++i) acc[i] += p[whole + i];
+    for (int w = kLanes / 2; w >= 1; w /= 2)
+      for (int i = 0; i < w; ++i) acc[i] += acc[i + w];
+    const T inv = T(1) / acc[0];
+    for (int v = 0; v < V; ++v) p[v] *= inv;
+    losses[n] = std::log(acc[0]) - (target - maxv);
+  }
+}
+
+void forwardBaseline(float* losses, float* probs, const float* logits, const std::int32_t* targets,
+                     int N, int V) {
+  forwardRows(losses, probs, logits, targets, N, V);
+}
+#if defined(__x86_64__)
+PARASCOPE_TARGET_AVX2 void forwardAvx2(float* losses, float* probs, const float* logits,
+                                       const std::int32_t* targets, int N, int V) {
+  forwardRows(losses, probs, logits, targets, N, V);
+}
+PARASCOPE_TARGET_AVX512 void forwardAvx512(float* losses, float* probs, const float* logits,
+                                           const std::int32_t* targets, int N, int V) {
+  forwardRows(losses, probs, logits, targets, N, V);
+}
+#endif
+
+}  // namespace
+
+void crossEntropyForward(float* losses, float* probs, const float* logits,
+                         const std::int32_t* targets, int N, int V, CpuLevel level) {
+#if defined(__x86_64__)
+  if (level == CpuLevel::Avx512) return forwardAvx512(losses, probs, logits, targets, N, V);
+  if (level == CpuLevel::Avx2) return forwardAvx2(losses, probs, logits, targets, N, V);
+#else
+  (void)level;
+#endif
+  forwardBaseline(losses, probs, logits, targets, N, V);
+}
+
 template <typename T>
 void crossEntropyForward(T* losses, T* probs, const T* logits, const std::int32_t* targets, int N,
                          int V) {
   // Reads logits and targets; writes probs and losses.
   trace::Span span("cross_entropy_forward", trace::Category::Compute);
   span.bytes(arrayBytes<T>(2L * N * V + N) + 4L * N);
-  for (int n = 0; n < N; ++n) {
-    const T* x = logits + static_cast<long>(n) * V;
-    T* p = probs + static_cast<long>(n) * V;
-    T maxv = x[0];
-    // fmax: Clang vectorises a maxnum reduction, not a compare-and-select one.
-#pragma omp simd reduction(max : maxv)
-    for (int v = 1; v < V; ++v) maxv = std::fmax(maxv, x[v]);
-    const T target = x[targets[n]];
-    T sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (int v = 0; v < V; ++v) {
-      p[v] = fastExp(x[v] - maxv);
-      sum += p[v];
-    }
-    const T inv = T(1) / sum;
-    for (int v = 0; v < V; ++v) p[v] *= inv;
-    losses[n] = std::log(sum) - (target - maxv);
+  if constexpr (std::is_same_v<T, float>) {
+    static const CpuLevel level = cpuLevel();
+    crossEntropyForward(losses, probs, logits, targets, N, V, level);
+  } else {
+    forwardRows(losses, probs, logits, targets, N, V);
   }
 }
 

@@ -6,11 +6,18 @@
 
 #include <cstdint>
 
+#include "core/kernels/cpu_level.h"
+
 namespace parascope::kernels {
 
+// float runs at the CPU's level (cpu_level.h); double, for the gradient checks, at the baseline.
 template <typename T>
 void crossEntropyForward(T* losses, T* probs, const T* logits, const std::int32_t* targets, int N,
                          int V);
+// The same at a given level (one this CPU runs), untraced: the tests hold each level to the
+// baseline's bits.
+void crossEntropyForward(float* losses, float* probs, const float* logits,
+                         const std::int32_t* targets, int N, int V, CpuLevel level);
 
 // dlogits[n, v] = (probs[n, v] - [v == target]) * dlosses[n]; overwritten, may alias probs.
 template <typename T>

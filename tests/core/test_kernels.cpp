@@ -467,9 +467,9 @@ void TestKernels::fastMathMatchesLibrary() {
   QCOMPARE(fastTanh(0.0f), 0.0f);
 }
 
-// GELU, AdamW and attention's softmax run at the CPU's level (AVX2, AVX-512) in every build; each
-// level's code must compute the baseline's bits, for every element, tails of a vector included,
-// and in place.
+// GELU, AdamW, attention's softmax and the cross-entropy run at the CPU's level (AVX2, AVX-512) in
+// every build; each level's code must compute the baseline's bits, for every element, tails of a
+// vector included, and in place.
 void TestKernels::everyCpuLevelComputesTheBaselinesBits() {
   const long N = 4099;  // no multiple of any vector width
   std::vector<float> x(N), dout(N);
@@ -568,6 +568,33 @@ void TestKernels::everyCpuLevelComputesTheBaselinesBits() {
       }
       for (int j = t + 1; j < blk.cols; ++j) QCOMPARE(row[j], 0.0f);
       QVERIFY2(std::fabs(total - 1) <= 1e-5, qPrintable(where));
+    }
+  }
+  // The cross-entropy's rows, vocabularies shorter than, equal to and past the sixteen lanes,
+  // into their own probabilities and in place over the logits, as the model calls it.
+  for (const int V : {7, 16, 33, 256}) {
+    const int rows = 5;
+    std::vector<float> logits(x.begin(), x.begin() + rows * V);
+    std::vector<std::int32_t> targets(rows);
+    for (int n = 0; n < rows; ++n) targets[n] = (n * 7 + 3) % V;
+    std::vector<float> wantLoss(rows), wantProbs(logits.size());
+    crossEntropyForward(wantLoss.data(), wantProbs.data(), logits.data(), targets.data(), rows, V,
+                        CpuLevel::Baseline);
+    for (const CpuLevel level : supportedCpuLevels()) {
+      std::vector<float> loss(rows), inPlace = logits;
+      crossEntropyForward(loss.data(), inPlace.data(), inPlace.data(), targets.data(), rows, V,
+                          level);
+      QVERIFY2(
+          std::memcmp(loss.data(), wantLoss.data(), rows * sizeof(float)) == 0 &&
+              std::memcmp(inPlace.data(), wantProbs.data(), inPlace.size() * sizeof(float)) == 0,
+          qPrintable(QString("%1, cross-entropy over %2").arg(cpuLevelName(level)).arg(V)));
+    }
+    for (int n = 0; n < rows; ++n) {
+      double maxv = -1e300, sum = 0;
+      for (int v = 0; v < V; ++v) maxv = std::max(maxv, double(logits[n * V + v]));
+      for (int v = 0; v < V; ++v) sum += std::exp(logits[n * V + v] - maxv);
+      const double loss = std::log(sum) - (logits[n * V + targets[n]] - maxv);
+      QVERIFY(std::fabs(wantLoss[n] - loss) <= 1e-5 * std::max(1.0, std::fabs(loss)));
     }
   }
   qInfo("levels checked: %s; the kernels run at %s", qPrintable(levels), cpuLevelName(cpuLevel()));
