@@ -1,19 +1,72 @@
 #include "core/kernels/grad_clip.h"
+
+#include <type_traits>
+
+#include "core/kernels/cpu_level.h"
 #include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
 
 namespace parascope::kernels {
 
+namespace {
+
+// Sixteen lanes of partial sums (elements i = l mod 16), folded pairwise in a fixed order:
+// the loop vectorises at every level and every level adds the same numbers in the same order,
+// so each computes the baseline's bits. A float's square is exact in double.
+template <typename T>
+[[gnu::always_inline]] inline double squaresLoop(const T* grad, long N) {
+  constexpr int kLanes = 16;
+  double acc[kLanes] = {};
+  long i = 0;
+  for (; i + kLanes <= N; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const auto g = static_cast<double>(grad[i + l]);
+      acc[l] += g * g;
+    }
+  }
+  for (int l = 0; i + l < N; ++l) {
+    const auto g = static_cast<double>(grad[i + l]);
+    acc[l] += g * g;
+  }
+  for (int w = kLanes / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
+  return acc[0];
+}
+
+double squaresBaseline(const float* grad, long N) {
+  return squaresLoop(grad, N);
+}
+#if defined(__x86_64__)
+PARASCOPE_TARGET_AVX2 double squaresAvx2(const float* grad, long N) {
+  return squaresLoop(grad, N);
+}
+PARASCOPE_TARGET_AVX512 double squaresAvx512(const float* grad, long N) {
+  return squaresLoop(grad, N);
+}
+#endif
+
+}  // namespace
+
+double sumOfSquares(const float* grad, long N, CpuLevel level) {
+#if defined(__x86_64__)
+  if (level == CpuLevel::Avx512) return squaresAvx512(grad, N);
+  if (level == CpuLevel::Avx2) return squaresAvx2(grad, N);
+#else
+  (void)level;
+#endif
+  return squaresBaseline(grad, N);
+}
+
 template <typename T>
 double sumOfSquares(const T* grad, long N) {
   trace::Span span("grad_norm", trace::Category::Optimizer);
   span.bytes(arrayBytes<T>(N));
-  // Vector lanes of partial sums (the order of a reduction is ours to choose); double lanes
-  // keep the result independent of how the gradients are split into buffers.
-  double s = 0;
-#pragma omp simd reduction(+ : s)
-  for (long i = 0; i < N; ++i) s += static_cast<double>(grad[i]) * static_cast<double>(grad[i]);
-  return s;
+  if constexpr (std::is_same_v<T, float>) {
+    static const CpuLevel level = cpuLevel();
+    return sumOfSquares(grad, N, level);
+  } else {
+    return squaresLoop(grad, N);
+  }
 }
 
 double clipFactor(double norm, double maxNorm) {

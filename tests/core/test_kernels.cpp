@@ -467,9 +467,9 @@ void TestKernels::fastMathMatchesLibrary() {
   QCOMPARE(fastTanh(0.0f), 0.0f);
 }
 
-// GELU, AdamW, attention's softmax and the cross-entropy run at the CPU's level (AVX2, AVX-512) in
-// every build; each level's code must compute the baseline's bits, for every element, tails of a
-// vector included, and in place.
+// GELU, AdamW, attention's softmax, the cross-entropy and the gradient norm run at the CPU's level
+// (AVX2, AVX-512) in every build; each level's code must compute the baseline's bits, for every
+// element, tails of a vector included, and in place.
 void TestKernels::everyCpuLevelComputesTheBaselinesBits() {
   const long N = 4099;  // no multiple of any vector width
   std::vector<float> x(N), dout(N);
@@ -569,6 +569,18 @@ void TestKernels::everyCpuLevelComputesTheBaselinesBits() {
       for (int j = t + 1; j < blk.cols; ++j) QCOMPARE(row[j], 0.0f);
       QVERIFY2(std::fabs(total - 1) <= 1e-5, qPrintable(where));
     }
+  }
+  // The gradient norm's sum of squares, lengths around the sixteen lanes.
+  for (const long n : {1L, 15L, 16L, 17L, N}) {
+    const double want = sumOfSquares(x.data(), n, CpuLevel::Baseline);
+    for (const CpuLevel level : supportedCpuLevels()) {
+      const double got = sumOfSquares(x.data(), n, level);
+      QVERIFY2(std::memcmp(&got, &want, sizeof want) == 0,
+               qPrintable(QString("%1, sum of %2 squares").arg(cpuLevelName(level)).arg(n)));
+    }
+    double exact = 0;
+    for (long i = 0; i < n; ++i) exact += double(x[i]) * double(x[i]);
+    QVERIFY(std::fabs(want - exact) <= 1e-12 * exact);
   }
   // The cross-entropy's rows, vocabularies shorter than, equal to and past the sixteen lanes,
   // into their own probabilities and in place over the logits, as the model calls it.
