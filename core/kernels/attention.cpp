@@ -32,16 +32,15 @@ int padded(int n) {
 // in the sequence (row i of the block sees keys 0 .. diag + i): what the mask removes is zero in
 // the operands (so leaving it out changes no bit) or is overwritten after the product.
 enum class Causal {
-  None,
   Columns,    // C's row i needs columns up to i + diag (scores, their gradients)
   TermsUpTo,  // C's row i adds terms up to k = i + diag (A's row is zero after it: P V, dS K)
   TermsFrom,  // C's row j, a key, adds terms from k = j - diag (P^T dOut, dS^T Q)
 };
 
-// C = alpha A B (M x N, K terms each), or C += alpha A B where `accumulate`. A's element (i, k)
-// is A[i * ars + k * aks], so a transposed A is read where it lies; B's row k starts at
-// B + k * ldb and is padded (above); C's row i starts at C + i * ldc and only its N columns are
-// written.
+// C = alpha A B (M x N, K terms each), or C += alpha A B where `accumulate`, less what `causal`
+// leaves out. A's element (i, k) is A[i * ars + k * aks], so a transposed A is read where it
+// lies; B's row k starts at B + k * ldb and is whole vectors long (N is, or the row is padded,
+// above); C's row i starts at C + i * ldc and only its N columns are written.
 template <typename T>
 struct Product {
   int M, N, K;
@@ -53,8 +52,8 @@ struct Product {
   long ldc;
   T alpha;
   bool accumulate;
-  Causal causal = Causal::None;
-  int diag = 0;
+  Causal causal;
+  int diag;
 };
 
 template <typename T, int W>
@@ -138,7 +137,7 @@ template <typename T, int W, int MR, int NV, bool kFma>
         if (t.ncols <= 0) continue;
       } else if (p.causal == Causal::TermsUpTo) {
         t.k1 = std::min(p.K, m0 + mr + p.diag);
-      } else if (p.causal == Causal::TermsFrom) {
+      } else {  // Causal::TermsFrom
         t.k0 = std::max(0, m0 - p.diag);
       }
       const int nv = (t.ncols + W - 1) / W;

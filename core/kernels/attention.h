@@ -9,9 +9,10 @@
 // against only the keys at or before its last row; the block's scores (and in backward their
 // gradients) live in `scratch`, beside the head's keys and values copied once into the layouts
 // its products read. The products are the kernel's own, register-blocked for these small shapes
-// (a library's sgemm spends more on each call than on the arithmetic): at the CPU's level, one
-// multiply-add per term where the level has them (AVX2 and AVX-512 then give the same bits), a
-// multiply and an add at the baseline.
+// (a library's sgemm ran them at 86-164 GFLOP/s on one Zen 5 core, against 240 on large ones),
+// and skip the tiles the causal mask empties: at the CPU's level, one multiply-add per term where
+// the level has them (AVX2 and AVX-512 then give the same bits), a multiply and an add at the
+// baseline.
 #pragma once
 
 #include "core/kernels/cpu_level.h"
