@@ -168,8 +168,9 @@ PARASCOPE_TARGET_AVX512 void productAvx512(const Product<float>& p) {
 #endif
 
 // Softmax rows go by blocks of sixteen elements, the last one whole too (its lanes past the row's
-// last key masked, written as zeros): rows here are short (64 keys on average in GPT-mini), and
-// a tail taken element by element would cost as much as the rest of the row. Sums are sixteen
+// last key masked: they hold whatever the scratch held, so they take the maximum's place before
+// any arithmetic, and are written as zeros): rows here are short (64 keys on average in GPT-mini),
+// and a tail taken element by element would cost as much as the rest of the row. Sums are sixteen
 // partial sums, of the elements j = i (mod 16), added pairwise in a fixed order at the end: the
 // loops vectorise (a single running sum would not, its order being fixed) and every vector width
 // adds the same numbers in the same order, so every CPU level computes the same bits.
@@ -194,7 +195,7 @@ template <typename T>
       // Backward: the forward's exponentials times its reciprocal, the forward's bits.
       const T maxv = given[2L * t], inv = given[2L * t + 1];
       for (int j = 0; j < whole; ++j) {
-        const T e = fastExp(row[j] - maxv) * inv;
+        const T e = fastExp((j < n ? row[j] : maxv) - maxv) * inv;
         row[j] = j < n ? e : T(0);
       }
     } else {
@@ -210,7 +211,7 @@ template <typename T>
         for (int i = 0; i < w; ++i) top[i] = top[i + w] > top[i] ? top[i + w] : top[i];
       const T maxv = top[0];
       for (int j = 0; j < whole; ++j) {
-        const T e = fastExp(row[j] - maxv);
+        const T e = fastExp((j < n ? row[j] : maxv) - maxv);
         row[j] = j < n ? e : T(0);
       }
       T acc[kLanes] = {};
