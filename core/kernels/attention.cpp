@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/kernels/lanes.h"
 #include "core/kernels/math.h"
 #include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
@@ -167,22 +168,13 @@ PARASCOPE_TARGET_AVX512 void productAvx512(const Product<float>& p) {
 }
 #endif
 
-// Softmax rows go by blocks of sixteen elements, the last one whole too (its lanes past the row's
-// last key masked: they hold whatever the scratch held, so they take the maximum's place before
-// any arithmetic, and are written as zeros): rows here are short (64 keys on average in GPT-mini),
-// and a tail taken element by element would cost as much as the rest of the row. Sums are sixteen
-// partial sums, of the elements j = i (mod 16), added pairwise in a fixed order at the end: the
-// loops vectorise (a single running sum would not, its order being fixed) and every vector width
-// adds the same numbers in the same order, so every CPU level computes the same bits.
-constexpr int kLanes = 16;
+// Softmax rows go by blocks of kLanes elements (lanes.h: every CPU level the same bits), the last
+// one whole too (its lanes past the row's last key masked: they hold whatever the scratch held, so
+// they take the maximum's place before any arithmetic, and are written as zeros): rows here are
+// short (64 keys on average in GPT-mini), and a tail taken element by element would cost as much
+// as the rest of the row.
 constexpr int wholeLanes(int n) {
   return (n + kLanes - 1) / kLanes * kLanes;
-}
-template <typename T>
-[[gnu::always_inline]] inline T foldSum(T (&acc)[kLanes]) {
-  for (int w = kLanes / 2; w >= 1; w /= 2)
-    for (int i = 0; i < w; ++i) acc[i] += acc[i + w];
-  return acc[0];
 }
 
 template <typename T>
@@ -207,9 +199,7 @@ template <typename T>
           top[i] = x > top[i] ? x : top[i];
         }
       }
-      for (int w = kLanes / 2; w >= 1; w /= 2)
-        for (int i = 0; i < w; ++i) top[i] = top[i + w] > top[i] ? top[i + w] : top[i];
-      const T maxv = top[0];
+      const T maxv = foldMax(top);
       for (int j = 0; j < whole; ++j) {
         const T e = fastExp((j < n ? row[j] : maxv) - maxv);
         row[j] = j < n ? e : T(0);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "core/kernels/lanes.h"
 #include "core/kernels/math.h"
 #include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
@@ -13,12 +14,11 @@ namespace parascope::kernels {
 namespace {
 
 // The forward's rows, inlined into each level's function below and vectorised there for its
-// target (cpu_level.h). The maximum and the sum go by sixteen lanes (elements j = i mod 16),
-// folded pairwise in a fixed order, so every level computes the same bits.
+// target (cpu_level.h). The maximum and the sum go by lanes (lanes.h), so every level computes the
+// same bits.
 template <typename T>
 [[gnu::always_inline]] inline void forwardRows(T* losses, T* probs, const T* logits,
                                                const std::int32_t* targets, int N, int V) {
-  constexpr int kLanes = 16;
   const int whole = V / kLanes * kLanes, rest = V - whole;
   for (int n = 0; n < N; ++n) {
     const T* x = logits + static_cast<long>(n) * V;
@@ -28,9 +28,7 @@ template <typename T>
     for (int v = 0; v < whole; v += kLanes)
       for (int i = 0; i < kLanes; ++i) top[i] = x[v + i] > top[i] ? x[v + i] : top[i];
     for (int i = 0; i < rest; ++i) top[i] = x[whole + i] > top[i] ? x[whole + i] : top[i];
-    for (int w = kLanes / 2; w >= 1; w /= 2)
-      for (int i = 0; i < w; ++i) top[i] = top[i + w] > top[i] ? top[i + w] : top[i];
-    const T maxv = top[0];
+    const T maxv = foldMax(top);
     const T target = x[targets[n]];  // read before p, which may be x, is written
     // In place where p is x: each element is read before it is written.
 #pragma omp simd
@@ -39,11 +37,10 @@ template <typename T>
     for (int v = 0; v < whole; v += kLanes)
       for (int i = 0; i < kLanes; ++i) acc[i] += p[v + i];
     for (int i = 0; i < rest; ++i) acc[i] += p[whole + i];
-    for (int w = kLanes / 2; w >= 1; w /= 2)
-      for (int i = 0; i < w; ++i) acc[i] += acc[i + w];
-    const T inv = T(1) / acc[0];
+    const T sum = foldSum(acc);
+    const T inv = T(1) / sum;
     for (int v = 0; v < V; ++v) p[v] *= inv;
-    losses[n] = std::log(acc[0]) - (target - maxv);
+    losses[n] = std::log(sum) - (target - maxv);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "core/kernels/cpu_level.h"
+#include "core/kernels/lanes.h"
 #include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
 
@@ -10,12 +11,10 @@ namespace parascope::kernels {
 
 namespace {
 
-// Sixteen lanes of partial sums (elements i = l mod 16), folded pairwise in a fixed order:
-// the loop vectorises at every level and every level adds the same numbers in the same order,
-// so each computes the baseline's bits. A float's square is exact in double.
+// By lanes (lanes.h): each level computes the baseline's bits. A float's square is exact in
+// double.
 template <typename T>
 [[gnu::always_inline]] inline double squaresLoop(const T* grad, long N) {
-  constexpr int kLanes = 16;
   double acc[kLanes] = {};
   long i = 0;
   for (; i + kLanes <= N; i += kLanes) {
@@ -28,9 +27,7 @@ template <typename T>
     const auto g = static_cast<double>(grad[i + l]);
     acc[l] += g * g;
   }
-  for (int w = kLanes / 2; w >= 1; w /= 2)
-    for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
-  return acc[0];
+  return foldSum(acc);
 }
 
 double squaresBaseline(const float* grad, long N) {
