@@ -173,6 +173,13 @@ PARASCOPE_TARGET_AVX512 void productAvx512(const Product<float>& p) {
 // they take the maximum's place before any arithmetic, and are written as zeros): rows here are
 // short (64 keys on average in GPT-mini), and a tail taken element by element would cost as much
 // as the rest of the row.
+template <typename T>
+using Lanes = Vec<T, kLanes>;
+template <typename T>
+[[gnu::always_inline]] inline Lanes<T> laneIndex() {
+  static_assert(kLanes == 16);
+  return Lanes<T>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+}
 constexpr int wholeLanes(int n) {
   return (n + kLanes - 1) / kLanes * kLanes;
 }
@@ -191,22 +198,28 @@ template <typename T>
         row[j] = j < n ? e : T(0);
       }
     } else {
+      // The maximum by whole vectors of the lanes (the element-wise loop over a lane array does
+      // not vectorise, and cost as much as the exponentials).
+      Lanes<T> most = row[0];
+      for (int j = 0; j < whole; j += kLanes) {
+        Lanes<T> x;
+        std::memcpy(&x, row + j, sizeof(x));
+        x = laneIndex<T>() + T(j) < T(n) ? x : most;
+        most = x > most ? x : most;
+      }
       T top[kLanes];
-      std::fill(top, top + kLanes, row[0]);
+      std::memcpy(top, &most, sizeof(top));
+      const T maxv = foldMax(top);
+      // The exponentials and their sums in one pass.
+      T acc[kLanes] = {};
       for (int j = 0; j < whole; j += kLanes) {
         for (int i = 0; i < kLanes; ++i) {
-          const T x = j + i < n ? row[j + i] : top[i];
-          top[i] = x > top[i] ? x : top[i];
+          const T e = fastExp((j + i < n ? row[j + i] : maxv) - maxv);
+          const T kept = j + i < n ? e : T(0);
+          row[j + i] = kept;
+          acc[i] += kept;
         }
       }
-      const T maxv = foldMax(top);
-      for (int j = 0; j < whole; ++j) {
-        const T e = fastExp((j < n ? row[j] : maxv) - maxv);
-        row[j] = j < n ? e : T(0);
-      }
-      T acc[kLanes] = {};
-      for (int j = 0; j < whole; j += kLanes)
-        for (int i = 0; i < kLanes; ++i) acc[i] += row[j + i];
       const T inv = T(1) / foldSum(acc);
       for (int j = 0; j < whole; ++j) row[j] *= inv;
       record[2L * t] = maxv;
