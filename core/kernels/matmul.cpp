@@ -1,9 +1,11 @@
 #include "core/kernels/matmul.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "core/kernels/blas.h"
+#include "core/kernels/element_math.h"
 #include "core/kernels/residual.h"
 #include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
@@ -16,6 +18,9 @@ void matmulForward(T* out, const T* inp, const T* weight, const T* bias, int N, 
   trace::Span span("matmul_forward", trace::Category::Compute);
   span.bytes(arrayBytes<T>(static_cast<long>(N) * C + static_cast<long>(OC) * C +
                            (bias != nullptr ? OC : 0) + static_cast<long>(N) * OC));
+  if constexpr (std::is_same_v<T, float>) {
+    if (bias != nullptr) return sgemmBias(N, OC, C, inp, weight, bias, out);
+  }
   if (bias != nullptr) {
     for (int n = 0; n < N; ++n) {
       T* o = out + static_cast<long>(n) * OC;
@@ -32,14 +37,18 @@ namespace {
 // MLP weight gradient (OC 1024) ran at 181 GFLOP/s against 227 with rows 16 floats further apart
 // (one Zen 5 core; 20-25% for every multiple of 1024 floats measured, up to 4096). There it
 // reads copies of 256 rows at a time so spaced, in a buffer each thread keeps (1 MiB for an OC
-// of 1024), the copy costing a tenth of what it saves.
+// of 1024), the copy costing a tenth of what it saves. The bias gradient (dbias, where not null)
+// is summed there from each block while it is in cache; blocks are whole chunks of the sums
+// (kColumnChunkRows), so its bits are those of one pass over all rows.
 template <typename T>
-void weightGradient(T* dweight, const T* dout, const T* inp, int N, int C, int OC) {
+void weightGradient(T* dweight, T* dbias, const T* dout, const T* inp, int N, int C, int OC) {
   if (OC % 1024 != 0) {
     gemm(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);
+    if (dbias != nullptr) addColumnSums(dbias, dout, static_cast<long>(N), static_cast<long>(OC));
     return;
   }
   constexpr int kRows = 256;
+  static_assert(kRows % kColumnChunkRows == 0);
   const long spaced = OC + 16;
   thread_local std::vector<T> copy;
   copy.resize(std::max(copy.size(), static_cast<std::size_t>(kRows * spaced)));
@@ -49,6 +58,7 @@ void weightGradient(T* dweight, const T* dout, const T* inp, int N, int C, int O
       const T* row = dout + static_cast<long>(n0 + n) * OC;
       std::copy(row, row + OC, copy.data() + n * spaced);
     }
+    if (dbias != nullptr) addColumnSums(dbias, dout + static_cast<long>(n0) * OC, rows, OC);
     gemm(true, false, OC, C, rows, T(1), copy.data(), static_cast<int>(spaced),
          inp + static_cast<long>(n0) * C, C, T(1), dweight, C);
   }
@@ -68,8 +78,11 @@ void matmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, 
                     (dweight != nullptr ? static_cast<long>(N) * C + 2L * OC * C : 0) +
                     (dbias != nullptr ? 2L * OC : 0)));
   if (dinp != nullptr) gemm(false, false, N, C, OC, T(1), dout, OC, weight, C, T(0), dinp, C);
-  if (dweight != nullptr) weightGradient(dweight, dout, inp, N, C, OC);
-  if (dbias != nullptr) addColumnSums(dbias, dout, static_cast<long>(N), static_cast<long>(OC));
+  if (dweight != nullptr) {
+    weightGradient(dweight, dbias, dout, inp, N, C, OC);
+  } else if (dbias != nullptr) {
+    addColumnSums(dbias, dout, static_cast<long>(N), static_cast<long>(OC));
+  }
 }
 
 template void matmulForward<float>(float*, const float*, const float*, const float*, int, int, int);

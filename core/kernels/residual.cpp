@@ -1,6 +1,7 @@
 #include "core/kernels/residual.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "core/kernels/element_math.h"
@@ -36,16 +37,65 @@ void biasForward(T* out, const T* bias, long rows, long C) {
   }
 }
 
+namespace {
+
+// Column sums in chunks of kColumnChunkRows rows (element_math.h), the order every level and the
+// GPU keep: a chunk's sums start at zero and are added to `sums` once. Columns are independent,
+// so each level's vectors give the same bits; a level's own function runs 16 columns at once
+// where the portable build's runs 4 and took 0.6 ms of GPT-mini's step.
 template <typename T>
-void addColumnSums(T* sums, const T* rows, long n, long C) {
-  std::vector<T> chunk(static_cast<std::size_t>(C));
+[[gnu::always_inline]] inline void columnSumsLoop(T* __restrict sums, T* __restrict chunk,
+                                                  const T* rows, long n, long C) {
   for (long first = 0; first < n; first += kColumnChunkRows) {
-    std::fill(chunk.begin(), chunk.end(), T(0));
+    std::fill(chunk, chunk + C, T(0));
     for (long r = first; r < std::min(n, first + kColumnChunkRows); ++r) {
       const T* d = rows + r * C;
       for (long i = 0; i < C; ++i) chunk[i] = chunk[i] + d[i];
     }
     for (long i = 0; i < C; ++i) sums[i] = sums[i] + chunk[i];
+  }
+}
+
+template <typename T>
+void columnSumsBaseline(T* sums, T* chunk, const T* rows, long n, long C) {
+  columnSumsLoop(sums, chunk, rows, n, C);
+}
+#if defined(__x86_64__)
+PARASCOPE_TARGET_AVX2 void columnSumsAvx2(float* sums, float* chunk, const float* rows, long n,
+                                          long C) {
+  columnSumsLoop(sums, chunk, rows, n, C);
+}
+PARASCOPE_TARGET_AVX512 void columnSumsAvx512(float* sums, float* chunk, const float* rows, long n,
+                                              long C) {
+  columnSumsLoop(sums, chunk, rows, n, C);
+}
+#endif
+
+using ColumnSums = void (*)(float*, float*, const float*, long, long);
+
+ColumnSums columnSumsAt(CpuLevel level) {
+#if defined(__x86_64__)
+  if (level == CpuLevel::Avx512) return columnSumsAvx512;
+  if (level == CpuLevel::Avx2) return columnSumsAvx2;
+#endif
+  return columnSumsBaseline<float>;
+}
+
+}  // namespace
+
+void addColumnSums(float* sums, const float* rows, long n, long C, CpuLevel level) {
+  std::vector<float> chunk(static_cast<std::size_t>(C));
+  columnSumsAt(level)(sums, chunk.data(), rows, n, C);
+}
+
+template <typename T>
+void addColumnSums(T* sums, const T* rows, long n, long C) {
+  std::vector<T> chunk(static_cast<std::size_t>(C));
+  if constexpr (std::is_same_v<T, float>) {
+    static const ColumnSums level = columnSumsAt(cpuLevel());
+    level(sums, chunk.data(), rows, n, C);
+  } else {
+    columnSumsBaseline(sums, chunk.data(), rows, n, C);
   }
 }
 

@@ -3,6 +3,8 @@
 // Shapes: all (N).
 #pragma once
 
+#include "core/kernels/cpu_level.h"
+
 namespace parascope::kernels {
 
 template <typename T>
@@ -22,8 +24,13 @@ void biasForward(T* out, const T* bias, long rows, long C);
 template <typename T>
 void biasBackward(T* dbias, const T* dout, long rows, long C);
 
-// The same sum, inside another kernel's span (matmulBackward's bias).
+// The same sum, inside another kernel's span (matmulBackward's bias). float runs at the CPU's
+// level (cpu_level.h); double, for the gradient checks, at the baseline.
 template <typename T>
 void addColumnSums(T* sums, const T* rows, long n, long C);
+
+// The same at a given level (one this CPU runs), untraced: the tests hold each level to the
+// baseline's bits.
+void addColumnSums(float* sums, const float* rows, long n, long C, CpuLevel level);
 
 }  // namespace parascope::kernels

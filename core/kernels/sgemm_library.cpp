@@ -7,14 +7,15 @@
 #include <new>
 #include <stdexcept>
 #include <string_view>
+#include <unordered_map>
 
 #include <cblas.h>
 #include <pthread.h>
 #include <signal.h>
 
 #if PARASCOPE_HAVE_ONEDNN
-#include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
+#include <oneapi/dnnl/dnnl.hpp>
 // oneDNN's CPU runtime here is OpenMP (dnnl_config.h), GCC's libgomp: its products use
 // omp_get_max_threads() threads. OpenMP's C interface, declared here because the compiler's own
 // omp.h belongs to its own runtime and is not always installed.
@@ -44,6 +45,49 @@ std::string isaName(dnnl_cpu_isa_t isa) {
   const std::string name = dnnl_cpu_isa2str(isa);
   constexpr std::string_view kPrefix = "cpu_isa_";
   return name.starts_with(kPrefix) ? name.substr(kPrefix.size()) : name;
+}
+#endif
+
+#if PARASCOPE_HAVE_ONEDNN
+// OpenMP's thread count belongs to each calling thread (each rank's): set it on a thread's first
+// product and whenever setBlasThreads changed it since.
+void applyOneDnnThreads() {
+  thread_local int applied = 0;
+  if (const int want = blasThreads.load(std::memory_order_relaxed); want > 0 && want != applied) {
+    omp_set_num_threads(want);
+    applied = want;
+  }
+}
+
+// oneDNN's CPU engine, made once for the process (its primitives are made and run on any thread).
+const dnnl::engine& oneDnnEngine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// oneDNN's matmul with the bias in its epilogue, one per shape a thread has asked for (shapes
+// are few: a model's layers and micro-batches).
+const dnnl::matmul& biasMatmul(int M, int N, int K) {
+  struct Key {
+    int M, N, K;
+    bool operator==(const Key&) const = default;
+  };
+  struct Hash {
+    std::size_t operator()(const Key& k) const {
+      return (static_cast<std::size_t>(k.M) * 1000003u + static_cast<std::size_t>(k.N)) * 1000003u +
+             static_cast<std::size_t>(k.K);
+    }
+  };
+  thread_local std::unordered_map<Key, dnnl::matmul, Hash> made;
+  const Key key{M, N, K};
+  if (auto found = made.find(key); found != made.end()) return found->second;
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  const dnnl::engine& engine = oneDnnEngine();
+  const dnnl::memory::desc src({M, K}, dt::f32, tag::ab), weights({K, N}, dt::f32, tag::ba),
+      bias({1, N}, dt::f32, tag::ab), dst({M, N}, dt::f32, tag::ab);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weights, bias, dst), engine);
+  return made.emplace(key, dnnl::matmul(pd)).first->second;
 }
 #endif
 
@@ -138,13 +182,7 @@ void sgemmOn(SgemmLibrary library, bool transA, bool transB, int M, int N, int K
              const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc) {
 #if PARASCOPE_HAVE_ONEDNN
   if (library == SgemmLibrary::OneDnn) {
-    // OpenMP's thread count belongs to each calling thread (each rank's): set it on a thread's
-    // first product and whenever setBlasThreads changed it since.
-    thread_local int applied = 0;
-    if (const int want = blasThreads.load(std::memory_order_relaxed); want > 0 && want != applied) {
-      omp_set_num_threads(want);
-      applied = want;
-    }
+    applyOneDnnThreads();
     const ProductSignals held(library);
     const dnnl_status_t status = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha,
                                             A, lda, B, ldb, beta, C, ldc);
@@ -158,6 +196,38 @@ void sgemmOn(SgemmLibrary library, bool transA, bool transB, int M, int N, int K
 #endif
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
               M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void sgemmBias(int M, int N, int K, const float* A, const float* W, const float* bias, float* C) {
+#if PARASCOPE_HAVE_ONEDNN
+  if (sgemmLibrary() == SgemmLibrary::OneDnn) {
+    applyOneDnnThreads();
+    const ProductSignals held(SgemmLibrary::OneDnn);
+    try {
+      const dnnl::matmul& matmul = biasMatmul(M, N, K);
+      const dnnl::engine& engine = oneDnnEngine();
+      using dt = dnnl::memory::data_type;
+      using tag = dnnl::memory::format_tag;
+      // oneDNN's memory objects take non-const handles; it only reads the inputs.
+      dnnl::memory src({{M, K}, dt::f32, tag::ab}, engine, const_cast<float*>(A));
+      dnnl::memory weights({{K, N}, dt::f32, tag::ba}, engine, const_cast<float*>(W));
+      dnnl::memory b({{1, N}, dt::f32, tag::ab}, engine, const_cast<float*>(bias));
+      dnnl::memory dst({{M, N}, dt::f32, tag::ab}, engine, C);
+      thread_local dnnl::stream stream(engine);
+      matmul.execute(stream, {{DNNL_ARG_SRC, src},
+                              {DNNL_ARG_WEIGHTS, weights},
+                              {DNNL_ARG_BIAS, b},
+                              {DNNL_ARG_DST, dst}});
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      if (e.status == dnnl_out_of_memory) throw std::bad_alloc();
+      throw std::runtime_error(std::string("oneDNN's matmul failed: ") + e.what());
+    }
+    return;
+  }
+#endif
+  for (int m = 0; m < M; ++m) std::memcpy(C + static_cast<long>(m) * N, bias, sizeof(float) * N);
+  sgemmOn(SgemmLibrary::OpenBlas, false, true, M, N, K, 1.0f, A, K, W, K, 1.0f, C, N);
 }
 
 }  // namespace parascope::kernels

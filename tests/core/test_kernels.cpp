@@ -58,6 +58,7 @@ class TestKernels : public QObject {
   void crossEntropyValue();
   void fastMathMatchesLibrary();
   void everyCpuLevelComputesTheBaselinesBits();
+  void productWithBiasMatchesDouble();
   void adamwMatchesHandComputedStep();
   void clipFactorFollowsTorch();
   void openblasRunsForcedCoreType();
@@ -89,7 +90,8 @@ void TestKernels::matmulGradients() {
 
 // Outputs a multiple of 1024 wide take the weight gradient through spaced copies of 256 rows at a
 // time (matmul.cpp): rows across and past those blocks (N = 600), added to the gradient there
-// already, in float against the sum in double within 1e-5 of the largest magnitude.
+// already, in float against the sum in double within 1e-5 of the largest magnitude. The bias
+// gradient, summed block by block there, has the bits of one pass over all rows.
 void TestKernels::weightGradientOfWideOutputsAddsEveryRow() {
   const int N = 600, C = 24;
   for (const int OC : {1024, 2048, 1000}) {
@@ -97,9 +99,12 @@ void TestKernels::weightGradientOfWideOutputsAddsEveryRow() {
     const Vec inp = randomVector(static_cast<std::size_t>(N) * C, 41);
     const Vec before = randomVector(static_cast<std::size_t>(OC) * C, 42);
     const std::vector<float> fdout(dout.begin(), dout.end()), finp(inp.begin(), inp.end());
-    std::vector<float> dw(before.begin(), before.end());
-    matmulBackward(static_cast<float*>(nullptr), dw.data(), static_cast<float*>(nullptr),
-                   fdout.data(), finp.data(), static_cast<const float*>(nullptr), N, C, OC);
+    std::vector<float> dw(before.begin(), before.end()), db(OC, 0.5f), onePass(OC, 0.5f);
+    matmulBackward(static_cast<float*>(nullptr), dw.data(), db.data(), fdout.data(), finp.data(),
+                   static_cast<const float*>(nullptr), N, C, OC);
+    addColumnSums(onePass.data(), fdout.data(), N, OC);
+    QVERIFY2(std::memcmp(db.data(), onePass.data(), OC * sizeof(float)) == 0,
+             qPrintable(QString("OC=%1: the bias gradient").arg(OC)));
     Vec want = before;
     double largest = 0;
     for (int o = 0; o < OC; ++o) {
@@ -118,6 +123,48 @@ void TestKernels::weightGradientOfWideOutputsAddsEveryRow() {
                               .arg(i)
                               .arg(dw[i])
                               .arg(want[i])));
+    }
+  }
+}
+
+// The float forward with a bias (oneDNN's matmul adding it in its epilogue, or the fill and sgemm
+// on OpenBLAS), at shapes with no multiple of a vector width and at GPT-mini's, against double
+// within 1e-5 of the largest magnitude; without a bias, the product alone.
+void TestKernels::productWithBiasMatchesDouble() {
+  struct Shape {
+    int N, C, OC;
+  };
+  for (const Shape& sh : {Shape{37, 23, 19}, Shape{1024, 256, 768}, Shape{5, 1024, 256}}) {
+    const auto count = [](int a, int b) { return static_cast<std::size_t>(a) * b; };
+    const Vec x = randomVector(count(sh.N, sh.C), 50), w = randomVector(count(sh.OC, sh.C), 51),
+              b = randomVector(sh.OC, 52, 4.0);
+    const std::vector<float> fx(x.begin(), x.end()), fw(w.begin(), w.end()), fb(b.begin(), b.end());
+    for (const bool biased : {true, false}) {
+      std::vector<float> out(count(sh.N, sh.OC), std::nanf(""));
+      matmulForward(out.data(), fx.data(), fw.data(), biased ? fb.data() : nullptr, sh.N, sh.C,
+                    sh.OC);
+      Vec want(out.size());
+      double largest = 0;
+      for (int n = 0; n < sh.N; ++n) {
+        for (int o = 0; o < sh.OC; ++o) {
+          double sum = biased ? double(fb[o]) : 0.0;
+          for (int c = 0; c < sh.C; ++c)
+            sum += double(fx[count(n, sh.C) + c]) * double(fw[count(o, sh.C) + c]);
+          want[count(n, sh.OC) + o] = sum;
+          largest = std::max(largest, std::fabs(sum));
+        }
+      }
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        QVERIFY2(std::fabs(out[i] - want[i]) <= 1e-5 * largest,
+                 qPrintable(QString("%1 x %2 x %3%4: element %5 is %6, in double %7")
+                                .arg(sh.N)
+                                .arg(sh.C)
+                                .arg(sh.OC)
+                                .arg(biased ? " with a bias" : "")
+                                .arg(i)
+                                .arg(out[i])
+                                .arg(want[i])));
+      }
     }
   }
 }
@@ -529,6 +576,25 @@ void TestKernels::everyCpuLevelComputesTheBaselinesBits() {
   std::vector<float> dispatched(N);
   geluForward(dispatched.data(), x.data(), N);
   QVERIFY(std::memcmp(dispatched.data(), forward.data(), N * sizeof(float)) == 0);
+
+  // Column sums (a bias gradient) over 4099 = 241 x 17 values: columns past a vector's width,
+  // rows past whole chunks; and the dispatched kernel.
+  const long rows = 241, cols = 17;
+  std::vector<float> sums(cols, 0.25f);
+  addColumnSums(sums.data(), dout.data(), rows, cols, CpuLevel::Baseline);
+  for (long c = 0; c < cols; ++c) {
+    double want = 0.25;
+    for (long r = 0; r < rows; ++r) want += dout[r * cols + c];
+    QVERIFY(std::fabs(sums[c] - want) <= 1e-5 * rows);
+  }
+  for (const CpuLevel level : supportedCpuLevels()) {
+    std::vector<float> got(cols, 0.25f);
+    addColumnSums(got.data(), dout.data(), rows, cols, level);
+    QVERIFY2(std::memcmp(got.data(), sums.data(), cols * sizeof(float)) == 0, cpuLevelName(level));
+  }
+  std::vector<float> dispatchedSums(cols, 0.25f);
+  addColumnSums(dispatchedSums.data(), dout.data(), rows, cols);
+  QVERIFY(std::memcmp(dispatchedSums.data(), sums.data(), cols * sizeof(float)) == 0);
 
   // AdamW's third step from moments already there, the gradient scaled (clipping).
   AdamWHyper h;
