@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "core/kernels/element_math.h"
+#include "core/kernels/lanes.h"
 #include "core/kernels/traffic.h"
 #include "core/trace/trace.h"
 
@@ -12,24 +14,184 @@ namespace parascope::kernels {
 
 namespace {
 
+// A row's sum of term(i) over its C elements by lanes (lanes.h): every level computes the
+// baseline's bits, where a vectorised reduction's order would follow the vector width.
+template <typename T, typename Term>
+[[gnu::always_inline]] inline T laneSum(int C, Term term) {
+  T acc[kLanes] = {};
+  int i = 0;
+  for (; i + kLanes <= C; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] += term(i + l);
+  for (int l = 0; i + l < C; ++l) acc[l] += term(i + l);
+  return foldSum(acc);
+}
+
 // One row: its mean and reciprocal standard deviation, and the normalised, scaled row.
 template <typename T>
-void normalizeRow(T* o, T* mean, T* rstd, const T* x, const T* weight, const T* bias, int C) {
+[[gnu::always_inline]] inline void normalizeRow(T* o, T* mean, T* rstd, const T* x, const T* weight,
+                                                const T* bias, int C) {
   const T eps = T(1e-5);
-  T sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int i = 0; i < C; ++i) sum += x[i];
-  const T m = sum / C;
-  T var = 0;
-#pragma omp simd reduction(+ : var)
-  for (int i = 0; i < C; ++i) var += (x[i] - m) * (x[i] - m);
+  const T m = laneSum<T>(C, [&](int i) { return x[i]; }) / C;
+  const T var = laneSum<T>(C, [&](int i) { return (x[i] - m) * (x[i] - m); });
   const T s = T(1) / std::sqrt(var / C + eps);
   for (int i = 0; i < C; ++i) o[i] = (x[i] - m) * s * weight[i] + bias[i];
   *mean = m;
   *rstd = s;
 }
 
+template <typename T>
+[[gnu::always_inline]] inline void forwardLoop(T* out, T* mean, T* rstd, const T* inp,
+                                               const T* weight, const T* bias, int N, int C) {
+  for (int n = 0; n < N; ++n) {
+    const long row = static_cast<long>(n) * C;
+    normalizeRow(out + row, mean + n, rstd + n, inp + row, weight, bias, C);
+  }
+}
+
+template <typename T>
+[[gnu::always_inline]] inline void residualForwardLoop(T* sum, T* out, T* mean, T* rstd, const T* a,
+                                                       const T* b, const T* weight, const T* bias,
+                                                       int N, int C) {
+  for (int n = 0; n < N; ++n) {
+    const long row = static_cast<long>(n) * C;
+    T* x = sum + row;
+    for (int i = 0; i < C; ++i) x[i] = a[row + i] + b[row + i];
+    normalizeRow(out + row, mean + n, rstd + n, x, weight, bias, C);
+  }
+}
+
+// The weight and bias gradients are column sums: each chunk of kColumnChunkRows rows is added up
+// from zero (in chunkBias and chunkWeight, C each), then added to them (element_math.h), as the
+// GPU's kernel adds them.
+template <typename T>
+[[gnu::always_inline]] inline void backwardLoop(T* dinp, T* dweight, T* dbias, const T* dout,
+                                                const T* inp, const T* weight, const T* mean,
+                                                const T* rstd, int N, int C, const T* dresidual,
+                                                T* chunkBias, T* chunkWeight) {
+  for (int n = 0; n < N; ++n) {
+    if (n % kColumnChunkRows == 0) {
+      std::fill(chunkBias, chunkBias + C, T(0));
+      std::fill(chunkWeight, chunkWeight + C, T(0));
+    }
+    const T* x = inp + static_cast<long>(n) * C;
+    const T* d = dout + static_cast<long>(n) * C;
+    const T m = mean[n];
+    const T s = rstd[n];
+    T* pb = chunkBias;
+    T* pw = chunkWeight;
+    if (dinp == nullptr) {
+      // The weight half alone (zero-bubble's W): the same element-wise sums, nothing else.
+      for (int i = 0; i < C; ++i) {
+        const T xhat = (x[i] - m) * s;
+        pb[i] += d[i];
+        pw[i] += d[i] * xhat;
+      }
+    } else {
+      // dnorm = dout * weight; dx = s * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat)); the
+      // two means by lanes, beside the column sums.
+      T accDnorm[kLanes] = {}, accDnormXhat[kLanes] = {};
+      const auto term = [&](int i, int l) {
+        const T xhat = (x[i] - m) * s;
+        const T dnorm = d[i] * weight[i];
+        accDnorm[l] += dnorm;
+        accDnormXhat[l] += dnorm * xhat;
+        pb[i] += d[i];
+        pw[i] += d[i] * xhat;
+      };
+      int i = 0;
+      for (; i + kLanes <= C; i += kLanes)
+        for (int l = 0; l < kLanes; ++l) term(i + l, l);
+      for (int l = 0; i + l < C; ++l) term(i + l, l);
+      const T dnormMean = foldSum(accDnorm) / C;
+      const T dnormXhatMean = foldSum(accDnormXhat) / C;
+      T* dx = dinp + static_cast<long>(n) * C;
+      for (int j = 0; j < C; ++j) {
+        const T xhat = (x[j] - m) * s;
+        dx[j] = s * (d[j] * weight[j] - dnormMean - xhat * dnormXhatMean);
+      }
+      // Its own statement: contracted with the line above into an FMA it would not be the bits
+      // of a separate residual add.
+      if (dresidual != nullptr) {
+        const T* r = dresidual + static_cast<long>(n) * C;
+        for (int j = 0; j < C; ++j) dx[j] = dx[j] + r[j];
+      }
+    }
+    if (n % kColumnChunkRows == kColumnChunkRows - 1 || n == N - 1) {
+      for (int i = 0; i < C; ++i) {
+        dbias[i] += pb[i];
+        dweight[i] += pw[i];
+      }
+    }
+  }
+}
+
+// Each level's three loops, compiled for its instructions.
+struct Kernels {
+  void (*forward)(float*, float*, float*, const float*, const float*, const float*, int, int);
+  void (*residualForward)(float*, float*, float*, float*, const float*, const float*, const float*,
+                          const float*, int, int);
+  void (*backward)(float*, float*, float*, const float*, const float*, const float*, const float*,
+                   const float*, int, int, const float*, float*, float*);
+};
+
+#define PARASCOPE_LAYERNORM_LEVEL(Suffix, Target)                                                 \
+  Target void forward##Suffix(float* out, float* mean, float* rstd, const float* inp,             \
+                              const float* weight, const float* bias, int N, int C) {             \
+    forwardLoop(out, mean, rstd, inp, weight, bias, N, C);                                        \
+  }                                                                                               \
+  Target void residualForward##Suffix(float* sum, float* out, float* mean, float* rstd,           \
+                                      const float* a, const float* b, const float* weight,        \
+                                      const float* bias, int N, int C) {                          \
+    residualForwardLoop(sum, out, mean, rstd, a, b, weight, bias, N, C);                          \
+  }                                                                                               \
+  Target void backward##Suffix(float* dinp, float* dweight, float* dbias, const float* dout,      \
+                               const float* inp, const float* weight, const float* mean,          \
+                               const float* rstd, int N, int C, const float* dresidual,           \
+                               float* chunkBias, float* chunkWeight) {                            \
+    backwardLoop(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, dresidual, chunkBias, \
+                 chunkWeight);                                                                    \
+  }
+
+PARASCOPE_LAYERNORM_LEVEL(Baseline, )
+#if defined(__x86_64__)
+PARASCOPE_LAYERNORM_LEVEL(Avx2, PARASCOPE_TARGET_AVX2)
+PARASCOPE_LAYERNORM_LEVEL(Avx512, PARASCOPE_TARGET_AVX512)
+#endif
+#undef PARASCOPE_LAYERNORM_LEVEL
+
+Kernels kernelsAt(CpuLevel level) {
+#if defined(__x86_64__)
+  if (level == CpuLevel::Avx512) return {forwardAvx512, residualForwardAvx512, backwardAvx512};
+  if (level == CpuLevel::Avx2) return {forwardAvx2, residualForwardAvx2, backwardAvx2};
+#endif
+  return {forwardBaseline, residualForwardBaseline, backwardBaseline};
+}
+
+const Kernels& cpusKernels() {
+  static const Kernels kernels = kernelsAt(cpuLevel());
+  return kernels;
+}
+
 }  // namespace
+
+void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                      const float* bias, int N, int C, CpuLevel level) {
+  kernelsAt(level).forward(out, mean, rstd, inp, weight, bias, N, C);
+}
+
+void residualLayernormForward(float* sum, float* out, float* mean, float* rstd, const float* a,
+                              const float* b, const float* weight, const float* bias, int N, int C,
+                              CpuLevel level) {
+  kernelsAt(level).residualForward(sum, out, mean, rstd, a, b, weight, bias, N, C);
+}
+
+void layernormBackward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, const float* mean, const float* rstd,
+                       int N, int C, const float* dresidual, CpuLevel level) {
+  std::vector<float> chunks(2 * static_cast<std::size_t>(C));
+  kernelsAt(level).backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, dresidual,
+                            chunks.data(), chunks.data() + C);
+}
 
 template <typename T>
 void layernormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias, int N,
@@ -37,9 +199,10 @@ void layernormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, c
   // Reads inp, weight and bias; writes out, mean and rstd.
   trace::Span span("layernorm_forward", trace::Category::Compute);
   span.bytes(arrayBytes<T>(2L * N * C + 2L * C + 2L * N));
-  for (int n = 0; n < N; ++n) {
-    const long row = static_cast<long>(n) * C;
-    normalizeRow(out + row, mean + n, rstd + n, inp + row, weight, bias, C);
+  if constexpr (std::is_same_v<T, float>) {
+    cpusKernels().forward(out, mean, rstd, inp, weight, bias, N, C);
+  } else {
+    forwardLoop(out, mean, rstd, inp, weight, bias, N, C);
   }
 }
 
@@ -49,11 +212,10 @@ void residualLayernormForward(T* sum, T* out, T* mean, T* rstd, const T* a, cons
   // Reads a, b, weight and bias; writes sum, out, mean and rstd.
   trace::Span span("residual_layernorm_forward", trace::Category::Compute);
   span.bytes(arrayBytes<T>(4L * N * C + 2L * C + 2L * N));
-  for (int n = 0; n < N; ++n) {
-    const long row = static_cast<long>(n) * C;
-    T* x = sum + row;
-    for (int i = 0; i < C; ++i) x[i] = a[row + i] + b[row + i];
-    normalizeRow(out + row, mean + n, rstd + n, x, weight, bias, C);
+  if constexpr (std::is_same_v<T, float>) {
+    cpusKernels().residualForward(sum, out, mean, rstd, a, b, weight, bias, N, C);
+  } else {
+    residualForwardLoop(sum, out, mean, rstd, a, b, weight, bias, N, C);
   }
 }
 
@@ -66,60 +228,13 @@ void layernormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* in
   span.bytes(arrayBytes<T>(2L * N * C + 2L * N + 4L * C +
                            (dinp != nullptr ? static_cast<long>(N) * C + C : 0) +
                            (dresidual != nullptr ? static_cast<long>(N) * C : 0)));
-  // The weight and bias gradients are column sums: each chunk of kColumnChunkRows rows is
-  // added up from zero, then added to them (element_math.h), as the GPU's kernel adds them.
-  std::vector<T> chunkBias(static_cast<std::size_t>(C)), chunkWeight(static_cast<std::size_t>(C));
-  for (int n = 0; n < N; ++n) {
-    if (n % kColumnChunkRows == 0) {
-      std::fill(chunkBias.begin(), chunkBias.end(), T(0));
-      std::fill(chunkWeight.begin(), chunkWeight.end(), T(0));
-    }
-    const T* x = inp + static_cast<long>(n) * C;
-    const T* d = dout + static_cast<long>(n) * C;
-    const T m = mean[n];
-    const T s = rstd[n];
-    T* pb = chunkBias.data();
-    T* pw = chunkWeight.data();
-    if (dinp == nullptr) {
-      // The weight half alone (zero-bubble's W): the same element-wise sums, nothing else.
-      for (int i = 0; i < C; ++i) {
-        const T xhat = (x[i] - m) * s;
-        pb[i] += d[i];
-        pw[i] += d[i] * xhat;
-      }
-    } else {
-      // dnorm = dout * weight; dx = s * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat))
-      T dnormMean = 0;
-      T dnormXhatMean = 0;
-#pragma omp simd reduction(+ : dnormMean, dnormXhatMean)
-      for (int i = 0; i < C; ++i) {
-        const T xhat = (x[i] - m) * s;
-        const T dnorm = d[i] * weight[i];
-        dnormMean += dnorm;
-        dnormXhatMean += dnorm * xhat;
-        pb[i] += d[i];
-        pw[i] += d[i] * xhat;
-      }
-      dnormMean /= C;
-      dnormXhatMean /= C;
-      T* dx = dinp + static_cast<long>(n) * C;
-      for (int i = 0; i < C; ++i) {
-        const T xhat = (x[i] - m) * s;
-        dx[i] = s * (d[i] * weight[i] - dnormMean - xhat * dnormXhatMean);
-      }
-      // Its own statement: contracted with the line above into an FMA it would not be the bits
-      // of a separate residual add.
-      if (dresidual != nullptr) {
-        const T* r = dresidual + static_cast<long>(n) * C;
-        for (int i = 0; i < C; ++i) dx[i] = dx[i] + r[i];
-      }
-    }
-    if (n % kColumnChunkRows == kColumnChunkRows - 1 || n == N - 1) {
-      for (int i = 0; i < C; ++i) {
-        dbias[i] += pb[i];
-        dweight[i] += pw[i];
-      }
-    }
+  std::vector<T> chunks(2 * static_cast<std::size_t>(C));
+  if constexpr (std::is_same_v<T, float>) {
+    cpusKernels().backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, dresidual,
+                           chunks.data(), chunks.data() + C);
+  } else {
+    backwardLoop(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, dresidual,
+                 chunks.data(), chunks.data() + C);
   }
 }
 

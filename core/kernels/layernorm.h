@@ -1,6 +1,10 @@
 // LayerNorm over the last dimension (eps 1e-5, as PyTorch's default).
 // Shapes: inp/out (N, C), weight/bias (C), mean/rstd (N) saved for the backward pass.
+// float runs at the CPU's level (cpu_level.h), each row's sums by lanes (lanes.h), so every level
+// computes the same bits; double, for the gradient checks, at the baseline.
 #pragma once
+
+#include "core/kernels/cpu_level.h"
 
 namespace parascope::kernels {
 
@@ -23,5 +27,16 @@ void residualLayernormForward(T* sum, T* out, T* mean, T* rstd, const T* a, cons
 template <typename T>
 void layernormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
                        const T* mean, const T* rstd, int N, int C, const T* dresidual = nullptr);
+
+// The same at a given level (one this CPU runs), untraced: the tests hold each level to the
+// baseline's bits.
+void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                      const float* bias, int N, int C, CpuLevel level);
+void residualLayernormForward(float* sum, float* out, float* mean, float* rstd, const float* a,
+                              const float* b, const float* weight, const float* bias, int N, int C,
+                              CpuLevel level);
+void layernormBackward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, const float* mean, const float* rstd,
+                       int N, int C, const float* dresidual, CpuLevel level);
 
 }  // namespace parascope::kernels

@@ -596,6 +596,71 @@ void TestKernels::everyCpuLevelComputesTheBaselinesBits() {
   addColumnSums(dispatchedSums.data(), dout.data(), rows, cols);
   QVERIFY(std::memcmp(dispatchedSums.data(), sums.data(), cols * sizeof(float)) == 0);
 
+  // Layernorm forward, with the residual before it, and backward (with a residual's gradient, and
+  // the weight half alone) over the same 241 rows of 17 (a width past one vector, not two), each
+  // level against the baseline's bits; the baseline's forward against double.
+  std::vector<float> lnWeight(cols), lnBias(cols);
+  for (long c = 0; c < cols; ++c) {
+    lnWeight[c] = 0.5f + dout[c];
+    lnBias[c] = x[c];
+  }
+  struct Layernorm {
+    std::vector<float> out, mean, rstd, sum, sumOut, sumMean, sumRstd, dinp, dweight, dbias,
+        dweightAlone, dbiasAlone;
+  };
+  const int lnRows = static_cast<int>(rows), lnCols = static_cast<int>(cols);
+  auto layernorm = [&](CpuLevel level) {
+    const std::size_t n = static_cast<std::size_t>(rows * cols);
+    Layernorm r{std::vector<float>(n),          std::vector<float>(rows),
+                std::vector<float>(rows),       std::vector<float>(n),
+                std::vector<float>(n),          std::vector<float>(rows),
+                std::vector<float>(rows),       std::vector<float>(n),
+                std::vector<float>(cols, 0.5f), std::vector<float>(cols, 0.5f),
+                std::vector<float>(cols, 0.5f), std::vector<float>(cols, 0.5f)};
+    layernormForward(r.out.data(), r.mean.data(), r.rstd.data(), x.data(), lnWeight.data(),
+                     lnBias.data(), lnRows, lnCols, level);
+    residualLayernormForward(r.sum.data(), r.sumOut.data(), r.sumMean.data(), r.sumRstd.data(),
+                             x.data(), dout.data(), lnWeight.data(), lnBias.data(), lnRows, lnCols,
+                             level);
+    layernormBackward(r.dinp.data(), r.dweight.data(), r.dbias.data(), dout.data(), x.data(),
+                      lnWeight.data(), r.mean.data(), r.rstd.data(), lnRows, lnCols,
+                      r.sumOut.data(), level);
+    layernormBackward(nullptr, r.dweightAlone.data(), r.dbiasAlone.data(), dout.data(), x.data(),
+                      lnWeight.data(), r.mean.data(), r.rstd.data(), lnRows, lnCols, nullptr,
+                      level);
+    return r;
+  };
+  const Layernorm baseline = layernorm(CpuLevel::Baseline);
+  QVERIFY(std::memcmp(baseline.dweight.data(), baseline.dweightAlone.data(),
+                      cols * sizeof(float)) == 0);
+  for (long r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (long c = 0; c < cols; ++c) mean += x[r * cols + c];
+    mean /= cols;
+    for (long c = 0; c < cols; ++c) var += (x[r * cols + c] - mean) * (x[r * cols + c] - mean);
+    const double rstd = 1 / std::sqrt(var / cols + 1e-5);
+    for (long c = 0; c < cols; ++c) {
+      const double want = (x[r * cols + c] - mean) * rstd * lnWeight[c] + lnBias[c];
+      QVERIFY(std::fabs(baseline.out[r * cols + c] - want) <= 1e-5 * (1 + std::fabs(want)));
+    }
+  }
+  const auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  for (const CpuLevel level : supportedCpuLevels()) {
+    const Layernorm got = layernorm(level);
+    QVERIFY2(same(got.out, baseline.out) && same(got.mean, baseline.mean) &&
+                 same(got.rstd, baseline.rstd),
+             qPrintable(QString("%1, layernorm forward").arg(cpuLevelName(level))));
+    QVERIFY2(same(got.sum, baseline.sum) && same(got.sumOut, baseline.sumOut) &&
+                 same(got.sumMean, baseline.sumMean) && same(got.sumRstd, baseline.sumRstd),
+             qPrintable(QString("%1, residual and layernorm forward").arg(cpuLevelName(level))));
+    QVERIFY2(same(got.dinp, baseline.dinp) && same(got.dweight, baseline.dweight) &&
+                 same(got.dbias, baseline.dbias) && same(got.dweightAlone, baseline.dweightAlone) &&
+                 same(got.dbiasAlone, baseline.dbiasAlone),
+             qPrintable(QString("%1, layernorm backward").arg(cpuLevelName(level))));
+  }
+
   // AdamW's third step from moments already there, the gradient scaled (clipping).
   AdamWHyper h;
   h.lr = 3e-3f;
