@@ -19,7 +19,9 @@
 
 namespace parascope::kernels {
 
-inline constexpr int kAttentionRowBlock = 32;
+// 64 rather than 32: half as many passes over each head's dK and dV and half as many tiles cut by
+// the causal diagonal; GPT-mini's backward 6.0-6.3 -> 5.5-5.8 ms per step on one Zen 5 core.
+inline constexpr int kAttentionRowBlock = 64;
 
 // The scratch attentionForward (backward false) or attentionBackward takes for sequences of Tn
 // tokens and heads of hs, in elements.
