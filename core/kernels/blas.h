@@ -17,8 +17,9 @@ void sgemmOn(SgemmLibrary library, bool transA, bool transB, int M, int N, int K
              const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc);
 
 // C = A W^T + bias (A M x K, W N x K, C M x N, all row-major and packed; bias N): on oneDNN, its
-// matmul adds the bias as it writes each tile of C (filling C with the bias for a product to add
-// to cost GPT-mini 3-12% of each product); on OpenBLAS, that fill and sgemm.
+// matmul adds the bias as it writes each tile of C (filling C with the bias first, for sgemm to
+// add the product to, cost 3-12% of each GPT-mini product with C in memory); on OpenBLAS, that
+// fill and sgemm.
 void sgemmBias(int M, int N, int K, const float* A, const float* W, const float* bias, float* C);
 
 // While one exists on a thread, signals wait there (a process's go to another thread). oneDNN 2's

@@ -41,8 +41,8 @@ namespace {
 
 // Column sums in chunks of kColumnChunkRows rows (element_math.h), the order every level and the
 // GPU keep: a chunk's sums start at zero and are added to `sums` once. Columns are independent,
-// so each level's vectors give the same bits; a level's own function runs 16 columns at once
-// where the portable build's runs 4 and took 0.6 ms of GPT-mini's step.
+// so each level's vectors give the same bits; a level's own function adds 16 columns at once
+// where the portable build's adds 4 (GPT-mini's 1024 rows of 1024, in cache: 110 -> 81 us).
 template <typename T>
 [[gnu::always_inline]] inline void columnSumsLoop(T* __restrict sums, T* __restrict chunk,
                                                   const T* rows, long n, long C) {
