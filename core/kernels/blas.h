@@ -19,7 +19,7 @@ void sgemmOn(SgemmLibrary library, bool transA, bool transB, int M, int N, int K
 // C = A W^T + bias (A M x K, W N x K, C M x N, all row-major and packed; bias N): on oneDNN, its
 // matmul adds the bias as it writes each tile of C (filling C with the bias first, for sgemm to
 // add the product to, cost 3-12% of each GPT-mini product with C in memory); on OpenBLAS, that
-// fill and sgemm.
+// fill and sgemm. Any of M, N and K may be 0 (K 0: C is the bias in every row).
 void sgemmBias(int M, int N, int K, const float* A, const float* W, const float* bias, float* C);
 
 // While one exists on a thread, signals wait there (a process's go to another thread). oneDNN 2's

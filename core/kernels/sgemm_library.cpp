@@ -180,6 +180,16 @@ void sgemm(bool transA, bool transB, int M, int N, int K, float alpha, const flo
 
 void sgemmOn(SgemmLibrary library, bool transA, bool transB, int M, int N, int K, float alpha,
              const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+  // Empty products as BLAS defines them: oneDNN rejects them, and both libraries reject the
+  // leading dimension of an operand with no columns.
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (int m = 0; m < M; ++m) {
+      float* row = C + static_cast<long>(m) * ldc;
+      for (int n = 0; n < N; ++n) row[n] = beta == 0.0f ? 0.0f : beta * row[n];
+    }
+    return;
+  }
 #if PARASCOPE_HAVE_ONEDNN
   if (library == SgemmLibrary::OneDnn) {
     applyOneDnnThreads();
@@ -199,8 +209,9 @@ void sgemmOn(SgemmLibrary library, bool transA, bool transB, int M, int N, int K
 }
 
 void sgemmBias(int M, int N, int K, const float* A, const float* W, const float* bias, float* C) {
+  // oneDNN's matmul divides by zero making a primitive for an empty product (sgemmOn takes them).
 #if PARASCOPE_HAVE_ONEDNN
-  if (sgemmLibrary() == SgemmLibrary::OneDnn) {
+  if (sgemmLibrary() == SgemmLibrary::OneDnn && M > 0 && N > 0 && K > 0) {
     applyOneDnnThreads();
     const ProductSignals held(SgemmLibrary::OneDnn);
     try {

@@ -128,13 +128,15 @@ void TestKernels::weightGradientOfWideOutputsAddsEveryRow() {
 }
 
 // The float forward with a bias (oneDNN's matmul adding it in its epilogue, or the fill and sgemm
-// on OpenBLAS), at shapes with no multiple of a vector width and at GPT-mini's, against double
-// within 1e-5 of the largest magnitude; without a bias, the product alone.
+// on OpenBLAS), at shapes with no multiple of a vector width, at GPT-mini's and with no rows
+// (oneDNN's matmul would divide by zero), against double within 1e-5 of the largest magnitude;
+// without a bias, the product alone.
 void TestKernels::productWithBiasMatchesDouble() {
   struct Shape {
     int N, C, OC;
   };
-  for (const Shape& sh : {Shape{37, 23, 19}, Shape{1024, 256, 768}, Shape{5, 1024, 256}}) {
+  for (const Shape& sh :
+       {Shape{37, 23, 19}, Shape{1024, 256, 768}, Shape{5, 1024, 256}, Shape{0, 23, 19}}) {
     const auto count = [](int a, int b) { return static_cast<std::size_t>(a) * b; };
     const Vec x = randomVector(count(sh.N, sh.C), 50), w = randomVector(count(sh.OC, sh.C), 51),
               b = randomVector(sh.OC, 52, 4.0);
