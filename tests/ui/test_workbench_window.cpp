@@ -137,6 +137,7 @@ class TestWorkbenchWindow : public QObject {
   void savesAndLoadsCheckpoints();
   void corruptTraceChangesNothing();
   void pipelineViewShowsTheSchedule();
+  void communicationViewSaysWhyItIsEmpty();
   void compareMarksTheBestSegment();
   void failedSessionShowsItsReason();
   void switchesThroughThePanel();
@@ -745,6 +746,18 @@ void TestWorkbenchWindow::corruptTraceChangesNothing() {
   QCOMPARE(window.communicationView()->matrixModel()->rowCount(), 0);
 }
 
+// Empty tables say why: nothing shown yet, or a trace in which no rank sent anything (one rank).
+void TestWorkbenchWindow::communicationViewSaysWhyItIsEmpty() {
+  parascope::ui::CommunicationView view;
+  QCOMPARE(view.emptyText(),
+           QStringLiteral(
+               "Run a session or open a trace to see the bytes each rank sends to each other."));
+  view.setAnalysis(std::make_shared<const parascope::profiler::TraceAnalysis>());
+  QCOMPARE(view.matrixModel()->rowCount(), 0);
+  QCOMPARE(view.emptyText(), QStringLiteral("No rank sent anything to another in this trace: a "
+                                            "run on one rank has no one to send to."));
+}
+
 void TestWorkbenchWindow::pipelineViewShowsTheSchedule() {
   WorkbenchWindow window;
   nlohmann::json doc = tinyDocument();
@@ -783,6 +796,7 @@ void TestWorkbenchWindow::pipelineViewShowsTheSchedule() {
   QVERIFY(window.breakdownModel()->rowCount() > 0);
   QVERIFY(window.analysisTableModel()->rowCount() > 0);
   QVERIFY(window.communicationView()->matrixModel()->rowCount() > 0);
+  QCOMPARE(window.communicationView()->emptyText(), QString());
 
   // Another run: nothing of the first is shown while it runs (each view was told the session
   // started), and an analysis still in flight for it would be dropped; its own schedule comes
@@ -791,6 +805,8 @@ void TestWorkbenchWindow::pipelineViewShowsTheSchedule() {
   QCOMPARE(window.breakdownModel()->rowCount(), 0);
   QCOMPARE(window.analysisTableModel()->rowCount(), 0);
   QCOMPARE(window.communicationView()->matrixModel()->rowCount(), 0);
+  QCOMPARE(window.communicationView()->emptyText(),
+           QStringLiteral("The communication of this run is shown when it ends."));
   QVERIFY(view->rows().empty());
   QCOMPARE(view->emptyText(),
            QStringLiteral("The pipeline schedule of this run is shown when it ends."));

@@ -38,9 +38,14 @@ CommunicationView::CommunicationView(QWidget* parent) : QWidget(parent) {
   auto* split = new QSplitter(Qt::Horizontal);
   split->addWidget(matrixView_);
   split->addWidget(opsView);
+  empty_ = new QLabel;
+  empty_->setObjectName(QStringLiteral("communicationEmpty"));
+  empty_->setWordWrap(true);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(top);
+  layout->addWidget(empty_);
   layout->addWidget(split, 1);
+  showEmpty(tr("Run a session or open a trace to see the bytes each rank sends to each other."));
   connect(filter_, &QComboBox::currentIndexChanged, this,
           [this](int i) { setOperation(i <= 0 ? QString() : filter_->itemText(i)); });
 }
@@ -55,6 +60,20 @@ void CommunicationView::setAnalysis(std::shared_ptr<const profiler::TraceAnalysi
   }
   ops_->setOps(analysis_->comm.ops);
   matrix_->setMatrix(analysis_->comm.matrix);
+  // Empty tables alone would read as a fault: say why there is nothing.
+  showEmpty(analysis_->comm.ops.empty()
+                ? tr("No rank sent anything to another in this trace: a run on one rank has no "
+                     "one to send to.")
+                : QString());
+}
+
+void CommunicationView::showEmpty(const QString& why) {
+  empty_->setText(why);
+  empty_->setHidden(why.isEmpty());
+}
+
+QString CommunicationView::emptyText() const {
+  return empty_->isHidden() ? QString() : empty_->text();
 }
 
 void CommunicationView::setOperation(const QString& op) {
@@ -71,6 +90,7 @@ void CommunicationView::setOperation(const QString& op) {
 
 void CommunicationView::sessionStarted(const parascope::TrainConfig& /*config*/) {
   setAnalysis(std::make_shared<const profiler::TraceAnalysis>());
+  showEmpty(tr("The communication of this run is shown when it ends."));
 }
 
 void CommunicationView::traceReplaced(const ShownTrace& trace) {

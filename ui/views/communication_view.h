@@ -9,6 +9,7 @@
 #include "ui/views/workbench_view.h"
 
 class QComboBox;
+class QLabel;
 class QTableView;
 
 namespace parascope::ui {
@@ -31,6 +32,9 @@ class CommunicationView : public QWidget, public WorkbenchView {
   CommMatrixModel* matrixModel() const { return matrix_; }
   CommOpModel* opModel() const { return ops_; }
   QComboBox* operationFilter() const { return filter_; }
+  // Why the view shows nothing (no trace yet, or one without communication); empty when it
+  // shows a trace's communication.
+  QString emptyText() const;
 
  private:
   std::shared_ptr<const profiler::TraceAnalysis> analysis_;
@@ -38,6 +42,9 @@ class CommunicationView : public QWidget, public WorkbenchView {
   CommMatrixModel* matrix_;
   CommOpModel* ops_;
   QTableView* matrixView_;
+  QLabel* empty_;
+
+  void showEmpty(const QString& why);
 };
 
 }  // namespace parascope::ui
