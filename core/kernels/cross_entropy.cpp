@@ -1,6 +1,5 @@
 #include "core/kernels/cross_entropy.h"
 
-#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
@@ -19,25 +18,15 @@ namespace {
 template <typename T>
 [[gnu::always_inline]] inline void forwardRows(T* losses, T* probs, const T* logits,
                                                const std::int32_t* targets, int N, int V) {
-  const int whole = V / kLanes * kLanes, rest = V - whole;
   for (int n = 0; n < N; ++n) {
     const T* x = logits + static_cast<long>(n) * V;
     T* p = probs + static_cast<long>(n) * V;
-    T top[kLanes];
-    std::fill(top, top + kLanes, x[0]);
-    for (int v = 0; v < whole; v += kLanes)
-      for (int i = 0; i < kLanes; ++i) top[i] = x[v + i] > top[i] ? x[v + i] : top[i];
-    for (int i = 0; i < rest; ++i) top[i] = x[whole + i] > top[i] ? x[whole + i] : top[i];
-    const T maxv = foldMax(top);
+    const T maxv = laneMax(x, V);
     const T target = x[targets[n]];  // read before p, which may be x, is written
     // In place where p is x: each element is read before it is written.
 #pragma omp simd
     for (int v = 0; v < V; ++v) p[v] = fastExp(x[v] - maxv);
-    T acc[kLanes] = {};
-    for (int v = 0; v < whole; v += kLanes)
-      for (int i = 0; i < kLanes; ++i) acc[i] += p[v + i];
-    for (int i = 0; i < rest; ++i) acc[i] += p[whole + i];
-    const T sum = foldSum(acc);
+    const T sum = laneSum<T>(V, [&](long v) { return p[v]; });
     const T inv = T(1) / sum;
     for (int v = 0; v < V; ++v) p[v] *= inv;
     losses[n] = std::log(sum) - (target - maxv);

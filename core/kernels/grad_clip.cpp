@@ -15,19 +15,10 @@ namespace {
 // double.
 template <typename T>
 [[gnu::always_inline]] inline double squaresLoop(const T* grad, long N) {
-  double acc[kLanes] = {};
-  long i = 0;
-  for (; i + kLanes <= N; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      const auto g = static_cast<double>(grad[i + l]);
-      acc[l] += g * g;
-    }
-  }
-  for (int l = 0; i + l < N; ++l) {
-    const auto g = static_cast<double>(grad[i + l]);
-    acc[l] += g * g;
-  }
-  return foldSum(acc);
+  return laneSum<double>(N, [&](long i) {
+    const auto g = static_cast<double>(grad[i]);
+    return g * g;
+  });
 }
 
 double squaresBaseline(const float* grad, long N) {

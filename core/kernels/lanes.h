@@ -22,4 +22,27 @@ template <typename T>
   return top[0];
 }
 
+// The sum of term(i) over i in [0, n), by lanes: term i goes to lane i mod 16.
+template <typename T, typename Term>
+[[gnu::always_inline]] inline T laneSum(long n, Term term) {
+  T acc[kLanes] = {};
+  long i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] += term(i + l);
+  for (int l = 0; i + l < n; ++l) acc[l] += term(i + l);
+  return foldSum(acc);
+}
+
+// The largest of x[0 .. n), n >= 1, by lanes (compare and select, every lane starting at x[0]).
+template <typename T>
+[[gnu::always_inline]] inline T laneMax(const T* x, long n) {
+  T top[kLanes];
+  for (int l = 0; l < kLanes; ++l) top[l] = x[0];
+  long i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) top[l] = x[i + l] > top[l] ? x[i + l] : top[l];
+  for (int l = 0; i + l < n; ++l) top[l] = x[i + l] > top[l] ? x[i + l] : top[l];
+  return foldMax(top);
+}
+
 }  // namespace parascope::kernels

@@ -14,25 +14,15 @@ namespace parascope::kernels {
 
 namespace {
 
-// A row's sum of term(i) over its C elements by lanes (lanes.h): every level computes the
-// baseline's bits, where a vectorised reduction's order would follow the vector width.
-template <typename T, typename Term>
-[[gnu::always_inline]] inline T laneSum(int C, Term term) {
-  T acc[kLanes] = {};
-  int i = 0;
-  for (; i + kLanes <= C; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) acc[l] += term(i + l);
-  for (int l = 0; i + l < C; ++l) acc[l] += term(i + l);
-  return foldSum(acc);
-}
-
 // One row: its mean and reciprocal standard deviation, and the normalised, scaled row.
 template <typename T>
 [[gnu::always_inline]] inline void normalizeRow(T* o, T* mean, T* rstd, const T* x, const T* weight,
                                                 const T* bias, int C) {
   const T eps = T(1e-5);
-  const T m = laneSum<T>(C, [&](int i) { return x[i]; }) / C;
-  const T var = laneSum<T>(C, [&](int i) { return (x[i] - m) * (x[i] - m); });
+  // By lanes (lanes.h): every level computes the baseline's bits, where a vectorised reduction's
+  // order would follow the vector width.
+  const T m = laneSum<T>(C, [&](long i) { return x[i]; }) / C;
+  const T var = laneSum<T>(C, [&](long i) { return (x[i] - m) * (x[i] - m); });
   const T s = T(1) / std::sqrt(var / C + eps);
   for (int i = 0; i < C; ++i) o[i] = (x[i] - m) * s * weight[i] + bias[i];
   *mean = m;

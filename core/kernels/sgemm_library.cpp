@@ -65,9 +65,14 @@ const dnnl::engine& oneDnnEngine() {
   return engine;
 }
 
-// oneDNN's matmul with the bias in its epilogue, one per shape a thread has asked for (shapes
-// are few: a model's layers and micro-batches).
-const dnnl::matmul& biasMatmul(int M, int N, int K) {
+// oneDNN's matmul with the bias in its epilogue and its operands' layouts, one per shape a
+// thread has asked for (shapes are few: a model's layers and micro-batches).
+struct BiasMatmul {
+  dnnl::memory::desc src, weights, bias, dst;
+  dnnl::matmul matmul;
+};
+
+const BiasMatmul& biasMatmul(int M, int N, int K) {
   struct Key {
     int M, N, K;
     bool operator==(const Key&) const = default;
@@ -78,16 +83,17 @@ const dnnl::matmul& biasMatmul(int M, int N, int K) {
              static_cast<std::size_t>(k.K);
     }
   };
-  thread_local std::unordered_map<Key, dnnl::matmul, Hash> made;
+  thread_local std::unordered_map<Key, BiasMatmul, Hash> made;
   const Key key{M, N, K};
   if (auto found = made.find(key); found != made.end()) return found->second;
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
-  const dnnl::engine& engine = oneDnnEngine();
+  // Row-major A (M x K) and C (M x N); W is N x K row-major, which is W^T (K x N) read by columns.
   const dnnl::memory::desc src({M, K}, dt::f32, tag::ab), weights({K, N}, dt::f32, tag::ba),
       bias({1, N}, dt::f32, tag::ab), dst({M, N}, dt::f32, tag::ab);
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weights, bias, dst), engine);
-  return made.emplace(key, dnnl::matmul(pd)).first->second;
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weights, bias, dst),
+                                        oneDnnEngine());
+  return made.emplace(key, BiasMatmul{src, weights, bias, dst, dnnl::matmul(pd)}).first->second;
 }
 #endif
 
@@ -215,20 +221,18 @@ void sgemmBias(int M, int N, int K, const float* A, const float* W, const float*
     applyOneDnnThreads();
     const ProductSignals held(SgemmLibrary::OneDnn);
     try {
-      const dnnl::matmul& matmul = biasMatmul(M, N, K);
+      const BiasMatmul& made = biasMatmul(M, N, K);
       const dnnl::engine& engine = oneDnnEngine();
-      using dt = dnnl::memory::data_type;
-      using tag = dnnl::memory::format_tag;
       // oneDNN's memory objects take non-const handles; it only reads the inputs.
-      dnnl::memory src({{M, K}, dt::f32, tag::ab}, engine, const_cast<float*>(A));
-      dnnl::memory weights({{K, N}, dt::f32, tag::ba}, engine, const_cast<float*>(W));
-      dnnl::memory b({{1, N}, dt::f32, tag::ab}, engine, const_cast<float*>(bias));
-      dnnl::memory dst({{M, N}, dt::f32, tag::ab}, engine, C);
+      const dnnl::memory src(made.src, engine, const_cast<float*>(A));
+      const dnnl::memory weights(made.weights, engine, const_cast<float*>(W));
+      const dnnl::memory b(made.bias, engine, const_cast<float*>(bias));
+      const dnnl::memory dst(made.dst, engine, C);
       thread_local dnnl::stream stream(engine);
-      matmul.execute(stream, {{DNNL_ARG_SRC, src},
-                              {DNNL_ARG_WEIGHTS, weights},
-                              {DNNL_ARG_BIAS, b},
-                              {DNNL_ARG_DST, dst}});
+      made.matmul.execute(stream, {{DNNL_ARG_SRC, src},
+                                   {DNNL_ARG_WEIGHTS, weights},
+                                   {DNNL_ARG_BIAS, b},
+                                   {DNNL_ARG_DST, dst}});
       stream.wait();
     } catch (const dnnl::error& e) {
       if (e.status == dnnl_out_of_memory) throw std::bad_alloc();
