@@ -155,7 +155,7 @@ void Blas::matmulForward(void* out, const void* inp, const void* weight, const v
 }
 
 void Blas::matmulBackward(void* dinp, void* dweight, const void* dout, const void* inp,
-                          const void* weight, int N, int C, int OC) {
+                          const void* weight, int N, int C, int OC, bool overwrite) {
   const float one = 1.0f, zero = 0.0f;
   if (dinp != nullptr) {
     // dinp^T (C x N) = W^T (C x OC, W as stored) dout^T (OC x N, dout as stored).
@@ -167,10 +167,10 @@ void Blas::matmulBackward(void* dinp, void* dweight, const void* dout, const voi
   }
   if (dweight != nullptr) {
     // dW^T (C x OC) += inp^T (C x N, inp as stored) dout (N x OC: dout as stored, transposed).
-    const Plan& p = plan(C, OC, N, false, true, false, true,
+    const Plan& p = plan(C, OC, N, false, true, false, !overwrite,
                          {alignmentOf(inp), alignmentOf(dout), alignmentOf(dweight)});
-    check(cublasLtMatmul(lt_, p.op, &one, inp, p.a, dout, p.b, &one, dweight, p.c, dweight, p.c,
-                         &p.algo, workspace_, kWorkspaceBytes, stream_),
+    check(cublasLtMatmul(lt_, p.op, &one, inp, p.a, dout, p.b, overwrite ? &zero : &one, dweight,
+                         p.c, dweight, p.c, &p.algo, workspace_, kWorkspaceBytes, stream_),
           "cublasLtMatmul (matmul_backward, weight)");
   }
 }

@@ -43,10 +43,11 @@ class Blas {
   // storage type.
   void matmulForward(void* out, const void* inp, const void* weight, const void* bias, int N, int C,
                      int OC);
-  // dinp (N, C) = dout weight (overwritten); dweight (OC, C) += dout^T inp. Either may be null.
-  // The bias gradient is a column sum (kernels.h: biasBackward).
+  // dinp (N, C) = dout weight (overwritten); dweight (OC, C) += dout^T inp, or = where
+  // `overwrite` (what it held unread). Either may be null. The bias gradient is a column sum
+  // (kernels.h: biasBackward).
   void matmulBackward(void* dinp, void* dweight, const void* dout, const void* inp,
-                      const void* weight, int N, int C, int OC);
+                      const void* weight, int N, int C, int OC, bool overwrite);
 
  private:
   struct Plan;  // a product's descriptors and chosen algorithm, kept per shape

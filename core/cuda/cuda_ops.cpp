@@ -56,9 +56,11 @@ class CudaOps final : public kernels::KernelOps {
     blas_.matmulForward(out, inp, weight, bias, N, C, OC);
   }
   void matmulBackward(float* dinp, float* dweight, float* dbias, const float* dout,
-                      const float* inp, const float* weight, int N, int C, int OC) const override {
+                      const float* inp, const float* weight, int N, int C, int OC,
+                      kernels::WeightGradient write) const override {
     const trace::LaunchSpan span("matmul_backward", trace::Category::Compute);
-    blas_.matmulBackward(dinp, dweight, dout, inp, weight, N, C, OC);
+    blas_.matmulBackward(dinp, dweight, dout, inp, weight, N, C, OC,
+                         write == kernels::WeightGradient::Overwrite);
     if (dbias != nullptr) cuda::biasBackward(dbias, dout, N, OC, stream_);
   }
   long attentionScratch(int, int, int, int, bool) const override { return 0; }

@@ -39,13 +39,16 @@ namespace {
 // Zen 5 core; 20-25% for every multiple of 1024 floats measured, up to 4096; OC 128 and 256, the
 // whole of dout in cache, the same either way). There it reads copies of 256 rows at a time so
 // spaced, in a buffer each thread keeps (1 MiB for an OC of 1024), the copy costing a tenth of
-// what it saves. The bias gradient (dbias, where not null)
-// is summed there from each block while it is in cache; blocks are whole chunks of the sums
-// (kColumnChunkRows), so its bits are those of one pass over all rows.
+// what it saves. The bias gradient (dbias, where not null) is summed there from each block while
+// it is in cache; blocks are whole chunks of the sums (kColumnChunkRows), so its bits are those
+// of one pass over all rows. With no rows, the product of no terms: dweight as `write` leaves it.
 template <typename T>
-void weightGradient(T* dweight, T* dbias, const T* dout, const T* inp, int N, int C, int OC) {
-  if (OC % 128 != 0) {
-    gemm(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);
+void weightGradient(T* dweight, T* dbias, const T* dout, const T* inp, int N, int C, int OC,
+                    WeightGradient write) {
+  // What dweight holds counts once, in the first product; with beta 0 BLAS reads none of it.
+  const T first = write == WeightGradient::Add ? T(1) : T(0);
+  if (OC % 128 != 0 || N == 0) {
+    gemm(true, false, OC, C, N, T(1), dout, OC, inp, C, first, dweight, C);
     if (dbias != nullptr) addColumnSums(dbias, dout, static_cast<long>(N), static_cast<long>(OC));
     return;
   }
@@ -62,7 +65,7 @@ void weightGradient(T* dweight, T* dbias, const T* dout, const T* inp, int N, in
     }
     if (dbias != nullptr) addColumnSums(dbias, dout + static_cast<long>(n0) * OC, rows, OC);
     gemm(true, false, OC, C, rows, T(1), copy.data(), static_cast<int>(spaced),
-         inp + static_cast<long>(n0) * C, C, T(1), dweight, C);
+         inp + static_cast<long>(n0) * C, C, n0 == 0 ? first : T(1), dweight, C);
   }
 }
 
@@ -70,18 +73,20 @@ void weightGradient(T* dweight, T* dbias, const T* dout, const T* inp, int N, in
 
 template <typename T>
 void matmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
-                    int N, int C, int OC) {
-  // Reads dout; for dinp, weight (writing dinp); for dweight, inp (adding into dweight); for
-  // dbias, adds into it.
+                    int N, int C, int OC, WeightGradient write) {
+  // Reads dout; for dinp, weight (writing dinp); for dweight, inp (adding into dweight, or
+  // writing it); for dbias, adds into it.
   trace::Span span("matmul_backward", trace::Category::Compute);
-  span.bytes(
-      arrayBytes<T>(static_cast<long>(N) * OC +
-                    (dinp != nullptr ? static_cast<long>(OC) * C + static_cast<long>(N) * C : 0) +
-                    (dweight != nullptr ? static_cast<long>(N) * C + 2L * OC * C : 0) +
-                    (dbias != nullptr ? 2L * OC : 0)));
+  span.bytes(arrayBytes<T>(
+      static_cast<long>(N) * OC +
+      (dinp != nullptr ? static_cast<long>(OC) * C + static_cast<long>(N) * C : 0) +
+      (dweight != nullptr
+           ? static_cast<long>(N) * C + (write == WeightGradient::Add ? 2L : 1L) * OC * C
+           : 0) +
+      (dbias != nullptr ? 2L * OC : 0)));
   if (dinp != nullptr) gemm(false, false, N, C, OC, T(1), dout, OC, weight, C, T(0), dinp, C);
   if (dweight != nullptr) {
-    weightGradient(dweight, dbias, dout, inp, N, C, OC);
+    weightGradient(dweight, dbias, dout, inp, N, C, OC, write);
   } else if (dbias != nullptr) {
     addColumnSums(dbias, dout, static_cast<long>(N), static_cast<long>(OC));
   }
@@ -91,8 +96,8 @@ template void matmulForward<float>(float*, const float*, const float*, const flo
 template void matmulForward<double>(double*, const double*, const double*, const double*, int, int,
                                     int);
 template void matmulBackward<float>(float*, float*, float*, const float*, const float*,
-                                    const float*, int, int, int);
+                                    const float*, int, int, int, WeightGradient);
 template void matmulBackward<double>(double*, double*, double*, const double*, const double*,
-                                     const double*, int, int, int);
+                                     const double*, int, int, int, WeightGradient);
 
 }  // namespace parascope::kernels

@@ -47,8 +47,9 @@ class CpuOps final : public KernelOps {
     kernels::matmulForward(out, inp, weight, bias, N, C, OC);
   }
   void matmulBackward(float* dinp, float* dweight, float* dbias, const float* dout,
-                      const float* inp, const float* weight, int N, int C, int OC) const override {
-    kernels::matmulBackward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+                      const float* inp, const float* weight, int N, int C, int OC,
+                      WeightGradient write) const override {
+    kernels::matmulBackward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, write);
   }
   long attentionScratch(int /*B*/, int T, int C, int NH, bool backward) const override {
     return kernels::attentionScratch(T, C / NH, backward);

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "core/kernels/adamw.h"
+#include "core/kernels/matmul.h"
 #include "core/tensor/allocator.h"
 
 namespace parascope::kernels {
@@ -33,8 +34,8 @@ class KernelOps {
   virtual void matmulForward(float* out, const float* inp, const float* weight, const float* bias,
                              int N, int C, int OC) const = 0;
   virtual void matmulBackward(float* dinp, float* dweight, float* dbias, const float* dout,
-                              const float* inp, const float* weight, int N, int C,
-                              int OC) const = 0;
+                              const float* inp, const float* weight, int N, int C, int OC,
+                              WeightGradient write) const = 0;
   // Memory-efficient causal attention (attention.h): forward records each query row's statistics
   // (B, NH, T, 2) for backward instead of the probabilities. Scratch is what each pass takes
   // (attentionScratch, in floats; none where 0, and the pointer may then be null). Backward may

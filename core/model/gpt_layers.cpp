@@ -222,6 +222,7 @@ class Block final : public Layer {
           "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight",
           "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"})
       params_.push_back(m.find(p + n));
+    for (const P weight : {QkvW, ProjW, FcW, FcProjW}) params_[weight]->gradWrittenWhole = true;
   }
   const std::string& name() const override { return name_; }
   std::vector<Parameter*> parameters() const override { return params_; }
@@ -270,6 +271,12 @@ class Block final : public Layer {
   };
   float* value(P p) const { return f(params_[p]->value); }
   float* grad(P p) const { return f(params_[p]->grad); }
+  // How the weight half's product takes weight p's gradient: overwriting it where the step has
+  // not written it yet (Model::startGradients), then adding to it.
+  kernels::WeightGradient firstWrite(P p) {
+    return std::exchange(params_[p]->gradStale, false) ? kernels::WeightGradient::Overwrite
+                                                       : kernels::WeightGradient::Add;
+  }
   // A row-parallel GEMM's bias. Split, it is added once after the partial sums are combined, and
   // its gradient sums d's rows. On one rank the GEMM takes it as the column-parallel ones do,
   // starting from the bias: a different rounding from adding it afterwards.
@@ -373,11 +380,13 @@ Tensor Block::inputHalf(const Tensor& dy, const Batch& batch, Activations& keep,
   // MLP branch: out = x2 + leave(gelu(fc(enter(ln2(x2)))) W2^T) + b2.
   const Tensor dyFull = region.leaveBackward(dy);
   Tensor dfc = activation(alloc_, {N, Fl});
-  ops_.matmulBackward(f(dfc), nullptr, nullptr, f(dyFull), f(s[kGelu]), value(FcProjW), N, Fl, C);
+  ops_.matmulBackward(f(dfc), nullptr, nullptr, f(dyFull), f(s[kGelu]), value(FcProjW), N, Fl, C,
+                      kernels::WeightGradient::Add);
   ops_.geluBackward(f(dfc), f(s[kFc]), f(dfc), static_cast<long>(N) * Fl);
   Tensor dln2Full = activation(alloc_, {N, C});
   // The GEMM's input (the gathered layernorm output) only feeds the weight gradient: not needed.
-  ops_.matmulBackward(f(dln2Full), nullptr, nullptr, f(dfc), nullptr, value(FcW), N, C, Fl);
+  ops_.matmulBackward(f(dln2Full), nullptr, nullptr, f(dfc), nullptr, value(FcW), N, C, Fl,
+                      kernels::WeightGradient::Add);
   const Tensor dln2 = region.enterBackward(dln2Full);
   // dx2 = the layernorm's input gradient + dy (the residual), in one pass.
   Tensor dx2 = whole ? layernormGrad(ops_, region, alloc_, dln2, s[kX2], s[kLn2Mean], s[kLn2Rstd],
@@ -387,13 +396,15 @@ Tensor Block::inputHalf(const Tensor& dy, const Batch& batch, Activations& keep,
   // Attention branch: x2 = x + leave(attn(enter(ln1(x)) Wqkv^T) Wproj^T) + bproj.
   const Tensor dx2Full = region.leaveBackward(dx2);
   Tensor datty = activation(alloc_, {N, Cl});
-  ops_.matmulBackward(f(datty), nullptr, nullptr, f(dx2Full), f(s[kAttY]), value(ProjW), N, Cl, C);
+  ops_.matmulBackward(f(datty), nullptr, nullptr, f(dx2Full), f(s[kAttY]), value(ProjW), N, Cl, C,
+                      kernels::WeightGradient::Add);
   Tensor dqkv = activation(alloc_, {N, 3 * Cl}),
          scratch = attentionScratch(ops_, alloc_, B, T, Cl, NH, true);
   ops_.attentionBackward(f(dqkv), scratchOf(scratch), f(datty), f(s[kQkv]), f(s[kAttY]),
                          f(s[kAttStats]), B, T, Cl, NH);
   Tensor dln1Full = activation(alloc_, {N, C});
-  ops_.matmulBackward(f(dln1Full), nullptr, nullptr, f(dqkv), nullptr, value(QkvW), N, C, 3 * Cl);
+  ops_.matmulBackward(f(dln1Full), nullptr, nullptr, f(dqkv), nullptr, value(QkvW), N, C, 3 * Cl,
+                      kernels::WeightGradient::Add);
   const Tensor dln1 = region.enterBackward(dln1Full);
   Tensor dx = whole ? layernormGrad(ops_, region, alloc_, dln1, s[kX], s[kLn1Mean], s[kLn1Rstd],
                                     params_[Ln1W], params_[Ln1B], C, dx2)
@@ -416,18 +427,18 @@ void Block::weightHalf(const Batch& batch, Activations& keep, bool whole) {
   float* projBias = fusedBias() ? grad(ProjB) : nullptr;
   rowParallelBiasGrad(s[kDy], FcProjB);
   ops_.matmulBackward(nullptr, grad(FcProjW), fcProjBias, f(s[kDyFull]), f(s[kGelu]),
-                      value(FcProjW), N, Fl, C);
+                      value(FcProjW), N, Fl, C, firstWrite(FcProjW));
   ops_.matmulBackward(nullptr, grad(FcW), grad(FcB), f(s[kDfc]), f(region.enter(s[kLn2])),
-                      value(FcW), N, C, Fl);
+                      value(FcW), N, C, Fl, firstWrite(FcW));
   if (!whole) {
     layernormWeightGrad(ops_, region, alloc_, s[kDln2], s[kX2], s[kLn2Mean], s[kLn2Rstd],
                         params_[Ln2W], params_[Ln2B], C);
   }
   rowParallelBiasGrad(s[kDx2], ProjB);
   ops_.matmulBackward(nullptr, grad(ProjW), projBias, f(s[kDx2Full]), f(s[kAttY]), value(ProjW), N,
-                      Cl, C);
+                      Cl, C, firstWrite(ProjW));
   ops_.matmulBackward(nullptr, grad(QkvW), grad(QkvB), f(s[kDqkv]), f(region.enter(s[kLn1])),
-                      value(QkvW), N, C, 3 * Cl);
+                      value(QkvW), N, C, 3 * Cl, firstWrite(QkvW));
   if (!whole) {
     layernormWeightGrad(ops_, region, alloc_, s[kDln1], s[kX], s[kLn1Mean], s[kLn1Rstd],
                         params_[Ln1W], params_[Ln1B], C);
@@ -560,11 +571,12 @@ void Head::logitGradient(const Batch& batch, const Activations& keep, float* dln
       ops_.crossEntropyPartBackward(d, targets + row, n, Vl, first, batch.lossWeight);
     if (dln != nullptr) {
       ops_.matmulBackward(dln + static_cast<long>(row) * C, nullptr, nullptr, d, nullptr,
-                          f(wte_->value), n, C, Vl);
+                          f(wte_->value), n, C, Vl, kernels::WeightGradient::Add);
     }
     if (weight) {
       ops_.matmulBackward(nullptr, f(wte_->grad), nullptr, d,
-                          f(lnRows) + static_cast<long>(row) * C, f(wte_->value), n, C, Vl);
+                          f(lnRows) + static_cast<long>(row) * C, f(wte_->value), n, C, Vl,
+                          kernels::WeightGradient::Add);
     }
   }
 }

@@ -74,6 +74,20 @@ void Model::zeroGrad() {
   for (const Parameter& p : parameters_) p.storedGrad().zero();
 }
 
+void Model::startGradients() {
+  for (Parameter& p : parameters_) {
+    p.gradStale = p.gradWrittenWhole && p.storage == DType::F32;
+    if (!p.gradStale) p.storedGrad().zero();
+  }
+}
+
+void Model::settleGradients() {
+  for (Parameter& p : parameters_) {
+    if (p.gradStale) p.storedGrad().zero();
+    p.gradStale = false;
+  }
+}
+
 void Model::roundToCompute(Tensor& t) const {
   if (!t.defined() || t.dtype() != DType::F32) return;
   ops_->roundTo(t.data<float>(), t.numel(), compute_);

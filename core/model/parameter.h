@@ -73,6 +73,12 @@ struct Parameter {
   Tensor lowValue;
   Tensor lowGrad;
   DType storage = DType::F32;  // F32, or the compute type of a mixed-precision model
+  // Its layer's backward writes its whole gradient with one product per micro-batch (a linear
+  // layer's weight), so a step need not zero the gradient first (Model::startGradients).
+  bool gradWrittenWhole = false;
+  // Set by Model::startGradients for such a parameter stored in f32: its gradient holds whatever
+  // the memory held, and the step's first gradient overwrites it rather than adds to it.
+  bool gradStale = false;
 
   std::int64_t numel() const { return shapeNumel(shape); }
   // The tensors that hold the parameter between layers: value/grad, or lowValue/lowGrad.

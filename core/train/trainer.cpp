@@ -234,7 +234,7 @@ StepReport Trainer::step() {
   if (reducer_) {
     reducer_->beginStep();
   } else {
-    model_->zeroGrad();
+    model_->startGradients();
   }
   // Micro-batch k covers global samples [k, k + 1) x micro x dp of the step; rank d takes the
   // d-th micro-batch of them, so ranks and micro-batches together cover the global batch once.
@@ -249,6 +249,7 @@ StepReport Trainer::step() {
     return b;
   };
   const StepStats stats = executor_->run(batches, [&] {
+    model_->settleGradients();
     // Waiting for activations and gradients is the pipeline's idle time; the tied embedding's
     // exchange is communication nothing hides.
     r.exposedCommSeconds += sumTiedEmbedding();

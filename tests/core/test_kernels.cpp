@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/kernels/adamw.h"
@@ -43,6 +44,7 @@ class TestKernels : public QObject {
  private slots:
   void matmulGradients();
   void weightGradientOfWideOutputsAddsEveryRow();
+  void weightGradientOverwritesWhatItHeld();
   void embeddingGradients();
   void layernormGradients();
   void residualLayernormIsBothKernelsToTheBit();
@@ -124,6 +126,35 @@ void TestKernels::weightGradientOfWideOutputsAddsEveryRow() {
                               .arg(i)
                               .arg(dw[i])
                               .arg(want[i])));
+    }
+  }
+}
+
+// A step's first weight gradient overwrites memory nobody zeroed: into NaNs it has the bits of
+// adding into zeros, by the direct product (OC 1000) and by the spaced copies (OC 384), with the
+// bias gradient still added to what it held; with no rows it is zero.
+void TestKernels::weightGradientOverwritesWhatItHeld() {
+  const int C = 24;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const int OC : {1000, 384}) {
+    for (const int N : {600, 0}) {
+      const Vec dout = randomVector(static_cast<std::size_t>(N) * OC, 50 + OC);
+      const Vec inp = randomVector(static_cast<std::size_t>(N) * C, 51);
+      const std::vector<float> fdout(dout.begin(), dout.end()), finp(inp.begin(), inp.end());
+      const auto n = static_cast<std::size_t>(OC) * C;
+      std::vector<float> added(n, 0.0f), addedBias(OC, 0.5f);
+      std::vector<float> written(n, nan), writtenBias(OC, 0.5f);
+      matmulBackward(static_cast<float*>(nullptr), added.data(), addedBias.data(), fdout.data(),
+                     finp.data(), static_cast<const float*>(nullptr), N, C, OC);
+      matmulBackward(static_cast<float*>(nullptr), written.data(), writtenBias.data(), fdout.data(),
+                     finp.data(), static_cast<const float*>(nullptr), N, C, OC,
+                     WeightGradient::Overwrite);
+      const QString where = QString("OC=%1 N=%2").arg(OC).arg(N);
+      QVERIFY2(std::memcmp(written.data(), added.data(), n * sizeof(float)) == 0,
+               qPrintable(where + ": the weight gradient"));
+      QVERIFY2(std::memcmp(writtenBias.data(), addedBias.data(), OC * sizeof(float)) == 0,
+               qPrintable(where + ": the bias gradient"));
+      if (N == 0) QVERIFY2(written[n - 1] == 0.0f, qPrintable(where));
     }
   }
 }

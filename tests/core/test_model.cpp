@@ -3,7 +3,10 @@
 // initialisation.
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +23,7 @@ class TestModel : public QObject {
   void gptMatchesPyTorch();
   void gptParameterCountAndFlops();
   void initialisationDependsOnlyOnSeedAndName();
+  void stepGradientsOverwriteWhatTheMemoryHeld();
   void mlpShapesAndLossAtInit();
 };
 
@@ -116,6 +120,58 @@ void TestModel::initialisationDependsOnlyOnSeedAndName() {
     sq += pa->value.data<float>()[i] * pa->value.data<float>()[i];
   QVERIFY(std::fabs(std::sqrt(sq / static_cast<double>(pa->numel())) - 0.02) < 0.001);
   QCOMPARE(a.find("h.0.ln_1.weight")->value.data<float>()[5], 1.0f);
+}
+
+// A step's gradients from startGradients, over memory full of NaNs, against zeroGrad's, over two
+// micro-batches (the first overwrites the linear weights' gradients, the second adds to them):
+// the same bits. settleGradients zeroes a stale gradient no backward pass wrote.
+void TestModel::stepGradientsOverwriteWhatTheMemoryHeld() {
+  const GptConfig c{64, 16, 32, 4, 2, 4};
+  Model zeroed, started;
+  buildGpt(zeroed, c);
+  buildGpt(started, c);
+  zeroed.initialize(3);
+  started.initialize(3);
+  auto batch = [&](int seed) {
+    Batch b;
+    b.inputs = Tensor::empty({2, c.contextLength}, DType::I32, MemoryCategory::Workspace);
+    b.targets = Tensor::empty({2, c.contextLength}, DType::I32, MemoryCategory::Workspace);
+    for (std::int64_t i = 0; i < b.inputs.numel(); ++i) {
+      b.inputs.data<std::int32_t>()[i] = static_cast<std::int32_t>((i * 7 + seed) % c.vocabSize);
+      b.targets.data<std::int32_t>()[i] = static_cast<std::int32_t>((i * 5 + seed) % c.vocabSize);
+    }
+    b.lossWeight = 1.0f / static_cast<float>(b.targets.numel());
+    return b;
+  };
+  auto fillNaN = [](Model& m) {
+    for (Parameter& p : m.parameters()) {
+      float* g = p.grad.data<float>();
+      std::fill(g, g + p.numel(), std::numeric_limits<float>::quiet_NaN());
+    }
+  };
+  zeroed.zeroGrad();
+  fillNaN(started);
+  started.startGradients();
+  const Parameter* weight = started.find("h.1.mlp.c_fc.weight");
+  QVERIFY(weight->gradStale);
+  QVERIFY(!started.find("h.1.mlp.c_fc.bias")->gradStale);
+  QCOMPARE(started.find("h.1.mlp.c_fc.bias")->grad.data<float>()[0], 0.0f);
+  for (const int seed : {1, 2}) {
+    zeroed.forwardBackward(batch(seed));
+    started.forwardBackward(batch(seed));
+  }
+  QVERIFY(!weight->gradStale);
+  started.settleGradients();
+  for (std::size_t i = 0; i < zeroed.parameters().size(); ++i) {
+    const Parameter& a = zeroed.parameters()[i];
+    const Parameter& b = started.parameters()[i];
+    QVERIFY2(std::memcmp(a.grad.raw(), b.grad.raw(), a.grad.nbytes()) == 0, a.name.c_str());
+  }
+  fillNaN(started);
+  started.startGradients();
+  started.settleGradients();
+  QCOMPARE(weight->grad.data<float>()[weight->numel() - 1], 0.0f);
+  QVERIFY(!weight->gradStale);
 }
 
 void TestModel::mlpShapesAndLossAtInit() {

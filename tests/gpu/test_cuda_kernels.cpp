@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -438,8 +439,11 @@ void TestCudaKernels::matmulMatchesTheCpu() {
   DeviceVector<float> gx(x), gw(w), gbias(bias), gdout(dout), gout{Floats(N * OC)},
       gdx{Floats(N * C)}, gdw{Floats(OC * C, 0.5f)}, gdb{Floats(OC, 0.25f)};
   blas.matmulForward(gout.get(), gx.get(), gw.get(), gbias.get(), N, C, OC);
-  blas.matmulBackward(gdx.get(), gdw.get(), gdout.get(), gx.get(), gw.get(), N, C, OC);
+  blas.matmulBackward(gdx.get(), gdw.get(), gdout.get(), gx.get(), gw.get(), N, C, OC, false);
   cuda::biasBackward(gdb.get(), gdout.get(), N, OC, nullptr);
+  // Overwritten, the weight gradient's NaNs are not read.
+  DeviceVector<float> gdwOver{Floats(OC * C, std::numeric_limits<float>::quiet_NaN())};
+  blas.matmulBackward(nullptr, gdwOver.get(), gdout.get(), gx.get(), gw.get(), N, C, OC, true);
   // The bounds: the same products of the inputs' magnitudes (the weight gradient's initial 0.5
   // and the bias gradient's 0.25 added as they are).
   Floats outBound(N * OC), dxBound(N * C), dwBound(OC * C, 0.5f), dbBound(OC, 0.25f);
@@ -450,6 +454,16 @@ void TestCudaKernels::matmulMatchesTheCpu() {
   VERIFY_WITHIN(worstAgainstBound(gout.host(), out, outBound, 2e-6), "forward");
   VERIFY_WITHIN(worstAgainstBound(gdx.host(), dx, dxBound, 2e-6), "input gradient");
   VERIFY_WITHIN(worstAgainstBound(gdw.host(), dw, dwBound, 2e-6), "weight gradient");
+  Floats dwOver(OC * C, std::numeric_limits<float>::quiet_NaN()), dwOverBound(OC * C);
+  kernels::matmulBackward(static_cast<float*>(nullptr), dwOver.data(), static_cast<float*>(nullptr),
+                          dout.data(), x.data(), w.data(), N, C, OC,
+                          kernels::WeightGradient::Overwrite);
+  kernels::matmulBackward(static_cast<float*>(nullptr), dwOverBound.data(),
+                          static_cast<float*>(nullptr), magnitudes(dout).data(),
+                          magnitudes(x).data(), magnitudes(w).data(), N, C, OC,
+                          kernels::WeightGradient::Overwrite);
+  VERIFY_WITHIN(worstAgainstBound(gdwOver.host(), dwOver, dwOverBound, 2e-6),
+                "weight gradient, overwritten");
   QVERIFY(sameBits(gdb.host(), db));  // a column sum in the CPU's order
 
   for (const DType type : {DType::BF16, DType::F16}) {

@@ -535,7 +535,7 @@ void TestMixedPrecision::gptHeadWorksInChunksOfRows() {
   const std::vector<float> probabilities16 = p;
   kernels::crossEntropyBackward(p.data(), p.data(), targets, dlosses.data(), N, V);
   ops.matmulBackward(dln.data(), dwte.data(), nullptr, p.data(), ln.data(), value("wte.weight"), N,
-                     C, V);
+                     C, V, kernels::WeightGradient::Add);
   const float spacing = low == DType::BF16 ? 0x1p-7f : 0x1p-10f;
   // The tied embedding's gradient sums N products, in chunks in the model: two such sums differ
   // by up to N f32 epsilons of the sum of their magnitudes, where the terms cancel. And a chunk's
@@ -546,9 +546,9 @@ void TestMixedPrecision::gptHeadWorksInChunksOfRows() {
   for (std::vector<float>* t : {&p, &ln})
     for (float& e : *t) e = std::abs(e);
   ops.matmulBackward(nullptr, dwteError.data(), nullptr, p.data(), ln.data(), value("wte.weight"),
-                     N, C, V);
+                     N, C, V, kernels::WeightGradient::Add);
   ops.matmulBackward(nullptr, flipError.data(), nullptr, probabilities16.data(), ln.data(),
-                     value("wte.weight"), N, C, V);
+                     value("wte.weight"), N, C, V, kernels::WeightGradient::Add);
   for (std::size_t i = 0; i < dwteError.size(); ++i) {
     dwteError[i] =
         dwteError[i] * static_cast<float>(N) * 0x1p-23f + flipError[i] * spacing * batch.lossWeight;
