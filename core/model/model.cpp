@@ -82,10 +82,12 @@ void Model::startGradients() {
 }
 
 void Model::settleGradients() {
-  for (Parameter& p : parameters_) {
-    if (p.gradStale) p.storedGrad().zero();
-    p.gradStale = false;
-  }
+  for (Parameter& p : parameters_) settleGradient(p);
+}
+
+void Model::settleGradient(Parameter& p) {
+  if (p.gradStale) p.storedGrad().zero();
+  p.gradStale = false;
 }
 
 void Model::roundToCompute(Tensor& t) const {

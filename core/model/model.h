@@ -80,6 +80,8 @@ class Model {
   // still stale (a parameter no pass reached).
   void startGradients();
   void settleGradients();
+  // The same for one parameter (a data-parallel bucket's before it is reduced).
+  static void settleGradient(Parameter& p);
 
   // Forward and backward through every layer; gradients accumulate (+=) scaled by
   // batch.lossWeight.

@@ -38,7 +38,14 @@ GradientReducer::GradientReducer(Model& model, const FlatLayout& layout, Communi
 }
 
 void GradientReducer::beginStep() {
-  reduced_.zero();
+  // All-reduced, the model's gradients are views of reduced_ (the buckets' padding, never
+  // written, stays zero): the model zeroes them, or leaves them for the first backward pass to
+  // overwrite.
+  if (mode_ == Mode::AllReduce) {
+    model_.startGradients();
+  } else {
+    reduced_.zero();
+  }
 }
 
 void GradientReducer::beginMicroStep(bool last) {
@@ -114,6 +121,9 @@ void GradientReducer::start(int b) {
     bucket.storage =
         Tensor::zeros({fb.count}, storage_, MemoryCategory::Gradient, model_.allocator());
   }
+  // A gradient no backward pass wrote this step counts as zero.
+  for (int i : fb.parameters)
+    Model::settleGradient(model_.parameters()[static_cast<std::size_t>(i)]);
   void* buffer =
       mode_ == Mode::AllReduce ? reduced_.slice(fb.begin, fb.count).raw() : bucket.storage.raw();
   if (commType_ != storage_) {
