@@ -166,7 +166,8 @@ void Blas::matmulBackward(void* dinp, void* dweight, const void* dout, const voi
           "cublasLtMatmul (matmul_backward, input)");
   }
   if (dweight != nullptr) {
-    // dW^T (C x OC) += inp^T (C x N, inp as stored) dout (N x OC: dout as stored, transposed).
+    // dW^T (C x OC) += (or = where `overwrite`) inp^T (C x N, inp as stored) dout (N x OC: dout
+    // as stored, transposed).
     const Plan& p = plan(C, OC, N, false, true, false, !overwrite,
                          {alignmentOf(inp), alignmentOf(dout), alignmentOf(dweight)});
     check(cublasLtMatmul(lt_, p.op, &one, inp, p.a, dout, p.b, overwrite ? &zero : &one, dweight,

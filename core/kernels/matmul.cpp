@@ -32,22 +32,24 @@ void matmulForward(T* out, const T* inp, const T* weight, const T* bias, int N, 
 
 namespace {
 
-// dweight += dout^T inp (dout N x OC, inp N x C). Where dout's rows are a multiple of 512 bytes
-// apart, the library's product reads dout^T's columns through a few cache sets that alias:
-// GPT-mini's MLP weight gradient (OC 1024) ran at 181 GFLOP/s against 227 with rows 16 floats
-// further apart, its QKV one (OC 768) at 197-207 against 210-220, and OC 384 5-8% slower (one
-// Zen 5 core; 20-25% for every multiple of 1024 floats measured, up to 4096; OC 128 and 256, the
-// whole of dout in cache, the same either way). There it reads copies of 256 rows at a time so
-// spaced, in a buffer each thread keeps (1 MiB for an OC of 1024), the copy costing a tenth of
-// what it saves. The bias gradient (dbias, where not null) is summed there from each block while
-// it is in cache; blocks are whole chunks of the sums (kColumnChunkRows), so its bits are those
-// of one pass over all rows. With no rows, the product of no terms: dweight as `write` leaves it.
+// dweight += dout^T inp, or = as `write` says (dout N x OC, inp N x C). Where dout's rows are a
+// multiple of 128 elements apart (512 bytes of float), the library's product reads dout^T's
+// columns through a few cache sets that alias: GPT-mini's MLP weight gradient (OC 1024) ran at
+// 181 GFLOP/s against 227 with rows 16 floats further apart, its QKV one (OC 768) at 197-207
+// against 210-220, and OC 384 5-8% slower (one Zen 5 core; 20-25% for every multiple of 1024
+// floats measured, up to 4096; OC 128 and 256, the whole of dout in cache, the same either way).
+// There, up to the widest measured, it reads copies of 256 rows at a time so spaced, in a buffer
+// each thread keeps (1 MiB for an OC of 1024), the copy costing a tenth of what it saves; a head's
+// vocabulary of tens of thousands would keep tens of megabytes there. The bias gradient (dbias,
+// where not null) is summed there from each block while it is in cache; blocks are whole chunks
+// of the sums (kColumnChunkRows), so its bits are those of one pass over all rows. With no rows,
+// the product of no terms: dweight as `write` leaves it.
 template <typename T>
 void weightGradient(T* dweight, T* dbias, const T* dout, const T* inp, int N, int C, int OC,
                     WeightGradient write) {
   // What dweight holds counts once, in the first product; with beta 0 BLAS reads none of it.
   const T first = write == WeightGradient::Add ? T(1) : T(0);
-  if (OC % 128 != 0 || N == 0) {
+  if (OC % 128 != 0 || OC > 4096 || N == 0) {
     gemm(true, false, OC, C, N, T(1), dout, OC, inp, C, first, dweight, C);
     if (dbias != nullptr) addColumnSums(dbias, dout, static_cast<long>(N), static_cast<long>(OC));
     return;

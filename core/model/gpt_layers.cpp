@@ -380,6 +380,7 @@ Tensor Block::inputHalf(const Tensor& dy, const Batch& batch, Activations& keep,
   // MLP branch: out = x2 + leave(gelu(fc(enter(ln2(x2)))) W2^T) + b2.
   const Tensor dyFull = region.leaveBackward(dy);
   Tensor dfc = activation(alloc_, {N, Fl});
+  // The input gradients alone (no weight gradient to add to or overwrite: Add says nothing).
   ops_.matmulBackward(f(dfc), nullptr, nullptr, f(dyFull), f(s[kGelu]), value(FcProjW), N, Fl, C,
                       kernels::WeightGradient::Add);
   ops_.geluBackward(f(dfc), f(s[kFc]), f(dfc), static_cast<long>(N) * Fl);

@@ -1,6 +1,7 @@
 // The unit a model is made of and a pipeline stage is cut from. A Layer maps its input to its
 // output for one micro-batch, keeping in Activations what its backward pass needs, and its
-// backward accumulates its parameters' gradients (+=) and returns the input gradient.
+// backward accumulates its parameters' gradients (+=, or = into one the step has not written yet:
+// Parameter::gradStale) and returns the input gradient.
 // Parameters are named logical tensors with full shapes (see parameter.h); layers only point
 // at them, so a tied weight is one Parameter used by two layers.
 #pragma once

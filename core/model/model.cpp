@@ -71,12 +71,19 @@ void Model::initialize(std::uint64_t seed) {
 }
 
 void Model::zeroGrad() {
-  for (const Parameter& p : parameters_) p.storedGrad().zero();
+  for (Parameter& p : parameters_) {
+    p.storedGrad().zero();
+    p.gradStale = false;
+  }
+}
+
+bool Model::startsStale(const Parameter& p) {
+  return p.gradWrittenWhole && p.storage == DType::F32;
 }
 
 void Model::startGradients() {
   for (Parameter& p : parameters_) {
-    p.gradStale = p.gradWrittenWhole && p.storage == DType::F32;
+    p.gradStale = startsStale(p);
     if (!p.gradStale) p.storedGrad().zero();
   }
 }

@@ -80,11 +80,13 @@ class Model {
   // still stale (a parameter no pass reached).
   void startGradients();
   void settleGradients();
-  // The same for one parameter (a data-parallel bucket's before it is reduced).
+  // Whether startGradients leaves p's gradient stale rather than zeroing it.
+  static bool startsStale(const Parameter& p);
+  // settleGradients for one parameter (a data-parallel bucket's before it is reduced).
   static void settleGradient(Parameter& p);
 
-  // Forward and backward through every layer; gradients accumulate (+=) scaled by
-  // batch.lossWeight.
+  // Forward and backward through every layer; gradients accumulate (+=, or = into a stale one)
+  // scaled by batch.lossWeight.
   MicroBatchResult forwardBackward(const Batch& batch);
   // Called in forwardBackward right before (finished false) and right after (true) layer i's
   // backward pass. After it, the gradients of its parameters hold this micro-batch's

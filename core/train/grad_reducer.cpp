@@ -1,9 +1,12 @@
 #include "core/train/grad_reducer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/kernels/precision.h"
 #include "core/trace/trace.h"
@@ -38,14 +41,27 @@ GradientReducer::GradientReducer(Model& model, const FlatLayout& layout, Communi
 }
 
 void GradientReducer::beginStep() {
-  // All-reduced, the model's gradients are views of reduced_ (the buckets' padding, never
-  // written, stays zero): the model zeroes them, or leaves them for the first backward pass to
-  // overwrite.
-  if (mode_ == Mode::AllReduce) {
-    model_.startGradients();
-  } else {
+  if (mode_ != Mode::AllReduce) {
     reduced_.zero();
+    return;
   }
+  // The model's gradients are views of reduced_: as Model::startGradients, but zeroing the runs
+  // between the stale ones in one call each (a device's memset per parameter would be hundreds
+  // of launches), the buckets' padding with them.
+  auto& params = model_.parameters();
+  std::vector<std::pair<std::int64_t, std::int64_t>> stale;  // where each lies: offset, end
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    Parameter& p = params[i];
+    p.gradStale = Model::startsStale(p);
+    if (p.gradStale) stale.emplace_back(layout_.offset[i], layout_.offset[i] + p.numel());
+  }
+  std::sort(stale.begin(), stale.end());
+  std::int64_t from = 0;
+  for (const auto& [begin, end] : stale) {
+    if (begin > from) reduced_.slice(from, begin - from).zero();
+    from = end;
+  }
+  if (layout_.total > from) reduced_.slice(from, layout_.total - from).zero();
 }
 
 void GradientReducer::beginMicroStep(bool last) {

@@ -42,7 +42,9 @@ class GradientReducer {
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
-  void beginStep();                // zeroes the accumulated gradients
+  // The step's start: all-reduce mode starts the model's gradients (Model::startGradients),
+  // reduce-scatter mode zeroes this rank's shard.
+  void beginStep();
   void beginMicroStep(bool last);  // `last`: the optimizer step's final micro-step
   // Bucket b's reduction, and every earlier bucket's, is issued by now (a ReduceGradBucket or
   // ZeroScatter instruction): started from the backward hooks already when overlapping, else

@@ -249,6 +249,8 @@ StepReport Trainer::step() {
     return b;
   };
   const StepStats stats = executor_->run(batches, [&] {
+    // Before anything reads the gradients: the tied embedding's sum, a fault, the observer, the
+    // norm and the update.
     model_->settleGradients();
     // Waiting for activations and gradients is the pipeline's idle time; the tied embedding's
     // exchange is communication nothing hides.
